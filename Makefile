@@ -1,0 +1,34 @@
+# trbox — top-level make targets. See README.md.
+#   make            host binary (target/release/trbox)
+#   make test       everything CI runs
+#   make cross      static musl binaries for x86_64, aarch64, armv7   (cross/cross.mk)
+#   make size       stripped size table                               (cross/cross.mk)
+#   make qemu       boot an arm64 board with trbox and show it working (cross/qemu.mk)
+#   make bench      benchmarks against trace-cmd                       (benches/)
+
+CARGO ?= cargo
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: all build test test-host check-nostd clippy bench clean
+
+all: build
+
+build:
+	$(CARGO) build --release
+
+# The core must build without std (SPEC §1).
+check-nostd:
+	$(CARGO) build --lib --no-default-features
+
+test-host: check-nostd
+	$(CARGO) build --release
+	$(CARGO) test --release
+
+include cross/cross.mk
+include cross/qemu.mk
+
+# Order: fast host tests first, then the other architectures.
+test: test-host cross-test qemu-test
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,256 @@
+//! What every applet shares: busybox-style dispatch, the common options
+//! (`-T`, `-B`, `-v`), argh glue, and errors that end in the SPEC exit codes.
+
+use crate::APPLETS;
+use std::fmt;
+
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_USAGE: u8 = 1;
+pub const EXIT_RUNTIME: u8 = 2;
+pub const EXIT_NOT_FOUND: u8 = 127;
+
+/// A failure to report on one line (plus an optional hint line) and the exit
+/// code that goes with it.
+#[derive(Debug)]
+pub struct Error {
+    pub code: u8,
+    pub msg: String,
+    pub hint: Option<String>,
+}
+
+impl Error {
+    pub fn usage(msg: impl Into<String>) -> Self {
+        Error { code: EXIT_USAGE, msg: msg.into(), hint: None }
+    }
+    pub fn runtime(msg: impl Into<String>) -> Self {
+        Error { code: EXIT_RUNTIME, msg: msg.into(), hint: None }
+    }
+    pub fn hint(mut self, h: impl Into<String>) -> Self {
+        self.hint = Some(h.into());
+        self
+    }
+}
+
+impl From<trbox::sys::Error> for Error {
+    fn from(e: trbox::sys::Error) -> Self {
+        let hint = e.hint().map(String::from);
+        Error { code: EXIT_RUNTIME, msg: e.to_string(), hint }
+    }
+}
+
+/// Options every applet takes. Parsed before the applet's own options so each
+/// applet does not have to repeat them.
+#[derive(Debug, Default, Clone)]
+pub struct Common {
+    /// `-T DIR` / `--tracefs DIR`, else env TRBOX_TRACEFS.
+    pub tracefs: Option<String>,
+    /// `-B NAME` / `--instance NAME`.
+    pub instance: Option<String>,
+    /// Number of `-v`.
+    pub verbose: u8,
+}
+
+pub const COMMON_HELP: &str = "\
+Common options:
+  -T, --tracefs DIR  tracefs root (default: from /proc/self/mountinfo;
+                     env TRBOX_TRACEFS); may be a copy of a tracefs tree
+  -B, --instance NAME
+                     work in instances/NAME
+  -v                 more log (repeat for more; RUST_LOG works too)
+";
+
+/// Split the common options off `args` (the applet's arguments, without its
+/// name). Everything after `--` is left alone: it belongs to a command.
+pub fn split_common(args: &[String]) -> Result<(Common, Vec<String>), Error> {
+    let mut c = Common::default();
+    let mut rest = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" {
+            rest.extend_from_slice(&args[i..]);
+            break;
+        }
+        let mut value_of = |long: &str, short: &str| -> Result<Option<String>, Error> {
+            if a == long || a == short {
+                i += 1;
+                return args
+                    .get(i)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| Error::usage(format!("option {a} needs a value")));
+            }
+            if let Some(v) = a.strip_prefix(long).and_then(|v| v.strip_prefix('=')) {
+                return Ok(Some(v.to_string()));
+            }
+            if let Some(v) = a.strip_prefix(short).filter(|v| !v.is_empty() && !a.starts_with("--")) {
+                return Ok(Some(v.to_string()));
+            }
+            Ok(None)
+        };
+        if let Some(v) = value_of("--tracefs", "-T")? {
+            c.tracefs = Some(v);
+        } else if let Some(v) = value_of("--instance", "-B")? {
+            c.instance = Some(v);
+        } else if a.len() > 1 && a.starts_with('-') && !a.starts_with("--") && a[1..].bytes().all(|b| b == b'v') {
+            c.verbose = c.verbose.saturating_add((a.len() - 1) as u8);
+        } else {
+            rest.push(a.clone());
+        }
+        i += 1;
+    }
+    if c.tracefs.is_none() {
+        c.tracefs = std::env::var("TRBOX_TRACEFS").ok().filter(|s| !s.is_empty());
+    }
+    Ok((c, rest))
+}
+
+/// Parse an applet's own options with argh. `--help` prints usage (with the
+/// common options) to stdout and ends the run with 0; errors become a one-line
+/// usage error.
+pub fn parse<T: argh::FromArgs>(name: &str, args: &[String]) -> Result<T, Error> {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    T::from_args(&[name], &refs).map_err(|e| match e.status {
+        Ok(()) => {
+            print!("{}\n{COMMON_HELP}", e.output.trim_end());
+            Error { code: EXIT_OK, msg: String::new(), hint: None }
+        }
+        Err(()) => {
+            let first = e.output.lines().next().unwrap_or("bad arguments").trim().to_string();
+            Error::usage(first).hint(format!("try '{name} --help'"))
+        }
+    })
+}
+
+fn init_log(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let env = env_logger::Env::default().default_filter_or(level);
+    let _ = env_logger::Builder::from_env(env).format_timestamp(None).format_target(false).try_init();
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+fn banner() -> String {
+    let mut s = format!(
+        "trbox {} - ftrace for embedded boards\n\n\
+         Usage: trbox APPLET [ARGS...]   or   APPLET [ARGS...] (via a link)\n\
+        \x20      trbox --list\n\
+        \x20      trbox --install [-s] DIR\n\nApplets:\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for a in APPLETS {
+        s.push_str(&format!("  {:<10} {}\n", a.name, a.summary));
+    }
+    s
+}
+
+/// Run `argv` and return the process exit code.
+pub fn dispatch(argv: &[String]) -> u8 {
+    let name = argv.first().map(|s| basename(s)).unwrap_or("trbox");
+    let (applet, args) = if APPLETS.iter().any(|a| a.name == name) {
+        (name, &argv[1.min(argv.len())..])
+    } else if name == "trbox" || name.starts_with("trbox") {
+        match argv.get(1).map(String::as_str) {
+            None | Some("--help") | Some("-h") => {
+                print!("{}", banner());
+                return EXIT_OK;
+            }
+            Some("--list") => {
+                for a in APPLETS {
+                    println!("{}", a.name);
+                }
+                return EXIT_OK;
+            }
+            Some("--install") => return report("trbox", install(&argv[2..])),
+            Some(a) => (basename(a), &argv[2..]),
+        }
+    } else {
+        (name, &argv[1..])
+    };
+    let Some(app) = APPLETS.iter().find(|a| a.name == applet) else {
+        eprintln!("{applet}: applet not found");
+        return EXIT_NOT_FOUND;
+    };
+    let res = split_common(args).and_then(|(common, rest)| {
+        init_log(common.verbose);
+        (app.main)(&common, &rest)
+    });
+    report(app.name, res)
+}
+
+/// Print an error the way a person on a serial console wants it, and map it
+/// to the exit code.
+pub fn report(name: &str, r: Result<(), Error>) -> u8 {
+    match r {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.code == EXIT_OK => EXIT_OK,
+        Err(e) => {
+            eprintln!("{name}: {}", e.msg);
+            if let Some(h) = e.hint {
+                eprintln!("{name}: hint: {h}");
+            }
+            e.code
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+/// `trbox --install [-s] DIR`: one link per applet, to /proc/self/exe.
+fn install(args: &[String]) -> Result<(), Error> {
+    let (symlink, dir) = match args {
+        [s, d] if s == "-s" => (true, d),
+        [d] if !d.starts_with('-') => (false, d),
+        _ => return Err(Error::usage("usage: trbox --install [-s] DIR").hint("try 'trbox --help'")),
+    };
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map_err(|e| Error::runtime(format!("cannot read /proc/self/exe: {e}")).hint("is /proc mounted?"))?;
+    for a in APPLETS {
+        let link = std::path::Path::new(dir).join(a.name);
+        if link.symlink_metadata().is_ok() {
+            continue; // existing links (or files) are left alone
+        }
+        let r = if symlink { std::os::unix::fs::symlink(&exe, &link) } else { std::fs::hard_link(&exe, &link) };
+        r.map_err(|e| {
+            let hint = if !symlink && e.raw_os_error() == Some(libc::EXDEV) {
+                "DIR is on another filesystem: use -s for symlinks"
+            } else {
+                "check that DIR exists and is writable"
+            };
+            Error::runtime(format!("cannot create {}: {e}", link.display())).hint(hint)
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn common_options_are_split_off() {
+        let (c, r) = split_common(&v(&["-T", "/x", "-vv", "--instance=foo", "-b", "8", "--", "-T", "y"])).unwrap();
+        assert_eq!(c.tracefs.as_deref(), Some("/x"));
+        assert_eq!(c.instance.as_deref(), Some("foo"));
+        assert_eq!(c.verbose, 2);
+        assert_eq!(r, v(&["-b", "8", "--", "-T", "y"]));
+        let (c, _) = split_common(&v(&["-T/y", "--tracefs", "/z"])).unwrap();
+        assert_eq!(c.tracefs.as_deref(), Some("/z"));
+        assert!(split_common(&v(&["-T"])).is_err());
+    }
+}

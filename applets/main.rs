@@ -1,0 +1,25 @@
+//! The `trbox` multicall binary: dispatch on basename(argv[0]) or argv[1].
+//! Each applet module only parses options, calls the core and prints.
+
+mod cli;
+mod tr_on;
+
+use std::process::ExitCode;
+
+/// One entry per applet that exists. Only these are listed and installed.
+pub struct Applet {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub main: fn(&cli::Common, &[String]) -> Result<(), cli::Error>,
+}
+
+pub const APPLETS: &[Applet] = &[Applet {
+    name: "tr-on",
+    summary: "show or switch the tracing state",
+    main: tr_on::main,
+}];
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    ExitCode::from(cli::dispatch(&argv))
+}

@@ -1,0 +1,94 @@
+//! Parsers for the small tracefs control files (`trace_clock`,
+//! `per_cpu/cpuN/stats`, `trigger`, `filter`, `set_event`…).
+
+use alloc::vec::Vec;
+
+/// The bracketed choice in files like `trace_clock` or `current_tracer`-style
+/// lists: `"[local] global counter"` → `local`.
+pub fn selected(text: &str) -> Option<&str> {
+    text.split_whitespace().find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+}
+
+/// Every choice of such a file, brackets removed.
+pub fn choices(text: &str) -> Vec<&str> {
+    text.split_whitespace().map(|w| w.trim_start_matches('[').trim_end_matches(']')).collect()
+}
+
+/// `per_cpu/cpuN/stats`. Fields a kernel does not have stay `None`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CpuStats {
+    pub entries: Option<u64>,
+    pub overrun: Option<u64>,
+    pub commit_overrun: Option<u64>,
+    pub bytes: Option<u64>,
+    pub dropped: Option<u64>,
+    pub read: Option<u64>,
+}
+
+impl CpuStats {
+    pub fn parse(text: &str) -> Self {
+        let mut s = CpuStats::default();
+        for line in text.lines() {
+            let Some((k, v)) = line.split_once(':') else { continue };
+            let v = v.trim().parse::<u64>().ok();
+            match k.trim() {
+                "entries" => s.entries = v,
+                "overrun" => s.overrun = v,
+                "commit overrun" => s.commit_overrun = v,
+                "bytes" => s.bytes = v,
+                "dropped events" => s.dropped = v,
+                "read events" => s.read = v,
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
+/// An event's `filter` file: `None` when it says `none`.
+pub fn filter(text: &str) -> Option<&str> {
+    let t = text.trim();
+    (!t.is_empty() && t != "none").then_some(t)
+}
+
+/// An event's `trigger` file: the active triggers, without the `#` help text
+/// the kernel prints when there are none.
+pub fn triggers(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// Lines of a list file (`set_event`, `set_ftrace_filter`, `dynamic_events`,
+/// `set_event_pid`…), skipping the kernel's `#` comments.
+pub fn entries(text: &str) -> impl Iterator<Item = &str> {
+    triggers(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bracket_choice() {
+        assert_eq!(selected("[local] global counter uptime perf mono mono_raw boot x86-tsc\n"), Some("local"));
+        assert_eq!(selected("local global [x86-tsc]"), Some("x86-tsc"));
+        assert_eq!(selected("local global"), None);
+        assert_eq!(choices("[local] global"), ["local", "global"]);
+    }
+
+    #[test]
+    fn stats() {
+        let t = "entries: 12\noverrun: 3\ncommit overrun: 0\nbytes: 400\noldest event ts:  5.1\nnow ts:  6.2\ndropped events: 7\nread events: 1\n";
+        let s = CpuStats::parse(t);
+        assert_eq!((s.entries, s.overrun, s.dropped, s.read), (Some(12), Some(3), Some(7), Some(1)));
+        assert_eq!(CpuStats::parse("garbage\n"), CpuStats::default());
+    }
+
+    #[test]
+    fn filters_and_triggers() {
+        assert_eq!(filter("none\n"), None);
+        assert_eq!(filter("pid == 1\n"), Some("pid == 1"));
+        let none = "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event enable_hist disable_hist hist\n";
+        assert_eq!(triggers(none).count(), 0);
+        assert_eq!(triggers("stacktrace:unlimited\ntraceoff:1 if pid == 3\n").collect::<Vec<_>>().len(), 2);
+    }
+}

@@ -1,0 +1,20 @@
+//! trbox core: everything that turns tracefs text and ring-buffer bytes into
+//! meaning, without doing any I/O itself.
+//!
+//! Built with `--no-default-features` this crate is `#![no_std]` + `alloc`, so
+//! the same decoder can be embedded anywhere; the `std` feature adds [`sys`],
+//! the thin layer that reads tracefs, and is what the applets link against.
+//!
+//! Modules go from the kernel's lowest concepts upwards; imports only point
+//! downwards.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+extern crate alloc;
+
+pub mod ctl;
+pub mod format;
+pub mod mountinfo;
+
+#[cfg(feature = "std")]
+pub mod sys;

@@ -1,0 +1,104 @@
+//! Errors of the I/O layer, phrased for a person at a serial console: what
+//! failed, why, and (through [`Error::hint`]) what to do about it.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Debug)]
+pub enum Error {
+    /// No tracefs or debugfs is mounted and we may not mount one.
+    NotMounted,
+    /// Mounting tracefs/debugfs failed.
+    Mount { fstype: &'static str, target: PathBuf, err: io::Error },
+    /// A directory given with `-T` does not exist.
+    NoSuchDir(PathBuf),
+    /// A directory exists but has no `events/`: not a tracing root.
+    NotTracefs(PathBuf),
+    /// `-B NAME` names an instance that does not exist (read-only applets do
+    /// not create one).
+    NoInstance { name: String, existing: Vec<String> },
+    /// Any other I/O failure on a tracefs path.
+    Io { path: PathBuf, err: io::Error },
+}
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, err: io::Error) -> Self {
+        Error::Io { path: path.into(), err }
+    }
+
+    /// What the user can do about it, when there is something to say.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Error::NotMounted => Some("run as root (trbox mounts tracefs itself), or: mount -t tracefs nodev /sys/kernel/tracing"),
+            Error::Mount { err, .. } => match err.raw_os_error() {
+                Some(libc::EPERM) if lockdown_active() => Some("the kernel is locked down (see /sys/kernel/security/lockdown): tracing is forbidden"),
+                Some(libc::EPERM) => Some("mounting needs CAP_SYS_ADMIN (a container may forbid it): mount tracefs on the host and pass -T DIR"),
+                Some(libc::ENODEV) => Some("this kernel has no tracefs: it was built without CONFIG_FTRACE / CONFIG_TRACING"),
+                _ => None,
+            },
+            Error::NoSuchDir(_) | Error::NotTracefs(_) => Some("point -T (or TRBOX_TRACEFS) at a tracing root such as /sys/kernel/tracing, or a copy of one"),
+            Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
+            Error::Io { err, .. } => match err.raw_os_error() {
+                Some(libc::EACCES) => Some("tracefs is readable by root only: run as root (e.g. with sudo)"),
+                Some(libc::EPERM) if lockdown_active() => Some("the kernel is locked down (see /sys/kernel/security/lockdown)"),
+                Some(libc::EPERM) => Some("the kernel refuses this operation (lockdown, a security module, or dynamic ftrace disabled)"),
+                _ => None,
+            },
+        }
+    }
+
+    /// The errno behind the failure, if there is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            Error::Mount { err, .. } | Error::Io { err, .. } => err.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+/// Describe an io::Error briefly: "permission denied (EACCES)" rather than
+/// "Permission denied (os error 13)".
+pub fn describe(err: &io::Error) -> String {
+    let name = match err.raw_os_error() {
+        Some(libc::EPERM) => "operation not permitted (EPERM)",
+        Some(libc::EACCES) => "permission denied (EACCES)",
+        Some(libc::ENOENT) => "no such file (ENOENT)",
+        Some(libc::ENODEV) => "no such device (ENODEV)",
+        Some(libc::EBUSY) => "busy (EBUSY)",
+        Some(libc::EINVAL) => "invalid argument (EINVAL)",
+        Some(libc::ENOSPC) => "no space left (ENOSPC)",
+        Some(libc::ENOTDIR) => "not a directory (ENOTDIR)",
+        _ => return err.to_string(),
+    };
+    name.to_string()
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotMounted => write!(f, "tracefs is not mounted, and only root can mount it"),
+            Error::Mount { fstype, target, err } => {
+                write!(f, "cannot mount {fstype} on {}: {}", target.display(), describe(err))
+            }
+            Error::NoSuchDir(p) => write!(f, "{}: no such directory", p.display()),
+            Error::NotTracefs(p) => write!(f, "{}: not a tracefs tree (no events/ directory)", p.display()),
+            Error::NoInstance { name, existing } if existing.is_empty() => {
+                write!(f, "no instance '{name}' (there are no instances)")
+            }
+            Error::NoInstance { name, existing } => {
+                write!(f, "no instance '{name}' (existing: {})", existing.join(", "))
+            }
+            Error::Io { path, err } => write!(f, "{}: {}", path.display(), describe(err)),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Is a kernel lockdown mode active? (`[none]` means no.)
+pub fn lockdown_active() -> bool {
+    std::fs::read_to_string("/sys/kernel/security/lockdown")
+        .map(|t| crate::ctl::selected(&t).is_some_and(|m| m != "none"))
+        .unwrap_or(false)
+}

@@ -1,0 +1,14 @@
+//! The thin std layer: finding and reading tracefs. Everything that decides
+//! what bytes mean lives in the core modules; this only moves them.
+
+mod error;
+mod tracefs;
+
+pub use error::Error;
+pub use tracefs::{Found, Tracefs};
+
+/// Are we root (effective uid 0)?
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}

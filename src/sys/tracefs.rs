@@ -1,0 +1,245 @@
+//! Finding the tracing root (SPEC §4) and reading files below it.
+
+use super::error::Error;
+use crate::mountinfo::{self, Kind};
+use std::ffi::CString;
+use std::io;
+use std::path::{Path, PathBuf};
+
+const TRACEFS_DEFAULT: &str = "/sys/kernel/tracing";
+const DEBUGFS_DEFAULT: &str = "/sys/kernel/debug";
+
+/// How the root was found; reported by `tr-on` and used to undo a mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// Given with `-T` / TRBOX_TRACEFS.
+    Given,
+    /// A mounted tracefs (from mountinfo).
+    Tracefs,
+    /// `tracing/` below a mounted debugfs.
+    Debugfs,
+    /// trbox mounted it and will unmount this path when done.
+    MountedByUs(PathBuf),
+}
+
+/// An open tracing root: the top level, or an instance below it.
+#[derive(Debug)]
+pub struct Tracefs {
+    /// The top-level tracing directory.
+    top: PathBuf,
+    /// The directory applets work in: `top`, or `top/instances/NAME`.
+    dir: PathBuf,
+    pub found: Found,
+    pub instance: Option<String>,
+    /// Leave a mount we made in place (`-k`).
+    pub keep_mount: bool,
+}
+
+fn has_events(dir: &Path) -> io::Result<bool> {
+    match std::fs::metadata(dir.join("events")) {
+        Ok(m) => Ok(m.is_dir()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+impl Tracefs {
+    /// A tracing root at `dir` (for `-T`): it must exist and hold `events/`.
+    /// A debugfs root holding `tracing/` is accepted too.
+    pub fn at(dir: impl Into<PathBuf>) -> Result<Self, Error> {
+        let dir: PathBuf = dir.into();
+        match std::fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(Error::NotTracefs(dir)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Error::NoSuchDir(dir)),
+            Err(e) => return Err(Error::io(dir, e)),
+        }
+        let root = if has_events(&dir).map_err(|e| Error::io(&dir, e))? {
+            dir
+        } else if has_events(&dir.join("tracing")).unwrap_or(false) {
+            dir.join("tracing")
+        } else {
+            return Err(Error::NotTracefs(dir));
+        };
+        Ok(Self::new(root, Found::Given))
+    }
+
+    fn new(top: PathBuf, found: Found) -> Self {
+        Tracefs { dir: top.clone(), top, found, instance: None, keep_mount: false }
+    }
+
+    /// Find the live tracing root: mountinfo first, then the well-known
+    /// paths; when nothing is mounted and we are root, mount tracefs (debugfs
+    /// on kernels before 4.1).
+    pub fn discover() -> Result<Self, Error> {
+        let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let mut denied: Option<Error> = None;
+        let cands = mountinfo::tracefs_candidates(&text);
+        for c in &cands {
+            let p = PathBuf::from(&c.path);
+            match has_events(&p) {
+                Ok(true) => {
+                    let found = if c.kind == Kind::Tracefs { Found::Tracefs } else { Found::Debugfs };
+                    return Ok(Self::new(p, found));
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    denied.get_or_insert(Error::io(p, e));
+                }
+            }
+        }
+        if let Some(e) = denied {
+            return Err(e);
+        }
+        // No /proc, or a mount table we could not read: try the usual places.
+        if cands.is_empty() {
+            for p in [TRACEFS_DEFAULT, "/sys/kernel/debug/tracing"] {
+                if has_events(Path::new(p)).unwrap_or(false) {
+                    return Ok(Self::new(p.into(), Found::Tracefs));
+                }
+            }
+        }
+        if !super::is_root() {
+            return Err(Error::NotMounted);
+        }
+        Self::mount()
+    }
+
+    /// Mount tracefs at /sys/kernel/tracing; on kernels without tracefs (the
+    /// directory is missing before 4.1) mount debugfs and use its tracing/.
+    fn mount() -> Result<Self, Error> {
+        let (fstype, target, root) = if Path::new(TRACEFS_DEFAULT).is_dir() {
+            ("tracefs", PathBuf::from(TRACEFS_DEFAULT), PathBuf::from(TRACEFS_DEFAULT))
+        } else {
+            ("debugfs", PathBuf::from(DEBUGFS_DEFAULT), Path::new(DEBUGFS_DEFAULT).join("tracing"))
+        };
+        log::info!("mounting {fstype} on {}", target.display());
+        mount(fstype, &target).map_err(|err| Error::Mount { fstype, target: target.clone(), err })?;
+        if !has_events(&root).unwrap_or(false) {
+            let _ = unmount(&target);
+            return Err(Error::NotTracefs(root));
+        }
+        Ok(Self::new(root, Found::MountedByUs(target)))
+    }
+
+    /// `-T` when given, else discovery.
+    pub fn open(given: Option<&str>) -> Result<Self, Error> {
+        match given {
+            Some(d) => Self::at(d),
+            None => Self::discover(),
+        }
+    }
+
+    /// Switch to `instances/NAME`, which must exist (read-only use).
+    pub fn enter_instance(&mut self, name: &str) -> Result<(), Error> {
+        let d = self.top.join("instances").join(name);
+        if name.is_empty() || name.contains('/') || !has_events(&d).unwrap_or(false) {
+            return Err(Error::NoInstance { name: name.into(), existing: self.instances().unwrap_or_default() });
+        }
+        self.dir = d;
+        self.instance = Some(name.into());
+        Ok(())
+    }
+
+    /// The top-level tracing directory.
+    pub fn top(&self) -> &Path {
+        &self.top
+    }
+
+    /// The directory this run works in (top or instance).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// Read a file below the working directory.
+    pub fn read(&self, rel: &str) -> Result<String, Error> {
+        let p = self.path(rel);
+        std::fs::read(&p).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(|e| Error::io(p, e))
+    }
+
+    /// Read a file that a kernel may not have: `Ok(None)` when it is absent.
+    pub fn read_opt(&self, rel: &str) -> Result<Option<String>, Error> {
+        match self.read(rel) {
+            Ok(s) => Ok(Some(s)),
+            Err(Error::Io { err, .. }) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Does the file or directory exist below the working directory?
+    pub fn exists(&self, rel: &str) -> bool {
+        self.path(rel).symlink_metadata().is_ok()
+    }
+
+    /// Sorted names of the entries of a directory below the working
+    /// directory (empty when it is absent).
+    pub fn list_dir(&self, rel: &str) -> Result<Vec<String>, Error> {
+        list(&self.path(rel))
+    }
+
+    /// Names of the instances (below the top level), sorted.
+    pub fn instances(&self) -> Result<Vec<String>, Error> {
+        list(&self.top.join("instances"))
+    }
+
+    /// Online CPU numbers that have a per_cpu directory, ascending.
+    pub fn cpus(&self) -> Result<Vec<u32>, Error> {
+        let mut v: Vec<u32> = self
+            .list_dir("per_cpu")?
+            .iter()
+            .filter_map(|n| n.strip_prefix("cpu").and_then(|n| n.parse().ok()))
+            .collect();
+        v.sort_unstable();
+        Ok(v)
+    }
+}
+
+fn list(dir: &Path) -> Result<Vec<String>, Error> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut v: Vec<String> = rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    Ok(v)
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if let Found::MountedByUs(target) = &self.found {
+            if !self.keep_mount {
+                if let Err(e) = unmount(target) {
+                    log::warn!("could not unmount {}: {e}", target.display());
+                }
+            }
+        }
+    }
+}
+
+fn cstr(p: &Path) -> io::Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+fn mount(fstype: &str, target: &Path) -> io::Result<()> {
+    let t = cstr(target)?;
+    let fs = CString::new(fstype).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let src = CString::new("nodev").map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    // SAFETY: all pointers are valid NUL-terminated strings for the call.
+    let r = unsafe { libc::mount(src.as_ptr(), t.as_ptr(), fs.as_ptr(), flags, std::ptr::null()) };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+fn unmount(target: &Path) -> io::Result<()> {
+    let t = cstr(target)?;
+    // Lazy: a child of ours may still hold a file open below it.
+    // SAFETY: valid NUL-terminated path.
+    let r = unsafe { libc::umount2(t.as_ptr(), libc::MNT_DETACH) };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
