@@ -112,7 +112,7 @@ pub fn parse<T: argh::FromArgs>(name: &str, args: &[String]) -> Result<T, Error>
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     T::from_args(&[name], &refs).map_err(|e| match e.status {
         Ok(()) => {
-            print!("{}\n{COMMON_HELP}", e.output.trim_end());
+            print!("{}\n\n{COMMON_HELP}", wrap(e.output.trim_end(), 79));
             Error { code: EXIT_OK, msg: String::new(), hint: None }
         }
         Err(()) => {
@@ -120,6 +120,36 @@ pub fn parse<T: argh::FromArgs>(name: &str, args: &[String]) -> Result<T, Error>
             Error::usage(first).hint(format!("try '{name} --help'"))
         }
     })
+}
+
+/// Wrap lines longer than `width` at spaces, keeping their indentation, so
+/// help text fits a serial console.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.len() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let mut cur = String::from(&line[..indent]);
+        for word in line.split_whitespace() {
+            if cur.len() > indent && cur.len() + 1 + word.len() > width {
+                out.push_str(&cur);
+                out.push('\n');
+                cur = " ".repeat(indent);
+            }
+            if cur.len() > indent {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        }
+        out.push_str(&cur);
+        out.push('\n');
+    }
+    out.truncate(out.trim_end().len());
+    out
 }
 
 fn init_log(verbose: u8) {

@@ -2,9 +2,10 @@
 //! what bytes mean lives in the core modules; this only moves them.
 
 mod error;
+pub mod status;
 mod tracefs;
 
-pub use error::Error;
+pub use error::{describe, Error};
 pub use tracefs::{Found, Tracefs};
 
 /// Are we root (effective uid 0)?

@@ -1,0 +1,175 @@
+//! Read-only snapshot of the tracing state for `tr-on` (like `trace-cmd
+//! stat`). Every item is read on its own, so a file the kernel refuses (EPERM
+//! with dynamic ftrace disabled, lockdown) or lacks spoils only that item.
+
+use super::error::Error;
+use super::tracefs::Tracefs;
+use crate::ctl::{self, CpuStats};
+use std::io;
+
+/// Why an item could not be shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// This kernel has no such file.
+    Absent,
+    /// EPERM / EACCES.
+    NotPermitted(&'static str),
+    /// Anything else, already described.
+    Failed(String),
+}
+
+pub type Item<T> = Result<T, Unavailable>;
+
+fn unavail(e: Error) -> Unavailable {
+    match e {
+        Error::Io { err, .. } => match (err.kind(), err.raw_os_error()) {
+            (io::ErrorKind::NotFound, _) => Unavailable::Absent,
+            (_, Some(libc::EPERM)) => Unavailable::NotPermitted("EPERM"),
+            (_, Some(libc::EACCES)) => Unavailable::NotPermitted("EACCES"),
+            _ => Unavailable::Failed(super::error::describe(&err)),
+        },
+        e => Unavailable::Failed(e.to_string()),
+    }
+}
+
+fn item<T>(r: Result<T, Error>) -> Item<T> {
+    r.map_err(unavail)
+}
+
+/// One event that is enabled or carries a filter or trigger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventState {
+    /// `sys:event`
+    pub name: String,
+    /// The `enable` file: `1`, `0`, or `0*`/`1*` (soft mode, used by triggers).
+    pub enable: String,
+    pub filter: Option<String>,
+    pub triggers: Vec<String>,
+}
+
+/// Per-CPU buffer statistics and size.
+#[derive(Debug, Clone)]
+pub struct CpuState {
+    pub cpu: u32,
+    pub stats: Item<CpuStats>,
+    pub buffer_kb: Item<String>,
+}
+
+/// Everything `tr-on` shows.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub tracer: Item<String>,
+    pub available_tracers: Item<Vec<String>>,
+    /// `tracing_on`, or `tracing_enabled` on old kernels; the bool says
+    /// which file it came from (true = old name).
+    pub tracing_on: Item<(String, bool)>,
+    pub clock: Item<String>,
+    pub buffer_kb: Item<String>,
+    pub buffer_total_kb: Item<String>,
+    pub subbuf_kb: Item<String>,
+    pub tracing_thresh: Item<String>,
+    pub events: Item<Vec<EventState>>,
+    pub ftrace_filter: Item<Vec<String>>,
+    pub ftrace_notrace: Item<Vec<String>>,
+    pub graph_function: Item<Vec<String>>,
+    pub ftrace_pid: Item<Vec<String>>,
+    pub event_pid: Item<Vec<String>>,
+    pub dynamic_events: Item<Vec<String>>,
+    pub instances: Item<Vec<String>>,
+    pub cpus: Item<Vec<CpuState>>,
+}
+
+fn lines(r: Item<String>) -> Item<Vec<String>> {
+    r.map(|t| {
+        ctl::entries(&t)
+            // set_ftrace_pid says "no pid" on old kernels; set_ftrace_filter a
+            // "#### all functions enabled ####" banner (skipped as a comment).
+            .filter(|l| *l != "no pid")
+            .map(String::from)
+            .collect()
+    })
+}
+
+impl Status {
+    pub fn read(t: &Tracefs) -> Status {
+        let rd = |f: &str| item(t.read(f));
+        let tracing_on = match rd("tracing_on") {
+            Err(Unavailable::Absent) => rd("tracing_enabled").map(|s| (s.trim().to_string(), true)),
+            r => r.map(|s| (s.trim().to_string(), false)),
+        };
+        let dynamic_events = match rd("dynamic_events") {
+            Err(Unavailable::Absent) => {
+                // Before ~5.0 probes live in two files; either may be absent.
+                let k = rd("kprobe_events");
+                let u = rd("uprobe_events");
+                match (k, u) {
+                    (Err(e), Err(_)) => Err(e),
+                    (k, u) => Ok(format!("{}{}", k.unwrap_or_default(), u.unwrap_or_default())),
+                }
+            }
+            r => r,
+        };
+        Status {
+            tracer: rd("current_tracer").map(|s| s.trim().to_string()),
+            available_tracers: rd("available_tracers")
+                .map(|s| s.split_whitespace().map(String::from).collect()),
+            tracing_on,
+            clock: rd("trace_clock").map(|s| ctl::selected(&s).unwrap_or(s.trim()).to_string()),
+            buffer_kb: rd("buffer_size_kb").map(|s| s.trim().to_string()),
+            buffer_total_kb: rd("buffer_total_size_kb").map(|s| s.trim().to_string()),
+            subbuf_kb: rd("buffer_subbuf_size_kb").map(|s| s.trim().to_string()),
+            tracing_thresh: rd("tracing_thresh").map(|s| s.trim().to_string()),
+            events: read_events(t),
+            ftrace_filter: lines(rd("set_ftrace_filter")),
+            ftrace_notrace: lines(rd("set_ftrace_notrace")),
+            graph_function: lines(rd("set_graph_function")),
+            ftrace_pid: lines(rd("set_ftrace_pid")),
+            event_pid: lines(rd("set_event_pid")),
+            dynamic_events: lines(dynamic_events),
+            instances: if t.instance.is_some() {
+                Err(Unavailable::Absent)
+            } else {
+                item(t.instances())
+            },
+            cpus: read_cpus(t),
+        }
+    }
+}
+
+fn read_events(t: &Tracefs) -> Item<Vec<EventState>> {
+    let systems = item(t.list_dir("events"))?;
+    let mut out = Vec::new();
+    for sys in &systems {
+        let sys_dir = format!("events/{sys}");
+        let Ok(evs) = t.list_dir(&sys_dir) else { continue };
+        for ev in evs {
+            let dir = format!("{sys_dir}/{ev}");
+            // Directories only: skip the system's own enable/filter files.
+            let Ok(enable) = t.read(&format!("{dir}/enable")) else { continue };
+            let enable = enable.trim().to_string();
+            let filter = t.read(&format!("{dir}/filter")).ok();
+            let filter = filter.as_deref().and_then(ctl::filter).map(String::from);
+            let trig = t.read(&format!("{dir}/trigger")).unwrap_or_default();
+            let triggers: Vec<String> = ctl::triggers(&trig).map(String::from).collect();
+            if enable != "0" || filter.is_some() || !triggers.is_empty() {
+                out.push(EventState { name: format!("{sys}:{ev}"), enable, filter, triggers });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_cpus(t: &Tracefs) -> Item<Vec<CpuState>> {
+    let cpus = item(t.cpus())?;
+    Ok(cpus
+        .into_iter()
+        .map(|cpu| {
+            let d = format!("per_cpu/cpu{cpu}");
+            CpuState {
+                cpu,
+                stats: item(t.read(&format!("{d}/stats"))).map(|s| CpuStats::parse(&s)),
+                buffer_kb: item(t.read(&format!("{d}/buffer_size_kb"))).map(|s| s.trim().to_string()),
+            }
+        })
+        .collect())
+}

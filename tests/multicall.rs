@@ -1,0 +1,135 @@
+//! Multicall conventions (SPEC §2) and bad input, on the real binary.
+
+mod common;
+use common::*;
+use std::os::unix::fs::symlink;
+
+fn no_panic(o: &std::process::Output) {
+    let e = stderr(o);
+    assert!(!e.contains("panicked") && !e.contains("RUST_BACKTRACE"), "panic output: {e}");
+}
+
+#[test]
+fn banner_and_list() {
+    let o = run(&[]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    assert!(s.starts_with("trbox "), "{s}");
+    assert!(s.contains("tr-on"), "{s}");
+    let o = run(&["--list"]);
+    assert_eq!(o.status.code(), Some(0));
+    let names: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert!(names.contains(&"tr-on".to_string()), "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("tr-")), "{names:?}");
+}
+
+#[test]
+fn unknown_applet_is_127() {
+    let o = run(&["tr-nosuch"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert_eq!(stderr(&o), "tr-nosuch: applet not found\n");
+    // The same through a link with an unknown name.
+    let d = TempDir::new("mc");
+    let link = d.path().join("frobnicate");
+    symlink(trbox(), &link).unwrap();
+    let o = cmd(&link, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(127));
+    assert_eq!(stderr(&o), "frobnicate: applet not found\n");
+}
+
+#[test]
+fn help_goes_to_stdout_with_exit_0() {
+    for args in [&["tr-on", "--help"][..], &["tr-on", "-T", "/x", "--help"][..]] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(0));
+        let s = stdout(&o);
+        assert!(s.contains("Usage: tr-on"), "{s}");
+        assert!(s.contains("-T, --tracefs DIR"), "{s}");
+        assert!(stderr(&o).is_empty());
+        assert!(s.lines().all(|l| l.len() <= 80), "help wider than 80 columns:\n{s}");
+    }
+}
+
+#[test]
+fn usage_errors_are_one_line_and_exit_1() {
+    for args in [&["tr-on", "--bogus"][..], &["tr-on", "-T"][..], &["--install"][..]] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        no_panic(&o);
+        let e = stderr(&o);
+        let lines: Vec<&str> = e.lines().collect();
+        assert!(!lines.is_empty() && lines.len() <= 2, "{args:?}: {e}");
+        assert!(lines.last().unwrap().contains("hint:") || lines.len() == 1, "{e}");
+        assert!(stdout(&o).is_empty());
+    }
+}
+
+#[test]
+fn bad_tracefs_dirs_are_runtime_errors() {
+    let o = run(&["tr-on", "-T", "/nonexistent"]);
+    assert_eq!(o.status.code(), Some(2));
+    no_panic(&o);
+    assert!(stderr(&o).starts_with("tr-on: /nonexistent: no such directory\n"), "{}", stderr(&o));
+    let d = TempDir::new("nottracefs");
+    let o = run(&["tr-on", "-T", d.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a tracefs tree (no events/ directory)"), "{}", stderr(&o));
+    // The environment variable works like -T.
+    let o = cmd(&trbox(), &["tr-on"]).env("TRBOX_TRACEFS", "/nonexistent").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent: no such directory"));
+}
+
+#[test]
+fn install_links_every_applet_and_leaves_existing_ones() {
+    let d = TempDir::new("install");
+    let dir = d.path().to_str().unwrap();
+    // An existing file with an applet's name is left alone.
+    std::fs::write(d.path().join("tr-on"), "mine").unwrap();
+    let o = run(&["--install", "-s", dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(d.path().join("tr-on")).unwrap(), "mine");
+    std::fs::remove_file(d.path().join("tr-on")).unwrap();
+    let o = run(&["--install", "-s", dir]);
+    assert!(o.status.success());
+    let names = stdout(&run(&["--list"]));
+    for n in names.lines() {
+        let l = d.path().join(n);
+        let target = std::fs::read_link(&l).unwrap_or_else(|_| panic!("{n} is not a symlink"));
+        assert_eq!(target, std::fs::canonicalize(trbox()).unwrap());
+    }
+    // Run through the link.
+    let o = cmd(&d.path().join("tr-on"), &["--help"]).output().unwrap();
+    assert!(stdout(&o).contains("Usage: tr-on"));
+    // Hard links (same filesystem as the binary: use the target dir).
+    let h = TempDir::new("hard");
+    let hd = trbox().parent().unwrap().join(format!("hardlinks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&hd);
+    std::fs::create_dir_all(&hd).unwrap();
+    let o = run(&["--install", hd.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    use std::os::unix::fs::MetadataExt;
+    let a = std::fs::metadata(hd.join("tr-on")).unwrap();
+    let b = std::fs::metadata(trbox()).unwrap();
+    assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()));
+    std::fs::remove_dir_all(&hd).unwrap();
+    drop(h);
+    // A missing directory is a runtime error with a hint.
+    let o = run(&["--install", "-s", "/nonexistent/dir"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot create /nonexistent/dir/tr-on"), "{}", stderr(&o));
+}
+
+#[test]
+fn trbox_applet_equals_link() {
+    let d = TempDir::new("eq");
+    let link = d.path().join("tr-on");
+    symlink(trbox(), &link).unwrap();
+    let a = run(&["tr-on", "-T", "tests/data/tree-basic"]);
+    let b = cmd(&link, &["-T", "tests/data/tree-basic"]).output().unwrap();
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert_eq!(stdout(&a), stdout(&b));
+    // `trbox /path/to/tr-on` dispatches on the basename too.
+    let c = run(&[link.to_str().unwrap(), "-T", "tests/data/tree-basic"]);
+    assert_eq!(stdout(&a), stdout(&c));
+}
