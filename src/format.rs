@@ -1,8 +1,7 @@
 //! `events/header_page`, `events/header_event` and `events/SYS/EVENT/format`
 //! parsing into an event table keyed by ID.
 //!
-//! (Types fixed here so the page decoder and print-fmt can be written against
-//! them; the parser fills them in.)
+//! Parsers never panic: every malformed input is a typed [`FormatError`].
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -117,5 +116,863 @@ impl Field {
         } else {
             Some(v as i64)
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Parsers
+// ---------------------------------------------------------------------------
+
+impl Endian {
+    /// The byte order of the machine this code runs on.
+    pub const NATIVE: Endian = if cfg!(target_endian = "big") { Endian::Big } else { Endian::Little };
+}
+
+/// Why a format text could not be parsed. `line` is 1-based (0 = not tied
+/// to a line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FormatError {
+    pub line: u32,
+    pub kind: FormatErrorKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatErrorKind {
+    /// No `name:` line.
+    MissingName,
+    /// No `ID:` line.
+    MissingId,
+    /// `ID:` is not a number.
+    BadId,
+    /// A `field:` line without a `;`-terminated declaration.
+    BadField,
+    /// A field declaration without a name.
+    MissingFieldName,
+    /// A field without `offset:` or `size:`.
+    MissingOffsetOrSize,
+    /// A number that does not parse or does not fit in u32.
+    BadNumber,
+    /// header_page: no `timestamp`, `commit` or `data` field.
+    MissingHeaderField,
+    /// header_page: a field with an impossible size (commit not 4 or 8,
+    /// timestamp not 8, data overflowing).
+    BadHeaderLayout,
+}
+
+impl core::fmt::Display for FormatError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let what = match self.kind {
+            FormatErrorKind::MissingName => "no `name:` line",
+            FormatErrorKind::MissingId => "no `ID:` line",
+            FormatErrorKind::BadId => "`ID:` is not a number",
+            FormatErrorKind::BadField => "malformed `field:` line",
+            FormatErrorKind::MissingFieldName => "field without a name",
+            FormatErrorKind::MissingOffsetOrSize => "field without offset or size",
+            FormatErrorKind::BadNumber => "bad number",
+            FormatErrorKind::MissingHeaderField => "header_page lacks timestamp, commit or data",
+            FormatErrorKind::BadHeaderLayout => "impossible header_page layout",
+        };
+        if self.line > 0 {
+            write!(f, "line {}: {}", self.line, what)
+        } else {
+            f.write_str(what)
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for FormatError {}
+
+fn err(line: usize, kind: FormatErrorKind) -> FormatError {
+    FormatError { line: u32::try_from(line).unwrap_or(u32::MAX), kind }
+}
+
+/// Lines of a text, with their 1-based numbers, `\r` trimmed.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n').enumerate().map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
+}
+
+fn parse_u32(s: &str) -> Option<u32> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// A `field:` line split into declaration and attributes, before any
+/// interpretation of the type.
+struct RawField<'a> {
+    decl: &'a str,
+    offset: Option<u32>,
+    size: Option<u32>,
+    signed: Option<bool>,
+}
+
+/// `field:DECL;\toffset:N;\tsize:N;\tsigned:N;` (also `field special:`).
+/// Returns `Ok(None)` when the line is not a field line.
+fn split_field_line(line: &str, no: usize) -> Result<Option<RawField<'_>>, FormatError> {
+    let t = line.trim_start();
+    let rest = if let Some(r) = t.strip_prefix("field:") {
+        r
+    } else if let Some(r) = t.strip_prefix("field special:") {
+        r
+    } else {
+        return Ok(None);
+    };
+    let (decl, attrs) = rest.split_once(';').ok_or_else(|| err(no, FormatErrorKind::BadField))?;
+    let mut f = RawField { decl: decl.trim(), offset: None, size: None, signed: None };
+    for a in attrs.split(';') {
+        let Some((k, v)) = a.split_once(':') else { continue };
+        let k = k.trim();
+        let num = || parse_u32(v).ok_or_else(|| err(no, FormatErrorKind::BadNumber));
+        match k {
+            "offset" => f.offset = Some(num()?),
+            "size" => f.size = Some(num()?),
+            "signed" => f.signed = Some(num()? != 0),
+            _ => {}
+        }
+    }
+    Ok(Some(f))
+}
+
+/// Collapse runs of whitespace to one space and trim (type names only, so
+/// short strings).
+fn normalize_ws(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// The size in bytes of one element of C type `ty` (no name, no brackets,
+/// no `__data_loc`), or `None` when the type is not one we know.
+pub fn c_type_size(ty: &str, long_size: u32) -> Option<u32> {
+    if ty.contains('*') {
+        return Some(long_size);
+    }
+    let mut words: Vec<&str> = ty
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "const" | "volatile" | "signed" | "unsigned" | "__user" | "__rcu"))
+        .collect();
+    // `unsigned` / `signed` alone mean int.
+    if words.is_empty() {
+        return if ty.split_whitespace().any(|w| w == "unsigned" || w == "signed") { Some(4) } else { None };
+    }
+    // `short int`, `long int`, `long long int` -> drop the trailing int.
+    if words.len() > 1 && words.last() == Some(&"int") {
+        words.pop();
+    }
+    let size = match words.as_slice() {
+        ["char"] | ["bool"] | ["_Bool"] => 1,
+        ["short"] => 2,
+        ["int"] => 4,
+        ["long"] => long_size,
+        ["long", "long"] => 8,
+        ["enum", ..] => 4,
+        [one] => match *one {
+            "u8" | "s8" | "__u8" | "__s8" | "uint8_t" | "int8_t" => 1,
+            "u16" | "s16" | "__u16" | "__s16" | "__le16" | "__be16" | "uint16_t" | "int16_t" => 2,
+            "u32" | "s32" | "__u32" | "__s32" | "__le32" | "__be32" | "uint32_t" | "int32_t" | "pid_t" | "uid_t"
+            | "gid_t" | "gfp_t" | "dev_t" | "umode_t" | "__wsum" | "fmode_t" => 4,
+            "u64" | "s64" | "__u64" | "__s64" | "__le64" | "__be64" | "uint64_t" | "int64_t" | "loff_t" | "sector_t"
+            | "ktime_t" | "blkcnt_t" | "u_int64_t" => 8,
+            "size_t" | "ssize_t" | "uintptr_t" | "intptr_t" | "off_t" | "ptrdiff_t" | "phys_addr_t" | "time_t"
+            | "clock_t" | "ino_t" => long_size,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(size)
+}
+
+/// Whether C type `ty` is signed, for old kernels without `signed:`.
+fn infer_signed(ty: &str) -> bool {
+    if ty.contains('*') || ty.contains("unsigned") {
+        return false;
+    }
+    let base = ty.split_whitespace().rfind(|w| !matches!(*w, "const" | "volatile")).unwrap_or("");
+    matches!(
+        base,
+        "int" | "long" | "short" | "signed" | "s8" | "s16" | "s32" | "s64" | "__s8" | "__s16" | "__s32" | "__s64"
+            | "int8_t" | "int16_t" | "int32_t" | "int64_t" | "pid_t" | "ssize_t" | "loff_t" | "ktime_t" | "off_t"
+    )
+}
+
+/// Interpret a field declaration (`unsigned long caller[8]`,
+/// `__data_loc char[] name`, `const char * fmt`) given its size.
+fn build_field(raw: RawField<'_>, no: usize, long_size: u32) -> Result<Field, FormatError> {
+    let (Some(offset), Some(size)) = (raw.offset, raw.size) else {
+        return Err(err(no, FormatErrorKind::MissingOffsetOrSize));
+    };
+    let mut decl = raw.decl;
+    if let Some(i) = decl.find("__attribute__") {
+        decl = decl[..i].trim_end();
+    }
+    // Brackets after the name: `comm[16]`, `comm [TASK_COMM_LEN]`, `a[2][3]`.
+    let mut bracket: Option<&str> = None;
+    let mut has_brackets = false;
+    while let Some(d) = decl.strip_suffix(']') {
+        let Some(open) = d.rfind('[') else { return Err(err(no, FormatErrorKind::BadField)) };
+        // Keep the outermost (first) bracket's text for the fallback.
+        bracket = Some(d[open + 1..].trim());
+        has_brackets = true;
+        decl = d[..open].trim_end();
+    }
+    // The name: the trailing identifier.
+    let name_start = decl
+        .char_indices()
+        .rev()
+        .take_while(|&(_, c)| c.is_ascii_alphanumeric() || c == '_')
+        .last()
+        .map(|(i, _)| i);
+    let Some(ns) = name_start else { return Err(err(no, FormatErrorKind::MissingFieldName)) };
+    let name = &decl[ns..];
+    let mut ty = decl[..ns].trim();
+    if ty.is_empty() {
+        return Err(err(no, FormatErrorKind::BadField));
+    }
+    // Brackets on the type (`__data_loc char[]`).
+    let mut type_brackets = false;
+    while let Some(t) = ty.strip_suffix(']') {
+        let Some(open) = t.rfind('[') else { return Err(err(no, FormatErrorKind::BadField)) };
+        type_brackets = true;
+        ty = t[..open].trim_end();
+    }
+    let (loc, base) = if let Some(r) = ty.strip_prefix("__data_loc") {
+        (1, r.trim_start())
+    } else if let Some(r) = ty.strip_prefix("__rel_loc") {
+        (2, r.trim_start())
+    } else {
+        (0, ty)
+    };
+    let elem = c_type_size(base, long_size);
+    let kind = match loc {
+        1 => FieldKind::DataLoc { elem_size: elem.unwrap_or(1).max(1) },
+        2 => FieldKind::RelLoc { elem_size: elem.unwrap_or(1).max(1) },
+        _ if has_brackets || type_brackets => {
+            let num = bracket.and_then(parse_u32);
+            match elem {
+                Some(e) if e > 0 && size % e == 0 => FieldKind::Array { elem_size: e, count: size / e },
+                _ => match num {
+                    Some(n) if n > 0 && size % n == 0 => FieldKind::Array { elem_size: size / n, count: n },
+                    _ => FieldKind::Array { elem_size: size, count: 1 },
+                },
+            }
+        }
+        _ => FieldKind::Scalar,
+    };
+    let type_name = normalize_ws(ty);
+    let signed = raw.signed.unwrap_or_else(|| infer_signed(base));
+    Ok(Field { name: String::from(name), type_name, offset, size, signed, kind })
+}
+
+/// Parse one field line on its own (`\tfield:int irq;\toffset:8;...`).
+/// `Ok(None)` when the line is not a field line.
+pub fn parse_field_line(line: &str, long_size: u32) -> Result<Option<Field>, FormatError> {
+    match split_field_line(line, 1)? {
+        Some(raw) => build_field(raw, 1, long_size).map(Some),
+        None => Ok(None),
+    }
+}
+
+impl Field {
+    /// Whether this is a `common_*` field.
+    pub fn is_common(&self) -> bool {
+        self.name.starts_with("common_")
+    }
+
+    /// The end of the fixed part of the field (offset + size), saturating.
+    pub fn end(&self) -> u32 {
+        self.offset.saturating_add(self.size)
+    }
+}
+
+impl EventFormat {
+    /// Parse an `events/SYS/EVENT/format` text. `system` is the directory
+    /// name (the file does not contain it); `long_size` is the kernel's
+    /// `long` size in bytes ([`HeaderPage::long_size`]), used for array
+    /// element sizes.
+    pub fn parse(text: &str, system: &str, long_size: u32) -> Result<EventFormat, FormatError> {
+        let mut name: Option<&str> = None;
+        let mut id: Option<u32> = None;
+        let mut common = Vec::new();
+        let mut fields = Vec::new();
+        let mut print_fmt = String::new();
+        // 0: before `format:`; 1: common fields; 2: event fields.
+        let mut section = 0u8;
+        let mut it = lines(text);
+        while let Some((no, line)) = it.next() {
+            let t = line.trim();
+            if let Some(fmt) = line.trim_start().strip_prefix("print fmt:") {
+                print_fmt.push_str(fmt.strip_prefix(' ').unwrap_or(fmt));
+                for (_, more) in it.by_ref() {
+                    print_fmt.push('\n');
+                    print_fmt.push_str(more);
+                }
+                let keep = print_fmt.trim_end().len();
+                print_fmt.truncate(keep);
+                break;
+            }
+            if t.is_empty() {
+                if section == 1 && !common.is_empty() {
+                    section = 2;
+                }
+                continue;
+            }
+            if let Some(raw) = split_field_line(line, no)? {
+                let f = build_field(raw, no, long_size)?;
+                if section == 2 {
+                    fields.push(f);
+                } else {
+                    section = section.max(1);
+                    common.push(f);
+                }
+                continue;
+            }
+            if let Some(v) = t.strip_prefix("name:") {
+                name = Some(v.trim());
+            } else if let Some(v) = t.strip_prefix("ID:") {
+                id = Some(parse_u32(v).ok_or_else(|| err(no, FormatErrorKind::BadId))?);
+            } else if t == "format:" {
+                section = 1;
+            }
+            // Anything else is ignored (unknown lines from other kernels).
+        }
+        if fields.is_empty() {
+            // No blank line between common and event fields: split by name.
+            let all = core::mem::take(&mut common);
+            for f in all {
+                if f.is_common() {
+                    common.push(f);
+                } else {
+                    fields.push(f);
+                }
+            }
+        }
+        let name = name.filter(|n| !n.is_empty()).ok_or_else(|| err(0, FormatErrorKind::MissingName))?;
+        let id = id.ok_or_else(|| err(0, FormatErrorKind::MissingId))?;
+        Ok(EventFormat { id, system: String::from(system), name: String::from(name), common, fields, print_fmt })
+    }
+
+    /// A field by name, event fields first, then common fields.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().chain(self.common.iter()).find(|f| f.name == name)
+    }
+
+    /// All fields, common first, in file order.
+    pub fn all_fields(&self) -> impl Iterator<Item = &Field> {
+        self.common.iter().chain(self.fields.iter())
+    }
+
+    /// The smallest record that holds every fixed field.
+    pub fn min_record_size(&self) -> u32 {
+        self.all_fields().map(Field::end).max().unwrap_or(0)
+    }
+}
+
+/// `events/header_page`: where the page header's fields live. Offsets and
+/// sizes in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderPage {
+    pub timestamp_offset: u32,
+    pub timestamp_size: u32,
+    pub commit_offset: u32,
+    /// 8 on 64-bit kernels, 4 on 32-bit ones: the kernel's `long` size.
+    pub commit_size: u32,
+    /// `int overwrite` (a view of the commit word's flag bits), if listed.
+    pub overwrite: Option<(u32, u32)>,
+    pub data_offset: u32,
+    pub data_size: u32,
+}
+
+impl HeaderPage {
+    /// The layout a kernel with `long_size`-byte longs (4 or 8) and
+    /// `subbuf_size`-byte sub-buffers uses.
+    pub fn new(long_size: u32, subbuf_size: u32) -> HeaderPage {
+        let data_offset = 8 + long_size;
+        HeaderPage {
+            timestamp_offset: 0,
+            timestamp_size: 8,
+            commit_offset: 8,
+            commit_size: long_size,
+            overwrite: Some((8, 1)),
+            data_offset,
+            data_size: subbuf_size.saturating_sub(data_offset),
+        }
+    }
+
+    /// Parse the text of `events/header_page`.
+    pub fn parse(text: &str) -> Result<HeaderPage, FormatError> {
+        let (mut ts, mut commit, mut ow, mut data) = (None, None, None, None);
+        let mut last = 0;
+        for (no, line) in lines(text) {
+            last = no;
+            let Some(raw) = split_field_line(line, no)? else { continue };
+            let (Some(off), Some(size)) = (raw.offset, raw.size) else {
+                return Err(err(no, FormatErrorKind::MissingOffsetOrSize));
+            };
+            let nm = raw
+                .decl
+                .rsplit(|c: char| c.is_whitespace() || c == '*')
+                .next()
+                .unwrap_or("")
+                .split('[')
+                .next()
+                .unwrap_or("");
+            match nm {
+                "timestamp" => ts = Some((off, size, no)),
+                "commit" => commit = Some((off, size, no)),
+                "overwrite" => ow = Some((off, size)),
+                "data" => data = Some((off, size, no)),
+                _ => {}
+            }
+        }
+        let (Some(ts), Some(commit), Some(data)) = (ts, commit, data) else {
+            return Err(err(last, FormatErrorKind::MissingHeaderField));
+        };
+        if ts.1 != 8 || ts.0.checked_add(8).is_none() {
+            return Err(err(ts.2, FormatErrorKind::BadHeaderLayout));
+        }
+        if !matches!(commit.1, 4 | 8) || commit.0.checked_add(commit.1).is_none() {
+            return Err(err(commit.2, FormatErrorKind::BadHeaderLayout));
+        }
+        // The sub-buffer must be addressable and the data must not start
+        // inside the timestamp or commit word.
+        let end = data.0.checked_add(data.1);
+        if end.map_or(true, |e| e > 1 << 30) || data.0 < ts.0 + 8 || data.0 < commit.0 + commit.1 {
+            return Err(err(data.2, FormatErrorKind::BadHeaderLayout));
+        }
+        Ok(HeaderPage {
+            timestamp_offset: ts.0,
+            timestamp_size: ts.1,
+            commit_offset: commit.0,
+            commit_size: commit.1,
+            overwrite: ow,
+            data_offset: data.0,
+            data_size: data.1,
+        })
+    }
+
+    /// The sub-buffer ("page") size: data offset + data size.
+    pub fn subbuf_size(&self) -> u32 {
+        self.data_offset.saturating_add(self.data_size)
+    }
+
+    /// The kernel's `long` size, which is the commit word's size.
+    pub fn long_size(&self) -> u32 {
+        self.commit_size
+    }
+}
+
+/// `events/header_event`: the event header layout. Every kernel since 2.6.31
+/// prints the same values; they are kept to detect the pre-2.6.31 format
+/// (which the page decoder does not support).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderEvent {
+    pub type_len_bits: u32,
+    pub time_delta_bits: u32,
+    pub array_bits: u32,
+    pub padding_type: u32,
+    pub time_extend_type: u32,
+    /// Absent before 4.17 kernels printed it.
+    pub time_stamp_type: Option<u32>,
+    pub data_max_type_len: u32,
+    /// The header describes the old (2.6.30) `type`/`len` layout.
+    pub old_format: bool,
+}
+
+impl Default for HeaderEvent {
+    fn default() -> Self {
+        HeaderEvent {
+            type_len_bits: 5,
+            time_delta_bits: 27,
+            array_bits: 32,
+            padding_type: 29,
+            time_extend_type: 30,
+            time_stamp_type: Some(31),
+            data_max_type_len: 28,
+            old_format: false,
+        }
+    }
+}
+
+impl HeaderEvent {
+    /// Parse the text of `events/header_event`. Unknown lines are ignored
+    /// and missing values take the (universal) defaults; this never fails.
+    pub fn parse(text: &str) -> HeaderEvent {
+        let mut h = HeaderEvent { time_stamp_type: None, ..HeaderEvent::default() };
+        let num = |s: &str| parse_u32(s.trim().trim_end_matches("bits").trim());
+        for (_, line) in lines(text) {
+            let t = line.trim();
+            if t.starts_with('#') {
+                continue;
+            }
+            if let Some(v) = t.strip_prefix("data max type_len") {
+                if let Some(n) = v.trim().strip_prefix("==").and_then(num) {
+                    h.data_max_type_len = n;
+                }
+                continue;
+            }
+            let Some((k, v)) = t.split_once(':') else { continue };
+            let v = v.trim();
+            let ty = v.strip_prefix("type").and_then(|x| x.trim().strip_prefix("==")).and_then(num);
+            match k.trim() {
+                "type_len" => h.type_len_bits = num(v).unwrap_or(h.type_len_bits),
+                "time_delta" => h.time_delta_bits = num(v).unwrap_or(h.time_delta_bits),
+                "array" => h.array_bits = num(v).unwrap_or(h.array_bits),
+                "type" | "len" => h.old_format = true,
+                "padding" => h.padding_type = ty.unwrap_or(h.padding_type),
+                "time_extend" => h.time_extend_type = ty.unwrap_or(h.time_extend_type),
+                "time_stamp" => h.time_stamp_type = ty.or(h.time_stamp_type),
+                _ => {}
+            }
+        }
+        h
+    }
+}
+
+/// All known events, keyed by ID and by `system:name`.
+#[derive(Debug, Clone, Default)]
+pub struct EventTable {
+    events: Vec<EventFormat>,
+    /// Direct index: ID -> position in `events` + 1 (0 = none). IDs are
+    /// `common_type` values, so below 65536.
+    by_id: Vec<u32>,
+    by_name: alloc::collections::BTreeMap<String, u32>,
+    /// Where `common_type` lives (offset, size), from the first event.
+    common_type: Option<(u32, u32)>,
+}
+
+const MAX_DIRECT_ID: u32 = 1 << 16;
+
+impl EventTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add an event; an event with the same ID (or the same system:name)
+    /// is replaced and returned.
+    pub fn insert(&mut self, ev: EventFormat) -> Option<EventFormat> {
+        if self.common_type.is_none() {
+            if let Some(f) = ev.common.iter().find(|f| f.name == "common_type") {
+                self.common_type = Some((f.offset, f.size));
+            }
+        }
+        let key = alloc::format!("{}:{}", ev.system, ev.name);
+        let slot = self.index_of(ev.id).or_else(|| self.by_name.get(&key).map(|&i| i as usize));
+        if let Some(i) = slot {
+            let old = core::mem::replace(&mut self.events[i], ev);
+            self.unlink(&old);
+            self.link(i);
+            return Some(old);
+        }
+        let i = self.events.len();
+        self.events.push(ev);
+        self.link(i);
+        None
+    }
+
+    fn link(&mut self, i: usize) {
+        let Some(ev) = self.events.get(i) else { return };
+        let (id, key) = (ev.id, alloc::format!("{}:{}", ev.system, ev.name));
+        let pos = u32::try_from(i).unwrap_or(u32::MAX);
+        if id < MAX_DIRECT_ID {
+            let id = id as usize;
+            if self.by_id.len() <= id {
+                self.by_id.resize(id + 1, 0);
+            }
+            if let Some(s) = self.by_id.get_mut(id) {
+                *s = pos.saturating_add(1);
+            }
+        }
+        self.by_name.insert(key, pos);
+    }
+
+    fn unlink(&mut self, old: &EventFormat) {
+        if let Some(s) = self.by_id.get_mut(old.id as usize) {
+            *s = 0;
+        }
+        self.by_name.remove(&alloc::format!("{}:{}", old.system, old.name));
+    }
+
+    fn index_of(&self, id: u32) -> Option<usize> {
+        if id < MAX_DIRECT_ID {
+            match self.by_id.get(id as usize) {
+                Some(&p) if p > 0 => Some(p as usize - 1),
+                _ => None,
+            }
+        } else {
+            self.events.iter().position(|e| e.id == id)
+        }
+    }
+
+    /// The event with this ID.
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<&EventFormat> {
+        self.events.get(self.index_of(id)?)
+    }
+
+    /// The event `sys:name` (also `sys/name`).
+    pub fn by_name(&self, full: &str) -> Option<&EventFormat> {
+        if let Some(&i) = self.by_name.get(full) {
+            return self.events.get(i as usize);
+        }
+        let (s, n) = full.split_once('/')?;
+        self.get_by_name(s, n)
+    }
+
+    /// The event `name` in system `system`.
+    pub fn get_by_name(&self, system: &str, name: &str) -> Option<&EventFormat> {
+        self.events.iter().find(|e| e.system == system && e.name == name)
+    }
+
+    /// The `common_type` of a record payload.
+    #[inline]
+    pub fn record_id(&self, payload: &[u8], e: Endian) -> Option<u32> {
+        let (off, size) = self.common_type.unwrap_or((0, 2));
+        e.uint(payload, off as usize, size as usize).and_then(|v| u32::try_from(v).ok())
+    }
+
+    /// The event a record payload belongs to (by its `common_type`).
+    #[inline]
+    pub fn event_of(&self, payload: &[u8], e: Endian) -> Option<&EventFormat> {
+        self.get(self.record_id(payload, e)?)
+    }
+
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &EventFormat> {
+        self.events.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IRQ: &str = "name: irq_handler_entry\nID: 105\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
+\n\
+\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\
+\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n\
+\n\
+print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)\n";
+
+    #[test]
+    fn irq_handler_entry() {
+        let e = EventFormat::parse(IRQ, "irq", 8).unwrap();
+        assert_eq!((e.id, e.system.as_str(), e.name.as_str()), (105, "irq", "irq_handler_entry"));
+        assert_eq!(e.common.len(), 4);
+        assert_eq!(e.fields.len(), 2);
+        assert_eq!(e.fields[0].name, "irq");
+        assert!(e.fields[0].signed);
+        assert_eq!(e.fields[1].name, "name");
+        assert_eq!(e.fields[1].type_name, "__data_loc char");
+        assert_eq!(e.fields[1].kind, FieldKind::DataLoc { elem_size: 1 });
+        assert_eq!(e.print_fmt, "\"irq=%d name=%s\", REC->irq, __get_str(name)");
+        let mut rec = [0u8; 24];
+        rec[8..12].copy_from_slice(&(-3i32).to_le_bytes());
+        rec[12..16].copy_from_slice(&((4u32 << 16) | 16).to_le_bytes());
+        rec[16..20].copy_from_slice(b"eth\0");
+        assert_eq!(e.field("irq").unwrap().int(&rec, Endian::Little), Some(-3));
+        assert_eq!(e.field("name").unwrap().bytes(&rec, Endian::Little), Some(&b"eth\0"[..]));
+        assert_eq!(e.min_record_size(), 16);
+    }
+
+    fn field(line: &str, long: u32) -> Field {
+        parse_field_line(line, long).unwrap().unwrap()
+    }
+
+    #[test]
+    fn arrays() {
+        let f = field("\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;", 8);
+        assert_eq!((f.name.as_str(), f.type_name.as_str()), ("comm", "char"));
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 1, count: 16 });
+        let f = field("\tfield:char comm[TASK_COMM_LEN];\toffset:8;\tsize:16;", 8);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 1, count: 16 });
+        assert!(!f.signed);
+    }
+
+    #[test]
+    fn arrays_by_type() {
+        let f = field("\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;", 8);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 8, count: 8 });
+        let f = field("\tfield:unsigned long caller[8];\toffset:12;\tsize:32;\tsigned:0;", 4);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 4, count: 8 });
+        // More entries than the bracket says.
+        let f = field("\tfield:unsigned long caller[8];\toffset:16;\tsize:128;\tsigned:0;", 8);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 8, count: 16 });
+        let f = field("\tfield:u64 args[6];\toffset:16;\tsize:48;\tsigned:0;", 4);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 8, count: 6 });
+        let f = field("\tfield:void * ptrs[4];\toffset:16;\tsize:16;\tsigned:0;", 4);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 4, count: 4 });
+        // Unknown type: from the bracket number, else the whole size.
+        let f = field("\tfield:struct foo x[3];\toffset:0;\tsize:24;\tsigned:0;", 8);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 8, count: 3 });
+        let f = field("\tfield:struct foo x[N];\toffset:0;\tsize:24;\tsigned:0;", 8);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 24, count: 1 });
+        let f = field("\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:1;", 8);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 1, count: 0 });
+        let f = field("\tfield:__u8 saddr [4];\toffset:16;\tsize:4;\tsigned:0;", 8);
+        assert_eq!((f.name.as_str(), f.kind), ("saddr", FieldKind::Array { elem_size: 1, count: 4 }));
+        let f = field("\tfield:char name[2][16];\toffset:16;\tsize:32;\tsigned:0;", 8);
+        assert_eq!(f.kind, FieldKind::Array { elem_size: 1, count: 32 });
+    }
+
+    #[test]
+    fn scalars_and_locs() {
+        let f = field("\tfield:const char * fmt;\toffset:16;\tsize:8;\tsigned:0;", 8);
+        assert_eq!((f.name.as_str(), f.type_name.as_str(), f.kind), ("fmt", "const char *", FieldKind::Scalar));
+        let f = field("\tfield:const char *fmt;\toffset:16;\tsize:8;\tsigned:0;", 8);
+        assert_eq!((f.name.as_str(), f.type_name.as_str()), ("fmt", "const char *"));
+        let f = field("\tfield:__rel_loc char[] msg;\toffset:8;\tsize:4;\tsigned:0;", 8);
+        assert_eq!((f.name.as_str(), f.kind), ("msg", FieldKind::RelLoc { elem_size: 1 }));
+        assert_eq!(f.type_name, "__rel_loc char");
+        let f = field("\tfield:__data_loc unsigned long[] mask;\toffset:8;\tsize:4;\tsigned:0;", 4);
+        assert_eq!(f.kind, FieldKind::DataLoc { elem_size: 4 });
+        let f = field("\tfield:__data_loc u32[] cpus;\toffset:8;\tsize:4;\tsigned:0;", 8);
+        assert_eq!(f.kind, FieldKind::DataLoc { elem_size: 4 });
+        let f = field("\tfield special:const char comm[16] __attribute__((aligned(4))); offset:2; size:16;", 8);
+        assert_eq!((f.name.as_str(), f.type_name.as_str()), ("comm", "const char"));
+        assert!(parse_field_line("\toffset:0;", 8).unwrap().is_none());
+        assert!(parse_field_line("\tfield:int x", 8).is_err());
+        assert!(parse_field_line("\tfield:int x;\toffset:1;", 8).is_err());
+        assert!(parse_field_line("\tfield:x;\toffset:1;\tsize:1;", 8).is_err());
+        assert!(parse_field_line("\tfield:int x;\toffset:a;\tsize:1;", 8).is_err());
+        assert!(parse_field_line("\tfield:int ];\toffset:1;\tsize:1;", 8).is_err());
+    }
+
+    #[test]
+    fn old_kernel_format() {
+        let t = "name: sched_switch\r\nID: 56\r\nformat:\r\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\r\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\r\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\r\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\r\n\
+\tfield:int common_lock_depth;\toffset:8;\tsize:4;\r\n\
+\r\n\
+\tfield:char prev_comm[TASK_COMM_LEN];\toffset:12;\tsize:16;\r\n\
+\tfield:pid_t prev_pid;\toffset:28;\tsize:4;\r\n\
+\tfield:unsigned int prev_state;\toffset:32;\tsize:4;\r\n\
+\r\n\
+print fmt: \"task %s:%d\", REC->prev_comm, REC->prev_pid\r\n";
+        let e = EventFormat::parse(t, "sched", 4).unwrap();
+        assert_eq!(e.common.len(), 5);
+        assert_eq!(e.common[4].name, "common_lock_depth");
+        assert!(e.common[4].signed);
+        assert!(!e.common[0].signed);
+        assert_eq!(e.fields.len(), 3);
+        assert!(e.fields[1].signed);
+        assert!(!e.fields[2].signed);
+        assert_eq!(e.print_fmt, "\"task %s:%d\", REC->prev_comm, REC->prev_pid");
+    }
+
+    #[test]
+    fn no_blank_line_splits_by_name() {
+        let t = "name: x\nID: 7\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int a;\toffset:4;\tsize:4;\tsigned:1;\n";
+        let e = EventFormat::parse(t, "s", 8).unwrap();
+        assert_eq!((e.common.len(), e.fields.len(), e.print_fmt.as_str()), (1, 1, ""));
+    }
+
+    #[test]
+    fn format_errors() {
+        assert_eq!(EventFormat::parse("ID: 1\n", "s", 8).unwrap_err().kind, FormatErrorKind::MissingName);
+        assert_eq!(EventFormat::parse("name: a\n", "s", 8).unwrap_err().kind, FormatErrorKind::MissingId);
+        let e = EventFormat::parse("name: a\nID: x\n", "s", 8).unwrap_err();
+        assert_eq!((e.line, e.kind), (2, FormatErrorKind::BadId));
+        let e = EventFormat::parse("name: a\nID: 1\nformat:\n\tfield:int a;\tsize:4;\n", "s", 8).unwrap_err();
+        assert_eq!((e.line, e.kind), (4, FormatErrorKind::MissingOffsetOrSize));
+        assert!(!alloc::format!("{e}").is_empty());
+    }
+
+    #[test]
+    fn header_page_64_and_32() {
+        let t64 = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+        let h = HeaderPage::parse(t64).unwrap();
+        assert_eq!(h, HeaderPage::new(8, 4096));
+        assert_eq!((h.subbuf_size(), h.long_size()), (4096, 8));
+        let t32 = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+\tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n\
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield: char data;\toffset:12;\tsize:16372;\tsigned:0;\n";
+        let h = HeaderPage::parse(t32).unwrap();
+        assert_eq!(h, HeaderPage::new(4, 16384));
+        // No signed:, no overwrite (old kernels).
+        let old = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\n\tfield: local_t commit;\toffset:8;\tsize:8;\n\tfield: char data;\toffset:16;\tsize:65520;\n";
+        let h = HeaderPage::parse(old).unwrap();
+        assert_eq!((h.overwrite, h.subbuf_size()), (None, 65536));
+        assert_eq!(HeaderPage::parse("").unwrap_err().kind, FormatErrorKind::MissingHeaderField);
+        let bad = t64.replace("size:8;\tsigned:1", "size:2;\tsigned:1");
+        assert_eq!(HeaderPage::parse(&bad).unwrap_err().kind, FormatErrorKind::BadHeaderLayout);
+        let bad = t64.replace("offset:16;\tsize:4080", "offset:16;\tsize:4294967295");
+        assert_eq!(HeaderPage::parse(&bad).unwrap_err().kind, FormatErrorKind::BadHeaderLayout);
+        let bad = t64.replace("offset:16;", "offset:4;");
+        assert_eq!(HeaderPage::parse(&bad).unwrap_err().kind, FormatErrorKind::BadHeaderLayout);
+    }
+
+    #[test]
+    fn header_event() {
+        let t = "# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n";
+        assert_eq!(HeaderEvent::parse(t), HeaderEvent::default());
+        let old = "\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\ttime_extend : type == 30\n\tdata max type_len  == 28\n";
+        assert_eq!(HeaderEvent::parse(old).time_stamp_type, None);
+        let ancient = "\ttype        :    2 bits\n\tlen         :    3 bits\n\ttime_delta  :   27 bits\n";
+        assert!(HeaderEvent::parse(ancient).old_format);
+    }
+
+    #[test]
+    fn table() {
+        let mut t = EventTable::new();
+        assert!(t.insert(EventFormat::parse(IRQ, "irq", 8).unwrap()).is_none());
+        let mut other = EventFormat::parse(IRQ, "irq", 8).unwrap();
+        other.id = 70000;
+        other.name = String::from("big");
+        t.insert(other);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.get(105).unwrap().name, "irq_handler_entry");
+        assert_eq!(t.get(70000).unwrap().name, "big");
+        assert!(t.get(104).is_none());
+        assert_eq!(t.by_name("irq:irq_handler_entry").unwrap().id, 105);
+        assert_eq!(t.by_name("irq/big").unwrap().id, 70000);
+        assert!(t.by_name("irq:nope").is_none());
+        let rec = [105u8, 0, 0, 0, 1, 0, 0, 0];
+        assert_eq!(t.event_of(&rec, Endian::Little).unwrap().id, 105);
+        assert_eq!(t.record_id(&[0, 105], Endian::Big), Some(105));
+        // Replacing by ID.
+        let mut again = EventFormat::parse(IRQ, "irq", 8).unwrap();
+        again.name = String::from("renamed");
+        assert_eq!(t.insert(again).unwrap().name, "irq_handler_entry");
+        assert!(t.by_name("irq:irq_handler_entry").is_none());
+        assert_eq!(t.by_name("irq:renamed").unwrap().id, 105);
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn c_types() {
+        assert_eq!(c_type_size("unsigned long long", 4), Some(8));
+        assert_eq!(c_type_size("unsigned long", 4), Some(4));
+        assert_eq!(c_type_size("long int", 8), Some(8));
+        assert_eq!(c_type_size("unsigned", 8), Some(4));
+        assert_eq!(c_type_size("short unsigned int", 8), Some(2));
+        assert_eq!(c_type_size("struct x", 8), None);
+        assert_eq!(c_type_size("", 8), None);
     }
 }
