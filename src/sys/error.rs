@@ -20,6 +20,8 @@ pub enum Error {
     NoInstance { name: String, existing: Vec<String> },
     /// Any other I/O failure on a tracefs path.
     Io { path: PathBuf, err: io::Error },
+    /// A tracefs file whose text the core could not parse.
+    Format { path: PathBuf, line: u32, what: String },
 }
 
 impl Error {
@@ -38,6 +40,7 @@ impl Error {
                 _ => None,
             },
             Error::NoSuchDir(_) | Error::NotTracefs(_) => Some("point -T (or TRBOX_TRACEFS) at a tracing root such as /sys/kernel/tracing, or a copy of one"),
+            Error::Format { .. } => Some("this kernel writes a layout trbox does not know: please report it with the file attached"),
             Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
             Error::Io { err, .. } => match err.raw_os_error() {
                 Some(libc::EACCES) => Some("tracefs is readable by root only: run as root (e.g. with sudo)"),
@@ -90,6 +93,7 @@ impl fmt::Display for Error {
                 write!(f, "no instance '{name}' (existing: {})", existing.join(", "))
             }
             Error::Io { path, err } => write!(f, "{}: {}", path.display(), describe(err)),
+            Error::Format { path, line, what } => write!(f, "{}:{line}: cannot parse ({what})", path.display()),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! what bytes mean lives in the core modules; this only moves them.
 
 mod error;
+pub mod events;
+pub mod raw;
 pub mod status;
 mod tracefs;
 

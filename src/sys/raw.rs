@@ -1,0 +1,76 @@
+//! Reading `per_cpu/cpuN/trace_pipe_raw`: live (non-blocking, one whole
+//! sub-buffer per read, EAGAIN = empty) or from a copied tree (a regular file
+//! read to EOF in sub-buffer steps).
+
+use super::error::Error;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// One CPU's page source.
+pub struct RawPages {
+    file: File,
+    path: PathBuf,
+    buf: Vec<u8>,
+    /// A regular file (a copy): a short tail is returned as a page of its own
+    /// so the decoder can report it as truncated.
+    regular: bool,
+    done: bool,
+}
+
+impl RawPages {
+    /// Open `path` for sub-buffers of `subbuf_size` bytes.
+    pub fn open(path: &Path, subbuf_size: usize) -> Result<Self, Error> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        Ok(RawPages { file, path: path.into(), buf: vec![0; subbuf_size.max(1)], regular, done: false })
+    }
+
+    /// The next page, or `None` when the buffer (or file) is empty for now.
+    pub fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut filled = 0;
+        while filled < self.buf.len() {
+            match self.file.read(&mut self.buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    filled += n;
+                    // The kernel hands out a whole sub-buffer per read.
+                    if !self.regular {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(&self.path, e)),
+            }
+        }
+        if filled == 0 {
+            if self.regular {
+                self.done = true;
+            }
+            return Ok(None);
+        }
+        if self.regular && filled < self.buf.len() {
+            self.done = true;
+        }
+        Ok(Some(&self.buf[..filled]))
+    }
+
+    /// Is this a copy on disk rather than the live pipe?
+    pub fn is_regular(&self) -> bool {
+        self.regular
+    }
+
+    pub fn fd(&self) -> std::os::unix::io::RawFd {
+        use std::os::unix::io::AsRawFd;
+        self.file.as_raw_fd()
+    }
+}
