@@ -1,5 +1,40 @@
-# qemu board harness (owned by the board-harness work). Placeholder targets.
-.PHONY: qemu qemu-shell qemu-test
-qemu:
-qemu-shell:
-qemu-test:
+# qemu board harness: Debian's arm64 / armhf (armmp) / amd64 kernels booted
+# under qemu (TCG) with an initramfs holding busybox and the static trbox from
+# `make cross`. Scripts and notes: cross/qemu/ (README.md there).
+#
+#   make qemu [ARCH=aarch64|armv7|x86_64]   the demo: boot, run the session, power off
+#   make qemu-shell [ARCH=...]              interactive board shell (Ctrl-A x quits)
+#   make qemu-test [QEMU_ARCHS="..."]       the session on every board, checked on the host
+#   make qemu-selfcheck                     broken boards must make qemu-test fail
+#   make qemu-fixtures                      re-record tests/fixtures/ARCH/ (maintainers)
+#   make qemu-setup                         install qemu, cpio; add dpkg architectures
+#
+# Kernels and busyboxes are fetched once into cross/cache/qemu; transcripts,
+# initramfs images and timings land in cross/out/ARCH/.
+
+ARCH ?= aarch64
+QEMU_ARCHS ?= aarch64 armv7 x86_64
+QEMU_SH := cross/qemu
+
+.PHONY: qemu qemu-shell qemu-test qemu-selfcheck qemu-fixtures qemu-setup qemu-fetch
+
+qemu-setup:
+	$(QEMU_SH)/setup.sh
+
+qemu-fetch:
+	for a in $(QEMU_ARCHS); do ARCH=$$a $(QEMU_SH)/fetch.sh || exit 1; done
+
+qemu: cross
+	ARCH=$(ARCH) BREAK='$(BREAK)' $(QEMU_SH)/board.sh demo
+
+qemu-shell: cross
+	ARCH=$(ARCH) $(QEMU_SH)/board.sh shell
+
+qemu-test: cross
+	BREAK='$(BREAK)' $(QEMU_SH)/test.sh $(QEMU_ARCHS)
+
+qemu-selfcheck: cross
+	$(QEMU_SH)/selfcheck.sh
+
+qemu-fixtures: cross
+	$(QEMU_SH)/fixtures.sh $(QEMU_ARCHS)

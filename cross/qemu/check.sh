@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Judge one board run: read cross/out/ARCH/console.log against the session
+# that was in the initramfs (cross/out/ARCH/root/etc/trbox/session).
+# Usage: check.sh QEMU_EXIT_STATUS
+# Prints one line per check (boot, each command, power-off), the reason for
+# each failure with the command's output, and on failure the transcript's
+# tail. Writes "PASSED FAILED" to cross/out/ARCH/check-result; exits 1 on
+# any failure.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+qrc=${1:-0}
+log=$OUT/console.log
+session=$OUT/root/etc/trbox/session
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); printf '[qemu %s] ok    %s\n' "$ARCH" "$*"; }
+bad() { fail=$((fail + 1)); printf '[qemu %s] FAIL  %s\n' "$ARCH" "$*"; }
+# The output of command N: the lines between its @@CMD and @@RC markers.
+output_of() { awk -v n="$1" '$1 == "@@CMD" && $2 == n { on = 1; next } $1 == "@@RC" && $2 == n { exit } $1 == "@@CMD" { if (on) exit } on' "$log"; }
+indent() { head -n "${1:-15}" | sed 's/^/        | /'; }
+
+why_stopped() {
+	if [ "$qrc" = 124 ]; then
+		echo "the run hit its time limit and qemu was killed"
+	elif grep -q 'Kernel panic' "$log"; then
+		echo "the kernel panicked: $(grep -m1 'Kernel panic' "$log" | sed 's/^\[[^]]*\] //')"
+	else
+		echo "qemu exited with status $qrc"
+	fi
+}
+
+[ -f "$log" ] || { bad "no transcript at ${log#"$REPO"/}"; echo "0 1" >"$OUT/check-result"; exit 1; }
+
+boot=$(grep -m1 '^@@BOOT ' "$log")
+if [ -n "$boot" ]; then
+	set -- $boot
+	ok "boot: Linux $2 $3, ${4#cpus=} CPUs, in $(cat "$OUT/boot-seconds" 2>/dev/null || echo '?')s"
+else
+	bad "boot: no @@BOOT marker on the console: $(why_stopped)"
+fi
+while IFS= read -r e; do
+	bad "guest: ${e#@@ERROR }"
+done < <(grep '^@@ERROR' "$log")
+
+# The session, parsed as the guest's run-session parses it.
+n=0
+while IFS= read -r line; do
+	case "$line" in '' | '#'*) continue ;; esac
+	n=$((n + 1))
+	cmd=${line%% ## *}
+	want_rc=0
+	expects=()
+	rest=$line
+	while [[ $rest == *' ## '* ]]; do
+		rest=${rest#* ## }
+		note=${rest%% ## *}
+		case "$note" in
+		'rc: '*) want_rc=${note#rc: } ;;
+		'expect: '*) expects+=("${note#expect: }") ;;
+		esac
+	done
+	label="#$n $cmd"
+	if ! grep -q "^@@CMD $n " "$log"; then
+		bad "$label: not reached ($( [ -n "$boot" ] && echo "the session stopped before it: $(why_stopped)" || echo "no boot"))"
+		continue
+	fi
+	rcline=$(grep -m1 "^@@RC $n " "$log")
+	if [ -z "$rcline" ]; then
+		bad "$label: no exit status (the guest stopped during this command: $(why_stopped))"
+		output_of "$n" | tail -n 15 | indent
+		continue
+	fi
+	rc=${rcline##* }
+	out=$(output_of "$n")
+	reasons=()
+	if [ "$rc" != "$want_rc" ]; then
+		case "$rc" in
+		143) reasons+=("killed by the guest's per-command timeout (status 143)") ;;
+		126) reasons+=("exit status 126: the program cannot execute (bad binary?)") ;;
+		127) reasons+=("exit status 127: command or applet not found") ;;
+		*) reasons+=("exit status $rc, wanted $want_rc") ;;
+		esac
+	fi
+	for x in "${expects[@]}"; do
+		grep -qF -- "$x" <<<"$out" || reasons+=("output lacks '$x'")
+	done
+	if [ ${#reasons[@]} = 0 ]; then
+		ok "$label"
+	else
+		bad "$label: $(IFS=';'; echo "${reasons[*]}" | sed 's/;/; /g')"
+		printf '%s\n' "$out" | indent 15
+	fi
+done <"$session"
+
+if grep -q '^@@SESSION-DONE' "$log" && grep -q '^@@END' "$log" && [ "$qrc" = 0 ]; then
+	ok "power-off: qemu exited cleanly after $(cat "$OUT/run-seconds" 2>/dev/null || echo '?')s"
+else
+	bad "power-off: the session did not finish cleanly: $(why_stopped)"
+fi
+
+echo "$pass $fail" >"$OUT/check-result"
+if [ "$fail" -gt 0 ]; then
+	echo "[qemu $ARCH] --- last 40 lines of ${log#"$REPO"/} ---"
+	tail -n 40 "$log" | sed 's/^/    /'
+	echo "[qemu $ARCH] --- end of transcript ---"
+	exit 1
+fi
+exit 0

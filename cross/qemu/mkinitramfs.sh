@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Build the board's initramfs (cpio newc, gzip) for ARCH:
+#   /init, /bin/busybox, /bin/trbox, /etc/trbox/{session,run-session,fixtures.sh}
+# into cross/out/ARCH/initramfs.gz (the tree is kept in cross/out/ARCH/root).
+# BREAK=bin|cmd|hang|boot builds a deliberately broken board for the
+# harness's self-check (see README.md).
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+[ -s "$CACHE/busybox" ] || die "no busybox in ${CACHE#"$REPO"/}: run cross/qemu/fetch.sh first"
+[ -s "$TRBOX_BIN" ] || die "no trbox binary at ${TRBOX_BIN#"$REPO"/}: run 'make cross' first"
+command -v cpio >/dev/null || die "cpio not found: run cross/qemu/setup.sh"
+
+root=$OUT/root
+rm -rf "$root"
+mkdir -p "$root/bin" "$root/etc/trbox" "$root/root" "$root/tmp"
+install -m 0755 "$CACHE/busybox" "$root/bin/busybox"
+install -m 0755 "$TRBOX_BIN" "$root/bin/trbox"
+install -m 0755 "$QEMU_DIR/guest/init" "$root/init"
+install -m 0755 "$QEMU_DIR/guest/run-session" "$root/etc/trbox/run-session"
+install -m 0755 "$QEMU_DIR/guest/fixtures.sh" "$root/etc/trbox/fixtures.sh"
+install -m 0644 "${SESSION:-$QEMU_DIR/session}" "$root/etc/trbox/session"
+
+case "${BREAK:-}" in
+'' | 0) ;;
+1 | bin) # a trbox that cannot execute
+	head -c 4096 /dev/urandom >"$root/bin/trbox" ;;
+cmd) # a command that fails and an expectation that is not met
+	printf '%s\n' 'tr-on --no-such-option' 'echo all fine ## expect: this text is never printed' >>"$root/etc/trbox/session" ;;
+hang) # a guest that never finishes: the host's time limit must end it
+	printf '%s\n' 'sleep 100000 ## timeout: 100000' >>"$root/etc/trbox/session" ;;
+boot) # no init: the kernel panics before the session starts
+	rm -f "$root/init" ;;
+*) die "unknown BREAK=$BREAK (use bin, cmd, hang or boot)" ;;
+esac
+
+mkdir -p "$OUT"
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet) | gzip -1 >"$OUT/initramfs.gz.tmp"
+mv -f "$OUT/initramfs.gz.tmp" "$OUT/initramfs.gz"
+say "initramfs ${OUT#"$REPO"/}/initramfs.gz ($(($(stat -c %s "$OUT/initramfs.gz") / 1024)) KiB${BREAK:+, BREAK=$BREAK})"

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Boot the board for ARCH in qemu (TCG) with the initramfs from
+# mkinitramfs.sh, in one of these modes (trbox.mode= on the kernel command line):
+#   demo      run the session, show it on the console like a terminal
+#   test      run the session quietly; check.sh judges the transcript
+#   fixtures  record tracefs fixtures (console.log holds them as base64)
+#   shell     interactive busybox shell (Ctrl-A x quits qemu)
+# The transcript always goes to cross/out/ARCH/console.log (fixtures mode:
+# fixtures-console.log). QEMU_TIMEOUT bounds the run (seconds).
+# Exit status: qemu's, or 124 when the time limit ended it.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+mode=${1:-demo}
+
+[ -s "$CACHE/vmlinuz" ] || die "no kernel in ${CACHE#"$REPO"/}: run cross/qemu/fetch.sh"
+[ -s "$OUT/initramfs.gz" ] || die "no initramfs: run cross/qemu/mkinitramfs.sh"
+command -v "$QEMU_BIN" >/dev/null || die "$QEMU_BIN not found: run cross/qemu/setup.sh"
+
+qemu=("$QEMU_BIN" "${QEMU_MACHINE[@]}" -m "$QEMU_MEM" -smp "$QEMU_SMP"
+	-kernel "$CACHE/vmlinuz" -initrd "$OUT/initramfs.gz"
+	-append "$(kernel_append "$mode")" -no-reboot -nic none)
+
+if [ "$mode" = shell ]; then
+	say "interactive shell; 'poweroff' leaves, Ctrl-A x kills qemu"
+	exec "${qemu[@]}" -nographic
+fi
+
+case "$mode" in
+fixtures) log=$OUT/fixtures-console.log limit=${QEMU_TIMEOUT:-900} ;;
+demo) log=$OUT/console.log limit=${QEMU_TIMEOUT:-180} ;;
+*) log=$OUT/console.log limit=${QEMU_TIMEOUT:-240} ;;
+esac
+mkdir -p "$OUT"
+: >"$log"
+
+say "booting $(cut -d' ' -f1 "$CACHE/kver") on $QEMU_BIN ($QEMU_SMP CPUs, TCG), limit ${limit}s"
+start=$EPOCHREALTIME
+# Seconds since start with one decimal, from bash's microsecond clock.
+elapsed() {
+	local us=$((${EPOCHREALTIME/./} - ${start/./}))
+	printf '%d.%d' $((us / 1000000)) $((us / 100000 % 10))
+}
+
+# qemu's serial console on stdout, read line by line (no buffering), CRs stripped; every line goes to the log,
+# and in demo mode a readable rendering of it to the terminal.
+set +e
+timeout -k 10 "$limit" "${qemu[@]}" -display none -monitor none -serial stdio </dev/null 2>&1 | {
+	while IFS= read -r l || [ -n "$l" ]; do
+		l=${l%$'\r'}
+		printf '%s\n' "$l" >>"$log"
+		case "$l" in
+		@@BOOT*)
+			set -- $l
+			t=$(elapsed)
+			printf '%s\n' "$t" >"$OUT/boot-seconds"
+			if [ "$mode" = demo ]; then
+				printf '\n=== trbox board: Linux %s on %s, %s, booted in %ss ===\n\n' "$2" "$3" "${4#cpus=} CPUs" "$t"
+			else
+				say "booted in ${t}s"
+			fi
+			;;
+		@@CMD*) [ "$mode" = demo ] && printf '\ntrbox-board:~# %s\n' "${l#@@CMD * }" ;;
+		@@RC*)
+			set -- $l
+			[ "$mode" = demo ] && [ "$3" != 0 ] && printf '[exit status %s]\n' "$3"
+			;;
+		@@SESSION-DONE* | @@FILE* | @@FIXTURE*) ;;
+		@@END*)
+			[ "$mode" = demo ] && printf '\n=== session done in %ss; powering off ===\n' "$(elapsed)"
+			;;
+		*) [ "$mode" = demo ] && printf '%s\n' "$l" ;;
+		esac
+	done
+}
+rc=${PIPESTATUS[0]}
+set -e
+printf '%s\n' "$(elapsed)" >"$OUT/run-seconds"
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	say "time limit (${limit}s) reached: qemu killed"
+	rc=124
+fi
+say "qemu exited ($rc) after $(cat "$OUT/run-seconds")s; transcript in ${log#"$REPO"/}"
+exit "$rc"
