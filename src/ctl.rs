@@ -63,6 +63,38 @@ pub fn entries(text: &str) -> impl Iterator<Item = &str> {
     triggers(text)
 }
 
+/// The newest entry of `error_log` (its `[ts] source: message` line and the
+/// `Command:` / caret lines after it), without the timestamp. `None` when the
+/// log is empty.
+pub fn last_error(text: &str) -> Option<alloc::string::String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().rposition(|l| l.starts_with('['))?;
+    let mut out = alloc::string::String::new();
+    for (i, l) in lines.get(start..)?.iter().enumerate() {
+        let l = if i == 0 { l.split_once("] ").map_or(*l, |(_, m)| m) } else { l };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(l.trim_end());
+    }
+    Some(out)
+}
+
+/// The value a control file holds in the form it is written: the bracketed
+/// choice of `trace_clock`-style files, the size of a not yet expanded
+/// `buffer_size_kb` (`7 (expanded: 1408)` → `1408`), otherwise the trimmed
+/// text.
+pub fn writable_value(text: &str) -> &str {
+    if let Some(sel) = selected(text) {
+        return sel;
+    }
+    let t = text.trim();
+    match t.split_once(" (expanded: ") {
+        Some((_, exp)) => exp.trim_end_matches(')'),
+        None => t,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +105,23 @@ mod tests {
         assert_eq!(selected("local global [x86-tsc]"), Some("x86-tsc"));
         assert_eq!(selected("local global"), None);
         assert_eq!(choices("[local] global"), ["local", "global"]);
+    }
+
+    #[test]
+    fn error_log() {
+        let t = "[  686.309811] event filter parse error: error: Invalid value (did you forget quotes)?\n  Command: prev_pid ==\n                       ^\n";
+        let e = last_error(t).unwrap();
+        assert_eq!(e, "event filter parse error: error: Invalid value (did you forget quotes)?\n  Command: prev_pid ==\n                       ^");
+        let two = "[1.0] a: old\n  Command: x\n  ^\n[2.0] b: new\n  Command: y\n   ^\n";
+        assert!(last_error(two).unwrap().starts_with("b: new\n  Command: y"));
+        assert_eq!(last_error(""), None);
+    }
+
+    #[test]
+    fn writable_values() {
+        assert_eq!(writable_value("[local] global\n"), "local");
+        assert_eq!(writable_value("7 (expanded: 1408)\n"), "1408");
+        assert_eq!(writable_value("nop\n"), "nop");
     }
 
     #[test]

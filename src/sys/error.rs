@@ -20,6 +20,11 @@ pub enum Error {
     NoInstance { name: String, existing: Vec<String> },
     /// Any other I/O failure on a tracefs path.
     Io { path: PathBuf, err: io::Error },
+    /// The kernel refused a value (filter, trigger, probe…); `kernel` is its
+    /// error_log entry when it wrote one.
+    Rejected { path: PathBuf, value: String, err: io::Error, kernel: Option<String> },
+    /// Another trbox run holds the lock for this buffer.
+    Busy { holder: String, path: PathBuf },
     /// A tracefs file whose text the core could not parse.
     Format { path: PathBuf, line: u32, what: String },
 }
@@ -40,6 +45,15 @@ impl Error {
                 _ => None,
             },
             Error::NoSuchDir(_) | Error::NotTracefs(_) => Some("point -T (or TRBOX_TRACEFS) at a tracing root such as /sys/kernel/tracing, or a copy of one"),
+            Error::Rejected { kernel: Some(_), .. } => None,
+            Error::Rejected { err, .. } if err.raw_os_error() == Some(libc::EINVAL) => {
+                Some("check the syntax against the event's format (tr-event --format SYS:EVENT) and the README file in tracefs")
+            }
+            Error::Rejected { err, .. } if err.raw_os_error() == Some(libc::ENOENT) => {
+                Some("the event or symbol does not exist on this kernel")
+            }
+            Error::Rejected { .. } => None,
+            Error::Busy { .. } => Some("wait for it with --wait, or stop it first"),
             Error::Format { .. } => Some("this kernel writes a layout trbox does not know: please report it with the file attached"),
             Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
             Error::Io { err, .. } => match err.raw_os_error() {
@@ -54,7 +68,7 @@ impl Error {
     /// The errno behind the failure, if there is one.
     pub fn errno(&self) -> Option<i32> {
         match self {
-            Error::Mount { err, .. } | Error::Io { err, .. } => err.raw_os_error(),
+            Error::Mount { err, .. } | Error::Io { err, .. } | Error::Rejected { err, .. } => err.raw_os_error(),
             _ => None,
         }
     }
@@ -93,6 +107,17 @@ impl fmt::Display for Error {
                 write!(f, "no instance '{name}' (existing: {})", existing.join(", "))
             }
             Error::Io { path, err } => write!(f, "{}: {}", path.display(), describe(err)),
+            Error::Rejected { path, value, err, kernel } => {
+                write!(f, "the kernel rejected '{value}' in {}: {}", path.display(), describe(err))?;
+                match kernel {
+                    Some(k) => write!(f, "\n{k}"),
+                    None => Ok(()),
+                }
+            }
+            Error::Busy { holder, path } => {
+                let h = if holder.is_empty() { "another trbox run" } else { holder.as_str() };
+                write!(f, "tracefs is in use by {h} (lock {})", path.display())
+            }
             Error::Format { path, line, what } => write!(f, "{}:{line}: cannot parse ({what})", path.display()),
         }
     }

@@ -3,7 +3,10 @@
 
 mod error;
 pub mod events;
+pub mod lock;
 pub mod raw;
+pub mod signals;
+pub mod state;
 pub mod status;
 mod tracefs;
 

@@ -1,0 +1,203 @@
+//! Changing tracefs safely: every change records how to undo it, values that
+//! are already set are never written, and everything is put back — in
+//! reverse order — when the [`State`] is dropped (normal exit, error, or a
+//! signal that made the applet return), unless `keep` is set.
+
+use super::error::Error;
+use super::tracefs::Tracefs;
+use crate::ctl;
+use std::io::Write;
+use std::path::PathBuf;
+
+enum Undo {
+    /// Write the old value back (O_TRUNC).
+    Write { rel: String, value: String },
+    /// Append a line that cancels what was added (`!trigger`, `-:probe`).
+    Append { rel: String, line: String },
+}
+
+/// The changes one run made.
+pub struct State<'t> {
+    t: &'t Tracefs,
+    undo: Vec<Undo>,
+    /// `-k/--keep`: leave the changes in place.
+    pub keep: bool,
+}
+
+impl<'t> State<'t> {
+    pub fn new(t: &'t Tracefs) -> Self {
+        State { t, undo: Vec::new(), keep: false }
+    }
+
+    /// Set a single-value control file (`current_tracer`, `tracing_on`,
+    /// `trace_clock`, `options/X`, `events/S/E/enable`, `buffer_size_kb`…).
+    /// Returns whether anything was written.
+    pub fn set(&mut self, rel: &str, value: &str) -> Result<bool, Error> {
+        let cur = self.t.read(rel)?;
+        let old = ctl::writable_value(&cur).to_string();
+        if old == value.trim() {
+            return Ok(false);
+        }
+        self.t.write(rel, value)?;
+        self.undo.push(Undo::Write { rel: rel.into(), value: old });
+        Ok(true)
+    }
+
+    /// Replace a list file (`set_event_pid`, `set_ftrace_filter`,
+    /// `set_graph_function`…) with `items`; the old list comes back on
+    /// restore.
+    pub fn set_list(&mut self, rel: &str, items: &[String]) -> Result<bool, Error> {
+        let cur = self.t.read(rel)?;
+        let old: Vec<&str> = ctl::entries(&cur).filter(|l| *l != "no pid").collect();
+        if old.iter().copied().eq(items.iter().map(String::as_str)) {
+            return Ok(false);
+        }
+        let old = old.join("\n");
+        self.t.write(rel, &items.join("\n"))?;
+        self.undo.push(Undo::Write { rel: rel.into(), value: old });
+        Ok(true)
+    }
+
+    /// Set an event's (or system's) filter; `filter` of `None` clears it.
+    /// A rejected filter reports the kernel's error_log text.
+    pub fn set_filter(&mut self, event_dir: &str, filter: Option<&str>) -> Result<bool, Error> {
+        let rel = format!("{event_dir}/filter");
+        let cur = self.t.read(&rel)?;
+        let old = ctl::filter(&cur).map(String::from);
+        if old.as_deref() == filter {
+            return Ok(false);
+        }
+        let old = old.unwrap_or_else(|| "0".into());
+        if let Err(e) = self.t.write_checked(&rel, filter.unwrap_or("0")) {
+            // The kernel keeps showing a rejected filter (with its parse
+            // error) in the file until the next write: put the old one back.
+            let _ = self.t.write(&rel, &old);
+            return Err(e);
+        }
+        self.undo.push(Undo::Write { rel, value: old });
+        Ok(true)
+    }
+
+    /// Add a trigger (`stacktrace`, `traceoff if …`, `hist:…`) to an event;
+    /// removed again on restore. An identical trigger already present is left
+    /// alone.
+    pub fn add_trigger(&mut self, event_dir: &str, trigger: &str) -> Result<bool, Error> {
+        let rel = format!("{event_dir}/trigger");
+        let cur = self.t.read(&rel)?;
+        if ctl::triggers(&cur).any(|t| trigger_matches(t, trigger)) {
+            return Ok(false);
+        }
+        self.t.append_checked(&rel, trigger)?;
+        self.undo.push(Undo::Append { rel, line: format!("!{trigger}") });
+        Ok(true)
+    }
+
+    /// Create a dynamic event (kprobe, uprobe…) from its definition; it is
+    /// removed on restore. `file` is `dynamic_events`, `kprobe_events` or
+    /// `uprobe_events`; `name` is `GROUP/EVENT` as the kernel lists it.
+    pub fn add_dynamic_event(&mut self, file: &str, def: &str, name: &str) -> Result<(), Error> {
+        self.t.append_checked(file, def)?;
+        self.undo.push(Undo::Append { rel: file.into(), line: format!("-:{name}") });
+        Ok(())
+    }
+
+    /// Put everything back now (also done on drop). Every undo step is tried
+    /// even if one fails; failures are logged and the first is returned.
+    pub fn restore(&mut self) -> Result<(), Error> {
+        let mut first = None;
+        while let Some(u) = self.undo.pop() {
+            let r = match &u {
+                Undo::Write { rel, value } => self.t.write(rel, value),
+                Undo::Append { rel, line } => self.t.append(rel, line),
+            };
+            if let Err(e) = r {
+                log::warn!("could not restore: {e}");
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// How many changes are pending restore.
+    pub fn changes(&self) -> usize {
+        self.undo.len()
+    }
+}
+
+/// Does a line of a `trigger` file show the trigger we would add? The kernel
+/// lists `stacktrace` as `stacktrace:unlimited`, `traceoff:1` as `traceoff:1`.
+fn trigger_matches(listed: &str, ours: &str) -> bool {
+    let (l_cmd, l_filter) = split_filter(listed);
+    let (o_cmd, o_filter) = split_filter(ours);
+    l_filter == o_filter && (l_cmd == o_cmd || l_cmd.strip_suffix(":unlimited") == Some(o_cmd))
+}
+
+fn split_filter(t: &str) -> (&str, &str) {
+    match t.split_once(" if ") {
+        Some((c, f)) => (c.trim(), f.trim()),
+        None => (t.trim(), ""),
+    }
+}
+
+impl Drop for State<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = self.restore();
+        }
+    }
+}
+
+impl Tracefs {
+    /// Write a control file in one write() (the kernel parses each write on
+    /// its own), truncating it first.
+    pub fn write(&self, rel: &str, value: &str) -> Result<(), Error> {
+        self.write_with(rel, value, false)
+    }
+
+    /// Append to a control file (triggers, dynamic events).
+    pub fn append(&self, rel: &str, value: &str) -> Result<(), Error> {
+        self.write_with(rel, value, true)
+    }
+
+    fn write_with(&self, rel: &str, value: &str, append: bool) -> Result<(), Error> {
+        let p: PathBuf = self.path(rel);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(!append)
+            .append(append)
+            .open(&p)
+            .map_err(|e| Error::io(&p, e))?;
+        let mut v = value.as_bytes().to_vec();
+        if v.last() != Some(&b'\n') {
+            v.push(b'\n');
+        }
+        f.write_all(&v).map_err(|e| Error::io(&p, e))
+    }
+
+    /// Like [`Tracefs::write`], but a rejected value is explained with the
+    /// kernel's own error_log entry (message, command and caret).
+    pub fn write_checked(&self, rel: &str, value: &str) -> Result<(), Error> {
+        self.checked(rel, value, false)
+    }
+
+    /// Like [`Tracefs::append`], with the error_log explanation.
+    pub fn append_checked(&self, rel: &str, value: &str) -> Result<(), Error> {
+        self.checked(rel, value, true)
+    }
+
+    fn checked(&self, rel: &str, value: &str, append: bool) -> Result<(), Error> {
+        let log_before = self.read_opt("error_log").ok().flatten();
+        match self.write_with(rel, value, append) {
+            Ok(()) => Ok(()),
+            Err(Error::Io { path, err }) => {
+                let after = self.read_opt("error_log").ok().flatten();
+                let kernel = match (&log_before, &after) {
+                    (b, Some(a)) if b.as_deref() != Some(a.as_str()) => ctl::last_error(a),
+                    _ => None,
+                };
+                Err(Error::Rejected { path, value: value.trim().into(), err, kernel })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

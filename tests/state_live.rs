@@ -1,0 +1,53 @@
+//! The state layer against the live tracefs: every change is undone, values
+//! already set are not written, and rejected values carry the kernel's reason.
+
+mod common;
+use common::*;
+use trbox::sys::state::State;
+use trbox::sys::{Error, Tracefs};
+
+#[test]
+fn changes_are_restored_exactly() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let t = Tracefs::at(&root).unwrap();
+    {
+        let mut st = State::new(&t);
+        let ev = "events/sched/sched_switch";
+        assert!(st.set(&format!("{ev}/enable"), "1").unwrap());
+        assert!(!st.set(&format!("{ev}/enable"), "1").unwrap(), "same value written twice");
+        assert!(st.set_filter(ev, Some("prev_pid != 0")).unwrap());
+        assert!(st.add_trigger(ev, "stacktrace if prev_pid == 1").unwrap());
+        assert!(!st.add_trigger(ev, "stacktrace if prev_pid == 1").unwrap());
+        assert!(st.set("options/sym-offset", "1").unwrap());
+        assert!(st.set("trace_clock", "global").unwrap());
+        assert!(!st.set("trace_clock", "global").unwrap());
+        st.set_list("set_event_pid", &[std::process::id().to_string()]).unwrap();
+        assert_eq!(std::fs::read_to_string(root.join(format!("{ev}/filter"))).unwrap().trim(), "prev_pid != 0");
+        assert!(std::fs::read_to_string(root.join(format!("{ev}/trigger"))).unwrap().contains("stacktrace"));
+        assert_eq!(trbox::ctl::selected(&std::fs::read_to_string(root.join("trace_clock")).unwrap()), Some("global"));
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn rejected_filter_shows_the_kernel_reason_and_leaves_nothing() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let t = Tracefs::at(&root).unwrap();
+    {
+        let mut st = State::new(&t);
+        let e = st.set_filter("events/sched/sched_switch", Some("prev_pid ==")).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, Error::Rejected { .. }), "{msg}");
+        if root.join("error_log").exists() {
+            assert!(msg.contains("Command: prev_pid =="), "{msg}");
+            assert!(msg.lines().last().unwrap().trim() == "^", "{msg}");
+        }
+        let e = st.add_trigger("events/sched/sched_switch", "nosuchtrigger").unwrap_err();
+        assert!(matches!(e, Error::Rejected { .. }));
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
