@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Static musl release builds of trbox, the local route (no Docker):
+#
+#   cross/build.sh [TRIPLE...]      default: all of $TRBOX_CROSS_TARGETS
+#
+# Each binary lands at $CARGO_TARGET_DIR/<triple>/release/trbox (default target/).
+#
+# How (see also .cargo/config.toml and DEVELOPERS.md):
+#   * nightly cargo with -Zbuild-std=std,panic_abort and the std feature
+#     `optimize_for_size` only: std is rebuilt with our release profile (z, LTO,
+#     panic=abort) and without its backtrace symbolizer (gimli/addr2line/miniz),
+#     which alone is ~170 KiB of the stripped binary. Panic messages are kept.
+#   * -C force-unwind-tables=no (no .eh_frame: nothing unwinds with panic=abort),
+#     -C relocation-model=static (plain static ELF, not static-pie).
+#   * linked by rust-lld as ld.lld, with link-self-contained=no: the musl C
+#     library and crt objects are given explicitly from a per-target link
+#     directory ($CARGO_TARGET_DIR/cross-link/<triple>) of symlinks:
+#       x86_64, aarch64: musl from rustup's own rust-std for the target
+#                        (lib/self-contained of a toolchain that has it, usually
+#                        stable after `rustup target add`).
+#       armv7:           rustup has no prebuilt std for armv7-unknown-linux-musleabihf
+#                        here: musl from Debian's musl-dev:armhf, libgcc from
+#                        gcc-arm-linux-gnueabihf, and libunwind.a -> libgcc_eh.a
+#                        (std's unwind crate asks for -lunwind; nothing calls it).
+#
+# Environment:
+#   TRBOX_NIGHTLY   rustup toolchain used for build-std (default: nightly)
+#   TRBOX_CROSS_TARGETS  default target list
+#   RUSTFLAGS       appended to the flags above
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NIGHTLY=${TRBOX_NIGHTLY:-nightly}
+TARGETS=${TRBOX_CROSS_TARGETS:-"x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf"}
+[ $# -gt 0 ] && TARGETS="$*"
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+mkdir -p "$TARGET_DIR"
+TARGET_DIR=$(cd "$TARGET_DIR" && pwd)
+
+die() { echo "cross/build.sh: $*" >&2; exit 1; }
+
+# A toolchain's lib/self-contained for $1 (the musl that rustup ships), or "".
+self_contained_dir() {
+    local t=$1 tc sysroot
+    for tc in "$NIGHTLY" stable ""; do
+        if [ -n "$tc" ]; then
+            sysroot=$(rustc "+$tc" --print sysroot 2>/dev/null) || continue
+        else
+            sysroot=$(rustc --print sysroot 2>/dev/null) || continue
+        fi
+        if [ -f "$sysroot/lib/rustlib/$t/lib/self-contained/libc.a" ]; then
+            echo "$sysroot/lib/rustlib/$t/lib/self-contained"
+            return
+        fi
+    done
+}
+
+# Fill $TARGET_DIR/cross-link/$1 with crt1.o crti.o crtn.o libc.a libunwind.a.
+prepare_link_dir() {
+    local t=$1 dir="$TARGET_DIR/cross-link/$1" src f
+    mkdir -p "$dir"
+    case $t in
+    x86_64-unknown-linux-musl | aarch64-unknown-linux-musl)
+        src=$(self_contained_dir "$t")
+        [ -n "$src" ] || die "no musl for $t: run 'rustup target add $t' (or bash cross/setup.sh)"
+        for f in crt1.o crti.o crtn.o libc.a libunwind.a; do
+            ln -sfn "$src/$f" "$dir/$f"
+        done
+        ;;
+    armv7-unknown-linux-musleabihf)
+        src=/usr/lib/arm-linux-musleabihf
+        [ -f $src/libc.a ] || die "no $src/libc.a: apt-get install musl-dev:armhf (or bash cross/setup.sh)"
+        command -v arm-linux-gnueabihf-gcc >/dev/null ||
+            die "no arm-linux-gnueabihf-gcc: apt-get install gcc-arm-linux-gnueabihf (or bash cross/setup.sh)"
+        for f in crt1.o crti.o crtn.o libc.a; do
+            ln -sfn "$src/$f" "$dir/$f"
+        done
+        ln -sfn "$(arm-linux-gnueabihf-gcc -print-file-name=libgcc_eh.a)" "$dir/libunwind.a"
+        ln -sfn "$(arm-linux-gnueabihf-gcc -print-libgcc-file-name)" "$dir/libgcc.a"
+        ;;
+    *) die "unknown target $t (known: x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf)" ;;
+    esac
+    echo "$dir"
+}
+
+rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1 ||
+    die "no '$NIGHTLY' toolchain: rustup toolchain install $NIGHTLY --profile minimal -c rust-src"
+[ -d "$(rustc "+$NIGHTLY" --print sysroot)/lib/rustlib/src/rust/library" ] ||
+    die "no rust-src in '$NIGHTLY': rustup component add rust-src --toolchain $NIGHTLY"
+
+USER_RUSTFLAGS=${RUSTFLAGS:-}
+for t in $TARGETS; do
+    L=$(prepare_link_dir "$t")
+    flags="-C force-unwind-tables=no -C relocation-model=static"
+    flags+=" -C linker=rust-lld -C linker-flavor=ld.lld -C link-self-contained=no -L $L"
+    flags+=" -Z pre-link-arg=$L/crt1.o -Z pre-link-arg=$L/crti.o -C link-arg=$L/crtn.o"
+    [ "$t" = armv7-unknown-linux-musleabihf ] && flags+=" -C link-arg=$L/libgcc.a"
+    echo "cross/build.sh: $t"
+    # RUSTFLAGS with --target applies to the target only, not to build scripts.
+    RUSTFLAGS="$flags $USER_RUSTFLAGS" CARGO_TARGET_DIR="$TARGET_DIR" \
+        cargo "+$NIGHTLY" build --release --target "$t" \
+        -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size
+    file "$TARGET_DIR/$t/release/trbox"
+done
