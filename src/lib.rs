@@ -15,6 +15,7 @@ extern crate alloc;
 pub mod ctl;
 pub mod format;
 pub mod mountinfo;
+pub mod merge;
 pub mod page;
 pub mod render;
 
