@@ -1,4 +1,89 @@
 #!/usr/bin/env bash
-# Install everything the build and tests need on a fresh Debian machine.
-# Idempotent: skips what is already there.
+# Install everything the build and tests need on a fresh Debian (bookworm)
+# machine; called by .ci/run before `make test`.
+# Idempotent and quick when everything is there: each item is checked first.
+# Non-interactive. Needs root (or sudo) only when something has to be installed.
+#
+#   apt:    qemu-user-static (qemu-aarch64-static, qemu-arm-static: called
+#           explicitly, no binfmt needed), file, trace-cmd, and for the armv7
+#           build musl-dev:armhf (crt objects, libc.a) + gcc-arm-linux-gnueabihf
+#           (libgcc, libgcc_eh).
+#   rustup: x86_64/aarch64-unknown-linux-musl on the default toolchain (musl's
+#           libc.a and crt objects for cross/build.sh), a nightly toolchain with
+#           rust-src (-Zbuild-std; armv7 has no prebuilt std).
+#   then:   cross/qemu/setup.sh (the board harness's own packages), if present.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NIGHTLY=${TRBOX_NIGHTLY:-nightly}
+MUSL_TARGETS=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
+
+say() { echo "[setup] $*" >&2; }
+die() { echo "[setup] error: $*" >&2; exit 1; }
+
+SUDO=
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+# Wait for another apt/dpkg (e.g. a parallel setup script) instead of failing.
+APT=(apt-get -y -q -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3)
+
+# ---- apt ----------------------------------------------------------------
+installed() { # pkg[:arch]
+    [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null)" = "ii " ]
+}
+
+need=()
+for p in qemu-user-static file trace-cmd gcc-arm-linux-gnueabihf musl-dev:armhf; do
+    installed "$p" || need+=("$p")
+done
+
+if [ ${#need[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null || die "no apt-get: install ${need[*]} by hand"
+    if [[ " $(dpkg --print-foreign-architectures | tr '\n' ' ') " != *" armhf "* ]]; then
+        say "dpkg --add-architecture armhf"
+        $SUDO dpkg --add-architecture armhf
+    fi
+    # A partial failure (a mirror mid-sync, one index of one architecture) is not
+    # fatal: the install below says whether what we need was in the lists.
+    say "apt-get update"
+    for try in 1 2 3; do
+        if $SUDO "${APT[@]}" update >&2; then break; fi
+        say "apt-get update reported errors (try $try of 3)"
+        [ "$try" = 3 ] || sleep 5
+    done
+    say "apt-get install ${need[*]}"
+    $SUDO "${APT[@]}" install --no-install-recommends "${need[@]}" >&2 ||
+        die "apt-get install ${need[*]} failed"
+fi
+
+# ---- rustup -------------------------------------------------------------
+command -v rustup >/dev/null || die "rustup not found (the build needs rustup's toolchains)"
+
+installed_targets=" $(rustup target list --installed | tr '\n' ' ') "
+missing=()
+for t in "${MUSL_TARGETS[@]}"; do
+    [[ $installed_targets == *" $t "* ]] || missing+=("$t")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "rustup target add ${missing[*]}"
+    rustup target add "${missing[@]}" >&2 || die "rustup target add ${missing[*]} failed"
+fi
+
+if ! rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1; then
+    say "rustup toolchain install $NIGHTLY (minimal, with rust-src)"
+    rustup toolchain install "$NIGHTLY" --profile minimal --component rust-src >&2 ||
+        die "rustup toolchain install $NIGHTLY failed: make cross needs a nightly for -Zbuild-std (armv7 has no prebuilt std)"
+fi
+if [ ! -f "$(rustc "+$NIGHTLY" --print sysroot)/lib/rustlib/src/rust/library/std/Cargo.toml" ]; then
+    say "rustup component add rust-src --toolchain $NIGHTLY"
+    rustup component add rust-src --toolchain "$NIGHTLY" >&2 ||
+        die "rustup component add rust-src --toolchain $NIGHTLY failed"
+fi
+
+# ---- the board harness --------------------------------------------------
+if [ -f cross/qemu/setup.sh ]; then
+    bash cross/qemu/setup.sh
+fi
+
+say "ok: $(rustc --version | cut -d' ' -f1-2), $(rustc "+$NIGHTLY" --version | cut -d' ' -f1-2)," \
+    "$(qemu-aarch64-static --version | head -1 | cut -d' ' -f1-3)"
