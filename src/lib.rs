@@ -14,9 +14,12 @@ extern crate alloc;
 
 pub mod ctl;
 pub mod format;
+pub mod kallsyms;
 pub mod mountinfo;
 pub mod merge;
 pub mod page;
+pub mod printfmt;
+pub mod printk;
 pub mod render;
 
 #[cfg(feature = "std")]

@@ -1,0 +1,361 @@
+//! Evaluating a compiled program against one record.
+
+use core::cell::Cell;
+use core::fmt::{self, Write};
+
+use super::compile::{norm, BOp, Id, Item, Loc, Node, Prog, Ty, UOp};
+use super::vsprintf::{bitmap, emit, write_bytes, ArgVal, Conv, Ctx, Spec, LEFT};
+use crate::format::{Endian, FieldKind};
+
+/// A value during evaluation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum V<'a> {
+    /// An integer, normalised to its static type.
+    I(u64),
+    /// Memory we have: record bytes or a literal.
+    B(&'a [u8]),
+    /// Text a helper renders on demand.
+    T(Id),
+    Bad,
+}
+
+pub(crate) struct Frame<'a, 'e> {
+    prog: &'a Prog,
+    rec: &'a [u8],
+    ctx: Ctx<'e>,
+    locals: Cell<[u64; 16]>,
+    depth: Cell<u32>,
+}
+
+/// The bytes of a field in `rec` (same rules as `Field::bytes`).
+pub(crate) fn loc_bytes<'a>(rec: &'a [u8], loc: &Loc, e: Endian) -> Option<&'a [u8]> {
+    let off = loc.off as usize;
+    match loc.kind {
+        FieldKind::Scalar | FieldKind::Array { .. } => rec.get(off..off.checked_add(loc.size as usize)?),
+        FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. } => {
+            let w = e.u32(rec, off)?;
+            let (len, mut start) = ((w >> 16) as usize, (w & 0xffff) as usize);
+            if let FieldKind::RelLoc { .. } = loc.kind {
+                start = start.checked_add(off + loc.size as usize)?;
+            }
+            rec.get(start..start.checked_add(len)?)
+        }
+    }
+}
+
+impl<'a, 'e> Frame<'a, 'e> {
+    pub fn new(prog: &'a Prog, rec: &'a [u8], ctx: Ctx<'e>) -> Self {
+        Frame { prog, rec, ctx, locals: Cell::new([0; 16]), depth: Cell::new(0) }
+    }
+
+    /// A frame with no record, for folding constants at compile time.
+    pub fn constant(prog: &'a Prog) -> Frame<'a, 'static> {
+        Frame::new(prog, &[], Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None })
+    }
+
+    pub fn int(&self, id: Id) -> Option<u64> {
+        match self.val(id) {
+            V::I(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn truth(&self, id: Id) -> Option<bool> {
+        match self.val(id) {
+            V::I(v) => Some(v != 0),
+            V::B(_) | V::T(_) => Some(true),
+            V::Bad => None,
+        }
+    }
+
+    fn node(&self, id: Id) -> Node {
+        self.prog.nodes[id as usize]
+    }
+
+    pub fn val(&self, id: Id) -> V<'a> {
+        // Expressions are trees built by the parser, so depth is bounded by
+        // the text; guard anyway.
+        let d = self.depth.get();
+        if d > 256 {
+            return V::Bad;
+        }
+        self.depth.set(d + 1);
+        let r = self.val_inner(id);
+        self.depth.set(d);
+        r
+    }
+
+    fn val_inner(&self, id: Id) -> V<'a> {
+        let e = self.ctx.endian;
+        let int = |v: Option<u64>| v.map_or(V::Bad, V::I);
+        match self.node(id) {
+            Node::Const(v, _) => V::I(v),
+            Node::Field { off, ty } => int(e.uint(self.rec, off as usize, ty.size as usize).map(|v| norm(v, ty))),
+            Node::Elem { off, count, ty, idx } => {
+                let Some(i) = self.int(idx) else { return V::Bad };
+                if i >= u64::from(count) {
+                    return V::Bad;
+                }
+                let at = off as usize + i as usize * ty.size as usize;
+                int(e.uint(self.rec, at, ty.size as usize).map(|v| norm(v, ty)))
+            }
+            Node::Bytes(loc) => loc_bytes(self.rec, &loc, e).map_or(V::Bad, V::B),
+            Node::DynLen(loc) => int(e.u32(self.rec, loc.off as usize).map(|w| u64::from(w >> 16))),
+            Node::Lit(o, l) => self.prog.pool.get(o as usize..(o + l) as usize).map_or(V::Bad, V::B),
+            Node::ByteAt { base, idx, ty } => {
+                let (V::B(b), Some(i)) = (self.val(base), self.int(idx)) else { return V::Bad };
+                match usize::try_from(i).ok().and_then(|i| b.get(i).map(|&c| (i, c))) {
+                    Some((_, c)) => V::I(norm(u64::from(c), ty)),
+                    None if i as usize == b.len() => V::I(0),
+                    None => V::Bad,
+                }
+            }
+            Node::Unary(op, x, ty) => match op {
+                UOp::Not => self.truth(x).map_or(V::Bad, |t| V::I(u64::from(!t))),
+                UOp::Neg => int(self.int(x).map(|v| norm(norm(v, ty).wrapping_neg(), ty))),
+                UOp::BitNot => int(self.int(x).map(|v| norm(!v, ty))),
+            },
+            Node::Binary(op, l, r, ty) => {
+                let (Some(a), Some(b)) = (self.int(l), self.int(r)) else { return V::Bad };
+                binop(op, a, b, ty).map_or(V::Bad, V::I)
+            }
+            Node::Logic(and, l, r) => {
+                let Some(a) = self.truth(l) else { return V::Bad };
+                if a != and {
+                    return V::I(u64::from(a));
+                }
+                self.truth(r).map_or(V::Bad, |b| V::I(u64::from(b)))
+            }
+            Node::Cond(c, a, b) => match self.truth(c) {
+                Some(true) => self.val(a),
+                Some(false) => self.val(b),
+                None => V::Bad,
+            },
+            Node::Cast(ty, x) => int(self.int(x).map(|v| norm(v, ty))),
+            Node::Local(slot) => V::I(self.locals.get()[slot as usize & 15]),
+            Node::Block { first, n, result } => {
+                for &(slot, _, init) in self.prog.decls.get(first as usize..(first + n) as usize).unwrap_or(&[]) {
+                    let Some(v) = self.int(init) else { return V::Bad };
+                    let mut l = self.locals.get();
+                    l[slot as usize & 15] = v;
+                    self.locals.set(l);
+                }
+                self.val(result)
+            }
+            Node::Unknown => V::Bad,
+            Node::Flags { .. } | Node::Symbolic { .. } | Node::Hex { .. } | Node::Array { .. } | Node::Bitmask(_) => V::T(id),
+        }
+    }
+
+    fn name(&self, o: u32, l: u32) -> &'a [u8] {
+        self.prog.pool.get(o as usize..(o + l) as usize).unwrap_or(&[])
+    }
+
+    /// Render a text-producing helper.
+    pub fn text(&self, id: Id, w: &mut dyn Write) -> fmt::Result {
+        let e = self.ctx.endian;
+        let lm = self.ctx.long_mask();
+        match self.node(id) {
+            Node::Flags { val, delim, tab, wide } => {
+                let Some(v) = self.int(val) else { return w.write_str(super::vsprintf::BAD) };
+                let m = if wide { u64::MAX } else { lm };
+                let mut flags = v & m;
+                let mut first = true;
+                let tab = self.prog.table.get(tab.0 as usize..(tab.0 + tab.1) as usize).unwrap_or(&[]);
+                for &(mask, o, l) in tab {
+                    if flags == 0 {
+                        break;
+                    }
+                    let mask = mask & m;
+                    if flags & mask != mask {
+                        continue;
+                    }
+                    flags &= !mask;
+                    if !first {
+                        write_bytes(w, self.name(delim.0, delim.1))?;
+                    }
+                    first = false;
+                    write_bytes(w, self.name(o, l))?;
+                }
+                if flags != 0 {
+                    if !first {
+                        write_bytes(w, self.name(delim.0, delim.1))?;
+                    }
+                    write!(w, "0x{flags:x}")?;
+                }
+                Ok(())
+            }
+            Node::Symbolic { val, tab, wide } => {
+                let Some(v) = self.int(val) else { return w.write_str(super::vsprintf::BAD) };
+                let m = if wide { u64::MAX } else { lm };
+                let v = v & m;
+                let tab = self.prog.table.get(tab.0 as usize..(tab.0 + tab.1) as usize).unwrap_or(&[]);
+                match tab.iter().find(|t| t.0 & m == v) {
+                    Some(&(_, o, l)) if l > 0 => write_bytes(w, self.name(o, l)),
+                    _ => write!(w, "0x{v:x}"),
+                }
+            }
+            Node::Hex { buf, len, concat } => {
+                let (V::B(b), Some(n)) = (self.val(buf), self.int(len)) else { return w.write_str(super::vsprintf::BAD) };
+                let n = (n as i32).max(0) as usize;
+                let b = &b[..n.min(b.len())];
+                for (i, chunk) in b.chunks(16).enumerate() {
+                    if !concat && i != 0 {
+                        w.write_char(' ')?;
+                    }
+                    for (j, c) in chunk.iter().enumerate() {
+                        write!(w, "{c:02x}")?;
+                        if !concat && j + 1 != chunk.len() {
+                            w.write_char(' ')?;
+                        }
+                    }
+                }
+                if n > b.len() {
+                    w.write_str(super::vsprintf::BAD)?;
+                }
+                Ok(())
+            }
+            Node::Array { buf, count, elsize } => {
+                let (V::B(b), Some(n), Some(es)) = (self.val(buf), self.int(count), self.int(elsize)) else {
+                    return w.write_str(super::vsprintf::BAD);
+                };
+                let n = (n as i32).max(0) as usize;
+                let mut es = es as usize;
+                w.write_char('{')?;
+                let total = n.saturating_mul(es);
+                let mut at = 0usize;
+                let mut first = true;
+                while at < total {
+                    if !first {
+                        w.write_char(',')?;
+                    }
+                    first = false;
+                    match es {
+                        1 | 2 | 4 | 8 => match e.uint(b, at, es) {
+                            Some(v) => write!(w, "0x{v:x}")?,
+                            None => {
+                                w.write_str(super::vsprintf::BAD)?;
+                                break;
+                            }
+                        },
+                        _ => {
+                            let Some(c) = b.get(at) else {
+                                w.write_str(super::vsprintf::BAD)?;
+                                break;
+                            };
+                            write!(w, "BAD SIZE:{es} 0x{c:x}")?;
+                            es = 1;
+                        }
+                    }
+                    at += es;
+                }
+                w.write_char('}')
+            }
+            Node::Bitmask(loc) => match loc_bytes(self.rec, &loc, e) {
+                Some(b) => bitmap(w, b, b.len() * 8, &self.ctx),
+                None => w.write_str("<OVERFLOW>"),
+            },
+            _ => w.write_str(super::vsprintf::BAD),
+        }
+    }
+
+    /// Run the whole program.
+    pub fn run<W: Write + ?Sized>(&self, w: &mut W) -> fmt::Result {
+        let mut w = super::vsprintf::Fwd(w);
+        for item in &self.prog.items {
+            match *item {
+                Item::Lit(o, l) => write_bytes(&mut w, self.name(o, l))?,
+                Item::Conv(p) => {
+                    let mut spec: Spec = p.spec;
+                    if let Some(wi) = p.width {
+                        match self.int(wi) {
+                            Some(v) => {
+                                let v = (v as i32).clamp(-4096, 4096);
+                                if v < 0 {
+                                    spec.flags |= LEFT;
+                                }
+                                spec.width = v.abs();
+                            }
+                            None => spec.width = -1,
+                        }
+                    }
+                    if let Some(pi) = p.prec {
+                        spec.prec = self.int(pi).map_or(-1, |v| (v as i32).clamp(0, 4096));
+                    }
+                    if spec.conv == Conv::Percent {
+                        w.write_char('%')?;
+                        continue;
+                    }
+                    let Some(a) = p.arg else { continue };
+                    match self.val(a) {
+                        V::I(v) => {
+                            // Varargs: an int-sized value travels as 32 bits.
+                            let v = if p.wide { v } else { v & 0xffff_ffff };
+                            emit(&mut w, &spec, ArgVal::Int(v), &self.ctx)?
+                        }
+                        V::B(b) => emit(&mut w, &spec, ArgVal::Bytes(b), &self.ctx)?,
+                        V::T(id) => {
+                            let mut f = |w: &mut dyn Write| self.text(id, w);
+                            emit(&mut w, &spec, ArgVal::Text(&mut f), &self.ctx)?
+                        }
+                        V::Bad => emit(&mut w, &spec, ArgVal::Bad, &self.ctx)?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn binop(op: BOp, a: u64, b: u64, ty: Ty) -> Option<u64> {
+    let (a, b) = (norm(a, ty), norm(b, ty));
+    let bits = u32::from(ty.size) * 8;
+    let s = ty.signed;
+    let cmp = |lt: bool| Some(u64::from(lt));
+    let r = match op {
+        BOp::Add => a.wrapping_add(b),
+        BOp::Sub => a.wrapping_sub(b),
+        BOp::Mul => a.wrapping_mul(b),
+        BOp::Div | BOp::Rem => {
+            if b == 0 {
+                return None;
+            }
+            match (op, s) {
+                (BOp::Div, true) => (a as i64).wrapping_div(b as i64) as u64,
+                (BOp::Div, false) => a / b,
+                (_, true) => (a as i64).wrapping_rem(b as i64) as u64,
+                (_, false) => a % b,
+            }
+        }
+        BOp::Shl => {
+            if b >= u64::from(bits) {
+                0
+            } else {
+                a << b
+            }
+        }
+        BOp::Shr => {
+            if b >= u64::from(bits) {
+                if s && (a as i64) < 0 {
+                    u64::MAX
+                } else {
+                    0
+                }
+            } else if s {
+                ((a as i64) >> b) as u64
+            } else {
+                a >> b
+            }
+        }
+        BOp::And => a & b,
+        BOp::Or => a | b,
+        BOp::Xor => a ^ b,
+        BOp::Lt => return cmp(if s { (a as i64) < (b as i64) } else { a < b }),
+        BOp::Gt => return cmp(if s { (a as i64) > (b as i64) } else { a > b }),
+        BOp::Le => return cmp(if s { (a as i64) <= (b as i64) } else { a <= b }),
+        BOp::Ge => return cmp(if s { (a as i64) >= (b as i64) } else { a >= b }),
+        BOp::Eq => return cmp(a == b),
+        BOp::Ne => return cmp(a != b),
+    };
+    Some(norm(r, ty))
+}

@@ -1,0 +1,314 @@
+//! print-fmt rendering: turn one event record into the body text the kernel
+//! prints for it in `trace`.
+//!
+//! Each event's `print fmt:` is compiled once ([`PrintFmt::compile`]) into a
+//! small program — literal pieces, conversion specs, and argument
+//! expressions with every `REC->field` resolved to offset, size and sign —
+//! and evaluated per record ([`PrintFmt::render`]) into any
+//! `core::fmt::Write` without allocating. What cannot be compiled falls back
+//! to `name=value` for every field; what cannot be evaluated for one record
+//! (truncated record, bad index) prints a marker in place. Nothing here
+//! panics on any record bytes.
+//!
+//! `ftrace/bprint`, `ftrace/bputs` and `ftrace/print` are rendered the way
+//! the kernel's own output functions do (`ip_sym: text`), with `bprint`'s
+//! binary arguments decoded per `vbin_printf()` and its format looked up in
+//! `printk_formats`.
+
+mod compile;
+mod eval;
+mod lex;
+pub mod vsprintf;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+use crate::format::{Endian, EventFormat, Field, FieldKind};
+use compile::{Loc, Prog};
+pub use vsprintf::{Ctx, StringLookup, Sym, SymbolLookup};
+use vsprintf::{write_bytes, Fwd};
+
+/// Why a print fmt could not be compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// A construct the compiler does not handle (short reason).
+    Unsupported(&'static str),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Unsupported(w) => write!(f, "unsupported: {w}"),
+        }
+    }
+}
+
+/// One field as the `name=value` fallback needs it.
+#[derive(Debug, Clone)]
+struct FieldInfo {
+    name: (u32, u32),
+    loc: Loc,
+    elem_size: u32,
+    signed: bool,
+    hex: bool,
+    text: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    Prog(Prog),
+    Fallback(Error, String),
+    /// `ftrace/bprint`: ip, fmt pointer, binary args from `buf`.
+    Bprint { ip: Loc, fmt: Loc, buf: u32 },
+    /// `ftrace/bputs`: ip, string pointer.
+    Bputs { ip: Loc, s: Loc },
+    /// `ftrace/print`: ip, inline text.
+    Print { ip: Loc, buf: u32 },
+}
+
+/// A compiled print fmt.
+#[derive(Debug, Clone)]
+pub struct Program {
+    long_size: u8,
+    body: Body,
+    names: String,
+    fields: Vec<FieldInfo>,
+}
+
+fn find<'a>(ev: &'a EventFormat, name: &str) -> Option<&'a Field> {
+    ev.fields.iter().find(|f| f.name == name)
+}
+
+fn scalar(f: Option<&Field>) -> Option<Loc> {
+    let f = f?;
+    (f.kind == FieldKind::Scalar && matches!(f.size, 4 | 8)).then(|| Loc::of(f))
+}
+
+/// The old name.
+pub type PrintFmt = Program;
+
+impl Program {
+    /// Compile `ev.print_fmt` for a kernel whose `long` is `long_size`
+    /// bytes (4 or 8; byte order comes with each [`Ctx`] at render time).
+    /// Never fails: see [`Program::fallback_reason`].
+    pub fn compile(ev: &EventFormat, long_size: u8) -> Program {
+        let long_size = if long_size == 4 { 4 } else { 8 };
+        let mut names = String::new();
+        let mut fields = Vec::new();
+        for f in &ev.fields {
+            let start = names.len() as u32;
+            names.push_str(&f.name);
+            let elem_size = match f.kind {
+                FieldKind::Scalar => f.size,
+                FieldKind::Array { elem_size, .. } | FieldKind::DataLoc { elem_size } | FieldKind::RelLoc { elem_size } => elem_size,
+            };
+            let t = f.type_name.as_str();
+            let text = elem_size == 1 && f.kind != FieldKind::Scalar && t.contains("char");
+            let hex = t.contains('*') || (t.contains("unsigned long") && !t.contains("long long")) || t == "long unsigned int";
+            fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: Loc::of(f), elem_size, signed: f.signed, hex, text });
+        }
+        let body = Self::special(ev).unwrap_or_else(|| match compile::compile(ev, long_size) {
+            Ok(p) => Body::Prog(p),
+            Err((e, at)) => Body::Fallback(e, at),
+        });
+        Program { long_size, body, names, fields }
+    }
+
+    fn special(ev: &EventFormat) -> Option<Body> {
+        if ev.system != "ftrace" {
+            return None;
+        }
+        let ip = || scalar(find(ev, "ip"));
+        match ev.name.as_str() {
+            "bprint" => Some(Body::Bprint { ip: ip()?, fmt: scalar(find(ev, "fmt"))?, buf: find(ev, "buf")?.offset }),
+            "bputs" => Some(Body::Bputs { ip: ip()?, s: scalar(find(ev, "str"))? }),
+            "print" => Some(Body::Print { ip: ip()?, buf: find(ev, "buf")?.offset }),
+            _ => None,
+        }
+    }
+
+    /// `Some(reason)` when the print fmt could not be compiled and
+    /// [`render`](Self::render) prints `name=value` fields instead.
+    pub fn fallback_reason(&self) -> Option<Error> {
+        match &self.body {
+            Body::Fallback(e, _) => Some(*e),
+            _ => None,
+        }
+    }
+
+    /// Parts of a compiled program that could not be compiled (arguments
+    /// that print a marker, `__print_symbolic` entries with unknown enum
+    /// names); empty when the rendering is complete.
+    pub fn unknown_parts(&self) -> &[&'static str] {
+        match &self.body {
+            Body::Prog(p) => &p.unknown,
+            _ => &[],
+        }
+    }
+
+    /// For a fallback: a few tokens around where compilation stopped.
+    pub fn fallback_context(&self) -> Option<&str> {
+        match &self.body {
+            Body::Fallback(_, at) => Some(at),
+            _ => None,
+        }
+    }
+
+    pub fn is_fallback(&self) -> bool {
+        self.fallback_reason().is_some()
+    }
+
+    /// Whether rendering may look up kallsyms (load it lazily on this).
+    pub fn needs_symbols(&self) -> bool {
+        match &self.body {
+            Body::Prog(p) => p.needs_syms,
+            Body::Fallback(..) => false,
+            _ => true,
+        }
+    }
+
+    /// Whether rendering may look up printk_formats.
+    pub fn needs_strings(&self) -> bool {
+        match &self.body {
+            Body::Prog(p) => p.needs_strings,
+            Body::Fallback(..) => false,
+            Body::Print { .. } => false,
+            _ => true,
+        }
+    }
+
+    /// Render the body for `rec` (the record payload starting with
+    /// `common_type`) — the text after `event_name: ` in `trace`.
+    /// `ctx` gives the byte order and the optional kallsyms / printk_formats
+    /// tables (its `long_size` is overridden by the one compiled for).
+    pub fn render<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], ctx: &Ctx) -> fmt::Result {
+        let ctx = Ctx { long_size: self.long_size, ..*ctx };
+        let e = ctx.endian;
+        match &self.body {
+            Body::Prog(p) => eval::Frame::new(p, rec, ctx).run(w),
+            Body::Fallback(..) => self.render_fields(w, rec, e),
+            Body::Bprint { ip, fmt, buf } => {
+                ip_sym(w, rec, ip, &ctx)?;
+                w.write_str(": ")?;
+                let Some(f) = e.uint(rec, fmt.off as usize, fmt.size as usize) else { return w.write_str("<OVERFLOW>") };
+                let args = rec.get(*buf as usize..).unwrap_or(&[]);
+                match ctx.strings.and_then(|s| s.string_at(f)) {
+                    Some(text) => vsprintf::bstr_printf(w, text.as_bytes(), args, &ctx),
+                    None => write!(w, "(fmt 0x{f:x})"),
+                }
+            }
+            Body::Bputs { ip, s } => {
+                ip_sym(w, rec, ip, &ctx)?;
+                w.write_str(": ")?;
+                let Some(p) = e.uint(rec, s.off as usize, s.size as usize) else { return w.write_str("<OVERFLOW>") };
+                match ctx.strings.and_then(|t| t.string_at(p)) {
+                    Some(text) => w.write_str(text),
+                    None => write!(w, "(0x{p:x})"),
+                }
+            }
+            Body::Print { ip, buf } => {
+                ip_sym(w, rec, ip, &ctx)?;
+                w.write_str(": ")?;
+                write_bytes(w, vsprintf::cstr(rec.get(*buf as usize..).unwrap_or(&[])))
+            }
+        }
+    }
+
+    /// The `name=value` rendering of every field (the fallback), e.g.
+    /// `irq=5 name=eth0 ip=0xffffffff81000000`: integers in decimal
+    /// (sign-aware), pointers and `unsigned long` in hex, char arrays and
+    /// `__data_loc char[]` as text, other arrays as `{0x1,0x2}`;
+    /// `<OVERFLOW>` where the record is too short.
+    pub fn render_fields<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], e: Endian) -> fmt::Result {
+        let mut w = Fwd(w);
+        for (i, f) in self.fields.iter().enumerate() {
+            if i > 0 {
+                w.write_char(' ')?;
+            }
+            let (o, l) = f.name;
+            w.write_str(self.names.get(o as usize..(o + l) as usize).unwrap_or("?"))?;
+            w.write_char('=')?;
+            let Some(b) = eval::loc_bytes(rec, &f.loc, e) else {
+                w.write_str("<OVERFLOW>")?;
+                continue;
+            };
+            if f.loc.kind == FieldKind::Scalar && matches!(b.len(), 1 | 2 | 4 | 8) {
+                let v = e.uint(b, 0, b.len()).unwrap_or(0);
+                if f.hex {
+                    write!(w, "0x{v:x}")?;
+                } else if f.signed {
+                    let ty = compile::Ty::int(b.len() as u8, true);
+                    write!(w, "{}", compile::norm(v, ty) as i64)?;
+                } else {
+                    write!(w, "{v}")?;
+                }
+            } else if f.text {
+                write_bytes(&mut w, vsprintf::cstr(b))?;
+            } else {
+                let es = if matches!(f.elem_size, 1 | 2 | 4 | 8) { f.elem_size as usize } else { 1 };
+                w.write_char('{')?;
+                for (k, c) in b.chunks_exact(es).enumerate() {
+                    if k > 0 {
+                        w.write_char(',')?;
+                    }
+                    write!(w, "0x{:x}", e.uint(c, 0, es).unwrap_or(0))?;
+                }
+                w.write_char('}')?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `seq_print_ip_sym()` with default flags: symbol name only, `0` for a
+/// zero address, `0x%08lx` when no symbol matches.
+fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt::Result {
+    let Some(v) = ctx.endian.uint(rec, ip.off as usize, ip.size as usize) else { return w.write_str("<OVERFLOW>") };
+    if v == 0 {
+        return w.write_char('0');
+    }
+    match ctx.syms.and_then(|s| s.lookup(v)) {
+        Some(s) if !s.name.is_empty() => w.write_str(s.name),
+        _ => write!(w, "0x{v:08x}"),
+    }
+}
+
+/// Convenience: the `name=value` rendering of `rec` without compiling the
+/// print fmt.
+pub fn render_fields<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], e: Endian, long_size: u8) -> fmt::Result {
+    let mut ev2 = EventFormat { print_fmt: String::new(), ..ev.clone() };
+    ev2.system.clear();
+    Program::compile(&ev2, long_size).render_fields(w, rec, e)
+}
+
+/// The text after `ip_sym: ` of the ftrace `print`, `bputs` and `bprint`
+/// records (what `trace_print_print`, `trace_bputs_print` and
+/// `trace_bprint_print` write after the ip). Looks fields up by name;
+/// anything missing prints a marker.
+pub fn render_ftrace_text<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], ctx: &Ctx) -> fmt::Result {
+    let e = ctx.endian;
+    let get = |n: &str| ev.fields.iter().find(|f| f.name == n);
+    let ptr = |n: &str| get(n).and_then(|f| e.uint(rec, f.offset as usize, f.size as usize));
+    match ev.name.as_str() {
+        "bprint" => {
+            let Some(f) = ptr("fmt") else { return w.write_str("<OVERFLOW>") };
+            let args = get("buf").and_then(|b| rec.get(b.offset as usize..)).unwrap_or(&[]);
+            match ctx.strings.and_then(|s| s.string_at(f)) {
+                Some(text) => vsprintf::bstr_printf(w, text.as_bytes(), args, ctx),
+                None => write!(w, "(fmt 0x{f:x})"),
+            }
+        }
+        "bputs" => {
+            let Some(p) = ptr("str") else { return w.write_str("<OVERFLOW>") };
+            match ctx.strings.and_then(|t| t.string_at(p)) {
+                Some(text) => w.write_str(text),
+                None => write!(w, "(0x{p:x})"),
+            }
+        }
+        _ => {
+            let b = get("buf").and_then(|b| rec.get(b.offset as usize..)).unwrap_or(&[]);
+            write_bytes(w, vsprintf::cstr(b))
+        }
+    }
+}
