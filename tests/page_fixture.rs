@@ -1,0 +1,109 @@
+//! Decode real x86_64 pages recorded by tests/page_live.rs
+//! (`TRBOX_SAVE_PAGES`) and compare with the kernel's own `trace` text of the
+//! same buffer (CPU, µs timestamp, event name per line). Runs without root.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use trbox::format::{Endian, EventFormat, EventTable, HeaderPage};
+use trbox::merge::merge;
+use trbox::page::{Item, Page, PageLayout};
+
+pub fn load(dir: &Path) -> (HeaderPage, EventTable, BTreeMap<u32, Vec<u8>>) {
+    let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("header_page")).unwrap()).unwrap();
+    let mut table = EventTable::new();
+    let mut raw = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(ev) = name.strip_suffix(".format") {
+            let sys = ev.split("__").next().unwrap();
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            table.insert(EventFormat::parse(&text, sys, hp.long_size()).unwrap());
+        } else if let Some(cpu) = name.strip_prefix("cpu").and_then(|n| n.strip_suffix(".raw")) {
+            raw.insert(cpu.parse().unwrap(), std::fs::read(e.path()).unwrap());
+        }
+    }
+    (hp, table, raw)
+}
+
+#[test]
+fn x86_64_fixture_matches_kernel_text() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
+    let (hp, table, raw) = load(&dir);
+    let layout = PageLayout::from(&hp);
+    let sb = hp.subbuf_size() as usize;
+    let mut got = String::new();
+    let mut per_cpu = Vec::new();
+    for (cpu, bytes) in &raw {
+        assert_eq!(bytes.len() % sb, 0);
+        let mut ts = Vec::new();
+        for page in bytes.chunks(sb) {
+            let p = Page::parse(page, &layout, Endian::Little).unwrap();
+            for it in p.items() {
+                let Item::Record(r) = it.unwrap() else { panic!("lost events in fixture") };
+                let ev = table.event_of(r.payload, Endian::Little).expect("known event");
+                got.push_str(&format!("{cpu} {} {}\n", (r.ts + 500) / 1000, ev.name));
+                ts.push((r.ts, *cpu));
+            }
+        }
+        per_cpu.push(ts);
+    }
+    let want = std::fs::read_to_string(dir.join("expected.txt")).unwrap();
+    assert_eq!(got.lines().count(), want.lines().count());
+    for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
+        assert_eq!(g, w, "line {i}");
+    }
+    let merged: Vec<_> = merge(per_cpu.into_iter().map(Vec::into_iter)).collect();
+    assert_eq!(merged.len(), want.lines().count());
+    assert!(merged.windows(2).all(|w| (w[0].1 .0, w[0].0) <= (w[1].1 .0, w[1].0)));
+}
+
+/// The same real records re-encoded into big-endian pages with 4-byte
+/// commit words and 16 KiB / 64 KiB sub-buffers decode to the same
+/// (timestamp, payload) sequence.
+#[test]
+fn fixture_reencoded_other_layouts() {
+    use trbox::page::build::{Ev, PageBuilder};
+    use trbox::page::Missed;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
+    let (hp, _, raw) = load(&dir);
+    let layout = PageLayout::from(&hp);
+    let sb = hp.subbuf_size() as usize;
+    let mut recs: Vec<(u64, Vec<u8>)> = Vec::new();
+    for page in raw.values().next().unwrap().chunks(sb) {
+        let p = Page::parse(page, &layout, Endian::Little).unwrap();
+        recs.extend(p.records().map(|r| r.map(|r| (r.ts, r.payload.to_vec())).unwrap()));
+    }
+    for (e, long, size) in [(Endian::Big, 4, 4096), (Endian::Big, 8, 16384), (Endian::Little, 4, 65536)] {
+        let l = PageLayout::new(long, size);
+        let mut pages: Vec<Vec<u8>> = Vec::new();
+        let mut b: Option<PageBuilder> = None;
+        let mut last = 0u64;
+        for (ts, payload) in &recs {
+            let need = payload.len() + 16;
+            if b.as_ref().map_or(true, |b| b.data_len() + need > l.data_size) {
+                if let Some(b) = b.take() {
+                    pages.push(b.finish(Missed::None, None));
+                }
+                b = Some(PageBuilder::new(l, e, *ts));
+                last = *ts;
+            }
+            let b = b.as_mut().unwrap();
+            let d = ts - last;
+            if d >= 1 << 27 {
+                b.push(Ev::Extend(d));
+                b.push(Ev::Data { delta: 0, payload, force_long: false });
+            } else {
+                b.push(Ev::Data { delta: d as u32, payload, force_long: false });
+            }
+            last = *ts;
+        }
+        pages.push(b.unwrap().finish(Missed::None, None));
+        let mut out = Vec::new();
+        for page in &pages {
+            let p = Page::parse(page, &l, e).unwrap();
+            out.extend(p.records().map(|r| r.map(|r| (r.ts, r.payload.to_vec())).unwrap()));
+        }
+        assert_eq!(out, recs, "{e:?} long={long} size={size}");
+    }
+}
