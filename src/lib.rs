@@ -21,6 +21,7 @@ pub mod page;
 pub mod printfmt;
 pub mod printk;
 pub mod render;
+pub mod tracedat;
 
 #[cfg(feature = "std")]
 pub mod sys;

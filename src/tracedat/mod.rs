@@ -1,0 +1,186 @@
+//! trace-cmd's `trace.dat` container, versions 6 and 7, sans-IO.
+//!
+//! * [`read`]: [`TraceDat::read`] parses the metadata (header files, event
+//!   formats, kallsyms, printk formats, saved cmdlines, options, instances)
+//!   through a [`Source`] — anything that can fill a buffer from a file
+//!   offset (a byte slice, or a file with `pread` in the std layer). The page
+//!   data is not loaded: every [`Instance`] lists per-CPU `(offset, size)`
+//!   ranges, and [`CpuPages`] hands out one sub-buffer at a time (for
+//!   compressed v7 data, one decompressed chunk of a few pages is held), so
+//!   memory stays flat however large the file is.
+//! * [`write`]: [`V6Writer`] produces the bytes of a version 6 header in
+//!   order; the caller appends the page-aligned per-CPU data and patches the
+//!   flyrecord table (and, if reserved, the options) at the positions the
+//!   writer returned.
+//!
+//! Malformed input never panics: every failure is an [`Error`] that names the
+//! section and the byte offset where reading stopped.
+
+use alloc::string::String;
+use core::fmt;
+
+mod compress;
+pub mod read;
+pub mod write;
+
+pub use compress::{decompress, Compression};
+pub use read::{selected_clock, ChunkHeader, CpuData, CpuPages, EventSystem, Instance, Options, TraceDat, Tsc2Nsec};
+pub use write::{cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u64, FlyrecordSlot, OptionsSlot, V6Writer, WriteError, WriteOptions};
+
+pub use crate::format::Endian;
+
+/// The first ten bytes of every trace.dat.
+pub const MAGIC: [u8; 10] = [0x17, 0x08, 0x44, b't', b'r', b'a', b'c', b'i', b'n', b'g'];
+
+/// Option (and v7 section) ids, as trace-cmd numbers them.
+pub mod opt {
+    pub const DONE: u16 = 0;
+    pub const DATE: u16 = 1;
+    pub const CPUSTAT: u16 = 2;
+    pub const BUFFER: u16 = 3;
+    pub const TRACECLOCK: u16 = 4;
+    pub const UNAME: u16 = 5;
+    pub const HOOK: u16 = 6;
+    pub const OFFSET: u16 = 7;
+    pub const CPUCOUNT: u16 = 8;
+    pub const VERSION: u16 = 9;
+    pub const PROCMAPS: u16 = 10;
+    pub const TRACEID: u16 = 11;
+    pub const TIME_SHIFT: u16 = 12;
+    pub const GUEST: u16 = 13;
+    pub const TSC2NSEC: u16 = 14;
+    pub const STRINGS: u16 = 15;
+    pub const HEADER_INFO: u16 = 16;
+    pub const FTRACE_EVENTS: u16 = 17;
+    pub const EVENT_FORMATS: u16 = 18;
+    pub const KALLSYMS: u16 = 19;
+    pub const PRINTK: u16 = 20;
+    pub const CMDLINES: u16 = 21;
+    pub const BUFFER_TEXT: u16 = 22;
+    pub const BTF_FILE: u16 = 23;
+    pub const LAST_BOOT_INFO: u16 = 24;
+    pub const MODULES_FILE: u16 = 25;
+}
+
+/// A failed read from a [`Source`]: the OS error number (0 when unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoError(pub i32);
+
+/// Random access to the bytes of a trace.dat. The core never does I/O
+/// itself; the caller implements this (slices and, with `std`, files do).
+pub trait Source {
+    /// Fill `buf` from offset `off`. Returns the number of bytes read; fewer
+    /// than `buf.len()` only at the end of the file.
+    fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError>;
+    /// Total length, when known (used to reject sizes larger than the file
+    /// before allocating for them).
+    fn len(&mut self) -> Option<u64>;
+}
+
+impl Source for &[u8] {
+    fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
+        let Ok(off) = usize::try_from(off) else { return Ok(0) };
+        let Some(rest) = self.get(off..) else { return Ok(0) };
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        Ok(n)
+    }
+    fn len(&mut self) -> Option<u64> {
+        Some(<[u8]>::len(self) as u64)
+    }
+}
+
+impl Source for alloc::vec::Vec<u8> {
+    fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
+        self.as_slice().read_at(off, buf)
+    }
+    fn len(&mut self) -> Option<u64> {
+        Some(alloc::vec::Vec::len(self) as u64)
+    }
+}
+
+#[cfg(feature = "std")]
+impl Source for std::fs::File {
+    fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
+        use std::os::unix::fs::FileExt;
+        let mut done = 0;
+        while done < buf.len() {
+            match FileExt::read_at(self, &mut buf[done..], off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(IoError(e.raw_os_error().unwrap_or(0))),
+            }
+        }
+        Ok(done)
+    }
+    fn len(&mut self) -> Option<u64> {
+        self.metadata().ok().map(|m| m.len())
+    }
+}
+
+impl<S: Source + ?Sized> Source for &mut S {
+    fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
+        (**self).read_at(off, buf)
+    }
+    fn len(&mut self) -> Option<u64> {
+        (**self).len()
+    }
+}
+
+/// Why reading stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The file ends (or the section ends) before the data it announces.
+    Truncated,
+    /// Not a trace.dat: the first bytes are not the magic.
+    BadMagic,
+    /// A version other than 6 or 7.
+    UnsupportedVersion(String),
+    /// A value that cannot be right (named), e.g. an endian byte of 5.
+    Invalid(&'static str),
+    /// A size larger than the file or than the sanity limit.
+    TooLarge(u64),
+    /// The compression algorithm is unknown or not built in.
+    UnsupportedCompression(String),
+    /// The decompressor rejected the data.
+    Decompress(&'static str),
+    /// The source failed (errno).
+    Io(i32),
+}
+
+/// A read error: what, in which part of the file, at which byte offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    /// The part of the file being read ("header_page", "options", "cpu 3 data"…).
+    pub section: &'static str,
+    /// File offset where the problem was found. For data inside a
+    /// compressed section it is the section's offset.
+    pub offset: u64,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, section: &'static str, offset: u64) -> Error {
+        Error { kind, section, offset }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Truncated => write!(f, "truncated")?,
+            ErrorKind::BadMagic => write!(f, "not a trace.dat file (bad magic)")?,
+            ErrorKind::UnsupportedVersion(v) => write!(f, "unsupported trace.dat version {v:?}")?,
+            ErrorKind::Invalid(what) => write!(f, "invalid {what}")?,
+            ErrorKind::TooLarge(n) => write!(f, "size {n} too large")?,
+            ErrorKind::UnsupportedCompression(c) => write!(f, "compression {c:?} not supported by this build")?,
+            ErrorKind::Decompress(why) => write!(f, "decompression failed ({why})")?,
+            ErrorKind::Io(e) => write!(f, "read error (errno {e})")?,
+        }
+        write!(f, " in {} at byte {}", self.section, self.offset)
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Error {}
