@@ -24,8 +24,10 @@ cross: export RUSTFLAGS := -C force-unwind-tables=no -C relocation-model=static 
 cross: export CROSS_CONFIG := cross/Cross.toml
 cross:
 	@command -v cross >/dev/null || { echo "make cross CROSS=1: 'cross' not found (cargo install cross; needs Docker or Podman)" >&2; exit 1; }
+	rustup component add rust-src --toolchain $(TRBOX_NIGHTLY)
 	set -e; for t in $(CROSS_TARGETS); do \
-	  cross +$(TRBOX_NIGHTLY) build --release --target $$t -Zbuild-std-features=optimize_for_size; \
+	  cross +$(TRBOX_NIGHTLY) build --release --target $$t \
+	    -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size; \
 	done
 else
 cross:
