@@ -246,6 +246,48 @@ pub(crate) fn type_of(words: &[&str], stars: usize, long_size: u8) -> Option<Ty>
     }
 }
 
+/// Enum constants that some format files leave unexpanded (no
+/// TRACE_DEFINE_ENUM) but whose values are fixed ABI or long-stable.
+fn known_constant(name: &str) -> Option<u64> {
+    if let Some(m) = name.strip_prefix("HRTIMER_MODE_") {
+        // ABS 0, REL 1, PINNED 2, SOFT 4, HARD 8 (4.16+).
+        let mut v = 0;
+        for part in m.split('_') {
+            v |= match part {
+                "ABS" => 0,
+                "REL" => 1,
+                "PINNED" => 2,
+                "SOFT" => 4,
+                "HARD" => 8,
+                _ => return None,
+            };
+        }
+        return Some(v);
+    }
+    let v = match name {
+        "IOPRIO_CLASS_NONE" => 0,
+        "IOPRIO_CLASS_RT" => 1,
+        "IOPRIO_CLASS_BE" => 2,
+        "IOPRIO_CLASS_IDLE" => 3,
+        "IOPRIO_CLASS_INVALID" => 7,
+        "TCP_ESTABLISHED" => 1,
+        "TCP_SYN_SENT" => 2,
+        "TCP_SYN_RECV" => 3,
+        "TCP_FIN_WAIT1" => 4,
+        "TCP_FIN_WAIT2" => 5,
+        "TCP_TIME_WAIT" => 6,
+        "TCP_CLOSE" => 7,
+        "TCP_CLOSE_WAIT" => 8,
+        "TCP_LAST_ACK" => 9,
+        "TCP_LISTEN" => 10,
+        "TCP_CLOSING" => 11,
+        "TCP_NEW_SYN_RECV" => 12,
+        "TCP_BOUND_INACTIVE" => 13,
+        _ => return None,
+    };
+    Some(v)
+}
+
 fn is_type_word(w: &str) -> bool {
     matches!(w, "const" | "volatile" | "unsigned" | "signed" | "char" | "short" | "int" | "long" | "void" | "struct" | "union" | "enum" | "bool" | "_Bool")
         || type_of(&[w], 0, 8).is_some()
@@ -594,6 +636,11 @@ impl<'t, 'e> P<'t, 'e> {
                 if let Some(&(_, slot)) = self.scopes.iter().rev().find(|(n, _)| *n == name) {
                     let ty = self.prog.decls.iter().rev().find(|d| d.0 == slot).map(|d| d.1).unwrap_or(Ty::INT);
                     return self.push(Node::Local(slot), Kind::Int(ty));
+                }
+                if !self.is("(") {
+                    if let Some(v) = known_constant(name) {
+                        return self.push(Node::Const(v, Ty::INT), Kind::Int(Ty::INT));
+                    }
                 }
                 match name {
                     "true" => return self.push(Node::Const(1, Ty::INT), Kind::Int(Ty::INT)),
