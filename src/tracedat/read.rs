@@ -361,6 +361,10 @@ pub struct TraceDat {
     pub instances: Vec<Instance>,
     /// Where the metadata ends (v6: after the flyrecord table and clock).
     pub metadata_end: u64,
+    /// Problems that did not stop reading: an instance that could not be
+    /// read (left out), CPU data running past the end of the file (cut to
+    /// what is there: the file was truncated).
+    pub warnings: Vec<Error>,
 }
 
 // ---------------------------------------------------------------------------
@@ -590,6 +594,16 @@ impl TraceDat {
         } else {
             read_v7(&mut r, &mut td)?;
         }
+        if let Some(len) = r.len {
+            for inst in &mut td.instances {
+                for c in &mut inst.cpus {
+                    if c.offset.saturating_add(c.size) > len {
+                        td.warnings.push(Error::new(ErrorKind::Truncated, "cpu data", c.offset.saturating_add(c.size)));
+                        c.size = len.saturating_sub(c.offset);
+                    }
+                }
+            }
+        }
         Ok(td)
     }
 
@@ -656,31 +670,40 @@ fn read_v6<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
     }
     td.instances.push(top);
     for (offset, name) in core::mem::take(&mut st.v6_buffers) {
-        r.seek(offset);
-        r.section("instance");
-        let mut tag = [0u8; 10];
-        r.fill(&mut tag)?;
-        if tag.starts_with(b"options") {
-            // Options local to the instance: skip them.
-            loop {
-                let id = r.u16()?;
-                if id == opt::DONE {
-                    break;
-                }
-                let size = r.u32()?;
-                r.take(size.into())?;
-            }
-            r.fill(&mut tag)?;
-        }
         let mut inst = Instance { name, page_size: td.page_size, ..Default::default() };
-        // trace-cmd writes the clock after every flyrecord table.
-        v6_data(r, &tag, ncpus, &mut inst, true)?;
-        if inst.clock.is_none() {
-            inst.clock = td.options.clock.clone();
+        match v6_instance(r, offset, ncpus, &mut inst) {
+            Ok(()) => {
+                if inst.clock.is_none() {
+                    inst.clock = td.options.clock.clone();
+                }
+                td.instances.push(inst);
+            }
+            Err(e) => td.warnings.push(e),
         }
-        td.instances.push(inst);
     }
     Ok(())
+}
+
+/// A v6 extra instance at `offset`: optional options, then flyrecord.
+fn v6_instance<S: Source + ?Sized>(r: &mut Stream<'_, S>, offset: u64, ncpus: u32, inst: &mut Instance) -> Result<(), Error> {
+    r.seek(offset);
+    r.section("instance");
+    let mut tag = [0u8; 10];
+    r.fill(&mut tag)?;
+    if tag.starts_with(b"options") {
+        // Options local to the instance: skip them.
+        loop {
+            let id = r.u16()?;
+            if id == opt::DONE {
+                break;
+            }
+            let size = r.u32()?;
+            r.take(size.into())?;
+        }
+        r.fill(&mut tag)?;
+    }
+    // trace-cmd writes the clock after every flyrecord table.
+    v6_data(r, &tag, ncpus, inst, true)
 }
 
 /// After "flyrecord\0" / "latency  \0": the per-CPU table and the clock.
@@ -827,16 +850,23 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
     }
     td.cpus = td.options.cpucount.unwrap_or(0);
     // Which buffers are compressed: their section header says so.
-    for (inst, off) in td.instances.iter_mut().zip(st.v7_sections) {
-        let (_id, flags, size) = section_header(r, off, "buffer section")?;
-        inst.compressed = flags & 1 != 0;
-        if let Some(l) = inst.latency.as_mut() {
-            *l = (r.here(), size);
-        }
-        if inst.page_size == 0 {
-            inst.page_size = td.page_size;
+    let mut keep = Vec::new();
+    for (mut inst, off) in core::mem::take(&mut td.instances).into_iter().zip(st.v7_sections) {
+        match section_header(r, off, "buffer section") {
+            Ok((_id, flags, size)) => {
+                inst.compressed = flags & 1 != 0;
+                if let Some(l) = inst.latency.as_mut() {
+                    *l = (r.here(), size);
+                }
+                if inst.page_size == 0 {
+                    inst.page_size = td.page_size;
+                }
+                keep.push(inst);
+            }
+            Err(e) => td.warnings.push(e),
         }
     }
+    td.instances = keep;
     if td.options.clock.is_none() {
         td.options.clock = td.top().and_then(|t| t.clock.clone());
     }
