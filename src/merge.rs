@@ -94,7 +94,7 @@ pub enum Next {
 enum St {
     /// Must be peeked (start, or its head was just consumed).
     Unknown,
-    Ready(u64),
+    Ready,
     Pending,
     End,
 }
@@ -103,14 +103,20 @@ enum St {
 #[derive(Debug, Clone)]
 pub struct Merger {
     st: Vec<St>,
+    /// Scan mode: the head timestamp of each Ready CPU, `u64::MAX` for the
+    /// others (a Ready head at `u64::MAX` is found by a slow path).
+    keys: Vec<u64>,
     /// Timestamp of the last head seen per CPU (a lower bound for the next).
     last: Vec<u64>,
-    /// CPUs to peek before choosing (Unknown or Pending ones).
-    todo: Vec<u32>,
+    /// The CPU whose head was handed out last: peek it again first.
+    taken: Option<u32>,
+    /// CPUs never peeked yet.
+    unknown: Vec<u32>,
+    /// CPUs that said Pending: peeked again on every step.
+    pending: Vec<u32>,
+    scratch: Vec<u32>,
     /// Heap mode (more than SCAN_MAX CPUs): ready heads.
     heap: Option<BinaryHeap<Reverse<(u64, u32)>>>,
-    pending: Vec<u32>,
-    ended: usize,
 }
 
 impl Merger {
@@ -125,11 +131,13 @@ impl Merger {
         let ncpu = ncpu.min(u32::MAX as usize);
         Merger {
             st: alloc::vec![St::Unknown; ncpu],
+            keys: alloc::vec![u64::MAX; ncpu],
             last: alloc::vec![0; ncpu],
-            todo: (0..ncpu as u32).collect(),
-            heap: heap.then(|| BinaryHeap::with_capacity(ncpu)),
+            taken: None,
+            unknown: (0..ncpu as u32).rev().collect(),
             pending: Vec::new(),
-            ended: 0,
+            scratch: Vec::new(),
+            heap: heap.then(|| BinaryHeap::with_capacity(ncpu)),
         }
     }
 
@@ -138,6 +146,7 @@ impl Merger {
     }
 
     /// Which CPU's item comes next; strict: waits on pending CPUs.
+    #[inline]
     pub fn next<S: CpuStream>(&mut self, streams: &mut [S]) -> Next {
         self.step(streams, true)
     }
@@ -145,6 +154,7 @@ impl Merger {
     /// Like [`Merger::next`] but pending CPUs are skipped: the smallest
     /// available head goes next. `End` only when every stream ended;
     /// `Pending(c)` when nothing is available at all.
+    #[inline]
     pub fn next_ready<S: CpuStream>(&mut self, streams: &mut [S]) -> Next {
         self.step(streams, false)
     }
@@ -152,53 +162,49 @@ impl Merger {
     /// Forget a CPU (its stream is gone): it no longer holds back others.
     pub fn close(&mut self, cpu: usize) {
         let Some(s) = self.st.get_mut(cpu) else { return };
-        if *s != St::End {
-            *s = St::End;
-            self.ended += 1;
-            self.pending.retain(|&p| p as usize != cpu);
-            self.todo.retain(|&p| p as usize != cpu);
-            if let Some(h) = self.heap.as_mut() {
-                h.retain(|&Reverse((_, c))| c as usize != cpu);
-            }
+        *s = St::End;
+        if let Some(k) = self.keys.get_mut(cpu) {
+            *k = u64::MAX;
+        }
+        let c = cpu as u32;
+        if self.taken == Some(c) {
+            self.taken = None;
+        }
+        self.pending.retain(|&p| p != c);
+        self.unknown.retain(|&p| p != c);
+        if let Some(h) = self.heap.as_mut() {
+            h.retain(|&Reverse((_, x))| x != c);
         }
     }
 
     #[inline]
-    fn refresh<S: CpuStream>(&mut self, streams: &mut [S]) {
-        // Pending CPUs are re-peeked every time.
-        let mut i = 0;
-        while i < self.pending.len() {
-            let c = self.pending[i];
-            self.todo.push(c);
-            i += 1;
+    fn peek_one<S: CpuStream>(&mut self, streams: &mut [S], c: u32) {
+        let cu = c as usize;
+        let Some(st) = self.st.get_mut(cu) else { return };
+        if *st == St::End {
+            return;
         }
-        self.pending.clear();
-        while let Some(c) = self.todo.pop() {
-            let cu = c as usize;
-            let peek = match streams.get_mut(cu) {
-                Some(s) => s.peek(),
-                None => Peek::End,
-            };
-            match peek {
-                Peek::Ready(t) => {
-                    if let Some(l) = self.last.get_mut(cu) {
-                        *l = t;
-                    }
-                    if let Some(h) = self.heap.as_mut() {
-                        h.push(Reverse((t, c)));
-                    }
-                    self.st[cu] = St::Ready(t);
+        let peek = match streams.get_mut(cu) {
+            Some(s) => s.peek(),
+            None => Peek::End,
+        };
+        match peek {
+            Peek::Ready(t) => {
+                *st = St::Ready;
+                self.last[cu] = t;
+                self.keys[cu] = t;
+                if let Some(h) = self.heap.as_mut() {
+                    h.push(Reverse((t, c)));
                 }
-                Peek::Pending => {
-                    self.st[cu] = St::Pending;
-                    self.pending.push(c);
-                }
-                Peek::End => {
-                    if self.st[cu] != St::End {
-                        self.ended += 1;
-                    }
-                    self.st[cu] = St::End;
-                }
+            }
+            Peek::Pending => {
+                *st = St::Pending;
+                self.keys[cu] = u64::MAX;
+                self.pending.push(c);
+            }
+            Peek::End => {
+                *st = St::End;
+                self.keys[cu] = u64::MAX;
             }
         }
     }
@@ -208,21 +214,36 @@ impl Merger {
         if let Some(h) = self.heap.as_ref() {
             return h.peek().map(|&Reverse((t, c))| (t, c as usize));
         }
-        let mut best: Option<(u64, usize)> = None;
-        for (c, s) in self.st.iter().enumerate() {
-            if let St::Ready(t) = *s {
-                match best {
-                    Some((bt, _)) if bt <= t => {}
-                    _ => best = Some((t, c)),
-                }
+        let (mut bt, mut bi) = (u64::MAX, usize::MAX);
+        for (i, &k) in self.keys.iter().enumerate() {
+            if k < bt {
+                bt = k;
+                bi = i;
             }
         }
-        best
+        if bi != usize::MAX {
+            return Some((bt, bi));
+        }
+        // Only heads at u64::MAX (or none) are left.
+        self.st.iter().position(|&s| s == St::Ready).map(|i| (u64::MAX, i))
     }
 
+    #[inline]
     fn step<S: CpuStream>(&mut self, streams: &mut [S], strict: bool) -> Next {
-        if !self.todo.is_empty() || !self.pending.is_empty() {
-            self.refresh(streams);
+        if let Some(c) = self.taken.take() {
+            self.peek_one(streams, c);
+        }
+        while let Some(c) = self.unknown.pop() {
+            self.peek_one(streams, c);
+        }
+        if !self.pending.is_empty() {
+            let mut p = core::mem::take(&mut self.scratch);
+            core::mem::swap(&mut p, &mut self.pending);
+            for &c in &p {
+                self.peek_one(streams, c);
+            }
+            p.clear();
+            self.scratch = p;
         }
         let best = self.best();
         if strict {
@@ -242,7 +263,8 @@ impl Merger {
                     h.pop();
                 }
                 self.st[c] = St::Unknown;
-                self.todo.push(c as u32);
+                self.keys[c] = u64::MAX;
+                self.taken = Some(c as u32);
                 Next::Cpu(c)
             }
             None => match self.pending.first() {

@@ -1,0 +1,97 @@
+//! Decode and merge throughput (ignored by default; run in an optimized
+//! build):
+//!   cargo test --release --test page_throughput -- --ignored --nocapture
+//!   cargo test --profile bench --test page_throughput -- --ignored --nocapture
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+use trbox::format::{Endian, HeaderPage};
+use trbox::merge::merge_with_mode;
+use trbox::page::{Item, Page, PageLayout};
+
+fn fixture_pages() -> (PageLayout, Vec<u8>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
+    let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("header_page")).unwrap()).unwrap();
+    let mut all = Vec::new();
+    for cpu in 0.. {
+        match std::fs::read(dir.join(format!("cpu{cpu}.raw"))) {
+            Ok(b) => all.extend_from_slice(&b),
+            Err(_) => break,
+        }
+    }
+    (PageLayout::from(&hp), all)
+}
+
+#[test]
+#[ignore]
+fn decode_throughput() {
+    let (layout, one) = fixture_pages();
+    let sb = layout.subbuf_size();
+    // About 256 MiB of real pages.
+    let reps = (256 << 20) / one.len();
+    let mut buf = Vec::with_capacity(one.len() * reps);
+    for _ in 0..reps {
+        buf.extend_from_slice(&one);
+    }
+    let mut best = f64::MAX;
+    let mut events = 0u64;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let (mut n, mut sum) = (0u64, 0u64);
+        for page in buf.chunks_exact(sb) {
+            let p = Page::parse(page, &layout, Endian::Little).unwrap();
+            for it in p.items() {
+                if let Ok(Item::Record(r)) = it {
+                    n += 1;
+                    sum = sum.wrapping_add(r.ts).wrapping_add(r.payload.len() as u64);
+                }
+            }
+        }
+        black_box(sum);
+        events = n;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let gbs = buf.len() as f64 / best / 1e9;
+    eprintln!(
+        "decode: {} MiB of pages, {} events in {:.3} s: {:.2} GB/s, {:.1} M events/s",
+        buf.len() >> 20,
+        events,
+        best,
+        gbs,
+        events as f64 / best / 1e6
+    );
+}
+
+#[test]
+#[ignore]
+fn merge_throughput() {
+    for k in [2usize, 4, 8, 16, 64] {
+        let per = 4_000_000 / k;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let streams: Vec<Vec<(u64, u32)>> = (0..k)
+            .map(|c| {
+                let mut t = 0u64;
+                (0..per)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        t += x % 1000;
+                        (t, c as u32)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut line = format!("merge k={k:>2}:");
+        for heap in [false, true] {
+            let t = Instant::now();
+            let n = merge_with_mode(streams.iter().map(|s| s.iter()), heap).map(|(c, x)| black_box((c, x.0))).count();
+            let dt = t.elapsed().as_secs_f64();
+            assert_eq!(n, per * k);
+            line.push_str(&format!("  {}: {:6.1} M/s", if heap { "heap" } else { "scan" }, n as f64 / dt / 1e6));
+        }
+        eprintln!("{line}");
+    }
+}
