@@ -65,6 +65,12 @@ enum Body {
     Bputs { ip: Loc, s: Loc },
     /// `ftrace/print`: ip, inline text.
     Print { ip: Loc, buf: u32 },
+    /// `syscalls/sys_enter_*`: printed by the syscall tracer itself as
+    /// `sys_NAME(arg: VALUE, …)` (the print fmt is not used); VALUE is `%lu`
+    /// below 10, else `0x%lx` (the 6.17+ layout).
+    SysEnter { name: (u32, u32), args: Vec<((u32, u32), Loc)> },
+    /// `syscalls/sys_exit_*`: `sys_NAME -> 0x%lx`.
+    SysExit { name: (u32, u32), ret: Loc },
 }
 
 /// A compiled print fmt.
@@ -108,14 +114,31 @@ impl Program {
             let hex = t.contains('*') || (t.contains("unsigned long") && !t.contains("long long")) || t == "long unsigned int";
             fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: Loc::of(f), elem_size, signed: f.signed, hex, text });
         }
-        let body = Self::special(ev).unwrap_or_else(|| match compile::compile(ev, long_size) {
+        let body = Self::special(ev, &mut names).unwrap_or_else(|| match compile::compile(ev, long_size) {
             Ok(p) => Body::Prog(p),
             Err((e, at)) => Body::Fallback(e, at),
         });
         Program { long_size, body, names, fields }
     }
 
-    fn special(ev: &EventFormat) -> Option<Body> {
+    fn special(ev: &EventFormat, names: &mut String) -> Option<Body> {
+        if ev.system == "syscalls" {
+            let mut name = |s: &str| {
+                let start = names.len() as u32;
+                names.push_str(s);
+                (start, s.len() as u32)
+            };
+            if let Some(sc) = ev.name.strip_prefix("sys_enter_") {
+                let n = name(&alloc::format!("sys_{sc}"));
+                let args = ev.fields.iter().filter(|f| f.name != "__syscall_nr").map(|f| (name(&f.name), Loc::of(f))).collect();
+                return Some(Body::SysEnter { name: n, args });
+            }
+            if let Some(sc) = ev.name.strip_prefix("sys_exit_") {
+                let n = name(&alloc::format!("sys_{sc}"));
+                return Some(Body::SysExit { name: n, ret: scalar(find(ev, "ret"))? });
+            }
+            return None;
+        }
         if ev.system != "ftrace" {
             return None;
         }
@@ -159,11 +182,18 @@ impl Program {
         self.fallback_reason().is_some()
     }
 
+    /// Whether the kernel prints `event_name: ` before this body. False for
+    /// the syscall tracer's events, whose body starts with the syscall
+    /// name (`sys_openat(dfd: 0xffffff9c, …)`, `sys_read -> 0x340`).
+    pub fn name_prefix(&self) -> bool {
+        !matches!(self.body, Body::SysEnter { .. } | Body::SysExit { .. })
+    }
+
     /// Whether rendering may look up kallsyms (load it lazily on this).
     pub fn needs_symbols(&self) -> bool {
         match &self.body {
             Body::Prog(p) => p.needs_syms,
-            Body::Fallback(..) => false,
+            Body::Fallback(..) | Body::SysEnter { .. } | Body::SysExit { .. } => false,
             _ => true,
         }
     }
@@ -173,7 +203,7 @@ impl Program {
         match &self.body {
             Body::Prog(p) => p.needs_strings,
             Body::Fallback(..) => false,
-            Body::Print { .. } => false,
+            Body::Print { .. } | Body::SysEnter { .. } | Body::SysExit { .. } => false,
             _ => true,
         }
     }
@@ -212,7 +242,36 @@ impl Program {
                 w.write_str(": ")?;
                 write_bytes(w, vsprintf::cstr(rec.get(*buf as usize..).unwrap_or(&[])))
             }
+            Body::SysEnter { name, args } => {
+                w.write_str(self.name(*name))?;
+                w.write_char('(')?;
+                for (i, (n, loc)) in args.iter().enumerate() {
+                    if i > 0 {
+                        w.write_str(", ")?;
+                    }
+                    w.write_str(self.name(*n))?;
+                    // 6.17+: small values in decimal (older kernels: always
+                    // hex, with or without 0x).
+                    match e.uint(rec, loc.off as usize, loc.size as usize).map(|v| v & ctx.long_mask()) {
+                        Some(v) if v < 10 => write!(w, ": {v}")?,
+                        Some(v) => write!(w, ": 0x{v:x}")?,
+                        None => w.write_str(": <OVERFLOW>")?,
+                    }
+                }
+                w.write_char(')')
+            }
+            Body::SysExit { name, ret } => {
+                w.write_str(self.name(*name))?;
+                match e.uint(rec, ret.off as usize, ret.size as usize) {
+                    Some(v) => write!(w, " -> 0x{:x}", v & ctx.long_mask()),
+                    None => w.write_str(" -> <OVERFLOW>"),
+                }
+            }
         }
+    }
+
+    fn name(&self, (o, l): (u32, u32)) -> &str {
+        self.names.get(o as usize..(o + l) as usize).unwrap_or("?")
     }
 
     /// The `name=value` rendering of every field (the fallback), e.g.
