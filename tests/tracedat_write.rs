@@ -110,7 +110,7 @@ fn pages(meta: &Meta, layout: &PageLayout, n: usize, t0: u64, cpu: u32) -> Vec<u
     let mut i = 0;
     let mut ts = t0;
     while i < n {
-        let mut pb = PageBuilder::new(layout.clone(), Endian::Little, ts);
+        let mut pb = PageBuilder::new(*layout, Endian::Little, ts);
         let mut first = true;
         while i < n {
             let comm = format!("task{cpu}");
@@ -237,7 +237,7 @@ fn check_read_back(meta: &Meta, wr: &Written) {
             let mut pages = CpuPages::new(&td, inst, c);
             let mut n = 0;
             while let Some(p) = pages.next_page(&mut f).unwrap() {
-                n += Page::parse(p, &layout, td.endian).unwrap().records().map(|r| r.unwrap()).count();
+                n += Page::parse(p, &layout, td.endian).unwrap().records().inspect(|r| assert!(r.is_ok())).count();
             }
             got.push(n);
         }

@@ -74,7 +74,7 @@ pub trait Source {
     fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError>;
     /// Total length, when known (used to reject sizes larger than the file
     /// before allocating for them).
-    fn len(&mut self) -> Option<u64>;
+    fn size(&mut self) -> Option<u64>;
 }
 
 impl Source for &[u8] {
@@ -85,7 +85,7 @@ impl Source for &[u8] {
         buf[..n].copy_from_slice(&rest[..n]);
         Ok(n)
     }
-    fn len(&mut self) -> Option<u64> {
+    fn size(&mut self) -> Option<u64> {
         Some(<[u8]>::len(self) as u64)
     }
 }
@@ -94,7 +94,7 @@ impl Source for alloc::vec::Vec<u8> {
     fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
         self.as_slice().read_at(off, buf)
     }
-    fn len(&mut self) -> Option<u64> {
+    fn size(&mut self) -> Option<u64> {
         Some(alloc::vec::Vec::len(self) as u64)
     }
 }
@@ -114,7 +114,7 @@ impl Source for std::fs::File {
         }
         Ok(done)
     }
-    fn len(&mut self) -> Option<u64> {
+    fn size(&mut self) -> Option<u64> {
         self.metadata().ok().map(|m| m.len())
     }
 }
@@ -123,8 +123,8 @@ impl<S: Source + ?Sized> Source for &mut S {
     fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
         (**self).read_at(off, buf)
     }
-    fn len(&mut self) -> Option<u64> {
-        (**self).len()
+    fn size(&mut self) -> Option<u64> {
+        (**self).size()
     }
 }
 

@@ -9,9 +9,11 @@ use super::{opt, Endian, Error, ErrorKind, IoError, Source, MAGIC};
 
 /// Longest NUL-terminated string accepted in metadata (names, clocks).
 const MAX_CSTR: usize = 4096;
-/// Largest single metadata blob or decompressed section accepted when the
-/// file length is unknown, and largest decompressed block in any case.
-const MAX_BLOB: u64 = 1 << 30;
+/// Largest single metadata blob accepted when the file length is unknown,
+/// and largest decompressed metadata section.
+const MAX_BLOB: u64 = 256 << 20;
+/// Largest sub-buffer size accepted for cutting page data.
+const MAX_PAGE: usize = 16 << 20;
 /// Largest decompressed buffer chunk (trace-cmd writes 10 pages per chunk).
 const MAX_CHUNK: u64 = 64 << 20;
 /// Most v7 options sections followed (guards against offset loops).
@@ -141,7 +143,7 @@ const WINDOW: usize = 64 * 1024;
 
 impl<'s, S: Source + ?Sized> Stream<'s, S> {
     fn new(src: &'s mut S, pos: u64, e: Endian, sec: &'static str) -> Self {
-        let len = src.len();
+        let len = src.size();
         Stream { src, pos, len, win: Vec::new(), win_off: 0, e, sec }
     }
 
@@ -962,8 +964,8 @@ impl CpuPages {
     /// checks its commit word). After an error, the rest of this CPU's data
     /// is skipped.
     pub fn next_page<S: Source + ?Sized>(&mut self, src: &mut S) -> Result<Option<&[u8]>, Error> {
-        if self.page_size == 0 {
-            return Err(Error::new(ErrorKind::Invalid("page size 0"), self.label, self.pos));
+        if self.page_size == 0 || self.page_size > MAX_PAGE {
+            return Err(Error::new(ErrorKind::Invalid("page size"), self.label, self.pos));
         }
         let r = match self.algo.clone() {
             None => self.next_plain(src),
