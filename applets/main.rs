@@ -2,6 +2,8 @@
 //! Each applet module only parses options, calls the core and prints.
 
 mod cli;
+mod out;
+mod tr_cat;
 mod tr_on;
 
 use std::process::ExitCode;
@@ -13,11 +15,10 @@ pub struct Applet {
     pub main: fn(&cli::Common, &[String]) -> Result<(), cli::Error>,
 }
 
-pub const APPLETS: &[Applet] = &[Applet {
-    name: "tr-on",
-    summary: "show or switch the tracing state",
-    main: tr_on::main,
-}];
+pub const APPLETS: &[Applet] = &[
+    Applet { name: "tr-on", summary: "show or switch the tracing state", main: tr_on::main },
+    Applet { name: "tr-cat", summary: "print the trace buffer; --raw decodes the raw pages", main: tr_cat::main },
+];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();

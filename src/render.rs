@@ -68,11 +68,17 @@ const HARDIRQ: u8 = 0x08;
 const SOFTIRQ: u8 = 0x10;
 const PREEMPT_RESCHED: u8 = 0x20;
 const NMI: u8 = 0x40;
+const BH_OFF: u8 = 0x80;
 
-/// The five latency columns (`d..2.`): irqs-off, need-resched,
+/// The five latency columns (`d..2.`): irqs-off (`D`/`b` with BH disabled), need-resched,
 /// hardirq/softirq, preempt depth, migrate-disable depth.
 pub fn write_lat_flags<W: Write>(w: &mut W, flags: u8, preempt: u8) -> fmt::Result {
-    let irqs_off = if flags & IRQS_OFF != 0 { 'd' } else { '.' };
+    let irqs_off = match (flags & IRQS_OFF != 0, flags & BH_OFF != 0) {
+        (true, true) => 'D',
+        (true, false) => 'd',
+        (false, true) => 'b',
+        _ => '.',
+    };
     let need_resched = match flags & (NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED) {
         x if x == NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED => 'B',
         x if x == NEED_RESCHED | PREEMPT_RESCHED => 'N',
@@ -178,6 +184,8 @@ mod tests {
         assert_eq!(f(NMI, 0), "..z..");
         assert_eq!(f(HARDIRQ | SOFTIRQ, 0x10), "..H.1");
         assert_eq!(f(SOFTIRQ | IRQS_OFF, 3), "d.s3.");
+        assert_eq!(f(IRQS_OFF | BH_OFF, 2), "D..2.");
+        assert_eq!(f(BH_OFF, 0), "b....");
     }
 
     #[test]
@@ -202,5 +210,209 @@ mod tests {
     fn clocks() {
         assert!(clock_in_ns("local") && clock_in_ns("mono") && clock_in_ns("boot"));
         assert!(!clock_in_ns("counter") && !clock_in_ns("x86-tsc") && !clock_in_ns("uptime"));
+    }
+}
+
+/// Offsets of the common fields every record starts with (read from a format
+/// file, never assumed).
+#[derive(Debug, Clone, Copy)]
+pub struct CommonFields {
+    flags: Option<(usize, usize)>,
+    preempt: Option<(usize, usize)>,
+    pid: Option<(usize, usize)>,
+}
+
+impl CommonFields {
+    pub fn of(ev: &crate::format::EventFormat) -> Self {
+        let f = |n: &str| ev.common.iter().find(|f| f.name == n).map(|f| (f.offset as usize, f.size as usize));
+        CommonFields { flags: f("common_flags"), preempt: f("common_preempt_count"), pid: f("common_pid") }
+    }
+
+    fn get(e: crate::format::Endian, p: &[u8], at: Option<(usize, usize)>) -> u64 {
+        at.and_then(|(o, s)| e.uint(p, o, s)).unwrap_or(0)
+    }
+
+    /// (flags, preempt_count, pid) of a record payload.
+    pub fn read(&self, e: crate::format::Endian, p: &[u8]) -> (u8, u8, i32) {
+        (
+            Self::get(e, p, self.flags) as u8,
+            Self::get(e, p, self.preempt) as u8,
+            Self::get(e, p, self.pid) as u32 as i32,
+        )
+    }
+}
+
+use crate::format::{Endian, EventFormat, EventTable};
+use crate::printfmt::{StringLookup, SymbolLookup};
+
+/// How an event's body is produced.
+enum Body {
+    /// ftrace's own records, printed by dedicated kernel functions.
+    Function { ip: (usize, usize), parent: (usize, usize) },
+    KernelStack,
+    /// The print fmt program; `named` puts `name: ` before it (all events
+    /// but ftrace's print/bputs/bprint, which start with their ip).
+    Fmt { prog: crate::printfmt::Program, named: bool },
+}
+
+/// Turns records into the kernel's `trace` lines. Programs are compiled on
+/// first use of each event and kept.
+pub struct Renderer<'a> {
+    events: &'a EventTable,
+    cmdlines: &'a Cmdlines,
+    endian: Endian,
+    long_size: u8,
+    in_ns: bool,
+    syms: Option<&'a dyn SymbolLookup>,
+    strings: Option<&'a dyn StringLookup>,
+    common: Option<CommonFields>,
+    /// Indexed by event id; `None` = not compiled yet.
+    bodies: Vec<Option<Body>>,
+}
+
+impl<'a> Renderer<'a> {
+    pub fn new(events: &'a EventTable, cmdlines: &'a Cmdlines, endian: Endian, long_size: u32, in_ns: bool) -> Self {
+        let common = events.iter().next().map(CommonFields::of);
+        Renderer {
+            events,
+            cmdlines,
+            endian,
+            long_size: if long_size == 4 { 4 } else { 8 },
+            in_ns,
+            syms: None,
+            strings: None,
+            common,
+            bodies: Vec::new(),
+        }
+    }
+
+    /// Symbols for `%ps`/`%pS` and function/stack records.
+    pub fn with_symbols(mut self, s: &'a dyn SymbolLookup) -> Self {
+        self.syms = Some(s);
+        self
+    }
+
+    /// printk_formats for bprint/bputs and string pointers.
+    pub fn with_strings(mut self, s: &'a dyn StringLookup) -> Self {
+        self.strings = Some(s);
+        self
+    }
+
+    fn ctx(&self) -> crate::printfmt::Ctx<'a> {
+        crate::printfmt::Ctx { endian: self.endian, long_size: self.long_size, syms: self.syms, strings: self.strings }
+    }
+
+    fn body_for(&self, ev: &EventFormat) -> Body {
+        let loc = |n: &str| ev.field(n).map(|f| (f.offset as usize, f.size as usize));
+        if ev.system == "ftrace" {
+            match ev.name.as_str() {
+                "function" => {
+                    if let (Some(ip), Some(parent)) = (loc("ip"), loc("parent_ip")) {
+                        return Body::Function { ip, parent };
+                    }
+                }
+                "kernel_stack" => return Body::KernelStack,
+                _ => {}
+            }
+        }
+        let prog = crate::printfmt::Program::compile(ev, self.long_size);
+        let ftrace_text = ev.system == "ftrace" && matches!(ev.name.as_str(), "print" | "bputs" | "bprint");
+        Body::Fmt { named: prog.name_prefix() && !ftrace_text, prog }
+    }
+
+    /// `ip` the way `seq_print_ip_sym` prints it: the symbol name, `0` for
+    /// a null ip, the raw address when no symbol is known.
+    fn ip_sym<W: Write>(&self, w: &mut W, ip: u64) -> fmt::Result {
+        if ip == 0 {
+            return w.write_char('0');
+        }
+        match self.syms.and_then(|s| s.lookup(ip)) {
+            Some(s) => w.write_str(s.name),
+            None => write!(w, "0x{ip:08x}"),
+        }
+    }
+
+    /// Write one record's line(s), newline included.
+    pub fn record<W: Write>(&mut self, w: &mut W, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
+        let e = self.endian;
+        let Some(ev) = self.events.event_of(payload, e) else {
+            let (flags, preempt, pid) = self.common.map_or((0, 0, 0), |c| c.read(e, payload));
+            write_prefix(w, self.cmdlines.comm(pid), pid, cpu, flags, preempt, ts, self.in_ns)?;
+            let id = self.events.record_id(payload, e).unwrap_or(0);
+            return writeln!(w, "type: {id}");
+        };
+        let (flags, preempt, pid) = CommonFields::of(ev).read(e, payload);
+        write_prefix(w, self.cmdlines.comm(pid), pid, cpu, flags, preempt, ts, self.in_ns)?;
+        let id = ev.id as usize;
+        if self.bodies.len() <= id {
+            self.bodies.resize_with(id + 1, || None);
+        }
+        if self.bodies[id].is_none() {
+            let b = self.body_for(ev);
+            self.bodies[id] = Some(b);
+        }
+        let ctx = self.ctx();
+        let long = usize::from(self.long_size);
+        let Some(body) = self.bodies[id].as_ref() else { return Ok(()) };
+        match body {
+            Body::Function { ip, parent } => {
+                let ip_v = e.uint(payload, ip.0, ip.1).unwrap_or(0);
+                let par = e.uint(payload, parent.0, parent.1).unwrap_or(0);
+                self.ip_sym(w, ip_v)?;
+                if par != 0 {
+                    w.write_str(" <-")?;
+                    self.ip_sym(w, par)?;
+                }
+                w.write_char('\n')
+            }
+            Body::KernelStack => {
+                w.write_str("<stack trace>\n")?;
+                let (start, count) = match (ev.field("caller"), ev.field("size")) {
+                    (Some(c), Some(s)) => (c.offset as usize, s.int(payload, e).unwrap_or(0).max(0) as usize),
+                    _ => return Ok(()),
+                };
+                let max = if long == 4 { u64::from(u32::MAX) } else { u64::MAX };
+                // The record may hold more entries than `caller[8]` says.
+                for i in 0..count {
+                    let Some(a) = e.uint(payload, start + i * long, long) else { break };
+                    if a == max {
+                        break;
+                    }
+                    w.write_str(" => ")?;
+                    self.ip_sym(w, a)?;
+                    w.write_char('\n')?;
+                }
+                Ok(())
+            }
+            Body::Fmt { prog, named: true } => {
+                write!(w, "{}: ", ev.name)?;
+                prog.render(w, payload, &ctx)?;
+                w.write_char('\n')
+            }
+            Body::Fmt { prog, named: false } => {
+                // trace_printk text carries its own newline (usually).
+                let mut t = TrackLast { w, last: '\0' };
+                prog.render(&mut t, payload, &ctx)?;
+                if t.last != '\n' {
+                    t.w.write_char('\n')?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Remembers the last character written through it.
+struct TrackLast<'w, W: Write> {
+    w: &'w mut W,
+    last: char,
+}
+
+impl<W: Write> Write for TrackLast<'_, W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if let Some(c) = s.chars().next_back() {
+            self.last = c;
+        }
+        self.w.write_str(s)
     }
 }

@@ -23,8 +23,8 @@ pub fn load_events(t: &Tracefs, long_size: u32) -> Result<EventTable, Error> {
         let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
         for ev in evs.flatten() {
             let path = ev.path().join("format");
-            let Ok(text) = std::fs::read(&path) else { continue };
-            match EventFormat::parse(&String::from_utf8_lossy(&text), &sys_name, long_size) {
+            let Ok(text) = super::read_text(&path) else { continue };
+            match EventFormat::parse(&text, &sys_name, long_size) {
                 Ok(f) => {
                     table.insert(f);
                 }
@@ -38,6 +38,54 @@ pub fn load_events(t: &Tracefs, long_size: u32) -> Result<EventTable, Error> {
 /// `events/header_page` of the top level.
 pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
     let p = t.top().join("events/header_page");
-    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
+    let text = super::read_text(&p).map_err(|e| Error::io(&p, e))?;
     HeaderPage::parse(&text).map_err(|e| Error::Format { path: p, line: e.line, what: format!("{:?}", e.kind) })
+}
+
+/// Symbols, read and parsed on first use only (a board's /proc/kallsyms can
+/// be megabytes; most event streams never need it).
+pub struct LazyKallsyms {
+    path: Option<std::path::PathBuf>,
+    table: std::cell::OnceCell<Option<crate::kallsyms::Kallsyms>>,
+}
+
+impl LazyKallsyms {
+    /// A copy of a tracefs tree takes symbols from its own `kallsyms` file
+    /// (never from this machine); the live tracefs from /proc/kallsyms.
+    pub fn for_tree(t: &Tracefs) -> Self {
+        let path = if t.is_live() {
+            Some("/proc/kallsyms".into())
+        } else {
+            Some(t.top().join("kallsyms")).filter(|p| p.is_file())
+        };
+        LazyKallsyms { path, table: std::cell::OnceCell::new() }
+    }
+
+    fn get(&self) -> Option<&crate::kallsyms::Kallsyms> {
+        self.table
+            .get_or_init(|| {
+                let text = std::fs::read_to_string(self.path.as_ref()?).ok()?;
+                Some(crate::kallsyms::Kallsyms::parse(&text))
+            })
+            .as_ref()
+    }
+}
+
+impl crate::printfmt::SymbolLookup for LazyKallsyms {
+    fn lookup(&self, addr: u64) -> Option<crate::printfmt::Sym<'_>> {
+        self.get()?.lookup(addr)
+    }
+}
+
+/// The byte order of a copied tree's raw pages: the one under which a page
+/// header makes sense (live data is always native).
+pub fn guess_endian(layout: &crate::page::PageLayout, page: &[u8]) -> Option<crate::format::Endian> {
+    use crate::format::Endian;
+    use crate::page::Page;
+    let ok = |e| Page::parse(page, layout, e).map(|p| p.len > 0).unwrap_or(false);
+    match (ok(Endian::Little), ok(Endian::Big)) {
+        (true, false) => Some(Endian::Little),
+        (false, true) => Some(Endian::Big),
+        _ => None,
+    }
 }

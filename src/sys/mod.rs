@@ -8,10 +8,11 @@ pub mod raw;
 pub mod signals;
 pub mod state;
 pub mod status;
+pub mod stream;
 mod tracefs;
 
 pub use error::{describe, Error};
-pub use tracefs::{Found, Tracefs};
+pub use tracefs::{read_text, Found, Tracefs};
 
 /// Are we root (effective uid 0)?
 pub fn is_root() -> bool {

@@ -141,6 +141,19 @@ impl Tracefs {
         Ok(())
     }
 
+    /// Is this the kernel's own tracefs/debugfs (not a copy on disk)?
+    pub fn is_live(&self) -> bool {
+        const TRACEFS_MAGIC: i64 = 0x7472_6163;
+        const DEBUGFS_MAGIC: i64 = 0x6462_6720;
+        let Ok(p) = cstr(&self.top) else { return false };
+        // SAFETY: valid path and a zeroed statfs buffer for the call.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statfs(p.as_ptr(), &mut st) } != 0 {
+            return false;
+        }
+        matches!(st.f_type as i64, TRACEFS_MAGIC | DEBUGFS_MAGIC)
+    }
+
     /// The top-level tracing directory.
     pub fn top(&self) -> &Path {
         &self.top
@@ -158,7 +171,7 @@ impl Tracefs {
     /// Read a file below the working directory.
     pub fn read(&self, rel: &str) -> Result<String, Error> {
         let p = self.path(rel);
-        std::fs::read(&p).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(|e| Error::io(p, e))
+        read_text(&p).map_err(|e| Error::io(p, e))
     }
 
     /// Read a file that a kernel may not have: `Ok(None)` when it is absent.
@@ -196,6 +209,33 @@ impl Tracefs {
         v.sort_unstable();
         Ok(v)
     }
+}
+
+/// Read a whole tracefs file. Some generated files (events/header_page on
+/// 6.x) answer a small first read with a cut-off text and then EOF, so the
+/// first read must be large — std::fs::read starts with a 32-byte probe
+/// because tracefs reports size 0.
+pub fn read_text(p: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    Ok(match String::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 fn list(dir: &Path) -> Result<Vec<String>, Error> {

@@ -1,0 +1,179 @@
+//! One CPU's stream of decoded items, fed page by page from its
+//! `trace_pipe_raw` (live or a copy), and the timestamp merge across CPUs.
+//! Memory stays at one sub-buffer per CPU.
+
+use super::error::Error;
+use super::raw::RawPages;
+use crate::format::Endian;
+use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record};
+
+/// What a stream yields.
+#[derive(Debug)]
+pub enum Next<'a> {
+    /// Events were lost before the page that follows.
+    Lost { count: Option<u64> },
+    Record(Record<'a>),
+    /// A page could not be decoded (the rest of it is skipped).
+    Damaged(PageError),
+}
+
+/// Counters for the summary and for tests.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    pub pages: u64,
+    pub records: u64,
+    pub damaged: u64,
+    /// Lost events the page headers reported (known counts only).
+    pub lost: u64,
+    /// Pages that reported a loss without a count.
+    pub lost_unknown: u64,
+}
+
+/// What is waiting to be taken.
+#[derive(Clone, Copy)]
+enum Peeked {
+    Lost { ts: u64, count: Option<u64> },
+    Record { ts: u64, at: Cursor, next: Cursor },
+    Damaged(PageError),
+}
+
+pub struct CpuStream {
+    pub cpu: u32,
+    src: RawPages,
+    layout: PageLayout,
+    endian: Endian,
+    page: Vec<u8>,
+    have_page: bool,
+    cursor: Cursor,
+    peeked: Option<Peeked>,
+    pub counts: Counts,
+}
+
+impl CpuStream {
+    pub fn new(cpu: u32, src: RawPages, layout: PageLayout, endian: Endian) -> Self {
+        CpuStream {
+            cpu,
+            src,
+            layout,
+            endian,
+            page: Vec::new(),
+            have_page: false,
+            cursor: Cursor::default(),
+            peeked: None,
+            counts: Counts::default(),
+        }
+    }
+
+    /// The timestamp of the next item (loading pages as needed); `None` when
+    /// this CPU has nothing more for now. Damaged pages sort first so they are
+    /// reported where they happen.
+    pub fn peek_ts(&mut self) -> Result<Option<u64>, Error> {
+        loop {
+            if let Some(p) = self.peeked {
+                return Ok(Some(match p {
+                    Peeked::Lost { ts, .. } | Peeked::Record { ts, .. } => ts,
+                    Peeked::Damaged(_) => 0,
+                }));
+            }
+            if !self.have_page {
+                let Some(bytes) = self.src.next_page()? else { return Ok(None) };
+                self.page.clear();
+                self.page.extend_from_slice(bytes);
+                self.have_page = true;
+                self.counts.pages += 1;
+                match Page::parse(&self.page, &self.layout, self.endian) {
+                    Ok(p) => {
+                        self.cursor = Cursor { pos: 0, ts: p.timestamp, lost_done: true };
+                        let count = match p.missed {
+                            Missed::None => None,
+                            Missed::Unknown => Some(None),
+                            Missed::Count(n) => Some(Some(n)),
+                        };
+                        if let Some(count) = count {
+                            self.peeked = Some(Peeked::Lost { ts: p.timestamp, count });
+                            continue;
+                        }
+                    }
+                    Err(e) => {
+                        self.have_page = false;
+                        self.peeked = Some(Peeked::Damaged(e));
+                        continue;
+                    }
+                }
+            }
+            let Ok(p) = Page::parse(&self.page, &self.layout, self.endian) else {
+                self.have_page = false;
+                continue;
+            };
+            let mut recs = p.records_at(self.cursor);
+            match recs.next() {
+                Some(Ok(r)) => {
+                    self.peeked = Some(Peeked::Record { ts: r.ts, at: self.cursor, next: recs.cursor() });
+                }
+                Some(Err(e)) => {
+                    self.have_page = false;
+                    self.peeked = Some(Peeked::Damaged(e));
+                }
+                None => self.have_page = false,
+            }
+        }
+    }
+
+    /// Take the item [`peek_ts`](Self::peek_ts) announced.
+    pub fn take(&mut self) -> Option<Next<'_>> {
+        match self.peeked.take()? {
+            Peeked::Lost { count, .. } => {
+                match count {
+                    Some(n) => self.counts.lost += n,
+                    None => self.counts.lost_unknown += 1,
+                }
+                Some(Next::Lost { count })
+            }
+            Peeked::Damaged(e) => {
+                self.counts.damaged += 1;
+                Some(Next::Damaged(e))
+            }
+            Peeked::Record { at, next, .. } => {
+                self.cursor = next;
+                self.counts.records += 1;
+                let p = Page::parse(&self.page, &self.layout, self.endian).ok()?;
+                let r = p.records_at(at).next()?.ok()?;
+                Some(Next::Record(r))
+            }
+        }
+    }
+}
+
+/// The CPU whose next item comes first (ties: the lowest CPU, like the
+/// kernel's own merge); `None` when every stream is empty for now.
+pub fn earliest(streams: &mut [CpuStream]) -> Result<Option<usize>, Error> {
+    let mut best: Option<(u64, usize)> = None;
+    for (i, s) in streams.iter_mut().enumerate() {
+        if let Some(ts) = s.peek_ts()? {
+            if best.map_or(true, |(b, _)| ts < b) {
+                best = Some((ts, i));
+            }
+        }
+    }
+    Ok(best.map(|(_, i)| i))
+}
+
+/// Sleep until a CPU buffer may have data, a stop was requested (`wake_fd`
+/// from [`signals::install`](super::signals::install)), or `max` passed.
+/// poll() readiness on trace_pipe_raw follows `buffer_percent`, so the wait
+/// is also bounded by a short tick: data that does not reach the watermark
+/// still shows up within it, without a busy loop.
+pub fn wait_for_data(streams: &[CpuStream], wake_fd: Option<i32>, max: std::time::Duration) {
+    let tick = std::time::Duration::from_millis(250);
+    let ms = max.min(tick).as_millis() as libc::c_int;
+    let mut fds: Vec<libc::pollfd> = streams
+        .iter()
+        .filter(|s| !s.src.is_regular())
+        .map(|s| libc::pollfd { fd: s.src.fd(), events: libc::POLLIN, revents: 0 })
+        .collect();
+    if let Some(fd) = wake_fd {
+        fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+    }
+    // SAFETY: fds is a valid array of pollfd for the call.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+}
