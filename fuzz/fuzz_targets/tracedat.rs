@@ -21,11 +21,12 @@ fuzz_target!(|data: &[u8]| {
     for inst in &td.instances {
         for c in inst.cpus.iter().take(64) {
             let mut pages = CpuPages::new(&td, inst, c);
+            let page_size = pages.page_size().max(1);
             // Bounded: a size field may claim far more pages than the input has.
             for _ in 0..256 {
                 match pages.next_page(&mut src) {
                     Ok(Some(p)) => {
-                        assert!(p.len() <= pages.page_size().max(1));
+                        assert!(p.len() <= page_size);
                         if let Ok(page) = Page::parse(p, &layout, td.endian) {
                             for r in page.records().take(1024) {
                                 if r.is_err() {
