@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use trbox::format::{EventTable, EventFormat, HeaderPage};
 use trbox::page::{Page, PageLayout};
 use trbox::tracedat::{CpuPages, TraceDat};
 
@@ -17,14 +16,10 @@ fn data(name: &str) -> PathBuf {
 
 /// (instance, cpu) -> events, and the total of lost-event marks.
 pub fn count_events(td: &TraceDat, src: &mut std::fs::File) -> BTreeMap<(String, u32), u64> {
-    let hp = HeaderPage::parse(std::str::from_utf8(&td.header_page).unwrap()).unwrap();
+    let hp = td.header_page().unwrap();
     let layout = PageLayout::from(&hp);
-    let mut table = EventTable::new();
-    for (sys, f) in td.formats() {
-        if let Ok(ev) = EventFormat::parse(std::str::from_utf8(f).unwrap(), sys, hp.long_size()) {
-            table.insert(ev);
-        }
-    }
+    let (table, bad) = td.event_table(hp.long_size());
+    assert!(bad.is_empty(), "formats that do not parse: {bad:?}");
     let mut out = BTreeMap::new();
     for inst in &td.instances {
         for c in &inst.cpus {

@@ -5,6 +5,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::compress::{decompress, Compression};
+use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
 use super::{opt, Endian, Error, ErrorKind, IoError, Source, MAGIC};
 
 /// Longest NUL-terminated string accepted in metadata (names, clocks).
@@ -620,6 +621,28 @@ impl TraceDat {
             .iter()
             .map(|f| ("ftrace", f.as_slice()))
             .chain(self.systems.iter().flat_map(|s| s.formats.iter().map(move |f| (s.name.as_str(), f.as_slice()))))
+    }
+
+    /// The ring-buffer page header layout (from `header_page`).
+    pub fn header_page(&self) -> Result<HeaderPage, FormatError> {
+        HeaderPage::parse(&String::from_utf8_lossy(&self.header_page))
+    }
+
+    /// All event formats of the file in one table, plus the formats that
+    /// did not parse: (system, index in [`TraceDat::formats`] order, error).
+    /// `long_size` is the kernel's (from [`TraceDat::header_page`]).
+    pub fn event_table(&self, long_size: u32) -> (EventTable, Vec<(String, usize, FormatError)>) {
+        let mut t = EventTable::new();
+        let mut bad = Vec::new();
+        for (i, (sys, text)) in self.formats().enumerate() {
+            match EventFormat::parse(&String::from_utf8_lossy(text), sys, long_size) {
+                Ok(ev) => {
+                    t.insert(ev);
+                }
+                Err(e) => bad.push((sys.to_string(), i, e)),
+            }
+        }
+        (t, bad)
     }
 
     /// The v7 compression algorithm, `None` for uncompressed files.
