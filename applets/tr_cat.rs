@@ -7,10 +7,14 @@ use std::io::Write as _;
 use trbox::format::Endian;
 use trbox::page::PageLayout;
 use trbox::printk::PrintkFormats;
-use trbox::render::{clock_in_ns, write_lost, Cmdlines, Renderer};
+use trbox::render::{clock_in_ns, write_json, write_lost, Cmdlines, Renderer};
 use trbox::sys::events::{guess_endian, header_page, load_events, LazyKallsyms};
 use trbox::sys::raw::RawPages;
-use trbox::sys::stream::{earliest, CpuStream, Next};
+use trbox::merge::{self, Merger};
+use trbox::sys::stream::{wait_for_data, CpuPages, Next};
+use std::time::{Duration, Instant};
+use trbox::ctl::glob_match;
+use trbox::format::EventFormat;
 use trbox::sys::{signals, Tracefs};
 
 #[derive(FromArgs)]
@@ -21,12 +25,45 @@ struct Args {
     /// decode per_cpu/cpuN/trace_pipe_raw (consumes the buffer)
     #[argh(switch)]
     raw: bool,
+    /// with --raw: keep streaming as the buffers fill (Ctrl-C ends)
+    #[argh(switch, short = 'f')]
+    follow: bool,
+    /// stop after SECONDS (with --follow)
+    #[argh(option, short = 't')]
+    time: Option<f64>,
     /// only these CPUs (comma-separated)
     #[argh(option)]
     cpu: Option<String>,
     /// only events of this pid
     #[argh(option)]
     pid: Option<i32>,
+    /// only events of tasks with this comm
+    #[argh(option)]
+    comm: Option<String>,
+    /// only this event (SYS:EVENT, globs allowed; repeatable)
+    #[argh(option, short = 'e')]
+    event: Vec<String>,
+    /// one JSON object per event instead of text
+    #[argh(switch)]
+    json: bool,
+}
+
+/// What to keep.
+struct Filter {
+    pid: Option<i32>,
+    comm: Option<String>,
+    events: Vec<String>,
+}
+
+impl Filter {
+    fn keep(&self, ev: &EventFormat, pid: i32, cmdlines: &Cmdlines) -> bool {
+        self.pid.map_or(true, |p| p == pid)
+            && self.comm.as_deref().map_or(true, |c| cmdlines.comm(pid) == c)
+            && (self.events.is_empty() || {
+                let full = format!("{}:{}", ev.system, ev.name);
+                self.events.iter().any(|g| glob_match(g, &full) || glob_match(g, &ev.name))
+            })
+    }
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
@@ -36,8 +73,13 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         t.enter_instance(i)?;
     }
     let cpus = parse_cpus(a.cpu.as_deref())?;
+    if a.follow && !a.raw {
+        return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw -f'"));
+    }
     if a.raw {
-        raw(&t, cpus.as_deref(), a.pid)
+        let filter = Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() };
+        let opts = RawOpts { only: cpus, filter, follow: a.follow, json: a.json, limit: a.time.map(Duration::from_secs_f64) };
+        raw(&t, &opts)
     } else {
         let text = t.read("trace")?;
         let mut out = Out::stdout();
@@ -72,8 +114,17 @@ fn detect_endian(t: &Tracefs, layout: &PageLayout) -> Result<Endian, Error> {
     Ok(Endian::NATIVE)
 }
 
-fn raw(t: &Tracefs, only: Option<&[u32]>, pid: Option<i32>) -> Result<(), Error> {
-    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+struct RawOpts {
+    only: Option<Vec<u32>>,
+    filter: Filter,
+    follow: bool,
+    json: bool,
+    limit: Option<Duration>,
+}
+
+fn raw(t: &Tracefs, o: &RawOpts) -> Result<(), Error> {
+    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let start = Instant::now();
     let hp = header_page(t)?;
     let layout = PageLayout::from(&hp);
     let events = load_events(t, hp.long_size())?;
@@ -86,7 +137,7 @@ fn raw(t: &Tracefs, only: Option<&[u32]>, pid: Option<i32>) -> Result<(), Error>
     let mut r = Renderer::new(&events, &cmdlines, endian, hp.long_size(), in_ns).with_strings(&printk).with_symbols(&syms);
     let mut streams = Vec::new();
     for cpu in t.cpus()? {
-        if only.is_some_and(|o| !o.contains(&cpu)) {
+        if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
             continue;
         }
         let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
@@ -99,37 +150,68 @@ fn raw(t: &Tracefs, only: Option<&[u32]>, pid: Option<i32>) -> Result<(), Error>
             }
             Err(e) => return Err(e.into()),
         };
-        streams.push(CpuStream::new(cpu, src, layout, endian));
+        let mut s = CpuPages::new(cpu, src, layout, endian);
+        s.follow = o.follow;
+        streams.push(s);
     }
     let mut out = Out::stdout();
     let mut line = String::with_capacity(256);
-    while let Some(i) = earliest(&mut streams)? {
-        if signals::stop_requested().is_some() || out.broken() {
-            break;
-        }
-        let s = &mut streams[i];
+    let mut emit = |s: &mut CpuPages, out: &mut Out| {
         let cpu = s.cpu;
         line.clear();
         match s.take() {
             Some(Next::Record(rec)) => {
-                if let Some(p) = pid {
-                    let rec_pid = events.event_of(rec.payload, endian).and_then(|ev| ev.field("common_pid")).and_then(|f| f.int(rec.payload, endian));
-                    if rec_pid != Some(i64::from(p)) {
-                        continue;
-                    }
+                let Some(ev) = events.event_of(rec.payload, endian) else {
+                    let _ = r.record(&mut line, cpu, rec.ts, rec.payload);
+                    return;
+                };
+                let pid = ev.field("common_pid").and_then(|f| f.int(rec.payload, endian)).unwrap_or(0) as i32;
+                if !o.filter.keep(ev, pid, &cmdlines) {
+                    return;
                 }
-                let _ = r.record(&mut line, cpu, rec.ts, rec.payload);
+                let _ = if o.json {
+                    write_json(&mut line, ev, &cmdlines, endian, cpu, rec.ts, rec.payload)
+                } else {
+                    r.record(&mut line, cpu, rec.ts, rec.payload)
+                };
             }
             Some(Next::Lost { count }) => {
                 let _ = write_lost(&mut line, cpu, count);
             }
             Some(Next::Damaged(e)) => {
                 log::warn!("cpu{cpu}: skipped a damaged page: {e}");
-                continue;
+                return;
             }
-            None => continue,
+            None => return,
         }
         let _ = out.write_all(line.as_bytes());
+    };
+    let mut merger = Merger::new(streams.len());
+    loop {
+        let stop = signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l);
+        if out.broken() {
+            break;
+        }
+        if stop && streams.iter().any(|s| s.follow) {
+            // Ctrl-C / time limit: print what is buffered, then end.
+            streams.iter_mut().for_each(|s| s.follow = false);
+        }
+        match merger.next(&mut streams) {
+            merge::Next::Cpu(i) => emit(&mut streams[i], &mut out),
+            merge::Next::End => break,
+            merge::Next::Pending(_) => {
+                let _ = out.flush();
+                let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
+                wait_for_data(&streams, Some(wake), left);
+                // An idle CPU must not hold the others back for ever.
+                while let merge::Next::Cpu(i) = merger.next_ready(&mut streams) {
+                    emit(&mut streams[i], &mut out);
+                }
+            }
+        }
+    }
+    if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
+        return Err(e.into());
     }
     out.finish()
 }

@@ -416,3 +416,84 @@ impl<W: Write> Write for TrackLast<'_, W> {
         self.w.write_str(s)
     }
 }
+
+/// Write `s` as a JSON string literal.
+pub fn json_str<W: Write>(w: &mut W, s: &str) -> fmt::Result {
+    w.write_char('"')?;
+    for c in s.chars() {
+        match c {
+            '"' => w.write_str("\\\"")?,
+            '\\' => w.write_str("\\\\")?,
+            '\n' => w.write_str("\\n")?,
+            '\t' => w.write_str("\\t")?,
+            c if (c as u32) < 0x20 => write!(w, "\\u{:04x}", c as u32)?,
+            c => w.write_char(c)?,
+        }
+    }
+    w.write_char('"')
+}
+
+/// One event as a JSON object on one line: `{"ts_ns":…,"cpu":…,"pid":…,
+/// "comm":"…","event":"sys:name","fields":{…}}`. Integers stay numbers,
+/// char arrays and `__data_loc char[]` become strings, other arrays lists.
+pub fn write_json<W: Write>(
+    w: &mut W,
+    ev: &EventFormat,
+    cmdlines: &Cmdlines,
+    e: Endian,
+    cpu: u32,
+    ts: u64,
+    payload: &[u8],
+) -> fmt::Result {
+    use crate::format::FieldKind;
+    let (_, _, pid) = CommonFields::of(ev).read(e, payload);
+    write!(w, "{{\"ts_ns\":{ts},\"cpu\":{cpu},\"pid\":{pid},\"comm\":")?;
+    json_str(w, cmdlines.comm(pid))?;
+    w.write_str(",\"event\":")?;
+    json_str(w, &alloc::format!("{}:{}", ev.system, ev.name))?;
+    w.write_str(",\"fields\":{")?;
+    for (i, f) in ev.fields.iter().enumerate() {
+        if i > 0 {
+            w.write_char(',')?;
+        }
+        json_str(w, &f.name)?;
+        w.write_char(':')?;
+        let is_char = f.type_name.contains("char");
+        match (f.kind, f.bytes(payload, e)) {
+            (_, None) => w.write_str("null")?,
+            (FieldKind::Scalar, Some(_)) => match f.int(payload, e) {
+                Some(v) if f.signed => write!(w, "{v}")?,
+                Some(v) => write!(w, "{}", v as u64 & mask(f.size))?,
+                None => w.write_str("null")?,
+            },
+            (FieldKind::Array { .. } | FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }, Some(b)) if is_char => {
+                let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                json_str(w, &alloc::string::String::from_utf8_lossy(b.get(..end).unwrap_or(b)))?;
+            }
+            (k, Some(b)) => {
+                let es = match k {
+                    FieldKind::Array { elem_size, .. } | FieldKind::DataLoc { elem_size } | FieldKind::RelLoc { elem_size } => elem_size as usize,
+                    FieldKind::Scalar => 1,
+                };
+                let es = if matches!(es, 1 | 2 | 4 | 8) { es } else { 1 };
+                w.write_char('[')?;
+                for (j, c) in b.chunks_exact(es).enumerate() {
+                    if j > 0 {
+                        w.write_char(',')?;
+                    }
+                    write!(w, "{}", e.uint(c, 0, es).unwrap_or(0))?;
+                }
+                w.write_char(']')?;
+            }
+        }
+    }
+    w.write_str("}}\n")
+}
+
+fn mask(size: u32) -> u64 {
+    if size >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (size * 8)) - 1
+    }
+}

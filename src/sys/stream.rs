@@ -5,6 +5,7 @@
 use super::error::Error;
 use super::raw::RawPages;
 use crate::format::Endian;
+use crate::merge::Peek;
 use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record};
 
 /// What a stream yields.
@@ -37,7 +38,7 @@ enum Peeked {
     Damaged(PageError),
 }
 
-pub struct CpuStream {
+pub struct CpuPages {
     pub cpu: u32,
     src: RawPages,
     layout: PageLayout,
@@ -47,11 +48,16 @@ pub struct CpuStream {
     cursor: Cursor,
     peeked: Option<Peeked>,
     pub counts: Counts,
+    /// Live buffer: "empty for now" is Pending (follow) rather than the end.
+    pub follow: bool,
+    /// The first read error; the stream then ends.
+    pub error: Option<Error>,
+    ended: bool,
 }
 
-impl CpuStream {
+impl CpuPages {
     pub fn new(cpu: u32, src: RawPages, layout: PageLayout, endian: Endian) -> Self {
-        CpuStream {
+        CpuPages {
             cpu,
             src,
             layout,
@@ -61,6 +67,9 @@ impl CpuStream {
             cursor: Cursor::default(),
             peeked: None,
             counts: Counts::default(),
+            follow: false,
+            error: None,
+            ended: false,
         }
     }
 
@@ -144,18 +153,27 @@ impl CpuStream {
     }
 }
 
-/// The CPU whose next item comes first (ties: the lowest CPU, like the
-/// kernel's own merge); `None` when every stream is empty for now.
-pub fn earliest(streams: &mut [CpuStream]) -> Result<Option<usize>, Error> {
-    let mut best: Option<(u64, usize)> = None;
-    for (i, s) in streams.iter_mut().enumerate() {
-        if let Some(ts) = s.peek_ts()? {
-            if best.map_or(true, |(b, _)| ts < b) {
-                best = Some((ts, i));
+impl crate::merge::CpuStream for CpuPages {
+    fn peek(&mut self) -> Peek {
+        if self.ended {
+            return Peek::End;
+        }
+        match self.peek_ts() {
+            Ok(Some(ts)) => Peek::Ready(ts),
+            // A copy on disk is read to its end; a live buffer is "empty for
+            // now" — the end when draining, pending when following.
+            Ok(None) if self.follow && !self.src.is_regular() => Peek::Pending,
+            Ok(None) => {
+                self.ended = true;
+                Peek::End
+            }
+            Err(e) => {
+                self.error.get_or_insert(e);
+                self.ended = true;
+                Peek::End
             }
         }
     }
-    Ok(best.map(|(_, i)| i))
 }
 
 /// Sleep until a CPU buffer may have data, a stop was requested (`wake_fd`
@@ -163,7 +181,7 @@ pub fn earliest(streams: &mut [CpuStream]) -> Result<Option<usize>, Error> {
 /// poll() readiness on trace_pipe_raw follows `buffer_percent`, so the wait
 /// is also bounded by a short tick: data that does not reach the watermark
 /// still shows up within it, without a busy loop.
-pub fn wait_for_data(streams: &[CpuStream], wake_fd: Option<i32>, max: std::time::Duration) {
+pub fn wait_for_data(streams: &[CpuPages], wake_fd: Option<i32>, max: std::time::Duration) {
     let tick = std::time::Duration::from_millis(250);
     let ms = max.min(tick).as_millis() as libc::c_int;
     let mut fds: Vec<libc::pollfd> = streams
