@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the board's initramfs (cpio newc, gzip) for ARCH:
-#   /init, /bin/busybox, /bin/trbox, /etc/trbox/{session,run-session,fixtures.sh}
+#   /init, /bin/busybox, /bin/trbox, /etc/trbox/{session,run-session,record-fixtures}
 # into cross/out/ARCH/initramfs.gz (the tree is kept in cross/out/ARCH/root).
 # BREAK=bin|cmd|hang|boot builds a deliberately broken board for the
 # harness's self-check (see README.md).
@@ -18,7 +18,7 @@ install -m 0755 "$CACHE/busybox" "$root/bin/busybox"
 install -m 0755 "$TRBOX_BIN" "$root/bin/trbox"
 install -m 0755 "$QEMU_DIR/guest/init" "$root/init"
 install -m 0755 "$QEMU_DIR/guest/run-session" "$root/etc/trbox/run-session"
-install -m 0755 "$QEMU_DIR/guest/fixtures.sh" "$root/etc/trbox/fixtures.sh"
+install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtures"
 install -m 0644 "${SESSION:-$QEMU_DIR/session}" "$root/etc/trbox/session"
 
 case "${BREAK:-}" in
