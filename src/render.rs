@@ -72,7 +72,7 @@ const BH_OFF: u8 = 0x80;
 
 /// The five latency columns (`d..2.`): irqs-off (`D`/`b` with BH disabled), need-resched,
 /// hardirq/softirq, preempt depth, migrate-disable depth.
-pub fn write_lat_flags<W: Write>(w: &mut W, flags: u8, preempt: u8) -> fmt::Result {
+pub fn write_lat_flags<W: Write + ?Sized>(w: &mut W, flags: u8, preempt: u8) -> fmt::Result {
     let irqs_off = match (flags & IRQS_OFF != 0, flags & BH_OFF != 0) {
         (true, true) => 'D',
         (true, false) => 'd',
@@ -105,7 +105,7 @@ pub fn write_lat_flags<W: Write>(w: &mut W, flags: u8, preempt: u8) -> fmt::Resu
     hex_or_dot(w, preempt >> 4)
 }
 
-fn hex_or_dot<W: Write>(w: &mut W, v: u8) -> fmt::Result {
+fn hex_or_dot<W: Write + ?Sized>(w: &mut W, v: u8) -> fmt::Result {
     if v == 0 {
         w.write_char('.')
     } else {
@@ -116,7 +116,7 @@ fn hex_or_dot<W: Write>(w: &mut W, v: u8) -> fmt::Result {
 /// The timestamp column with its leading space: ` %5lu.%06lu` for clocks in
 /// nanoseconds (rounded to the microsecond like `ns2usecs`), ` %12llu` for
 /// counters.
-pub fn write_timestamp<W: Write>(w: &mut W, ts: u64, in_ns: bool) -> fmt::Result {
+pub fn write_timestamp<W: Write + ?Sized>(w: &mut W, ts: u64, in_ns: bool) -> fmt::Result {
     if in_ns {
         let us = ts.saturating_add(500) / 1000;
         write!(w, " {:5}.{:06}", us / 1_000_000, us % 1_000_000)
@@ -128,7 +128,7 @@ pub fn write_timestamp<W: Write>(w: &mut W, ts: u64, in_ns: bool) -> fmt::Result
 /// The whole prefix up to and including the `": "` before the event body:
 /// `            bash-4324    [000] d..2.   266.454481: `.
 #[allow(clippy::too_many_arguments)]
-pub fn write_prefix<W: Write>(
+pub fn write_prefix<W: Write + ?Sized>(
     w: &mut W,
     comm: &str,
     pid: i32,
@@ -145,7 +145,7 @@ pub fn write_prefix<W: Write>(
 }
 
 /// `CPU:N [LOST M EVENTS]`, or `[LOST EVENTS]` when the count is unknown.
-pub fn write_lost<W: Write>(w: &mut W, cpu: u32, count: Option<u64>) -> fmt::Result {
+pub fn write_lost<W: Write + ?Sized>(w: &mut W, cpu: u32, count: Option<u64>) -> fmt::Result {
     match count {
         Some(n) => writeln!(w, "CPU:{cpu} [LOST {n} EVENTS]"),
         None => writeln!(w, "CPU:{cpu} [LOST EVENTS]"),
@@ -259,7 +259,7 @@ enum Body {
 /// first use of each event and kept.
 pub struct Renderer<'a> {
     events: &'a EventTable,
-    cmdlines: &'a Cmdlines,
+    cmdlines: Cmdlines,
     endian: Endian,
     long_size: u8,
     in_ns: bool,
@@ -271,7 +271,7 @@ pub struct Renderer<'a> {
 }
 
 impl<'a> Renderer<'a> {
-    pub fn new(events: &'a EventTable, cmdlines: &'a Cmdlines, endian: Endian, long_size: u32, in_ns: bool) -> Self {
+    pub fn new(events: &'a EventTable, cmdlines: Cmdlines, endian: Endian, long_size: u32, in_ns: bool) -> Self {
         let common = events.iter().next().map(CommonFields::of);
         Renderer {
             events,
@@ -284,6 +284,16 @@ impl<'a> Renderer<'a> {
             common,
             bodies: Vec::new(),
         }
+    }
+
+    /// The pid → comm table in use.
+    pub fn cmdlines(&self) -> &Cmdlines {
+        &self.cmdlines
+    }
+
+    /// Replace the pid → comm table (re-read while following a live buffer).
+    pub fn set_cmdlines(&mut self, c: Cmdlines) {
+        self.cmdlines = c;
     }
 
     /// Symbols for `%ps`/`%pS` and function/stack records.
@@ -418,7 +428,7 @@ impl<W: Write> Write for TrackLast<'_, W> {
 }
 
 /// Write `s` as a JSON string literal.
-pub fn json_str<W: Write>(w: &mut W, s: &str) -> fmt::Result {
+pub fn json_str<W: Write + ?Sized>(w: &mut W, s: &str) -> fmt::Result {
     w.write_char('"')?;
     for c in s.chars() {
         match c {
@@ -436,7 +446,7 @@ pub fn json_str<W: Write>(w: &mut W, s: &str) -> fmt::Result {
 /// One event as a JSON object on one line: `{"ts_ns":…,"cpu":…,"pid":…,
 /// "comm":"…","event":"sys:name","fields":{…}}`. Integers stay numbers,
 /// char arrays and `__data_loc char[]` become strings, other arrays lists.
-pub fn write_json<W: Write>(
+pub fn write_json<W: Write + ?Sized>(
     w: &mut W,
     ev: &EventFormat,
     cmdlines: &Cmdlines,
