@@ -34,30 +34,57 @@ impl Kallsyms {
     pub fn parse(text: &str) -> Kallsyms {
         let mut k = Kallsyms { blob: String::with_capacity(text.len() / 2), syms: Vec::with_capacity(text.len() / 40), ..Default::default() };
         let (mut stext, mut etext, mut sinit, mut einit, mut end) = (None, None, None, None, None);
-        let mut last_mod: Option<&str> = None;
-        for line in text.lines() {
-            let mut it = line.split_ascii_whitespace();
-            let (Some(a), Some(t), Some(name)) = (it.next(), it.next(), it.next()) else { continue };
-            let Ok(addr) = u64::from_str_radix(a, 16) else { continue };
-            if addr == 0 || matches!(t, "a" | "A" | "U" | "u") || name.len() > u16::MAX as usize {
+        let mut last_mod: &[u8] = &[];
+        let b = text.as_bytes();
+        let mut pos = 0;
+        while pos < b.len() {
+            let eol = b[pos..].iter().position(|&c| c == b'\n').map_or(b.len(), |n| pos + n);
+            let line = &b[pos..eol];
+            pos = eol + 1;
+            // ADDR
+            let mut i = 0;
+            let mut addr = 0u64;
+            let mut digits = 0;
+            while let Some(d) = line.get(i).and_then(|&c| (c as char).to_digit(16)) {
+                addr = addr.wrapping_shl(4) | u64::from(d);
+                i += 1;
+                digits += 1;
+            }
+            if digits == 0 || digits > 16 || line.get(i) != Some(&b' ') {
                 continue;
             }
-            let module = it.next().and_then(|m| m.strip_prefix('[')).map(|m| m.strip_suffix(']').unwrap_or(m));
+            // TYPE
+            let Some(&t) = line.get(i + 1) else { continue };
+            if line.get(i + 2) != Some(&b' ') || addr == 0 || matches!(t, b'a' | b'A' | b'U' | b'u') {
+                continue;
+            }
+            // NAME
+            let rest = &line[i + 3..];
+            let n = rest.iter().position(|c| c.is_ascii_whitespace()).unwrap_or(rest.len());
+            let name = &rest[..n];
+            if name.is_empty() || name.len() > u16::MAX as usize {
+                continue;
+            }
+            // [MODULE]
+            let tail = rest[n..].trim_ascii();
+            let module = tail.strip_prefix(b"[").map(|m| m.strip_suffix(b"]").unwrap_or(m));
             let mi = match module {
                 None => 0,
                 Some(m) => {
-                    if last_mod != Some(m) || k.modules.is_empty() {
+                    if last_mod != m || k.modules.is_empty() {
                         if k.blob.len() > u32::MAX as usize - m.len() || k.modules.len() >= u16::MAX as usize - 1 {
                             continue;
                         }
+                        let Ok(ms) = core::str::from_utf8(m) else { continue };
                         k.modules.push((k.blob.len() as u32, m.len().min(u16::MAX as usize) as u16));
-                        k.blob.push_str(m);
-                        last_mod = Some(m);
+                        k.blob.push_str(ms);
+                        last_mod = m;
                     }
                     k.modules.len() as u16
                 }
             };
-            if mi == 0 {
+            let Ok(name) = core::str::from_utf8(name) else { continue };
+            if mi == 0 && name.as_bytes()[0] == b'_' {
                 match name {
                     "_stext" => stext = Some(addr),
                     "_etext" => etext = Some(addr),

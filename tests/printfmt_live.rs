@@ -183,9 +183,9 @@ fn bodies_equal_kernel_text() {
                     };
                     let Some(id) = endian.uint(rec.payload, 0, 2) else { continue };
                     let id = id as u32;
-                    if !formats.contains_key(&id) {
+                    if let std::collections::hash_map::Entry::Vacant(v) = formats.entry(id) {
                         if let Some(f) = ids.get(&id).and_then(|(sys, p)| EventFormat::parse(&std::fs::read_to_string(p).ok()?, sys, u32::from(long)).ok()) {
-                            formats.insert(id, f);
+                            v.insert(f);
                         }
                     }
                     let Some(ev) = formats.get(&id) else { continue };

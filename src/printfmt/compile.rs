@@ -461,8 +461,7 @@ impl<'t, 'e> P<'t, 'e> {
 
     fn binary(&mut self, min_prec: u8) -> R<Id> {
         let mut lhs = self.unary()?;
-        loop {
-            let Some(Tok::Punct(p)) = self.peek() else { break };
+        while let Some(Tok::Punct(p)) = self.peek() {
             let (prec, op) = match p {
                 "||" => (1, None),
                 "&&" => (2, None),
@@ -945,14 +944,25 @@ fn compile_in(p: &mut P) -> R<()> {
                 let arg = if spec.conv == Conv::Percent {
                     None
                 } else {
-                    let id = next.next().ok_or(Error::Unsupported("too few arguments"))?;
+                    let mut id = next.next().ok_or(Error::Unsupported("too few arguments"))?;
                     let k = p.kind(id);
-                    match (spec.conv, k) {
-                        (Conv::Int { .. } | Conv::Char, Kind::Str) => return err("string for an integer conversion"),
-                        (Conv::Str, Kind::Int(_)) => p.prog.needs_strings = true,
-                        (Conv::Ptr(pf), Kind::Str) if pf.takes_value() => return err("address of record memory"),
-                        (Conv::Ptr(PtrFmt::Sym { .. } | PtrFmt::Backtrace), Kind::Int(_)) => p.prog.needs_syms = true,
-                        _ => {}
+                    let mismatch = match (spec.conv, k) {
+                        (Conv::Int { .. } | Conv::Char, Kind::Str) => Some("string for an integer conversion"),
+                        (Conv::Str, Kind::Int(_)) => {
+                            p.prog.needs_strings = true;
+                            None
+                        }
+                        // The kernel prints the address of record memory.
+                        (Conv::Ptr(pf), Kind::Str) if pf.takes_value() => Some("address of record memory"),
+                        (Conv::Ptr(PtrFmt::Sym { .. } | PtrFmt::Backtrace), Kind::Int(_)) => {
+                            p.prog.needs_syms = true;
+                            None
+                        }
+                        _ => None,
+                    };
+                    if let Some(why) = mismatch {
+                        p.prog.unknown.push(why);
+                        id = p.push(Node::Unknown, Kind::Bad)?;
                     }
                     if let Kind::Int(t) = k {
                         wide = t.size > 4;

@@ -800,8 +800,8 @@ fn ptr_mem<W: Write + ?Sized>(w: &mut W, b: &[u8], pf: PtrFmt, spec: &Spec, ctx:
                 return Ok(());
             }
             let len = if spec.width > 0 { spec.width.min(64) as usize } else { 1 };
-            for i in 0..len.min(b.len()) {
-                hex2(w, b[i], false)?;
+            for (i, &c) in b.iter().take(len).enumerate() {
+                hex2(w, c, false)?;
                 if sep != 0 && i != len - 1 {
                     w.write_char(sep as char)?;
                 }
@@ -836,7 +836,7 @@ pub fn bitmap<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &Ctx) -
     if chunksz == 0 {
         chunksz = 32;
     }
-    let mut i = (nbits + 31) / 32 * 32;
+    let mut i = nbits.div_ceil(32) * 32;
     let mut first = true;
     while i >= 32 {
         i -= 32;
@@ -848,7 +848,7 @@ pub fn bitmap<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &Ctx) -
             w.write_char(',')?;
         }
         first = false;
-        number(w, u64::from(val), 16, SMALL | ZEROPAD, ((chunksz + 3) / 4) as i32, -1)?;
+        number(w, u64::from(val), 16, SMALL | ZEROPAD, chunksz.div_ceil(4) as i32, -1)?;
         chunksz = 32;
     }
     Ok(())
