@@ -21,7 +21,7 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 
 /// Up to this many CPUs the merge scans; above, it uses a heap.
-pub const SCAN_MAX: usize = 8;
+pub const SCAN_MAX: usize = 16;
 
 /// Something with a timestamp to merge by.
 pub trait Timestamped {
