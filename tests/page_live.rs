@@ -8,8 +8,10 @@
 //! other people's unread data is never thrown away). Everything it changes is
 //! put back by a guard, also when an assertion fails.
 //!
-//! `TRBOX_SAVE_PAGES=DIR` also writes the raw pages, header_page, the formats
-//! and the expected lines to DIR (how tests/data/pages/ was made).
+//! `TRBOX_SAVE_PAGES=DIR` also writes a tracefs-shaped copy to DIR: the raw
+//! pages as `per_cpu/cpuN/trace_pipe_raw`, `events/header_*`, the formats,
+//! saved_cmdlines, printk_formats, trace_clock, current_tracer, and the
+//! kernel's own text as `trace` (how tests/data/pages/ was made).
 
 mod common;
 
@@ -122,6 +124,41 @@ fn parse_trace_line(line: &str) -> Option<(u32, u64, String)> {
     None
 }
 
+/// Check a few fields read through the parsed format against the kernel's
+/// text of the same record (fixed fields, arrays and `__data_loc` strings).
+fn check_fields(ev: &EventFormat, p: &[u8], line: &str) -> Result<bool, String> {
+    let e = Endian::NATIVE;
+    let s = |n: &str| -> String {
+        let b = ev.field(n).and_then(|f| f.bytes(p, e)).unwrap_or(b"?");
+        String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(b"")).into_owned()
+    };
+    let i = |n: &str| -> String { ev.field(n).and_then(|f| f.int(p, e)).map_or("?".into(), |v| v.to_string()) };
+    let want = match ev.name.as_str() {
+        "sched_switch" => vec![
+            format!("prev_comm={} prev_pid={} prev_prio={} ", s("prev_comm"), i("prev_pid"), i("prev_prio")),
+            format!("next_comm={} next_pid={} next_prio={}", s("next_comm"), i("next_pid"), i("next_prio")),
+        ],
+        "sched_wakeup" | "sched_wakeup_new" => vec![format!("comm={} pid={} prio={} ", s("comm"), i("pid"), i("prio"))],
+        "sched_process_exec" => vec![format!("filename={} pid={} old_pid={}", s("filename"), i("pid"), i("old_pid"))],
+        "sched_process_fork" => vec![format!(
+            "comm={} pid={} child_comm={} child_pid={}",
+            ev.field("parent_comm").map_or_else(|| s("comm"), |_| s("parent_comm")),
+            ev.field("parent_pid").map_or_else(|| i("pid"), |_| i("parent_pid")),
+            s("child_comm"),
+            i("child_pid")
+        )],
+        "irq_handler_entry" => vec![format!("irq={} name={}", i("irq"), s("name"))],
+        "task_newtask" => vec![format!("pid={} comm={} ", i("pid"), s("comm"))],
+        _ => vec![],
+    };
+    for w in &want {
+        if !line.contains(w.as_str()) {
+            return Err(format!("{w:?} not in {line:?}"));
+        }
+    }
+    Ok(!want.is_empty())
+}
+
 fn ncpus(dir: &Path) -> Vec<u32> {
     let mut v: Vec<u32> = fs::read_dir(dir.join("per_cpu"))
         .unwrap()
@@ -218,10 +255,12 @@ fn live_pages_match_trace_file() {
     let trace = read_text(&dir.join("trace"));
     assert!(!trace.contains("LOST"), "the buffer overflowed; make the load smaller");
     let mut want: BTreeMap<u32, Vec<(u64, String)>> = BTreeMap::new();
+    let mut bodies: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut nlines = 0usize;
     for line in trace.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
         let (cpu, us, name) = parse_trace_line(line).unwrap_or_else(|| panic!("unparsed trace line: {line}"));
         want.entry(cpu).or_default().push((us, name));
+        bodies.entry(cpu).or_default().push(line.to_string());
         nlines += 1;
     }
     assert!(nlines > 2 * load, "only {nlines} events traced");
@@ -232,7 +271,7 @@ fn live_pages_match_trace_file() {
     // Consume and decode every page.
     let mut got: BTreeMap<u32, Vec<(u64, String)>> = BTreeMap::new();
     let mut all_pages: Vec<(u32, Vec<Vec<u8>>)> = Vec::new();
-    let (mut npages, mut nbytes) = (0usize, 0usize);
+    let (mut npages, mut nbytes, mut nchecked) = (0usize, 0usize, 0usize);
     for cpu in ncpus(&dir) {
         let pages = read_pages(&dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")), subbuf);
         for page in &pages {
@@ -246,6 +285,13 @@ fn live_pages_match_trace_file() {
                             .event_of(r.payload, Endian::NATIVE)
                             .unwrap_or_else(|| panic!("unknown common_type {:?}", table.record_id(r.payload, Endian::NATIVE)));
                         assert!(r.payload.len() as u32 >= ev.min_record_size(), "{} record too short", ev.name);
+                        let i = got.get(&cpu).map_or(0, Vec::len);
+                        if let Some(line) = bodies.get(&cpu).and_then(|b| b.get(i)) {
+                            match check_fields(ev, r.payload, line) {
+                                Ok(checked) => nchecked += usize::from(checked),
+                                Err(e) => panic!("cpu{cpu} record {i}: {e}"),
+                            }
+                        }
                         got.entry(cpu).or_default().push(((r.ts + 500) / 1000, ev.name.clone()));
                     }
                     Item::Lost { .. } => panic!("lost events reported on cpu{cpu}"),
@@ -255,7 +301,7 @@ fn live_pages_match_trace_file() {
         all_pages.push((cpu, pages));
     }
     let ndecoded: usize = got.values().map(Vec::len).sum();
-    eprintln!("{nlines} trace lines, {ndecoded} records decoded from {npages} pages ({nbytes} bytes)");
+    eprintln!("{nlines} trace lines, {ndecoded} records decoded from {npages} pages ({nbytes} bytes), {nchecked} field-checked");
     assert_eq!(ndecoded, nlines, "record count differs from the trace file");
     for (cpu, w) in &want {
         let g = got.get(cpu).map(Vec::as_slice).unwrap_or(&[]);
@@ -286,21 +332,27 @@ fn live_pages_match_trace_file() {
     assert!(merged.windows(2).all(|w| w[0].0 <= w[1].0), "merge out of order");
 
     if let Some(dst) = save {
-        fs::create_dir_all(&dst).unwrap();
-        fs::write(dst.join("header_page"), read_text(&root.join("events/header_page"))).unwrap();
+        // A tracefs-shaped copy (usable with `-T DIR`), plus the kernel's text.
+        let _ = fs::remove_dir_all(&dst);
+        fs::create_dir_all(dst.join("events")).unwrap();
+        for f in ["header_page", "header_event"] {
+            fs::write(dst.join("events").join(f), read_text(&root.join("events").join(f))).unwrap();
+        }
         for (ev, text) in &formats {
-            fs::write(dst.join(format!("{}.format", ev.replace('/', "__"))), text).unwrap();
+            fs::create_dir_all(dst.join("events").join(ev)).unwrap();
+            fs::write(dst.join("events").join(ev).join("format"), text).unwrap();
         }
         for (cpu, pages) in &all_pages {
-            fs::write(dst.join(format!("cpu{cpu}.raw")), pages.concat()).unwrap();
+            fs::create_dir_all(dst.join(format!("per_cpu/cpu{cpu}"))).unwrap();
+            fs::write(dst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")), pages.concat()).unwrap();
         }
-        let mut exp = String::new();
-        for (cpu, w) in &want {
-            for (us, name) in w {
-                exp.push_str(&format!("{cpu} {us} {name}\n"));
-            }
+        for f in ["trace_clock", "current_tracer"] {
+            fs::write(dst.join(f), read_text(&dir.join(f))).unwrap();
         }
-        fs::write(dst.join("expected.txt"), exp).unwrap();
+        for f in ["saved_cmdlines", "printk_formats"] {
+            fs::write(dst.join(f), read_text(&root.join(f))).unwrap();
+        }
+        fs::write(dst.join("trace"), &trace).unwrap();
         eprintln!("saved to {}", dst.display());
     }
     drop(guard);

@@ -13,10 +13,10 @@ use trbox::page::{Item, Page, PageLayout};
 
 fn fixture_pages() -> (PageLayout, Vec<u8>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
-    let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("header_page")).unwrap()).unwrap();
+    let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("events/header_page")).unwrap()).unwrap();
     let mut all = Vec::new();
     for cpu in 0.. {
-        match std::fs::read(dir.join(format!("cpu{cpu}.raw"))) {
+        match std::fs::read(dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"))) {
             Ok(b) => all.extend_from_slice(&b),
             Err(_) => break,
         }
