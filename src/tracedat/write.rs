@@ -72,7 +72,9 @@ pub struct WriteOptions<'a> {
     pub version: Option<&'a str>,
     /// DATE: offset of timestamps to wall-clock time (trace-cmd: "0x…" µs).
     pub date: Option<&'a str>,
-    /// CPUCOUNT option (v6 needs it only when it differs from the header).
+    /// CPUCOUNT option. In v6, readers (trace-cmd and this crate) take the
+    /// flyrecord table length from it: leave it `None`, or equal to
+    /// [`V6Writer::cpus`].
     pub cpucount: Option<u32>,
     pub trace_id: Option<u64>,
     /// CPUSTAT texts, one per CPU: `"CPU: N\n"` + `per_cpu/cpuN/stats`
