@@ -221,6 +221,8 @@ pub fn report(name: &str, r: Result<(), Error>) -> u8 {
     match r {
         Ok(()) => EXIT_OK,
         Err(e) if e.code == EXIT_OK => EXIT_OK,
+        // A traced command's own exit status: nothing to say.
+        Err(e) if e.msg.is_empty() => e.code,
         Err(e) => {
             eprintln!("{name}: {}", e.msg);
             if let Some(h) = e.hint {

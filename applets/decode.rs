@@ -71,11 +71,11 @@ pub fn run(t: &Tracefs, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Erro
     let hp = header_page(t)?;
     let layout = PageLayout::from(&hp);
     let events = load_events(t, hp.long_size())?;
-    let cmdlines = Cmdlines::parse(&t.read_opt("saved_cmdlines")?.unwrap_or_default());
+    let cmdlines = Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default());
     let clock = t.read_opt("trace_clock")?.unwrap_or_default();
     let in_ns = clock_in_ns(trbox::ctl::selected(&clock).unwrap_or("local"));
     let syms = LazyKallsyms::for_tree(t);
-    let printk = PrintkFormats::parse(&t.read_opt("printk_formats")?.unwrap_or_default());
+    let printk = PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default());
     let endian = detect_endian(t, &layout)?;
     let r = Renderer::new(&events, cmdlines, endian, hp.long_size(), in_ns).with_strings(&printk).with_symbols(&syms);
     let mut streams = Vec::new();
@@ -117,7 +117,7 @@ pub fn run(t: &Tracefs, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Erro
                 let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
                 wait_for_data(&streams, Some(wake), left);
                 // New tasks appeared meanwhile: their comms too.
-                if let Ok(Some(c)) = t.read_opt("saved_cmdlines") {
+                if let Ok(Some(c)) = t.read_top_opt("saved_cmdlines") {
                     em.r.set_cmdlines(Cmdlines::parse(&c));
                 }
                 // An idle CPU must not hold the others back for ever.
@@ -164,7 +164,10 @@ impl Emitter<'_> {
                     self.r.record(line, cpu, rec.ts, rec.payload)
                 };
             }
-            Some(Next::Lost { count }) => {
+            Some(Next::Lost { ts, count }) => {
+                if o.since.is_some_and(|t0| ts < t0) {
+                    return;
+                }
                 let _ = write_lost(line, cpu, count);
             }
             Some(Next::Damaged(e)) => {

@@ -5,6 +5,7 @@ mod cli;
 mod decode;
 mod out;
 mod tr_cat;
+mod tr_event;
 mod tr_on;
 
 use std::process::ExitCode;
@@ -18,6 +19,7 @@ pub struct Applet {
 
 pub const APPLETS: &[Applet] = &[
     Applet { name: "tr-on", summary: "show or switch the tracing state", main: tr_on::main },
+    Applet { name: "tr-event", summary: "list, enable and stream trace events", main: tr_event::main },
     Applet { name: "tr-cat", summary: "print the trace buffer; --raw decodes the raw pages", main: tr_cat::main },
 ];
 

@@ -23,6 +23,9 @@ pub struct CpuStats {
     pub bytes: Option<u64>,
     pub dropped: Option<u64>,
     pub read: Option<u64>,
+    /// `now ts:` in trace-clock units: nanoseconds (from the printed
+    /// `secs.usecs`) for clocks in ns, the raw count for counter clocks.
+    pub now: Option<u64>,
 }
 
 impl CpuStats {
@@ -38,10 +41,24 @@ impl CpuStats {
                 "bytes" => s.bytes = v,
                 "dropped events" => s.dropped = v,
                 "read events" => s.read = v,
+                "now ts" => s.now = clock_value(line.split_once(':').map_or("", |x| x.1)),
                 _ => {}
             }
         }
         s
+    }
+}
+
+/// A timestamp as tracefs prints it (`1234.567890` → ns, or a plain count).
+pub fn clock_value(text: &str) -> Option<u64> {
+    let t = text.trim();
+    match t.split_once('.') {
+        Some((s, frac)) => {
+            let scale = 10u64.checked_pow(9u32.checked_sub(frac.len() as u32)?)?;
+            let frac: u64 = frac.parse().ok()?;
+            s.trim().parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(frac.checked_mul(scale)?)
+        }
+        None => t.parse().ok(),
     }
 }
 
@@ -88,7 +105,10 @@ pub fn writable_value(text: &str) -> &str {
     if let Some(sel) = selected(text) {
         return sel;
     }
+    // An event `enable` of `0*`/`1*` (soft mode, set by triggers) is
+    // written as the plain digit.
     let t = text.trim();
+    let t = t.strip_suffix('*').unwrap_or(t);
     match t.split_once(" (expanded: ") {
         Some((_, exp)) => exp.trim_end_matches(')'),
         None => t,
@@ -203,6 +223,7 @@ mod tests {
         assert_eq!(writable_value("[local] global\n"), "local");
         assert_eq!(writable_value("7 (expanded: 1408)\n"), "1408");
         assert_eq!(writable_value("nop\n"), "nop");
+        assert_eq!(writable_value("0*\n"), "0");
     }
 
     #[test]
@@ -211,6 +232,9 @@ mod tests {
         let s = CpuStats::parse(t);
         assert_eq!((s.entries, s.overrun, s.dropped, s.read), (Some(12), Some(3), Some(7), Some(1)));
         assert_eq!(CpuStats::parse("garbage\n"), CpuStats::default());
+        assert_eq!(s.now, Some(6_200_000_000));
+        assert_eq!(clock_value("  12.000345"), Some(12_000_345_000));
+        assert_eq!(clock_value("123456"), Some(123456));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The thin std layer: finding and reading tracefs. Everything that decides
 //! what bytes mean lives in the core modules; this only moves them.
 
+pub mod child;
 mod error;
 pub mod events;
 pub mod lock;

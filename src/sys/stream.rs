@@ -11,8 +11,8 @@ use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record};
 /// What a stream yields.
 #[derive(Debug)]
 pub enum Next<'a> {
-    /// Events were lost before the page that follows.
-    Lost { count: Option<u64> },
+    /// Events were lost before the page that follows (`ts`: its time).
+    Lost { ts: u64, count: Option<u64> },
     Record(Record<'a>),
     /// A page could not be decoded (the rest of it is skipped).
     Damaged(PageError),
@@ -131,12 +131,12 @@ impl CpuPages {
     /// Take the item [`peek_ts`](Self::peek_ts) announced.
     pub fn take(&mut self) -> Option<Next<'_>> {
         match self.peeked.take()? {
-            Peeked::Lost { count, .. } => {
+            Peeked::Lost { ts, count } => {
                 match count {
                     Some(n) => self.counts.lost += n,
                     None => self.counts.lost_unknown += 1,
                 }
-                Some(Next::Lost { count })
+                Some(Next::Lost { ts, count })
             }
             Peeked::Damaged(e) => {
                 self.counts.damaged += 1;

@@ -33,6 +33,10 @@ pub struct Tracefs {
     pub instance: Option<String>,
     /// Leave a mount we made in place (`-k`).
     pub keep_mount: bool,
+    /// An instance directory this run created (removed again on drop).
+    created_instance: Option<PathBuf>,
+    /// Keep a created instance (`-k`).
+    pub keep_instance: bool,
 }
 
 fn has_events(dir: &Path) -> io::Result<bool> {
@@ -65,7 +69,7 @@ impl Tracefs {
     }
 
     fn new(top: PathBuf, found: Found) -> Self {
-        Tracefs { dir: top.clone(), top, found, instance: None, keep_mount: false }
+        Tracefs { dir: top.clone(), top, found, instance: None, keep_mount: false, created_instance: None, keep_instance: false }
     }
 
     /// Find the live tracing root: mountinfo first, then the well-known
@@ -154,6 +158,20 @@ impl Tracefs {
         matches!(st.f_type as i64, TRACEFS_MAGIC | DEBUGFS_MAGIC)
     }
 
+    /// Switch to `instances/NAME`, creating it if missing; an instance this
+    /// run created is removed again when the Tracefs is dropped.
+    pub fn enter_or_create_instance(&mut self, name: &str) -> Result<(), Error> {
+        let d = self.top.join("instances").join(name);
+        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            return Err(Error::NoInstance { name: name.into(), existing: self.instances().unwrap_or_default() });
+        }
+        if !d.exists() {
+            std::fs::create_dir(&d).map_err(|e| Error::io(&d, e))?;
+            self.created_instance = Some(d.clone());
+        }
+        self.enter_instance(name)
+    }
+
     /// The top-level tracing directory.
     pub fn top(&self) -> &Path {
         &self.top
@@ -172,6 +190,17 @@ impl Tracefs {
     pub fn read(&self, rel: &str) -> Result<String, Error> {
         let p = self.path(rel);
         read_text(&p).map_err(|e| Error::io(p, e))
+    }
+
+    /// Read a global file that lives only at the top level (saved_cmdlines,
+    /// printk_formats…) even while working in an instance; `None` if absent.
+    pub fn read_top_opt(&self, rel: &str) -> Result<Option<String>, Error> {
+        let p = self.top.join(rel);
+        match read_text(&p) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(p, e)),
+        }
     }
 
     /// Read a file that a kernel may not have: `Ok(None)` when it is absent.
@@ -251,6 +280,13 @@ fn list(dir: &Path) -> Result<Vec<String>, Error> {
 
 impl Drop for Tracefs {
     fn drop(&mut self) {
+        if let Some(d) = self.created_instance.take() {
+            if !self.keep_instance {
+                if let Err(e) = std::fs::remove_dir(&d) {
+                    log::warn!("could not remove {}: {e}", d.display());
+                }
+            }
+        }
         if let Found::MountedByUs(target) = &self.found {
             if !self.keep_mount {
                 if let Err(e) = unmount(target) {

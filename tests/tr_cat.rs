@@ -1,0 +1,89 @@
+//! tr-cat: options, filters, JSON, follow mode and clean exits.
+
+mod common;
+use common::*;
+use std::process::{Command, Stdio};
+
+const FIX: &str = "tests/fixtures/aarch64/events";
+
+fn lines(args: &[&str]) -> Vec<String> {
+    let o = run(args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    stdout(&o).lines().map(String::from).collect()
+}
+
+#[test]
+fn filters_select_by_event_cpu_pid_and_comm() {
+    let all = lines(&["tr-cat", "--raw", "-T", FIX]);
+    assert!(all.len() > 100);
+    let sw = lines(&["tr-cat", "--raw", "-T", FIX, "-e", "sched:sched_switch"]);
+    assert_eq!(sw.len(), all.iter().filter(|l| l.contains(": sched_switch: ")).count());
+    assert!(!sw.is_empty());
+    let globbed = lines(&["tr-cat", "--raw", "-T", FIX, "-e", "sched:*", "-e", "irq_handler_entry"]);
+    assert!(globbed.iter().all(|l| l.contains(": sched_") || l.contains(": irq_handler_entry: ")));
+    assert!(globbed.len() > sw.len());
+    let cpu1 = lines(&["tr-cat", "--raw", "-T", FIX, "--cpu", "1"]);
+    assert!(!cpu1.is_empty() && cpu1.iter().all(|l| l.contains("[001]")), "{cpu1:?}");
+    let pid = lines(&["tr-cat", "--raw", "-T", FIX, "--pid", "0"]);
+    assert!(!pid.is_empty() && pid.iter().all(|l| l.contains("<idle>-0 ")));
+    let comm = lines(&["tr-cat", "--raw", "-T", FIX, "--comm", "<idle>"]);
+    assert_eq!(comm, pid);
+    let o = run(&["tr-cat", "--raw", "-T", FIX, "--cpu", "x"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn json_has_one_object_per_event() {
+    let text = lines(&["tr-cat", "--raw", "-T", FIX, "-e", "sched:*"]);
+    let json = lines(&["tr-cat", "--raw", "-T", FIX, "-e", "sched:*", "--json"]);
+    assert_eq!(text.len(), json.len());
+    for j in &json {
+        assert!(j.starts_with("{\"ts_ns\":") && j.ends_with("}}"), "{j}");
+        assert!(j.contains("\"event\":\"sched:"), "{j}");
+    }
+    let sw = json.iter().find(|j| j.contains("\"event\":\"sched:sched_switch\"")).unwrap();
+    assert!(sw.contains("\"prev_comm\":\"") && sw.contains("\"next_pid\":"), "{sw}");
+}
+
+#[test]
+fn follow_without_raw_is_a_usage_error() {
+    let o = run(&["tr-cat", "-f"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--follow works with --raw"));
+}
+
+/// Live: stream with -f for a bounded time, end on SIGINT, end on a closed
+/// pipe; tracefs is left as found.
+#[test]
+fn follow_streams_and_stops_cleanly() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let t = trbox::sys::Tracefs::at(&root).unwrap();
+    {
+        let mut st = trbox::sys::state::State::new(&t);
+        st.set("events/sched/sched_switch/enable", "1").unwrap();
+        let r = root.to_str().unwrap();
+        let o = run(&["tr-cat", "--raw", "-f", "-t", "1", "-T", r]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains(": sched_switch: "));
+        // SIGINT ends the stream with status 0.
+        let mut c = cmd(&trbox(), &["tr-cat", "--raw", "-f", "-T", r]).stdout(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+        assert_eq!(c.wait().unwrap().code(), Some(0));
+        // `| head -1` ends it too (EPIPE), without a panic.
+        let sh = format!("{} tr-cat --raw -f -T {r} | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}", trbox().display());
+        let o = Command::new("timeout").args(["20", "bash", "-c", &sh]).output().unwrap();
+        assert_eq!(stdout(&o).trim(), "0", "{}", stderr(&o));
+        let _ = std::fs::write(root.join("trace"), "");
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn plain_tr_cat_prints_the_trace_file() {
+    let o = run(&["tr-cat", "-T", FIX]);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), std::fs::read_to_string(format!("{FIX}/trace")).unwrap());
+}

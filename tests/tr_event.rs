@@ -1,0 +1,169 @@
+//! tr-event against the live tracefs: enabling, filters, triggers, `-- CMD`
+//! with forks, instances, bad input, and the state left exactly as found on
+//! every way out (normal, error, SIGINT, SIGTERM, SIGHUP, closed pipe).
+
+mod common;
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn live() -> Option<(TracefsLock, std::path::PathBuf, Vec<(String, String)>)> {
+    let root = live_tracefs()?;
+    let l = TracefsLock::take();
+    let before = snapshot(&root);
+    Some((l, root, before))
+}
+
+fn ev(args: &[&str]) -> std::process::Output {
+    let mut a = vec!["tr-event"];
+    a.extend_from_slice(args);
+    let o = run(&a);
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    o
+}
+
+#[test]
+fn command_and_its_forks_are_traced_and_its_status_returned() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_process_exec,sched:sched_process_exit", "--", "sh", "-c", "ls / >/dev/null; sleep 0.1; exit 3"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("sched_process_exec: filename=/usr/bin/ls") || out.contains("filename=/bin/ls"), "{out}");
+    assert!(out.contains("sched_process_exit: comm=sh"), "{out}");
+    // Only the command's tasks: sh, ls, sleep.
+    for l in out.lines().filter(|l| l.contains("sched_process_exec:")) {
+        assert!(["sh", "ls", "sleep"].iter().any(|c| l.contains(&format!("/{c} "))), "{l}");
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn triggers_and_filters_apply_and_are_removed() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_process_exec", "-f", "pid > 0", "-R", "stacktrace", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("sched_process_exec:") && out.contains("<stack trace>"), "{out}");
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn rejected_filter_and_trigger_show_the_kernel_reason() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_switch", "-f", "prev_pid ==", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("the kernel rejected 'prev_pid =='"), "{e}");
+    if root.join("error_log").exists() {
+        assert!(e.contains("Command: prev_pid ==") && e.contains('^'), "{e}");
+    }
+    let o = ev(&["sched:sched_switch", "-R", "nosuchtrigger", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("rejected 'nosuchtrigger'"), "{}", stderr(&o));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn unknown_event_suggests_names() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_swich", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown event 'sched:sched_swich'"));
+    assert!(stderr(&o).contains("did you mean: sched:sched_switch"), "{}", stderr(&o));
+    let o = ev(&["-t", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn list_and_format() {
+    let Some(_root) = live_tracefs() else { return };
+    let o = ev(&["-l", "sched:sched_sw*"]);
+    assert!(stdout(&o).lines().any(|l| l == "sched:sched_switch"), "{}", stdout(&o));
+    assert!(stdout(&o).lines().all(|l| l.starts_with("sched:sched_sw")));
+    let o = ev(&["--format", "sched:sched_switch"]);
+    assert!(stdout(&o).starts_with("name: sched_switch\n"));
+}
+
+#[test]
+fn instance_is_created_and_removed() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["-B", "trbox-test", "sched:sched_process_exec", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("sched_process_exec: filename="), "{}", stdout(&o));
+    assert!(!root.join("instances/trbox-test").exists());
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// Stop a streaming run with `sig` after a moment: status and state.
+fn stop_with(sig: i32) {
+    let Some((_l, root, before)) = live() else { return };
+    let mut c = cmd(&trbox(), &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-f", "common_pid >= 0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(std::fs::read_to_string(root.join("events/sched/sched_switch/enable")).unwrap().trim(), "1");
+    unsafe { libc::kill(c.id() as i32, sig) };
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "signal {sig}: {}", stderr(&o));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn sigint_restores() {
+    stop_with(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_restores() {
+    stop_with(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_restores() {
+    stop_with(libc::SIGHUP);
+}
+
+#[test]
+fn closed_pipe_restores() {
+    let Some((_l, root, before)) = live() else { return };
+    let sh = format!("{} tr-event sched:sched_switch | head -2 >/dev/null; echo ${{PIPESTATUS[0]}}", trbox().display());
+    let o = Command::new("timeout").args(["30", "bash", "-c", &sh]).output().unwrap();
+    assert_eq!(stdout(&o).trim(), "0", "{}", stderr(&o));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn killed_command_returns_its_signal_status() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_process_exit", "--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(o.status.code(), Some(137), "{}", stderr(&o));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn second_run_is_refused_while_one_holds_the_buffer() {
+    let Some((_l, root, before)) = live() else { return };
+    let mut first = cmd(&trbox(), &["tr-event", "sched:sched_switch", "-t", "3"]).stdout(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let o = ev(&["sched:sched_wakeup", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("in use by pid"), "{}", stderr(&o));
+    assert!(first.wait().unwrap().success());
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn missing_command_and_empty_tracefs() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_switch", "--", "/nonexistent/cmd"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot run '/nonexistent/cmd'"), "{}", stderr(&o));
+    assert_same_state(&before, &snapshot(&root));
+    let d = TempDir::new("empty");
+    let o = ev(&["-T", d.path().to_str().unwrap(), "sched:sched_switch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a tracefs tree"));
+}
