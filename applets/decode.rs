@@ -13,7 +13,10 @@ use trbox::printk::PrintkFormats;
 use trbox::render::{clock_in_ns, write_json, write_lost, Cmdlines, Renderer};
 use trbox::sys::events::{guess_endian, header_page, load_events, LazyKallsyms};
 use trbox::sys::raw::RawPages;
-use trbox::sys::stream::{wait_for_data, CpuPages, Next};
+use std::path::Path;
+use trbox::format::EventTable;
+use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
+use trbox::tracedat::TraceDat;
 use trbox::sys::{signals, Tracefs};
 
 /// What to keep.
@@ -63,40 +66,111 @@ pub struct RawOpts {
     pub since: Option<u64>,
 }
 
-/// Decode and print until the buffers are empty (drain) or, when
-/// following, until Ctrl-C, the time limit or `done()` says so.
-pub fn run(t: &Tracefs, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
-    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let start = Instant::now();
-    let hp = header_page(t)?;
-    let layout = PageLayout::from(&hp);
-    let events = load_events(t, hp.long_size())?;
-    let cmdlines = Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default());
-    let clock = t.read_opt("trace_clock")?.unwrap_or_default();
-    let in_ns = clock_in_ns(trbox::ctl::selected(&clock).unwrap_or("local"));
-    let syms = LazyKallsyms::for_tree(t);
-    let printk = PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default());
-    let endian = detect_endian(t, &layout)?;
-    let r = Renderer::new(&events, cmdlines, endian, hp.long_size(), in_ns).with_strings(&printk).with_symbols(&syms);
-    let mut streams = Vec::new();
-    for cpu in t.cpus()? {
-        if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
-            continue;
-        }
-        let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
-        let src = match RawPages::open(&t.path(&rel), layout.subbuf_size()) {
-            Ok(s) => s,
-            // A copy may hold only some CPUs.
-            Err(e) if e.errno() == Some(libc::ENOENT) => {
-                log::info!("{rel}: absent, skipped");
+/// What the decode loop works on: the metadata and one page stream per CPU,
+/// from a tracefs tree (live or a copy) or from a trace.dat.
+pub struct Input<'t> {
+    long_size: u32,
+    events: EventTable,
+    cmdlines: Cmdlines,
+    in_ns: bool,
+    syms: LazyKallsyms,
+    printk: PrintkFormats,
+    endian: Endian,
+    streams: Vec<CpuPages>,
+    /// The live tree, to refresh comms while following.
+    tree: Option<&'t Tracefs>,
+}
+
+impl<'t> Input<'t> {
+    /// The per-CPU raw pages of a tracefs tree.
+    pub fn tree(t: &'t Tracefs, o: &RawOpts) -> Result<Self, Error> {
+        let hp = header_page(t)?;
+        let layout = PageLayout::from(&hp);
+        let endian = detect_endian(t, &layout)?;
+        let mut streams = Vec::new();
+        for cpu in t.cpus()? {
+            if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
                 continue;
             }
-            Err(e) => return Err(e.into()),
-        };
-        let mut s = CpuPages::new(cpu, src, layout, endian);
-        s.follow = o.follow;
-        streams.push(s);
+            let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
+            let src = match RawPages::open(&t.path(&rel), layout.subbuf_size()) {
+                Ok(s) => s,
+                // A copy may hold only some CPUs.
+                Err(e) if e.errno() == Some(libc::ENOENT) => {
+                    log::info!("{rel}: absent, skipped");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let mut s = CpuPages::new(cpu, Box::new(src), layout, endian);
+            s.follow = o.follow;
+            streams.push(s);
+        }
+        let clock = t.read_opt("trace_clock")?.unwrap_or_default();
+        Ok(Input {
+            long_size: hp.long_size(),
+            events: load_events(t, hp.long_size())?,
+            cmdlines: Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default()),
+            in_ns: clock_in_ns(trbox::ctl::selected(&clock).unwrap_or("local")),
+            syms: LazyKallsyms::for_tree(t),
+            printk: PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default()),
+            endian,
+            streams,
+            tree: t.is_live().then_some(t),
+        })
     }
+
+    /// One instance (`""` = the top buffer) of a trace.dat file.
+    pub fn trace_dat(path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
+        let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        let td = TraceDat::read(&mut f).map_err(|e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display())))?;
+        for w in &td.warnings {
+            log::warn!("{}: {w}", path.display());
+        }
+        let name = instance.unwrap_or("");
+        let Some(inst) = td.instances.iter().find(|i| i.name == name) else {
+            let names: Vec<&str> = td.instances.iter().map(|i| if i.name.is_empty() { "(top)" } else { i.name.as_str() }).collect();
+            return Err(Error::runtime(format!("{}: no buffer '{name}' (it has: {})", path.display(), names.join(", "))));
+        };
+        let hp = td.header_page().map_err(|e| Error::runtime(format!("{}: header_page: {e:?}", path.display())))?;
+        let layout = PageLayout::from(&hp);
+        let (events, bad) = td.event_table(hp.long_size());
+        for (sys, i, e) in bad {
+            log::debug!("format {i} of {sys}: {e:?}");
+        }
+        let mut streams = Vec::new();
+        for (idx, c) in inst.cpus.iter().enumerate() {
+            if o.only.as_ref().is_some_and(|only| !only.contains(&c.cpu)) {
+                continue;
+            }
+            let Some(pages) = td.pages(inst, idx) else { continue };
+            let file = std::fs::File::open(path).map_err(io)?;
+            let src = FilePages { file, pages, path: path.into() };
+            streams.push(CpuPages::new(c.cpu, Box::new(src), layout, td.endian));
+        }
+        let clock = inst.clock.clone().or_else(|| td.options.clock.clone()).unwrap_or_else(|| "local".into());
+        Ok(Input {
+            long_size: hp.long_size(),
+            events,
+            cmdlines: Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines)),
+            in_ns: clock_in_ns(&clock),
+            syms: LazyKallsyms::from_text(td.kallsyms.clone()),
+            printk: PrintkFormats::parse(&String::from_utf8_lossy(&td.printk_formats)),
+            endian: td.endian,
+            streams,
+            tree: None,
+        })
+    }
+}
+
+/// Decode and print until the streams are empty (drain) or, when
+/// following, until Ctrl-C, the time limit or `done()` says so.
+pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
+    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let start = Instant::now();
+    let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree } = input;
+    let r = Renderer::new(&events, cmdlines, endian, long_size, in_ns).with_strings(&printk).with_symbols(&syms);
     let mut out = Out::stdout();
     let mut em = Emitter { r, line: String::with_capacity(256), events: &events, endian, o };
     let mut merger = Merger::new(streams.len());
@@ -117,7 +191,7 @@ pub fn run(t: &Tracefs, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Erro
                 let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
                 wait_for_data(&streams, Some(wake), left);
                 // New tasks appeared meanwhile: their comms too.
-                if let Ok(Some(c)) = t.read_top_opt("saved_cmdlines") {
+                if let Some(Ok(Some(c))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
                     em.r.set_cmdlines(Cmdlines::parse(&c));
                 }
                 // An idle CPU must not hold the others back for ever.

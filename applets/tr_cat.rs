@@ -37,10 +37,28 @@ struct Args {
     /// one JSON object per event instead of text
     #[argh(switch)]
     json: bool,
+    /// a trace.dat to decode (v6/v7, compressed or not; -B picks a buffer)
+    #[argh(positional)]
+    file: Option<String>,
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let a: Args = cli::parse("tr-cat", args)?;
+    let opts = |follow| RawOpts {
+        only: None,
+        filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+        follow,
+        json: a.json,
+        limit: a.time.map(Duration::from_secs_f64),
+        since: None,
+    };
+    if let Some(f) = &a.file {
+        // A recorded file needs no tracefs (and no root).
+        let mut o = opts(false);
+        o.only = parse_cpus(a.cpu.as_deref())?;
+        let input = decode::Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        return decode::run(input, &o, &|| false);
+    }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if let Some(i) = &common.instance {
         t.enter_instance(i)?;
@@ -50,16 +68,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw -f'"));
     }
     if a.raw {
-        let filter = Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() };
-        let opts = RawOpts {
-            only: cpus,
-            filter,
-            follow: a.follow,
-            json: a.json,
-            limit: a.time.map(Duration::from_secs_f64),
-            since: None,
-        };
-        decode::run(&t, &opts, &|| false)
+        let mut o = opts(a.follow);
+        o.only = cpus;
+        decode::run(decode::Input::tree(&t, &o)?, &o, &|| false)
     } else {
         let text = t.read("trace")?;
         let mut out = Out::stdout();

@@ -128,7 +128,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             since,
         };
         let exited = || child.borrow_mut().as_mut().is_some_and(|c| c.try_wait().is_some());
-        let r = decode::run(&t, &opts, &exited);
+        let r = decode::Input::tree(&t, &opts).and_then(|i| decode::run(i, &opts, &exited));
         // The command may still run (Ctrl-C, -t): it got the same signal
         // from the terminal, or we end it now.
         let status = child.borrow_mut().take().map(finish_child);

@@ -46,6 +46,8 @@ pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
 /// be megabytes; most event streams never need it).
 pub struct LazyKallsyms {
     path: Option<std::path::PathBuf>,
+    /// The text itself (from a trace.dat), instead of a path.
+    text: Option<Vec<u8>>,
     table: std::cell::OnceCell<Option<crate::kallsyms::Kallsyms>>,
 }
 
@@ -58,12 +60,20 @@ impl LazyKallsyms {
         } else {
             Some(t.top().join("kallsyms")).filter(|p| p.is_file())
         };
-        LazyKallsyms { path, table: std::cell::OnceCell::new() }
+        LazyKallsyms { path, text: None, table: std::cell::OnceCell::new() }
+    }
+
+    /// Symbols from a kallsyms text held in memory (a trace.dat's).
+    pub fn from_text(text: Vec<u8>) -> Self {
+        LazyKallsyms { path: None, text: Some(text), table: std::cell::OnceCell::new() }
     }
 
     fn get(&self) -> Option<&crate::kallsyms::Kallsyms> {
         self.table
             .get_or_init(|| {
+                if let Some(t) = &self.text {
+                    return Some(crate::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(t)));
+                }
                 let text = std::fs::read_to_string(self.path.as_ref()?).ok()?;
                 Some(crate::kallsyms::Kallsyms::parse(&text))
             })

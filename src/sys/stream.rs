@@ -38,9 +38,52 @@ enum Peeked {
     Damaged(PageError),
 }
 
+/// Where a CPU's pages come from: `trace_pipe_raw` (live or a copy), or a
+/// trace.dat file.
+pub trait PageSource {
+    /// The next sub-buffer; `None` when there is nothing (more) for now.
+    fn next_page(&mut self) -> Result<Option<&[u8]>, Error>;
+    /// A live buffer: "nothing now" is not the end.
+    fn is_live(&self) -> bool;
+    /// An fd to poll() for data (live buffers).
+    fn poll_fd(&self) -> Option<i32>;
+}
+
+impl PageSource for RawPages {
+    fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
+        RawPages::next_page(self)
+    }
+    fn is_live(&self) -> bool {
+        !self.is_regular()
+    }
+    fn poll_fd(&self) -> Option<i32> {
+        self.is_live().then(|| self.fd())
+    }
+}
+
+/// A CPU's pages in a trace.dat (each CPU reads through its own handle).
+pub struct FilePages {
+    pub file: std::fs::File,
+    pub pages: crate::tracedat::CpuPages,
+    pub path: std::path::PathBuf,
+}
+
+impl PageSource for FilePages {
+    fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
+        let path = &self.path;
+        self.pages.next_page(&mut self.file).map_err(|e| Error::Format { path: path.clone(), line: 0, what: format!("{e}") })
+    }
+    fn is_live(&self) -> bool {
+        false
+    }
+    fn poll_fd(&self) -> Option<i32> {
+        None
+    }
+}
+
 pub struct CpuPages {
     pub cpu: u32,
-    src: RawPages,
+    src: Box<dyn PageSource>,
     layout: PageLayout,
     endian: Endian,
     page: Vec<u8>,
@@ -56,7 +99,7 @@ pub struct CpuPages {
 }
 
 impl CpuPages {
-    pub fn new(cpu: u32, src: RawPages, layout: PageLayout, endian: Endian) -> Self {
+    pub fn new(cpu: u32, src: Box<dyn PageSource>, layout: PageLayout, endian: Endian) -> Self {
         CpuPages {
             cpu,
             src,
@@ -162,7 +205,7 @@ impl crate::merge::CpuStream for CpuPages {
             Ok(Some(ts)) => Peek::Ready(ts),
             // A copy on disk is read to its end; a live buffer is "empty for
             // now" — the end when draining, pending when following.
-            Ok(None) if self.follow && !self.src.is_regular() => Peek::Pending,
+            Ok(None) if self.follow && self.src.is_live() => Peek::Pending,
             Ok(None) => {
                 self.ended = true;
                 Peek::End
@@ -186,8 +229,8 @@ pub fn wait_for_data(streams: &[CpuPages], wake_fd: Option<i32>, max: std::time:
     let ms = max.min(tick).as_millis() as libc::c_int;
     let mut fds: Vec<libc::pollfd> = streams
         .iter()
-        .filter(|s| !s.src.is_regular())
-        .map(|s| libc::pollfd { fd: s.src.fd(), events: libc::POLLIN, revents: 0 })
+        .filter_map(|s| s.src.poll_fd())
+        .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
         .collect();
     if let Some(fd) = wake_fd {
         fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
