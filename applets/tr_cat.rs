@@ -44,6 +44,7 @@ struct Args {
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let a: Args = cli::parse("tr-cat", args)?;
+    trbox::sys::signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let opts = |follow| RawOpts {
         only: None,
         filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 static STOP: AtomicI32 = AtomicI32::new(0);
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+static WAKE_RD: AtomicI32 = AtomicI32::new(-1);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     STOP.store(sig, Ordering::SeqCst);
@@ -20,15 +21,22 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Install the handlers; returns the read end of the wake-up pipe (readable
-/// once a stop was requested), for poll().
+/// Install the handlers (once; later calls return the same fd); returns the
+/// read end of the wake-up pipe (readable once a stop was requested), for
+/// poll(). Call it first thing, before slow set-up, so that an early Ctrl-C
+/// still ends the run through the normal path.
 pub fn install() -> io::Result<RawFd> {
+    let rd = WAKE_RD.load(Ordering::SeqCst);
+    if rd >= 0 {
+        return Ok(rd);
+    }
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: fds is a valid array of two ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
         return Err(io::Error::last_os_error());
     }
     WAKE_FD.store(fds[1], Ordering::SeqCst);
+    WAKE_RD.store(fds[0], Ordering::SeqCst);
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: a zeroed sigaction with a valid handler; no SA_RESTART so
         // blocking calls return EINTR and the loop can look at the flag.
