@@ -14,6 +14,7 @@ extern crate alloc;
 
 pub mod ctl;
 pub mod format;
+pub mod graph;
 pub mod kallsyms;
 pub mod mountinfo;
 pub mod merge;

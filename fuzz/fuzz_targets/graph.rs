@@ -1,0 +1,121 @@
+//! The function_graph renderer and its aggregations on arbitrary records:
+//! the first byte picks the kernel layout (64-bit 6.1, 32-bit packed, a
+//! newer one with `retval`), byte order and options; the rest is split into
+//! records (one length byte each) fed in order, each with the following
+//! record as its peeked successor.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use trbox::format::{Endian, EventFormat, EventTable};
+use trbox::graph::stats::{Stats, TopBy};
+use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
+use trbox::kallsyms::Kallsyms;
+use trbox::render::Cmdlines;
+
+const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+
+fn ev(name: &str, id: u32, fields: &[(&str, u32, u32, u32)], fmt: &str, long: u32) -> EventFormat {
+    let mut t = format!("name: {name}\nID: {id}\nformat:\n{COMMON}");
+    for (decl, off, size, signed) in fields {
+        t.push_str(&format!("\tfield:{decl};\toffset:{off};\tsize:{size};\tsigned:{signed};\n"));
+    }
+    t.push_str(&format!("\nprint fmt: {fmt}\n"));
+    EventFormat::parse(&t, "ftrace", long).expect("format")
+}
+
+fn table(kind: u8) -> (EventTable, u32) {
+    let mut t = EventTable::new();
+    let long = if kind == 1 { 4 } else { 8 };
+    let (l, u64a) = (long, if kind == 1 { 4 } else { 8 });
+    let ent = "\"--> %ps (%d)\", (void *)REC->func, REC->depth";
+    let ret = "\"<-- %ps (%d)\", (void *)REC->func, REC->depth";
+    t.insert(ev("funcgraph_entry", 11, &[("unsigned long func", 8, l, 0), ("int depth", 8 + l, 4, 1)], ent, long));
+    match kind {
+        2 => t.insert(ev(
+            "funcgraph_exit",
+            10,
+            &[
+                ("unsigned long func", 8, 8, 0),
+                ("unsigned long retval", 16, 8, 0),
+                ("unsigned int depth", 24, 4, 0),
+                ("unsigned int overrun", 28, 4, 0),
+                ("unsigned long long calltime", 32, 8, 0),
+                ("unsigned long long rettime", 40, 8, 0),
+            ],
+            ret,
+            long,
+        )),
+        _ => t.insert(ev(
+            "funcgraph_exit",
+            10,
+            &[
+                ("unsigned long func", 8, l, 0),
+                ("int depth", 8 + l, 4, 1),
+                ("unsigned int overrun", 12 + l, 4, 0),
+                ("unsigned long long calltime", 16 + l, 8, 0),
+                ("unsigned long long rettime", 16 + l + u64a.max(8), 8, 0),
+            ],
+            ret,
+            long,
+        )),
+    };
+    t.insert(ev("print", 5, &[("unsigned long ip", 8, l, 0), ("char buf[]", 8 + l, 0, 0)], "\"%ps: %s\", (void *)REC->ip, REC->buf", long));
+    t.insert(ev("function", 1, &[("unsigned long ip", 8, l, 0), ("unsigned long parent_ip", 8 + l, l, 0)], "\" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip", long));
+    t.insert(ev("user_event", 30, &[("int value", 8, 4, 1), ("__data_loc char[] name", 12, 4, 0)], "\"value=%d name=%s\", REC->value, __get_str(name)", long));
+    (t, long)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&sel, mut rest)) = data.split_first() else { return };
+    let (table, long) = table(sel % 3);
+    let e = if sel & 0x04 == 0 { Endian::Little } else { Endian::Big };
+    let opts = GraphOpts {
+        irqs: sel & 0x08 == 0,
+        proc_: sel & 0x10 != 0,
+        abstime: sel & 0x20 != 0,
+        retval: sel & 0x40 != 0,
+        latency: sel & 0x40 != 0,
+        tail: sel & 0x80 != 0,
+        overrun: sel & 0x80 != 0,
+        ..GraphOpts::default()
+    };
+    let syms = Kallsyms::parse("0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n");
+    let cmd = Cmdlines::parse("1 sh\n2 a-very-long-name\n");
+    let irq = if sel & 0x10 != 0 { IrqText::Range(0x100, 0x180) } else { IrqText::Fallback };
+    let mut g = GraphRenderer::new(&table, &cmd, e, long, Some(&syms)).with_opts(opts).with_irq_text(irq).with_cpu_count(u32::from(sel));
+    let mut stats = Stats::new(&table, e, long, sel & 1 == 0);
+    let mut recs: Vec<(u32, &[u8])> = Vec::new();
+    while let Some((&n, r)) = rest.split_first() {
+        let n = usize::from(n & 0x3f).min(r.len());
+        let cpu = u32::from(rest[0] >> 6);
+        recs.push((cpu, &r[..n]));
+        rest = &r[n..];
+    }
+    let mut out = String::new();
+    let mut skip = vec![false; recs.len()];
+    for i in 0..recs.len() {
+        if skip[i] {
+            continue;
+        }
+        let (cpu, p) = recs[i];
+        stats.record(p, &cmd);
+        let nj = (i + 1..recs.len()).find(|&j| recs[j].0 == cpu && !skip[j]);
+        let next = nj.map(|j| (0u64, recs[j].1));
+        match g.record(&mut out, cpu, i as u64, p, next) {
+            Ok(Outcome::SkipNext) => {
+                let j = nj.expect("SkipNext without a next record");
+                skip[j] = true;
+                stats.record(recs[j].1, &cmd);
+            }
+            Ok(_) => {}
+            Err(_) => panic!("String writes do not fail"),
+        }
+        assert!(out.len() < 1 << 24);
+    }
+    let folded = stats.folded(Some(&syms));
+    let sum = folded.iter().fold(0u64, |a, x| a.saturating_add(x.1));
+    assert_eq!(sum, stats.roots_total());
+    let mut s = String::new();
+    let _ = stats.write_top(&mut s, Some(&syms), 5, TopBy::Self_);
+    let _ = stats.write_folded(&mut s, None);
+});

@@ -1,0 +1,396 @@
+//! Aggregations over funcgraph records (sans-IO): folded stacks for flame
+//! graphs (`--folded`) and per-function totals (`--top N`).
+//!
+//! Call stacks are kept per task (pid), so a task that sleeps, or moves to
+//! another CPU, keeps its stack. Each exit record is one completed call of
+//! inclusive time `rettime - calltime`; its *self* time is that minus the
+//! inclusive time of the calls completed directly below it.
+//!
+//! Folded output (`a;b;c WEIGHT`, one line per distinct path) weighs each
+//! path by the self time spent in its last frame, in ns: flamegraph.pl,
+//! speedscope and Perfetto add those up again, so every frame in the
+//! picture shows its inclusive time, and the weights of all lines sum to the
+//! inclusive time of the root calls ([`Stats::roots_total`]).
+//!
+//! Exits whose entry is missing (the buffer started inside the call, or
+//! `tracing_thresh` writes exits only) are placed under the frames of the
+//! same task that are still open above their depth.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+use super::{GraphEvents, GraphRec};
+use crate::format::{Endian, EventTable};
+use crate::printfmt::SymbolLookup;
+use crate::render::Cmdlines;
+
+/// Deepest stack kept per task (deeper frames are still counted in the
+/// per-function totals).
+const MAX_STACK: usize = 512;
+
+/// Longest call duration taken as is (2^40 ns, about 12.7 days).
+pub const MAX_CALL_NS: u64 = 1 << 40;
+
+#[derive(Debug, Clone)]
+struct Frame {
+    func: u64,
+    depth: i64,
+    /// Inclusive time of the completed calls directly below.
+    children: u64,
+}
+
+/// Totals for one function.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FuncStat {
+    /// Completed calls (exit records).
+    pub count: u64,
+    /// Sum of inclusive times, ns (recursive calls count at each level).
+    pub total: u64,
+    /// Sum of self times, ns.
+    pub self_: u64,
+    /// Longest single call, ns.
+    pub max: u64,
+}
+
+impl FuncStat {
+    fn add(&mut self, o: &FuncStat) {
+        self.count += o.count;
+        self.total = self.total.saturating_add(o.total);
+        self.self_ = self.self_.saturating_add(o.self_);
+        self.max = self.max.max(o.max);
+    }
+}
+
+/// How `--top` sorts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopBy {
+    Total,
+    Self_,
+    Count,
+    Max,
+}
+
+/// One row of the top table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopRow {
+    pub name: String,
+    pub stat: FuncStat,
+}
+
+/// Folded stacks and per-function totals from a stream of records.
+pub struct Stats {
+    ev: GraphEvents,
+    per_comm: bool,
+    stacks: BTreeMap<i32, Vec<Frame>>,
+    /// (comm or "", path of function addresses) → self ns.
+    folded: BTreeMap<(String, Vec<u64>), u64>,
+    funcs: BTreeMap<u64, FuncStat>,
+    roots_total: u64,
+    calls: u64,
+}
+
+impl Stats {
+    /// `per_comm`: start every folded line with the task's comm.
+    pub fn new(events: &EventTable, endian: Endian, long_size: u32, per_comm: bool) -> Self {
+        Stats {
+            ev: GraphEvents::new(events, endian, long_size),
+            per_comm,
+            stacks: BTreeMap::new(),
+            folded: BTreeMap::new(),
+            funcs: BTreeMap::new(),
+            roots_total: 0,
+            calls: 0,
+        }
+    }
+
+    /// Feed one record (any event; others are ignored). `cmdlines` names
+    /// the task for the comm prefix.
+    pub fn record(&mut self, payload: &[u8], cmdlines: &Cmdlines) {
+        match self.ev.decode(payload) {
+            Some(GraphRec::Entry { pid, func, depth }) => self.entry(pid, func, depth),
+            Some(GraphRec::Exit { pid, func, depth, calltime, rettime, .. }) => {
+                let comm = if self.per_comm { cmdlines.comm(pid) } else { "" };
+                let comm = String::from(comm);
+                // No real call lasts 12 days: longer ones are garbage, and the
+                // cap keeps every sum far from overflowing.
+                self.exit(pid, &comm, func, depth, rettime.saturating_sub(calltime).min(MAX_CALL_NS));
+            }
+            None => {}
+        }
+    }
+
+    fn entry(&mut self, pid: i32, func: u64, depth: i64) {
+        let st = self.stacks.entry(pid).or_default();
+        // Anything at this depth or deeper is over (its exit was lost).
+        let lost = abandon(st, |f| f.depth >= depth);
+        self.roots_total = self.roots_total.saturating_add(lost);
+        if st.len() < MAX_STACK {
+            st.push(Frame { func, depth, children: 0 });
+        }
+    }
+
+    fn exit(&mut self, pid: i32, comm: &str, func: u64, depth: i64, dur: u64) {
+        let st = self.stacks.entry(pid).or_default();
+        // Frames deeper than this exit never saw theirs.
+        let mut lost = abandon(st, |f| f.depth > depth);
+        let (children, own_frame) = match st.last() {
+            Some(f) if f.depth == depth && f.func == func => (f.children, true),
+            _ => (0, false),
+        };
+        if !own_frame {
+            // A frame at this depth for another function: its exit was lost.
+            lost = lost.saturating_add(abandon(st, |f| f.depth >= depth));
+        }
+        self.roots_total = self.roots_total.saturating_add(lost);
+        let mut path: Vec<u64> = Vec::with_capacity(st.len() + 1);
+        let parents = if own_frame { st.len().saturating_sub(1) } else { st.len() };
+        path.extend(st.iter().take(parents).map(|f| f.func));
+        path.push(func);
+        if own_frame {
+            st.pop();
+        }
+        let self_ns = dur.saturating_sub(children);
+        match st.last_mut() {
+            Some(parent) => parent.children = parent.children.saturating_add(dur),
+            None => self.roots_total = self.roots_total.saturating_add(dur),
+        }
+        if st.is_empty() {
+            self.stacks.remove(&pid);
+        }
+        // A child longer than its parent (clock quirks) would make the sum of
+        // self times exceed the root; account the excess to the root total
+        // so the two always agree.
+        if children > dur {
+            self.roots_total = self.roots_total.saturating_add(children - dur);
+        }
+        let slot = self.folded.entry((String::from(comm), path)).or_insert(0);
+        *slot = slot.saturating_add(self_ns);
+        let f = self.funcs.entry(func).or_default();
+        f.add(&FuncStat { count: 1, total: dur, self_: self_ns, max: dur });
+        self.calls = self.calls.saturating_add(1);
+    }
+
+    /// Inclusive time of the calls that completed with no completed caller
+    /// (their caller's exit is not in the data), ns. Equals the sum of all
+    /// folded weights.
+    pub fn roots_total(&self) -> u64 {
+        // Calls completed under frames still open count as roots too.
+        let open: u64 = self.stacks.values().flatten().map(|f| f.children).fold(0, u64::saturating_add);
+        self.roots_total.saturating_add(open)
+    }
+
+    /// Completed calls seen.
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// Folded lines, names resolved and merged: `(line without weight,
+    /// weight)`, sorted by line.
+    pub fn folded(&self, syms: Option<&dyn SymbolLookup>) -> Vec<(String, u64)> {
+        let mut out: BTreeMap<String, u64> = BTreeMap::new();
+        for ((comm, path), w) in &self.folded {
+            let mut line = String::new();
+            if !comm.is_empty() {
+                push_frame(&mut line, comm);
+                line.push(';');
+            }
+            for (i, f) in path.iter().enumerate() {
+                if i > 0 {
+                    line.push(';');
+                }
+                let mut name = String::new();
+                let _ = write_name(&mut name, syms, *f);
+                push_frame(&mut line, &name);
+            }
+            *out.entry(line).or_insert(0) += *w;
+        }
+        out.into_iter().collect()
+    }
+
+    /// Write the folded lines (`a;b;c WEIGHT\n`), zero weights left out.
+    pub fn write_folded<W: Write + ?Sized>(&self, w: &mut W, syms: Option<&dyn SymbolLookup>) -> fmt::Result {
+        for (line, weight) in self.folded(syms) {
+            if weight > 0 {
+                writeln!(w, "{line} {weight}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Per-function totals by resolved name, all of them, sorted by `by`
+    /// (descending; ties by name).
+    pub fn functions(&self, syms: Option<&dyn SymbolLookup>, by: TopBy) -> Vec<TopRow> {
+        let mut m: BTreeMap<String, FuncStat> = BTreeMap::new();
+        for (f, s) in &self.funcs {
+            let mut name = String::new();
+            let _ = write_name(&mut name, syms, *f);
+            m.entry(name).or_default().add(s);
+        }
+        let mut v: Vec<TopRow> = m.into_iter().map(|(name, stat)| TopRow { name, stat }).collect();
+        let key = |r: &TopRow| match by {
+            TopBy::Total => r.stat.total,
+            TopBy::Self_ => r.stat.self_,
+            TopBy::Count => r.stat.count,
+            TopBy::Max => r.stat.max,
+        };
+        v.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
+        v
+    }
+
+    /// The top `n` functions by `by`.
+    pub fn top(&self, syms: Option<&dyn SymbolLookup>, n: usize, by: TopBy) -> Vec<TopRow> {
+        let mut v = self.functions(syms, by);
+        v.truncate(n);
+        v
+    }
+
+    /// The top table, 80 columns: calls, total, self, max (µs), function.
+    pub fn write_top<W: Write + ?Sized>(&self, w: &mut W, syms: Option<&dyn SymbolLookup>, n: usize, by: TopBy) -> fmt::Result {
+        writeln!(w, "{:>9} {:>13} {:>13} {:>12}  FUNCTION", "CALLS", "TOTAL(us)", "SELF(us)", "MAX(us)")?;
+        for r in self.top(syms, n, by) {
+            write!(w, "{:>9} ", r.stat.count)?;
+            write_us(w, r.stat.total, 13)?;
+            w.write_char(' ')?;
+            write_us(w, r.stat.self_, 13)?;
+            w.write_char(' ')?;
+            write_us(w, r.stat.max, 12)?;
+            writeln!(w, "  {}", r.name)?;
+        }
+        Ok(())
+    }
+}
+
+/// ns as µs with 3 decimals, right-aligned in `width`.
+fn write_us<W: Write + ?Sized>(w: &mut W, ns: u64, width: usize) -> fmt::Result {
+    let mut s = heapless::String::<32>::new();
+    let _ = write!(s, "{}.{:03}", ns / 1000, ns % 1000);
+    write!(w, "{s:>width$}")
+}
+
+fn write_name<W: Write + ?Sized>(w: &mut W, syms: Option<&dyn SymbolLookup>, addr: u64) -> fmt::Result {
+    match syms.and_then(|s| s.lookup(addr)) {
+        Some(s) => {
+            w.write_str(s.name)?;
+            if let Some(m) = s.module {
+                write!(w, " [{m}]")?;
+            }
+            Ok(())
+        }
+        None => write!(w, "0x{addr:x}"),
+    }
+}
+
+/// Pop the frames on top of `st` that match `over` (their exits were lost);
+/// returns the inclusive time of the calls completed under them, which then
+/// have no completed caller.
+fn abandon(st: &mut Vec<Frame>, over: impl Fn(&Frame) -> bool) -> u64 {
+    let mut lost = 0u64;
+    while st.last().is_some_and(&over) {
+        if let Some(f) = st.pop() {
+            lost = lost.saturating_add(f.children);
+        }
+    }
+    lost
+}
+
+/// A frame name in a folded line: `;` separates frames and the last space
+/// separates the weight, so both are replaced.
+fn push_frame(line: &mut String, name: &str) {
+    for c in name.chars() {
+        line.push(match c {
+            ';' => ':',
+            ' ' | '\n' | '\t' => '_',
+            c => c,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{ent, ret, table};
+    use super::*;
+
+    struct Syms;
+    impl SymbolLookup for Syms {
+        fn lookup(&self, addr: u64) -> Option<crate::printfmt::Sym<'_>> {
+            let name = match addr {
+                0x100 => "a",
+                0x200 => "b",
+                0x300 => "c",
+                _ => return None,
+            };
+            Some(crate::printfmt::Sym { name, offset: 0, size: 0x100, module: None })
+        }
+    }
+
+    #[test]
+    fn folded_and_top() {
+        let t = table();
+        let c = Cmdlines::parse("7 sh\n");
+        let mut s = Stats::new(&t, Endian::Little, 8, false);
+        for r in [
+            ent(7, 0x100, 0),
+            ent(7, 0x200, 1),
+            ent(7, 0x300, 2),
+            ret(7, 0x300, 2, 10, 40),
+            ret(7, 0x200, 1, 5, 100),
+            ent(7, 0x300, 1),
+            ret(7, 0x300, 1, 100, 120),
+            ret(7, 0x100, 0, 0, 200),
+            // An exit whose entry was lost, then one at the root.
+            ret(8, 0x200, 3, 0, 50),
+        ] {
+            s.record(&r, &c);
+        }
+        let f = s.folded(Some(&Syms));
+        assert_eq!(
+            f,
+            [
+                ("a".into(), 200 - 95 - 20),
+                ("a;b".into(), 95 - 30),
+                ("a;b;c".into(), 30),
+                ("a;c".into(), 20),
+                ("b".into(), 50)
+            ]
+        );
+        assert_eq!(f.iter().map(|x| x.1).sum::<u64>(), s.roots_total());
+        assert_eq!(s.roots_total(), 250);
+        let top = s.top(Some(&Syms), 2, TopBy::Total);
+        assert_eq!(top[0].name, "a");
+        assert_eq!(top[0].stat, FuncStat { count: 1, total: 200, self_: 85, max: 200 });
+        assert_eq!(top[1].name, "b");
+        assert_eq!(top[1].stat, FuncStat { count: 2, total: 145, self_: 115, max: 95 });
+        let mut out = String::new();
+        s.write_top(&mut out, Some(&Syms), 3, TopBy::Self_).unwrap();
+        assert!(out.lines().all(|l| l.len() <= 80), "{out}");
+        let mut pc = Stats::new(&t, Endian::Little, 8, true);
+        pc.record(&ent(7, 0x100, 0), &c);
+        pc.record(&ret(7, 0x100, 0, 0, 9), &c);
+        let mut out = String::new();
+        pc.write_folded(&mut out, None).unwrap();
+        assert_eq!(out, "sh;0x100 9\n");
+    }
+
+    /// Regression (fuzz): huge durations and deep nesting neither overflow
+    /// nor break the folded-sum invariant.
+    #[test]
+    fn huge_durations() {
+        let t = table();
+        let c = Cmdlines::default();
+        let mut s = Stats::new(&t, Endian::Little, 8, false);
+        for i in 0..200 {
+            s.record(&ent(1, 0x100 + i, i as i32), &c);
+        }
+        for i in (0..200).rev() {
+            s.record(&ret(1, 0x100 + i, i as i32, 0, u64::MAX - i), &c);
+        }
+        for _ in 0..100 {
+            s.record(&ret(2, 0x100, 0, 0, u64::MAX), &c);
+        }
+        let sum = s.folded(None).iter().fold(0u64, |a, x| a.saturating_add(x.1));
+        assert_eq!(sum, s.roots_total());
+        assert!(s.top(None, 1, TopBy::Total)[0].stat.total <= 101 * MAX_CALL_NS);
+    }
+}
