@@ -31,6 +31,8 @@
 #                   instruction (aarch64: about a third smaller). Off by default:
 #                   a panic message with file:line is worth its bytes on a board.
 #   RUSTFLAGS       appended to the flags above
+#   CROSS_CARGO_ARGS  extra cargo build arguments, e.g. "--no-default-features
+#                   --features std" to see what optional features cost
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -104,6 +106,6 @@ for t in $TARGETS; do
     # RUSTFLAGS with --target applies to the target only, not to build scripts.
     RUSTFLAGS="$flags $USER_RUSTFLAGS" CARGO_TARGET_DIR="$TARGET_DIR" \
         cargo "+$NIGHTLY" build --release --target "$t" \
-        -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size
+        -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size ${CROSS_CARGO_ARGS:-}
     file "$TARGET_DIR/$t/release/trbox"
 done
