@@ -26,8 +26,15 @@ if [ -z "$pkg" ]; then
 fi
 
 say "downloading $pkg:$DEB_ARCH and busybox-static:$DEB_ARCH (about 60 MB, once)"
-(cd "$dl" && apt-get download -q "$pkg:$DEB_ARCH" "busybox-static:$DEB_ARCH" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) ||
-	die "apt-get download failed"
+for try in 1 2 3; do
+	if (cd "$dl" && apt-get download -q -o Acquire::Retries=3 "$pkg:$DEB_ARCH" "busybox-static:$DEB_ARCH" 2>&1 |
+		grep -v '^W: Download is performed unsandboxed' >&2; exit "${PIPESTATUS[0]}"); then
+		break
+	fi
+	[ "$try" = 3 ] && die "apt-get download $pkg:$DEB_ARCH busybox-static:$DEB_ARCH failed 3 times"
+	say "apt-get download failed (try $try of 3); again in 5 s"
+	sleep 5
+done
 
 say "unpacking"
 mkdir -p "$dl/x"
