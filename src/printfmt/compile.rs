@@ -129,7 +129,8 @@ pub(crate) enum Node {
     Binary(BOp, Id, Id, Ty),
     /// `&&` (true) / `||` (false).
     Logic(bool, Id, Id),
-    Cond(Id, Id, Id),
+    /// `c ? a : b`; the type both integer branches convert to.
+    Cond(Id, Id, Id, Option<Ty>),
     Cast(Ty, Id),
     Local(u8),
     /// A GNU statement expression: locals in `decls[first..first+n]`.
@@ -173,7 +174,8 @@ pub(crate) enum Item {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Prog {
     pub items: Vec<Item>,
-    pub pool: Vec<u8>,
+    /// Literal text (format pieces, strings, table names), UTF-8.
+    pub pool: String,
     pub nodes: Vec<Node>,
     pub decls: Vec<(u8, Ty, Id)>,
     pub table: Vec<(u64, u32, u32)>,
@@ -332,6 +334,27 @@ impl<'t, 'e> P<'t, 'e> {
         if self.prog.nodes.len() >= 1 << 16 {
             return err("too large");
         }
+        // Fold operations on constants (kernel masks are long constant
+        // expressions) so records do not re-evaluate them.
+        let is_const = |id: Id| matches!(self.prog.nodes.get(id as usize), Some(Node::Const(..)));
+        let foldable = match n {
+            Node::Unary(_, a, _) | Node::Cast(_, a) => is_const(a),
+            Node::Binary(_, a, b, _) | Node::Logic(_, a, b) => is_const(a) && is_const(b),
+            Node::Cond(c, a, b, Some(_)) => is_const(c) && is_const(a) && is_const(b),
+            _ => false,
+        };
+        let n = match (foldable, k) {
+            (true, Kind::Int(ty)) => {
+                self.prog.nodes.push(n);
+                let v = super::eval::Frame::constant(&self.prog).int((self.prog.nodes.len() - 1) as Id);
+                self.prog.nodes.pop();
+                match v {
+                    Some(v) => Node::Const(v, ty),
+                    None => n,
+                }
+            }
+            _ => n,
+        };
         self.prog.nodes.push(n);
         self.kinds.push(k);
         Ok((self.prog.nodes.len() - 1) as Id)
@@ -347,10 +370,12 @@ impl<'t, 'e> P<'t, 'e> {
         }
     }
 
-    /// Adjacent string literals, decoded, appended to the pool.
+    /// Adjacent string literals, decoded, appended to the pool (bytes that
+    /// are not UTF-8 become U+FFFD, as they would when written).
     fn strings(&mut self) -> R<(u32, u32)> {
         let start = self.prog.pool.len();
         let mut any = false;
+        let mut buf: Vec<u8> = Vec::new();
         while let Some(Tok::Str(s)) = self.peek() {
             self.pos += 1;
             any = true;
@@ -359,10 +384,10 @@ impl<'t, 'e> P<'t, 'e> {
             while i < b.len() {
                 if b[i] == b'\\' {
                     let (c, n) = escape(&b[i + 1..]);
-                    self.prog.pool.push(c);
+                    buf.push(c);
                     i += 1 + n;
                 } else {
-                    self.prog.pool.push(b[i]);
+                    buf.push(b[i]);
                     i += 1;
                 }
             }
@@ -370,6 +395,7 @@ impl<'t, 'e> P<'t, 'e> {
         if !any {
             return err("expected a string");
         }
+        self.prog.pool.push_str(&String::from_utf8_lossy(&buf));
         Ok((start as u32, (self.prog.pool.len() - start) as u32))
     }
 
@@ -456,7 +482,11 @@ impl<'t, 'e> P<'t, 'e> {
             (Kind::Str, Kind::Int(_)) | (Kind::Int(_), Kind::Str) => Kind::Str,
             (Kind::Bad, _) | (_, Kind::Bad) => return err("unknown"),
         };
-        self.push(Node::Cond(c, a, b), k)
+        let ty = match k {
+            Kind::Int(t) => Some(t),
+            _ => None,
+        };
+        self.push(Node::Cond(c, a, b, ty), k)
     }
 
     fn binary(&mut self, min_prec: u8) -> R<Id> {
@@ -923,7 +953,7 @@ fn compile_in(p: &mut P) -> R<()> {
     if p.pos != p.toks.len() {
         return err("trailing text");
     }
-    let fmt: Vec<u8> = p.prog.pool[fo as usize..(fo + fl) as usize].to_vec();
+    let fmt: Vec<u8> = p.prog.pool.as_bytes()[fo as usize..(fo + fl) as usize].to_vec();
     let mut next = args.iter().copied();
     let mut items = Vec::new();
     let mut f = &fmt[..];
@@ -982,5 +1012,5 @@ fn compile_in(p: &mut P) -> R<()> {
 /// Unused-field helper for callers that want to show the parsed text.
 #[allow(dead_code)]
 pub(crate) fn pool_str(prog: &Prog, o: u32, l: u32) -> String {
-    String::from_utf8_lossy(prog.pool.get(o as usize..(o + l) as usize).unwrap_or(&[])).into_owned()
+    String::from(prog.pool.get(o as usize..(o + l) as usize).unwrap_or(""))
 }

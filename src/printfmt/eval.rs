@@ -4,7 +4,7 @@ use core::cell::Cell;
 use core::fmt::{self, Write};
 
 use super::compile::{norm, BOp, Id, Item, Loc, Node, Prog, Ty, UOp};
-use super::vsprintf::{bitmap, emit, write_bytes, ArgVal, Conv, Ctx, Spec, LEFT};
+use super::vsprintf::{bitmap, emit, ArgVal, Conv, Ctx, Spec, LEFT};
 use crate::format::{Endian, FieldKind};
 
 /// A value during evaluation.
@@ -101,7 +101,7 @@ impl<'a, 'e> Frame<'a, 'e> {
             }
             Node::Bytes(loc) => loc_bytes(self.rec, &loc, e).map_or(V::Bad, V::B),
             Node::DynLen(loc) => int(e.u32(self.rec, loc.off as usize).map(|w| u64::from(w >> 16))),
-            Node::Lit(o, l) => self.prog.pool.get(o as usize..(o + l) as usize).map_or(V::Bad, V::B),
+            Node::Lit(o, l) => self.prog.pool.as_bytes().get(o as usize..(o + l) as usize).map_or(V::Bad, V::B),
             Node::ByteAt { base, idx, ty } => {
                 let (V::B(b), Some(i)) = (self.val(base), self.int(idx)) else { return V::Bad };
                 match usize::try_from(i).ok().and_then(|i| b.get(i).map(|&c| (i, c))) {
@@ -126,11 +126,17 @@ impl<'a, 'e> Frame<'a, 'e> {
                 }
                 self.truth(r).map_or(V::Bad, |b| V::I(u64::from(b)))
             }
-            Node::Cond(c, a, b) => match self.truth(c) {
-                Some(true) => self.val(a),
-                Some(false) => self.val(b),
-                None => V::Bad,
-            },
+            Node::Cond(c, a, b, ty) => {
+                let v = match self.truth(c) {
+                    Some(true) => self.val(a),
+                    Some(false) => self.val(b),
+                    None => V::Bad,
+                };
+                match (v, ty) {
+                    (V::I(x), Some(t)) => V::I(norm(x, t)),
+                    _ => v,
+                }
+            }
             Node::Cast(ty, x) => int(self.int(x).map(|v| norm(v, ty))),
             Node::Local(slot) => V::I(self.locals.get()[slot as usize & 15]),
             Node::Block { first, n, result } => {
@@ -147,8 +153,8 @@ impl<'a, 'e> Frame<'a, 'e> {
         }
     }
 
-    fn name(&self, o: u32, l: u32) -> &'a [u8] {
-        self.prog.pool.get(o as usize..(o + l) as usize).unwrap_or(&[])
+    fn name(&self, o: u32, l: u32) -> &'a str {
+        self.prog.pool.get(o as usize..(o + l) as usize).unwrap_or("")
     }
 
     /// Render a text-producing helper.
@@ -172,14 +178,14 @@ impl<'a, 'e> Frame<'a, 'e> {
                     }
                     flags &= !mask;
                     if !first {
-                        write_bytes(w, self.name(delim.0, delim.1))?;
+                        w.write_str(self.name(delim.0, delim.1))?;
                     }
                     first = false;
-                    write_bytes(w, self.name(o, l))?;
+                    w.write_str(self.name(o, l))?;
                 }
                 if flags != 0 {
                     if !first {
-                        write_bytes(w, self.name(delim.0, delim.1))?;
+                        w.write_str(self.name(delim.0, delim.1))?;
                     }
                     write!(w, "0x{flags:x}")?;
                 }
@@ -191,7 +197,7 @@ impl<'a, 'e> Frame<'a, 'e> {
                 let v = v & m;
                 let tab = self.prog.table.get(tab.0 as usize..(tab.0 + tab.1) as usize).unwrap_or(&[]);
                 match tab.iter().find(|t| t.0 & m == v) {
-                    Some(&(_, o, l)) if l > 0 => write_bytes(w, self.name(o, l)),
+                    Some(&(_, o, l)) if l > 0 => w.write_str(self.name(o, l)),
                     _ => write!(w, "0x{v:x}"),
                 }
             }
@@ -264,7 +270,7 @@ impl<'a, 'e> Frame<'a, 'e> {
         let mut w = super::vsprintf::Fwd(w);
         for item in &self.prog.items {
             match *item {
-                Item::Lit(o, l) => write_bytes(&mut w, self.name(o, l))?,
+                Item::Lit(o, l) => w.write_str(self.name(o, l))?,
                 Item::Conv(p) => {
                     let mut spec: Spec = p.spec;
                     if let Some(wi) = p.width {

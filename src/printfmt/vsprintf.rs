@@ -325,14 +325,32 @@ impl Ctx<'_> {
 
 /// Write `n` copies of `c`.
 pub(crate) fn pad<W: Write + ?Sized>(w: &mut W, c: char, n: i32) -> fmt::Result {
-    for _ in 0..n.clamp(0, WIDTH_MAX) {
-        w.write_char(c)?;
+    const SP: &str = "                                                                ";
+    const ZE: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+    let src = match c {
+        ' ' => SP,
+        '0' => ZE,
+        _ => {
+            for _ in 0..n.clamp(0, WIDTH_MAX) {
+                w.write_char(c)?;
+            }
+            return Ok(());
+        }
+    };
+    let mut n = n.clamp(0, WIDTH_MAX) as usize;
+    while n > 0 {
+        let k = n.min(src.len());
+        w.write_str(&src[..k])?;
+        n -= k;
     }
     Ok(())
 }
 
 /// Write raw bytes: valid UTF-8 as is, anything else as U+FFFD.
 pub(crate) fn write_bytes<W: Write + ?Sized>(w: &mut W, b: &[u8]) -> fmt::Result {
+    if let Ok(s) = core::str::from_utf8(b) {
+        return w.write_str(s);
+    }
     for chunk in b.utf8_chunks() {
         w.write_str(chunk.valid())?;
         if !chunk.invalid().is_empty() {
@@ -375,45 +393,92 @@ pub fn number<W: Write + ?Sized>(w: &mut W, mut num: u64, base: u8, flags: u8, w
             field_width -= 1;
         }
     }
+    // Digits, most significant last.
     let mut tmp = [0u8; 24];
     let mut i = 0usize;
-    loop {
-        let d = (num % base) as u8;
-        tmp[i] = if d < 10 { b'0' + d } else { (b'A' + d - 10) | locase };
-        i += 1;
-        num /= base;
-        if num == 0 {
-            break;
-        }
+    match base {
+        16 => loop {
+            let d = (num & 15) as u8;
+            tmp[i] = if d < 10 { b'0' + d } else { (b'A' + d - 10) | locase };
+            i += 1;
+            num >>= 4;
+            if num == 0 {
+                break;
+            }
+        },
+        8 => loop {
+            tmp[i] = b'0' + (num & 7) as u8;
+            i += 1;
+            num >>= 3;
+            if num == 0 {
+                break;
+            }
+        },
+        _ => loop {
+            tmp[i] = b'0' + (num % 10) as u8;
+            i += 1;
+            num /= 10;
+            if num == 0 {
+                break;
+            }
+        },
     }
     if i as i32 > precision {
         precision = i as i32;
     }
     field_width -= precision;
-    if flags & (ZEROPAD | LEFT) == 0 {
+    // Assemble in a small buffer; pad widths beyond it through pad().
+    let mut out = [0u8; 96];
+    let mut n = 0usize;
+    let put = |out: &mut [u8; 96], n: &mut usize, b: u8| {
+        out[*n] = b;
+        *n += 1;
+    };
+    if flags & (ZEROPAD | LEFT) == 0 && field_width > 0 {
         pad(w, ' ', field_width)?;
         field_width = 0;
     }
     if sign != 0 {
-        w.write_char(sign as char)?;
+        put(&mut out, &mut n, sign);
     }
     if need_pfx {
         if base == 16 || !is_zero {
-            w.write_char('0')?;
+            put(&mut out, &mut n, b'0');
         }
         if base == 16 {
-            w.write_char(if locase != 0 { 'x' } else { 'X' })?;
+            put(&mut out, &mut n, if locase != 0 { b'x' } else { b'X' });
         }
     }
-    if flags & LEFT == 0 {
-        pad(w, if flags & ZEROPAD != 0 { '0' } else { ' ' }, field_width)?;
+    if flags & LEFT == 0 && field_width > 0 {
+        let c = if flags & ZEROPAD != 0 { b'0' } else { b' ' };
+        if field_width as usize + n <= 40 {
+            for _ in 0..field_width {
+                put(&mut out, &mut n, c);
+            }
+        } else {
+            w.write_str(core::str::from_utf8(&out[..n]).unwrap_or(""))?;
+            n = 0;
+            pad(w, c as char, field_width)?;
+        }
         field_width = 0;
     }
-    pad(w, '0', precision - i as i32)?;
+    let zeros = precision - i as i32;
+    if zeros > 0 {
+        if zeros as usize + n <= 48 {
+            for _ in 0..zeros {
+                put(&mut out, &mut n, b'0');
+            }
+        } else {
+            w.write_str(core::str::from_utf8(&out[..n]).unwrap_or(""))?;
+            n = 0;
+            pad(w, '0', zeros)?;
+        }
+    }
     while i > 0 {
         i -= 1;
-        w.write_char(tmp[i] as char)?;
+        put(&mut out, &mut n, tmp[i]);
     }
+    w.write_str(core::str::from_utf8(&out[..n]).unwrap_or(""))?;
     pad(w, ' ', field_width)
 }
 
