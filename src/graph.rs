@@ -986,6 +986,46 @@ impl<'a> GraphRenderer<'a> {
     }
 }
 
+/// Render whole per-CPU streams of `(timestamp, payload)` records (index =
+/// CPU number) in the kernel's order: smallest timestamp first, the lowest
+/// CPU on ties, each record with its CPU's next one as the peek. Records the
+/// graph does not take ([`Outcome::NotGraph`]) go to `normal`. For in-memory
+/// data (tests, trace.dat); the live path drives [`GraphRenderer::record`]
+/// from its own merge.
+pub fn render_streams<'p, W, I, F>(
+    g: &mut GraphRenderer<'_>,
+    w: &mut W,
+    streams: &mut [core::iter::Peekable<I>],
+    mut normal: F,
+) -> fmt::Result
+where
+    W: Write + ?Sized,
+    I: Iterator<Item = (u64, &'p [u8])>,
+    F: FnMut(&mut W, u32, u64, &'p [u8]) -> fmt::Result,
+{
+    loop {
+        let mut best: Option<(u64, usize)> = None;
+        for (c, s) in streams.iter_mut().enumerate() {
+            if let Some(&(ts, _)) = s.peek() {
+                if best.map_or(true, |(b, _)| ts < b) {
+                    best = Some((ts, c));
+                }
+            }
+        }
+        let Some((_, c)) = best else { return Ok(()) };
+        let Some(s) = streams.get_mut(c) else { return Ok(()) };
+        let Some((ts, p)) = s.next() else { return Ok(()) };
+        let next = s.peek().copied();
+        match g.record(w, c as u32, ts, p, next)? {
+            Outcome::Done => {}
+            Outcome::SkipNext => {
+                s.next();
+            }
+            Outcome::NotGraph => normal(w, c as u32, ts, p)?,
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
@@ -1259,5 +1299,53 @@ mod tests {
         }
         // Hostile depths are capped.
         assert!(out.lines().all(|l| l.len() < 4096));
+    }
+
+    /// A newer layout (fields in another order, `retval`, unsigned depth)
+    /// on a big-endian 32-bit kernel, with funcgraph-retval.
+    #[test]
+    fn newer_layout_retval_big_endian_32() {
+        let c = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+        let ent = alloc::format!("name: funcgraph_entry\nID: 11\nformat:\n{c}\tfield:unsigned long func;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:unsigned int depth;\toffset:12;\tsize:4;\tsigned:0;\n\nprint fmt: \"x\"\n");
+        let ret = alloc::format!("name: funcgraph_exit\nID: 10\nformat:\n{c}\tfield:unsigned long func;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:unsigned long retval;\toffset:12;\tsize:4;\tsigned:0;\n\tfield:unsigned int depth;\toffset:16;\tsize:4;\tsigned:0;\n\tfield:unsigned int overrun;\toffset:20;\tsize:4;\tsigned:0;\n\tfield:unsigned long long calltime;\toffset:24;\tsize:8;\tsigned:0;\n\tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n\nprint fmt: \"y\"\n");
+        let mut t = EventTable::new();
+        t.insert(EventFormat::parse(&ent, "ftrace", 4).unwrap());
+        t.insert(EventFormat::parse(&ret, "ftrace", 4).unwrap());
+        let e = |pid: i32, func: u32, depth: u32| {
+            let mut v = alloc::vec![0, 11, 0, 0];
+            v.extend_from_slice(&pid.to_be_bytes());
+            v.extend_from_slice(&func.to_be_bytes());
+            v.extend_from_slice(&depth.to_be_bytes());
+            v
+        };
+        let r = |pid: i32, func: u32, rv: u32, depth: u32, a: u64, b: u64| {
+            let mut v = alloc::vec![0, 10, 0, 0];
+            v.extend_from_slice(&pid.to_be_bytes());
+            v.extend_from_slice(&func.to_be_bytes());
+            v.extend_from_slice(&rv.to_be_bytes());
+            v.extend_from_slice(&depth.to_be_bytes());
+            v.extend_from_slice(&0u32.to_be_bytes());
+            v.extend_from_slice(&a.to_be_bytes());
+            v.extend_from_slice(&b.to_be_bytes());
+            v
+        };
+        let cl = Cmdlines::default();
+        let syms = Syms;
+        let opts = GraphOpts { retval: true, ..GraphOpts::default() };
+        let mut g = GraphRenderer::new(&t, &cl, Endian::Big, 4, Some(&syms)).with_opts(opts).with_cpu_count(12);
+        let recs = [e(1, 0x100, 0), e(1, 0x300, 1), r(1, 0x300, 1, 0, 0, 1500), r(1, 0x100, (-22i32) as u32, 0, 0, 4000)];
+        let mut out = String::new();
+        assert_eq!(g.record(&mut out, 3, 0, &recs[0], Some((0, &recs[1]))).unwrap(), Outcome::Done);
+        assert_eq!(g.record(&mut out, 3, 0, &recs[1], Some((0, &recs[2]))).unwrap(), Outcome::SkipNext);
+        assert_eq!(g.record(&mut out, 3, 0, &recs[3], None).unwrap(), Outcome::Done);
+        assert_eq!(
+            out,
+            "  3)               |  outer() {\n  3)   1.500 us    |    leaf(); /* ret=0x1 */\n  3)   4.000 us    |  } /* outer ret=-22 */\n"
+        );
+        let mut h = GraphRenderer::new(&t, &cl, Endian::Big, 4, Some(&syms))
+            .with_opts(GraphOpts { retval: true, retval_hex: true, tail: true, ..GraphOpts::default() });
+        let mut out = String::new();
+        h.record(&mut out, 0, 0, &recs[3], None).unwrap();
+        assert_eq!(out, " 0)   4.000 us    |  } /* outer ret=0xffffffea */\n");
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use trbox::format::{Endian, EventFormat, EventTable, HeaderPage};
 use trbox::graph::stats::{Stats, TopBy};
-use trbox::graph::{GraphEvents, GraphOpts, GraphRec, GraphRenderer, IrqText, Outcome};
+use trbox::graph::{render_streams, GraphEvents, GraphOpts, GraphRec, GraphRenderer, IrqText};
 use trbox::kallsyms::Kallsyms;
 use trbox::page::{Item, Page, PageLayout};
 use trbox::printk::PrintkFormats;
@@ -78,37 +78,23 @@ fn load(dir: &Path) -> Tree {
     }
 }
 
-/// Records in the kernel's order: smallest timestamp first, lowest CPU on
-/// ties; each with the index of its CPU's next record.
+/// Records in the kernel's order (graph::render_streams: smallest
+/// timestamp first, lowest CPU on ties, next record of the same CPU peeked).
 fn render(t: &Tree) -> String {
     let mut g = GraphRenderer::new(&t.table, &t.cmdlines, Endian::Little, t.long, Some(&t.syms))
         .with_strings(&t.printk)
         .with_opts(t.opts)
         .with_cpu_count(t.cpus.len() as u32)
         .with_irq_text(IrqText::from_kallsyms(&t.syms));
-    let mut pos = vec![0usize; t.cpus.len()];
+    let mut streams: Vec<_> = t.cpus.iter().map(|c| c.iter().map(|(ts, p)| (*ts, p.as_slice())).peekable()).collect();
     let mut out = String::new();
-    loop {
-        let mut best: Option<(u64, usize)> = None;
-        for (c, recs) in t.cpus.iter().enumerate() {
-            if let Some((ts, _)) = recs.get(pos[c]) {
-                if best.map_or(true, |(b, _)| *ts < b) {
-                    best = Some((*ts, c));
-                }
-            }
-        }
-        let Some((ts, c)) = best else { break };
-        let (_, p) = &t.cpus[c][pos[c]];
-        let next = t.cpus[c].get(pos[c] + 1).map(|(ts, p)| (*ts, p.as_slice()));
-        pos[c] += 1;
-        match g.record(&mut out, c as u32, ts, p, next).unwrap() {
-            Outcome::Done => {}
-            Outcome::SkipNext => pos[c] += 1,
-            // The fixtures hold no function/kernel_stack records; the applet
-            // renders these with render::Renderer.
-            Outcome::NotGraph => out.push_str("<not a graph record>\n"),
-        }
-    }
+    // The fixtures hold no function/kernel_stack records; the applet renders
+    // those with render::Renderer.
+    render_streams(&mut g, &mut out, &mut streams, |w, _, _, _| {
+        w.push_str("<not a graph record>\n");
+        Ok(())
+    })
+    .unwrap();
     out
 }
 
