@@ -379,3 +379,15 @@ fn vsprintf_semantics() {
     // Missing arguments print a marker and stop.
     assert_eq!(fmt("a=%d b=%d", &i(1)), "a=1 b=<?>");
 }
+
+#[test]
+fn hostile_nesting_does_not_overflow() {
+    let mut ev = load("irq_softirq_entry");
+    ev.print_fmt = format!("\"%d\", {}REC->vec{}", "(".repeat(100_000), ")".repeat(100_000));
+    let p = Program::compile(&ev, 8);
+    assert!(p.is_fallback());
+    ev.print_fmt = format!("\"%d\", {}REC->vec", "-".repeat(100_000));
+    assert!(Program::compile(&ev, 8).is_fallback());
+    ev.print_fmt = format!("\"%d\", ({}REC->vec{})", "(".repeat(50), ")".repeat(50));
+    assert!(!Program::compile(&ev, 8).is_fallback());
+}

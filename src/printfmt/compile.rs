@@ -194,6 +194,9 @@ struct P<'t, 'e> {
     kinds: Vec<Kind>,
     scopes: Vec<(&'t str, u8)>,
     next_slot: u8,
+    /// Current expression nesting, bounded so hostile input cannot
+    /// exhaust the stack.
+    depth: u32,
 }
 
 type R<T> = Result<T, Error>;
@@ -545,6 +548,16 @@ impl<'t, 'e> P<'t, 'e> {
     }
 
     fn unary(&mut self) -> R<Id> {
+        if self.depth >= 128 {
+            return err("nesting too deep");
+        }
+        self.depth += 1;
+        let r = self.unary_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn unary_inner(&mut self) -> R<Id> {
         if self.at_cast() {
             self.pos += 1;
             let ty = self.type_name()?;
@@ -909,7 +922,7 @@ impl<'t, 'e> P<'t, 'e> {
 pub(crate) fn compile(ev: &EventFormat, long_size: u8) -> Result<Prog, (Error, String)> {
     let src = ev.print_fmt.trim();
     let toks = lex(src).ok_or((Error::Unsupported("tokens"), String::new()))?;
-    let mut p = P { toks: &toks, pos: 0, ev, long_size, prog: Prog::default(), kinds: Vec::new(), scopes: Vec::new(), next_slot: 0 };
+    let mut p = P { toks: &toks, pos: 0, ev, long_size, prog: Prog::default(), kinds: Vec::new(), scopes: Vec::new(), next_slot: 0, depth: 0 };
     match compile_in(&mut p) {
         Ok(()) => Ok(p.prog),
         Err(e) => {
