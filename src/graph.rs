@@ -538,6 +538,9 @@ pub struct GraphRenderer<'a> {
     /// Compiled print fmts of comment events, by id.
     progs: Vec<Option<Program>>,
     scratch: String,
+    /// State slot of the current record (the CPU, or the caller's task
+    /// index with [`GraphRenderer::record_in`]).
+    slot: u32,
 }
 
 impl<'a> GraphRenderer<'a> {
@@ -564,6 +567,7 @@ impl<'a> GraphRenderer<'a> {
             spare: CpuState::default(),
             progs: Vec::new(),
             scratch: String::new(),
+            slot: 0,
         }
     }
 
@@ -612,8 +616,9 @@ impl<'a> GraphRenderer<'a> {
         self.spare = CpuState::default();
     }
 
-    fn state(&mut self, cpu: u32) -> &mut CpuState {
-        let i = cpu as usize;
+    /// The state slot of the record being rendered.
+    fn state(&mut self) -> &mut CpuState {
+        let i = self.slot as usize;
         if i >= MAX_CPUS {
             return &mut self.spare;
         }
@@ -716,7 +721,7 @@ impl<'a> GraphRenderer<'a> {
 
     /// `verif_pid`: the context-switch block when this CPU's pid changed.
     fn verif_pid<W: Write + ?Sized>(&mut self, w: &mut W, cpu: u32, pid: i32) -> fmt::Result {
-        let st = self.state(cpu);
+        let st = self.state();
         if st.last_pid == pid {
             return Ok(());
         }
@@ -783,6 +788,23 @@ impl<'a> GraphRenderer<'a> {
         payload: &[u8],
         next_same_cpu: Option<(u64, &[u8])>,
     ) -> Result<Outcome, fmt::Error> {
+        self.record_in(w, cpu, cpu, ts, payload, next_same_cpu)
+    }
+
+    /// Like [`record`](Self::record) with the graph state kept in `slot`
+    /// instead of per CPU: per-task grouping gives each task its own slot
+    /// (a small dense index) and peeks the next record *of that task*;
+    /// `cpu` is only printed.
+    pub fn record_in<W: Write + ?Sized>(
+        &mut self,
+        w: &mut W,
+        slot: u32,
+        cpu: u32,
+        ts: u64,
+        payload: &[u8],
+        next_same_cpu: Option<(u64, &[u8])>,
+    ) -> Result<Outcome, fmt::Error> {
+        self.slot = slot;
         let Some(id) = self.ev.record_id(payload) else { return Ok(Outcome::NotGraph) };
         match self.ev.decode(payload) {
             Some(GraphRec::Entry { pid, func, depth }) => self.entry(w, cpu, ts, payload, pid, func, depth, next_same_cpu),
@@ -814,12 +836,12 @@ impl<'a> GraphRenderer<'a> {
     ) -> Result<Outcome, fmt::Error> {
         // check_irq_entry (only with funcgraph-irqs off).
         if !self.opts.irqs {
-            let inside = self.state(cpu).depth_irq >= 0;
+            let inside = self.state().depth_irq >= 0;
             if inside {
                 return Ok(Outcome::Done);
             }
             if self.in_irq_text(func) {
-                self.state(cpu).depth_irq = depth;
+                self.state().depth_irq = depth;
                 return Ok(Outcome::Done);
             }
         }
@@ -840,7 +862,7 @@ impl<'a> GraphRenderer<'a> {
             }
         });
 
-        let st = self.state(cpu);
+        let st = self.state();
         if let Some((dur, retval, rfunc)) = leaf {
             st.depth = depth - 1;
             if let Some(slot) = usize::try_from(depth).ok().and_then(|d| st.enter_funcs.get_mut(d)) {
@@ -890,7 +912,7 @@ impl<'a> GraphRenderer<'a> {
     ) -> fmt::Result {
         // check_irq_return (only with funcgraph-irqs off).
         if !self.opts.irqs {
-            let st = self.state(cpu);
+            let st = self.state();
             if st.depth_irq != -1 {
                 if st.depth_irq >= depth {
                     st.depth_irq = -1;
@@ -898,7 +920,7 @@ impl<'a> GraphRenderer<'a> {
                 return Ok(());
             }
         }
-        let st = self.state(cpu);
+        let st = self.state();
         st.depth = depth - 1;
         let mut matched = true;
         if let Some(slot) = usize::try_from(depth).ok().and_then(|d| st.enter_funcs.get_mut(d)) {
@@ -940,7 +962,7 @@ impl<'a> GraphRenderer<'a> {
         if ftrace && matches!(ev.name.as_str(), "function" | "kernel_stack") {
             return Ok(Outcome::NotGraph);
         }
-        let depth = self.state(cpu).depth;
+        let depth = self.state().depth;
         self.prologue(w, cpu, ts, p, None)?;
         self.fill(w, "              |  ")?;
         if depth > 0 {
@@ -1347,5 +1369,27 @@ mod tests {
         let mut out = String::new();
         h.record(&mut out, 0, 0, &recs[3], None).unwrap();
         assert_eq!(out, " 0)   4.000 us    |  } /* outer ret=0xffffffea */\n");
+    }
+
+    /// Per-task slots: two tasks interleaved on one CPU keep their own
+    /// nesting and leaf detection, with no context-switch blocks.
+    #[test]
+    fn per_task_slots() {
+        let t = table();
+        let c = Cmdlines::parse("7 sh\n8 busybox\n");
+        let syms = Syms;
+        let mut g = GraphRenderer::new(&t, &c, Endian::Little, 8, Some(&syms));
+        let a = [ent(7, 0x100, 0), ent(7, 0x300, 1), ret(7, 0x300, 1, 0, 1000), ret(7, 0x100, 0, 0, 5000)];
+        let b = [ent(8, 0x200, 0), ret(8, 0x200, 0, 0, 2000)];
+        let mut out = String::new();
+        // Merged order on CPU 0: a0 b0 a1 a2 b1 a3; each task peeks its own next.
+        assert_eq!(g.record_in(&mut out, 0, 0, 0, &a[0], Some((0, &a[1]))).unwrap(), Outcome::Done);
+        assert_eq!(g.record_in(&mut out, 1, 0, 0, &b[0], Some((0, &b[1]))).unwrap(), Outcome::SkipNext);
+        assert_eq!(g.record_in(&mut out, 0, 0, 0, &a[1], Some((0, &a[2]))).unwrap(), Outcome::SkipNext);
+        assert_eq!(g.record_in(&mut out, 0, 0, 0, &a[3], None).unwrap(), Outcome::Done);
+        assert_eq!(
+            out,
+            " 0)               |  outer() {\n 0)   2.000 us    |  inner();\n 0)   1.000 us    |    leaf();\n 0)   5.000 us    |  }\n"
+        );
     }
 }

@@ -112,6 +112,30 @@ fuzz_target!(|data: &[u8]| {
         }
         assert!(out.len() < 1 << 24);
     }
+    // The same records per CPU through render_streams, and per task
+    // through record_in (slot = pid & 7, peeking that task's next record).
+    let mut g2 = GraphRenderer::new(&table, &cmd, e, long, Some(&syms)).with_opts(opts);
+    let mut streams: Vec<_> = (0..4u32)
+        .map(|c| recs.iter().enumerate().filter(move |r| r.1 .0 == c).map(|(i, r)| (i as u64, r.1)).peekable())
+        .collect();
+    let mut out2 = String::new();
+    let _ = trbox::graph::render_streams(&mut g2, &mut out2, &mut streams, |w: &mut String, _, _, _| {
+        w.push('\n');
+        Ok(())
+    });
+    let slot_of = |p: &[u8]| u32::from(p.get(4).copied().unwrap_or(0) & 7);
+    let mut g3 = GraphRenderer::new(&table, &cmd, e, long, Some(&syms)).with_opts(opts);
+    let mut done = vec![false; recs.len()];
+    for i in 0..recs.len() {
+        if done[i] {
+            continue;
+        }
+        let slot = slot_of(recs[i].1);
+        let nj = (i + 1..recs.len()).find(|&j| !done[j] && slot_of(recs[j].1) == slot);
+        if let Ok(Outcome::SkipNext) = g3.record_in(&mut out2, slot, recs[i].0, 0, recs[i].1, nj.map(|j| (0, recs[j].1))) {
+            done[nj.expect("SkipNext without a next record")] = true;
+        }
+    }
     let folded = stats.folded(Some(&syms));
     let sum = folded.iter().fold(0u64, |a, x| a.saturating_add(x.1));
     assert_eq!(sum, stats.roots_total());
