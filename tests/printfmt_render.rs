@@ -391,3 +391,29 @@ fn hostile_nesting_does_not_overflow() {
     ev.print_fmt = format!("\"%d\", ({}REC->vec{})", "(".repeat(50), ")".repeat(50));
     assert!(!Program::compile(&ev, 8).is_fallback());
 }
+
+/// With the kernel's vmemmap_base and sizeof(struct page) supplied, the
+/// page pointer of the kmem page events renders like the kernel's.
+#[test]
+fn kernel_info_resolves_vmemmap() {
+    struct Info;
+    impl trbox::printfmt::KernelInfo for Info {
+        fn constant(&self, name: &str) -> Option<u64> {
+            (name == "vmemmap_base").then_some(0xffffea0000000000)
+        }
+        fn struct_size(&self, name: &str) -> Option<u64> {
+            (name == "page").then_some(64)
+        }
+    }
+    let ev = load("kmem_mm_page_alloc");
+    let p = Program::compile_with(&ev, 8, &Info);
+    assert!(p.unknown_parts().is_empty(), "{:?}", p.unknown_parts());
+    let r = Rec::new(&ev).int("pfn", 0x296ce6).int("order", 0).int("migratetype", 1).int("gfp_flags", 0xcc0).b;
+    let mut s = String::new();
+    p.render(&mut s, &r, &Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None }).unwrap();
+    assert_eq!(s, "page=ffffea000a5b3980 pfn=0x296ce6 order=0 migratetype=1 gfp_flags=GFP_KERNEL");
+    let r = Rec::new(&ev).int("pfn", -1).b;
+    s.clear();
+    p.render(&mut s, &r, &Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None }).unwrap();
+    assert!(s.starts_with("page=0000000000000000 pfn=0x0 "), "{s}");
+}

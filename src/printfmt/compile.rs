@@ -197,6 +197,11 @@ struct P<'t, 'e> {
     /// Current expression nesting, bounded so hostile input cannot
     /// exhaust the stack.
     depth: u32,
+    info: &'e dyn super::KernelInfo,
+    /// Casts to `struct X *` with a known `sizeof(struct X)`: (node, size).
+    elem: Vec<(Id, u64)>,
+    /// Set by `type_name()` for such a struct pointer type.
+    last_struct_size: Option<u64>,
 }
 
 type R<T> = Result<T, Error>;
@@ -436,6 +441,7 @@ impl<'t, 'e> P<'t, 'e> {
 
     /// A type name in parentheses or after `sizeof(`: words and stars.
     fn type_name(&mut self) -> R<Ty> {
+        self.last_struct_size = None;
         let mut words: Vec<&str> = Vec::new();
         while let Some(Tok::Ident(w)) = self.peek() {
             words.push(w);
@@ -446,6 +452,11 @@ impl<'t, 'e> P<'t, 'e> {
             stars += 1;
             while let Some(Tok::Ident("const")) = self.peek() {
                 self.pos += 1;
+            }
+        }
+        if stars == 1 {
+            if let [.., "struct" | "union", name] = words.as_slice() {
+                self.last_struct_size = self.info.struct_size(name).filter(|&n| n > 0);
             }
         }
         match type_of(&words, stars, self.long_size) {
@@ -528,8 +539,18 @@ impl<'t, 'e> P<'t, 'e> {
                 }
                 Some(op) => {
                     let (a, b) = (self.int_ty(lhs)?, self.int_ty(rhs)?);
+                    let mut rhs = rhs;
                     if matches!(op, BOp::Add | BOp::Sub) && (a.ptr == 2 || b.ptr == 2) {
-                        return err("pointer arithmetic");
+                        // `(struct X *)p + n` with a known sizeof(struct X).
+                        let size = self.elem.iter().find(|e| e.0 == lhs).map(|e| e.1);
+                        match size {
+                            Some(n) if b.ptr == 0 => {
+                                let ty = Ty::int(self.long_size, false);
+                                let c = self.push(Node::Const(n, ty), Kind::Int(ty))?;
+                                rhs = self.push(Node::Binary(BOp::Mul, rhs, c, ty), Kind::Int(ty))?;
+                            }
+                            _ => return err("pointer arithmetic"),
+                        }
                     }
                     let ty = match op {
                         BOp::Shl | BOp::Shr => promote(a),
@@ -561,12 +582,19 @@ impl<'t, 'e> P<'t, 'e> {
         if self.at_cast() {
             self.pos += 1;
             let ty = self.type_name()?;
+            let elem = self.last_struct_size;
             self.expect(")")?;
             let e = self.unary()?;
             return match self.kind(e) {
                 Kind::Str if ty.ptr != 0 => Ok(e),
                 Kind::Str | Kind::Bad => err("cast of a pointer to an integer"),
-                Kind::Int(_) => self.push(Node::Cast(ty, e), Kind::Int(ty)),
+                Kind::Int(_) => {
+                    let id = self.push(Node::Cast(ty, e), Kind::Int(ty))?;
+                    if let Some(n) = elem {
+                        self.elem.push((id, n));
+                    }
+                    Ok(id)
+                }
             };
         }
         let Some(tok) = self.peek() else { return err("syntax") };
@@ -682,6 +710,10 @@ impl<'t, 'e> P<'t, 'e> {
                 if !self.is("(") {
                     if let Some(v) = known_constant(name) {
                         return self.push(Node::Const(v, Ty::INT), Kind::Int(Ty::INT));
+                    }
+                    if let Some(v) = self.info.constant(name) {
+                        let ty = Ty::int(self.long_size, false);
+                        return self.push(Node::Const(norm(v, ty), ty), Kind::Int(ty));
                     }
                 }
                 match name {
@@ -919,10 +951,10 @@ impl<'t, 'e> P<'t, 'e> {
 
 /// Compile `ev.print_fmt`; on failure also returns the index of the token
 /// where it stopped and a few tokens of context.
-pub(crate) fn compile(ev: &EventFormat, long_size: u8) -> Result<Prog, (Error, String)> {
+pub(crate) fn compile(ev: &EventFormat, long_size: u8, info: &dyn super::KernelInfo) -> Result<Prog, (Error, String)> {
     let src = ev.print_fmt.trim();
     let toks = lex(src).ok_or((Error::Unsupported("tokens"), String::new()))?;
-    let mut p = P { toks: &toks, pos: 0, ev, long_size, prog: Prog::default(), kinds: Vec::new(), scopes: Vec::new(), next_slot: 0, depth: 0 };
+    let mut p = P { toks: &toks, pos: 0, ev, long_size, prog: Prog::default(), kinds: Vec::new(), scopes: Vec::new(), next_slot: 0, depth: 0, info, elem: Vec::new(), last_struct_size: None };
     match compile_in(&mut p) {
         Ok(()) => Ok(p.prog),
         Err(e) => {

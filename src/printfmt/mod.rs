@@ -44,6 +44,24 @@ impl fmt::Display for Error {
     }
 }
 
+/// Facts about the traced kernel that format files do not carry, for the
+/// few print fmts that use them: values of kernel variables or of enum
+/// names left unexpanded (`vmemmap_base`, `I_DIRTY_SYNC`), and struct sizes
+/// for pointer arithmetic (`(struct page *)vmemmap_base + pfn`). Consulted
+/// only at compile time; every method may answer `None`.
+pub trait KernelInfo {
+    fn constant(&self, _name: &str) -> Option<u64> {
+        None
+    }
+    fn struct_size(&self, _name: &str) -> Option<u64> {
+        None
+    }
+}
+
+/// No extra knowledge.
+pub struct NoKernelInfo;
+impl KernelInfo for NoKernelInfo {}
+
 /// One field as the `name=value` fallback needs it.
 #[derive(Debug, Clone)]
 struct FieldInfo {
@@ -99,6 +117,12 @@ impl Program {
     /// bytes (4 or 8; byte order comes with each [`Ctx`] at render time).
     /// Never fails: see [`Program::fallback_reason`].
     pub fn compile(ev: &EventFormat, long_size: u8) -> Program {
+        Self::compile_with(ev, long_size, &NoKernelInfo)
+    }
+
+    /// [`compile`](Self::compile) with kernel facts for identifiers and
+    /// struct sizes the format file leaves symbolic.
+    pub fn compile_with(ev: &EventFormat, long_size: u8, info: &dyn KernelInfo) -> Program {
         let long_size = if long_size == 4 { 4 } else { 8 };
         let mut names = String::new();
         let mut fields = Vec::new();
@@ -114,7 +138,7 @@ impl Program {
             let hex = t.contains('*') || (t.contains("unsigned long") && !t.contains("long long")) || t == "long unsigned int";
             fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: Loc::of(f), elem_size, signed: f.signed, hex, text });
         }
-        let body = Self::special(ev, &mut names).unwrap_or_else(|| match compile::compile(ev, long_size) {
+        let body = Self::special(ev, &mut names).unwrap_or_else(|| match compile::compile(ev, long_size, info) {
             Ok(p) => Body::Prog(p),
             Err((e, at)) => Body::Fallback(e, at),
         });
