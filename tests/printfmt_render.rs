@@ -398,11 +398,14 @@ fn hostile_nesting_does_not_overflow() {
 fn kernel_info_resolves_vmemmap() {
     struct Info;
     impl trbox::printfmt::KernelInfo for Info {
-        fn constant(&self, name: &str) -> Option<u64> {
+        fn variable(&self, name: &str) -> Option<u64> {
             (name == "vmemmap_base").then_some(0xffffea0000000000)
         }
-        fn struct_size(&self, name: &str) -> Option<u64> {
+        fn sizeof_struct(&self, name: &str) -> Option<u32> {
             (name == "page").then_some(64)
+        }
+        fn enum_value(&self, name: &str) -> Option<i64> {
+            (name == "I_DIRTY_SYNC").then_some(16)
         }
     }
     let ev = load("kmem_mm_page_alloc");
@@ -412,6 +415,11 @@ fn kernel_info_resolves_vmemmap() {
     let mut s = String::new();
     p.render(&mut s, &r, &Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None }).unwrap();
     assert_eq!(s, "page=ffffea000a5b3980 pfn=0x296ce6 order=0 migratetype=1 gfp_flags=GFP_KERNEL");
+    let wb = load("writeback_writeback_dirty_inode_start");
+    let p2 = Program::compile_with(&wb, 8, &Info);
+    let mut t = String::new();
+    p2.render(&mut t, &Rec::new(&wb).int("state", 16).int("flags", 0x30).b, &Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None }).unwrap();
+    assert!(t.ends_with("state=I_DIRTY_SYNC flags=I_DIRTY_SYNC|0x20"), "{t}");
     let r = Rec::new(&ev).int("pfn", -1).b;
     s.clear();
     p.render(&mut s, &r, &Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None }).unwrap();

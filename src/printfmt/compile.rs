@@ -456,10 +456,17 @@ impl<'t, 'e> P<'t, 'e> {
         }
         if stars == 1 {
             if let [.., "struct" | "union", name] = words.as_slice() {
-                self.last_struct_size = self.info.struct_size(name).filter(|&n| n > 0);
+                self.last_struct_size = self.info.sizeof_struct(name).filter(|&n| n > 0).map(u64::from);
             }
         }
-        match type_of(&words, stars, self.long_size) {
+        let from_info = || match words.iter().copied().filter(|w| !matches!(*w, "const" | "volatile")).collect::<Vec<_>>().as_slice() {
+            [w] if stars == 0 => match self.info.typedef(w) {
+                Some((size @ (1 | 2 | 4 | 8), signed)) => Some(Ty::int(size as u8, signed)),
+                _ => None,
+            },
+            _ => None,
+        };
+        match type_of(&words, stars, self.long_size).or_else(from_info) {
             Some(t) => Ok(t),
             None if words.first().is_some_and(|w| matches!(*w, "struct" | "union")) => err("struct type"),
             None => err("unknown type"),
@@ -472,7 +479,7 @@ impl<'t, 'e> P<'t, 'e> {
             return false;
         }
         match self.peek_at(1) {
-            Some(Tok::Ident(w)) => is_type_word(w) && !self.scopes.iter().any(|(n, _)| *n == w),
+            Some(Tok::Ident(w)) => (is_type_word(w) || self.info.typedef(w).is_some()) && !self.scopes.iter().any(|(n, _)| *n == w),
             _ => false,
         }
     }
@@ -711,7 +718,10 @@ impl<'t, 'e> P<'t, 'e> {
                     if let Some(v) = known_constant(name) {
                         return self.push(Node::Const(v, Ty::INT), Kind::Int(Ty::INT));
                     }
-                    if let Some(v) = self.info.constant(name) {
+                    if let Some(v) = self.info.enum_value(name) {
+                        return self.push(Node::Const(norm(v as u64, Ty::INT), Ty::INT), Kind::Int(Ty::INT));
+                    }
+                    if let Some(v) = self.info.variable(name) {
                         let ty = Ty::int(self.long_size, false);
                         return self.push(Node::Const(norm(v, ty), ty), Kind::Int(ty));
                     }

@@ -45,15 +45,27 @@ impl fmt::Display for Error {
 }
 
 /// Facts about the traced kernel that format files do not carry, for the
-/// few print fmts that use them: values of kernel variables or of enum
-/// names left unexpanded (`vmemmap_base`, `I_DIRTY_SYNC`), and struct sizes
-/// for pointer arithmetic (`(struct page *)vmemmap_base + pfn`). Consulted
-/// only at compile time; every method may answer `None`.
+/// few print fmts that use them: enum names left unexpanded
+/// (`I_DIRTY_SYNC`), values of kernel variables (`vmemmap_base`), struct
+/// sizes for pointer arithmetic (`(struct page *)vmemmap_base + pfn`) and
+/// typedef names in casts. Consulted only at compile time; every method may
+/// answer `None` (the method names follow `btf::KernelConsts`).
 pub trait KernelInfo {
-    fn constant(&self, _name: &str) -> Option<u64> {
+    /// Value of an enumerator.
+    fn enum_value(&self, _name: &str) -> Option<i64> {
         None
     }
-    fn struct_size(&self, _name: &str) -> Option<u64> {
+    /// Current value of a kernel variable (`sizeof(long)` wide).
+    fn variable(&self, _name: &str) -> Option<u64> {
+        None
+    }
+    /// `sizeof(struct NAME)`.
+    fn sizeof_struct(&self, _name: &str) -> Option<u32> {
+        None
+    }
+    /// A typedef used in a cast: (size in bytes, signed), for integer and
+    /// pointer typedefs only.
+    fn typedef(&self, _name: &str) -> Option<(u32, bool)> {
         None
     }
 }
