@@ -12,10 +12,13 @@
 
 extern crate alloc;
 
+pub mod btf;
 pub mod ctl;
 pub mod format;
 pub mod graph;
 pub mod kallsyms;
+#[cfg(feature = "std")]
+pub mod kvars;
 pub mod mountinfo;
 pub mod merge;
 pub mod page;
