@@ -267,9 +267,16 @@ impl<'a, 'e> Frame<'a, 'e> {
 
     /// Run the whole program.
     pub fn run<W: Write + ?Sized>(&self, w: &mut W) -> fmt::Result {
+        self.run_from(w, 0, 0)
+    }
+
+    /// Run from item `first`, skipping `skip` bytes of it if it is a
+    /// literal.
+    pub fn run_from<W: Write + ?Sized>(&self, w: &mut W, first: usize, skip: u32) -> fmt::Result {
         let mut w = super::vsprintf::Fwd(w);
-        for item in &self.prog.items {
+        for (k, item) in self.prog.items.iter().enumerate().skip(first) {
             match *item {
+                Item::Lit(o, l) if k == first && skip <= l => w.write_str(self.name(o + skip, l - skip))?,
                 Item::Lit(o, l) => w.write_str(self.name(o, l))?,
                 Item::Conv(p) => {
                     let mut spec: Spec = p.spec;

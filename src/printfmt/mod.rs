@@ -68,6 +68,12 @@ pub trait KernelInfo {
     fn typedef(&self, _name: &str) -> Option<(u32, bool)> {
         None
     }
+    /// The traced kernel's (major, minor) version, for output that changed
+    /// between versions without a trace in the format files (the syscall
+    /// tracer's argument layout). `None`: assume a current kernel.
+    fn kernel_version(&self) -> Option<(u32, u32)> {
+        None
+    }
 }
 
 /// No extra knowledge.
@@ -97,8 +103,13 @@ enum Body {
     Print { ip: Loc, buf: u32 },
     /// `syscalls/sys_enter_*`: printed by the syscall tracer itself as
     /// `sys_NAME(arg: VALUE, …)` (the print fmt is not used); VALUE is `%lu`
-    /// below 10, else `0x%lx` (the 6.17+ layout).
-    SysEnter { name: (u32, u32), args: Vec<((u32, u32), Loc)> },
+    /// below 10, else `0x%lx` (6.17+), or `%lx` on older kernels.
+    SysEnter { name: (u32, u32), args: Vec<((u32, u32), Loc)>, small_decimal: bool },
+    /// A kprobe (`ip` set) or kretprobe (`func`, `ret`) event: the kernel
+    /// prints `(sym+off/size)` / `(ret_sym+off/size <- func_sym)` itself,
+    /// then the arguments as the print fmt says from item `first` on (a
+    /// literal starting with `)`, whose first byte is skipped).
+    Probe { prog: Prog, ip: Option<Loc>, func: Option<Loc>, ret: Option<Loc>, first: usize },
     /// `syscalls/sys_exit_*`: `sys_NAME -> 0x%lx`.
     SysExit { name: (u32, u32), ret: Loc },
 }
@@ -150,14 +161,44 @@ impl Program {
             let hex = t.contains('*') || (t.contains("unsigned long") && !t.contains("long long")) || t == "long unsigned int";
             fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: Loc::of(f), elem_size, signed: f.signed, hex, text });
         }
-        let body = Self::special(ev, &mut names).unwrap_or_else(|| match compile::compile(ev, long_size, info) {
-            Ok(p) => Body::Prog(p),
+        // 6.17 changed `arg: %lx` to `arg: %lu` below 10, else `0x%lx`.
+        let new_syscalls = info.kernel_version().map_or(true, |v| v >= (6, 17));
+        let body = Self::special(ev, &mut names, new_syscalls).unwrap_or_else(|| match compile::compile(ev, long_size, info) {
+            Ok(p) => Self::probe(ev, p),
             Err((e, at)) => Body::Fallback(e, at),
         });
         Program { long_size, body, names, fields }
     }
 
-    fn special(ev: &EventFormat, names: &mut String) -> Option<Body> {
+    /// kprobe / kretprobe events: recognised by their leading fields and a
+    /// print fmt that starts with `(%lx)` / `(%lx <- %lx)`.
+    fn probe(ev: &EventFormat, p: Prog) -> Body {
+        let first = ev.fields.first().map(|f| f.name.as_str());
+        let (ip, func, ret, nconv) = match first {
+            Some("__probe_ip") => (scalar(find(ev, "__probe_ip")), None, None, 1),
+            Some("__probe_func") => (None, scalar(find(ev, "__probe_func")), scalar(find(ev, "__probe_ret_ip")), 2),
+            _ => return Body::Prog(p),
+        };
+        if ip.is_none() && (func.is_none() || ret.is_none()) {
+            return Body::Prog(p);
+        }
+        // Item layout: "(" conv [" <- " conv] ")…".
+        let is_lit = |k: usize, f: &dyn Fn(&str) -> bool| match p.items.get(k) {
+            Some(compile::Item::Lit(o, l)) => p.pool.get(*o as usize..(*o + *l) as usize).is_some_and(f),
+            _ => false,
+        };
+        let first = 2 * nconv;
+        let shape = is_lit(0, &|t| t == "(")
+            && matches!(p.items.get(1), Some(compile::Item::Conv(_)))
+            && (nconv == 1 || (is_lit(2, &|t| t == " <- ") && matches!(p.items.get(3), Some(compile::Item::Conv(_)))))
+            && is_lit(first, &|t| t.starts_with(')'));
+        if !shape {
+            return Body::Prog(p);
+        }
+        Body::Probe { prog: p, ip, func, ret, first }
+    }
+
+    fn special(ev: &EventFormat, names: &mut String, new_syscalls: bool) -> Option<Body> {
         if ev.system == "syscalls" {
             let mut name = |s: &str| {
                 let start = names.len() as u32;
@@ -167,7 +208,7 @@ impl Program {
             if let Some(sc) = ev.name.strip_prefix("sys_enter_") {
                 let n = name(&alloc::format!("sys_{sc}"));
                 let args = ev.fields.iter().filter(|f| f.name != "__syscall_nr").map(|f| (name(&f.name), Loc::of(f))).collect();
-                return Some(Body::SysEnter { name: n, args });
+                return Some(Body::SysEnter { name: n, args, small_decimal: new_syscalls });
             }
             if let Some(sc) = ev.name.strip_prefix("sys_exit_") {
                 let n = name(&alloc::format!("sys_{sc}"));
@@ -201,7 +242,7 @@ impl Program {
     /// names); empty when the rendering is complete.
     pub fn unknown_parts(&self) -> &[&'static str] {
         match &self.body {
-            Body::Prog(p) => &p.unknown,
+            Body::Prog(p) | Body::Probe { prog: p, .. } => &p.unknown,
             _ => &[],
         }
     }
@@ -229,6 +270,7 @@ impl Program {
     pub fn needs_symbols(&self) -> bool {
         match &self.body {
             Body::Prog(p) => p.needs_syms,
+            Body::Probe { .. } => true,
             Body::Fallback(..) | Body::SysEnter { .. } | Body::SysExit { .. } => false,
             _ => true,
         }
@@ -237,7 +279,7 @@ impl Program {
     /// Whether rendering may look up printk_formats.
     pub fn needs_strings(&self) -> bool {
         match &self.body {
-            Body::Prog(p) => p.needs_strings,
+            Body::Prog(p) | Body::Probe { prog: p, .. } => p.needs_strings,
             Body::Fallback(..) => false,
             Body::Print { .. } | Body::SysEnter { .. } | Body::SysExit { .. } => false,
             _ => true,
@@ -253,6 +295,20 @@ impl Program {
         let e = ctx.endian;
         match &self.body {
             Body::Prog(p) => eval::Frame::new(p, rec, ctx).run(w),
+            Body::Probe { prog, ip, func, ret, first } => {
+                let get = |l: &Loc| e.uint(rec, l.off as usize, l.size as usize);
+                w.write_char('(')?;
+                match (ip, func, ret) {
+                    (Some(ip), _, _) => ip_sym_at(w, get(ip), true, &ctx)?,
+                    (None, Some(f), Some(r)) => {
+                        ip_sym_at(w, get(r), true, &ctx)?;
+                        w.write_str(" <- ")?;
+                        ip_sym_at(w, get(f), false, &ctx)?;
+                    }
+                    _ => {}
+                }
+                eval::Frame::new(prog, rec, ctx).run_from(w, *first, 0)
+            }
             Body::Fallback(..) => self.render_fields(w, rec, e),
             Body::Bprint { ip, fmt, buf } => {
                 ip_sym(w, rec, ip, &ctx)?;
@@ -278,7 +334,7 @@ impl Program {
                 w.write_str(": ")?;
                 write_bytes(w, vsprintf::cstr(rec.get(*buf as usize..).unwrap_or(&[])))
             }
-            Body::SysEnter { name, args } => {
+            Body::SysEnter { name, args, small_decimal } => {
                 w.write_str(self.name(*name))?;
                 w.write_char('(')?;
                 for (i, (n, loc)) in args.iter().enumerate() {
@@ -286,9 +342,10 @@ impl Program {
                         w.write_str(", ")?;
                     }
                     w.write_str(self.name(*n))?;
-                    // 6.17+: small values in decimal (older kernels: always
-                    // hex, with or without 0x).
+                    // 6.17+: small values in decimal, others 0x-prefixed;
+                    // before: bare hex.
                     match e.uint(rec, loc.off as usize, loc.size as usize).map(|v| v & ctx.long_mask()) {
+                        Some(v) if !*small_decimal => write!(w, ": {v:x}")?,
                         Some(v) if v < 10 => write!(w, ": {v}")?,
                         Some(v) => write!(w, ": 0x{v:x}")?,
                         None => w.write_str(": <OVERFLOW>")?,
@@ -353,6 +410,29 @@ impl Program {
             }
         }
         Ok(())
+    }
+}
+
+/// `seq_print_ip_sym()`: `0` for a zero address, the symbol (with
+/// `+0x%lx/0x%lx [module]` when `offset`), `0x%08lx` when none matches.
+fn ip_sym_at<W: Write + ?Sized>(w: &mut W, v: Option<u64>, offset: bool, ctx: &Ctx) -> fmt::Result {
+    let Some(v) = v else { return w.write_str("<OVERFLOW>") };
+    let v = v & ctx.long_mask();
+    if v == 0 {
+        return w.write_char('0');
+    }
+    match ctx.syms.and_then(|s| s.lookup(v)) {
+        Some(s) if !s.name.is_empty() => {
+            w.write_str(s.name)?;
+            if offset {
+                write!(w, "+0x{:x}/0x{:x}", s.offset, s.size)?;
+                if let Some(m) = s.module {
+                    write!(w, " [{m}]")?;
+                }
+            }
+            Ok(())
+        }
+        _ => write!(w, "0x{v:08x}"),
     }
 }
 
