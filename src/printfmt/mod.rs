@@ -80,6 +80,33 @@ pub trait KernelInfo {
 pub struct NoKernelInfo;
 impl KernelInfo for NoKernelInfo {}
 
+/// [`KernelInfo`] from any [`crate::btf::KernelConsts`] (BTF, live kernel
+/// variables) plus the kernel version:
+/// `Program::compile_with(ev, long, &FromConsts { consts: &info, version })`.
+pub struct FromConsts<'a, T: crate::btf::KernelConsts + ?Sized> {
+    pub consts: &'a T,
+    pub version: Option<(u32, u32)>,
+}
+
+impl<T: crate::btf::KernelConsts + ?Sized> KernelInfo for FromConsts<'_, T> {
+    fn enum_value(&self, name: &str) -> Option<i64> {
+        self.consts.enum_value(name)
+    }
+    fn variable(&self, name: &str) -> Option<u64> {
+        self.consts.variable(name)
+    }
+    fn sizeof_struct(&self, name: &str) -> Option<u32> {
+        self.consts.sizeof_struct(name)
+    }
+    fn typedef(&self, name: &str) -> Option<(u32, bool)> {
+        let t = self.consts.typedef(name)?;
+        (!t.aggregate && !t.pointer).then_some((t.size, t.signed))
+    }
+    fn kernel_version(&self) -> Option<(u32, u32)> {
+        self.version
+    }
+}
+
 /// One field as the `name=value` fallback needs it.
 #[derive(Debug, Clone)]
 struct FieldInfo {
