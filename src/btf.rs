@@ -318,11 +318,11 @@ impl<'a> Strs<'a> {
 }
 
 /// The record offsets of every type, by id, across base and split.
-struct Ids<'a> {
-    blobs: [Option<(Blob<'a>, Vec<u32>)>; 2],
+struct Ids<'a, 'o> {
+    blobs: [Option<(Blob<'a>, &'o [u32])>; 2],
 }
 
-impl<'a> Ids<'a> {
+impl<'a> Ids<'a, '_> {
     fn rec(&self, id: u32) -> Option<(Rd<'a>, usize)> {
         for (b, offs) in self.blobs.iter().flatten() {
             if let Some(i) = id.checked_sub(b.first_id) {
@@ -397,44 +397,59 @@ impl Btf {
     /// `base_raw` (the vmlinux blob this `Btf` was parsed from). Names already
     /// known from earlier blobs keep their first answer.
     pub fn add_split(&mut self, base_raw: &[u8], split_raw: &[u8]) -> Result<(), BtfError> {
-        let (btypes, bstrs) = header(base_raw)?;
-        let (stypes, sstrs) = header(split_raw)?;
-        if btypes.be != stypes.be || (!self.tables.is_empty() && self.big_endian != btypes.be) {
-            return Err(BtfError::EndianMismatch);
-        }
-        let mut count = 0u32;
-        walk(btypes, |_| {
-            count = count.checked_add(1).ok_or(BtfError::TooLarge)?;
-            Ok(())
-        })?;
-        let first_id = count.checked_add(1).ok_or(BtfError::TooLarge)?;
-        let str_base = u32::try_from(bstrs.len()).map_err(|_| BtfError::TooLarge)?;
-        let base = Blob { types: btypes, strs: bstrs, first_id: 1, str_base: 0 };
-        let split = Blob { types: stypes, strs: sstrs, first_id, str_base };
-        if self.tables.is_empty() {
-            self.big_endian = btypes.be;
-        }
-        let table = self.index(Some(base), split, &|_| true)?;
-        self.tables.push(table);
-        Ok(())
+        self.add_splits(base_raw, &[split_raw]).pop().unwrap_or(Ok(()))
     }
 
-    /// Walk `own` (and `base` for id/name resolution) into a sorted table.
-    fn index(&mut self, base: Option<Blob<'_>>, own: Blob<'_>, keep: &dyn Fn(&str) -> bool) -> Result<Table, BtfError> {
-        let strs = Strs { base: base.map(|b| b.strs), own: own.strs, own_start: own.str_base };
-        let mut ids = Ids { blobs: [None, None] };
-        let mut long_size = self.long_size;
-        if let Some(b) = base {
-            let mut offs = Vec::new();
-            walk(b.types, |r| {
+    /// [`Btf::add_split`] for several modules, walking the base once. One
+    /// result per split blob; a bad base fails them all.
+    pub fn add_splits(&mut self, base_raw: &[u8], splits: &[&[u8]]) -> Vec<Result<(), BtfError>> {
+        let prep = (|| {
+            let (btypes, bstrs) = header(base_raw)?;
+            if !self.tables.is_empty() && self.big_endian != btypes.be {
+                return Err(BtfError::EndianMismatch);
+            }
+            let base_strs = Strs { base: None, own: bstrs, own_start: 0 };
+            let mut offs = Vec::with_capacity(btypes.b.len() / 40);
+            let mut long_size = self.long_size;
+            walk(btypes, |r| {
                 offs.push(u32::try_from(r.off).map_err(|_| BtfError::TooLarge)?);
-                if long_size.is_none() && r.kind == K_INT && matches!(Strs { base: None, own: b.strs, own_start: 0 }.get(r.name_off), Some(b"long int")) {
+                if long_size.is_none() && r.kind == K_INT && base_strs.get(r.name_off) == Some(b"long int") {
                     long_size = u8::try_from(r.size_or_type).ok();
                 }
                 Ok(())
             })?;
-            ids.blobs[0] = Some((b, offs));
+            let first_id = u32::try_from(offs.len()).ok().and_then(|n| n.checked_add(1)).ok_or(BtfError::TooLarge)?;
+            let str_base = u32::try_from(bstrs.len()).map_err(|_| BtfError::TooLarge)?;
+            Ok((Blob { types: btypes, strs: bstrs, first_id: 1, str_base: 0 }, offs, long_size, first_id, str_base))
+        })();
+        let (base, offs, long_size, first_id, str_base) = match prep {
+            Ok(p) => p,
+            Err(e) => return splits.iter().map(|_| Err(e)).collect(),
+        };
+        if self.tables.is_empty() {
+            self.big_endian = base.types.be;
         }
+        self.long_size = self.long_size.or(long_size);
+        splits
+            .iter()
+            .map(|raw| {
+                let (stypes, sstrs) = header(raw)?;
+                if stypes.be != base.types.be {
+                    return Err(BtfError::EndianMismatch);
+                }
+                let split = Blob { types: stypes, strs: sstrs, first_id, str_base };
+                let table = self.index(Some((base, &offs)), split, &|_| true)?;
+                self.tables.push(table);
+                Ok(())
+            })
+            .collect()
+    }
+
+    /// Walk `own` (with `base` and its record offsets for id/name
+    /// resolution) into a sorted table.
+    fn index(&mut self, base: Option<(Blob<'_>, &[u32])>, own: Blob<'_>, keep: &dyn Fn(&str) -> bool) -> Result<Table, BtfError> {
+        let strs = Strs { base: base.map(|b| b.0.strs), own: own.strs, own_start: own.str_base };
+        let mut long_size = self.long_size;
         let mut offs = Vec::with_capacity(own.types.b.len() / 40);
         let mut p = Pending { items: Vec::new(), typedefs: Vec::new() };
         let t = own.types;
@@ -476,7 +491,7 @@ impl Btf {
             }
             Ok(())
         })?;
-        ids.blobs[1] = Some((own, offs));
+        let ids = Ids { blobs: [base, Some((own, &offs))] };
         self.long_size = long_size;
         for &(name, ty) in &p.typedefs {
             if let Some(ti) = ids.resolve(ty, long_size) {
@@ -493,7 +508,6 @@ impl Btf {
                 p.items.push((Kind::Typedef, name, u64::from(ti.size), fl));
             }
         }
-        drop(ids);
         build_table(p.items, keep)
     }
 
@@ -1084,6 +1098,12 @@ mod tests {
             assert_eq!(btf.enum_value("I_NEW"), Some(1));
             assert_eq!(btf.typedef("mod_long_t").map(|t| (t.size, t.signed)), Some((8, true)));
             assert_eq!(btf.typedef("mod_enum_t").map(|t| (t.size, t.signed)), Some((4, false)));
+            // Several modules at once, one bad among them.
+            let mut b3 = Btf::parse(&base_raw).unwrap();
+            let r = b3.add_splits(&base_raw, &[&split_raw, &split_raw[..10], &split_raw]);
+            assert!(r[0].is_ok() && r[1].is_err() && r[2].is_ok());
+            assert_eq!(b3.enum_value("MOD_X"), Some(3));
+            assert_eq!(b3.add_splits(&base_raw[..30], &[&split_raw, &split_raw]), vec![Err(BtfError::BadHeader); 2]);
             // Mismatched byte order.
             let other = every_kind(!be).blob(0);
             assert_eq!(btf.add_split(&other, &split_raw).unwrap_err(), BtfError::EndianMismatch);

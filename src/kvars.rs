@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::btf::{Btf, KernelInfo, VarReader};
@@ -170,9 +170,10 @@ pub fn load_btf_dir(dir: &Path) -> Option<Btf> {
     };
     let mut mods: Vec<_> = std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n != "vmlinux")).collect()).unwrap_or_default();
     mods.sort();
-    for m in mods {
-        let Ok(raw) = std::fs::read(&m) else { continue };
-        if let Err(e) = btf.add_split(&base, &raw) {
+    let raws: Vec<(PathBuf, Vec<u8>)> = mods.into_iter().filter_map(|m| Some((std::fs::read(&m).ok()?, m))).map(|(r, m)| (m, r)).collect();
+    let slices: Vec<&[u8]> = raws.iter().map(|(_, r)| r.as_slice()).collect();
+    for ((m, _), r) in raws.iter().zip(btf.add_splits(&base, &slices)) {
+        if let Err(e) = r {
             log::debug!("{}: {e}", m.display());
         }
     }
