@@ -167,7 +167,7 @@ fn folded_and_top_agree_with_the_graph() {
         let folded = s.folded(Some(&t.syms));
         let sum: u64 = folded.iter().map(|x| x.1).sum();
         assert_eq!(sum, s.roots_total(), "{}", d.display());
-        assert!(s.calls() > 100);
+        assert!(s.calls() > 50, "{}: {} calls", d.display(), s.calls());
         let mut text = String::new();
         s.write_folded(&mut text, Some(&t.syms)).unwrap();
         let parsed: u64 = text.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
