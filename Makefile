@@ -30,5 +30,10 @@ include cross/qemu.mk
 # Order: fast host tests first, then the other architectures.
 test: test-host cross-test qemu-test
 
+# trbox against trace-cmd on the same data (benches/bench.rs).
+bench:
+	$(CARGO) build --release
+	$(CARGO) bench --bench bench
+
 clean:
 	$(CARGO) clean

@@ -152,15 +152,39 @@ pub fn wrap(text: &str, width: usize) -> String {
     out
 }
 
+/// A few lines instead of env_logger (which costs tens of KiB on a board):
+/// `LEVEL: message` on stderr; `-v` raises the level, `RUST_LOG` sets it
+/// (`debug`, or `trbox=debug`: the last level named wins).
+struct Logger;
+
+impl log::Log for Logger {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::max_level()
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            eprintln!("{}: {}", r.level(), r.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
 fn init_log(verbose: u8) {
-    let level = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let env = env_logger::Env::default().default_filter_or(level);
-    let _ = env_logger::Builder::from_env(env).format_timestamp(None).format_target(false).try_init();
+    let from_env = std::env::var("RUST_LOG").ok().and_then(|v| {
+        v.split(',').filter_map(|d| d.rsplit('=').next()?.trim().parse::<log::LevelFilter>().ok()).last()
+    });
+    let level = from_env.unwrap_or(match verbose {
+        0 => log::LevelFilter::Warn,
+        1 => log::LevelFilter::Info,
+        2 => log::LevelFilter::Debug,
+        _ => log::LevelFilter::Trace,
+    });
+    static LOGGER: Logger = Logger;
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(level);
+    }
 }
 
 fn basename(p: &str) -> &str {

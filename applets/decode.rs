@@ -16,6 +16,8 @@ use trbox::sys::raw::RawPages;
 use std::path::Path;
 use trbox::format::EventTable;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
+use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
+use trbox::printfmt::SymbolLookup;
 use trbox::tracedat::TraceDat;
 use trbox::sys::{signals, Tracefs};
 
@@ -79,6 +81,11 @@ pub struct Input<'t> {
     streams: Vec<CpuPages>,
     /// The live tree, to refresh comms while following.
     tree: Option<&'t Tracefs>,
+    /// Render the function_graph layout (the tracer was function_graph).
+    graph: Option<GraphOpts>,
+    /// Only switch to the graph layout once a funcgraph record shows up.
+    graph_auto: bool,
+    ncpus: u32,
 }
 
 impl<'t> Input<'t> {
@@ -107,7 +114,14 @@ impl<'t> Input<'t> {
             streams.push(s);
         }
         let clock = t.read_opt("trace_clock")?.unwrap_or_default();
+        let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
+        let graph = (tracer.trim() == "function_graph")
+            .then(|| GraphOpts::from_trace_options(&t.read_opt("trace_options").ok().flatten().unwrap_or_default()));
+        let ncpus = t.cpus()?.len() as u32;
         Ok(Input {
+            graph,
+            graph_auto: false,
+            ncpus,
             long_size: hp.long_size(),
             events: load_events(t, hp.long_size())?,
             cmdlines: Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default()),
@@ -151,6 +165,10 @@ impl<'t> Input<'t> {
         }
         let clock = inst.clock.clone().or_else(|| td.options.clock.clone()).unwrap_or_else(|| "local".into());
         Ok(Input {
+            // trace.dat keeps no tracer name: graph records mean a graph trace.
+            graph: Some(GraphOpts::default()),
+            graph_auto: true,
+            ncpus: td.cpus,
             long_size: hp.long_size(),
             events,
             cmdlines: Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines)),
@@ -169,10 +187,31 @@ impl<'t> Input<'t> {
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
     let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let start = Instant::now();
-    let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree } = input;
+    let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree, graph, graph_auto, ncpus } = input;
+    let graph_ids: Vec<u32> =
+        ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"].iter().filter_map(|n| events.by_name(n)).map(|e| e.id).collect();
+    let graph_cmdlines = cmdlines.clone();
+    let graph = graph.map(|opts| {
+        let irq = syms.table().map_or(IrqText::Fallback, IrqText::from_kallsyms);
+        GraphRenderer::new(&events, &graph_cmdlines, endian, long_size, Some(&syms as &dyn SymbolLookup))
+            .with_strings(&printk)
+            .with_opts(opts)
+            .with_cpu_count(ncpus)
+            .with_irq_text(irq)
+    });
     let r = Renderer::new(&events, cmdlines, endian, long_size, in_ns).with_strings(&printk).with_symbols(&syms);
     let mut out = Out::stdout();
-    let mut em = Emitter { r, line: String::with_capacity(256), events: &events, endian, o };
+    let mut em = Emitter {
+        r,
+        graph,
+        graph_on: !graph_auto,
+        graph_ids: &graph_ids,
+        scratch: Vec::new(),
+        line: String::with_capacity(256),
+        events: &events,
+        endian,
+        o,
+    };
     let mut merger = Merger::new(streams.len());
     loop {
         let stop = signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l) || done();
@@ -210,6 +249,13 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
 /// Turns one stream item into output.
 struct Emitter<'a> {
     r: Renderer<'a>,
+    graph: Option<GraphRenderer<'a>>,
+    /// The graph layout is in use (set on the first funcgraph record when
+    /// the input did not say).
+    graph_on: bool,
+    graph_ids: &'a [u32],
+    /// The current record, copied so the stream can peek the next one.
+    scratch: Vec<u8>,
     line: String,
     events: &'a trbox::format::EventTable,
     endian: Endian,
@@ -228,8 +274,31 @@ impl Emitter<'_> {
                     let _ = out.write_all(line.as_bytes());
                     return;
                 };
-                let pid = ev.field("common_pid").and_then(|f| f.int(rec.payload, endian)).unwrap_or(0) as i32;
+                let pid = self.r.pid(rec.payload);
                 if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, self.r.cmdlines()) {
+                    return;
+                }
+                if !self.graph_on && self.graph_ids.contains(&ev.id) {
+                    self.graph_on = true;
+                }
+                if let (Some(g), true, false) = (self.graph.as_mut(), self.graph_on, o.json) {
+                    // The graph layout folds an entry and its exit into one
+                    // leaf line: it needs the next record of this CPU.
+                    let ts = rec.ts;
+                    self.scratch.clear();
+                    self.scratch.extend_from_slice(rec.payload);
+                    let next = s.peek_record().ok().flatten();
+                    let outcome = g.record(line, cpu, ts, &self.scratch, next);
+                    match outcome {
+                        Ok(Outcome::SkipNext) => {
+                            let _ = s.take();
+                        }
+                        Ok(Outcome::NotGraph) => {
+                            let _ = self.r.record(line, cpu, ts, &self.scratch);
+                        }
+                        _ => {}
+                    }
+                    let _ = out.write_all(line.as_bytes());
                     return;
                 }
                 let _ = if o.json {
@@ -253,3 +322,4 @@ impl Emitter<'_> {
         let _ = out.write_all(line.as_bytes());
     }
 }
+

@@ -60,12 +60,24 @@ impl Endian {
     #[inline]
     pub fn uint(self, b: &[u8], off: usize, size: usize) -> Option<u64> {
         let s = b.get(off..off.checked_add(size)?)?;
-        let mut v = 0u64;
-        match self {
-            Endian::Little => s.iter().rev().for_each(|&x| v = (v << 8) | u64::from(x)),
-            Endian::Big => s.iter().for_each(|&x| v = (v << 8) | u64::from(x)),
-        }
-        matches!(size, 1 | 2 | 4 | 8).then_some(v)
+        // Hot path of every field read: fixed-size loads, not a byte loop.
+        let le = self == Endian::Little;
+        Some(match size {
+            1 => u64::from(*s.first()?),
+            2 => {
+                let a: [u8; 2] = s.try_into().ok()?;
+                u64::from(if le { u16::from_le_bytes(a) } else { u16::from_be_bytes(a) })
+            }
+            4 => {
+                let a: [u8; 4] = s.try_into().ok()?;
+                u64::from(if le { u32::from_le_bytes(a) } else { u32::from_be_bytes(a) })
+            }
+            8 => {
+                let a: [u8; 8] = s.try_into().ok()?;
+                if le { u64::from_le_bytes(a) } else { u64::from_be_bytes(a) }
+            }
+            _ => return None,
+        })
     }
 
     #[inline]

@@ -117,11 +117,74 @@ fn hex_or_dot<W: Write + ?Sized>(w: &mut W, v: u8) -> fmt::Result {
 /// nanoseconds (rounded to the microsecond like `ns2usecs`), ` %12llu` for
 /// counters.
 pub fn write_timestamp<W: Write + ?Sized>(w: &mut W, ts: u64, in_ns: bool) -> fmt::Result {
+    let mut b = LineBuf::new();
+    b.push(b' ');
     if in_ns {
         let us = ts.saturating_add(500) / 1000;
-        write!(w, " {:5}.{:06}", us / 1_000_000, us % 1_000_000)
+        b.push_padded(us / 1_000_000, 5, b' ');
+        b.push(b'.');
+        b.push_padded(us % 1_000_000, 6, b'0');
     } else {
-        write!(w, " {ts:12}")
+        b.push_padded(ts, 12, b' ');
+    }
+    w.write_str(b.as_str())
+}
+
+/// A small stack buffer for hand-formatting the fixed columns.
+struct LineBuf {
+    b: [u8; 96],
+    len: usize,
+}
+
+impl LineBuf {
+    fn new() -> Self {
+        LineBuf { b: [0; 96], len: 0 }
+    }
+
+    fn push(&mut self, c: u8) {
+        if let Some(slot) = self.b.get_mut(self.len) {
+            *slot = c;
+            self.len += 1;
+        }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        // Whole characters only, so the buffer stays valid UTF-8.
+        if self.len + s.len() <= self.b.len() {
+            self.b[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
+            self.len += s.len();
+        }
+    }
+
+    /// `v` right-aligned in `width`, padded with `pad`.
+    fn push_padded(&mut self, mut v: u64, width: usize, pad: u8) {
+        let mut d = [0u8; 20];
+        let mut n = 0;
+        loop {
+            d[n] = b'0' + (v % 10) as u8;
+            n += 1;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        for _ in n..width {
+            self.push(pad);
+        }
+        for i in (0..n).rev() {
+            self.push(d[i]);
+        }
+    }
+
+    fn push_int(&mut self, v: i64) {
+        if v < 0 {
+            self.push(b'-');
+        }
+        self.push_padded(v.unsigned_abs(), 0, b' ');
+    }
+
+    fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.b[..self.len]).unwrap_or("")
     }
 }
 
@@ -138,7 +201,22 @@ pub fn write_prefix<W: Write + ?Sized>(
     ts: u64,
     in_ns: bool,
 ) -> fmt::Result {
-    write!(w, "{comm:>16}-{pid:<7} [{cpu:03}] ")?;
+    // Hand-formatted into one buffer: this runs for every line.
+    let mut b = LineBuf::new();
+    for _ in comm.len()..16 {
+        b.push(b' ');
+    }
+    b.push_str(comm);
+    b.push(b'-');
+    let n = b.len;
+    b.push_int(i64::from(pid));
+    for _ in (b.len - n)..7 {
+        b.push(b' ');
+    }
+    b.push_str(" [");
+    b.push_padded(u64::from(cpu), 3, b'0');
+    b.push_str("] ");
+    w.write_str(b.as_str())?;
     write_lat_flags(w, flags, preempt)?;
     write_timestamp(w, ts, in_ns)?;
     w.write_str(": ")
@@ -286,6 +364,11 @@ impl<'a> Renderer<'a> {
         }
     }
 
+    /// The `common_pid` of a record.
+    pub fn pid(&self, payload: &[u8]) -> i32 {
+        self.common.map_or(0, |c| c.read(self.endian, payload).2)
+    }
+
     /// The pid → comm table in use.
     pub fn cmdlines(&self) -> &Cmdlines {
         &self.cmdlines
@@ -351,7 +434,12 @@ impl<'a> Renderer<'a> {
             let id = self.events.record_id(payload, e).unwrap_or(0);
             return writeln!(w, "type: {id}");
         };
-        let (flags, preempt, pid) = CommonFields::of(ev).read(e, payload);
+        // The common fields are laid out alike in every event of a kernel.
+        let common = match self.common {
+            Some(c) => c,
+            None => CommonFields::of(ev),
+        };
+        let (flags, preempt, pid) = common.read(e, payload);
         write_prefix(w, self.cmdlines.comm(pid), pid, cpu, flags, preempt, ts, self.in_ns)?;
         let id = ev.id as usize;
         if self.bodies.len() <= id {

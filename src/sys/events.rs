@@ -68,6 +68,11 @@ impl LazyKallsyms {
         LazyKallsyms { path: None, text: Some(text), table: std::cell::OnceCell::new() }
     }
 
+    /// The table, read now if it was not yet.
+    pub fn table(&self) -> Option<&crate::kallsyms::Kallsyms> {
+        self.get()
+    }
+
     fn get(&self) -> Option<&crate::kallsyms::Kallsyms> {
         self.table
             .get_or_init(|| {

@@ -34,7 +34,8 @@ pub struct Counts {
 #[derive(Clone, Copy)]
 enum Peeked {
     Lost { ts: u64, count: Option<u64> },
-    Record { ts: u64, at: Cursor, next: Cursor },
+    /// The record's payload is `page[start..end]`.
+    Record { ts: u64, start: usize, end: usize, next: Cursor },
     Damaged(PageError),
 }
 
@@ -160,7 +161,9 @@ impl CpuPages {
             let mut recs = p.records_at(self.cursor);
             match recs.next() {
                 Some(Ok(r)) => {
-                    self.peeked = Some(Peeked::Record { ts: r.ts, at: self.cursor, next: recs.cursor() });
+                    let start = (r.payload.as_ptr() as usize).saturating_sub(self.page.as_ptr() as usize);
+                    let end = start + r.payload.len();
+                    self.peeked = Some(Peeked::Record { ts: r.ts, start, end, next: recs.cursor() });
                 }
                 Some(Err(e)) => {
                     self.have_page = false;
@@ -169,6 +172,16 @@ impl CpuPages {
                 None => self.have_page = false,
             }
         }
+    }
+
+    /// The next record without taking it (`None` when the next item is a
+    /// loss marker, a damaged page, or nothing).
+    pub fn peek_record(&mut self) -> Result<Option<(u64, &[u8])>, Error> {
+        self.peek_ts()?;
+        Ok(match self.peeked {
+            Some(Peeked::Record { ts, start, end, .. }) => self.page.get(start..end).map(|p| (ts, p)),
+            _ => None,
+        })
     }
 
     /// Take the item [`peek_ts`](Self::peek_ts) announced.
@@ -185,12 +198,10 @@ impl CpuPages {
                 self.counts.damaged += 1;
                 Some(Next::Damaged(e))
             }
-            Peeked::Record { at, next, .. } => {
+            Peeked::Record { ts, start, end, next } => {
                 self.cursor = next;
                 self.counts.records += 1;
-                let p = Page::parse(&self.page, &self.layout, self.endian).ok()?;
-                let r = p.records_at(at).next()?.ok()?;
-                Some(Next::Record(r))
+                Some(Next::Record(Record { ts, payload: self.page.get(start..end)? }))
             }
         }
     }
