@@ -60,6 +60,7 @@ while IFS= read -r line; do
 		esac
 	done
 	label="#$n $cmd"
+	[ ${#label} -le 72 ] || label="${label:0:69}..."
 	if ! grep -q "^@@CMD $n " "$log"; then
 		bad "$label: not reached ($( [ -n "$boot" ] && echo "the session stopped before it: $(why_stopped)" || echo "no boot"))"
 		continue
