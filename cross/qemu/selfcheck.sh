@@ -12,7 +12,7 @@ arch=${ARCH:-aarch64}
 pass=0 fail=0
 for b in bin cmd hang boot; do
 	case $b in
-	bin) want="trbox --install -s /bin failed" ;;
+	bin) want="/bin/trbox is not an ELF executable" ;;
 	cmd) want="output lacks 'this text is never printed'" ;;
 	hang) want="time limit" ;;
 	boot) want="no @@BOOT marker" ;;
