@@ -83,6 +83,8 @@ pub struct Input<'t> {
     tree: Option<&'t Tracefs>,
     /// Render the function_graph layout (the tracer was function_graph).
     graph: Option<GraphOpts>,
+    /// The traced kernel's (major, minor), when known.
+    version: Option<(u32, u32)>,
     /// Only switch to the graph layout once a funcgraph record shows up.
     graph_auto: bool,
     ncpus: u32,
@@ -118,8 +120,15 @@ impl<'t> Input<'t> {
         let graph = (tracer.trim() == "function_graph")
             .then(|| GraphOpts::from_trace_options(&t.read_opt("trace_options").ok().flatten().unwrap_or_default()));
         let ncpus = t.cpus()?.len() as u32;
+        // Live: uname(2); a copy: its `uname` or `version` file.
+        let version = if t.is_live() {
+            live_version()
+        } else {
+            ["uname", "version"].iter().find_map(|f| t.read_top_opt(f).ok().flatten()).and_then(|v| trbox::ctl::kernel_version(&v))
+        };
         Ok(Input {
             graph,
+            version,
             graph_auto: false,
             ncpus,
             long_size: hp.long_size(),
@@ -167,6 +176,7 @@ impl<'t> Input<'t> {
         Ok(Input {
             // trace.dat keeps no tracer name: graph records mean a graph trace.
             graph: Some(GraphOpts::default()),
+            version: td.options.uname.as_deref().and_then(trbox::ctl::kernel_version),
             graph_auto: true,
             ncpus: td.cpus,
             long_size: hp.long_size(),
@@ -187,7 +197,8 @@ impl<'t> Input<'t> {
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
     let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let start = Instant::now();
-    let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree, graph, graph_auto, ncpus } = input;
+    let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree, graph, graph_auto, ncpus, version } = input;
+    let kernel = Version(version);
     let graph_ids: Vec<u32> =
         ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"].iter().filter_map(|n| events.by_name(n)).map(|e| e.id).collect();
     let graph_cmdlines = cmdlines.clone();
@@ -199,7 +210,10 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
             .with_cpu_count(ncpus)
             .with_irq_text(irq)
     });
-    let r = Renderer::new(&events, cmdlines, endian, long_size, in_ns).with_strings(&printk).with_symbols(&syms);
+    let r = Renderer::new(&events, cmdlines, endian, long_size, in_ns)
+        .with_strings(&printk)
+        .with_symbols(&syms)
+        .with_kernel(&kernel);
     let mut out = Out::stdout();
     let mut em = Emitter {
         r,
@@ -323,3 +337,22 @@ impl Emitter<'_> {
     }
 }
 
+
+/// The kernel version as the print-fmt compiler's only extra knowledge.
+struct Version(Option<(u32, u32)>);
+
+impl trbox::printfmt::KernelInfo for Version {
+    fn kernel_version(&self) -> Option<(u32, u32)> {
+        self.0
+    }
+}
+
+fn live_version() -> Option<(u32, u32)> {
+    // SAFETY: uname fills a zeroed struct.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let rel: Vec<u8> = u.release.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    trbox::ctl::kernel_version(&String::from_utf8_lossy(&rel))
+}

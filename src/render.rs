@@ -343,6 +343,7 @@ pub struct Renderer<'a> {
     in_ns: bool,
     syms: Option<&'a dyn SymbolLookup>,
     strings: Option<&'a dyn StringLookup>,
+    kernel: Option<&'a dyn crate::printfmt::KernelInfo>,
     common: Option<CommonFields>,
     /// Indexed by event id; `None` = not compiled yet.
     bodies: Vec<Option<Body>>,
@@ -359,6 +360,7 @@ impl<'a> Renderer<'a> {
             in_ns,
             syms: None,
             strings: None,
+            kernel: None,
             common,
             bodies: Vec::new(),
         }
@@ -385,6 +387,12 @@ impl<'a> Renderer<'a> {
         self
     }
 
+    /// What the format files leave out (kernel version, enum values…).
+    pub fn with_kernel(mut self, k: &'a dyn crate::printfmt::KernelInfo) -> Self {
+        self.kernel = Some(k);
+        self
+    }
+
     /// printk_formats for bprint/bputs and string pointers.
     pub fn with_strings(mut self, s: &'a dyn StringLookup) -> Self {
         self.strings = Some(s);
@@ -408,7 +416,10 @@ impl<'a> Renderer<'a> {
                 _ => {}
             }
         }
-        let prog = crate::printfmt::Program::compile(ev, self.long_size);
+        let prog = match self.kernel {
+            Some(k) => crate::printfmt::Program::compile_with(ev, self.long_size, k),
+            None => crate::printfmt::Program::compile(ev, self.long_size),
+        };
         let ftrace_text = ev.system == "ftrace" && matches!(ev.name.as_str(), "print" | "bputs" | "bprint");
         Body::Fmt { named: prog.name_prefix() && !ftrace_text, prog }
     }

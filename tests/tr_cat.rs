@@ -68,8 +68,13 @@ fn follow_streams_and_stops_cleanly() {
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains(": sched_switch: "));
         // SIGINT ends the stream with status 0.
-        let mut c = cmd(&trbox(), &["tr-cat", "--raw", "-f", "-T", r]).stdout(Stdio::null()).spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(600));
+        let mut c = cmd(&trbox(), &["tr-cat", "--raw", "-f", "-T", r]).stdout(Stdio::piped()).spawn().unwrap();
+        // Once a line came out it is streaming (and its handlers are in).
+        {
+            use std::io::BufRead;
+            let mut first = String::new();
+            std::io::BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+        }
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
         assert_eq!(c.wait().unwrap().code(), Some(0));
         // `| head -1` ends it too (EPIPE), without a panic.

@@ -95,6 +95,22 @@ fn instance_is_created_and_removed() {
     assert_same_state(&before, &snapshot(&root));
 }
 
+fn enabled(root: &std::path::Path, ev: &str) -> bool {
+    std::fs::read_to_string(root.join(format!("events/{ev}/enable"))).is_ok_and(|s| s.trim() == "1")
+}
+
+/// Poll `f` for up to 30 s (tests run on loaded machines).
+fn wait_until(f: impl Fn() -> bool) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(30) {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
 /// Stop a streaming run with `sig` after a moment: status and state.
 fn stop_with(sig: i32) {
     let Some((_l, root, before)) = live() else { return };
@@ -103,8 +119,9 @@ fn stop_with(sig: i32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(std::fs::read_to_string(root.join("events/sched/sched_switch/enable")).unwrap().trim(), "1");
+    // Wait (under any load) until it has set things up and streams.
+    assert!(wait_until(|| enabled(&root, "sched/sched_switch")), "tr-event never enabled the event");
+    std::thread::sleep(Duration::from_millis(300));
     unsafe { libc::kill(c.id() as i32, sig) };
     let o = c.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "signal {sig}: {}", stderr(&o));
@@ -146,8 +163,8 @@ fn killed_command_returns_its_signal_status() {
 #[test]
 fn second_run_is_refused_while_one_holds_the_buffer() {
     let Some((_l, root, before)) = live() else { return };
-    let mut first = cmd(&trbox(), &["tr-event", "sched:sched_switch", "-t", "3"]).stdout(Stdio::null()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let mut first = cmd(&trbox(), &["tr-event", "sched:sched_switch", "-t", "6"]).stdout(Stdio::null()).spawn().unwrap();
+    assert!(wait_until(|| enabled(&root, "sched/sched_switch")), "first run never started");
     let o = ev(&["sched:sched_wakeup", "-t", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("in use by pid"), "{}", stderr(&o));
