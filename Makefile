@@ -28,7 +28,7 @@ include cross/cross.mk
 include cross/qemu.mk
 
 # Order: fast host tests first, then the other architectures.
-test: test-host cross-test qemu-test
+test: test-host cross-test size qemu-test
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 bench:
