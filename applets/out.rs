@@ -1,18 +1,22 @@
-//! Buffered stdout that survives `| head`: a closed pipe (EPIPE; SIGPIPE is
-//! ignored) turns into "stop quietly" so the applet still restores tracefs,
-//! instead of a panic from `print!`.
+//! Buffered stdout that survives `| head` and a stuck reader: a closed pipe
+//! (EPIPE; SIGPIPE is ignored) turns into "stop quietly" so the applet still
+//! restores tracefs, instead of a panic from `print!`; and a write blocked on
+//! a full pipe gives up once Ctrl-C/SIGTERM asked us to stop (std's writers
+//! retry EINTR for ever).
 
 use crate::cli::Error;
-use std::io::{self, BufWriter, Stdout, Write};
+use std::io::{self, Write};
 
 pub struct Out {
-    w: BufWriter<Stdout>,
+    buf: Vec<u8>,
     err: Option<io::Error>,
 }
 
+const CAP: usize = 64 * 1024;
+
 impl Out {
     pub fn stdout() -> Self {
-        Out { w: BufWriter::with_capacity(64 * 1024, io::stdout()), err: None }
+        Out { buf: Vec::with_capacity(CAP), err: None }
     }
 
     /// The reader went away (or writing failed): stop producing output.
@@ -20,47 +24,56 @@ impl Out {
         self.err.is_some()
     }
 
-    /// Flush; a closed pipe is a normal end, any other error a failure.
-    pub fn finish(mut self) -> Result<(), Error> {
-        if self.err.is_none() {
-            if let Err(e) = self.w.flush() {
-                self.err = Some(e);
+    fn drain(&mut self) {
+        let mut off = 0;
+        while off < self.buf.len() && self.err.is_none() {
+            let rest = &self.buf[off..];
+            // SAFETY: writing an initialised buffer to fd 1.
+            let n = unsafe { libc::write(1, rest.as_ptr().cast(), rest.len()) };
+            if n >= 0 {
+                off += n as usize;
+                continue;
             }
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted && trbox::sys::signals::stop_requested().is_none() {
+                continue;
+            }
+            self.err = Some(e);
         }
+        self.buf.clear();
+    }
+
+    /// Flush; a closed pipe or an interrupted write at a stop is a normal
+    /// end, any other error a failure.
+    pub fn finish(mut self) -> Result<(), Error> {
+        self.drain();
         match self.err.take() {
             None => Ok(()),
-            Some(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+            Some(e) if matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::Interrupted) => Ok(()),
             Some(e) => Err(Error::runtime(format!("cannot write output: {e}"))),
         }
     }
 }
 
 impl Write for Out {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.err.is_some() {
-            return Ok(buf.len());
-        }
-        match self.w.write_all(buf) {
-            Ok(()) => Ok(buf.len()),
-            Err(e) => {
-                self.err = Some(e);
-                Ok(buf.len())
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.err.is_none() {
+            self.buf.extend_from_slice(b);
+            if self.buf.len() >= CAP {
+                self.drain();
             }
         }
+        Ok(b.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        if self.err.is_none() {
-            if let Err(e) = self.w.flush() {
-                self.err = Some(e);
-            }
-        }
+        self.drain();
         Ok(())
     }
 }
 
 impl Drop for Out {
     fn drop(&mut self) {
-        let _ = self.w.flush();
+        self.drain();
     }
 }

@@ -69,12 +69,19 @@ fn follow_streams_and_stops_cleanly() {
         assert!(stdout(&o).contains(": sched_switch: "));
         // SIGINT ends the stream with status 0.
         let mut c = cmd(&trbox(), &["tr-cat", "--raw", "-f", "-T", r]).stdout(Stdio::piped()).spawn().unwrap();
-        // Once a line came out it is streaming (and its handlers are in).
-        {
+        // Once a line came out it is streaming (and its handlers are in);
+        // keep reading so it never blocks on a full pipe.
+        let out = c.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
             use std::io::BufRead;
+            let mut r = std::io::BufReader::new(out);
             let mut first = String::new();
-            std::io::BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
-        }
+            let _ = r.read_line(&mut first);
+            let _ = tx.send(());
+            let _ = std::io::copy(&mut r, &mut std::io::sink());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60)).expect("no output from tr-cat -f");
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
         assert_eq!(c.wait().unwrap().code(), Some(0));
         // `| head -1` ends it too (EPIPE), without a panic.

@@ -164,7 +164,13 @@ fn killed_command_returns_its_signal_status() {
 fn second_run_is_refused_while_one_holds_the_buffer() {
     let Some((_l, root, before)) = live() else { return };
     let mut first = cmd(&trbox(), &["tr-event", "sched:sched_switch", "-t", "6"]).stdout(Stdio::null()).spawn().unwrap();
-    assert!(wait_until(|| enabled(&root, "sched/sched_switch")), "first run never started");
+    let holder = format!("pid {} ", first.id());
+    let held = || {
+        ["/run/lock/trbox.lock", "/run/trbox.lock", "/tmp/trbox.lock"]
+            .iter()
+            .any(|p| std::fs::read_to_string(p).is_ok_and(|s| s.starts_with(&holder)))
+    };
+    assert!(wait_until(|| held() && enabled(&root, "sched/sched_switch")), "first run never started");
     let o = ev(&["sched:sched_wakeup", "-t", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("in use by pid"), "{}", stderr(&o));
