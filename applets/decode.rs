@@ -47,7 +47,7 @@ fn detect_endian(t: &Tracefs, layout: &PageLayout) -> Result<Endian, Error> {
     }
     for cpu in t.cpus()? {
         let p = t.path(&format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-        let Ok(mut src) = RawPages::open(&p, layout.subbuf_size()) else { continue };
+        let Ok(mut src) = RawPages::open(&p, layout.subbuf_size(), false) else { continue };
         while let Some(page) = src.next_page()? {
             if let Some(e) = guess_endian(layout, page) {
                 return Ok(e);
@@ -102,7 +102,7 @@ impl<'t> Input<'t> {
                 continue;
             }
             let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
-            let src = match RawPages::open(&t.path(&rel), layout.subbuf_size()) {
+            let src = match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
                 Ok(s) => s,
                 // A copy may hold only some CPUs.
                 Err(e) if e.errno() == Some(libc::ENOENT) => {
@@ -233,7 +233,8 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
             break;
         }
         if stop && streams.iter().any(|s| s.follow) {
-            // Ctrl-C / time limit: print what is buffered, then end.
+            // Ctrl-C / time limit / the command ended: print what is
+            // buffered, then end.
             streams.iter_mut().for_each(|s| s.follow = false);
         }
         match merger.next(&mut streams) {
@@ -253,6 +254,9 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
                 }
             }
         }
+    }
+    for s in &streams {
+        log::debug!("cpu{}: {:?}", s.cpu, s.counts);
     }
     if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
         return Err(e.into());

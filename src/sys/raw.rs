@@ -13,21 +13,25 @@ pub struct RawPages {
     file: File,
     path: PathBuf,
     buf: Vec<u8>,
-    /// A regular file (a copy): a short tail is returned as a page of its own
-    /// so the decoder can report it as truncated.
+    /// A copy on disk (not tracefs — whose files also look regular): read to
+    /// EOF; a short tail is returned as a page of its own so the decoder can
+    /// report it as truncated.
     regular: bool,
     done: bool,
 }
 
 impl RawPages {
-    /// Open `path` for sub-buffers of `subbuf_size` bytes.
-    pub fn open(path: &Path, subbuf_size: usize) -> Result<Self, Error> {
+    /// Open `path` for sub-buffers of `subbuf_size` bytes; `live` when it is
+    /// the kernel's own trace_pipe_raw (see [`Tracefs::is_live`]).
+    ///
+    /// [`Tracefs::is_live`]: super::Tracefs::is_live
+    pub fn open(path: &Path, subbuf_size: usize, live: bool) -> Result<Self, Error> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(path)
             .map_err(|e| Error::io(path, e))?;
-        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        let regular = !live;
         Ok(RawPages { file, path: path.into(), buf: vec![0; subbuf_size.max(1)], regular, done: false })
     }
 
