@@ -114,7 +114,7 @@ fn wait_until(f: impl Fn() -> bool) -> bool {
 /// Stop a streaming run with `sig` after a moment: status and state.
 fn stop_with(sig: i32) {
     let Some((_l, root, before)) = live() else { return };
-    let mut c = cmd(&trbox(), &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-f", "common_pid >= 0"])
+    let c = cmd(&trbox(), &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-f", "common_pid >= 0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
