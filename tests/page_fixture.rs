@@ -3,6 +3,8 @@
 //! own `trace` text of the same buffer: CPU, µs timestamp and event name per
 //! line, and some fields read through the parsed formats. Runs without root.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -28,65 +30,6 @@ pub fn load(dir: &Path) -> (HeaderPage, EventTable, BTreeMap<u32, Vec<u8>>) {
     (hp, table, raw)
 }
 
-/// One line of the `trace` file: (cpu, µs, event name).
-fn parse_trace_line(line: &str) -> Option<(u32, u64, String)> {
-    // `COMM-PID [CCC] FLAGS TIMESTAMP: EVENT: ...`; COMM may hold anything,
-    // so try each `[digits]` followed by flags and a timestamp.
-    let mut i = 0;
-    while let Some(off) = line[i..].find('[') {
-        let s = i + off;
-        i = s + 1;
-        let Some(close) = line[s..].find(']') else { break };
-        let cpu = &line[s + 1..s + close];
-        if cpu.is_empty() || !cpu.bytes().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let rest = line[s + close + 1..].trim_start();
-        let Some((_flags, tail)) = rest.split_once(' ') else { continue };
-        let Some((ts, after)) = tail.trim_start().split_once(": ") else { continue };
-        let Some((sec, usec)) = ts.split_once('.') else { continue };
-        let (Ok(sec), Ok(usec)) = (sec.parse::<u64>(), usec.parse::<u64>()) else { continue };
-        let name = after.split(':').next()?.to_string();
-        return Some((cpu.parse().ok()?, sec * 1_000_000 + usec, name));
-    }
-    None
-}
-
-/// Check a few fields read through the parsed format against the kernel's
-/// text of the same record (fixed fields, arrays and `__data_loc` strings).
-fn check_fields(ev: &EventFormat, p: &[u8], line: &str) -> Result<bool, String> {
-    let e = Endian::Little;
-    let s = |n: &str| -> String {
-        let b = ev.field(n).and_then(|f| f.bytes(p, e)).unwrap_or(b"?");
-        String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(b"")).into_owned()
-    };
-    let i = |n: &str| -> String { ev.field(n).and_then(|f| f.int(p, e)).map_or("?".into(), |v| v.to_string()) };
-    let want = match ev.name.as_str() {
-        "sched_switch" => vec![
-            format!("prev_comm={} prev_pid={} prev_prio={} ", s("prev_comm"), i("prev_pid"), i("prev_prio")),
-            format!("next_comm={} next_pid={} next_prio={}", s("next_comm"), i("next_pid"), i("next_prio")),
-        ],
-        "sched_wakeup" | "sched_wakeup_new" => vec![format!("comm={} pid={} prio={} ", s("comm"), i("pid"), i("prio"))],
-        "sched_process_exec" => vec![format!("filename={} pid={} old_pid={}", s("filename"), i("pid"), i("old_pid"))],
-        "sched_process_fork" => vec![format!(
-            "comm={} pid={} child_comm={} child_pid={}",
-            ev.field("parent_comm").map_or_else(|| s("comm"), |_| s("parent_comm")),
-            ev.field("parent_pid").map_or_else(|| i("pid"), |_| i("parent_pid")),
-            s("child_comm"),
-            i("child_pid")
-        )],
-        "irq_handler_entry" => vec![format!("irq={} name={}", i("irq"), s("name"))],
-        "task_newtask" => vec![format!("pid={} comm={} ", i("pid"), s("comm"))],
-        _ => vec![],
-    };
-    for w in &want {
-        if !line.contains(w.as_str()) {
-            return Err(format!("{w:?} not in {line:?}"));
-        }
-    }
-    Ok(!want.is_empty())
-}
-
 #[test]
 fn x86_64_fixture_matches_kernel_text() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
@@ -97,7 +40,7 @@ fn x86_64_fixture_matches_kernel_text() {
     let mut per: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut lines: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
     for line in trace.lines().filter(|l| !l.starts_with('#')) {
-        let (cpu, us, name) = parse_trace_line(line).unwrap();
+        let (cpu, us, name) = common::trace_text::parse_event(line).unwrap();
         per.entry(cpu).or_default().push(format!("{cpu} {us} {name}\n"));
         lines.entry(cpu).or_default().push(line);
     }
@@ -114,7 +57,7 @@ fn x86_64_fixture_matches_kernel_text() {
                 let Item::Record(r) = it.unwrap() else { panic!("lost events in fixture") };
                 let ev = table.event_of(r.payload, Endian::Little).expect("known event");
                 let line = lines[cpu][ts.len()];
-                checked += usize::from(check_fields(ev, r.payload, line).unwrap());
+                checked += usize::from(common::trace_text::check_fields(ev, r.payload, line, Endian::Little).unwrap());
                 got.push_str(&format!("{cpu} {} {}\n", (r.ts + 500) / 1000, ev.name));
                 ts.push((r.ts, *cpu));
             }

@@ -39,25 +39,10 @@ const EVENTS: &[&str] = &[
     "signal/signal_generate",
 ];
 
-/// Read a whole tracefs text file with one large buffer (header_page
-/// answers EOF after a short first read).
+/// Read a whole tracefs text file (the std layer's reader: one large first
+/// read, since header_page answers EOF after a short one).
 fn read_text(p: &Path) -> String {
-    let mut f = fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let mut buf = vec![0u8; 1 << 16];
-    let mut len = 0;
-    loop {
-        if len == buf.len() {
-            buf.resize(len * 2, 0);
-        }
-        match f.read(&mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => panic!("{}: {e}", p.display()),
-        }
-    }
-    buf.truncate(len);
-    String::from_utf8_lossy(&buf).into_owned()
+    trbox::sys::read_text(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 fn write(p: &Path, v: &str) -> std::io::Result<()> {
@@ -100,64 +85,6 @@ impl Drop for Guard {
     }
 }
 
-/// One line of the `trace` file: (cpu, µs, event name).
-fn parse_trace_line(line: &str) -> Option<(u32, u64, String)> {
-    // `COMM-PID [CCC] FLAGS TIMESTAMP: EVENT: ...`; COMM may hold anything,
-    // so try each `[digits]` followed by flags and a timestamp.
-    let mut i = 0;
-    while let Some(off) = line[i..].find('[') {
-        let s = i + off;
-        i = s + 1;
-        let Some(close) = line[s..].find(']') else { break };
-        let cpu = &line[s + 1..s + close];
-        if cpu.is_empty() || !cpu.bytes().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let rest = line[s + close + 1..].trim_start();
-        let Some((_flags, tail)) = rest.split_once(' ') else { continue };
-        let Some((ts, after)) = tail.trim_start().split_once(": ") else { continue };
-        let Some((sec, usec)) = ts.split_once('.') else { continue };
-        let (Ok(sec), Ok(usec)) = (sec.parse::<u64>(), usec.parse::<u64>()) else { continue };
-        let name = after.split(':').next()?.to_string();
-        return Some((cpu.parse().ok()?, sec * 1_000_000 + usec, name));
-    }
-    None
-}
-
-/// Check a few fields read through the parsed format against the kernel's
-/// text of the same record (fixed fields, arrays and `__data_loc` strings).
-fn check_fields(ev: &EventFormat, p: &[u8], line: &str) -> Result<bool, String> {
-    let e = Endian::NATIVE;
-    let s = |n: &str| -> String {
-        let b = ev.field(n).and_then(|f| f.bytes(p, e)).unwrap_or(b"?");
-        String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(b"")).into_owned()
-    };
-    let i = |n: &str| -> String { ev.field(n).and_then(|f| f.int(p, e)).map_or("?".into(), |v| v.to_string()) };
-    let want = match ev.name.as_str() {
-        "sched_switch" => vec![
-            format!("prev_comm={} prev_pid={} prev_prio={} ", s("prev_comm"), i("prev_pid"), i("prev_prio")),
-            format!("next_comm={} next_pid={} next_prio={}", s("next_comm"), i("next_pid"), i("next_prio")),
-        ],
-        "sched_wakeup" | "sched_wakeup_new" => vec![format!("comm={} pid={} prio={} ", s("comm"), i("pid"), i("prio"))],
-        "sched_process_exec" => vec![format!("filename={} pid={} old_pid={}", s("filename"), i("pid"), i("old_pid"))],
-        "sched_process_fork" => vec![format!(
-            "comm={} pid={} child_comm={} child_pid={}",
-            ev.field("parent_comm").map_or_else(|| s("comm"), |_| s("parent_comm")),
-            ev.field("parent_pid").map_or_else(|| i("pid"), |_| i("parent_pid")),
-            s("child_comm"),
-            i("child_pid")
-        )],
-        "irq_handler_entry" => vec![format!("irq={} name={}", i("irq"), s("name"))],
-        "task_newtask" => vec![format!("pid={} comm={} ", i("pid"), s("comm"))],
-        _ => vec![],
-    };
-    for w in &want {
-        if !line.contains(w.as_str()) {
-            return Err(format!("{w:?} not in {line:?}"));
-        }
-    }
-    Ok(!want.is_empty())
-}
 
 fn ncpus(dir: &Path) -> Vec<u32> {
     let mut v: Vec<u32> = fs::read_dir(dir.join("per_cpu"))
@@ -258,7 +185,7 @@ fn live_pages_match_trace_file() {
     let mut bodies: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut nlines = 0usize;
     for line in trace.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        let (cpu, us, name) = parse_trace_line(line).unwrap_or_else(|| panic!("unparsed trace line: {line}"));
+        let (cpu, us, name) = common::trace_text::parse_event(line).unwrap_or_else(|| panic!("unparsed trace line: {line}"));
         want.entry(cpu).or_default().push((us, name));
         bodies.entry(cpu).or_default().push(line.to_string());
         nlines += 1;
@@ -287,7 +214,7 @@ fn live_pages_match_trace_file() {
                         assert!(r.payload.len() as u32 >= ev.min_record_size(), "{} record too short", ev.name);
                         let i = got.get(&cpu).map_or(0, Vec::len);
                         if let Some(line) = bodies.get(&cpu).and_then(|b| b.get(i)) {
-                            match check_fields(ev, r.payload, line) {
+                            match common::trace_text::check_fields(ev, r.payload, line, Endian::NATIVE) {
                                 Ok(checked) => nchecked += usize::from(checked),
                                 Err(e) => panic!("cpu{cpu} record {i}: {e}"),
                             }

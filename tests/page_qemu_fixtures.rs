@@ -10,6 +10,8 @@
 //! kprobe, function), the (CPU, µs timestamp[, event name]) sequence equals
 //! the kernel's `trace` text.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -29,26 +31,6 @@ fn formats(dir: &Path, sys: &str, long: u32, table: &mut EventTable) {
     }
 }
 
-/// `[CPU] FLAGS SECS.USECS: REST` from one line of `trace`.
-fn parse_line(line: &str) -> Option<(u32, u64, &str)> {
-    let mut i = 0;
-    while let Some(off) = line[i..].find('[') {
-        let s = i + off;
-        i = s + 1;
-        let Some(close) = line[s..].find(']') else { break };
-        let cpu = &line[s + 1..s + close];
-        if cpu.is_empty() || !cpu.bytes().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let rest = line[s + close + 1..].trim_start();
-        let Some((_flags, tail)) = rest.split_once(' ') else { continue };
-        let Some((ts, after)) = tail.trim_start().split_once(": ") else { continue };
-        let Some((sec, usec)) = ts.split_once('.') else { continue };
-        let (Ok(sec), Ok(usec)) = (sec.parse::<u64>(), usec.parse::<u64>()) else { continue };
-        return Some((cpu.parse().ok()?, sec * 1_000_000 + usec, after));
-    }
-    None
-}
 
 /// Does the kernel's text `rest` (after the timestamp) belong to event `ev`?
 /// Syscall events print as `sys_NAME(args)` / `sys_NAME -> ret`; ftrace's
@@ -135,7 +117,7 @@ fn qemu_fixture_pages_decode_exactly() {
             let trace = std::fs::read_to_string(dir.join("trace")).unwrap();
             let mut want: BTreeMap<u32, Vec<(u64, String)>> = BTreeMap::new();
             for line in trace.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-                let (cpu, us, rest) = parse_line(line).unwrap_or_else(|| panic!("{name}: {line}"));
+                let (cpu, us, rest) = common::trace_text::parse(line).unwrap_or_else(|| panic!("{name}: {line}"));
                 want.entry(cpu).or_default().push((us, rest.to_string()));
             }
             for (cpu, w) in &want {

@@ -2,6 +2,8 @@
 //! the real binary, and snapshots of tracefs state.
 #![allow(dead_code)]
 
+pub mod trace_text;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
