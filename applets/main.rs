@@ -2,6 +2,7 @@
 //! Each applet module only parses options, calls the core and prints.
 
 mod cli;
+mod command;
 mod decode;
 mod out;
 mod tr_cat;

@@ -25,6 +25,11 @@ pub struct State<'t> {
 }
 
 impl<'t> State<'t> {
+    /// The tracefs (or instance) this state changes.
+    pub fn tracefs(&self) -> &'t Tracefs {
+        self.t
+    }
+
     pub fn new(t: &'t Tracefs) -> Self {
         State { t, undo: Vec::new(), keep: false }
     }

@@ -1,0 +1,164 @@
+//! What several applets share around a tracing run: `-- CMD` (the command
+//! is forked held before exec, its pid goes into the pid filters, then it is
+//! released), event names (listing, resolving with suggestions) and the
+//! trace clock's "now".
+
+use crate::cli::Error;
+use std::cell::RefCell;
+use std::time::Duration;
+use trbox::ctl::{closest, glob_match, CpuStats};
+use trbox::sys::child::Paused;
+use trbox::sys::state::State;
+use trbox::sys::{describe, Tracefs};
+
+/// `args` split at the first `--`: (the applet's own options, the command).
+pub fn split(args: &[String]) -> (&[String], &[String]) {
+    match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &args[args.len()..]),
+    }
+}
+
+/// Which pid filters follow the command (and its children).
+#[derive(Clone, Copy, Default)]
+pub struct Follow {
+    /// set_event_pid + options/event-fork
+    pub events: bool,
+    /// set_ftrace_pid + options/function-fork (function and graph tracers)
+    pub functions: bool,
+}
+
+/// The traced command, if any. Interior mutability because the decode loop
+/// polls it through a `&dyn Fn() -> bool`.
+pub struct Command {
+    child: RefCell<Option<Paused>>,
+    name: String,
+}
+
+impl Command {
+    /// Fork `cmd` held before exec and put its pid into the filters `follow`
+    /// names (through `st`, so they are restored). No command: a no-op.
+    pub fn start(cmd: &[String], st: &mut State, follow: Follow) -> Result<Command, Error> {
+        let Some((prog, rest)) = cmd.split_first() else {
+            return Ok(Command { child: RefCell::new(None), name: String::new() });
+        };
+        let c = Paused::spawn(prog, rest).map_err(|e| Error::runtime(format!("cannot start '{prog}': {}", describe(&e))))?;
+        let pid = c.pid().to_string();
+        let me = Command { child: RefCell::new(Some(c)), name: prog.clone() };
+        let t = st.tracefs();
+        if follow.events {
+            st.set_list("set_event_pid", &[pid.clone()])?;
+            if t.exists("options/event-fork") {
+                st.set("options/event-fork", "1")?;
+            }
+        }
+        if follow.functions {
+            st.set_list("set_ftrace_pid", &[pid])?;
+            if t.exists("options/function-fork") {
+                st.set("options/function-fork", "1")?;
+            }
+        }
+        Ok(me)
+    }
+
+    /// Let the command exec (call once tracing is on).
+    pub fn release(&self) -> Result<(), Error> {
+        match self.child.borrow_mut().as_mut() {
+            Some(c) => c.release().map_err(|e| {
+                Error::runtime(format!("cannot run '{}': {}", self.name, describe(&e))).hint("check the command name and PATH")
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Has the command ended? (false without a command)
+    pub fn exited(&self) -> bool {
+        self.child.borrow_mut().as_mut().is_some_and(|c| c.try_wait().is_some())
+    }
+
+    /// Wait for the command and return its exit status (128+signal when
+    /// killed); None without a command. A command still running (Ctrl-C got
+    /// it too, or -t ended the run) gets a moment, then SIGTERM.
+    pub fn finish(&self) -> Option<u8> {
+        let mut c = self.child.borrow_mut().take()?;
+        if c.try_wait().is_none() {
+            std::thread::sleep(Duration::from_millis(100));
+            if c.try_wait().is_none() {
+                c.signal(libc::SIGTERM);
+            }
+        }
+        Some(c.wait().clamp(0, 255) as u8)
+    }
+}
+
+/// The applet's result once the command is done: its status becomes ours.
+pub fn exit_with(status: Option<u8>) -> Result<(), Error> {
+    match status {
+        Some(0) | None => Ok(()),
+        Some(code) => Err(Error { code, msg: String::new(), hint: None }),
+    }
+}
+
+/// `sys:event` for every event directory, sorted.
+pub fn list_events(t: &Tracefs) -> Result<Vec<String>, Error> {
+    let mut v = Vec::new();
+    for sys in t.list_dir("events")? {
+        for ev in t.list_dir(&format!("events/{sys}")).unwrap_or_default() {
+            if t.exists(&format!("events/{sys}/{ev}/enable")) && !ev.contains('.') && t.path(&format!("events/{sys}/{ev}")).is_dir() {
+                v.push(format!("{sys}:{ev}"));
+            }
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// `sys:event` → `events/sys/event`.
+pub fn event_dir(e: &str) -> String {
+    format!("events/{}", e.replacen(':', "/", 1))
+}
+
+/// `SYS:EVENT`, `SYS:GLOB`, `SYS`, or a bare event name → matching events;
+/// none → an error naming the closest ones.
+pub fn resolve(all: &[String], spec: &str) -> Result<Vec<String>, Error> {
+    let pat = if spec.contains(':') {
+        spec.to_string()
+    } else if all.iter().any(|e| e.split(':').next() == Some(spec)) {
+        format!("{spec}:*")
+    } else {
+        format!("*:{spec}")
+    };
+    let m: Vec<String> = all.iter().filter(|e| glob_match(&pat, e)).cloned().collect();
+    if !m.is_empty() {
+        return Ok(m);
+    }
+    let near = closest(spec, all.iter().map(String::as_str), 3);
+    let e = Error::runtime(format!("unknown event '{spec}'"));
+    Err(if near.is_empty() {
+        e.hint("list the events with: tr-event -l")
+    } else {
+        e.hint(format!("did you mean: {}", near.join(", ")))
+    })
+}
+
+/// Several specs (each may be comma-separated) → sorted, deduplicated events.
+pub fn resolve_all(all: &[String], specs: &[String]) -> Result<Vec<String>, Error> {
+    let mut events = Vec::new();
+    for spec in specs.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
+        events.extend(resolve(all, spec)?);
+    }
+    events.sort();
+    events.dedup();
+    Ok(events)
+}
+
+/// `tracing_on`, or `tracing_enabled` on kernels before 2.6.37-ish.
+pub fn tracing_on_file(t: &Tracefs) -> &'static str {
+    if t.exists("tracing_on") { "tracing_on" } else { "tracing_enabled" }
+}
+
+/// The trace clock now (the oldest CPU's view), so that what was already in
+/// the buffer is not shown as if this run had caused it.
+pub fn now(t: &Tracefs) -> Option<u64> {
+    t.cpus().ok()?.iter().filter_map(|c| t.read(&format!("per_cpu/cpu{c}/stats")).ok()).filter_map(|s| CpuStats::parse(&s).now).min()
+}
