@@ -9,7 +9,8 @@
 #   make qemu-fixtures                      re-record tests/fixtures/ARCH/ (maintainers)
 #   make qemu-setup                         install qemu, cpio; add dpkg architectures
 #
-# Kernels and busyboxes are fetched once into cross/cache/qemu; transcripts,
+# Kernels and busyboxes are fetched once into ~/.cache/trbox/qemu (shared by
+# every clone; QEMU_CACHE=DIR moves it); transcripts,
 # initramfs images and timings land in cross/out/ARCH/.
 
 ARCH ?= aarch64
@@ -28,11 +29,31 @@ qemu-setup:
 qemu-fetch:
 	for a in $(QEMU_ARCHS); do ARCH=$$a $(QEMU_SH)/fetch.sh || exit 1; done
 
-# One board needs one binary: `make cross` for that target only (quicker on
-# a fresh clone than building all three).
+# The demo's binary. QEMU_BUILD=quick (default): a plain `cargo build
+# --release --target T` with the stable toolchain's prebuilt std into
+# target/demo — about 30 s on a fresh clone, so the board shows trbox within
+# a minute; it is ~2x the size of the board binary (std's backtrace code).
+# QEMU_BUILD=cross, or a target without a prebuilt std (armv7): `make cross`
+# for that target only (nightly build-std, ~2 min on a fresh clone).
+QEMU_BUILD ?= quick
+QEMU_DEMO_DIR := $(CURDIR)/target/demo
+QEMU_HAS_STD = $(wildcard $(shell rustc --print sysroot 2>/dev/null)/lib/rustlib/$(QEMU_TRIPLE)/lib/self-contained/libc.a)
+
 qemu:
+ifeq ($(QEMU_BUILD),quick)
+	@if [ -n "$(QEMU_HAS_STD)" ]; then \
+	  echo "make qemu: quick demo build (QEMU_BUILD=cross for the size-optimised board binary)"; \
+	  CARGO_TARGET_DIR=$(QEMU_DEMO_DIR) $(CARGO) build --release --target $(QEMU_TRIPLE) || exit 1; \
+	else \
+	  $(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE) || exit 1; \
+	fi
+	ARCH=$(ARCH) BREAK='$(BREAK)' \
+	  TRBOX_BIN=$$( [ -n "$(QEMU_HAS_STD)" ] && echo $(QEMU_DEMO_DIR)/$(QEMU_TRIPLE)/release/trbox ) \
+	  $(QEMU_SH)/board.sh demo
+else
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)
 	ARCH=$(ARCH) BREAK='$(BREAK)' $(QEMU_SH)/board.sh demo
+endif
 
 qemu-shell:
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)

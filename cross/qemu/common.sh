@@ -1,6 +1,6 @@
 # Shared settings for the qemu board harness; sourced by the other scripts.
 # Input: ARCH (aarch64 | armv7 | x86_64). Sets the Debian names, the qemu
-# command line pieces and the paths under cross/cache and cross/out.
+# command line pieces and the paths of the kernel cache and cross/out.
 
 QEMU_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$QEMU_DIR/../.." && pwd)
@@ -40,7 +40,9 @@ x86_64 | amd64)
 	;;
 esac
 
-CACHE=${QEMU_CACHE:-$REPO/cross/cache/qemu}/$ARCH
+# The kernel cache is shared by every clone on the machine (a fresh clone
+# boots without downloading again).
+CACHE=${QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trbox/qemu}/$ARCH
 OUT=${QEMU_OUT:-$REPO/cross/out}/$ARCH
 # The static binary from `make cross` (which honours CARGO_TARGET_DIR).
 TRBOX_BIN=${TRBOX_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/$TRIPLE/release/trbox}

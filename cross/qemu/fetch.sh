@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch (once) Debian's kernel and static busybox for ARCH into
-# cross/cache/qemu/ARCH: vmlinuz, config, busybox, kver.
+# ~/.cache/trbox/qemu/ARCH (QEMU_CACHE): vmlinuz, config, busybox, kver.
 # A warm cache costs nothing (no network). QEMU_REFRESH=1 fetches the newest
 # kernel again; KERNEL_PKG=linux-image-6.1.0-NN-FLAVOUR pins one.
 set -euo pipefail
