@@ -51,3 +51,45 @@ fn rejected_filter_shows_the_kernel_reason_and_leaves_nothing() {
     }
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// What tr-on and tr-graph select through the state layer: tracers (a
+/// missing one names those the kernel has), options, function lists (EPERM
+/// where dynamic ftrace is refused), all undone.
+#[test]
+fn tracer_options_and_function_lists() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let t = Tracefs::at(&root).unwrap();
+    let avail = std::fs::read_to_string(root.join("available_tracers")).unwrap();
+    {
+        let mut st = State::new(&t);
+        match st.set_tracer("no_such_tracer").unwrap_err() {
+            Error::NoTracer { name, available } => {
+                assert_eq!(name, "no_such_tracer");
+                assert!(available.iter().any(|a| a == "nop"), "{available:?}");
+            }
+            e => panic!("{e}"),
+        }
+        assert!(!st.set_tracer("nop").unwrap());
+        if let Some(other) = avail.split_whitespace().find(|t| *t == "blk") {
+            assert!(st.set_tracer(other).unwrap());
+            assert_eq!(std::fs::read_to_string(root.join("current_tracer")).unwrap().trim(), other);
+        }
+        assert!(st.set_option("sym-offset", true).unwrap());
+        assert!(!st.set_option("sym-offset", true).unwrap());
+        match st.set_functions("set_ftrace_filter", &["vfs_read".into()]) {
+            Ok(changed) => assert!(changed),
+            Err(e @ Error::FtraceRefused { .. }) => {
+                assert!(e.to_string().contains("refuses dynamic ftrace"), "{e}");
+                assert!(e.hint().unwrap().contains("tr-event"), "{e}");
+            }
+            Err(e) => panic!("{e}"),
+        }
+        match st.set_functions("set_ftrace_notrace", &["no_such_function_xyz".into()]) {
+            Err(Error::FtraceRefused { .. } | Error::Rejected { .. }) => {}
+            r => panic!("{:?}", r.map_err(|e| e.to_string())),
+        }
+    }
+    assert_same_state(&before, &snapshot(&root));
+}

@@ -27,6 +27,11 @@ pub enum Error {
     Busy { holder: String, path: PathBuf },
     /// A tracefs file whose text the core could not parse.
     Format { path: PathBuf, line: u32, what: String },
+    /// `current_tracer` cannot be set to a tracer this kernel lacks.
+    NoTracer { name: String, available: Vec<String> },
+    /// EPERM on a function-tracing file (current_tracer = function…,
+    /// set_ftrace_filter, set_graph_function…): dynamic ftrace is refused.
+    FtraceRefused { path: PathBuf },
 }
 
 impl Error {
@@ -55,6 +60,17 @@ impl Error {
             Error::Rejected { .. } => None,
             Error::Busy { .. } => Some("wait for it with --wait, or stop it first"),
             Error::Format { .. } => Some("this kernel writes a layout trbox does not know: please report it with the file attached"),
+            Error::NoTracer { name, .. } if name == "function_graph" => {
+                Some("the function_graph tracer needs a kernel built with CONFIG_FUNCTION_GRAPH_TRACER")
+            }
+            Error::NoTracer { name, .. } if name == "function" => Some("the function tracer needs a kernel built with CONFIG_FUNCTION_TRACER"),
+            Error::NoTracer { .. } => Some("a tracer appears in available_tracers only when the kernel is built with it"),
+            Error::FtraceRefused { .. } if lockdown_active() => {
+                Some("the kernel is locked down: function tracing is forbidden; events (tr-event), uprobes and tr-cat still work")
+            }
+            Error::FtraceRefused { .. } => Some(
+                "function tracers and function filters cannot be used here; events (tr-event), uprobes, the nop tracer and tr-cat still work",
+            ),
             Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
             Error::Io { err, .. } => match err.raw_os_error() {
                 Some(libc::EACCES) => Some("tracefs is readable by root only: run as root (e.g. with sudo)"),
@@ -69,6 +85,7 @@ impl Error {
     pub fn errno(&self) -> Option<i32> {
         match self {
             Error::Mount { err, .. } | Error::Io { err, .. } | Error::Rejected { err, .. } => err.raw_os_error(),
+            Error::FtraceRefused { .. } => Some(libc::EPERM),
             _ => None,
         }
     }
@@ -119,6 +136,12 @@ impl fmt::Display for Error {
                 write!(f, "tracefs is in use by {h} (lock {})", path.display())
             }
             Error::Format { path, line, what } => write!(f, "{}:{line}: cannot parse ({what})", path.display()),
+            Error::NoTracer { name, available } => {
+                write!(f, "tracer '{name}' is not available on this kernel (it has: {})", available.join(" "))
+            }
+            Error::FtraceRefused { path } => {
+                write!(f, "{}: operation not permitted (EPERM): this kernel refuses dynamic ftrace", path.display())
+            }
         }
     }
 }

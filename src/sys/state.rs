@@ -106,6 +106,44 @@ impl<'t> State<'t> {
         Ok(())
     }
 
+    /// Select a tracer in `current_tracer`. A tracer the kernel lacks gives
+    /// [`Error::NoTracer`] with the ones it has; EPERM (function tracers
+    /// where dynamic ftrace is refused) gives [`Error::FtraceRefused`].
+    pub fn set_tracer(&mut self, name: &str) -> Result<bool, Error> {
+        if let Some(av) = self.t.read_opt("available_tracers")? {
+            let available: Vec<String> = av.split_whitespace().map(String::from).collect();
+            if !available.iter().any(|a| a == name) {
+                return Err(Error::NoTracer { name: name.into(), available });
+            }
+        }
+        self.set("current_tracer", name).map_err(refused)
+    }
+
+    /// Turn `options/NAME` on or off.
+    pub fn set_option(&mut self, name: &str, on: bool) -> Result<bool, Error> {
+        self.set(&format!("options/{name}"), if on { "1" } else { "0" })
+    }
+
+    /// Replace a function list (`set_ftrace_filter`, `set_ftrace_notrace`,
+    /// `set_graph_function`, `set_graph_notrace`, `stack_trace_filter`)
+    /// with `globs`. A glob matching no function is rejected by the kernel
+    /// after the ones before it were taken, so the old list is put back at
+    /// once; EPERM gives [`Error::FtraceRefused`].
+    pub fn set_functions(&mut self, rel: &str, globs: &[String]) -> Result<bool, Error> {
+        let cur = self.t.read(rel).map_err(refused)?;
+        let old: Vec<&str> = ctl::entries(&cur).collect();
+        if old.iter().copied().eq(globs.iter().map(String::as_str)) {
+            return Ok(false);
+        }
+        let old = old.join("\n");
+        if let Err(e) = self.t.write_checked(rel, &globs.join("\n")) {
+            let _ = self.t.write(rel, &old);
+            return Err(refused(e));
+        }
+        self.undo.push(Undo::Write { rel: rel.into(), value: old });
+        Ok(true)
+    }
+
     /// Put everything back now (also done on drop). Every undo step is tried
     /// even if one fails; failures are logged and the first is returned.
     pub fn restore(&mut self) -> Result<(), Error> {
@@ -126,6 +164,16 @@ impl<'t> State<'t> {
     /// How many changes are pending restore.
     pub fn changes(&self) -> usize {
         self.undo.len()
+    }
+}
+
+/// EPERM on a function-tracing file means dynamic ftrace is refused.
+fn refused(e: Error) -> Error {
+    match e {
+        Error::Io { path, err } | Error::Rejected { path, err, .. } if err.raw_os_error() == Some(libc::EPERM) => {
+            Error::FtraceRefused { path }
+        }
+        e => e,
     }
 }
 
