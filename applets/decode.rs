@@ -10,7 +10,7 @@ use trbox::format::{Endian, EventFormat};
 use trbox::merge::{self, Merger};
 use trbox::page::PageLayout;
 use trbox::printk::PrintkFormats;
-use trbox::render::{clock_in_ns, write_json, write_lost, Cmdlines, Renderer};
+use trbox::render::{clock_in_ns, write_json, write_lost, Cmdlines, CommonFields, Renderer};
 use trbox::sys::events::{guess_endian, header_page, load_events, LazyKallsyms};
 use trbox::sys::raw::RawPages;
 use std::path::Path;
@@ -192,11 +192,26 @@ impl<'t> Input<'t> {
     }
 }
 
+impl Input<'_> {
+    /// Render the function_graph layout whatever the tree's tracer says
+    /// (tr-graph on a copy), once funcgraph records show up.
+    pub fn graph_layout(mut self) -> Self {
+        if self.graph.is_none() {
+            self.graph = Some(GraphOpts::default());
+            self.graph_auto = true;
+        }
+        self
+    }
+
+    /// The graph options in use, if the graph layout is.
+    pub fn graph_opts(&self) -> Option<GraphOpts> {
+        self.graph
+    }
+}
+
 /// Decode and print until the streams are empty (drain) or, when
 /// following, until Ctrl-C, the time limit or `done()` says so.
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
-    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let start = Instant::now();
     let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree, graph, graph_auto, ncpus, version } = input;
     let kernel = Version(version);
     let graph_ids: Vec<u32> =
@@ -214,7 +229,6 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
         .with_strings(&printk)
         .with_symbols(&syms)
         .with_kernel(&kernel);
-    let mut out = Out::stdout();
     let mut em = Emitter {
         r,
         graph,
@@ -226,6 +240,56 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
         endian,
         o,
     };
+    let mut out = Out::stdout();
+    drive(&mut streams, tree, o, done, &mut out, &mut em)?;
+    out.finish()
+}
+
+/// One kept record (or a loss) of a collecting run, in merged order.
+pub enum Item<'a> {
+    Record { cpu: u32, payload: &'a [u8] },
+    Lost { cpu: u32 },
+}
+
+/// What a collector needs besides the records, and gets back at the end to
+/// print names.
+pub struct Meta {
+    pub events: EventTable,
+    pub cmdlines: Cmdlines,
+    pub syms: LazyKallsyms,
+    pub endian: Endian,
+    pub long_size: u32,
+}
+
+/// Like [`run`], but hand every kept record to `f` instead of printing it
+/// (aggregations print at the end). Returns the metadata for the names.
+pub fn collect(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool, f: &mut dyn FnMut(&Meta, Item<'_>)) -> Result<Meta, Error> {
+    let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, .. } = input;
+    let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size }, f, o };
+    let mut out = Out::stdout();
+    drive(&mut streams, tree, o, done, &mut out, &mut c)?;
+    out.finish()?;
+    Ok(c.meta)
+}
+
+/// What the drive loop feeds.
+trait Consumer {
+    fn emit(&mut self, s: &mut CpuPages, out: &mut Out);
+    /// New tasks appeared while following: their comms.
+    fn cmdlines(&mut self, c: Cmdlines);
+}
+
+/// The merge loop: drain (or follow until a stop), in timestamp order.
+fn drive(
+    streams: &mut [CpuPages],
+    tree: Option<&Tracefs>,
+    o: &RawOpts,
+    done: &dyn Fn() -> bool,
+    out: &mut Out,
+    c: &mut dyn Consumer,
+) -> Result<(), Error> {
+    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let start = Instant::now();
     let mut merger = Merger::new(streams.len());
     loop {
         let stop = signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l) || done();
@@ -237,31 +301,70 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
             // buffered, then end.
             streams.iter_mut().for_each(|s| s.follow = false);
         }
-        match merger.next(&mut streams) {
-            merge::Next::Cpu(i) => em.emit(&mut streams[i], &mut out),
+        match merger.next(streams) {
+            merge::Next::Cpu(i) => c.emit(&mut streams[i], out),
             merge::Next::End => break,
             merge::Next::Pending(_) => {
                 let _ = out.flush();
                 let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
-                wait_for_data(&streams, Some(wake), left);
+                wait_for_data(streams, Some(wake), left);
                 // New tasks appeared meanwhile: their comms too.
-                if let Some(Ok(Some(c))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
-                    em.r.set_cmdlines(Cmdlines::parse(&c));
+                if let Some(Ok(Some(t))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
+                    c.cmdlines(Cmdlines::parse(&t));
                 }
                 // An idle CPU must not hold the others back for ever.
-                while let merge::Next::Cpu(i) = merger.next_ready(&mut streams) {
-                    em.emit(&mut streams[i], &mut out);
+                while let merge::Next::Cpu(i) = merger.next_ready(streams) {
+                    c.emit(&mut streams[i], out);
                 }
             }
         }
     }
-    for s in &streams {
+    for s in streams.iter() {
         log::debug!("cpu{}: {:?}", s.cpu, s.counts);
     }
     if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
         return Err(e.into());
     }
-    out.finish()
+    Ok(())
+}
+
+struct Collector<'f> {
+    meta: Meta,
+    f: &'f mut dyn FnMut(&Meta, Item<'_>),
+    o: &'f RawOpts,
+}
+
+impl Consumer for Collector<'_> {
+    fn emit(&mut self, s: &mut CpuPages, _: &mut Out) {
+        let (cpu, m, o) = (s.cpu, &self.meta, self.o);
+        match s.take() {
+            Some(Next::Record(rec)) => {
+                let Some(ev) = m.events.event_of(rec.payload, m.endian) else { return };
+                let pid = CommonFields::of(ev).read(m.endian, rec.payload).2;
+                if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, &m.cmdlines) {
+                    return;
+                }
+                (self.f)(m, Item::Record { cpu, payload: rec.payload });
+            }
+            Some(Next::Lost { ts, .. }) if !o.since.is_some_and(|t0| ts < t0) => (self.f)(m, Item::Lost { cpu }),
+            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
+            _ => {}
+        }
+    }
+
+    fn cmdlines(&mut self, c: Cmdlines) {
+        self.meta.cmdlines = c;
+    }
+}
+
+impl Consumer for Emitter<'_> {
+    fn emit(&mut self, s: &mut CpuPages, out: &mut Out) {
+        Emitter::emit(self, s, out)
+    }
+
+    fn cmdlines(&mut self, c: Cmdlines) {
+        self.r.set_cmdlines(c);
+    }
 }
 
 /// Turns one stream item into output.

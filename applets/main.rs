@@ -7,7 +7,9 @@ mod decode;
 mod out;
 mod tr_cat;
 mod tr_event;
+mod tr_graph;
 mod tr_on;
+mod tr_stack;
 
 use std::process::ExitCode;
 
@@ -22,6 +24,8 @@ pub const APPLETS: &[Applet] = &[
     Applet { name: "tr-on", summary: "show or switch the tracing state", main: tr_on::main },
     Applet { name: "tr-event", summary: "list, enable and stream trace events", main: tr_event::main },
     Applet { name: "tr-cat", summary: "print the trace buffer; --raw decodes the raw pages", main: tr_cat::main },
+    Applet { name: "tr-graph", summary: "function call graphs (function_graph), folded, top", main: tr_graph::main },
+    Applet { name: "tr-stack", summary: "kernel stacks: stack tracer, behind events, callers", main: tr_stack::main },
 ];
 
 fn main() -> ExitCode {

@@ -297,7 +297,7 @@ fn abandon(st: &mut Vec<Frame>, over: impl Fn(&Frame) -> bool) -> u64 {
 
 /// A frame name in a folded line: `;` separates frames and the last space
 /// separates the weight, so both are replaced.
-fn push_frame(line: &mut String, name: &str) {
+pub(crate) fn push_frame(line: &mut String, name: &str) {
     for c in name.chars() {
         line.push(match c {
             ';' => ':',

@@ -1,0 +1,168 @@
+//! tr-graph: run the function_graph tracer and print the call graph rendered
+//! by trbox from the raw funcgraph records (or folded stacks / a top table);
+//! also on a recorded trace.dat (-i) or a copy of a tracefs tree (-T).
+
+use crate::cli::{self, Common, Error};
+use crate::command::{self, ftrace_write, now, require_tracer, tracing_on_file, Command, Follow};
+use crate::decode::{self, Filter, Input, Item, RawOpts};
+use crate::out::Out;
+use argh::FromArgs;
+use std::io::Write as _;
+use std::time::Duration;
+use trbox::graph::stats::{Stats, TopBy};
+use trbox::graph::write_header;
+use trbox::printfmt::SymbolLookup;
+use trbox::sys::lock::Lock;
+use trbox::sys::state::State;
+use trbox::sys::{signals, Tracefs};
+
+#[derive(FromArgs)]
+/// Trace kernel function calls with the function_graph tracer and print the
+/// call graph (durations, the kernel's overhead marks), folded stacks
+/// (--folded) or the functions with the most time (--top N).
+/// Usage: tr-graph [FUNC...] [-d DEPTH] [-P PID] [--min-us N] [-t S] [-- CMD]
+///        tr-graph -i FILE | -T COPY | -r   (recorded data, nothing traced)
+struct Args {
+    /// graph only below these functions (set_graph_function; globs allowed)
+    #[argh(positional)]
+    funcs: Vec<String>,
+    /// nesting depth limit (max_graph_depth)
+    #[argh(option, short = 'd')]
+    depth: Option<u32>,
+    /// only this process (set_ftrace_pid)
+    #[argh(option, short = 'P')]
+    pid: Option<u32>,
+    /// only calls that took at least N microseconds (tracing_thresh)
+    #[argh(option)]
+    min_us: Option<u64>,
+    /// stop after SECONDS
+    #[argh(option, short = 't')]
+    time: Option<f64>,
+    /// print folded stacks weighted by time (ns) at the end
+    #[argh(switch)]
+    folded: bool,
+    /// print the N functions with the most total time at the end
+    #[argh(option)]
+    top: Option<usize>,
+    /// read a trace.dat instead of tracing
+    #[argh(option, short = 'i')]
+    input: Option<String>,
+    /// print what the buffer holds now, changing nothing (e.g. after -k)
+    #[argh(switch, short = 'r')]
+    read: bool,
+    /// leave the tracer set up when done
+    #[argh(switch, short = 'k')]
+    keep: bool,
+    /// wait for another trbox run to finish instead of failing
+    #[argh(switch)]
+    wait: bool,
+}
+
+pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+    let (own, cmd) = command::split(args);
+    let a: Args = cli::parse("tr-graph", own)?;
+    if a.folded && a.top.is_some() {
+        return Err(Error::usage("--folded and --top are alternatives").hint("run tr-graph twice, or on a recorded file (-i)"));
+    }
+    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let opts = |follow: bool, since| RawOpts {
+        only: None,
+        filter: Filter { pid: None, comm: None, events: Vec::new() },
+        follow,
+        json: false,
+        limit: a.time.map(Duration::from_secs_f64),
+        since,
+    };
+    if let Some(f) = &a.input {
+        // A recorded file needs no tracefs (and no root).
+        let o = opts(false, None);
+        let input = Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        return output(input, &a, &o, &|| false);
+    }
+    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    if !t.is_live() || a.read {
+        if !cmd.is_empty() || !a.funcs.is_empty() {
+            return Err(Error::usage("a copy of a tracefs tree (or -r) is only read: no FUNC and no -- CMD"));
+        }
+        if let Some(i) = &common.instance {
+            t.enter_instance(i)?;
+        }
+        let o = opts(false, None);
+        return output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false);
+    }
+    require_tracer(&t, "function_graph", "CONFIG_FUNCTION_GRAPH_TRACER")?;
+    if let Some(i) = &common.instance {
+        t.enter_or_create_instance(i)?;
+        t.keep_instance = a.keep;
+    }
+    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-graph")?;
+    let status = {
+        let mut st = State::new(&t);
+        st.keep = a.keep;
+        if !a.funcs.is_empty() {
+            ftrace_write(st.set_list("set_graph_function", &a.funcs), "set_graph_function")?;
+        }
+        if let Some(d) = a.depth {
+            need(&t, "max_graph_depth")?;
+            st.set("max_graph_depth", &d.to_string())?;
+        }
+        if let Some(us) = a.min_us {
+            need(&t, "tracing_thresh")?;
+            st.set("tracing_thresh", &us.to_string())?;
+        }
+        if let Some(p) = a.pid {
+            ftrace_write(st.set_list("set_ftrace_pid", &[p.to_string()]), "set_ftrace_pid")?;
+        }
+        let child = Command::start(cmd, &mut st, Follow { events: false, functions: true })?;
+        let since = now(&t);
+        ftrace_write(st.set("current_tracer", "function_graph"), "current_tracer")?;
+        st.set(tracing_on_file(&t), "1")?;
+        child.release()?;
+        let o = opts(true, since);
+        let r = Input::tree(&t, &o).and_then(|i| output(i.graph_layout(), &a, &o, &|| child.exited()));
+        let status = child.finish();
+        r?;
+        status
+    };
+    command::exit_with(status)
+}
+
+fn need(t: &Tracefs, file: &str) -> Result<(), Error> {
+    if t.exists(file) {
+        Ok(())
+    } else {
+        Err(Error::runtime(format!("this kernel has no {file} file (too old for this option)")))
+    }
+}
+
+/// The graph as it streams, or the aggregation at the end.
+fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
+    if !a.folded && a.top.is_none() {
+        if let Some(g) = input.graph_opts() {
+            let mut h = String::from("# tracer: function_graph\n#\n");
+            let _ = write_header(&mut h, &g);
+            let mut out = Out::stdout();
+            let _ = out.write_all(h.as_bytes());
+            out.finish()?;
+        }
+        return decode::run(input, o, done);
+    }
+    let mut stats: Option<Stats> = None;
+    let meta = decode::collect(input, o, done, &mut |m, it| {
+        if let Item::Record { payload, .. } = it {
+            stats.get_or_insert_with(|| Stats::new(&m.events, m.endian, m.long_size, false)).record(payload, &m.cmdlines);
+        }
+    })?;
+    let Some(s) = stats.filter(|s| s.calls() > 0) else {
+        return Err(Error::runtime("no function_graph calls were recorded").hint("check the function names and that the code ran"));
+    };
+    let syms = Some(&meta.syms as &dyn SymbolLookup);
+    let mut text = String::new();
+    let _ = match a.top {
+        Some(n) => s.write_top(&mut text, syms, n, TopBy::Total),
+        None => s.write_folded(&mut text, syms),
+    };
+    let mut out = Out::stdout();
+    let _ = out.write_all(text.as_bytes());
+    out.finish()
+}

@@ -1,0 +1,219 @@
+//! tr-stack: kernel stacks. The stack tracer's deepest stack (default);
+//! the stacks behind an event (`-e`, the `stacktrace` trigger) or behind
+//! calls of a function (`--func`, the function tracer's func_stack_trace),
+//! counted and listed most frequent first.
+
+use crate::cli::{self, Common, Error};
+use crate::command::{self, event_dir, ftrace_write, list_events, now, require_tracer, resolve_all, tracing_on_file, Command, Follow};
+use crate::decode::{self, Filter, Input, Item, RawOpts};
+use crate::out::Out;
+use argh::FromArgs;
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+use trbox::ctl::glob_match;
+use trbox::graph::stacks::{write_folded, write_table, StackCounts};
+use trbox::printfmt::SymbolLookup;
+use trbox::sys::lock::Lock;
+use trbox::sys::state::State;
+use trbox::sys::{signals, Tracefs};
+
+/// The stack tracer's switch (a sysctl, outside tracefs).
+const STACK_SYSCTL: &str = "/proc/sys/kernel/stack_tracer_enabled";
+
+#[derive(FromArgs)]
+/// Kernel stacks: the stack tracer's deepest stack (stack_trace table and
+/// stack_max_size); with -e, the distinct stacks behind an event (stacktrace
+/// trigger) with counts; with --func, who calls a function.
+/// Usage: tr-stack [--reset] [-l GLOB] [-t S]
+///        tr-stack -e SYS:EVENT [-f FILTER] [--folded] [-t S] [-- CMD]
+///        tr-stack --func GLOB [--folded] [-t S] [-- CMD]
+struct Args {
+    /// count the stacks behind these events (repeatable, comma-separated)
+    #[argh(option, short = 'e')]
+    event: Vec<String>,
+    /// only events matching this filter (the kernel's filter syntax)
+    #[argh(option, short = 'f')]
+    filter: Option<String>,
+    /// count the stacks behind calls of these functions (function tracer)
+    #[argh(option)]
+    func: Option<String>,
+    /// print folded stacks (for flame graphs) instead of the table
+    #[argh(switch)]
+    folded: bool,
+    /// stack tracer: reset the maximum (stack_max_size) first
+    #[argh(switch)]
+    reset: bool,
+    /// stack tracer: only these functions (stack_trace_filter)
+    #[argh(option, short = 'l')]
+    limit: Option<String>,
+    /// stop after SECONDS
+    #[argh(option, short = 't')]
+    time: Option<f64>,
+    /// read a trace.dat (its kernel_stack records) instead of tracing
+    #[argh(option, short = 'i')]
+    input: Option<String>,
+    /// leave the settings in place when done
+    #[argh(switch, short = 'k')]
+    keep: bool,
+    /// wait for another trbox run to finish instead of failing
+    #[argh(switch)]
+    wait: bool,
+}
+
+pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+    let (own, cmd) = command::split(args);
+    let a: Args = cli::parse("tr-stack", own)?;
+    if !a.event.is_empty() && a.func.is_some() {
+        return Err(Error::usage("-e and --func are alternatives"));
+    }
+    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let limit = a.time.map(Duration::from_secs_f64);
+    let opts = |follow: bool, since| RawOpts {
+        only: None,
+        filter: Filter { pid: None, comm: None, events: Vec::new() },
+        follow,
+        json: false,
+        limit,
+        since,
+    };
+    if let Some(f) = &a.input {
+        let o = opts(false, None);
+        let input = Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        return count_stacks(input, &a, &o, &|| false);
+    }
+    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    if !t.is_live() {
+        // A copy: count the stacks it holds (or show its stack tracer table).
+        if let Some(i) = &common.instance {
+            t.enter_instance(i)?;
+        }
+        if a.event.is_empty() && a.func.is_none() && t.exists("stack_trace") {
+            return print_table(&t);
+        }
+        let o = opts(false, None);
+        return count_stacks(Input::tree(&t, &o)?, &a, &o, &|| false);
+    }
+    if a.event.is_empty() && a.func.is_none() {
+        if !cmd.is_empty() {
+            return Err(Error::usage("the stack tracer takes no command").hint("use -t S, or -e/--func with -- CMD"));
+        }
+        return stack_tracer(&t, &a, limit);
+    }
+    let all = list_events(&t)?;
+    let events = resolve_all(&all, &a.event)?;
+    if a.func.is_some() {
+        require_tracer(&t, "function", "CONFIG_FUNCTION_TRACER")?;
+    }
+    if let Some(i) = &common.instance {
+        t.enter_or_create_instance(i)?;
+        t.keep_instance = a.keep;
+    }
+    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-stack")?;
+    let status = {
+        let mut st = State::new(&t);
+        st.keep = a.keep;
+        let trigger = match &a.filter {
+            Some(f) => format!("stacktrace if {f}"),
+            None => "stacktrace".to_string(),
+        };
+        for e in &events {
+            let dir = event_dir(e);
+            if let Some(f) = &a.filter {
+                st.set_filter(&dir, Some(f))?;
+            }
+            st.add_trigger(&dir, &trigger)?;
+            st.set(&format!("{dir}/enable"), "1")?;
+        }
+        if let Some(g) = &a.func {
+            ftrace_write(st.set_list("set_ftrace_filter", &[g.clone()]), "set_ftrace_filter")?;
+        }
+        let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
+        let child = Command::start(cmd, &mut st, follow)?;
+        let since = now(&t);
+        if a.func.is_some() {
+            ftrace_write(st.set("current_tracer", "function"), "current_tracer")?;
+            st.set("options/func_stack_trace", "1")?;
+        }
+        st.set(tracing_on_file(&t), "1")?;
+        child.release()?;
+        let o = opts(true, since);
+        let r = Input::tree(&t, &o).and_then(|i| count_stacks(i, &a, &o, &|| child.exited()));
+        let status = child.finish();
+        r?;
+        status
+    };
+    command::exit_with(status)
+}
+
+/// Collect kernel_stack records and print them counted (table or folded).
+fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
+    let mut counts: Option<StackCounts> = None;
+    let meta = decode::collect(input, o, done, &mut |m, it| {
+        let c = counts.get_or_insert_with(|| StackCounts::new(&m.events, m.endian, m.long_size));
+        match it {
+            Item::Record { cpu, payload, .. } => c.record(&m.events, cpu, payload),
+            Item::Lost { cpu } => c.lost(cpu),
+        }
+    })?;
+    let mut rows = counts.as_ref().map(|c| c.rows(Some(&meta.syms as &dyn SymbolLookup))).unwrap_or_default();
+    // On recorded data -e picks the stacks of those events (or functions).
+    let wanted: Vec<&str> = a.event.iter().flat_map(|e| e.split(',')).chain(a.func.as_deref()).filter(|s| !s.is_empty()).collect();
+    if !wanted.is_empty() {
+        rows.retain(|r| {
+            let bare = r.origin.rsplit(':').next().unwrap_or("");
+            wanted.iter().any(|w| glob_match(w, &r.origin) || glob_match(w, bare) || glob_match(&format!("{w}:*"), &r.origin))
+        });
+    }
+    if rows.is_empty() {
+        let e = Error::runtime("no kernel stacks were recorded");
+        return Err(if a.func.is_some() {
+            e.hint("did the function run? (check the name against available_filter_functions)")
+        } else {
+            e.hint("did the event happen? try a longer -t")
+        });
+    }
+    let mut text = String::new();
+    let _ = if a.folded { write_folded(&mut text, &rows) } else { write_table(&mut text, &rows) };
+    let mut out = Out::stdout();
+    let _ = out.write_all(text.as_bytes());
+    out.finish()
+}
+
+/// The stack tracer: enable it (and the filter) until -t or Ctrl-C, print
+/// the deepest stack, put the switch and the filter back.
+fn stack_tracer(t: &Tracefs, a: &Args, limit: Option<Duration>) -> Result<(), Error> {
+    let sysctl = std::path::Path::new(STACK_SYSCTL);
+    if !sysctl.exists() || !t.exists("stack_trace") {
+        return Err(Error::runtime(
+            "this kernel has no stack tracer (CONFIG_STACK_TRACER is not set: no /proc/sys/kernel/stack_tracer_enabled, no stack_trace in tracefs)",
+        )
+        .hint("tr-stack -e SYS:EVENT shows the stacks behind an event without it"));
+    }
+    let _lock = Lock::take(None, a.wait, "tr-stack")?;
+    let mut st = State::new(t);
+    st.keep = a.keep;
+    if let Some(g) = &a.limit {
+        ftrace_write(st.set_list("stack_trace_filter", &[g.clone()]), "stack_trace_filter")?;
+    }
+    if a.reset {
+        // The maximum is a measurement, not a setting: not put back.
+        t.write("stack_max_size", "0")?;
+    }
+    // An absolute path: State keeps and restores it like a tracefs file.
+    ftrace_write(st.set(STACK_SYSCTL, "1"), STACK_SYSCTL)?;
+    let start = Instant::now();
+    while signals::stop_requested().is_none() && limit.map_or(true, |l| start.elapsed() < l) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    print_table(t)
+}
+
+/// `stack_max_size` and the `stack_trace` table, as the kernel writes them.
+fn print_table(t: &Tracefs) -> Result<(), Error> {
+    let max = t.read_opt("stack_max_size")?.unwrap_or_default();
+    let table = t.read("stack_trace")?;
+    let mut out = Out::stdout();
+    let _ = writeln!(out, "stack_max_size: {} bytes", max.trim());
+    let _ = out.write_all(table.as_bytes());
+    out.finish()
+}

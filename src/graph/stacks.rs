@@ -1,0 +1,208 @@
+//! Kernel stacks counted (sans-IO), for `tr-stack -e` and `tr-stack --func`.
+//!
+//! A `kernel_stack` record (from the `stacktrace` event trigger, or
+//! `options/func_stack_trace` with the function tracer) is written right
+//! after the record it was taken for, on the same CPU: the stack is counted
+//! under that record's *origin* — the event's name, or for a `function`
+//! record the traced function. Identical stacks (same origin, same frame
+//! names once symbolized) are merged and listed most frequent first.
+//!
+//! Folded output (`root;…;caller;ORIGIN COUNT`) puts the outermost frame
+//! first, as flamegraph.pl and speedscope expect, and the origin as the
+//! leaf, so the picture shows who leads to the event or function.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+use crate::format::{Endian, EventTable};
+use crate::printfmt::SymbolLookup;
+
+/// Frames kept per stack (the kernel stores at most a page of them).
+const MAX_FRAMES: usize = 512;
+
+/// What a stack was taken for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Origin {
+    /// The record before it was of this event id.
+    Event(u32),
+    /// A `function` record for this ip.
+    Function(u64),
+    /// No record before it on this CPU (the buffer started there, or
+    /// events were lost).
+    Unknown,
+}
+
+/// One distinct stack and how often it was seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackRow {
+    /// `sys:event`, the traced function's name, or `?`.
+    pub origin: String,
+    /// Innermost frame first, as the kernel prints them.
+    pub frames: Vec<String>,
+    pub count: u64,
+}
+
+/// Counts stacks from a stream of records in merged order.
+pub struct StackCounts {
+    endian: Endian,
+    long: usize,
+    /// kernel_stack: (id, caller offset, size field (offset, size)).
+    stack: Option<(u32, usize, (usize, usize))>,
+    /// ftrace function: (id, ip (offset, size)).
+    function: Option<(u32, (usize, usize))>,
+    names: BTreeMap<u32, String>,
+    last: BTreeMap<u32, Origin>,
+    counts: BTreeMap<(Origin, Vec<u64>), u64>,
+    total: u64,
+}
+
+impl StackCounts {
+    pub fn new(events: &EventTable, endian: Endian, long_size: u32) -> Self {
+        let loc = |f: &crate::format::Field| (f.offset as usize, f.size as usize);
+        let mut s = StackCounts {
+            endian,
+            long: if long_size == 4 { 4 } else { 8 },
+            stack: None,
+            function: None,
+            names: BTreeMap::new(),
+            last: BTreeMap::new(),
+            counts: BTreeMap::new(),
+            total: 0,
+        };
+        for ev in events.iter() {
+            if ev.system != "ftrace" {
+                continue;
+            }
+            match ev.name.as_str() {
+                "kernel_stack" => {
+                    if let (Some(c), Some(n)) = (ev.field("caller"), ev.field("size")) {
+                        s.stack = Some((ev.id, c.offset as usize, loc(n)));
+                    }
+                }
+                "function" => s.function = ev.field("ip").map(|f| (ev.id, loc(f))),
+                _ => {}
+            }
+        }
+        s
+    }
+
+    /// Does the table have the `kernel_stack` event at all?
+    pub fn present(&self) -> bool {
+        self.stack.is_some()
+    }
+
+    /// Feed one record of `cpu` (any event).
+    pub fn record(&mut self, events: &EventTable, cpu: u32, payload: &[u8]) {
+        let e = self.endian;
+        let Some(id) = events.record_id(payload, e) else { return };
+        match self.stack {
+            Some((sid, start, (so, sn))) if sid == id => {
+                let origin = self.last.remove(&cpu).unwrap_or(Origin::Unknown);
+                let n = e.uint(payload, so, sn).unwrap_or(0) as usize;
+                let end = if self.long == 4 { u64::from(u32::MAX) } else { u64::MAX };
+                let mut frames = Vec::new();
+                // The record may hold more entries than `caller[8]` says;
+                // the list ends at `size` entries or a ULONG_MAX marker.
+                for i in 0..n.min(MAX_FRAMES) {
+                    match e.uint(payload, start + i * self.long, self.long) {
+                        Some(a) if a != end => frames.push(a),
+                        _ => break,
+                    }
+                }
+                let slot = self.counts.entry((origin, frames)).or_insert(0);
+                *slot += 1;
+                self.total += 1;
+            }
+            _ => {
+                let origin = match self.function {
+                    Some((fid, (o, n))) if fid == id => Origin::Function(e.uint(payload, o, n).unwrap_or(0)),
+                    _ => {
+                        if !self.names.contains_key(&id) {
+                            if let Some(ev) = events.get(id) {
+                                self.names.insert(id, alloc::format!("{}:{}", ev.system, ev.name));
+                            }
+                        }
+                        Origin::Event(id)
+                    }
+                };
+                self.last.insert(cpu, origin);
+            }
+        }
+    }
+
+    /// Events were lost on `cpu`: the next stack's origin is unknown.
+    pub fn lost(&mut self, cpu: u32) {
+        self.last.remove(&cpu);
+    }
+
+    /// Stacks seen.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Distinct stacks by symbol names, most frequent first (ties: by
+    /// origin, then frames).
+    pub fn rows(&self, syms: Option<&dyn SymbolLookup>) -> Vec<StackRow> {
+        let mut m: BTreeMap<(String, Vec<String>), u64> = BTreeMap::new();
+        for ((origin, frames), n) in &self.counts {
+            let o = match origin {
+                Origin::Event(id) => self.names.get(id).cloned().unwrap_or_else(|| alloc::format!("event {id}")),
+                Origin::Function(ip) => name(syms, *ip),
+                Origin::Unknown => String::from("?"),
+            };
+            let f: Vec<String> = frames.iter().map(|a| name(syms, *a)).collect();
+            *m.entry((o, f)).or_insert(0) += n;
+        }
+        let mut v: Vec<StackRow> = m.into_iter().map(|((origin, frames), count)| StackRow { origin, frames, count }).collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| (&a.origin, &a.frames).cmp(&(&b.origin, &b.frames))));
+        v
+    }
+}
+
+/// The table: each distinct stack with its count, most frequent first (as
+/// [`StackCounts::rows`] gives them), then a summary line.
+pub fn write_table<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Result {
+    for r in rows {
+        writeln!(w, "{:>8}  {}", r.count, r.origin)?;
+        for f in &r.frames {
+            writeln!(w, "          => {f}")?;
+        }
+        w.write_char('\n')?;
+    }
+    let total: u64 = rows.iter().map(|r| r.count).sum();
+    writeln!(w, "{total} stacks, {} distinct", rows.len())
+}
+
+/// Folded lines, outermost frame first and the origin last, one per
+/// distinct line (sorted), weighted by count.
+pub fn write_folded<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Result {
+    let mut m: BTreeMap<String, u64> = BTreeMap::new();
+    for r in rows {
+        let mut line = String::new();
+        for f in r.frames.iter().rev() {
+            super::stats::push_frame(&mut line, f);
+            line.push(';');
+        }
+        super::stats::push_frame(&mut line, &r.origin);
+        *m.entry(line).or_insert(0) += r.count;
+    }
+    for (line, n) in m {
+        writeln!(w, "{line} {n}")?;
+    }
+    Ok(())
+}
+
+/// A frame the way the kernel's `<stack trace>` shows it: the symbol name,
+/// or the raw address.
+fn name(syms: Option<&dyn SymbolLookup>, addr: u64) -> String {
+    let mut s = String::new();
+    match syms.and_then(|t| t.lookup(addr)) {
+        Some(sym) => s.push_str(sym.name),
+        None => {
+            let _ = write!(s, "0x{addr:08x}");
+        }
+    }
+    s
+}
