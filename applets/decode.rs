@@ -88,6 +88,10 @@ pub struct Input<'t> {
     /// Only switch to the graph layout once a funcgraph record shows up.
     graph_auto: bool,
     ncpus: u32,
+    /// Where BTF comes from when a format needs it (a tree's top; None for
+    /// trace.dat), and whether that is the running kernel.
+    kernel_top: Option<std::path::PathBuf>,
+    live: bool,
 }
 
 impl<'t> Input<'t> {
@@ -140,6 +144,8 @@ impl<'t> Input<'t> {
             endian,
             streams,
             tree: t.is_live().then_some(t),
+            kernel_top: Some(t.top().to_path_buf()),
+            live: t.is_live(),
         })
     }
 
@@ -188,6 +194,8 @@ impl<'t> Input<'t> {
             endian: td.endian,
             streams,
             tree: None,
+            kernel_top: None,
+            live: false,
         })
     }
 }
@@ -212,8 +220,8 @@ impl Input<'_> {
 /// Decode and print until the streams are empty (drain) or, when
 /// following, until Ctrl-C, the time limit or `done()` says so.
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
-    let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree, graph, graph_auto, ncpus, version } = input;
-    let kernel = Version(version);
+    let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree, graph, graph_auto, ncpus, version, kernel_top, live } = input;
+    let kernel = Kernel { version, top: kernel_top, live, consts: Default::default() };
     let graph_ids: Vec<u32> =
         ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"].iter().filter_map(|n| events.by_name(n)).map(|e| e.id).collect();
     let graph_cmdlines = cmdlines.clone();
@@ -445,12 +453,45 @@ impl Emitter<'_> {
 }
 
 
-/// The kernel version as the print-fmt compiler's only extra knowledge.
-struct Version(Option<(u32, u32)>);
+/// What the print-fmt compiler may ask beyond the format files: the kernel
+/// version, and — only for formats that name them, so most runs never pay
+/// for it — enum values, struct sizes and typedefs from BTF, and kernel
+/// variables of the live system (crate::kvars). A copy of a tree uses only
+/// its own `btf/` directory, never this machine's.
+struct Kernel {
+    version: Option<(u32, u32)>,
+    top: Option<std::path::PathBuf>,
+    live: bool,
+    consts: std::cell::OnceCell<Option<trbox::btf::KernelInfo>>,
+}
 
-impl trbox::printfmt::KernelInfo for Version {
+impl Kernel {
+    fn consts(&self) -> Option<&trbox::btf::KernelInfo> {
+        self.consts
+            .get_or_init(|| {
+                let k = trbox::kvars::load_for_tree(self.top.as_deref()?, self.live);
+                log::debug!("kernel constants: {}", if k.is_some() { "BTF loaded" } else { "none available" });
+                k
+            })
+            .as_ref()
+    }
+}
+
+impl trbox::printfmt::KernelInfo for Kernel {
     fn kernel_version(&self) -> Option<(u32, u32)> {
-        self.0
+        self.version
+    }
+    fn enum_value(&self, name: &str) -> Option<i64> {
+        trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.enum_value(name)
+    }
+    fn variable(&self, name: &str) -> Option<u64> {
+        trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.variable(name)
+    }
+    fn sizeof_struct(&self, name: &str) -> Option<u32> {
+        trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.sizeof_struct(name)
+    }
+    fn typedef(&self, name: &str) -> Option<(u32, bool)> {
+        trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.typedef(name)
     }
 }
 

@@ -145,9 +145,52 @@ impl LiveVars {
     /// The value (`sizeof(long)` bytes) of the kernel variable `name`.
     pub fn read(&self, name: &str) -> Option<u64> {
         let syms = self.syms.get_or_init(|| std::fs::read_to_string("/proc/kallsyms").ok().map(|t| Kallsyms::parse(&t))).as_ref()?;
-        let addr = syms.address_of(name)?;
-        let core = self.core.get_or_init(|| Core::open(Path::new("/proc/kcore"))).as_ref()?;
-        core.read_long(addr)
+        let from_core = || {
+            let addr = syms.address_of(name)?;
+            let core = self.core.get_or_init(|| Core::open(Path::new("/proc/kcore"))).as_ref()?;
+            core.read_long(addr)
+        };
+        from_core().or_else(|| {
+            if name == "jiffies" {
+                // Root-only, but present without kcore or data symbols.
+                return jiffies_from_timer_list(&std::fs::read_to_string("/proc/timer_list").ok()?);
+            }
+            let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+            let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+            let v = x86_64_unrandomized(name, syms.address_of("_text"), &cmdline, &cpuinfo)?;
+            log::debug!("{name}: no /proc/kcore; KASLR is off, so the default layout's {v:#x}");
+            Some(v)
+        })
+    }
+}
+
+/// `jiffies` now, from /proc/timer_list's `jiffies: N` lines. A print fmt
+/// that uses it (writeback's `age=`) is rendered by the kernel with the value
+/// at read time too; the compiler takes it once per run.
+fn jiffies_from_timer_list(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix("jiffies: ")?.trim().parse().ok())
+}
+
+/// x86_64's memory-layout bases when KASLR is off (kernels without
+/// /proc/kcore or data symbols in kallsyms cannot be asked): `nokaslr` on
+/// the command line, or the kernel text at its link address (with
+/// CONFIG_RANDOMIZE_BASE the text and the memory regions move together;
+/// Documentation/arch/x86/x86_64/mm.rst). Only 4-level paging is known for
+/// sure: a CPU with `la57` may run 5-level, whose bases differ.
+fn x86_64_unrandomized(name: &str, text: Option<u64>, cmdline: &str, cpuinfo: &str) -> Option<u64> {
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    let kaslr_off = cmdline.split_whitespace().any(|w| w == "nokaslr") || text == Some(0xffff_ffff_8100_0000);
+    let four_level = !cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "la57"));
+    if !kaslr_off || !four_level {
+        return None;
+    }
+    match name {
+        "vmemmap_base" => Some(0xffff_ea00_0000_0000),
+        "page_offset_base" => Some(0xffff_8880_0000_0000),
+        "vmalloc_base" => Some(0xffff_c900_0000_0000),
+        _ => None,
     }
 }
 
@@ -293,6 +336,28 @@ mod tests {
         }
         assert_eq!(file_offset(&[Load { vaddr: u64::MAX - 8, offset: u64::MAX, filesz: 8 }], u64::MAX - 4, 4), None);
         assert_eq!(file_offset(&[Load { vaddr: u64::MAX - 8, offset: 0, filesz: 8 }], u64::MAX - 4, 8), None);
+    }
+
+    #[test]
+    fn jiffies_line() {
+        let t = "Tick Device: mode:     1\nclock event device: lapic\n .idle_jiffies   : 4297477899\njiffies: 4297517350\n";
+        assert_eq!(jiffies_from_timer_list(t), Some(4297517350));
+        assert_eq!(jiffies_from_timer_list("  .last_jiffies   : 1\n"), None);
+    }
+
+    #[test]
+    fn x86_64_layout_only_when_kaslr_is_evidently_off() {
+        let flags = "flags\t\t: fpu vme de pse\n";
+        let la57 = "flags\t\t: fpu la57 vme\n";
+        let text = Some(0xffff_ffff_8100_0000);
+        let moved = Some(0xffff_ffff_9a20_0000);
+        let want = cfg!(target_arch = "x86_64").then_some(0xffff_ea00_0000_0000);
+        assert_eq!(x86_64_unrandomized("vmemmap_base", text, "console=ttyS0", flags), want);
+        assert_eq!(x86_64_unrandomized("vmemmap_base", moved, "quiet nokaslr", flags), want);
+        assert_eq!(x86_64_unrandomized("vmemmap_base", moved, "console=ttyS0", flags), None);
+        assert_eq!(x86_64_unrandomized("vmemmap_base", None, "nokaslrx", flags), None);
+        assert_eq!(x86_64_unrandomized("vmemmap_base", text, "", la57), None);
+        assert_eq!(x86_64_unrandomized("jiffies", text, "", flags), None);
     }
 
     #[test]
