@@ -5,6 +5,7 @@ mod cli;
 mod command;
 mod decode;
 mod out;
+mod record;
 mod tr_cat;
 mod tr_event;
 mod tr_graph;

@@ -1,4 +1,5 @@
-//! tr-cat: print the trace buffer, or decode the raw per-CPU pages.
+//! tr-cat: print the trace buffer, decode the raw per-CPU pages or a
+//! trace.dat, or record the raw pages into one (-o, see record.rs).
 
 use crate::cli::{self, Common, Error};
 use crate::out::Out;
@@ -11,15 +12,23 @@ use trbox::sys::Tracefs;
 #[derive(FromArgs)]
 /// Print the trace buffer without consuming it (the kernel's `trace` file),
 /// or with --raw decode the per-CPU raw pages with trbox's own decoder,
-/// merged by timestamp, until the buffers are empty.
+/// merged by timestamp, until the buffers are empty; or a trace.dat FILE;
+/// or with -o record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
+/// Usage: tr-cat [--raw [-f]] [FILE] | tr-cat -o FILE [-e EV] [-t S] [-m KB] [-- CMD]
 struct Args {
+    /// record the raw pages into this trace.dat (version 6)
+    #[argh(option, short = 'o')]
+    output: Option<String>,
+    /// with -o: keep at most MAX_KB of trace data, the newest
+    #[argh(option, short = 'm')]
+    max_kb: Option<u64>,
     /// decode per_cpu/cpuN/trace_pipe_raw (consumes the buffer)
     #[argh(switch)]
     raw: bool,
     /// with --raw: keep streaming as the buffers fill (Ctrl-C ends)
     #[argh(switch, short = 'f')]
     follow: bool,
-    /// stop after SECONDS (with --follow)
+    /// stop after SECONDS (with --follow or -o)
     #[argh(option, short = 't')]
     time: Option<f64>,
     /// only these CPUs (comma-separated)
@@ -31,7 +40,8 @@ struct Args {
     /// only events of tasks with this comm
     #[argh(option)]
     comm: Option<String>,
-    /// only this event (SYS:EVENT, globs allowed; repeatable)
+    /// only this event (SYS:EVENT, globs allowed; repeatable); with -o:
+    /// enable it for the recording
     #[argh(option, short = 'e')]
     event: Vec<String>,
     /// one JSON object per event instead of text
@@ -43,7 +53,18 @@ struct Args {
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
-    let a: Args = cli::parse("tr-cat", args)?;
+    let (own, cmd) = crate::command::split(args);
+    let a: Args = cli::parse("tr-cat", own)?;
+    if let Some(o) = &a.output {
+        if a.raw || a.follow || a.json || a.file.is_some() {
+            return Err(Error::usage("-o records; it does not combine with --raw, -f, --json or a FILE to read"));
+        }
+        let r = crate::record::Request { path: o, events: &a.event, time: a.time, max_kb: a.max_kb, cmd };
+        return crate::record::run(common, r);
+    }
+    if !cmd.is_empty() {
+        return Err(Error::usage("'-- CMD' goes with -o").hint("e.g. tr-cat -o trace.dat -- CMD"));
+    }
     trbox::sys::signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let opts = |follow| RawOpts {
         only: None,

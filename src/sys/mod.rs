@@ -6,6 +6,7 @@ mod error;
 pub mod events;
 pub mod lock;
 pub mod raw;
+pub mod record;
 pub mod signals;
 pub mod state;
 pub mod status;

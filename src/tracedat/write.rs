@@ -140,6 +140,14 @@ pub fn encode_u64(e: Endian, v: u64) -> [u8; 8] {
     }
 }
 
+/// A u32 in the file's byte order (for patching).
+pub fn encode_u32(e: Endian, v: u32) -> [u8; 4] {
+    match e {
+        Endian::Little => v.to_le_bytes(),
+        Endian::Big => v.to_be_bytes(),
+    }
+}
+
 /// The flyrecord table for `(offset, size)` per CPU.
 pub fn encode_flyrecord_table(e: Endian, cpus: &[(u64, u64)]) -> Vec<u8> {
     let mut v = Vec::with_capacity(cpus.len() * 16);
@@ -279,8 +287,12 @@ pub struct V6Writer {
     stage: Stage,
     cpus: u32,
     clock: Option<String>,
-    /// A raw blob in progress: (expected, written).
-    blob: Option<(u64, u64)>,
+    /// A raw blob in progress: (expected, written); expected `None` for a
+    /// blob whose length the caller patches in afterwards.
+    blob: Option<(Option<u64>, u64)>,
+    /// Event systems announced and not yet given, formats of the current
+    /// system not yet given (streamed event systems).
+    systems_left: (u32, u32),
 }
 
 impl V6Writer {
@@ -296,7 +308,7 @@ impl V6Writer {
         });
         out.push(long_size);
         put32(&mut out, e, page_size);
-        V6Writer { e, page_size, out, flushed: 0, stage: Stage::Start, cpus: 0, clock: None, blob: None }
+        V6Writer { e, page_size, out, flushed: 0, stage: Stage::Start, cpus: 0, clock: None, blob: None, systems_left: (0, 0) }
     }
 
     /// File offset of the next byte this writer produces.
@@ -315,11 +327,14 @@ impl V6Writer {
     }
 
     fn step(&mut self, from: Stage, to: Stage, what: &'static str) -> Result<(), WriteError> {
-        if let Some((expected, written)) = self.blob {
+        if let Some((Some(expected), written)) = self.blob {
             if expected != written {
                 return Err(WriteError::Length { expected, written });
             }
-            self.blob = None;
+        }
+        self.blob = None;
+        if self.systems_left != (0, 0) {
+            return Err(WriteError::Order("event systems (fewer given than announced)"));
         }
         if self.stage != from {
             return Err(WriteError::Order(what));
@@ -372,6 +387,39 @@ impl V6Writer {
         Ok(())
     }
 
+    /// Start the event systems for `n` systems given one at a time (so
+    /// their formats need not all be in memory): for each,
+    /// [`V6Writer::event_system`] then that many [`V6Writer::event_format`].
+    pub fn event_systems_begin(&mut self, n: u32) -> Result<(), WriteError> {
+        self.step(Stage::Ftrace, Stage::Events, "event systems")?;
+        put32(&mut self.out, self.e, n);
+        self.systems_left = (n, 0);
+        Ok(())
+    }
+
+    /// The next system's name and how many formats follow.
+    pub fn event_system(&mut self, name: &str, formats: u32) -> Result<(), WriteError> {
+        if self.stage != Stage::Events || self.systems_left.0 == 0 || self.systems_left.1 != 0 {
+            return Err(WriteError::Order("event system"));
+        }
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.push(0);
+        put32(&mut self.out, self.e, formats);
+        self.systems_left = (self.systems_left.0 - 1, formats);
+        Ok(())
+    }
+
+    /// One format text of the current system.
+    pub fn event_format(&mut self, text: &[u8]) -> Result<(), WriteError> {
+        if self.stage != Stage::Events || self.systems_left.1 == 0 {
+            return Err(WriteError::Order("event format"));
+        }
+        put64(&mut self.out, self.e, text.len() as u64);
+        self.out.extend_from_slice(text);
+        self.systems_left.1 -= 1;
+        Ok(())
+    }
+
     /// `/proc/kallsyms` text (may be empty).
     pub fn kallsyms(&mut self, text: &[u8]) -> Result<(), WriteError> {
         self.kallsyms_header(text.len() as u64)?;
@@ -385,8 +433,25 @@ impl V6Writer {
         self.step(Stage::Events, Stage::Kallsyms, "kallsyms")?;
         let n = u32::try_from(len).map_err(|_| WriteError::TooLarge("kallsyms"))?;
         put32(&mut self.out, self.e, n);
-        self.blob = Some((len, 0));
+        self.blob = Some((Some(len), 0));
         Ok(())
+    }
+
+    /// Start a kallsyms text whose length is not known in advance (the
+    /// kernel's /proc/kallsyms reports size 0): pass it with
+    /// [`V6Writer::raw`], then write [`encode_u32`] of
+    /// [`V6Writer::blob_len`] at the returned file offset.
+    pub fn kallsyms_unsized(&mut self) -> Result<u64, WriteError> {
+        self.step(Stage::Events, Stage::Kallsyms, "kallsyms")?;
+        let pos = self.pos();
+        put32(&mut self.out, self.e, 0);
+        self.blob = Some((None, 0));
+        Ok(pos)
+    }
+
+    /// Bytes given so far to the blob in progress.
+    pub fn blob_len(&self) -> u64 {
+        self.blob.map_or(0, |b| b.1)
     }
 
     /// Bytes of a blob announced with a `*_header` call.

@@ -1,0 +1,123 @@
+//! `tr-cat -o FILE`: record the raw pages into a trace.dat until Ctrl-C,
+//! SIGTERM, -t or the command ends; then drain, finish the file and print a
+//! summary on stderr. Events given with -e are enabled for the run and put
+//! back afterwards.
+
+use crate::cli::{Common, Error};
+use crate::command::{self, list_events, resolve_all, tracing_on_file, Command, Follow};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use trbox::sys::lock::Lock;
+use trbox::sys::record::{Options, Recorder, Summary};
+use trbox::sys::state::State;
+use trbox::sys::{describe, signals, Tracefs};
+
+pub struct Request<'a> {
+    pub path: &'a str,
+    pub events: &'a [String],
+    pub time: Option<f64>,
+    pub max_kb: Option<u64>,
+    pub cmd: &'a [String],
+}
+
+pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
+    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    if !t.is_live() {
+        return Err(Error::usage("-o records the live tracefs, not a copy").hint("drop -T, or decode the copy with tr-cat --raw"));
+    }
+    let events = if r.events.is_empty() { Vec::new() } else { resolve_all(&list_events(&t)?, r.events)? };
+    if let Some(i) = &common.instance {
+        t.enter_or_create_instance(i)?;
+    }
+    let _lock = Lock::take(common.instance.as_deref(), false, "tr-cat")?;
+    let path = Path::new(r.path);
+    let (summary, status, write_error) = {
+        let mut st = State::new(&t);
+        for e in &events {
+            st.set(&format!("{}/enable", command::event_dir(e)), "1")?;
+        }
+        let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
+        let functions = tracer.trim() != "nop" && t.exists("set_ftrace_pid");
+        let child = Command::start(r.cmd, &mut st, Follow { events: true, functions })?;
+        // Start from an empty buffer (as trace-cmd record does): old pages
+        // do not belong to this run, and the stats count from zero.
+        t.write("trace", "")?;
+        let no_splice = std::env::var_os("TRBOX_NO_SPLICE").is_some();
+        let mut rec = Recorder::create(&t, path, &Options { max_kb: r.max_kb, no_splice })?;
+        st.set(tracing_on_file(&t), "1")?;
+        child.release()?;
+        let start = Instant::now();
+        let limit = r.time.map(Duration::from_secs_f64);
+        // The tick bounds how late a command's exit or -t is noticed.
+        let tick = Duration::from_millis(if r.cmd.is_empty() { 1000 } else { 100 });
+        while signals::stop_requested().is_none() && rec.write_error.is_none() && !child.exited() {
+            let left = limit.map_or(tick, |l| l.saturating_sub(start.elapsed()));
+            if limit.is_some() && left.is_zero() {
+                break;
+            }
+            rec.wait(wake, left.min(tick));
+        }
+        st.set(tracing_on_file(&t), "0")?;
+        if rec.write_error.is_none() {
+            rec.drain();
+        }
+        let write_error = rec.write_error.take();
+        let summary = rec.finish(&t)?;
+        (summary, child.finish(), write_error)
+    };
+    print_summary(path, &summary);
+    if let Some(e) = write_error {
+        return Err(Error::runtime(format!(
+            "{}: writing stopped: {}; the file holds the {} pages written before (readable)",
+            path.display(),
+            describe(&e),
+            summary.pages()
+        ))
+        .hint(if e.raw_os_error() == Some(libc::ENOSPC) {
+            "free some space, record to another filesystem, or bound the file with -m MAX_KB"
+        } else {
+            "check the device the file is on"
+        }));
+    }
+    command::exit_with(status)
+}
+
+fn print_summary(path: &Path, s: &Summary) {
+    let mut o = String::new();
+    let mover = match &s.mover {
+        trbox::sys::record::Mover::Splice => "splice".to_string(),
+        trbox::sys::record::Mover::Read(why) => format!("read ({why})"),
+    };
+    o += &format!(
+        "tr-cat: {}: {} events, {} pages, {} bytes in {:.2} s ({mover})\n",
+        path.display(),
+        s.events(),
+        s.pages(),
+        s.file_size,
+        s.elapsed.as_secs_f64()
+    );
+    let evicted = s.cpus.iter().any(|c| c.evicted > 0);
+    o += &format!("{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}", "cpu", "events", "pages", "bytes", "lost:pages", "lost:stats");
+    o += if evicted { "  dropped:-m\n" } else { "\n" };
+    for c in &s.cpus {
+        let d = &c.data;
+        let lost = if d.lost_unknown > 0 { format!("{}+?", d.lost) } else { d.lost.to_string() };
+        let stats = c.lost_stats.map_or("-".into(), |n| n.to_string());
+        o += &format!("{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}", c.cpu, d.records, d.pages, d.pages * s.page_size as u64, lost, stats);
+        if evicted {
+            o += &format!("  {:>10}", c.evicted);
+        }
+        o.push('\n');
+        if let Some(e) = &c.read_error {
+            o += &format!("      cpu{} stopped early: {e}\n", c.cpu);
+        }
+        if d.damaged > 0 {
+            o += &format!("      cpu{}: {} pages did not decode\n", c.cpu, d.damaged);
+        }
+    }
+    if s.unsaved > 0 {
+        o += &format!("not saved: {} pages taken from the kernel (the write failed)\n", s.unsaved);
+    }
+    eprint!("{o}");
+}

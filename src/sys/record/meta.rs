@@ -1,0 +1,179 @@
+//! The header of a recorded trace.dat, from a live tracefs: written before
+//! the data (the data follows it in the same file), with room reserved for
+//! what is only known at the end — saved_cmdlines (tasks started while
+//! recording) and the options (CPUSTAT with the final per-CPU stats).
+
+use super::super::error::Error;
+use super::super::tracefs::{read_text, Tracefs};
+use crate::tracedat::{cpustat_text, encode_options, encode_u32, Endian, FlyrecordSlot, OptionsSlot, V6Writer, WriteOptions};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Where the end-of-run parts go.
+pub struct Slots {
+    pub endian: Endian,
+    /// File offset and length of the saved_cmdlines text (NUL-padded).
+    pub cmdlines: (u64, usize),
+    pub options: OptionsSlot,
+    pub fly: FlyrecordSlot,
+    clock: String,
+    uname: String,
+}
+
+/// Bytes a saved_cmdlines line can take: pid (7 digits), space, comm (15),
+/// newline.
+const CMDLINE_MAX: usize = 24;
+
+/// Write the header to `file` (at its start): everything up to the first
+/// data page. `cpus` is the length of the flyrecord table.
+pub fn write_header(t: &Tracefs, file: &mut File, path: &Path, page_size: u32, long_size: u8, cpus: u32) -> Result<Slots, Error> {
+    let e = Endian::NATIVE;
+    let top = t.top();
+    let mut w = V6Writer::new(e, long_size, page_size);
+    let bad = |what: crate::tracedat::WriteError| Error::Format { path: top.into(), line: 0, what: what.to_string() };
+    let hp = read_bytes(&top.join("events/header_page"))?;
+    let he = read_bytes(&top.join("events/header_event"))?;
+    w.header_files(&hp, &he).map_err(bad)?;
+    let ftrace = formats_of(&top.join("events/ftrace"));
+    let ftrace: Vec<Vec<u8>> = ftrace.iter().filter_map(|p| read_bytes(p).ok()).collect();
+    w.ftrace_formats(&ftrace).map_err(bad)?;
+    drop(ftrace);
+    let systems = systems_to_store(t);
+    w.event_systems_begin(systems.len() as u32).map_err(bad)?;
+    for sys in &systems {
+        let files = formats_of(&top.join("events").join(sys));
+        // A format that cannot be read now is left out, with the count
+        // matching what is written.
+        let texts: Vec<Vec<u8>> = files.iter().filter_map(|p| read_bytes(p).ok()).collect();
+        w.event_system(sys, texts.len() as u32).map_err(bad)?;
+        for f in &texts {
+            w.event_format(f).map_err(bad)?;
+        }
+        put(file, path, &mut w)?;
+    }
+    // /proc/kallsyms says size 0: stream it, patch its length after.
+    let len_pos = w.kallsyms_unsized().map_err(bad)?;
+    if let Ok(mut k) = File::open(kallsyms_path(t)) {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match k.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    w.raw(&buf[..n]);
+                    put(file, path, &mut w)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    let klen = u32::try_from(w.blob_len()).map_err(|_| bad(crate::tracedat::WriteError::TooLarge("kallsyms")))?;
+    let pf = t.read_top_opt("printk_formats")?.unwrap_or_default();
+    w.printk_formats(pf.as_bytes()).map_err(bad)?;
+    let n = t.read_top_opt("saved_cmdlines_size")?.and_then(|s| s.trim().parse::<usize>().ok()).unwrap_or(128);
+    let reserve = n.saturating_mul(CMDLINE_MAX).clamp(4096, 1 << 22);
+    let cmdlines_pos = w.pos() + 8;
+    w.saved_cmdlines(&vec![0u8; reserve]).map_err(bad)?;
+    w.cpus(cpus).map_err(bad)?;
+    let clock = t.read_opt("trace_clock")?.unwrap_or_else(|| "[local]".into()).trim().to_string();
+    let uname = uname();
+    let provisional = WriteOptions { trace_clock: Some(&clock), uname: Some(&uname), version: Some(VERSION), cpucount: Some(cpus), ..Default::default() };
+    // Room for one CPUSTAT per CPU (about 200 bytes each).
+    let options = w.options(&provisional, Some(1024 + 320 * cpus as usize)).map_err(bad)?;
+    let fly = w.flyrecord().map_err(bad)?;
+    put(file, path, &mut w)?;
+    file.write_all_at(&encode_u32(e, klen), len_pos).map_err(|e| Error::io(path, e))?;
+    Ok(Slots { endian: e, cmdlines: (cmdlines_pos, reserve), options, fly, clock, uname })
+}
+
+const VERSION: &str = concat!("trbox ", env!("CARGO_PKG_VERSION"));
+
+/// Write the parts known only at the end: saved_cmdlines, the options with
+/// each CPU's stats text (`stats`: per CPU of the table, its number and
+/// `per_cpu/cpuN/stats`), and the flyrecord table.
+pub fn finish_header(file: &File, path: &Path, s: &Slots, t: &Tracefs, stats: &[(u32, String)], table: &[(u64, u64)]) -> Result<(), Error> {
+    let e = s.endian;
+    let mut cl = t.read_top_opt("saved_cmdlines")?.unwrap_or_default().into_bytes();
+    if cl.len() > s.cmdlines.1 {
+        // Keep whole lines.
+        let cut = cl[..s.cmdlines.1].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        cl.truncate(cut);
+    }
+    cl.resize(s.cmdlines.1, 0);
+    let io = |err| Error::io(path, err);
+    file.write_all_at(&cl, s.cmdlines.0).map_err(io)?;
+    let texts: Vec<String> = stats.iter().map(|(c, st)| cpustat_text(*c, st)).collect();
+    let o = WriteOptions {
+        trace_clock: Some(&s.clock),
+        uname: Some(&s.uname),
+        version: Some(VERSION),
+        cpucount: Some(s.fly.cpus),
+        cpustat: &texts,
+        ..Default::default()
+    };
+    let block = match encode_options(e, &o, Some(s.options.len)) {
+        Ok((b, _)) => b,
+        // Stats larger than the room: the file stays valid without them.
+        Err(_) => encode_options(e, &WriteOptions { cpustat: &[], ..o }, Some(s.options.len))
+            .map_err(|w| Error::Format { path: t.top().into(), line: 0, what: w.to_string() })?
+            .0,
+    };
+    file.write_all_at(&block, s.options.pos).map_err(io)?;
+    file.write_all_at(&crate::tracedat::encode_flyrecord_table(e, table), s.fly.table_pos).map_err(io)?;
+    Ok(())
+}
+
+/// Append what the writer produced.
+fn put(file: &mut File, path: &Path, w: &mut V6Writer) -> Result<(), Error> {
+    file.write_all(&w.take()).map_err(|e| Error::io(path, e))
+}
+
+fn read_bytes(p: &Path) -> Result<Vec<u8>, Error> {
+    read_text(p).map(String::into_bytes).map_err(|e| Error::io(p, e))
+}
+
+/// The `format` files below an events directory, sorted by event name.
+fn formats_of(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("format"))
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The event systems whose formats go in the file: those with an enabled
+/// event (`set_event`), all of them when that cannot be told. `ftrace` is
+/// stored apart.
+fn systems_to_store(t: &Tracefs) -> Vec<String> {
+    let all: Vec<String> = t.list_dir("events").unwrap_or_default().into_iter().filter(|s| s != "ftrace" && t.path(&format!("events/{s}")).is_dir()).collect();
+    let Ok(Some(set)) = t.read_opt("set_event") else { return all };
+    let mut on: Vec<String> = set.lines().filter_map(|l| l.split_once(':')).map(|(s, _)| s.trim().to_string()).filter(|s| all.contains(s)).collect();
+    on.sort();
+    on.dedup();
+    on
+}
+
+fn kallsyms_path(t: &Tracefs) -> std::path::PathBuf {
+    if t.is_live() {
+        "/proc/kallsyms".into()
+    } else {
+        t.top().join("kallsyms")
+    }
+}
+
+/// `sysname nodename release version machine`, as trace-cmd stores it.
+fn uname() -> String {
+    // SAFETY: uname fills a zeroed struct.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let f = |s: &[libc::c_char]| String::from_utf8_lossy(&s.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned();
+    format!("{} {} {} {} {}", f(&u.sysname), f(&u.nodename), f(&u.release), f(&u.version), f(&u.machine))
+}
