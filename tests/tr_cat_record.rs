@@ -64,7 +64,9 @@ fn trbox_count(f: &Path) -> u64 {
     let o = run(&["tr-cat", f.to_str().unwrap()]);
     assert!(o.status.success(), "tr-cat FILE: {}", stderr(&o));
     assert!(!stderr(&o).contains("WARN"), "tr-cat FILE warned: {}", stderr(&o));
-    stdout(&o).lines().filter(|l| !l.contains("[LOST ")).count() as u64
+    // A kernel_stack record (stacktrace trigger) prints as one line plus
+    // one `=> func` line per frame.
+    stdout(&o).lines().filter(|l| !l.contains("[LOST ") && !l.trim_start().starts_with("=>")).count() as u64
 }
 
 fn have_trace_cmd() -> bool {
@@ -81,7 +83,7 @@ fn trace_cmd_count(f: &Path) -> Option<u64> {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success() && err.trim().is_empty(), "trace-cmd report: {err}");
     let out = String::from_utf8_lossy(&o.stdout);
-    Some(out.lines().filter(|l| !l.starts_with("cpus=") && !l.contains("EVENTS DROPPED]") && !l.trim().is_empty()).count() as u64)
+    Some(out.lines().filter(|l| !l.starts_with("cpus=") && !l.contains("EVENTS DROPPED]") && !l.trim_start().starts_with("=>") && !l.trim().is_empty()).count() as u64)
 }
 
 fn check_file(f: &Path, events: u64) {
