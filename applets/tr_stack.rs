@@ -121,7 +121,16 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             if let Some(f) = &a.filter {
                 st.set_filter(&dir, Some(f))?;
             }
-            st.add_trigger(&dir, &trigger)?;
+            st.add_trigger(&dir, &trigger).map_err(|err| {
+                let exists = err.errno() == Some(libc::EEXIST);
+                let err = Error::from(err);
+                if exists {
+                    // The kernel keeps one stacktrace trigger per event.
+                    err.hint(format!("{e} already has another stacktrace trigger: see {dir}/trigger"))
+                } else {
+                    err
+                }
+            })?;
             st.set(&format!("{dir}/enable"), "1")?;
         }
         if let Some(g) = &a.func {
