@@ -166,7 +166,7 @@ fn sched_switch_stacks_live() {
     let _l = TracefsLock::take();
     let before = snapshot(&root);
     let t0 = std::time::Instant::now();
-    let o = stack(&["-e", "sched:sched_switch", "-t", "2"]);
+    let o = stack(&["-e", "sched:sched_switch", "-t", "2", "--wait"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(t0.elapsed().as_secs_f64() < 10.0);
     let (rows, (total, distinct)) = parse_table(&stdout(&o));
@@ -192,7 +192,7 @@ fn sched_switch_stacks_live() {
         eprintln!("SKIP: sched_switch has a stacktrace trigger already");
         return;
     }
-    let o = stack(&["-e", "sched:sched_switch", "-f", "prev_pid > 0", "--folded", "--", "sh", "-c", "sleep 0.2; exit 4"]);
+    let o = stack(&["-e", "sched:sched_switch", "-f", "prev_pid > 0", "--folded", "--wait", "--", "sh", "-c", "sleep 0.2; exit 4"]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.lines().count() > 0 && out.lines().all(|l| l.contains(";__schedule;") && l.rsplit_once(' ').unwrap().1.parse::<u64>().is_ok()), "{out}");
