@@ -255,8 +255,9 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
 
 /// One kept record (or a loss) of a collecting run, in merged order.
 pub enum Item<'a> {
-    Record { cpu: u32, payload: &'a [u8] },
-    Lost { cpu: u32 },
+    Record { cpu: u32, ts: u64, payload: &'a [u8] },
+    /// `count`: how many, when the page header said.
+    Lost { cpu: u32, ts: u64, count: Option<u64> },
 }
 
 /// What a collector needs besides the records, and gets back at the end to
@@ -267,13 +268,15 @@ pub struct Meta {
     pub syms: LazyKallsyms,
     pub endian: Endian,
     pub long_size: u32,
+    /// The trace clock counts nanoseconds (how to print timestamps).
+    pub in_ns: bool,
 }
 
 /// Like [`run`], but hand every kept record to `f` instead of printing it
 /// (aggregations print at the end). Returns the metadata for the names.
 pub fn collect(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool, f: &mut dyn FnMut(&Meta, Item<'_>)) -> Result<Meta, Error> {
-    let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, .. } = input;
-    let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size }, f, o };
+    let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, .. } = input;
+    let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size, in_ns }, f, o };
     let mut out = Out::stdout();
     drive(&mut streams, tree, o, done, &mut out, &mut c)?;
     out.finish()?;
@@ -352,9 +355,9 @@ impl Consumer for Collector<'_> {
                 if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, &m.cmdlines) {
                     return;
                 }
-                (self.f)(m, Item::Record { cpu, payload: rec.payload });
+                (self.f)(m, Item::Record { cpu, ts: rec.ts, payload: rec.payload });
             }
-            Some(Next::Lost { ts, .. }) if !o.since.is_some_and(|t0| ts < t0) => (self.f)(m, Item::Lost { cpu }),
+            Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => (self.f)(m, Item::Lost { cpu, ts, count }),
             Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
             _ => {}
         }

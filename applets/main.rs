@@ -6,6 +6,7 @@ mod command;
 mod decode;
 mod out;
 mod record;
+mod stats;
 mod tr_cat;
 mod tr_event;
 mod tr_graph;

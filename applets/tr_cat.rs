@@ -47,6 +47,9 @@ struct Args {
     /// one JSON object per event instead of text
     #[argh(switch)]
     json: bool,
+    /// with --raw or FILE: counts instead of events (per CPU, event, task)
+    #[argh(switch)]
+    stats: bool,
     /// a trace.dat to decode (v6/v7, compressed or not; -B picks a buffer)
     #[argh(positional)]
     file: Option<String>,
@@ -79,7 +82,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let mut o = opts(false);
         o.only = parse_cpus(a.cpu.as_deref())?;
         let input = decode::Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
-        return decode::run(input, &o, &|| false);
+        return if a.stats { stats(input, &o) } else { decode::run(input, &o, &|| false) };
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if let Some(i) = &common.instance {
@@ -89,16 +92,29 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if a.follow && !a.raw {
         return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw -f'"));
     }
+    if a.stats && !a.raw {
+        return Err(Error::usage("--stats counts raw pages or a file").hint("try 'tr-cat --raw --stats' or 'tr-cat --stats FILE'"));
+    }
     if a.raw {
         let mut o = opts(a.follow);
         o.only = cpus;
-        decode::run(decode::Input::tree(&t, &o)?, &o, &|| false)
+        let input = decode::Input::tree(&t, &o)?;
+        if a.stats { stats(input, &o) } else { decode::run(input, &o, &|| false) }
     } else {
         let text = t.read("trace")?;
         let mut out = Out::stdout();
         let _ = out.write_all(text.as_bytes());
         out.finish()
     }
+}
+
+/// `--stats`: count everything kept, print the table at the end.
+fn stats(input: decode::Input<'_>, o: &RawOpts) -> Result<(), Error> {
+    let mut st = crate::stats::Stats::default();
+    let meta = decode::collect(input, o, &|| false, &mut |m, it| st.add(m, it))?;
+    let mut out = Out::stdout();
+    let _ = out.write_all(st.render(&meta).as_bytes());
+    out.finish()
 }
 
 fn parse_cpus(s: Option<&str>) -> Result<Option<Vec<u32>>, Error> {

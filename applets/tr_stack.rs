@@ -161,7 +161,7 @@ fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool
         let c = counts.get_or_insert_with(|| StackCounts::new(&m.events, m.endian, m.long_size));
         match it {
             Item::Record { cpu, payload, .. } => c.record(&m.events, cpu, payload),
-            Item::Lost { cpu } => c.lost(cpu),
+            Item::Lost { cpu, .. } => c.lost(cpu),
         }
     })?;
     let mut rows = counts.as_ref().map(|c| c.rows(Some(&meta.syms as &dyn SymbolLookup))).unwrap_or_default();

@@ -263,3 +263,49 @@ fn max_kb_keeps_the_newest_pages() {
     check_file(&f, total);
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// `--stats` on a recorded file: totals and per-event counts agree with the
+/// decoded text, in 80 columns.
+fn check_stats(f: &Path, total: u64) {
+    let o = run(&["tr-cat", "--stats", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let st = stdout(&o);
+    assert!(st.starts_with(&format!("{total} events, from ")), "{st}");
+    assert!(st.lines().all(|l| l.len() <= 80), "{st}");
+    let text = stdout(&run(&["tr-cat", f.to_str().unwrap()]));
+    let mut seen = 0;
+    for l in st.lines().skip_while(|l| !l.ends_with("  event")).skip(1).take_while(|l| !l.is_empty()) {
+        let (n, name) = l.trim().split_once("  ").unwrap();
+        let bare = name.rsplit(':').next().unwrap();
+        let want = text.lines().filter(|t| t.contains(&format!(" {bare}: "))).count();
+        if bare != "kernel_stack" {
+            assert_eq!(n.parse::<usize>().unwrap(), want, "{name}\n{st}");
+        }
+        seen += 1;
+    }
+    assert!(seen > 0, "{st}");
+}
+
+#[test]
+fn stats_of_a_file_and_of_the_live_buffer() {
+    let Some((_l, root, before)) = live() else { return };
+    let dir = TempDir::new("rec-stats");
+    let f = dir.path().join("t.dat");
+    let o = record(&args(f.to_str().unwrap(), &["-e", "sched:sched_process_exec,sched:sched_process_exit"], &["sh", "-c", "ls / >/dev/null"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    check_stats(&f, summary(&stderr(&o)).0);
+    // Live: three markers in an emptied buffer.
+    std::fs::write(root.join("trace"), "").unwrap();
+    for i in 0..3 {
+        std::fs::write(root.join("trace_marker"), format!("trbox-stats {i}")).unwrap();
+    }
+    let o = run(&["tr-cat", "--raw", "--stats"]);
+    let st = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(st.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["3", "ftrace:print"]), "{st}");
+    let me = format!("-{}", unsafe { libc::gettid() });
+    // (Other events may be enabled: at least the markers are ours.)
+    let mine = st.lines().find(|l| l.ends_with(&me)).and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok());
+    assert!(mine >= Some(3), "{me}:\n{st}");
+    assert_same_state(&before, &snapshot(&root));
+}
