@@ -9,14 +9,20 @@ use crate::command::{self, event_dir, list_events, now, resolve, resolve_all, tr
 use std::io::Write as _;
 use std::time::Duration;
 use trbox::ctl::glob_match;
+use trbox::probe::{Def, Kind, GROUP};
 use trbox::sys::lock::Lock;
-use trbox::sys::state::State;
-use trbox::sys::{signals, Tracefs};
+use trbox::sys::state::{probe_file, State};
+use trbox::sys::{elf, signals, Tracefs};
 
 #[derive(FromArgs)]
 /// Enable trace events and stream them decoded until Ctrl-C, -t or the
 /// command after `--` ends; or list events (-l) and show formats (--format).
 /// Usage: tr-event SYS:EVENT[,...] [-f FILTER] [-R TRIGGER] [-t S] [-- CMD]
+/// Probes (made for the run, removed after it; named trbox/FUNCTION unless
+/// the definition starts with p:[GROUP/]NAME):
+///   --kprobe 'do_sys_openat2 path=+0($arg2):ustring'
+///   --kretprobe 'do_sys_openat2 ret=$retval'
+///   --uprobe '/bin/bash:readline' (trbox finds the symbol's file offset)
 struct Args {
     /// list events (optionally matching GLOB, e.g. 'sched:*')
     #[argh(switch, short = 'l')]
@@ -43,6 +49,19 @@ struct Args {
     /// one JSON object per event
     #[argh(switch)]
     json: bool,
+    /// kprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]' (repeatable)
+    #[argh(option)]
+    kprobe: Vec<String>,
+    /// kretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]' (repeatable)
+    #[argh(option)]
+    kretprobe: Vec<String>,
+    /// uprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]' (PATH:0xOFF
+    /// too; repeatable)
+    #[argh(option)]
+    uprobe: Vec<String>,
+    /// uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]' (repeatable)
+    #[argh(option)]
+    uretprobe: Vec<String>,
     /// events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or repeated)
     #[argh(positional)]
     events: Vec<String>,
@@ -69,9 +88,12 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         print!("{}", t.read(&format!("{}/format", event_dir(one)))?);
         return Ok(());
     }
-    let events = resolve_all(&all, &a.events)?;
-    if events.is_empty() {
-        return Err(Error::usage("no events given").hint("e.g. tr-event sched:sched_switch; list them with tr-event -l"));
+    let top = t.top_level();
+    let probes = probes(&a, &top)?;
+    let mut events = resolve_all(&all, &a.events)?;
+    if events.is_empty() && probes.is_empty() {
+        return Err(Error::usage("no events given")
+            .hint("e.g. tr-event sched:sched_switch, or a probe: --kprobe/--uprobe; list events with tr-event -l"));
     }
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
@@ -79,6 +101,17 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-event")?;
+    // Dynamic events are global (top level, also with -B); this state is
+    // restored after the one that enables them, so they are disabled
+    // before they are removed.
+    let mut made = State::new(&top);
+    made.keep = a.keep;
+    for p in &probes {
+        if made.add_probe(p.kind, &p.line, &format!("{}/{}", p.group, p.event))?.is_none() {
+            return Err(no_probes(&top, p.kind));
+        }
+        events.push(format!("{}:{}", p.group, p.event));
+    }
     let status = {
         let mut st = State::new(&t);
         st.keep = a.keep;
@@ -112,4 +145,88 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         status
     };
     command::exit_with(status)
+}
+
+/// A probe to make: its line for the kernel and its name.
+struct Probe {
+    kind: Kind,
+    line: String,
+    group: String,
+    event: String,
+}
+
+/// Every probe option parsed, checked against the kernel's probe support
+/// and (uprobes) resolved to a file offset, before anything is changed.
+fn probes(a: &Args, top: &Tracefs) -> Result<Vec<Probe>, Error> {
+    let mut out: Vec<Probe> = Vec::new();
+    let opts = [
+        (Kind::Kprobe, false, &a.kprobe, "--kprobe"),
+        (Kind::Kprobe, true, &a.kretprobe, "--kretprobe"),
+        (Kind::Uprobe, false, &a.uprobe, "--uprobe"),
+        (Kind::Uprobe, true, &a.uretprobe, "--uretprobe"),
+    ];
+    for (kind, ret, defs, opt) in opts {
+        for text in defs {
+            let d = Def::parse(kind, ret, text).map_err(|e| {
+                let form = if kind == Kind::Kprobe { "SYMBOL[+OFF] [ARGS]" } else { "PATH:SYMBOL[+OFF] [ARGS]" };
+                Error::usage(format!("{opt} '{text}': {e}")).hint(format!("give {opt} '[p|r][:GROUP/NAME] {form}'"))
+            })?;
+            if !top.exists(probe_file(kind)) {
+                return Err(no_probes(top, kind));
+            }
+            let place = match (kind, d.uprobe_target()) {
+                (Kind::Uprobe, Some((path, sym))) => {
+                    let in_context = |e: trbox::sys::Error| {
+                        let mut e = Error::from(e);
+                        e.msg = format!("{opt}: {}", e.msg);
+                        e
+                    };
+                    let file = elf::locate(path).map_err(in_context)?;
+                    let loc = elf::resolve(&file, sym).map_err(in_context)?;
+                    // The kernel splits the definition at white space.
+                    let Some(p) = file.to_str().filter(|p| !p.contains(char::is_whitespace)) else {
+                        return Err(Error::runtime(format!("{opt}: '{}': the kernel cannot take a path with spaces", file.display()))
+                            .hint("probe it through a symbolic link without spaces"));
+                    };
+                    log::info!("{sym} in {p}: address 0x{:x}, file offset 0x{:x}", loc.vaddr, loc.offset);
+                    format!("{p}:0x{:x}", loc.offset)
+                }
+                _ => d.place.to_string(),
+            };
+            let group = d.group.unwrap_or(GROUP).to_string();
+            let event = match d.event {
+                Some(e) => e.to_string(),
+                None => unused_name(top, &group, &d.default_name(), &out),
+            };
+            out.push(Probe { kind, line: d.line(&group, &event, &place), group, event });
+        }
+    }
+    Ok(out)
+}
+
+/// `base`, or `base_2`, `base_3`… if the kernel or this run already has an
+/// event of that name in `group`.
+fn unused_name(top: &Tracefs, group: &str, base: &str, made: &[Probe]) -> String {
+    let taken = |n: &str| top.exists(&format!("events/{group}/{n}")) || made.iter().any(|p| p.group == group && p.event == n);
+    let mut name = base.to_string();
+    let mut i = 2;
+    while taken(&name) && i < 1000 {
+        name = format!("{base}_{i}");
+        i += 1;
+    }
+    name
+}
+
+/// This kernel lacks kprobes or uprobes: say which, and what still works.
+fn no_probes(top: &Tracefs, kind: Kind) -> Error {
+    let (what, config, other, other_opt) = match kind {
+        Kind::Kprobe => ("kprobes", "CONFIG_KPROBE_EVENTS", Kind::Uprobe, "uprobes (--uprobe)"),
+        Kind::Uprobe => ("uprobes", "CONFIG_UPROBE_EVENTS", Kind::Kprobe, "kprobes (--kprobe)"),
+    };
+    let mut works = String::from("trace events (tr-event -l) still work");
+    if top.exists(probe_file(other)) {
+        works = format!("{works}, and so do {other_opt}");
+    }
+    Error::runtime(format!("this kernel has no {what}: tracefs has no {} (it was built without {config})", probe_file(kind)))
+        .hint(works)
 }

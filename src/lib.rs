@@ -14,6 +14,7 @@ extern crate alloc;
 
 pub mod btf;
 pub mod ctl;
+pub mod elf;
 pub mod format;
 pub mod graph;
 pub mod kallsyms;
@@ -24,6 +25,7 @@ pub mod merge;
 pub mod page;
 pub mod printfmt;
 pub mod printk;
+pub mod probe;
 pub mod render;
 pub mod tracedat;
 

@@ -440,8 +440,9 @@ impl Program {
     }
 }
 
-/// `seq_print_ip_sym()`: `0` for a zero address, the symbol (with
-/// `+0x%lx/0x%lx [module]` when `offset`), `0x%08lx` when none matches.
+/// A probe's address as `seq_print_ip_sym()` prints it: `0` for a zero
+/// address, the symbol (with `+0x%lx/0x%lx [module]` when `offset`),
+/// `0x%lx` when none matches.
 fn ip_sym_at<W: Write + ?Sized>(w: &mut W, v: Option<u64>, offset: bool, ctx: &Ctx) -> fmt::Result {
     let Some(v) = v else { return w.write_str("<OVERFLOW>") };
     let v = v & ctx.long_mask();
@@ -459,7 +460,10 @@ fn ip_sym_at<W: Write + ?Sized>(w: &mut W, v: Option<u64>, offset: bool, ctx: &C
             }
             Ok(())
         }
-        _ => write!(w, "0x{v:08x}"),
+        // No symbol: a uprobe (user address), printed by the kernel as
+        // `(0x%lx)` / `(0x%lx <- 0x%lx)`; sprint_symbol() prints a kprobe
+        // address it cannot name the same way.
+        _ => write!(w, "0x{v:x}"),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Errors of the I/O layer, phrased for a person at a serial console: what
 //! failed, why, and (through [`Error::hint`]) what to do about it.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
@@ -32,6 +33,9 @@ pub enum Error {
     /// EPERM on a function-tracing file (current_tracer = function…,
     /// set_ftrace_filter, set_graph_function…): dynamic ftrace is refused.
     FtraceRefused { path: PathBuf },
+    /// An ELF file (a uprobe's target) without the wanted function, or not
+    /// readable as ELF.
+    Elf { path: PathBuf, err: crate::elf::Error },
 }
 
 impl Error {
@@ -40,7 +44,14 @@ impl Error {
     }
 
     /// What the user can do about it, when there is something to say.
-    pub fn hint(&self) -> Option<&'static str> {
+    pub fn hint(&self) -> Option<Cow<'static, str>> {
+        match self {
+            Error::Elf { err, .. } => err.hint().map(Cow::Owned),
+            _ => self.fixed_hint().map(Cow::Borrowed),
+        }
+    }
+
+    fn fixed_hint(&self) -> Option<&'static str> {
         match self {
             Error::NotMounted => Some("run as root (trbox mounts tracefs itself), or: mount -t tracefs nodev /sys/kernel/tracing"),
             Error::Mount { err, .. } => match err.raw_os_error() {
@@ -71,6 +82,7 @@ impl Error {
             Error::FtraceRefused { .. } => Some(
                 "function tracers and function filters cannot be used here; events (tr-event), uprobes, the nop tracer and tr-cat still work",
             ),
+            Error::Elf { .. } => None,
             Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
             Error::Io { err, .. } => match err.raw_os_error() {
                 Some(libc::EACCES) => Some("tracefs is readable by root only: run as root (e.g. with sudo)"),
@@ -142,6 +154,7 @@ impl fmt::Display for Error {
             Error::FtraceRefused { path } => {
                 write!(f, "{}: operation not permitted (EPERM): this kernel refuses dynamic ftrace", path.display())
             }
+            Error::Elf { path, err } => write!(f, "{}: {err}", path.display()),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! what bytes mean lives in the core modules; this only moves them.
 
 pub mod child;
+pub mod elf;
 mod error;
 pub mod events;
 pub mod lock;

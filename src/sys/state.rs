@@ -5,7 +5,7 @@
 
 use super::error::Error;
 use super::tracefs::Tracefs;
-use crate::ctl;
+use crate::{ctl, probe};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -144,6 +144,21 @@ impl<'t> State<'t> {
         Ok(true)
     }
 
+    /// Create a kprobe or uprobe from its definition line (see
+    /// [`crate::probe::Def::line`]); `name` is its `GROUP/EVENT`. Written to
+    /// `dynamic_events` where the kernel has it, else to `kprobe_events` /
+    /// `uprobe_events`; removed on restore. `None` when this kernel has no
+    /// such probes at all (no `kprobe_events` / `uprobe_events`): nothing is
+    /// written then.
+    pub fn add_probe(&mut self, kind: probe::Kind, line: &str, name: &str) -> Result<Option<()>, Error> {
+        let own = probe_file(kind);
+        if !self.t.exists(own) {
+            return Ok(None);
+        }
+        let file = if self.t.exists("dynamic_events") { "dynamic_events" } else { own };
+        self.add_dynamic_event(file, line, name).map(Some)
+    }
+
     /// Put everything back now (also done on drop). Every undo step is tried
     /// even if one fails; failures are logged and the first is returned.
     pub fn restore(&mut self) -> Result<(), Error> {
@@ -174,6 +189,16 @@ fn refused(e: Error) -> Error {
             Error::FtraceRefused { path }
         }
         e => e,
+    }
+}
+
+/// The file that says the kernel has this kind of probe (it exists with
+/// CONFIG_KPROBE_EVENTS / CONFIG_UPROBE_EVENTS, also next to
+/// `dynamic_events`).
+pub fn probe_file(kind: probe::Kind) -> &'static str {
+    match kind {
+        probe::Kind::Kprobe => "kprobe_events",
+        probe::Kind::Uprobe => "uprobe_events",
     }
 }
 

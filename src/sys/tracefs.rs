@@ -172,6 +172,17 @@ impl Tracefs {
         self.enter_instance(name)
     }
 
+    /// The top level as a Tracefs of its own, for the global files
+    /// (`dynamic_events`) while working in an instance. Dropping it neither
+    /// unmounts nor removes anything.
+    pub fn top_level(&self) -> Tracefs {
+        let found = match &self.found {
+            Found::MountedByUs(_) => Found::Tracefs,
+            f => f.clone(),
+        };
+        Self::new(self.top.clone(), found)
+    }
+
     /// The top-level tracing directory.
     pub fn top(&self) -> &Path {
         &self.top

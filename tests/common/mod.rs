@@ -2,6 +2,7 @@
 //! the real binary, and snapshots of tracefs state.
 #![allow(dead_code)]
 
+pub mod cprog;
 pub mod trace_text;
 
 use std::fs::File;

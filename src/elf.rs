@@ -1,0 +1,868 @@
+//! ELF symbols → file offsets, for uprobes: the kernel wants `PATH:OFFSET`
+//! (an offset in the file), people know function names, and a board has no
+//! objdump. ELF32/ELF64, both byte orders, `.symtab` and `.dynsym` (with
+//! GNU symbol versions), executables (ET_EXEC) and PIE/shared objects
+//! (ET_DYN): a symbol's address is turned into a file offset through the
+//! PT_LOAD segment that maps it.
+//!
+//! Works on a byte slice (the std layer maps the file, so only the pages
+//! touched here are read); every offset and size in the file is checked, no
+//! input can make it panic.
+
+use crate::ctl::closest;
+use crate::format::Endian;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+const PT_LOAD: u64 = 1;
+const SHT_SYMTAB: u64 = 2;
+const SHT_DYNSYM: u64 = 11;
+const SHT_GNU_VERDEF: u64 = 0x6fff_fffd;
+const SHT_GNU_VERSYM: u64 = 0x6fff_ffff;
+const STT_FUNC: u8 = 2;
+const STT_GNU_IFUNC: u8 = 10;
+const EM_ARM: u16 = 40;
+
+/// Why a symbol could not be turned into a file offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// No `\x7fELF` magic.
+    NotElf,
+    /// An ELF class, byte order or version this reader does not know.
+    Unsupported(&'static str),
+    /// A header or table points outside the file (truncated or damaged).
+    Truncated(&'static str),
+    /// Not an executable or shared object (`e_type` given): a `.o` or a core.
+    NotExecutable(u16),
+    /// `SYMBOL[+OFF]` could not be read.
+    BadSpec(&'static str),
+    /// The symbol table has no function of that name; `near` are the closest
+    /// function names.
+    NotFound { symbol: String, near: Vec<String> },
+    /// No `.symtab` (stripped) and the symbol is not among the `exported`
+    /// functions of `.dynsym`.
+    Stripped { symbol: String, exported: usize, near: Vec<String> },
+    /// The name is given to several functions at different places.
+    Ambiguous { symbol: String, offsets: Vec<u64> },
+    /// An indirect function (STT_GNU_IFUNC, like glibc's `memcpy`): its
+    /// address is a resolver run once at load time, not the code called.
+    Ifunc { symbol: String },
+    /// The address is in no PT_LOAD segment's file contents.
+    NotMapped { symbol: String, vaddr: u64 },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotElf => f.write_str("not an ELF file"),
+            Error::Unsupported(w) => write!(f, "unsupported ELF file ({w})"),
+            Error::Truncated(w) => write!(f, "truncated or damaged ELF file (its {w} lies outside the file)"),
+            Error::NotExecutable(1) => f.write_str("an object file (ELF ET_REL), not an executable or shared library"),
+            Error::NotExecutable(4) => f.write_str("a core dump, not an executable or shared library"),
+            Error::NotExecutable(t) => write!(f, "ELF type {t}, not an executable or shared library"),
+            Error::BadSpec(w) => write!(f, "bad probe place ({w})"),
+            Error::NotFound { symbol, .. } => write!(f, "no function '{symbol}' in its symbol table"),
+            Error::Stripped { exported: 0, .. } => {
+                f.write_str("stripped binary: no symbol table (.symtab) and no exported functions (.dynsym)")
+            }
+            Error::Stripped { symbol, exported, .. } => write!(
+                f,
+                "stripped binary: no symbol table (.symtab), and '{symbol}' is not one of its {exported} exported functions (.dynsym)"
+            ),
+            Error::Ambiguous { symbol, offsets } => {
+                write!(f, "'{symbol}' names {} different functions, at file offsets", offsets.len())?;
+                for o in offsets {
+                    write!(f, " 0x{o:x}")?;
+                }
+                Ok(())
+            }
+            Error::Ifunc { symbol } => write!(
+                f,
+                "'{symbol}' is an indirect function (IFUNC): its address is the resolver that picks an implementation at load time"
+            ),
+            Error::NotMapped { symbol, vaddr } => {
+                write!(f, "'{symbol}' (address 0x{vaddr:x}) is in no loadable segment of the file")
+            }
+        }
+    }
+}
+
+impl Error {
+    /// What to do about it, for a person.
+    pub fn hint(&self) -> Option<String> {
+        let by_offset = "probe by file offset instead (PATH:0xOFFSET)";
+        match self {
+            Error::NotFound { near, .. } if !near.is_empty() => Some(alloc::format!("did you mean: {}", near.join(", "))),
+            Error::NotFound { .. } => Some("check the name (a C++ name must be given mangled, as the symbol table has it)".into()),
+            Error::Stripped { near, .. } if !near.is_empty() => Some(alloc::format!(
+                "did you mean: {}? Or use an unstripped copy of the same build (offsets are the same), or {by_offset}",
+                near.join(", ")
+            )),
+            Error::Stripped { .. } => {
+                Some(alloc::format!("use an unstripped copy of the same build (offsets are the same), or {by_offset}"))
+            }
+            Error::Ambiguous { .. } => Some(alloc::format!("pick one: {by_offset}")),
+            Error::Ifunc { .. } => Some("probe the implementation it picks (e.g. __memcpy_avx_unaligned_erms for memcpy), or the caller".into()),
+            _ => None,
+        }
+    }
+}
+
+/// Which symbol table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Symtab,
+    Dynsym,
+}
+
+/// A symbol as the file has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol<'a> {
+    /// Name as stored (a `.symtab` name may carry `@VER` / `@@VER`).
+    pub name: &'a str,
+    /// GNU version of a `.dynsym` entry and whether it is the default one
+    /// (`name@@VER`) rather than a hidden one (`name@VER`).
+    pub version: Option<(&'a str, bool)>,
+    pub value: u64,
+    pub size: u64,
+    /// STT_* type.
+    pub kind: u8,
+    /// STB_* binding (0 local, 1 global, 2 weak…).
+    pub bind: u8,
+    pub shndx: u16,
+}
+
+impl Symbol<'_> {
+    /// A function (or an IFUNC resolver) defined in this file.
+    pub fn is_function(&self) -> bool {
+        matches!(self.kind, STT_FUNC | STT_GNU_IFUNC) && self.shndx != 0 && self.value != 0
+    }
+}
+
+/// Where a probe goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// Offset in the file: what `uprobe_events` wants after `PATH:`.
+    pub offset: u64,
+    /// The address in the file's own address space.
+    pub vaddr: u64,
+    /// The table the symbol came from (None for a raw offset).
+    pub table: Option<Table>,
+}
+
+#[derive(Clone, Copy)]
+struct Section {
+    kind: u64,
+    offset: u64,
+    size: u64,
+    link: u64,
+    entsize: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+}
+
+/// A parsed ELF header over the whole file's bytes.
+pub struct Elf<'a> {
+    data: &'a [u8],
+    e: Endian,
+    is64: bool,
+    /// `e_type`: 2 executable, 3 shared object / PIE.
+    pub kind: u16,
+    /// `e_machine` (3 x86, 40 ARM, 62 x86_64, 183 AArch64…).
+    pub machine: u16,
+    sections: Vec<Section>,
+    segments: Vec<Segment>,
+}
+
+fn usize_of(v: u64) -> Option<usize> {
+    usize::try_from(v).ok()
+}
+
+/// `data[off .. off + len]`, checked.
+fn range(data: &[u8], off: u64, len: u64) -> Option<&[u8]> {
+    let start = usize_of(off)?;
+    data.get(start..start.checked_add(usize_of(len)?)?)
+}
+
+/// The NUL-terminated string at `off` of a string table.
+fn cstr(strtab: &[u8], off: u64) -> Option<&str> {
+    let s = strtab.get(usize_of(off)?..)?;
+    let end = s.iter().position(|&b| b == 0)?;
+    core::str::from_utf8(s.get(..end)?).ok()
+}
+
+impl<'a> Elf<'a> {
+    pub fn parse(data: &'a [u8]) -> Result<Self, Error> {
+        if data.get(..4) != Some(b"\x7fELF".as_slice()) {
+            return Err(Error::NotElf);
+        }
+        let is64 = match data.get(4) {
+            Some(1) => false,
+            Some(2) => true,
+            _ => return Err(Error::Unsupported("class is neither ELF32 nor ELF64")),
+        };
+        let e = match data.get(5) {
+            Some(1) => Endian::Little,
+            Some(2) => Endian::Big,
+            _ => return Err(Error::Unsupported("byte order is neither little nor big endian")),
+        };
+        let hdr = Error::Truncated("header");
+        let u16_at = |o: usize| e.uint(data, o, 2).ok_or(hdr.clone());
+        let word = |o32: usize, o64: usize| if is64 { e.uint(data, o64, 8) } else { e.uint(data, o32, 4) }.ok_or(hdr.clone());
+        let kind = u16_at(16)? as u16;
+        let machine = u16_at(18)? as u16;
+        if !matches!(kind, 2 | 3) {
+            return Err(Error::NotExecutable(kind));
+        }
+        let (phoff, shoff) = (word(28, 32)?, word(32, 40)?);
+        let b = if is64 { 54 } else { 42 };
+        let (phentsize, phnum, shentsize, mut shnum) = (u16_at(b)?, u16_at(b + 2)?, u16_at(b + 4)?, u16_at(b + 6)?);
+        let mut elf = Elf { data, e, is64, kind, machine, sections: Vec::new(), segments: Vec::new() };
+
+        let (sh_min, ph_min) = if is64 { (64, 56) } else { (40, 32) };
+        if shoff != 0 {
+            if shentsize < sh_min {
+                return Err(Error::Truncated("section header table"));
+            }
+            // More than 0xff00 sections: the count is in section 0's size.
+            if shnum == 0 {
+                let s0 = range(data, shoff, shentsize).ok_or(Error::Truncated("section header table"))?;
+                shnum = elf.word(s0, 20, 32).unwrap_or(0);
+            }
+            let table = shentsize.checked_mul(shnum).and_then(|n| range(data, shoff, n));
+            let table = table.ok_or(Error::Truncated("section header table"))?;
+            for h in table.chunks_exact(shentsize as usize) {
+                let s = (|| {
+                    Some(Section {
+                        kind: e.uint(h, 4, 4)?,
+                        offset: elf.word(h, 16, 24)?,
+                        size: elf.word(h, 20, 32)?,
+                        link: e.uint(h, if is64 { 40 } else { 24 }, 4)?,
+                        entsize: elf.word(h, 36, 56)?,
+                    })
+                })();
+                elf.sections.push(s.ok_or(Error::Truncated("section header table"))?);
+            }
+        }
+        if phoff != 0 && phnum != 0 {
+            if phentsize < ph_min {
+                return Err(Error::Truncated("program header table"));
+            }
+            let table = phentsize.checked_mul(phnum).and_then(|n| range(data, phoff, n));
+            let table = table.ok_or(Error::Truncated("program header table"))?;
+            for h in table.chunks_exact(phentsize as usize) {
+                if e.uint(h, 0, 4) != Some(PT_LOAD) {
+                    continue;
+                }
+                let s = (|| Some(Segment { offset: elf.word(h, 4, 8)?, vaddr: elf.word(h, 8, 16)?, filesz: elf.word(h, 16, 32)? }))();
+                elf.segments.push(s.ok_or(Error::Truncated("program header table"))?);
+            }
+        }
+        Ok(elf)
+    }
+
+    /// A 4-byte (ELF32) or 8-byte (ELF64) field of a header entry.
+    fn word(&self, b: &[u8], o32: usize, o64: usize) -> Option<u64> {
+        if self.is64 { self.e.uint(b, o64, 8) } else { self.e.uint(b, o32, 4) }
+    }
+
+    fn section(&self, kind: u64) -> Option<&Section> {
+        self.sections.iter().find(|s| s.kind == kind)
+    }
+
+    /// Has it a `.symtab` (not stripped)?
+    pub fn has_symtab(&self) -> bool {
+        self.section(SHT_SYMTAB).is_some()
+    }
+
+    /// The symbols of a table (empty when the file has none); entries that
+    /// point outside the file are skipped.
+    pub fn symbols(&self, table: Table) -> Result<impl Iterator<Item = Symbol<'a>> + '_, Error> {
+        let kind = if table == Table::Symtab { SHT_SYMTAB } else { SHT_DYNSYM };
+        let min = if self.is64 { 24 } else { 16 };
+        let (syms, strtab, entsize) = match self.section(kind) {
+            Some(s) => {
+                let syms = range(self.data, s.offset, s.size).ok_or(Error::Truncated("symbol table"))?;
+                let strtab = usize_of(s.link).and_then(|l| self.sections.get(l));
+                let strtab = strtab.and_then(|t| range(self.data, t.offset, t.size)).ok_or(Error::Truncated("string table"))?;
+                let entsize = usize_of(s.entsize).filter(|&n| n >= min).unwrap_or(min);
+                (syms, strtab, entsize)
+            }
+            None => (&[][..], &[][..], min),
+        };
+        let versions = if table == Table::Dynsym { self.versions() } else { Versions::default() };
+        Ok(syms.chunks_exact(entsize).enumerate().filter_map(move |(i, s)| {
+            let (name, value, size, info, shndx) = if self.is64 {
+                (self.e.uint(s, 0, 4)?, self.e.uint(s, 8, 8)?, self.e.uint(s, 16, 8)?, *s.get(4)?, self.e.uint(s, 6, 2)?)
+            } else {
+                (self.e.uint(s, 0, 4)?, self.e.uint(s, 4, 4)?, self.e.uint(s, 8, 4)?, *s.get(12)?, self.e.uint(s, 14, 2)?)
+            };
+            Some(Symbol {
+                name: cstr(strtab, name)?,
+                version: versions.of(i, self.e),
+                value,
+                size,
+                kind: info & 0xf,
+                bind: info >> 4,
+                shndx: shndx as u16,
+            })
+        }))
+    }
+
+    /// `.gnu.version` (one index per `.dynsym` entry) and the names of the
+    /// versions this file defines (`.gnu.version_d`). Missing or damaged
+    /// tables mean no versions.
+    fn versions(&self) -> Versions<'a> {
+        let mut v = Versions::default();
+        let Some(sym) = self.section(SHT_GNU_VERSYM) else { return v };
+        let Some(def) = self.section(SHT_GNU_VERDEF) else { return v };
+        let strtab = usize_of(def.link).and_then(|l| self.sections.get(l)).and_then(|t| range(self.data, t.offset, t.size));
+        let (Some(versym), Some(verdef), Some(strtab)) = (range(self.data, sym.offset, sym.size), range(self.data, def.offset, def.size), strtab)
+        else {
+            return v;
+        };
+        v.versym = versym;
+        // Verdef entries form a chain through vd_next; each names its
+        // version in its first Verdaux. The chain is bounded by the table.
+        let mut at = 0usize;
+        for _ in 0..verdef.len() / 20 + 1 {
+            let e = self.e;
+            let Some(ndx) = e.uint(verdef, at + 4, 2) else { break };
+            let aux = e.uint(verdef, at + 12, 4).and_then(usize_of);
+            let name = aux.and_then(|a| e.uint(verdef, at.checked_add(a)?, 4)).and_then(|n| cstr(strtab, n));
+            if let Some(name) = name {
+                v.names.push((ndx as u16, name));
+            }
+            match e.uint(verdef, at + 16, 4).and_then(usize_of) {
+                Some(0) | None => break,
+                Some(next) => match at.checked_add(next) {
+                    Some(n) => at = n,
+                    None => break,
+                },
+            }
+        }
+        v
+    }
+
+    /// Address → file offset through the PT_LOAD segment holding it.
+    pub fn file_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segments.iter().find_map(|s| {
+            let d = vaddr.checked_sub(s.vaddr)?;
+            (d < s.filesz).then(|| s.offset.checked_add(d)).flatten()
+        })
+    }
+
+    /// `SYMBOL[+OFF]` (OFF decimal or 0x hex; SYMBOL may carry `@VER` or
+    /// `@@VER`), or a bare number taken as a file offset, → where the
+    /// uprobe goes. Functions only; `.symtab` first, then `.dynsym`.
+    pub fn resolve(&self, spec: &str) -> Result<Location, Error> {
+        let spec = spec.trim();
+        if spec.starts_with(|c: char| c.is_ascii_digit()) {
+            let offset = parse_num(spec).ok_or(Error::BadSpec("an offset must be a decimal or 0x hex number"))?;
+            return Ok(Location { offset, vaddr: offset, table: None });
+        }
+        let (symbol, add) = match spec.split_once('+') {
+            Some((s, o)) => (s.trim(), parse_num(o.trim()).ok_or(Error::BadSpec("the +OFFSET must be a decimal or 0x hex number"))?),
+            None => (spec, 0),
+        };
+        if symbol.is_empty() {
+            return Err(Error::BadSpec("no symbol name"));
+        }
+        let mut found = None;
+        for table in [Table::Symtab, Table::Dynsym] {
+            if let Some(v) = self.lookup(table, symbol)? {
+                found = Some((table, v));
+                break;
+            }
+        }
+        let Some((table, vaddr)) = found else {
+            return Err(self.not_found(symbol));
+        };
+        let vaddr = vaddr.checked_add(add).ok_or(Error::BadSpec("offset too large"))?;
+        let offset = self.file_offset(vaddr).ok_or_else(|| Error::NotMapped { symbol: symbol.into(), vaddr })?;
+        Ok(Location { offset, vaddr, table: Some(table) })
+    }
+
+    /// The address of the function `wanted` in one table: `None` when it is
+    /// not there, an error when the name is given to several places.
+    fn lookup(&self, table: Table, wanted: &str) -> Result<Option<u64>, Error> {
+        let (w_base, w_ver) = split_version(wanted);
+        let mut cands: Vec<Cand> = Vec::new();
+        for s in self.symbols(table)?.filter(Symbol::is_function) {
+            let (base, ver) = match s.version {
+                Some(v) => (s.name, Some(v)),
+                None => split_version(s.name),
+            };
+            if base != w_base {
+                continue;
+            }
+            if let (Some((wv, _)), Some((v, _))) = (w_ver, ver) {
+                if wv != v {
+                    continue;
+                }
+            }
+            // Thumb functions have bit 0 set in their address.
+            let addr = if self.machine == EM_ARM { s.value & !1 } else { s.value };
+            let default = ver.map_or(true, |(_, d)| d);
+            cands.push(Cand { addr, default, global: s.bind != 0, ifunc: s.kind == STT_GNU_IFUNC });
+        }
+        cands.sort_unstable_by_key(|c| c.addr);
+        cands.dedup_by_key(|c| c.addr);
+        // Several: the default version (what the dynamic linker binds to),
+        // then global over file-local.
+        type Pick = fn(&&Cand) -> bool;
+        let picks: [Pick; 3] = [|_| true, |c| c.default, |c| c.default && c.global];
+        for pick in picks {
+            if let [one] = cands.iter().filter(pick).collect::<Vec<_>>()[..] {
+                if one.ifunc {
+                    return Err(Error::Ifunc { symbol: wanted.into() });
+                }
+                return Ok(Some(one.addr));
+            }
+        }
+        if cands.is_empty() {
+            return Ok(None);
+        }
+        let offsets = cands.iter().map(|c| self.file_offset(c.addr).unwrap_or(c.addr)).collect();
+        Err(Error::Ambiguous { symbol: wanted.into(), offsets })
+    }
+
+    fn not_found(&self, symbol: &str) -> Error {
+        let names = |t| -> Vec<&'a str> {
+            match self.symbols(t) {
+                Ok(it) => it.filter(Symbol::is_function).map(|s| s.name).collect(),
+                Err(_) => Vec::new(),
+            }
+        };
+        let mut all = names(Table::Symtab);
+        let stripped = all.is_empty() && !self.has_symtab();
+        let dynsym = names(Table::Dynsym);
+        let exported = dynsym.len();
+        all.extend(dynsym);
+        all.sort_unstable();
+        all.dedup();
+        let base = split_version(symbol).0;
+        let near: Vec<String> = closest(base, all.iter().copied(), 3).into_iter().map(ToString::to_string).collect();
+        if stripped {
+            Error::Stripped { symbol: symbol.into(), exported, near }
+        } else {
+            Error::NotFound { symbol: symbol.into(), near }
+        }
+    }
+}
+
+struct Cand {
+    addr: u64,
+    /// The default version (or unversioned).
+    default: bool,
+    /// Global or weak, not file-local.
+    global: bool,
+    ifunc: bool,
+}
+
+#[derive(Default)]
+struct Versions<'a> {
+    versym: &'a [u8],
+    names: Vec<(u16, &'a str)>,
+}
+
+impl<'a> Versions<'a> {
+    fn of(&self, i: usize, e: Endian) -> Option<(&'a str, bool)> {
+        let v = e.uint(self.versym, i.checked_mul(2)?, 2)? as u16;
+        let ndx = v & 0x7fff;
+        // 0 local, 1 global: unversioned.
+        if ndx < 2 {
+            return None;
+        }
+        let name = self.names.iter().find(|(n, _)| *n == ndx)?.1;
+        Some((name, v & 0x8000 == 0))
+    }
+}
+
+/// `name@@VER` → (name, Some((VER, default))); `name@VER` → not default.
+fn split_version(s: &str) -> (&str, Option<(&str, bool)>) {
+    match s.split_once('@') {
+        Some((b, v)) => match v.strip_prefix('@') {
+            Some(v) => (b, Some((v, true))),
+            None => (b, Some((v, false))),
+        },
+        None => (s, None),
+    }
+}
+
+/// A decimal or `0x` hex number.
+pub fn parse_num(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    /// A function symbol for [`Image`]: name as stored, address, size,
+    /// binding, `.gnu.version` index (0 none; 0x8000 set = hidden; 0x4000
+    /// set = an IFUNC, not stored).
+    #[derive(Clone)]
+    struct S(&'static str, u64, u64, u8, u16);
+
+    /// A synthetic ELF file: header, PT_LOAD segments, and a `.symtab`
+    /// and/or `.dynsym` (with versions) holding `syms`.
+    struct Image {
+        is64: bool,
+        big: bool,
+        kind: u16,
+        machine: u16,
+        /// (offset, vaddr, filesz)
+        loads: Vec<(u64, u64, u64)>,
+        symtab: Option<Vec<S>>,
+        dynsym: Option<Vec<S>>,
+        /// (index, name) of `.gnu.version_d`
+        verdefs: Vec<(u16, &'static str)>,
+    }
+
+    struct W {
+        b: Vec<u8>,
+        big: bool,
+    }
+
+    impl W {
+        fn n(&mut self, v: u64, size: usize) {
+            let bytes = v.to_le_bytes();
+            let mut s = bytes[..size].to_vec();
+            if self.big {
+                s.reverse();
+            }
+            self.b.extend_from_slice(&s);
+        }
+        fn at(&mut self, off: usize, v: u64, size: usize) {
+            let mut w = W { b: Vec::new(), big: self.big };
+            w.n(v, size);
+            self.b[off..off + size].copy_from_slice(&w.b);
+        }
+        fn align(&mut self, a: usize) {
+            while self.b.len() % a != 0 {
+                self.b.push(0);
+            }
+        }
+    }
+
+    fn strtab(names: impl Iterator<Item = &'static str>) -> (Vec<u8>, Vec<u64>) {
+        let mut t = vec![0u8];
+        let mut offs = Vec::new();
+        for n in names {
+            offs.push(t.len() as u64);
+            t.extend_from_slice(n.as_bytes());
+            t.push(0);
+        }
+        (t, offs)
+    }
+
+    impl Image {
+        fn new(is64: bool, big: bool) -> Self {
+            Image {
+                is64,
+                big,
+                kind: 3,
+                machine: if is64 { 62 } else { 40 },
+                loads: vec![(0, 0, 0x1000), (0x1000, 0x11000, 0x2000)],
+                symtab: Some(vec![
+                    S("main", 0x11100, 0x40, 1, 0),
+                    S("helper", 0x11200, 0x10, 0, 0),
+                    S("trbox_probe_me", 0x11300, 0x8, 1, 0),
+                ]),
+                dynsym: None,
+                verdefs: Vec::new(),
+            }
+        }
+
+        fn bytes(&self) -> Vec<u8> {
+            let (is64, word) = (self.is64, if self.is64 { 8 } else { 4 });
+            let mut w = W { b: Vec::new(), big: self.big };
+            let ehsize = if is64 { 64 } else { 52 };
+            w.b.extend_from_slice(b"\x7fELF");
+            w.b.extend_from_slice(&[if is64 { 2 } else { 1 }, if self.big { 2 } else { 1 }, 1, 0]);
+            w.b.resize(16, 0);
+            w.n(u64::from(self.kind), 2);
+            w.n(u64::from(self.machine), 2);
+            w.n(1, 4);
+            w.n(0, word); // entry
+            w.n(0, word); // phoff, patched
+            w.n(0, word); // shoff, patched
+            w.n(0, 4);
+            w.n(ehsize, 2);
+            w.n(if is64 { 56 } else { 32 }, 2);
+            w.n(self.loads.len() as u64, 2);
+            w.n(if is64 { 64 } else { 40 }, 2);
+            w.n(0, 2); // shnum, patched
+            w.n(0, 2);
+            assert_eq!(w.b.len() as u64, ehsize);
+            let phoff = w.b.len();
+            for &(off, vaddr, filesz) in &self.loads {
+                w.n(1, 4);
+                if is64 {
+                    w.n(5, 4);
+                    w.n(off, 8);
+                    w.n(vaddr, 8);
+                    w.n(vaddr, 8);
+                    w.n(filesz, 8);
+                    w.n(filesz, 8);
+                    w.n(0x1000, 8);
+                } else {
+                    w.n(off, 4);
+                    w.n(vaddr, 4);
+                    w.n(vaddr, 4);
+                    w.n(filesz, 4);
+                    w.n(filesz, 4);
+                    w.n(5, 4);
+                    w.n(0x1000, 4);
+                }
+            }
+            // Sections: (type, offset, size, link, entsize)
+            let mut secs: Vec<(u64, u64, u64, u64, u64)> = vec![(0, 0, 0, 0, 0)];
+            let symsize = if is64 { 24 } else { 16 };
+            let mut dynstr_index = 0;
+            for (kind, syms) in [(SHT_SYMTAB, &self.symtab), (SHT_DYNSYM, &self.dynsym)] {
+                let Some(syms) = syms else { continue };
+                let names: Vec<&'static str> = syms.iter().map(|s| s.0).chain(self.verdefs.iter().map(|v| v.1)).collect();
+                let (st, offs) = strtab(names.into_iter());
+                w.align(8);
+                let str_off = w.b.len() as u64;
+                w.b.extend_from_slice(&st);
+                secs.push((3, str_off, st.len() as u64, 0, 0));
+                let str_index = secs.len() as u64 - 1;
+                if kind == SHT_DYNSYM {
+                    dynstr_index = str_index;
+                }
+                w.align(8);
+                let sym_off = w.b.len() as u64;
+                // Entry 0 is the null symbol.
+                w.b.resize(w.b.len() + symsize, 0);
+                for (s, name) in syms.iter().zip(&offs) {
+                    let kind = if s.4 & 0x4000 != 0 { STT_GNU_IFUNC } else { STT_FUNC };
+                    let info = (s.3 << 4) | kind;
+                    w.n(*name, 4);
+                    if is64 {
+                        w.b.extend_from_slice(&[info, 0]);
+                        w.n(14, 2);
+                        w.n(s.1, 8);
+                        w.n(s.2, 8);
+                    } else {
+                        w.n(s.1, 4);
+                        w.n(s.2, 4);
+                        w.b.extend_from_slice(&[info, 0]);
+                        w.n(14, 2);
+                    }
+                }
+                secs.push((kind, sym_off, (syms.len() + 1) as u64 * symsize as u64, str_index, symsize as u64));
+                if kind == SHT_DYNSYM && !self.verdefs.is_empty() {
+                    w.align(8);
+                    let vs = w.b.len() as u64;
+                    w.n(0, 2);
+                    for s in syms {
+                        w.n(u64::from(s.4 & !0x4000), 2);
+                    }
+                    secs.push((SHT_GNU_VERSYM, vs, (syms.len() + 1) as u64 * 2, 0, 2));
+                    w.align(8);
+                    let vd = w.b.len() as u64;
+                    let nsyms = syms.len();
+                    for (i, &(ndx, _)) in self.verdefs.iter().enumerate() {
+                        let last = i + 1 == self.verdefs.len();
+                        w.n(1, 2);
+                        w.n(0, 2);
+                        w.n(u64::from(ndx), 2);
+                        w.n(1, 2);
+                        w.n(0, 4);
+                        w.n(20, 4);
+                        w.n(if last { 0 } else { 28 }, 4);
+                        w.n(offs[nsyms + i], 4);
+                        w.n(0, 4);
+                    }
+                    secs.push((SHT_GNU_VERDEF, vd, w.b.len() as u64 - vd, dynstr_index, 0));
+                }
+            }
+            w.align(8);
+            let shoff = w.b.len();
+            for &(kind, off, size, link, entsize) in &secs {
+                w.n(0, 4);
+                w.n(kind, 4);
+                if is64 {
+                    w.n(0, 8);
+                    w.n(0, 8);
+                    w.n(off, 8);
+                    w.n(size, 8);
+                    w.n(link, 4);
+                    w.n(0, 4);
+                    w.n(8, 8);
+                    w.n(entsize, 8);
+                } else {
+                    for v in [0, 0, off, size, link, 0, 4, entsize] {
+                        w.n(v, 4);
+                    }
+                }
+            }
+            let (ph_at, sh_at, shnum_at) = if is64 { (32, 40, 60) } else { (28, 32, 48) };
+            w.at(ph_at, phoff as u64, word);
+            w.at(sh_at, shoff as u64, word);
+            w.at(shnum_at, secs.len() as u64, 2);
+            w.b
+        }
+    }
+
+    fn resolve(img: &Image, spec: &str) -> Result<Location, Error> {
+        let b = img.bytes();
+        Elf::parse(&b)?.resolve(spec)
+    }
+
+    #[test]
+    fn every_class_and_byte_order() {
+        for is64 in [false, true] {
+            for big in [false, true] {
+                let img = Image::new(is64, big);
+                let l = resolve(&img, "trbox_probe_me").unwrap();
+                assert_eq!((l.offset, l.vaddr, l.table), (0x1300, 0x11300, Some(Table::Symtab)), "64 {is64} big {big}");
+                assert_eq!(resolve(&img, "main+0x10").unwrap().offset, 0x1110);
+                assert_eq!(resolve(&img, "main+16").unwrap().offset, 0x1110);
+                assert_eq!(resolve(&img, "0x1234").unwrap().offset, 0x1234);
+                let b = img.bytes();
+                let elf = Elf::parse(&b).unwrap();
+                assert_eq!(elf.symbols(Table::Symtab).unwrap().count(), 4);
+                assert!(elf.has_symtab());
+            }
+        }
+    }
+
+    #[test]
+    fn executable_and_segments() {
+        let mut img = Image::new(true, false);
+        img.kind = 2;
+        img.loads = vec![(0, 0x400000, 0x1000), (0x1000, 0x401000, 0x1000)];
+        img.symtab = Some(vec![S("main", 0x401136, 0x20, 1, 0), S("outside", 0x409000, 4, 1, 0)]);
+        assert_eq!(resolve(&img, "main").unwrap().offset, 0x1136);
+        assert_eq!(resolve(&img, "outside"), Err(Error::NotMapped { symbol: "outside".into(), vaddr: 0x409000 }));
+        img.kind = 1;
+        assert_eq!(resolve(&img, "main"), Err(Error::NotExecutable(1)));
+    }
+
+    #[test]
+    fn thumb_bit_is_cleared_on_arm() {
+        let mut img = Image::new(false, false);
+        img.symtab = Some(vec![S("t", 0x11401, 4, 1, 0)]);
+        assert_eq!(resolve(&img, "t").unwrap().offset, 0x1400);
+    }
+
+    #[test]
+    fn missing_symbol_suggests_names() {
+        let img = Image::new(true, false);
+        match resolve(&img, "trbox_probe_m") {
+            Err(e @ Error::NotFound { .. }) => {
+                assert_eq!(e.to_string(), "no function 'trbox_probe_m' in its symbol table");
+                assert_eq!(e.hint().unwrap(), "did you mean: trbox_probe_me");
+            }
+            r => panic!("{r:?}"),
+        }
+    }
+
+    #[test]
+    fn stripped_binary_uses_dynsym_or_says_so() {
+        let mut img = Image::new(true, false);
+        img.symtab = None;
+        img.dynsym = Some(vec![S("exported_fn", 0x11500, 8, 1, 0)]);
+        assert_eq!(resolve(&img, "exported_fn").unwrap().table, Some(Table::Dynsym));
+        let e = resolve(&img, "helper").unwrap_err();
+        assert!(matches!(&e, Error::Stripped { exported: 1, .. }), "{e:?}");
+        assert!(e.to_string().starts_with("stripped binary"), "{e}");
+        assert!(e.hint().unwrap().contains("unstripped copy"));
+        img.dynsym = None;
+        assert!(matches!(resolve(&img, "x"), Err(Error::Stripped { exported: 0, .. })));
+    }
+
+    #[test]
+    fn versions_and_duplicates() {
+        let mut img = Image::new(true, false);
+        img.symtab = None;
+        img.verdefs = vec![(2, "GLIBC_2.2.5"), (3, "GLIBC_2.14")];
+        img.dynsym = Some(vec![
+            S("memcpy", 0x11600, 8, 1, 0x8002), // memcpy@GLIBC_2.2.5 (hidden)
+            S("memcpy", 0x11700, 8, 1, 3),      // memcpy@@GLIBC_2.14 (default)
+            S("plain", 0x11800, 8, 1, 2),
+        ]);
+        assert_eq!(resolve(&img, "memcpy").unwrap().offset, 0x1700);
+        assert_eq!(resolve(&img, "memcpy@GLIBC_2.2.5").unwrap().offset, 0x1600);
+        assert_eq!(resolve(&img, "memcpy@@GLIBC_2.14").unwrap().offset, 0x1700);
+        assert_eq!(resolve(&img, "plain@@GLIBC_2.2.5").unwrap().offset, 0x1800);
+        // glibc: the default memcpy is an IFUNC resolver.
+        if let Some(d) = img.dynsym.as_mut() {
+            d.push(S("ifn", 0x11900, 8, 1, 3 | 0x4000));
+        }
+        let e = resolve(&img, "ifn").unwrap_err();
+        assert_eq!(e, Error::Ifunc { symbol: "ifn".into() });
+        // Names in .symtab may carry the version themselves.
+        let mut img = Image::new(false, true);
+        img.symtab = Some(vec![S("f@@V2", 0x11100, 4, 1, 0), S("f@V1", 0x11200, 4, 1, 0), S("g", 0x11300, 4, 1, 0)]);
+        assert_eq!(resolve(&img, "f").unwrap().offset, 0x1100);
+        assert_eq!(resolve(&img, "f@V1").unwrap().offset, 0x1200);
+        assert_eq!(resolve(&img, "g@@V9").unwrap().offset, 0x1300);
+        // Two file-local functions of one name, one global: the global one.
+        img.symtab = Some(vec![S("h", 0x11100, 4, 0, 0), S("h", 0x11200, 4, 1, 0), S("h", 0x11200, 4, 1, 0)]);
+        assert_eq!(resolve(&img, "h").unwrap().offset, 0x1200);
+        // Two file-local ones: the user must choose.
+        img.symtab = Some(vec![S("h", 0x11100, 4, 0, 0), S("h", 0x11200, 4, 0, 0)]);
+        let e = resolve(&img, "h").unwrap_err();
+        assert_eq!(e, Error::Ambiguous { symbol: "h".into(), offsets: vec![0x1100, 0x1200] });
+        assert!(e.to_string().contains("0x1100 0x1200"), "{e}");
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        assert_eq!(Elf::parse(b"").err(), Some(Error::NotElf));
+        assert_eq!(Elf::parse(b"#!/bin/sh\n").err(), Some(Error::NotElf));
+        assert!(matches!(Elf::parse(b"\x7fELF\x03\x01"), Err(Error::Unsupported(_))));
+        assert!(matches!(Elf::parse(b"\x7fELF\x02\x01\x01"), Err(Error::Truncated(_))));
+        let img = Image::new(true, false);
+        assert!(matches!(resolve(&img, "main+zz"), Err(Error::BadSpec(_))));
+        assert!(matches!(resolve(&img, "+4"), Err(Error::BadSpec(_))));
+        assert!(matches!(resolve(&img, "0xzz"), Err(Error::BadSpec(_))));
+        // Every truncation and every single-byte corruption: no panic.
+        for is64 in [false, true] {
+            let b = Image::new(is64, !is64).bytes();
+            for n in 0..b.len() {
+                if let Ok(e) = Elf::parse(&b[..n]) {
+                    let _ = e.resolve("main");
+                }
+                let mut c = b.clone();
+                c[n] ^= 0xff;
+                if let Ok(e) = Elf::parse(&c) {
+                    let _ = e.resolve("trbox_probe_me");
+                    let _ = e.resolve("nope");
+                }
+            }
+        }
+    }
+
+    /// `TRBOX_ELF_SEEDS=DIR cargo test --lib elf::` writes the synthetic
+    /// images (every class and byte order, with versions) as fuzz seeds.
+    #[test]
+    fn fuzz_seeds() {
+        let Ok(dir) = std::env::var("TRBOX_ELF_SEEDS") else { return };
+        for is64 in [false, true] {
+            for big in [false, true] {
+                let mut img = Image::new(is64, big);
+                img.verdefs = vec![(2, "V1"), (3, "V2")];
+                img.dynsym = Some(vec![S("f", 0x11600, 8, 1, 0x8002), S("f", 0x11700, 8, 1, 3), S("ifn", 0x11800, 8, 1, 0x4003)]);
+                let mut b = vec![0u8];
+                b.extend(img.bytes());
+                std::fs::write(alloc::format!("{dir}/synth-{is64}-{big}"), b).unwrap();
+            }
+        }
+    }
+}

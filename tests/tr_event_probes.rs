@@ -1,0 +1,159 @@
+//! tr-event with dynamic probes against the live tracefs: uprobes by symbol
+//! (PIE and non-PIE, entry with an argument and return with the value),
+//! by file offset with a group/name, in an instance; the bad-input table
+//! (no kprobes here or a rejected kprobe, missing file, missing symbol,
+//! stripped binary, malformed argument, malformed definition). Every case
+//! leaves tracefs exactly as it found it.
+
+mod common;
+use common::cprog::{self, Progs, FUNC};
+use common::*;
+use std::path::Path;
+
+fn live() -> Option<(TracefsLock, std::path::PathBuf, Vec<(String, String)>)> {
+    let root = live_tracefs()?;
+    if !root.join("uprobe_events").exists() {
+        eprintln!("SKIP: this kernel has no uprobe_events");
+        return None;
+    }
+    let l = TracefsLock::take();
+    let before = snapshot(&root);
+    Some((l, root, before))
+}
+
+fn ev(args: &[&str]) -> std::process::Output {
+    let mut a = vec!["tr-event"];
+    a.extend_from_slice(args);
+    let o = run(&a);
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    o
+}
+
+fn progs(d: &TempDir) -> Option<Progs> {
+    cprog::build(d.path())
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Nothing of ours left: no trbox probes in the probe lists.
+fn no_probes_left(root: &Path) {
+    for f in ["dynamic_events", "uprobe_events", "kprobe_events"] {
+        let t = std::fs::read_to_string(root.join(f)).unwrap_or_default();
+        assert!(!t.contains("trbox") && !t.contains("mygrp"), "{f}: {t}");
+    }
+    assert!(!root.join("events/trbox").exists() && !root.join("events/mygrp").exists());
+}
+
+#[test]
+fn uprobe_by_symbol_shows_the_argument_and_return_value() {
+    let Some((_l, root, before)) = live() else { return };
+    let d = TempDir::new("uprobe");
+    let Some(p) = progs(&d) else { return };
+    for bin in [&p.pie, &p.nopie] {
+        let b = s(bin);
+        let o = ev(&[
+            "--uprobe",
+            &format!("{b}:{FUNC} arg=%di:s32"),
+            "--uretprobe",
+            &format!("{b}:{FUNC} ret=$retval:s32"),
+            "--",
+            b,
+            "42",
+        ]);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{}\n{out}", stderr(&o));
+        // trbox_probe_me(trbox_local_helper(42) + 1) = 42 * 3 + 1
+        assert!(out.contains("127\n"), "{out}");
+        let hit = out.lines().find(|l| l.contains(&format!(" {FUNC}: ("))).unwrap_or_else(|| panic!("no hit:\n{out}"));
+        assert!(hit.ends_with(" arg=42"), "{hit}");
+        let ret = out.lines().find(|l| l.contains(&format!(" {FUNC}_ret: ("))).unwrap_or_else(|| panic!("no return:\n{out}"));
+        assert!(ret.contains(" <- 0x") && ret.ends_with(" ret=127"), "{ret}");
+        if bin == &p.nopie {
+            // Not relocated: the kernel's `(0x%lx)` is the symbol's address.
+            let bytes = std::fs::read(bin).unwrap();
+            let vaddr = trbox::elf::Elf::parse(&bytes).unwrap().resolve(FUNC).unwrap().vaddr;
+            assert!(hit.contains(&format!(": ({vaddr:#x}) arg=42")), "{hit}");
+        }
+        no_probes_left(&root);
+        assert_same_state(&before, &snapshot(&root));
+    }
+}
+
+#[test]
+fn uprobe_by_offset_with_its_own_name_and_in_an_instance() {
+    let Some((_l, root, before)) = live() else { return };
+    let d = TempDir::new("uprobe-off");
+    let Some(p) = progs(&d) else { return };
+    let b = s(&p.pie);
+    let off = cprog::objdump_offset(&p.pie, FUNC)
+        .unwrap_or_else(|| trbox::sys::elf::resolve(&p.pie, FUNC).unwrap().offset);
+    let o = ev(&["--uprobe", &format!("p:mygrp/hit {b}:{off:#x} x=%di:u32"), "-B", "trbox_probe_test", "--", b, "5"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}\n{out}", stderr(&o));
+    assert!(out.lines().any(|l| l.contains(" hit: (0x") && l.ends_with(" x=5")), "{out}");
+    no_probes_left(&root);
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn kprobe_absent_or_rejected() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["--kprobe", "do_sys_openat2 dfd=%nosuchreg", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    if root.join("kprobe_events").exists() {
+        assert!(e.contains("the kernel rejected 'p:trbox/do_sys_openat2 do_sys_openat2 dfd=%nosuchreg'"), "{e}");
+        assert!(e.contains("Command:") && e.contains('^'), "{e}");
+    } else {
+        assert!(e.contains("this kernel has no kprobes: tracefs has no kprobe_events"), "{e}");
+        assert!(e.contains("trace events (tr-event -l) still work, and so do uprobes (--uprobe)"), "{e}");
+    }
+    let o = ev(&["--kretprobe", "p:x do_sys_openat2", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a return probe cannot start with 'p'"), "{}", stderr(&o));
+    no_probes_left(&root);
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn uprobe_bad_input() {
+    let Some((_l, root, before)) = live() else { return };
+    let d = TempDir::new("uprobe-bad");
+    let Some(p) = progs(&d) else { return };
+    let (pie, stripped) = (s(&p.pie), s(&p.stripped));
+    let missing = d.path().join("no-such-binary");
+    // (definition, exit code, what stderr must say)
+    let cases: Vec<(String, i32, Vec<String>)> = vec![
+        (format!("{}:{FUNC}", missing.display()), 2, vec![format!("{}: no such file (ENOENT)", missing.display())]),
+        (format!("{pie}:trbox_probe_mee"), 2, vec!["no function 'trbox_probe_mee' in its symbol table".into(), format!("did you mean: {FUNC}")]),
+        (
+            format!("{stripped}:{FUNC}"),
+            2,
+            vec!["stripped binary: no symbol table (.symtab)".into(), "use an unstripped copy of the same build".into()],
+        ),
+        (
+            format!("{pie}:{FUNC} arg=%nosuchreg"),
+            2,
+            vec!["the kernel rejected".into(), "Invalid register name".into(), "Command: p:trbox/trbox_probe_me".into(), "^".into()],
+        ),
+        (format!("{pie}:{FUNC}+zz"), 2, vec!["bad probe place (the +OFFSET must be a decimal or 0x hex number)".into()]),
+        ("no-colon-here".into(), 1, vec!["a uprobe place is PATH:SYMBOL[+OFFSET]".into()]),
+        ("/etc/hostname:main".into(), 2, vec!["/etc/hostname: not an ELF file".into()]),
+    ];
+    for (def, code, says) in cases {
+        let o = ev(&["--uprobe", &def, "-t", "1", "--", "true"]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{def}: {e}");
+        for want in says {
+            if want.contains("Command:") && !root.join("error_log").exists() {
+                continue;
+            }
+            assert!(e.contains(&want), "{def}: wanted '{want}' in:\n{e}");
+        }
+        assert!(stdout(&o).is_empty(), "{def}: {}", stdout(&o));
+        no_probes_left(&root);
+        assert_same_state(&before, &snapshot(&root));
+    }
+}
