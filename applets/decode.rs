@@ -243,7 +243,6 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
         graph_on: !graph_auto,
         graph_ids: &graph_ids,
         scratch: Vec::new(),
-        line: String::with_capacity(256),
         events: &events,
         endian,
         o,
@@ -388,7 +387,6 @@ struct Emitter<'a> {
     graph_ids: &'a [u32],
     /// The current record, copied so the stream can peek the next one.
     scratch: Vec<u8>,
-    line: String,
     events: &'a trbox::format::EventTable,
     endian: Endian,
     o: &'a RawOpts,
@@ -396,14 +394,17 @@ struct Emitter<'a> {
 
 impl Emitter<'_> {
     fn emit(&mut self, s: &mut CpuPages, out: &mut Out) {
+        self.emit_into(s, out);
+        out.line_done();
+    }
+
+    /// Format one item straight into the output buffer.
+    fn emit_into(&mut self, s: &mut CpuPages, line: &mut Out) {
         let (cpu, endian, o) = (s.cpu, self.endian, self.o);
-        let line = &mut self.line;
-        line.clear();
         match s.take() {
             Some(Next::Record(rec)) => {
                 let Some(ev) = self.events.event_of(rec.payload, endian) else {
                     let _ = self.r.record(line, cpu, rec.ts, rec.payload);
-                    let _ = out.write_all(line.as_bytes());
                     return;
                 };
                 let pid = self.r.pid(rec.payload);
@@ -430,7 +431,6 @@ impl Emitter<'_> {
                         }
                         _ => {}
                     }
-                    let _ = out.write_all(line.as_bytes());
                     return;
                 }
                 let _ = if o.json {
@@ -445,13 +445,9 @@ impl Emitter<'_> {
                 }
                 let _ = write_lost(line, cpu, count);
             }
-            Some(Next::Damaged(e)) => {
-                log::warn!("cpu{cpu}: skipped a damaged page: {e}");
-                return;
-            }
-            None => return,
+            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
+            None => {}
         }
-        let _ = out.write_all(line.as_bytes());
     }
 }
 

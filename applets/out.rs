@@ -55,6 +55,27 @@ impl Out {
     }
 }
 
+impl Out {
+    /// Write out what is buffered once it is big enough: call between
+    /// lines (lines are formatted straight into the buffer).
+    pub fn line_done(&mut self) {
+        if self.buf.len() >= CAP {
+            self.drain();
+        }
+    }
+}
+
+/// Text goes straight into the buffer; [`Out::line_done`] writes it out.
+impl std::fmt::Write for Out {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.err.is_none() {
+            self.buf.extend_from_slice(s.as_bytes());
+        }
+        Ok(())
+    }
+}
+
 impl Write for Out {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
         if self.err.is_none() {

@@ -6,6 +6,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
+use crate::printfmt::digits::StackBuf;
+
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 #[derive(Debug, Default, Clone)]
 pub struct Cmdlines {
@@ -73,43 +75,43 @@ const BH_OFF: u8 = 0x80;
 /// The five latency columns (`d..2.`): irqs-off (`D`/`b` with BH disabled), need-resched,
 /// hardirq/softirq, preempt depth, migrate-disable depth.
 pub fn write_lat_flags<W: Write + ?Sized>(w: &mut W, flags: u8, preempt: u8) -> fmt::Result {
+    w.write_str(core::str::from_utf8(&lat_flags(flags, preempt)).unwrap_or("....."))
+}
+
+fn lat_flags(flags: u8, preempt: u8) -> [u8; 5] {
     let irqs_off = match (flags & IRQS_OFF != 0, flags & BH_OFF != 0) {
-        (true, true) => 'D',
-        (true, false) => 'd',
-        (false, true) => 'b',
-        _ => '.',
+        (true, true) => b'D',
+        (true, false) => b'd',
+        (false, true) => b'b',
+        _ => b'.',
     };
     let need_resched = match flags & (NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED) {
-        x if x == NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED => 'B',
-        x if x == NEED_RESCHED | PREEMPT_RESCHED => 'N',
-        x if x == NEED_RESCHED_LAZY | PREEMPT_RESCHED => 'L',
-        x if x == NEED_RESCHED | NEED_RESCHED_LAZY => 'b',
-        NEED_RESCHED => 'n',
-        PREEMPT_RESCHED => 'p',
-        NEED_RESCHED_LAZY => 'l',
-        _ => '.',
+        x if x == NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED => b'B',
+        x if x == NEED_RESCHED | PREEMPT_RESCHED => b'N',
+        x if x == NEED_RESCHED_LAZY | PREEMPT_RESCHED => b'L',
+        x if x == NEED_RESCHED | NEED_RESCHED_LAZY => b'b',
+        NEED_RESCHED => b'n',
+        PREEMPT_RESCHED => b'p',
+        NEED_RESCHED_LAZY => b'l',
+        _ => b'.',
     };
     let (nmi, hard, soft) = (flags & NMI != 0, flags & HARDIRQ != 0, flags & SOFTIRQ != 0);
     let hardsoft = match (nmi, hard, soft) {
-        (true, true, _) => 'Z',
-        (true, false, _) => 'z',
-        (false, true, true) => 'H',
-        (false, true, false) => 'h',
-        (false, false, true) => 's',
-        _ => '.',
+        (true, true, _) => b'Z',
+        (true, false, _) => b'z',
+        (false, true, true) => b'H',
+        (false, true, false) => b'h',
+        (false, false, true) => b's',
+        _ => b'.',
     };
-    w.write_char(irqs_off)?;
-    w.write_char(need_resched)?;
-    w.write_char(hardsoft)?;
-    hex_or_dot(w, preempt & 0xf)?;
-    hex_or_dot(w, preempt >> 4)
+    [irqs_off, need_resched, hardsoft, hex_or_dot(preempt & 0xf), hex_or_dot(preempt >> 4)]
 }
 
-fn hex_or_dot<W: Write + ?Sized>(w: &mut W, v: u8) -> fmt::Result {
-    if v == 0 {
-        w.write_char('.')
-    } else {
-        w.write_char(char::from_digit(u32::from(v), 16).unwrap_or('?'))
+fn hex_or_dot(v: u8) -> u8 {
+    match v {
+        0 => b'.',
+        1..=9 => b'0' + v,
+        _ => b'a' + (v & 0xf) - 10,
     }
 }
 
@@ -117,7 +119,12 @@ fn hex_or_dot<W: Write + ?Sized>(w: &mut W, v: u8) -> fmt::Result {
 /// nanoseconds (rounded to the microsecond like `ns2usecs`), ` %12llu` for
 /// counters.
 pub fn write_timestamp<W: Write + ?Sized>(w: &mut W, ts: u64, in_ns: bool) -> fmt::Result {
-    let mut b = LineBuf::new();
+    let mut b = StackBuf::<32>::new();
+    push_timestamp(&mut b, ts, in_ns);
+    w.write_str(b.as_str())
+}
+
+fn push_timestamp<const N: usize>(b: &mut StackBuf<N>, ts: u64, in_ns: bool) {
     b.push(b' ');
     if in_ns {
         let us = ts.saturating_add(500) / 1000;
@@ -127,65 +134,31 @@ pub fn write_timestamp<W: Write + ?Sized>(w: &mut W, ts: u64, in_ns: bool) -> fm
     } else {
         b.push_padded(ts, 12, b' ');
     }
-    w.write_str(b.as_str())
 }
 
-/// A small stack buffer for hand-formatting the fixed columns.
-struct LineBuf {
-    b: [u8; 96],
-    len: usize,
+/// `comm-pid` padded like `%16s-%-7d`.
+fn push_comm_pid<const N: usize>(b: &mut StackBuf<N>, comm: &str, pid: i32) {
+    b.fill(b' ', 16usize.saturating_sub(comm.len()));
+    b.push_str(comm);
+    push_pid(b, pid);
 }
 
-impl LineBuf {
-    fn new() -> Self {
-        LineBuf { b: [0; 96], len: 0 }
-    }
+/// `-%-7d`
+fn push_pid<const N: usize>(b: &mut StackBuf<N>, pid: i32) {
+    b.push(b'-');
+    let n = b.len();
+    b.push_int(i64::from(pid));
+    b.fill(b' ', 7usize.saturating_sub(b.len() - n));
+}
 
-    fn push(&mut self, c: u8) {
-        if let Some(slot) = self.b.get_mut(self.len) {
-            *slot = c;
-            self.len += 1;
-        }
-    }
-
-    fn push_str(&mut self, s: &str) {
-        // Whole characters only, so the buffer stays valid UTF-8.
-        if self.len + s.len() <= self.b.len() {
-            self.b[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
-            self.len += s.len();
-        }
-    }
-
-    /// `v` right-aligned in `width`, padded with `pad`.
-    fn push_padded(&mut self, mut v: u64, width: usize, pad: u8) {
-        let mut d = [0u8; 20];
-        let mut n = 0;
-        loop {
-            d[n] = b'0' + (v % 10) as u8;
-            n += 1;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        for _ in n..width {
-            self.push(pad);
-        }
-        for i in (0..n).rev() {
-            self.push(d[i]);
-        }
-    }
-
-    fn push_int(&mut self, v: i64) {
-        if v < 0 {
-            self.push(b'-');
-        }
-        self.push_padded(v.unsigned_abs(), 0, b' ');
-    }
-
-    fn as_str(&self) -> &str {
-        core::str::from_utf8(&self.b[..self.len]).unwrap_or("")
-    }
+/// The columns after comm-pid, up to and including the `": "`.
+fn push_rest<const N: usize>(b: &mut StackBuf<N>, cpu: u32, flags: u8, preempt: u8, ts: u64, in_ns: bool) {
+    b.push_bytes(b" [");
+    b.push_padded(u64::from(cpu), 3, b'0');
+    b.push_bytes(b"] ");
+    b.push_bytes(&lat_flags(flags, preempt));
+    push_timestamp(b, ts, in_ns);
+    b.push_bytes(b": ");
 }
 
 /// The whole prefix up to and including the `": "` before the event body:
@@ -202,25 +175,23 @@ pub fn write_prefix<W: Write + ?Sized>(
     in_ns: bool,
 ) -> fmt::Result {
     // Hand-formatted into one buffer: this runs for every line.
-    let mut b = LineBuf::new();
-    for _ in comm.len()..16 {
-        b.push(b' ');
+    let mut b = StackBuf::<PREFIX>::new();
+    if comm.len() > COMM_MAX {
+        w.write_str(comm)?;
+        push_pid(&mut b, pid);
+    } else {
+        push_comm_pid(&mut b, comm, pid);
     }
-    b.push_str(comm);
-    b.push(b'-');
-    let n = b.len;
-    b.push_int(i64::from(pid));
-    for _ in (b.len - n)..7 {
-        b.push(b' ');
-    }
-    b.push_str(" [");
-    b.push_padded(u64::from(cpu), 3, b'0');
-    b.push_str("] ");
-    w.write_str(b.as_str())?;
-    write_lat_flags(w, flags, preempt)?;
-    write_timestamp(w, ts, in_ns)?;
-    w.write_str(": ")
+    push_rest(&mut b, cpu, flags, preempt, ts, in_ns);
+    w.write_str(b.as_str())
 }
+
+/// Longest comm assembled in the prefix buffer (longer ones are written
+/// apart); the kernel's are at most 15 bytes.
+const COMM_MAX: usize = 64;
+/// Prefix buffer: comm, pid, CPU, flags and a 20-digit timestamp, plus an
+/// event name.
+const PREFIX: usize = 256;
 
 /// `CPU:N [LOST M EVENTS]`, or `[LOST EVENTS]` when the count is unknown.
 pub fn write_lost<W: Write + ?Sized>(w: &mut W, cpu: u32, count: Option<u64>) -> fmt::Result {
@@ -306,6 +277,7 @@ impl CommonFields {
         CommonFields { flags: f("common_flags"), preempt: f("common_preempt_count"), pid: f("common_pid") }
     }
 
+    #[inline(always)]
     fn get(e: crate::format::Endian, p: &[u8], at: Option<(usize, usize)>) -> u64 {
         at.and_then(|(o, s)| e.uint(p, o, s)).unwrap_or(0)
     }
@@ -347,7 +319,25 @@ pub struct Renderer<'a> {
     common: Option<CommonFields>,
     /// Indexed by event id; `None` = not compiled yet.
     bodies: Vec<Option<Body>>,
+    /// The comm-pid column of recent pids, by `pid % COLS`.
+    cols: Vec<CommCol>,
+    /// The line prefix being assembled (kept: no per-line initialising).
+    pre: StackBuf<PREFIX>,
 }
+
+/// One cached comm-pid column.
+#[derive(Clone, Copy)]
+struct CommCol {
+    pid: i32,
+    len: u8,
+    text: [u8; COL_MAX],
+}
+
+/// Cached comm-pid columns: direct-mapped by pid, enough for the tasks
+/// of a busy board.
+const COLS: usize = 256;
+/// Longest cached column (`%16s-%-7d` of a kernel comm is at most 28).
+const COL_MAX: usize = 32;
 
 impl<'a> Renderer<'a> {
     pub fn new(events: &'a EventTable, cmdlines: Cmdlines, endian: Endian, long_size: u32, in_ns: bool) -> Self {
@@ -363,6 +353,8 @@ impl<'a> Renderer<'a> {
             kernel: None,
             common,
             bodies: Vec::new(),
+            cols: Vec::new(),
+            pre: StackBuf::new(),
         }
     }
 
@@ -379,6 +371,7 @@ impl<'a> Renderer<'a> {
     /// Replace the pid → comm table (re-read while following a live buffer).
     pub fn set_cmdlines(&mut self, c: Cmdlines) {
         self.cmdlines = c;
+        self.cols.clear();
     }
 
     /// Symbols for `%ps`/`%pS` and function/stack records.
@@ -451,7 +444,9 @@ impl<'a> Renderer<'a> {
             None => CommonFields::of(ev),
         };
         let (flags, preempt, pid) = common.read(e, payload);
-        write_prefix(w, self.cmdlines.comm(pid), pid, cpu, flags, preempt, ts, self.in_ns)?;
+        self.pre.clear();
+        comm_col(&mut self.cols, &self.cmdlines, w, &mut self.pre, pid)?;
+        push_rest(&mut self.pre, cpu, flags, preempt, ts, self.in_ns);
         let id = ev.id as usize;
         if self.bodies.len() <= id {
             self.bodies.resize_with(id + 1, || None);
@@ -462,7 +457,21 @@ impl<'a> Renderer<'a> {
         }
         let ctx = self.ctx();
         let long = usize::from(self.long_size);
-        let Some(body) = self.bodies[id].as_ref() else { return Ok(()) };
+        let pre = &mut self.pre;
+        let Some(body) = self.bodies[id].as_ref() else { return w.write_str(pre.as_str()) };
+        // The event name joins the prefix: one write for both.
+        if let Body::Fmt { named: true, .. } = body {
+            if pre.room() >= ev.name.len() + 2 {
+                pre.push_str(&ev.name);
+                pre.push_bytes(b": ");
+            } else {
+                w.write_str(pre.as_str())?;
+                w.write_str(&ev.name)?;
+                pre.clear();
+                pre.push_bytes(b": ");
+            }
+        }
+        w.write_str(pre.as_str())?;
         match body {
             Body::Function { ip, parent } => {
                 let ip_v = e.uint(payload, ip.0, ip.1).unwrap_or(0);
@@ -494,7 +503,6 @@ impl<'a> Renderer<'a> {
                 Ok(())
             }
             Body::Fmt { prog, named: true } => {
-                write!(w, "{}: ", ev.name)?;
                 prog.render(w, payload, &ctx)?;
                 w.write_char('\n')
             }
@@ -509,6 +517,37 @@ impl<'a> Renderer<'a> {
             }
         }
     }
+}
+
+/// Push the comm-pid column of `pid`, from the cache when it is there.
+fn comm_col<W: Write>(cols: &mut Vec<CommCol>, cmdlines: &Cmdlines, w: &mut W, b: &mut StackBuf<PREFIX>, pid: i32) -> fmt::Result {
+    let slot = pid as u32 as usize % COLS;
+    if let Some(c) = cols.get(slot).filter(|c| c.pid == pid && c.len > 0) {
+        b.push_bytes(c.text.get(..usize::from(c.len)).unwrap_or(&[]));
+        return Ok(());
+    }
+    let comm = cmdlines.comm(pid);
+    if comm.len() > COMM_MAX {
+        w.write_str(comm)?;
+        push_pid(b, pid);
+        return Ok(());
+    }
+    let start = b.len();
+    push_comm_pid(b, comm, pid);
+    let col = b.bytes().get(start..).unwrap_or(&[]);
+    if col.len() <= COL_MAX {
+        if cols.is_empty() {
+            *cols = alloc::vec![CommCol { pid: 0, len: 0, text: [0; COL_MAX] }; COLS];
+        }
+        if let Some(c) = cols.get_mut(slot) {
+            c.pid = pid;
+            c.len = col.len() as u8;
+            if let Some(t) = c.text.get_mut(..col.len()) {
+                t.copy_from_slice(col);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Remembers the last character written through it.

@@ -3,8 +3,8 @@
 use core::cell::Cell;
 use core::fmt::{self, Write};
 
-use super::compile::{norm, BOp, Id, Item, Loc, Node, Prog, Ty, UOp};
-use super::vsprintf::{bitmap, emit, ArgVal, Conv, Ctx, Spec, LEFT};
+use super::compile::{norm, BOp, Id, Item, Loc, Node, Piece, Prog, Ty, UOp};
+use super::vsprintf::{bitmap, emit, int_conv, number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
 use crate::format::{Endian, FieldKind};
 
 /// A value during evaluation.
@@ -187,7 +187,8 @@ impl<'a, 'e> Frame<'a, 'e> {
                     if !first {
                         w.write_str(self.name(delim.0, delim.1))?;
                     }
-                    write!(w, "0x{flags:x}")?;
+                    w.write_str("0x")?;
+                    number(w, flags, 16, SMALL, -1, -1)?;
                 }
                 Ok(())
             }
@@ -198,7 +199,10 @@ impl<'a, 'e> Frame<'a, 'e> {
                 let tab = self.prog.table.get(tab.0 as usize..(tab.0 + tab.1) as usize).unwrap_or(&[]);
                 match tab.iter().find(|t| t.0 & m == v) {
                     Some(&(_, o, l)) if l > 0 => w.write_str(self.name(o, l)),
-                    _ => write!(w, "0x{v:x}"),
+                    _ => {
+                        w.write_str("0x")?;
+                        number(w, v, 16, SMALL, -1, -1)
+                    }
                 }
             }
             Node::Hex { buf, len, concat } => {
@@ -274,49 +278,67 @@ impl<'a, 'e> Frame<'a, 'e> {
     /// literal.
     pub fn run_from<W: Write + ?Sized>(&self, w: &mut W, first: usize, skip: u32) -> fmt::Result {
         let mut w = super::vsprintf::Fwd(w);
-        for (k, item) in self.prog.items.iter().enumerate().skip(first) {
-            match *item {
-                Item::Lit(o, l) if k == first && skip <= l => w.write_str(self.name(o + skip, l - skip))?,
-                Item::Lit(o, l) => w.write_str(self.name(o, l))?,
-                Item::Conv(p) => {
-                    let mut spec: Spec = p.spec;
-                    if let Some(wi) = p.width {
-                        match self.int(wi) {
-                            Some(v) => {
-                                let v = (v as i32).clamp(-4096, 4096);
-                                if v < 0 {
-                                    spec.flags |= LEFT;
-                                }
-                                spec.width = v.abs();
-                            }
-                            None => spec.width = -1,
-                        }
-                    }
-                    if let Some(pi) = p.prec {
-                        spec.prec = self.int(pi).map_or(-1, |v| (v as i32).clamp(0, 4096));
-                    }
-                    if spec.conv == Conv::Percent {
-                        w.write_char('%')?;
-                        continue;
-                    }
-                    let Some(a) = p.arg else { continue };
-                    match self.val(a) {
-                        V::I(v) => {
-                            // Varargs: an int-sized value travels as 32 bits.
-                            let v = if p.wide { v } else { v & 0xffff_ffff };
-                            emit(&mut w, &spec, ArgVal::Int(v), &self.ctx)?
-                        }
-                        V::B(b) => emit(&mut w, &spec, ArgVal::Bytes(b), &self.ctx)?,
-                        V::T(id) => {
-                            let mut f = |w: &mut dyn Write| self.text(id, w);
-                            emit(&mut w, &spec, ArgVal::Text(&mut f), &self.ctx)?
-                        }
-                        V::Bad => emit(&mut w, &spec, ArgVal::Bad, &self.ctx)?,
-                    }
-                }
+        let items = self.prog.items.get(first..).unwrap_or(&[]);
+        for (k, item) in items.iter().enumerate() {
+            match item {
+                &Item::Lit(o, l) if k == 0 && skip <= l => w.write_str(self.name(o + skip, l - skip))?,
+                &Item::Lit(o, l) => w.write_str(self.name(o, l))?,
+                Item::Conv(p) => self.conv(&mut w, p)?,
             }
         }
         Ok(())
+    }
+
+    /// One conversion with its argument.
+    fn conv<W: Write>(&self, w: &mut W, p: &Piece) -> fmt::Result {
+        let mut spec: Spec = p.spec;
+        if let Some(wi) = p.width {
+            match self.int(wi) {
+                Some(v) => {
+                    let v = (v as i32).clamp(-4096, 4096);
+                    if v < 0 {
+                        spec.flags |= LEFT;
+                    }
+                    spec.width = v.abs();
+                }
+                None => spec.width = -1,
+            }
+        }
+        if let Some(pi) = p.prec {
+            spec.prec = self.int(pi).map_or(-1, |v| (v as i32).clamp(0, 4096));
+        }
+        if spec.conv == Conv::Percent {
+            return w.write_char('%');
+        }
+        let Some(a) = p.arg else { return Ok(()) };
+        // Most arguments are a field as it is: read it without the
+        // expression walk.
+        let v = match self.prog.nodes.get(a as usize) {
+            Some(&Node::Field { off, ty }) => match self.ctx.endian.uint(self.rec, off as usize, ty.size as usize) {
+                Some(v) => V::I(norm(v, ty)),
+                None => V::Bad,
+            },
+            Some(Node::Bytes(loc)) => loc_bytes(self.rec, loc, self.ctx.endian).map_or(V::Bad, V::B),
+            _ => self.val(a),
+        };
+        match v {
+            V::I(v) => {
+                // Varargs: an int-sized value travels as 32 bits.
+                let v = if p.wide { v } else { v & 0xffff_ffff };
+                match spec.conv {
+                    Conv::Int { .. } => int_conv(w, v, &spec, self.ctx.long_size),
+                    _ => emit(w, &spec, ArgVal::Int(v), &self.ctx),
+                }
+            }
+            V::B(b) => emit(w, &spec, ArgVal::Bytes(b), &self.ctx),
+            // Helpers' text with no width or precision to apply.
+            V::T(id) if spec.width <= 0 && spec.prec < 0 => self.text(id, w),
+            V::T(id) => {
+                let mut f = |w: &mut dyn Write| self.text(id, w);
+                emit(w, &spec, ArgVal::Text(&mut f), &self.ctx)
+            }
+            V::Bad => emit(w, &spec, ArgVal::Bad, &self.ctx),
+        }
     }
 }
 

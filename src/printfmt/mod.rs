@@ -16,6 +16,7 @@
 //! `printk_formats`.
 
 mod compile;
+pub(crate) mod digits;
 mod eval;
 mod lex;
 pub mod vsprintf;
@@ -372,9 +373,18 @@ impl Program {
                     // 6.17+: small values in decimal, others 0x-prefixed;
                     // before: bare hex.
                     match e.uint(rec, loc.off as usize, loc.size as usize).map(|v| v & ctx.long_mask()) {
-                        Some(v) if !*small_decimal => write!(w, ": {v:x}")?,
-                        Some(v) if v < 10 => write!(w, ": {v}")?,
-                        Some(v) => write!(w, ": 0x{v:x}")?,
+                        Some(v) if !*small_decimal => {
+                            w.write_str(": ")?;
+                            hex(w, v)?
+                        }
+                        Some(v) if v < 10 => {
+                            w.write_str(": ")?;
+                            vsprintf::number(w, v, 10, 0, -1, -1)?
+                        }
+                        Some(v) => {
+                            w.write_str(": 0x")?;
+                            hex(w, v)?
+                        }
                         None => w.write_str(": <OVERFLOW>")?,
                     }
                 }
@@ -383,7 +393,10 @@ impl Program {
             Body::SysExit { name, ret } => {
                 w.write_str(self.name(*name))?;
                 match e.uint(rec, ret.off as usize, ret.size as usize) {
-                    Some(v) => write!(w, " -> 0x{:x}", v & ctx.long_mask()),
+                    Some(v) => {
+                        w.write_str(" -> 0x")?;
+                        hex(w, v & ctx.long_mask())
+                    }
                     None => w.write_str(" -> <OVERFLOW>"),
                 }
             }
@@ -438,6 +451,11 @@ impl Program {
         }
         Ok(())
     }
+}
+
+/// `%lx` without `core::fmt`.
+fn hex<W: Write + ?Sized>(w: &mut W, v: u64) -> fmt::Result {
+    vsprintf::number(w, v, 16, vsprintf::SMALL, -1, -1)
 }
 
 /// A probe's address as `seq_print_ip_sym()` prints it: `0` for a zero

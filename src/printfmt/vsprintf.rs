@@ -6,6 +6,7 @@
 
 use core::fmt::{self, Write};
 
+use super::digits::{digits, StackBuf, DIGITS};
 use crate::format::Endian;
 
 pub(crate) const SIGN: u8 = 1;
@@ -361,22 +362,35 @@ pub(crate) fn write_bytes<W: Write + ?Sized>(w: &mut W, b: &[u8]) -> fmt::Result
 }
 
 /// The kernel's `number()`.
-pub fn number<W: Write + ?Sized>(w: &mut W, mut num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
+pub fn number<W: Write + ?Sized>(w: &mut W, num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
+    let neg = flags & SIGN != 0 && (num as i64) < 0;
+    let mut d = [0u8; DIGITS];
+    let upper = flags & SMALL == 0;
+    // The common `%d`, `%u`, `%x`, `%llu`: the digits and maybe a sign.
+    if width <= 0 && precision < 0 && flags & (SPECIAL | PLUS | SPACE) == 0 {
+        let v = if neg { (num as i64).unsigned_abs() } else { num };
+        let mut i = digits(&mut d, v, base, upper);
+        if neg && i > 0 {
+            i -= 1;
+            d[i] = b'-';
+        }
+        return w.write_str(ascii(d.get(i..).unwrap_or(&[])));
+    }
     let mut flags = flags;
-    let base = u64::from(base.max(2));
+    let base = base.max(2);
     let need_pfx = flags & SPECIAL != 0 && base != 10;
     let is_zero = num == 0;
     let mut field_width = width.min(WIDTH_MAX);
     let mut precision = precision.min(WIDTH_MAX);
-    let locase = flags & SMALL;
     if flags & LEFT != 0 {
         flags &= !ZEROPAD;
     }
     let mut sign = 0u8;
+    let mut num = num;
     if flags & SIGN != 0 {
-        if (num as i64) < 0 {
+        if neg {
             sign = b'-';
-            num = (num as i64).wrapping_neg() as u64;
+            num = (num as i64).unsigned_abs();
             field_width -= 1;
         } else if flags & PLUS != 0 {
             sign = b'+';
@@ -393,98 +407,63 @@ pub fn number<W: Write + ?Sized>(w: &mut W, mut num: u64, base: u8, flags: u8, w
             field_width -= 1;
         }
     }
-    // Digits, most significant last.
-    let mut tmp = [0u8; 24];
-    let mut i = 0usize;
-    match base {
-        16 => loop {
-            let d = (num & 15) as u8;
-            tmp[i] = if d < 10 { b'0' + d } else { (b'A' + d - 10) | locase };
-            i += 1;
-            num >>= 4;
-            if num == 0 {
-                break;
-            }
-        },
-        8 => loop {
-            tmp[i] = b'0' + (num & 7) as u8;
-            i += 1;
-            num >>= 3;
-            if num == 0 {
-                break;
-            }
-        },
-        _ => loop {
-            tmp[i] = b'0' + (num % 10) as u8;
-            i += 1;
-            num /= 10;
-            if num == 0 {
-                break;
-            }
-        },
-    }
-    if i as i32 > precision {
-        precision = i as i32;
+    let start = digits(&mut d, num, base, upper);
+    let nd = (DIGITS - start) as i32;
+    if nd > precision {
+        precision = nd;
     }
     field_width -= precision;
-    // Assemble in a small buffer; pad widths beyond it through pad().
-    let mut out = [0u8; 96];
-    let mut n = 0usize;
-    let put = |out: &mut [u8; 96], n: &mut usize, b: u8| {
-        out[*n] = b;
-        *n += 1;
-    };
+    // Assembled in one buffer; paddings wider than it go through pad().
+    let mut out = StackBuf::<96>::new();
     if flags & (ZEROPAD | LEFT) == 0 && field_width > 0 {
         pad(w, ' ', field_width)?;
         field_width = 0;
     }
     if sign != 0 {
-        put(&mut out, &mut n, sign);
+        out.push(sign);
     }
     if need_pfx {
         if base == 16 || !is_zero {
-            put(&mut out, &mut n, b'0');
+            out.push(b'0');
         }
         if base == 16 {
-            put(&mut out, &mut n, if locase != 0 { b'x' } else { b'X' });
+            out.push(if upper { b'X' } else { b'x' });
         }
     }
     if flags & LEFT == 0 && field_width > 0 {
-        let c = if flags & ZEROPAD != 0 { b'0' } else { b' ' };
-        if field_width as usize + n <= 40 {
-            for _ in 0..field_width {
-                put(&mut out, &mut n, c);
-            }
-        } else {
-            w.write_str(core::str::from_utf8(&out[..n]).unwrap_or(""))?;
-            n = 0;
-            pad(w, c as char, field_width)?;
-        }
+        fill(w, &mut out, if flags & ZEROPAD != 0 { b'0' } else { b' ' }, field_width)?;
         field_width = 0;
     }
-    let zeros = precision - i as i32;
-    if zeros > 0 {
-        if zeros as usize + n <= 48 {
-            for _ in 0..zeros {
-                put(&mut out, &mut n, b'0');
-            }
-        } else {
-            w.write_str(core::str::from_utf8(&out[..n]).unwrap_or(""))?;
-            n = 0;
-            pad(w, '0', zeros)?;
-        }
-    }
-    while i > 0 {
-        i -= 1;
-        put(&mut out, &mut n, tmp[i]);
-    }
-    w.write_str(core::str::from_utf8(&out[..n]).unwrap_or(""))?;
+    fill(w, &mut out, b'0', precision - nd)?;
+    out.push_bytes(d.get(start..).unwrap_or(&[]));
+    w.write_str(out.as_str())?;
     pad(w, ' ', field_width)
+}
+
+/// `n` copies of `c` after what `out` holds: in it when they fit (leaving
+/// room for the digits), else `out` is written and the copies padded out.
+fn fill<W: Write + ?Sized>(w: &mut W, out: &mut StackBuf<96>, c: u8, n: i32) -> fmt::Result {
+    if n <= 0 {
+        return Ok(());
+    }
+    if n as usize + DIGITS <= out.room() {
+        out.fill(c, n as usize);
+        return Ok(());
+    }
+    w.write_str(out.as_str())?;
+    *out = StackBuf::new();
+    pad(w, c as char, n)
+}
+
+/// ASCII bytes we produced as text.
+pub(crate) fn ascii(b: &[u8]) -> &str {
+    core::str::from_utf8(b).unwrap_or("")
 }
 
 /// Forwards to a possibly unsized writer through a sized one.
 pub(crate) struct Fwd<'a, W: Write + ?Sized>(pub &'a mut W);
 impl<W: Write + ?Sized> Write for Fwd<'_, W> {
+    #[inline(always)]
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.0.write_str(s)
     }
