@@ -164,7 +164,7 @@ fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool
             Item::Lost { cpu, .. } => c.lost(cpu),
         }
     })?;
-    let mut rows = counts.as_ref().map(|c| c.rows(Some(&meta.syms as &dyn SymbolLookup))).unwrap_or_default();
+    let mut rows = counts.as_ref().map(|c| c.rows(&meta.events, Some(&meta.syms as &dyn SymbolLookup))).unwrap_or_default();
     // On recorded data -e picks the stacks of those events (or functions).
     let wanted: Vec<&str> = a.event.iter().flat_map(|e| e.split(',')).chain(a.func.as_deref()).filter(|s| !s.is_empty()).collect();
     if !wanted.is_empty() {

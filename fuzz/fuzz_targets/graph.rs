@@ -2,11 +2,13 @@
 //! the first byte picks the kernel layout (64-bit 6.1, 32-bit packed, a
 //! newer one with `retval`), byte order and options; the rest is split into
 //! records (one length byte each) fed in order, each with the following
-//! record as its peeked successor.
+//! record as its peeked successor. The same records go through the
+//! kernel_stack counter (graph::stacks) too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use trbox::format::{Endian, EventFormat, EventTable};
+use trbox::graph::stacks::{write_folded, write_table, StackCounts};
 use trbox::graph::stats::{Stats, TopBy};
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use trbox::kallsyms::Kallsyms;
@@ -61,6 +63,7 @@ fn table(kind: u8) -> (EventTable, u32) {
     };
     t.insert(ev("print", 5, &[("unsigned long ip", 8, l, 0), ("char buf[]", 8 + l, 0, 0)], "\"%ps: %s\", (void *)REC->ip, REC->buf", long));
     t.insert(ev("function", 1, &[("unsigned long ip", 8, l, 0), ("unsigned long parent_ip", 8 + l, l, 0)], "\" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip", long));
+    t.insert(ev("kernel_stack", 12, &[("int size", 8, 4, 1), ("unsigned long caller[8]", 8 + l, 8 * l, 0)], "\"\\t=> %ps\\n\", (void *)REC->caller[0]", long));
     t.insert(ev("user_event", 30, &[("int value", 8, 4, 1), ("__data_loc char[] name", 12, 4, 0)], "\"value=%d name=%s\", REC->value, __get_str(name)", long));
     (t, long)
 }
@@ -91,6 +94,18 @@ fuzz_target!(|data: &[u8]| {
         recs.push((cpu, &r[..n]));
         rest = &r[n..];
     }
+    let mut stacks = StackCounts::new(&table, e, long);
+    for (cpu, p) in &recs {
+        if p.len() == 1 {
+            stacks.lost(*cpu);
+        }
+        stacks.record(&table, *cpu, p);
+    }
+    let rows = stacks.rows(&table, Some(&syms));
+    assert_eq!(rows.iter().map(|r| r.count).sum::<u64>(), stacks.total());
+    let mut st = String::new();
+    let _ = write_table(&mut st, &rows);
+    let _ = write_folded(&mut st, &rows);
     let mut out = String::new();
     let mut skip = vec![false; recs.len()];
     for i in 0..recs.len() {

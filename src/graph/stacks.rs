@@ -22,6 +22,9 @@ use crate::printfmt::SymbolLookup;
 /// Frames kept per stack (the kernel stores at most a page of them).
 const MAX_FRAMES: usize = 512;
 
+/// CPUs tracked (records of higher CPU numbers count as origin unknown).
+const MAX_CPUS: usize = 4096;
+
 /// What a stack was taken for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Origin {
@@ -32,6 +35,25 @@ enum Origin {
     /// No record before it on this CPU (the buffer started there, or
     /// events were lost).
     Unknown,
+}
+
+impl Origin {
+    fn encode(self) -> [u64; 2] {
+        match self {
+            Origin::Unknown => [0, 0],
+            Origin::Event(id) => [1, u64::from(id)],
+            Origin::Function(ip) => [2, ip],
+        }
+    }
+
+    fn decode(key: &[u64]) -> (Origin, &[u64]) {
+        match key {
+            [1, id, rest @ ..] => (Origin::Event(*id as u32), rest),
+            [2, ip, rest @ ..] => (Origin::Function(*ip), rest),
+            [_, _, rest @ ..] => (Origin::Unknown, rest),
+            _ => (Origin::Unknown, &[]),
+        }
+    }
 }
 
 /// One distinct stack and how often it was seen.
@@ -52,9 +74,11 @@ pub struct StackCounts {
     stack: Option<(u32, usize, (usize, usize))>,
     /// ftrace function: (id, ip (offset, size)).
     function: Option<(u32, (usize, usize))>,
-    names: BTreeMap<u32, String>,
-    last: BTreeMap<u32, Origin>,
-    counts: BTreeMap<(Origin, Vec<u64>), u64>,
+    /// Per CPU: what the next stack on it was taken for.
+    last: Vec<Origin>,
+    /// [origin tag, origin value, frames…] → count (the key type of the
+    /// folded paths in [`super::stats`]: one map type in the binary).
+    counts: BTreeMap<Vec<u64>, u64>,
     total: u64,
 }
 
@@ -66,8 +90,7 @@ impl StackCounts {
             long: if long_size == 4 { 4 } else { 8 },
             stack: None,
             function: None,
-            names: BTreeMap::new(),
-            last: BTreeMap::new(),
+            last: Vec::new(),
             counts: BTreeMap::new(),
             total: 0,
         };
@@ -99,10 +122,11 @@ impl StackCounts {
         let Some(id) = events.record_id(payload, e) else { return };
         match self.stack {
             Some((sid, start, (so, sn))) if sid == id => {
-                let origin = self.last.remove(&cpu).unwrap_or(Origin::Unknown);
+                let origin = self.take_last(cpu);
                 let n = e.uint(payload, so, sn).unwrap_or(0) as usize;
                 let end = if self.long == 4 { u64::from(u32::MAX) } else { u64::MAX };
-                let mut frames = Vec::new();
+                let mut frames = Vec::with_capacity(n.min(MAX_FRAMES) + 2);
+                frames.extend(origin.encode());
                 // The record may hold more entries than `caller[8]` says;
                 // the list ends at `size` entries or a ULONG_MAX marker.
                 for i in 0..n.min(MAX_FRAMES) {
@@ -111,30 +135,40 @@ impl StackCounts {
                         _ => break,
                     }
                 }
-                let slot = self.counts.entry((origin, frames)).or_insert(0);
+                let slot = self.counts.entry(frames).or_insert(0);
                 *slot += 1;
                 self.total += 1;
             }
             _ => {
                 let origin = match self.function {
                     Some((fid, (o, n))) if fid == id => Origin::Function(e.uint(payload, o, n).unwrap_or(0)),
-                    _ => {
-                        if !self.names.contains_key(&id) {
-                            if let Some(ev) = events.get(id) {
-                                self.names.insert(id, alloc::format!("{}:{}", ev.system, ev.name));
-                            }
-                        }
-                        Origin::Event(id)
-                    }
+                    _ => Origin::Event(id),
                 };
-                self.last.insert(cpu, origin);
+                if let Some(slot) = self.last_slot(cpu) {
+                    *slot = origin;
+                }
             }
         }
     }
 
     /// Events were lost on `cpu`: the next stack's origin is unknown.
     pub fn lost(&mut self, cpu: u32) {
-        self.last.remove(&cpu);
+        self.take_last(cpu);
+    }
+
+    fn last_slot(&mut self, cpu: u32) -> Option<&mut Origin> {
+        let i = cpu as usize;
+        if i >= MAX_CPUS {
+            return None;
+        }
+        if self.last.len() <= i {
+            self.last.resize(i + 1, Origin::Unknown);
+        }
+        self.last.get_mut(i)
+    }
+
+    fn take_last(&mut self, cpu: u32) -> Origin {
+        self.last_slot(cpu).map_or(Origin::Unknown, |s| core::mem::replace(s, Origin::Unknown))
     }
 
     /// Stacks seen.
@@ -142,21 +176,37 @@ impl StackCounts {
         self.total
     }
 
-    /// Distinct stacks by symbol names, most frequent first (ties: by
-    /// origin, then frames).
-    pub fn rows(&self, syms: Option<&dyn SymbolLookup>) -> Vec<StackRow> {
-        let mut m: BTreeMap<(String, Vec<String>), u64> = BTreeMap::new();
-        for ((origin, frames), n) in &self.counts {
-            let o = match origin {
-                Origin::Event(id) => self.names.get(id).cloned().unwrap_or_else(|| alloc::format!("event {id}")),
-                Origin::Function(ip) => name(syms, *ip),
+    /// Distinct stacks by symbol names (`events` names the events), most
+    /// frequent first (ties: by origin, then frames).
+    pub fn rows(&self, events: &EventTable, syms: Option<&dyn SymbolLookup>) -> Vec<StackRow> {
+        // Merged under one key text, origin and frames on lines of their own.
+        let mut m: BTreeMap<String, u64> = BTreeMap::new();
+        for (k, n) in &self.counts {
+            let (origin, frames) = Origin::decode(k);
+            let mut key = match origin {
+                Origin::Event(id) => match events.get(id) {
+                    Some(ev) => alloc::format!("{}:{}", ev.system, ev.name),
+                    None => alloc::format!("event {id}"),
+                },
+                Origin::Function(ip) => name(syms, ip),
                 Origin::Unknown => String::from("?"),
             };
-            let f: Vec<String> = frames.iter().map(|a| name(syms, *a)).collect();
-            *m.entry((o, f)).or_insert(0) += n;
+            for a in frames {
+                key.push('\n');
+                key.push_str(&name(syms, *a));
+            }
+            *m.entry(key).or_insert(0) += n;
         }
-        let mut v: Vec<StackRow> = m.into_iter().map(|((origin, frames), count)| StackRow { origin, frames, count }).collect();
-        v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| (&a.origin, &a.frames).cmp(&(&b.origin, &b.frames))));
+        let mut v: Vec<StackRow> = m
+            .iter()
+            .map(|(key, count)| {
+                let mut lines = key.split('\n');
+                let origin = String::from(lines.next().unwrap_or(""));
+                StackRow { origin, frames: lines.map(String::from).collect(), count: *count }
+            })
+            .collect();
+        // The keys are unique: an unstable sort is deterministic (and smaller).
+        v.sort_unstable_by(|a, b| b.count.cmp(&a.count).then_with(|| (&a.origin, &a.frames).cmp(&(&b.origin, &b.frames))));
         v
     }
 }

@@ -83,10 +83,15 @@ pub struct TopRow {
 pub struct Stats {
     ev: GraphEvents,
     per_comm: bool,
-    stacks: BTreeMap<i32, Vec<Frame>>,
-    /// (comm or "", path of function addresses) → self ns.
-    folded: BTreeMap<(String, Vec<u64>), u64>,
-    funcs: BTreeMap<u64, FuncStat>,
+    /// Open frames per task (a short list: the tasks inside traced calls).
+    stacks: Vec<(i32, Vec<Frame>)>,
+    /// Path of function addresses (after the index of the comm in `comms`
+    /// when `per_comm`) → self ns. (One map type for the folded paths here
+    /// and in [`super::stacks`] keeps the binary small.)
+    folded: BTreeMap<Vec<u64>, u64>,
+    comms: Vec<String>,
+    /// Per function address, sorted by it.
+    funcs: Vec<(u64, FuncStat)>,
     roots_total: u64,
     calls: u64,
 }
@@ -97,9 +102,10 @@ impl Stats {
         Stats {
             ev: GraphEvents::new(events, endian, long_size),
             per_comm,
-            stacks: BTreeMap::new(),
+            stacks: Vec::new(),
             folded: BTreeMap::new(),
-            funcs: BTreeMap::new(),
+            comms: Vec::new(),
+            funcs: Vec::new(),
             roots_total: 0,
             calls: 0,
         }
@@ -111,18 +117,17 @@ impl Stats {
         match self.ev.decode(payload) {
             Some(GraphRec::Entry { pid, func, depth }) => self.entry(pid, func, depth),
             Some(GraphRec::Exit { pid, func, depth, calltime, rettime, .. }) => {
-                let comm = if self.per_comm { cmdlines.comm(pid) } else { "" };
-                let comm = String::from(comm);
+                let comm = self.per_comm.then(|| self.comm_index(cmdlines.comm(pid)));
                 // No real call lasts 12 days: longer ones are garbage, and the
                 // cap keeps every sum far from overflowing.
-                self.exit(pid, &comm, func, depth, rettime.saturating_sub(calltime).min(MAX_CALL_NS));
+                self.exit(pid, comm, func, depth, rettime.saturating_sub(calltime).min(MAX_CALL_NS));
             }
             None => {}
         }
     }
 
     fn entry(&mut self, pid: i32, func: u64, depth: i64) {
-        let st = self.stacks.entry(pid).or_default();
+        let st = task_stack(&mut self.stacks, pid);
         // Anything at this depth or deeper is over (its exit was lost).
         let lost = abandon(st, |f| f.depth >= depth);
         self.roots_total = self.roots_total.saturating_add(lost);
@@ -131,8 +136,18 @@ impl Stats {
         }
     }
 
-    fn exit(&mut self, pid: i32, comm: &str, func: u64, depth: i64, dur: u64) {
-        let st = self.stacks.entry(pid).or_default();
+    fn comm_index(&mut self, comm: &str) -> u64 {
+        match self.comms.iter().position(|c| c == comm) {
+            Some(i) => i as u64,
+            None => {
+                self.comms.push(String::from(comm));
+                self.comms.len() as u64 - 1
+            }
+        }
+    }
+
+    fn exit(&mut self, pid: i32, comm: Option<u64>, func: u64, depth: i64, dur: u64) {
+        let st = task_stack(&mut self.stacks, pid);
         // Frames deeper than this exit never saw theirs.
         let mut lost = abandon(st, |f| f.depth > depth);
         let (children, own_frame) = match st.last() {
@@ -144,7 +159,8 @@ impl Stats {
             lost = lost.saturating_add(abandon(st, |f| f.depth >= depth));
         }
         self.roots_total = self.roots_total.saturating_add(lost);
-        let mut path: Vec<u64> = Vec::with_capacity(st.len() + 1);
+        let mut path: Vec<u64> = Vec::with_capacity(st.len() + 2);
+        path.extend(comm);
         let parents = if own_frame { st.len().saturating_sub(1) } else { st.len() };
         path.extend(st.iter().take(parents).map(|f| f.func));
         path.push(func);
@@ -157,7 +173,7 @@ impl Stats {
             None => self.roots_total = self.roots_total.saturating_add(dur),
         }
         if st.is_empty() {
-            self.stacks.remove(&pid);
+            self.stacks.retain(|(_, s)| !s.is_empty());
         }
         // A child longer than its parent (clock quirks) would make the sum of
         // self times exceed the root; account the excess to the root total
@@ -165,10 +181,17 @@ impl Stats {
         if children > dur {
             self.roots_total = self.roots_total.saturating_add(children - dur);
         }
-        let slot = self.folded.entry((String::from(comm), path)).or_insert(0);
+        let slot = self.folded.entry(path).or_insert(0);
         *slot = slot.saturating_add(self_ns);
-        let f = self.funcs.entry(func).or_default();
-        f.add(&FuncStat { count: 1, total: dur, self_: self_ns, max: dur });
+        let one = FuncStat { count: 1, total: dur, self_: self_ns, max: dur };
+        match self.funcs.binary_search_by_key(&func, |f| f.0) {
+            Ok(i) => {
+                if let Some(f) = self.funcs.get_mut(i) {
+                    f.1.add(&one);
+                }
+            }
+            Err(i) => self.funcs.insert(i, (func, one)),
+        }
         self.calls = self.calls.saturating_add(1);
     }
 
@@ -177,7 +200,7 @@ impl Stats {
     /// folded weights.
     pub fn roots_total(&self) -> u64 {
         // Calls completed under frames still open count as roots too.
-        let open: u64 = self.stacks.values().flatten().map(|f| f.children).fold(0, u64::saturating_add);
+        let open: u64 = self.stacks.iter().flat_map(|(_, s)| s).map(|f| f.children).fold(0, u64::saturating_add);
         self.roots_total.saturating_add(open)
     }
 
@@ -190,11 +213,15 @@ impl Stats {
     /// weight)`, sorted by line.
     pub fn folded(&self, syms: Option<&dyn SymbolLookup>) -> Vec<(String, u64)> {
         let mut out: BTreeMap<String, u64> = BTreeMap::new();
-        for ((comm, path), w) in &self.folded {
+        for (path, w) in &self.folded {
             let mut line = String::new();
-            if !comm.is_empty() {
-                push_frame(&mut line, comm);
-                line.push(';');
+            let mut path = path.as_slice();
+            if self.per_comm {
+                if let Some((c, rest)) = path.split_first() {
+                    push_frame(&mut line, self.comms.get(*c as usize).map_or("", String::as_str));
+                    line.push(';');
+                    path = rest;
+                }
             }
             for (i, f) in path.iter().enumerate() {
                 if i > 0 {
@@ -206,7 +233,7 @@ impl Stats {
             }
             *out.entry(line).or_insert(0) += *w;
         }
-        out.into_iter().collect()
+        out.iter().map(|(l, w)| (l.clone(), *w)).collect()
     }
 
     /// Write the folded lines (`a;b;c WEIGHT\n`), zero weights left out.
@@ -222,20 +249,26 @@ impl Stats {
     /// Per-function totals by resolved name, all of them, sorted by `by`
     /// (descending; ties by name).
     pub fn functions(&self, syms: Option<&dyn SymbolLookup>, by: TopBy) -> Vec<TopRow> {
-        let mut m: BTreeMap<String, FuncStat> = BTreeMap::new();
+        // Functions with the same name (several addresses) are merged.
+        let mut v: Vec<TopRow> = Vec::new();
+        let mut at: BTreeMap<String, u64> = BTreeMap::new();
         for (f, s) in &self.funcs {
             let mut name = String::new();
             let _ = write_name(&mut name, syms, *f);
-            m.entry(name).or_default().add(s);
+            let i = *at.entry(name.clone()).or_insert(v.len() as u64) as usize;
+            match v.get_mut(i) {
+                Some(r) => r.stat.add(s),
+                None => v.push(TopRow { name, stat: *s }),
+            }
         }
-        let mut v: Vec<TopRow> = m.into_iter().map(|(name, stat)| TopRow { name, stat }).collect();
         let key = |r: &TopRow| match by {
             TopBy::Total => r.stat.total,
             TopBy::Self_ => r.stat.self_,
             TopBy::Count => r.stat.count,
             TopBy::Max => r.stat.max,
         };
-        v.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
+        // Names are unique: an unstable sort is deterministic (and smaller).
+        v.sort_unstable_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
         v
     }
 
@@ -280,6 +313,18 @@ fn write_name<W: Write + ?Sized>(w: &mut W, syms: Option<&dyn SymbolLookup>, add
         }
         None => write!(w, "0x{addr:x}"),
     }
+}
+
+/// The open frames of `pid` (a new empty list if it has none).
+fn task_stack(stacks: &mut Vec<(i32, Vec<Frame>)>, pid: i32) -> &mut Vec<Frame> {
+    let i = match stacks.iter().position(|(p, _)| *p == pid) {
+        Some(i) => i,
+        None => {
+            stacks.push((pid, Vec::new()));
+            stacks.len() - 1
+        }
+    };
+    &mut stacks[i].1
 }
 
 /// Pop the frames on top of `st` that match `over` (their exits were lost);
