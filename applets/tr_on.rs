@@ -1,19 +1,282 @@
-//! tr-on: show the tracing state (no arguments) or switch it.
+//! tr-on: show the tracing state (no arguments), switch it (a tracer,
+//! options: the settings stay), or trace one run with the settings (`-- CMD`
+//! or `-t S`: the trace is streamed, then everything is restored).
 
 use crate::cli::{self, Common, Error};
+use crate::command::{self, now, tracing_on_file, Command, Follow};
+use crate::decode::{self, Filter, RawOpts};
 use argh::FromArgs;
 use std::fmt::Write;
+use std::time::Duration;
+use trbox::ctl;
+use trbox::sys::lock::Lock;
+use trbox::sys::state::State;
 use trbox::sys::status::{Item, Status, Unavailable};
-use trbox::sys::{Found, Tracefs};
+use trbox::sys::{reset, signals, Found, Tracefs};
 
 #[derive(FromArgs)]
-/// Show the ftrace state: tracer, clock, buffers, events with filters and
-/// triggers, function and pid filters, dynamic events, instances and per-CPU
-/// statistics (lost events show up here).
-struct Args {}
+/// Show the ftrace state (no arguments), switch it (a TRACER and/or
+/// options: the settings stay, tracing is left on), or trace one run with
+/// them (-- CMD or -t S: the trace is printed, then everything is restored
+/// unless -k; the exit status is CMD's).
+#[argh(
+    example = "tr-on                          status report\ntr-on function -l 'vfs_*' -c -P 42\ntr-on function_graph -- ls /   trace ls only, then restore\ntr-on -O sym-offset -C global -t 5\ntr-on --reset                  back to a clean default",
+    note = "--reset also turns tracing on and clears kprobes/uprobes; what the kernel\nrefuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by\npid too (set_event_pid); -- CMD always follows the command's forks."
+)]
+struct Args {
+    /// turn tracing off (the tracer and filters are set up but idle)
+    #[argh(switch)]
+    off: bool,
+    /// first return to a clean default: tracer nop, no events, filters,
+    /// triggers, pid or function filters, probes; default options and
+    /// clock; tracing on (buffer sizes and instances are left alone)
+    #[argh(switch)]
+    reset: bool,
+    /// buffer size per CPU in KiB
+    #[argh(option, short = 'b')]
+    buffer: Option<u64>,
+    /// trace clock (one of trace_clock: local, global, mono...)
+    #[argh(option, short = 'C')]
+    clock: Option<String>,
+    /// set a trace option (OPT) or clear it (noOPT); repeatable
+    #[argh(option, short = 'O')]
+    option: Vec<String>,
+    /// trace only functions matching GLOB (set_ftrace_filter); repeatable
+    #[argh(option, short = 'l')]
+    func: Vec<String>,
+    /// never trace functions matching GLOB (set_ftrace_notrace); repeatable
+    #[argh(option, short = 'n')]
+    notrace: Vec<String>,
+    /// trace only PID (set_ftrace_pid and set_event_pid); repeatable
+    #[argh(option, short = 'P')]
+    pid: Vec<u32>,
+    /// follow forks: children of traced pids are traced too
+    /// (function-fork, event-fork; always on for -- CMD)
+    #[argh(switch, short = 'c')]
+    children: bool,
+    /// with -- CMD or -t: leave the settings in place afterwards
+    #[argh(switch, short = 'k')]
+    keep: bool,
+    /// run for SECONDS with the settings, printing the trace
+    #[argh(option, short = 't')]
+    time: Option<f64>,
+    /// wait for another trbox run to finish instead of failing
+    #[argh(switch)]
+    wait: bool,
+    /// with -- CMD or -t: one JSON object per event
+    #[argh(switch)]
+    json: bool,
+    /// the tracer for current_tracer (function, function_graph, nop...)
+    #[argh(positional)]
+    tracer: Option<String>,
+}
+
+impl Args {
+    fn changes_something(&self) -> bool {
+        self.tracer.is_some()
+            || self.off
+            || self.reset
+            || self.buffer.is_some()
+            || self.clock.is_some()
+            || !self.option.is_empty()
+            || !self.func.is_empty()
+            || !self.notrace.is_empty()
+            || !self.pid.is_empty()
+            || self.children
+    }
+}
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
-    let _a: Args = cli::parse("tr-on", args)?;
+    let (own, cmd) = command::split(args);
+    let a: Args = cli::parse("tr-on", own)?;
+    let run = !cmd.is_empty() || a.time.is_some();
+    if !run && !a.changes_something() {
+        if a.keep || a.wait || a.json {
+            return Err(Error::usage("nothing to switch or run").hint("try 'tr-on --help'"));
+        }
+        return show(common);
+    }
+    if run && (a.reset || a.off) {
+        return Err(Error::usage("--reset and --off switch the state for good: not with -- CMD or -t")
+            .hint("run 'tr-on --reset' first, then 'tr-on ... -- CMD'"));
+    }
+    if !a.pid.is_empty() && !cmd.is_empty() {
+        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
+    }
+    if a.buffer == Some(0) {
+        return Err(Error::usage("-b needs a size in KiB above 0"));
+    }
+    if a.time.is_some_and(|t| !(t > 0.0 && t < 1e9)) {
+        return Err(Error::usage("-t needs a number of seconds above 0"));
+    }
+    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    if let Some(i) = &common.instance {
+        t.enter_or_create_instance(i)?;
+    }
+    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-on")?;
+    if a.reset {
+        reset_all(&t)?;
+    }
+    // Everything is restored when a step fails; a switch keeps its
+    // settings only once all of them are in place.
+    let mut st = State::new(&t);
+    apply(&mut st, &a)?;
+    if !run {
+        st.set(tracing_on_file(&t), if a.off { "0" } else { "1" })?;
+        st.keep = true;
+        drop(st);
+        t.keep_instance = true;
+        return Ok(());
+    }
+    let status = {
+        let since = now(&t);
+        let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
+        // The function pid filter matters to function-based tracers only,
+        // and some kernels refuse it (EPERM) while events still work.
+        let functions = !matches!(tracer.trim(), "" | "nop") && t.read("set_ftrace_pid").is_ok();
+        let follow = Follow { events: t.exists("set_event_pid"), functions };
+        let child = Command::start(cmd, &mut st, follow)?;
+        st.set(tracing_on_file(&t), "1")?;
+        child.release()?;
+        st.keep = a.keep;
+        let opts = RawOpts {
+            only: None,
+            filter: Filter { pid: None, comm: None, events: Vec::new() },
+            follow: true,
+            json: a.json,
+            limit: a.time.map(Duration::from_secs_f64),
+            since,
+        };
+        let r = decode::Input::tree(&t, &opts).and_then(|i| decode::run(i, &opts, &|| child.exited()));
+        let status = child.finish();
+        r?;
+        status
+    };
+    drop(st);
+    t.keep_instance = a.keep;
+    command::exit_with(status)
+}
+
+/// `--reset`: what the kernel refuses (EPERM) is reported as skipped; any
+/// other failure ends the run after everything else was reset.
+fn reset_all(t: &Tracefs) -> Result<(), Error> {
+    let mut skipped = Vec::new();
+    let mut failed = None;
+    for e in reset::reset(t) {
+        if e.errno() == Some(libc::EPERM) {
+            skipped.push(rel_path(t, &e));
+        } else {
+            log::warn!("{e}");
+            failed.get_or_insert(e);
+        }
+    }
+    if !skipped.is_empty() {
+        eprintln!("tr-on: --reset skipped what this kernel refuses (EPERM): {}", skipped.join(", "));
+    }
+    match failed {
+        Some(e) => Err(Error::from(e).hint("the rest was reset; 'tr-on' shows what is left")),
+        None => Ok(()),
+    }
+}
+
+fn rel_path(t: &Tracefs, e: &trbox::sys::Error) -> String {
+    use trbox::sys::Error as E;
+    match e {
+        E::Io { path, .. } | E::Rejected { path, .. } | E::FtraceRefused { path } => {
+            path.strip_prefix(t.dir()).unwrap_or(path).display().to_string()
+        }
+        e => e.to_string(),
+    }
+}
+
+/// Every setting the options ask for, through `st` (restored unless kept).
+fn apply(st: &mut State<'_>, a: &Args) -> Result<(), Error> {
+    let t = st.tracefs();
+    if let Some(kb) = a.buffer {
+        st.set("buffer_size_kb", &kb.to_string())?;
+    }
+    if let Some(c) = &a.clock {
+        let text = t.read("trace_clock")?;
+        let choices = ctl::choices(&text);
+        if !choices.contains(&c.as_str()) {
+            return Err(unknown("clock", c, &choices));
+        }
+        st.set("trace_clock", c)?;
+    }
+    for o in &a.option {
+        let (name, on) = match o.strip_prefix("no") {
+            _ if t.exists(&format!("options/{o}")) => (o.as_str(), true),
+            Some(n) if !n.is_empty() && t.exists(&format!("options/{n}")) => (n, false),
+            _ => {
+                // Offer noOPT forms to a noOPT typo.
+                let no = if o.starts_with("no") { "no" } else { "" };
+                let names: Vec<String> = t.list_dir("options")?.iter().map(|n| format!("{no}{n}")).collect();
+                return Err(unknown("trace option", o, &names.iter().map(String::as_str).collect::<Vec<_>>()));
+            }
+        };
+        st.set_option(name, on)?;
+    }
+    if !a.func.is_empty() {
+        st.set_functions("set_ftrace_filter", &a.func)?;
+    }
+    if !a.notrace.is_empty() {
+        st.set_functions("set_ftrace_notrace", &a.notrace)?;
+    }
+    if !a.pid.is_empty() {
+        let pids: Vec<String> = a.pid.iter().map(u32::to_string).collect();
+        if t.exists("set_event_pid") {
+            st.set_list("set_event_pid", &pids)?;
+        }
+        match st.set_list("set_ftrace_pid", &pids) {
+            Ok(_) => {}
+            Err(e) if matches!(e.errno(), Some(libc::EPERM | libc::ENOENT)) => {
+                eprintln!("tr-on: -P: set_ftrace_pid: {}; only events are filtered by pid", why_not(&e));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if a.children {
+        for o in ["event-fork", "function-fork"] {
+            if t.exists(&format!("options/{o}")) {
+                st.set_option(o, true)?;
+            }
+        }
+    }
+    // The tracer last: selecting it starts a fresh buffer with the filters
+    // already in place.
+    if let Some(tr) = &a.tracer {
+        st.set_tracer(tr).map_err(|e| match &e {
+            trbox::sys::Error::NoTracer { available, .. } => {
+                let near = ctl::closest(tr, available.iter().map(String::as_str), 2);
+                let hint = if near.is_empty() { e.hint().unwrap_or_default().to_string() } else { format!("did you mean: {}", near.join(", ")) };
+                Error::runtime(e.to_string()).hint(hint)
+            }
+            _ => e.into(),
+        })?;
+    }
+    Ok(())
+}
+
+fn why_not(e: &trbox::sys::Error) -> &'static str {
+    match e.errno() {
+        Some(libc::EPERM) => "not permitted by this kernel",
+        _ => "not available on this kernel",
+    }
+}
+
+/// An unknown name: the closest ones, or all when there are few.
+fn unknown(what: &str, name: &str, names: &[&str]) -> Error {
+    let near = ctl::closest(name, names.iter().copied(), 3);
+    let e = Error::runtime(format!("unknown {what} '{name}'"));
+    if !near.is_empty() {
+        e.hint(format!("did you mean: {}", near.join(", ")))
+    } else {
+        e.hint(cli::wrap(&format!("this kernel has: {}", names.join(" ")), 79 - 13).replace('\n', "\n  "))
+    }
+}
+
+fn show(common: &Common) -> Result<(), Error> {
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if let Some(i) = &common.instance {
         t.enter_instance(i)?;

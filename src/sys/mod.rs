@@ -8,6 +8,7 @@ pub mod events;
 pub mod lock;
 pub mod raw;
 pub mod record;
+pub mod reset;
 pub mod signals;
 pub mod state;
 pub mod status;

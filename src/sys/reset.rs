@@ -1,0 +1,190 @@
+//! `tr-on --reset`: put a buffer (the top level or one instance) back to a
+//! clean default, like perf-tools' reset-ftrace: tracer nop, every event off
+//! with no filter or trigger, no pid or function filters, no dynamic events,
+//! the trace options whose kernel defaults are stable, clock `local`,
+//! tracing on. Buffer sizes and other instances are left alone. Only values
+//! that differ are written; a file that cannot be changed does not stop the
+//! rest.
+
+use super::error::Error;
+use super::state::State;
+use super::tracefs::Tracefs;
+use crate::ctl;
+
+/// Options that change what is recorded or how it is shown, with the value
+/// every kernel since 3.x starts with. Options not listed (tracer-specific
+/// or recent ones whose default moved) are left as they are.
+const OPTION_DEFAULTS: &[(&str, bool)] = &[
+    ("print-parent", true),
+    ("sym-offset", false),
+    ("sym-addr", false),
+    ("verbose", false),
+    ("raw", false),
+    ("hex", false),
+    ("bin", false),
+    ("block", false),
+    ("fields", false),
+    ("trace_printk", true),
+    ("annotate", true),
+    ("userstacktrace", false),
+    ("sym-userobj", false),
+    ("printk-msg-only", false),
+    ("context-info", true),
+    ("latency-format", false),
+    ("record-cmd", true),
+    ("record-tgid", false),
+    ("overwrite", true),
+    ("disable_on_free", false),
+    ("irq-info", true),
+    ("markers", true),
+    ("event-fork", false),
+    ("pause-on-trace", false),
+    ("hash-ptr", true),
+    ("function-trace", true),
+    ("function-fork", false),
+    ("display-graph", false),
+    ("stacktrace", false),
+    ("func_stack_trace", false),
+    ("funcgraph-overrun", false),
+    ("funcgraph-cpu", true),
+    ("funcgraph-overhead", true),
+    ("funcgraph-proc", false),
+    ("funcgraph-duration", true),
+    ("funcgraph-abstime", false),
+    ("funcgraph-irqs", true),
+    ("funcgraph-tail", false),
+    ("sleep-time", true),
+    ("graph-time", true),
+];
+
+/// Pid and function lists, emptied.
+const LISTS: &[&str] = &[
+    "set_event_pid",
+    "set_event_notrace_pid",
+    "set_ftrace_pid",
+    "set_ftrace_notrace_pid",
+    "set_ftrace_filter",
+    "set_ftrace_notrace",
+    "set_graph_function",
+    "set_graph_notrace",
+    "stack_trace_filter",
+];
+
+/// Reset `t` (top level or instance). Returns what could not be reset; the
+/// caller tells EPERM (skipped: the kernel refuses that file) from real
+/// failures.
+pub fn reset(t: &Tracefs) -> Vec<Error> {
+    let mut st = State::new(t);
+    st.keep = true;
+    let mut failed = Vec::new();
+    let mut note = |r: Result<bool, Error>| {
+        if let Err(e) = r {
+            failed.push(e);
+        }
+    };
+    if t.exists("current_tracer") {
+        note(st.set("current_tracer", "nop"));
+    }
+    // Triggers first: they hold events in soft mode and may use synthetic
+    // events, which could not be removed while in use.
+    let systems = t.list_dir("events").unwrap_or_default();
+    let mut event_dirs = Vec::new();
+    for sys in &systems {
+        let sys_dir = format!("events/{sys}");
+        if !t.path(&sys_dir).is_dir() {
+            continue;
+        }
+        for ev in t.list_dir(&sys_dir).unwrap_or_default() {
+            let dir = format!("{sys_dir}/{ev}");
+            if t.path(&dir).is_dir() {
+                event_dirs.push(dir);
+            }
+        }
+    }
+    for dir in &event_dirs {
+        let rel = format!("{dir}/trigger");
+        let Ok(text) = t.read(&rel) else { continue };
+        for tr in ctl::triggers(&text) {
+            note(t.append(&rel, &format!("!{}", trigger_removal(tr))).map(|()| true));
+        }
+    }
+    if t.exists("events/enable") {
+        note(st.set("events/enable", "0"));
+    }
+    for dir in &event_dirs {
+        let rel = format!("{dir}/filter");
+        if t.read(&rel).is_ok_and(|f| ctl::filter(&f).is_some()) {
+            note(t.write(&rel, "0").map(|()| true));
+        }
+    }
+    // A system's filter file shows help (`#` lines) when none is set.
+    for sys in &systems {
+        let rel = format!("events/{sys}/filter");
+        if t.read(&rel).is_ok_and(|f| ctl::entries(&f).any(|l| l != "none")) {
+            note(t.write(&rel, "0").map(|()| true));
+        }
+    }
+    for rel in LISTS {
+        if t.exists(rel) {
+            note(st.set_list(rel, &[]));
+        }
+    }
+    // Dynamic events are global (no such files in an instance); truncating
+    // the file removes them all, now that none is enabled.
+    let dyn_files: &[&str] = if t.exists("dynamic_events") { &["dynamic_events"] } else { &["kprobe_events", "uprobe_events"] };
+    for rel in dyn_files {
+        if t.read(rel).is_ok_and(|d| ctl::entries(&d).next().is_some()) {
+            note(t.write(rel, "").map(|()| true));
+        }
+    }
+    for (name, on) in OPTION_DEFAULTS {
+        if t.exists(&format!("options/{name}")) {
+            note(st.set_option(name, *on));
+        }
+    }
+    if t.read("trace_clock").is_ok_and(|c| ctl::choices(&c).contains(&"local")) {
+        note(st.set("trace_clock", "local"));
+    }
+    for rel in ["tracing_thresh", "max_graph_depth"] {
+        if t.exists(rel) {
+            note(st.set(rel, "0"));
+        }
+    }
+    let on = if t.exists("tracing_on") { "tracing_on" } else { "tracing_enabled" };
+    if t.exists(on) {
+        note(st.set(on, "1"));
+    }
+    failed
+}
+
+/// The text that removes a trigger as the `trigger` file lists it: the
+/// kernel matches most triggers by command alone (`!stacktrace`), the
+/// event-enabling ones by their target, hist triggers by their keys.
+fn trigger_removal(listed: &str) -> &str {
+    let t = listed.trim();
+    let t = t.strip_suffix("[active]").or_else(|| t.strip_suffix("[paused]")).unwrap_or(t).trim_end();
+    let t = t.split(" if ").next().unwrap_or(t).trim_end();
+    if t.starts_with("hist") {
+        return t;
+    }
+    let parts = if t.starts_with("enable_") || t.starts_with("disable_") { 3 } else { 1 };
+    let end = t.match_indices(':').nth(parts - 1).map_or(t.len(), |(i, _)| i);
+    &t[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trigger_removal;
+
+    #[test]
+    fn removal_text() {
+        assert_eq!(trigger_removal("stacktrace:unlimited"), "stacktrace");
+        assert_eq!(trigger_removal("traceoff:1 if prev_pid == 1"), "traceoff");
+        assert_eq!(trigger_removal("enable_event:sched:sched_wakeup:unlimited"), "enable_event:sched:sched_wakeup");
+        assert_eq!(
+            trigger_removal("hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048 [active]"),
+            "hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048"
+        );
+        assert_eq!(trigger_removal("snapshot"), "snapshot");
+    }
+}
