@@ -196,3 +196,236 @@ fn missing_instance_names_the_existing_ones() {
     let o = run(&["tr-on", "-T", d.path().to_str().unwrap()]);
     assert_eq!(field(&stdout(&o), "instances"), "foo");
 }
+
+// ---- switching, running, resetting (live) ----
+
+fn on(args: &[&str]) -> std::process::Output {
+    let mut a = vec!["tr-on"];
+    a.extend_from_slice(args);
+    let o = run(&a);
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    o
+}
+
+fn rd(root: &Path, f: &str) -> String {
+    std::fs::read_to_string(root.join(f)).unwrap_or_default().trim().to_string()
+}
+
+/// Put back files a switch left changed (a test must leave tracefs as found).
+fn put_back(root: &Path, before: &[(String, String)], files: &[&str]) {
+    for f in files {
+        if let Some((_, v)) = before.iter().find(|(k, _)| k == f) {
+            let v = trbox::ctl::writable_value(v).to_string();
+            let _ = std::fs::write(root.join(f), if v.is_empty() { "\n".to_string() } else { v });
+        }
+    }
+}
+
+/// A switch leaves its settings; a failing step in it leaves nothing.
+#[test]
+fn switch_keeps_settings_and_a_failed_switch_keeps_none() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let o = on(&["-O", "sym-offset", "-O", "noirq-info", "-C", "global", "-P", "1", "-c", "--off"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let changed = ["options/sym-offset", "options/irq-info", "trace_clock", "set_event_pid", "options/event-fork", "options/function-fork", "tracing_on"];
+    let got: Vec<String> = ["options/sym-offset", "options/irq-info", "set_event_pid", "options/event-fork", "tracing_on"].iter().map(|f| rd(&root, f)).collect();
+    let clock = rd(&root, "trace_clock");
+    put_back(&root, &before, &changed);
+    assert_eq!(got, ["1", "0", "1", "1", "0"]);
+    assert_eq!(trbox::ctl::selected(&clock), Some("global"));
+    assert_same_state(&before, &snapshot(&root));
+
+    // The unknown option comes after two good settings: both are undone.
+    let o = on(&["-O", "sym-offset", "-C", "global", "-O", "nosuchoption"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown trace option 'nosuchoption'"), "{}", stderr(&o));
+    // Function filters: EPERM here (a clear reason, what still works), or a
+    // glob that matches nothing rejected elsewhere.
+    let o = on(&["-O", "sym-offset", "-l", "no_such_function_xyz"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    if rd(&root, "set_ftrace_filter").is_empty() && std::fs::read(root.join("set_ftrace_filter")).is_err() {
+        assert!(e.contains("set_ftrace_filter: operation not permitted (EPERM): this kernel refuses dynamic ftrace"), "{e}");
+        assert!(e.contains("hint: function tracers and function filters cannot be used here; events (tr-event)"), "{e}");
+    } else {
+        assert!(e.contains("rejected 'no_such_function_xyz'"), "{e}");
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn unknown_names_get_the_closest() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let o = on(&["nopp"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    let avail = rd(&root, "available_tracers");
+    assert!(e.contains(&format!("tracer 'nopp' is not available on this kernel (it has: {avail})")), "{e}");
+    assert!(e.contains("hint: did you mean: nop"), "{e}");
+    assert_eq!(e.lines().count(), 2, "{e}");
+    let o = on(&["-C", "globl"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown clock 'globl'") && stderr(&o).contains("did you mean: global"), "{}", stderr(&o));
+    let o = on(&["-O", "nosym-ofset"]);
+    assert!(stderr(&o).contains("did you mean: nosym-offset"), "{}", stderr(&o));
+    if !avail.split_whitespace().any(|t| t == "function_graph") {
+        let o = on(&["function_graph", "--", "true"]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("CONFIG_FUNCTION_GRAPH_TRACER"), "{}", stderr(&o));
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn usage_errors() {
+    for (args, msg) in [
+        (&["-P", "1", "--", "true"][..], "-P and -- CMD"),
+        (&["--reset", "--", "true"][..], "not with -- CMD or -t"),
+        (&["--off", "-t", "1"][..], "not with -- CMD or -t"),
+        (&["-b", "0"][..], "-b needs a size"),
+        (&["-t", "0"][..], "-t needs"),
+        (&["-k"][..], "nothing to switch or run"),
+        (&["-b", "lots"][..], "-b"),
+    ] {
+        let o = on(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(msg), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// `-- CMD`: the settings hold while it runs, the trace is printed, its
+/// status is ours, everything is restored; with -k the settings stay.
+#[test]
+fn run_traces_the_command_then_restores() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let marker = root.join("trace_marker");
+    let script = format!("cat {0}/options/sym-offset {0}/set_event_pid; echo trbox-run-marker > {1}; exit 3", root.display(), marker.display());
+    let o = on(&["-O", "sym-offset", "-C", "global", "--", "sh", "-c", &script]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut l = out.lines();
+    assert_eq!(l.next(), Some("1"), "{out}");
+    assert!(l.next().is_some_and(|pid| pid.parse::<u32>().is_ok()), "{out}");
+    assert!(out.contains("tracing_mark_write: trbox-run-marker"), "{out}");
+    assert_same_state(&before, &snapshot(&root));
+
+    let o = on(&["-k", "-O", "sym-offset", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let kept = rd(&root, "options/sym-offset");
+    put_back(&root, &before, &["options/sym-offset", "options/event-fork", "set_event_pid"]);
+    assert_eq!(kept, "1");
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// --reset clears what other runs (or people) left: tracer, events,
+/// filters, triggers, pid lists, probes, options, clock; tracing back on.
+#[test]
+fn reset_returns_to_a_clean_default() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let clean = rd(&root, "current_tracer") == "nop" && rd(&root, "events/enable") == "0" && rd(&root, "dynamic_events").is_empty();
+    let w = |f: &str, v: &str| std::fs::write(root.join(f), v).map_err(|e| format!("{f}: {e}"));
+    let mut dirt = vec![
+        w("events/sched/sched_switch/enable", "1"),
+        w("events/sched/sched_switch/filter", "prev_pid > 0"),
+        w("events/sched/sched_wakeup/trigger", "stacktrace"),
+        w("events/sched/sched_wakeup/trigger", "enable_event:sched:sched_waking"),
+        w("set_event_pid", "1"),
+        w("options/sym-offset", "1"),
+        w("options/event-fork", "1"),
+        w("trace_clock", "global"),
+        w("tracing_on", "0"),
+    ];
+    if rd(&root, "available_tracers").split_whitespace().any(|t| t == "blk") {
+        dirt.push(w("current_tracer", "blk"));
+    }
+    if root.join("uprobe_events").exists() {
+        let f = std::fs::OpenOptions::new().append(true).open(root.join("uprobe_events"));
+        dirt.push(f.and_then(|mut f| std::io::Write::write_all(&mut f, b"p:trbox_reset/probe /bin/true:0x10\n")).map_err(|e| e.to_string()));
+    }
+    let o = on(&["--reset"]);
+    let after = snapshot(&root);
+    assert!(dirt.iter().all(Result::is_ok), "{dirt:?}");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // EPERM files are named as skipped, on one line.
+    if std::fs::read(root.join("set_ftrace_filter")).is_err() {
+        assert!(stderr(&o).contains("--reset skipped what this kernel refuses (EPERM): ") && stderr(&o).contains("set_ftrace_filter"), "{}", stderr(&o));
+    }
+    for (f, v) in [("current_tracer", "nop"), ("tracing_on", "1"), ("events/enable", "0"), ("set_event_pid", ""), ("options/sym-offset", "0"),
+        ("events/sched/sched_switch/filter", "none"), ("dynamic_events", "")] {
+        assert_eq!(rd(&root, f), v, "{f}");
+    }
+    assert!(!rd(&root, "events/sched/sched_wakeup/trigger").lines().any(|l| !l.starts_with('#')));
+    assert_eq!(trbox::ctl::selected(&rd(&root, "trace_clock")), Some("local"));
+    if clean {
+        assert_same_state(&before, &after);
+    }
+}
+
+/// -B: a run creates the instance and removes it; a switch keeps it.
+#[test]
+fn instances_for_runs_and_switches() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let o = on(&["-B", "trbox-tron", "-O", "sym-offset", "--", "sh", "-c", &format!("cat {}/instances/trbox-tron/options/sym-offset", root.display())]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("1\n"), "{}", stdout(&o));
+    assert!(!root.join("instances/trbox-tron").exists());
+    assert_same_state(&before, &snapshot(&root));
+    let o = on(&["-B", "trbox-tron", "-C", "global"]);
+    let clock = rd(&root, "instances/trbox-tron/trace_clock");
+    let _ = std::fs::remove_dir(root.join("instances/trbox-tron"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(trbox::ctl::selected(&clock), Some("global"));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// A second run is refused naming the holder; --wait waits for it.
+#[test]
+fn second_run_names_the_holder_or_waits() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let mut first = cmd(&trbox(), &["tr-on", "-O", "sym-offset", "-t", "3"]).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while rd(&root, "options/sym-offset") != "1" && t0.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = on(&["-C", "global"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("in use by pid {} (tr-on)", first.id())), "{}", stderr(&o));
+    assert!(stderr(&o).contains("hint: wait for it with --wait"), "{}", stderr(&o));
+    let o = on(&["--wait", "-O", "sym-addr", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The first drops its lock just before it exits.
+    let ended = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        first.try_wait().unwrap().is_some()
+    });
+    assert!(ended, "--wait did not wait for the first run");
+    assert!(first.wait().unwrap().success());
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn unprivileged_switch_and_absent_tracefs() {
+    let Some(_root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    if let Some(o) = as_nobody(&["tr-on", "-O", "sym-offset", "--", "true"]) {
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("permission denied (EACCES)") && e.contains("hint: tracefs is readable by root only"), "{e}");
+    }
+    let d = TempDir::new("empty");
+    let o = on(&["-T", d.path().to_str().unwrap(), "nop"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a tracefs tree (no events/ directory)"), "{}", stderr(&o));
+}

@@ -108,48 +108,15 @@ pub fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// The control-file state that must be identical before and after a run: a
-/// sorted list of (path, content) for the top-level control files, every
-/// event's enable/filter/trigger, options/, and the instance list.
+/// sorted list of (path, content) for every readable top-level control file
+/// (set_event_pid, set_ftrace_pid, dynamic_events, uprobe_events,
+/// buffer_size_kb…), options/, every event's and system's
+/// enable/filter/trigger, the instance list and each instance's own files,
+/// and the stack tracer switch. Unreadable files are recorded by their
+/// error (EPERM stays EPERM). Statistics, buffers and logs are left out.
 pub fn snapshot(root: &Path) -> Vec<(String, String)> {
     let mut v = Vec::new();
-    let read = |p: &Path| match std::fs::read(p) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => format!("<{}>", e.kind()),
-    };
-    // Files whose content changes by itself (statistics, buffers) are left out.
-    const VOLATILE: &[&str] = &["trace", "trace_pipe", "per_cpu", "events", "instances", "options",
-        "free_buffer", "trace_marker", "trace_marker_raw", "saved_cmdlines", "saved_tgids",
-        "error_log", "available_filter_functions", "available_filter_functions_addrs",
-        "touched_functions", "enabled_functions", "dyn_ftrace_total_info", "printk_formats",
-        "snapshot", "trace_stat", "uprobe_profile", "kprobe_profile", "hwlat_detector", "osnoise"];
-    if let Ok(rd) = std::fs::read_dir(root) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if VOLATILE.contains(&name.as_str()) || e.file_type().map(|t| t.is_dir()).unwrap_or(true) {
-                continue;
-            }
-            v.push((name, read(&e.path())));
-        }
-    }
-    if let Ok(rd) = std::fs::read_dir(root.join("options")) {
-        for e in rd.flatten() {
-            v.push((format!("options/{}", e.file_name().to_string_lossy()), read(&e.path())));
-        }
-    }
-    if let Ok(systems) = std::fs::read_dir(root.join("events")) {
-        for s in systems.flatten().filter(|s| s.path().is_dir()) {
-            for ev in std::fs::read_dir(s.path()).into_iter().flatten().flatten() {
-                if !ev.path().is_dir() {
-                    continue;
-                }
-                for f in ["enable", "filter", "trigger"] {
-                    let p = ev.path().join(f);
-                    let rel = format!("events/{}/{}/{f}", s.file_name().to_string_lossy(), ev.file_name().to_string_lossy());
-                    v.push((rel, read(&p)));
-                }
-            }
-        }
-    }
+    snapshot_dir(root, "", &mut v);
     let mut inst: Vec<String> = std::fs::read_dir(root.join("instances"))
         .into_iter()
         .flatten()
@@ -157,18 +124,95 @@ pub fn snapshot(root: &Path) -> Vec<(String, String)> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     inst.sort();
+    for i in &inst {
+        snapshot_dir(&root.join("instances").join(i), &format!("instances/{i}/"), &mut v);
+    }
     v.push(("instances/".into(), inst.join(",")));
+    for f in ["/proc/sys/kernel/stack_tracer_enabled", "/proc/sys/kernel/ftrace_enabled"] {
+        if let Ok(s) = std::fs::read_to_string(f) {
+            v.push((f.into(), s));
+        }
+    }
     v.sort();
     v
 }
 
-/// Assert two snapshots are equal, naming every file that differs.
+/// Files whose content changes by itself (statistics, buffers, logs) or that
+/// are directories handled apart.
+const VOLATILE: &[&str] = &["trace", "trace_pipe", "per_cpu", "events", "instances", "options",
+    "free_buffer", "trace_marker", "trace_marker_raw", "saved_cmdlines", "saved_tgids",
+    "error_log", "available_filter_functions", "available_filter_functions_addrs",
+    "touched_functions", "enabled_functions", "dyn_ftrace_total_info", "printk_formats",
+    "snapshot", "trace_stat", "uprobe_profile", "kprobe_profile", "hwlat_detector", "osnoise",
+    "stack_trace", "stack_max_size", "README"];
+
+fn read_state(p: &Path) -> String {
+    match std::fs::read(p) {
+        Ok(b) => {
+            let s = String::from_utf8_lossy(&b).into_owned();
+            // buffer_size_kb reads "7 (expanded: 1408)" until the buffer is
+            // first used and "1408" after: the same setting.
+            match s.trim().split_once(" (expanded: ") {
+                Some((_, exp)) => format!("{}\n", exp.trim_end_matches(')')),
+                None => s,
+            }
+        }
+        Err(e) => format!("<{}>", e.kind()),
+    }
+}
+
+fn snapshot_dir(dir: &Path, prefix: &str, v: &mut Vec<(String, String)>) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if VOLATILE.contains(&name.as_str()) || e.file_type().map(|t| t.is_dir()).unwrap_or(true) {
+                continue;
+            }
+            v.push((format!("{prefix}{name}"), read_state(&e.path())));
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(dir.join("options")) {
+        for e in rd.flatten() {
+            v.push((format!("{prefix}options/{}", e.file_name().to_string_lossy()), read_state(&e.path())));
+        }
+    }
+    let Ok(systems) = std::fs::read_dir(dir.join("events")) else { return };
+    for s in systems.flatten() {
+        let sys = s.file_name().to_string_lossy().into_owned();
+        if !s.path().is_dir() {
+            // events/enable, header_page…
+            if sys == "enable" {
+                v.push((format!("{prefix}events/enable"), read_state(&s.path())));
+            }
+            continue;
+        }
+        for f in ["enable", "filter"] {
+            v.push((format!("{prefix}events/{sys}/{f}"), read_state(&s.path().join(f))));
+        }
+        for ev in std::fs::read_dir(s.path()).into_iter().flatten().flatten() {
+            if !ev.path().is_dir() {
+                continue;
+            }
+            for f in ["enable", "filter", "trigger"] {
+                let rel = format!("{prefix}events/{sys}/{}/{f}", ev.file_name().to_string_lossy());
+                v.push((rel, read_state(&ev.path().join(f))));
+            }
+        }
+    }
+}
+
+/// Assert two snapshots are equal, naming every file that differs (or
+/// appeared, or went away).
 pub fn assert_same_state(before: &[(String, String)], after: &[(String, String)]) {
-    let diffs: Vec<String> = before
-        .iter()
-        .zip(after.iter())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("{}: {:?} -> {:?}", a.0, a.1, b.1))
-        .collect();
-    assert!(before.len() == after.len() && diffs.is_empty(), "tracefs changed:\n{}", diffs.join("\n"));
+    use std::collections::BTreeMap;
+    let b: BTreeMap<&str, &str> = before.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let a: BTreeMap<&str, &str> = after.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut diffs = Vec::new();
+    for k in b.keys().chain(a.keys().filter(|k| !b.contains_key(*k))) {
+        let (x, y) = (b.get(k), a.get(k));
+        if x != y {
+            diffs.push(format!("{k}: {x:?} -> {y:?}"));
+        }
+    }
+    assert!(diffs.is_empty(), "tracefs changed:\n{}", diffs.join("\n"));
 }
