@@ -121,6 +121,11 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     // Everything is restored when a step fails; a switch keeps its
     // settings only once all of them are in place.
     let mut st = State::new(&t);
+    if run {
+        // Idle while setting up, so that only the run is traced (not
+        // trbox's own reads before the pid filter is in place).
+        st.set(tracing_on_file(&t), "0")?;
+    }
     apply(&mut st, &a)?;
     if !run {
         st.set(tracing_on_file(&t), if a.off { "0" } else { "1" })?;
@@ -130,13 +135,13 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Ok(());
     }
     let status = {
-        let since = now(&t);
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         // The function pid filter matters to function-based tracers only,
         // and some kernels refuse it (EPERM) while events still work.
         let functions = !matches!(tracer.trim(), "" | "nop") && t.read("set_ftrace_pid").is_ok();
         let follow = Follow { events: t.exists("set_event_pid"), functions };
         let child = Command::start(cmd, &mut st, follow)?;
+        let since = now(&t);
         st.set(tracing_on_file(&t), "1")?;
         child.release()?;
         st.keep = a.keep;

@@ -192,6 +192,7 @@ fn live_vmemmap_base_matches_kernel_text() {
         return;
     }
     let _lock = common::TracefsLock::take();
+    let before = common::snapshot(&root);
     let text = {
         let mut g = Guard { root: root.clone(), restore: Vec::new() };
         let _ = std::fs::write(root.join("trace"), "");
@@ -203,6 +204,7 @@ fn live_vmemmap_base_matches_kernel_text() {
         read_trace(&root)
         // g drops here: events off, hash-ptr and tracing_on as found, buffer cleared.
     };
+    common::assert_same_state(&before, &common::snapshot(&root));
     let lines: Vec<&str> = text.lines().filter(|l| l.contains("mm_page_alloc: page=")).collect();
     eprintln!("{} mm_page_alloc lines, e.g. {:?}", lines.len(), lines.first());
     let pfns: std::collections::BTreeSet<&str> = lines.iter().filter_map(|l| l.split(" pfn=").nth(1)?.split(' ').next()).collect();

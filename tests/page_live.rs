@@ -124,6 +124,7 @@ fn live_pages_match_trace_file() {
         eprintln!("SKIP: not root");
         return;
     }
+    let before = common::snapshot(&root);
     let save = std::env::var_os("TRBOX_SAVE_PAGES").map(PathBuf::from);
 
     // The top level when its buffer is empty, else a private instance.
@@ -283,6 +284,6 @@ fn live_pages_match_trace_file() {
         eprintln!("saved to {}", dst.display());
     }
     drop(guard);
-    // Restored: the state is as before for everything this test touched.
-    assert_eq!(read_text(&root.join("tracing_on")).trim(), "1");
+    // Restored: the state is as before.
+    common::assert_same_state(&before, &common::snapshot(&root));
 }

@@ -129,6 +129,7 @@ fn bodies_equal_kernel_text() {
         return;
     }
     let _lock = common::TracefsLock::take();
+    let before = common::snapshot(&root);
     let hp_text = std::fs::read_to_string(root.join("events/header_page")).unwrap();
     let (layout, long) = match HeaderPage::parse(&hp_text) {
         Ok(hp) => (PageLayout::from(&hp), hp.long_size() as u8),
@@ -248,6 +249,7 @@ fn bodies_equal_kernel_text() {
         }
         drop(g);
     }
+    common::assert_same_state(&before, &common::snapshot(&root));
     let total: usize = per_event.values().map(|t| t.total).sum();
     let bad: usize = per_event.values().map(|t| t.bad).sum();
     let ftotal: usize = per_event.values().filter(|t| !t.partial).map(|t| t.total).sum();

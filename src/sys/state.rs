@@ -138,7 +138,13 @@ impl<'t> State<'t> {
         let old = old.join("\n");
         if let Err(e) = self.t.write_checked(rel, &globs.join("\n")) {
             let _ = self.t.write(rel, &old);
-            return Err(refused(e));
+            return Err(match refused(e) {
+                Error::Rejected { path, value, err, kernel: None } if err.raw_os_error() == Some(libc::EINVAL) => {
+                    let kernel = Some("no function in available_filter_functions matches it".into());
+                    Error::Rejected { path, value, err, kernel }
+                }
+                e => e,
+            });
         }
         self.undo.push(Undo::Write { rel: rel.into(), value: old });
         Ok(true)
