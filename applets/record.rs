@@ -33,6 +33,9 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     let _lock = Lock::take(common.instance.as_deref(), false, "tr-cat")?;
     let path = Path::new(r.path);
     let (summary, status, write_error) = {
+        let no_splice = std::env::var_os("TRBOX_NO_SPLICE").is_some();
+        let systems = events.iter().filter_map(|e| e.split(':').next()).map(String::from).collect();
+        let mut rec = Recorder::create(&t, path, &Options { max_kb: r.max_kb, no_splice, systems })?;
         let mut st = State::new(&t);
         for e in &events {
             st.set(&format!("{}/enable", command::event_dir(e)), "1")?;
@@ -43,8 +46,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         // Start from an empty buffer (as trace-cmd record does): old pages
         // do not belong to this run, and the stats count from zero.
         t.write("trace", "")?;
-        let no_splice = std::env::var_os("TRBOX_NO_SPLICE").is_some();
-        let mut rec = Recorder::create(&t, path, &Options { max_kb: r.max_kb, no_splice })?;
+        rec.start(&t);
         st.set(tracing_on_file(&t), "1")?;
         child.release()?;
         let start = Instant::now();

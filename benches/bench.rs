@@ -7,6 +7,9 @@
 //! - raw decode: pages → records in memory (MB/s of pages, events/s);
 //! - text output: `tr-cat FILE` vs `trace-cmd report FILE`, both to
 //!   /dev/null (events/s, ratio), with each one's peak RSS.
+//! - recording (root, live tracefs): `tr-cat -o` (splice, and read+pwrite)
+//!   vs `trace-cmd record` at the same syscall event rate — CPU time per MB,
+//!   lost events, peak RSS — and the peak RSS of reading the ~100 MB file.
 
 use std::fs;
 use std::io::Write;
@@ -136,6 +139,7 @@ fn time_cmd(cmd: &mut Command) -> (f64, i64) {
 }
 
 fn main() {
+    launcher();
     // cargo bench passes --bench; nothing else to parse.
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join(FIXTURE);
@@ -184,4 +188,259 @@ fn main() {
     if std::env::var_os("TRBOX_BENCH_KEEP").is_none() {
         let _ = fs::remove_file(&out);
     }
+    record_bench(&trbox);
+}
+
+// ---------------------------------------------------------------------------
+// Recording: trbox's recorder vs trace-cmd record at the same event rate,
+// then the peak RSS of reading the ~100 MB file back. Needs root and the
+// live tracefs; the live-test lock is held meanwhile.
+
+/// What one recorder run produced.
+struct RecRun {
+    cpu_s: f64,
+    rss_kib: i64,
+    events: u64,
+    data_bytes: u64,
+    /// Lost events the kernel counted (CPUSTAT in the file: overrun +
+    /// commit overrun + dropped), and as the page headers said.
+    lost_stats: u64,
+    lost_pages: u64,
+    /// Pages flagged with a loss of unknown size.
+    lost_unknown: u64,
+}
+
+/// The syscall load: fixed work (two syscalls per byte), so every
+/// recorder sees the same events.
+const REC_LOAD_BYTES: u64 = 800_000;
+const REC_EVENT: &str = "raw_syscalls:sys_enter";
+
+fn rec_lock() -> fs::File {
+    let f = fs::File::create("/tmp/trbox-tracefs.lock").expect("lock file");
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: valid fd.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    f
+}
+
+/// Wait for `pid`: (CPU seconds user+system, peak RSS KiB) of it and the
+/// children it waited for, and its exit code.
+fn wait_usage(pid: i32) -> (f64, i64, i32) {
+    let mut status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: our own child, valid out-pointers.
+    while unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } < 0 {
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+    (tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss, code)
+}
+
+/// Run to the end with stdout and stderr to /dev/null, under the launcher:
+/// (wall seconds, CPU seconds, peak RSS KiB).
+fn run_measured(c: &Command, report: &Path) -> (f64, f64, i64) {
+    let t = Instant::now();
+    let st = measured(c, report).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    assert!(st.is_ok(), "cannot run {:?}", c.get_program());
+    let wall = t.elapsed().as_secs_f64();
+    let (cpu, rss) = read_report(report);
+    (wall, cpu, rss)
+}
+
+/// Events, page data bytes and losses (stats, page headers counted and of
+/// unknown size) in a v6/v7 file.
+fn rec_file_counts(path: &Path) -> (u64, u64, u64, u64, u64) {
+    let mut f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let td = trbox::tracedat::TraceDat::read(&mut f).expect("readable trace.dat");
+    let hp = td.header_page().unwrap();
+    let layout = PageLayout::from(&hp);
+    let (mut events, mut bytes, mut lost_pages, mut unknown) = (0, 0, 0, 0);
+    let inst = &td.instances[0];
+    for c in &inst.cpus {
+        bytes += c.size;
+        let mut pages = trbox::tracedat::CpuPages::new(&td, inst, c);
+        while let Ok(Some(p)) = pages.next_page(&mut f) {
+            if let Ok(pg) = Page::parse(p, &layout, td.endian) {
+                match pg.missed {
+                    trbox::page::Missed::Count(n) => lost_pages += n,
+                    trbox::page::Missed::Unknown => unknown += 1,
+                    trbox::page::Missed::None => {}
+                }
+                events += pg.records().filter(|r| r.is_ok()).count() as u64;
+            }
+        }
+    }
+    let lost_stats = td
+        .options
+        .cpustat
+        .iter()
+        .map(|s| trbox::ctl::CpuStats::parse(s))
+        .map(|s| s.overrun.unwrap_or(0) + s.commit_overrun.unwrap_or(0) + s.dropped.unwrap_or(0))
+        .sum();
+    (events, bytes, lost_stats, lost_pages, unknown)
+}
+
+/// Peak RSS needs care: a process's ru_maxrss keeps the peak of the memory
+/// it had before exec, and a child spawned by this (large) bench starts as a
+/// copy of it (or, spawned vfork-style, shares it) — every child would show
+/// the bench's own size. So `measured` runs this binary again, small, as a
+/// launcher that forks the command and reports its wait4() usage into a
+/// file. The launcher's own size (about 1-2 MiB) is the floor of the figure.
+const LAUNCH_ENV: &str = "TRBOX_BENCH_LAUNCH";
+
+/// In the launcher role: run the command, write "maxrss_kib cpu_s", exit
+/// with its status. SIGINT goes to the command (the launcher ignores it).
+fn launcher() {
+    let Some(report) = std::env::var_os(LAUNCH_ENV) else { return };
+    let args: Vec<std::ffi::CString> =
+        std::env::args_os().skip(1).map(|a| std::ffi::CString::new(a.into_encoded_bytes()).unwrap()).collect();
+    let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    // SAFETY: fork/exec of a prepared argv; the child only execs or exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        unsafe {
+            libc::execvp(argv[0], argv.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    let (cpu, rss, code) = wait_usage(pid);
+    let _ = fs::write(&report, format!("{rss} {cpu}"));
+    std::process::exit(code);
+}
+
+/// A command that runs under the launcher, in its own process group (to
+/// signal the whole group), and where its usage will be reported.
+fn measured(c: &Command, report: &Path) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut m = Command::new(std::env::current_exe().unwrap());
+    m.arg(c.get_program()).args(c.get_args()).env(LAUNCH_ENV, report).process_group(0);
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => m.env(k, v),
+            None => m.env_remove(k),
+        };
+    }
+    m
+}
+
+fn read_report(report: &Path) -> (f64, i64) {
+    let s = fs::read_to_string(report).unwrap_or_default();
+    let mut w = s.split_whitespace();
+    let rss = w.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let cpu = w.next().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    let _ = fs::remove_file(report);
+    (cpu, rss)
+}
+
+/// Start `recorder` (it enables REC_EVENT), run the load once it is
+/// recording, stop it with SIGINT, and measure it.
+fn rec_run(recorder: Command, out: &Path) -> RecRun {
+    let enable = Path::new("/sys/kernel/tracing/events/raw_syscalls/sys_enter/enable");
+    let report = out.with_extension("usage");
+    let child = measured(&recorder, &report).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the recorder");
+    let pid = child.id() as i32;
+    let t = Instant::now();
+    while fs::read_to_string(enable).map_or(true, |s| s.trim() != "1") && t.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Both write their header (kallsyms…) around here: let it pass.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let load = Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "bs=1", &format!("count={REC_LOAD_BYTES}"), "status=none"])
+        .status();
+    assert!(load.is_ok_and(|s| s.success()), "dd load failed");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child's process group (Ctrl-C does that).
+    unsafe { libc::kill(-pid, libc::SIGINT) };
+    wait_usage(pid);
+    drop(child);
+    let (cpu_s, rss_kib) = read_report(&report);
+    let (events, data_bytes, lost_stats, lost_pages, lost_unknown) = rec_file_counts(out);
+    RecRun { cpu_s, rss_kib, events, data_bytes, lost_stats, lost_pages, lost_unknown }
+}
+
+/// trace-cmd record refuses to run on this kernel: it writes
+/// /proc/sys/kernel/ftrace_enabled and opens set_ftrace_filter,
+/// set_ftrace_notrace and set_ftrace_pid, all EPERM here. In a private mount
+/// namespace those paths are shadowed by bind mounts of writable dummies.
+const TC_SHADOW: &str = "d=$(mktemp -d) && echo 1 > $d/ftrace_enabled && \
+    mount --bind $d/ftrace_enabled /proc/sys/kernel/ftrace_enabled && \
+    for f in set_ftrace_filter set_ftrace_notrace set_ftrace_pid; do : > $d/$f; mount --bind $d/$f /sys/kernel/tracing/$f; done && \
+    exec \"$@\"";
+
+fn rec_print(name: &str, r: &RecRun) {
+    let mb = r.data_bytes as f64 / 1e6;
+    println!(
+        "  {name:<22} {:>9} {:>7.1} {:>7.2} {:>8.1} {:>9} {:>9} {:>8}",
+        r.events,
+        mb,
+        r.cpu_s,
+        r.cpu_s * 1000.0 / mb.max(0.001),
+        r.lost_stats,
+        if r.lost_unknown > 0 { format!("{}+{}?", r.lost_pages, r.lost_unknown) } else { r.lost_pages.to_string() },
+        r.rss_kib
+    );
+}
+
+/// The recording section of `make bench`.
+pub fn record_bench(trbox: &Path) {
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/events").is_dir() {
+        println!("recording: skipped (needs root and the live tracefs)");
+        return;
+    }
+    let _lock = rec_lock();
+    let dir = std::env::temp_dir().join(format!("trbox-bench-rec-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    println!(
+        "recording: {REC_EVENT} while `dd bs=1 count={REC_LOAD_BYTES}` runs (~{} events), stopped with SIGINT; \
+         CPU = user+system of the recorder and its helpers",
+        2 * REC_LOAD_BYTES
+    );
+    println!("  {:<22} {:>9} {:>7} {:>7} {:>8} {:>9} {:>9} {:>8}", "recorder", "events", "MB", "CPU s", "CPU ms/MB", "lost:stat", "lost:page", "RSS KiB");
+    let tb = dir.join("trbox.dat");
+    let mut c = Command::new(trbox);
+    c.args(["tr-cat", "-o", tb.to_str().unwrap(), "-e", REC_EVENT]);
+    let r = rec_run(c, &tb);
+    rec_print("trbox (splice)", &r);
+    let tbr = dir.join("trbox-read.dat");
+    let mut c = Command::new(trbox);
+    c.args(["tr-cat", "-o", tbr.to_str().unwrap(), "-e", REC_EVENT]).env("TRBOX_NO_SPLICE", "1");
+    rec_print("trbox (read+pwrite)", &rec_run(c, &tbr));
+    let _ = fs::remove_file(&tbr);
+    let have_tc = Command::new("trace-cmd").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if have_tc {
+        let tc = dir.join("trace-cmd.dat");
+        let mut c = Command::new("unshare");
+        c.args(["-m", "--propagation", "private", "sh", "-c", TC_SHADOW, "sh"])
+            .args(["trace-cmd", "record", "--file-version", "6", "-o", tc.to_str().unwrap(), "-e", REC_EVENT]);
+        rec_print("trace-cmd record (v6)", &rec_run(c, &tc));
+        println!(
+            "  (trace-cmd ran in `unshare -m` with /proc/sys/kernel/ftrace_enabled, set_ftrace_filter, \
+             set_ftrace_notrace and set_ftrace_pid shadowed by bind-mounted dummies: this kernel answers EPERM)"
+        );
+        let _ = fs::remove_file(&tc);
+    } else {
+        println!("  trace-cmd not installed: no comparison");
+    }
+    // Reading the trbox file back: memory stays flat.
+    let size = fs::metadata(&tb).map(|m| m.len()).unwrap_or(0);
+    let report = dir.join("read.usage");
+    let mut c = Command::new(trbox);
+    c.args(["tr-cat", tb.to_str().unwrap()]);
+    let (secs, _, rss) = run_measured(&c, &report);
+    println!("reading:   tr-cat FILE ({:.0} MB)     {secs:>6.2} s  peak RSS {rss:>7} KiB (goal <= 32768)", size as f64 / 1e6);
+    if have_tc {
+        let mut c = Command::new("trace-cmd");
+        c.args(["report", tb.to_str().unwrap()]);
+        let (secs, _, rss) = run_measured(&c, &report);
+        println!("           trace-cmd report of it   {secs:>6.2} s  peak RSS {rss:>7} KiB");
+    }
+    let (_, _, floor) = run_measured(&Command::new("true"), &report);
+    println!("           (peak RSS measured through a launcher; `true` measures {floor} KiB)");
+    let _ = fs::remove_dir_all(&dir);
 }

@@ -27,8 +27,10 @@ pub struct Slots {
 const CMDLINE_MAX: usize = 24;
 
 /// Write the header to `file` (at its start): everything up to the first
-/// data page. `cpus` is the length of the flyrecord table.
-pub fn write_header(t: &Tracefs, file: &mut File, path: &Path, page_size: u32, long_size: u8, cpus: u32) -> Result<Slots, Error> {
+/// data page. `cpus` is the length of the flyrecord table; `more_systems`
+/// are stored besides those with an enabled event (the run enables them
+/// after this).
+pub fn write_header(t: &Tracefs, file: &mut File, path: &Path, page_size: u32, long_size: u8, cpus: u32, more_systems: &[String]) -> Result<Slots, Error> {
     let e = Endian::NATIVE;
     let top = t.top();
     let mut w = V6Writer::new(e, long_size, page_size);
@@ -40,7 +42,10 @@ pub fn write_header(t: &Tracefs, file: &mut File, path: &Path, page_size: u32, l
     let ftrace: Vec<Vec<u8>> = ftrace.iter().filter_map(|p| read_bytes(p).ok()).collect();
     w.ftrace_formats(&ftrace).map_err(bad)?;
     drop(ftrace);
-    let systems = systems_to_store(t);
+    let mut systems = systems_to_store(t);
+    systems.extend(more_systems.iter().filter(|s| s.as_str() != "ftrace").cloned());
+    systems.sort();
+    systems.dedup();
     w.event_systems_begin(systems.len() as u32).map_err(bad)?;
     for sys in &systems {
         let files = formats_of(&top.join("events").join(sys));

@@ -38,6 +38,9 @@ pub struct Options {
     pub max_kb: Option<u64>,
     /// Use read(2) even where splice works.
     pub no_splice: bool,
+    /// Event systems to store formats for, besides those with an enabled
+    /// event now (the events the run will enable).
+    pub systems: Vec<String>,
 }
 
 struct Cpu {
@@ -103,9 +106,11 @@ fn lost(s: &CpuStats) -> Option<u64> {
 }
 
 impl Recorder {
-    /// Create `path` and write the header. Call [`Recorder::wait`] in a
-    /// loop once tracing is on, then [`Recorder::drain`] after turning it
-    /// off, then [`Recorder::finish`].
+    /// Create `path` and write the header (before the run enables its
+    /// events: writing kallsyms takes a while, and nobody would read the
+    /// buffer meanwhile). Then call [`Recorder::start`] on an empty buffer,
+    /// [`Recorder::wait`] in a loop once tracing is on,
+    /// [`Recorder::drain`] after turning it off, and [`Recorder::finish`].
     pub fn create(t: &Tracefs, path: &Path, o: &Options) -> Result<Recorder, Error> {
         let hp = super::events::header_page(t)?;
         let layout = PageLayout::from(&hp);
@@ -116,7 +121,7 @@ impl Recorder {
             let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p).map_err(|e| Error::io(&p, e))?;
             cpus.push(Cpu { cpu, file, error: None });
         }
-        let stats0 = cpus.iter().map(|c| CpuStats::parse(&t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default())).collect();
+        let stats0 = Vec::new();
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -124,7 +129,7 @@ impl Recorder {
             .truncate(true)
             .open(path)
             .map_err(|e| Error::io(path, e))?;
-        let slots = meta::write_header(t, &mut file, path, ps as u32, hp.long_size() as u8, cpus.len() as u32)?;
+        let slots = meta::write_header(t, &mut file, path, ps as u32, hp.long_size() as u8, cpus.len() as u32, &o.systems)?;
         let max_slots = o.max_kb.map(|kb| (kb.saturating_mul(1024) / ps as u64).clamp(1, u64::from(u32::MAX)) as u32);
         let pool = Pool::new(slots.fly.data_start, ps, cpus.len(), max_slots);
         let (pipe, mover) = if o.no_splice {
@@ -150,6 +155,12 @@ impl Recorder {
             stats0,
             started: Instant::now(),
         })
+    }
+
+    /// The recording starts now: the stats the losses are counted from.
+    pub fn start(&mut self, t: &Tracefs) {
+        self.stats0 = self.cpus.iter().map(|c| CpuStats::parse(&t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default())).collect();
+        self.started = Instant::now();
     }
 
     /// Sleep until a CPU buffer passes its watermark, `wake_fd` is readable
@@ -198,11 +209,25 @@ impl Recorder {
         // A busy CPU must not keep the others waiting.
         let limit = if all { u64::MAX } else { 1024 };
         while moved < limit && self.write_error.is_none() && self.cpus[i].error.is_none() {
-            let n = if self.pipe.is_some() && !all { self.splice_some(i) } else { self.read_one(i) };
-            if n == 0 {
-                break;
+            if self.pipe.is_some() && !all {
+                match self.splice_some(i) {
+                    0 => break,
+                    n => moved += n,
+                }
+                continue;
             }
-            moved += n;
+            match self.read_one(i) {
+                None => break,
+                Some(full) => {
+                    moved += 1;
+                    // read(2) also hands out the page being written: take
+                    // it, then wait for the next wake-up instead of
+                    // collecting it again in slivers (while recording).
+                    if !full && !all {
+                        break;
+                    }
+                }
+            }
         }
         moved
     }
@@ -222,7 +247,7 @@ impl Recorder {
                 _ => {
                     self.mover = Mover::Read(format!("splice: {}", super::describe(&e)));
                     self.close_pipe();
-                    return self.read_one(i);
+                    return u64::from(self.read_one(i).is_some());
                 }
             }
             return 0;
@@ -271,35 +296,39 @@ impl Recorder {
         done as u64
     }
 
-    fn read_one(&mut self, i: usize) -> u64 {
+    /// One page by read(2) into its slot: None when there was none (or it
+    /// could not be saved), else whether it was (about) full.
+    fn read_one(&mut self, i: usize) -> Option<bool> {
         let ps = self.layout.subbuf_size();
         let n = loop {
             match (&self.cpus[i].file).read(&mut self.buf) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return 0,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
                 Err(e) => {
                     log::warn!("cpu{}: cannot read its buffer: {}", self.cpus[i].cpu, super::describe(&e));
                     self.cpus[i].error = Some(e);
-                    return 0;
+                    return None;
                 }
             }
         };
         if n == 0 {
-            return 0;
+            return None;
         }
         self.buf[n.min(ps)..].fill(0);
+        // More than half full: the writer had left it (or nearly).
+        let full = Page::parse(&self.buf, &self.layout, self.slots.endian).is_ok_and(|p| p.len as usize * 2 > ps);
         let slot = self.pool.take(&self.file);
         match self.file.write_all_at(&self.buf, self.pool.offset(slot)) {
             Ok(()) => {
                 self.pool.commit(i, slot);
-                1
+                Some(full)
             }
             Err(e) => {
                 self.pool.release(slot);
                 self.unsaved += 1;
                 self.write_failed(e);
-                0
+                None
             }
         }
     }
@@ -359,7 +388,7 @@ impl Recorder {
                 cpu: c.cpu,
                 data: d,
                 evicted: evicted.get(i).copied().unwrap_or(0),
-                lost_stats: lost(&CpuStats::parse(st)).zip(lost(&self.stats0[i])).map(|(a, b)| a.saturating_sub(b)),
+                lost_stats: lost(&CpuStats::parse(st)).zip(self.stats0.get(i).and_then(lost)).map(|(a, b)| a.saturating_sub(b)),
                 read_error: c.error.as_ref().map(super::describe),
             })
             .collect();
