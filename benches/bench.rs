@@ -143,7 +143,8 @@ fn main() {
     // cargo bench passes --bench; nothing else to parse.
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join(FIXTURE);
-    let out = std::env::temp_dir().join("trbox-bench.dat");
+    // Per process: two benches at once must not share (or delete) a file.
+    let out = std::env::temp_dir().join(format!("trbox-bench-{}.dat", std::process::id()));
     let (events, data) = build(&dir, &out);
     let bytes: u64 = data.iter().map(|d| d.len() as u64).sum();
     println!("data: {events} events, {:.1} MB of pages, {}", bytes as f64 / 1e6, out.display());

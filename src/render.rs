@@ -130,7 +130,10 @@ fn push_timestamp<const N: usize>(b: &mut StackBuf<N>, ts: u64, in_ns: bool) {
         let us = ts.saturating_add(500) / 1000;
         b.push_padded(us / 1_000_000, 5, b' ');
         b.push(b'.');
-        b.push_padded(us % 1_000_000, 6, b'0');
+        let frac = (us % 1_000_000) as u32;
+        b.push_pair(frac / 10_000);
+        b.push_pair(frac / 100 % 100);
+        b.push_pair(frac % 100);
     } else {
         b.push_padded(ts, 12, b' ');
     }
@@ -153,12 +156,22 @@ fn push_pid<const N: usize>(b: &mut StackBuf<N>, pid: i32) {
 
 /// The columns after comm-pid, up to and including the `": "`.
 fn push_rest<const N: usize>(b: &mut StackBuf<N>, cpu: u32, flags: u8, preempt: u8, ts: u64, in_ns: bool) {
-    b.push_bytes(b" [");
-    b.push_padded(u64::from(cpu), 3, b'0');
-    b.push_bytes(b"] ");
-    b.push_bytes(&lat_flags(flags, preempt));
+    b.push(b' ');
+    b.push(b'[');
+    if cpu < 1000 {
+        b.push(b'0' + (cpu / 100) as u8);
+        b.push_pair(cpu % 100);
+    } else {
+        b.push_padded(u64::from(cpu), 3, b'0');
+    }
+    b.push(b']');
+    b.push(b' ');
+    for c in lat_flags(flags, preempt) {
+        b.push(c);
+    }
     push_timestamp(b, ts, in_ns);
-    b.push_bytes(b": ");
+    b.push(b':');
+    b.push(b' ');
 }
 
 /// The whole prefix up to and including the `": "` before the event body:
@@ -283,7 +296,13 @@ impl CommonFields {
     }
 
     /// (flags, preempt_count, pid) of a record payload.
+    #[inline]
     pub fn read(&self, e: crate::format::Endian, p: &[u8]) -> (u8, u8, i32) {
+        // The layout of every kernel: two bytes and an int, read directly.
+        if let (Some((f, 1)), Some((pc, 1)), Some((pid, 4))) = (self.flags, self.preempt, self.pid) {
+            let byte = |o: usize| p.get(o).copied().unwrap_or(0);
+            return (byte(f), byte(pc), e.u32(p, pid).unwrap_or(0) as i32);
+        }
         (
             Self::get(e, p, self.flags) as u8,
             Self::get(e, p, self.preempt) as u8,
@@ -504,7 +523,7 @@ impl<'a> Renderer<'a> {
             }
             Body::Fmt { prog, named: true } => {
                 prog.render(w, payload, &ctx)?;
-                w.write_char('\n')
+                w.write_str("\n")
             }
             Body::Fmt { prog, named: false } => {
                 // trace_printk text carries its own newline (usually).

@@ -376,6 +376,10 @@ fn vsprintf_semantics() {
     assert_eq!(fmt("100%%", &[]), "100%");
     assert_eq!(fmt("%px %p", &[0xffff8880u64.to_le_bytes(), 0u64.to_le_bytes()].concat()), "00000000ffff8880 0000000000000000");
     assert_eq!(fmt("%lu %ld", &[u64::MAX.to_le_bytes(), u64::MAX.to_le_bytes()].concat()), "18446744073709551615 -1");
+    // The short path for small widths, and the long one past it.
+    assert_eq!(fmt("%5d|%3u|%05d|%02x", &[i(-3), i(12345), i(0), i(0xab)].concat()), "   -3|12345|00000|ab");
+    assert_eq!(fmt("%20d|%21d", &[i(i32::MIN), i(-1)].concat()), "         -2147483648|                   -1");
+    assert_eq!(fmt("%022d|%-3d|", &[i(-7), i(-7)].concat()), "-000000000000000000007|-7 |");
     // Missing arguments print a marker and stop.
     assert_eq!(fmt("a=%d b=%d", &i(1)), "a=1 b=<?>");
 }

@@ -101,14 +101,20 @@ impl<const N: usize> StackBuf<N> {
         }
     }
 
-    /// `n` copies of the ASCII byte `c`.
+    /// `n` copies of the ASCII byte `c` (a few: padding).
     #[inline(always)]
     pub fn fill(&mut self, c: u8, n: usize) {
-        let n = n.min(self.room());
-        if let Some(s) = self.b.get_mut(self.len..self.len + n) {
-            s.fill(c);
-            self.len += n;
+        for _ in 0..n.min(self.room()) {
+            self.push(c);
         }
+    }
+
+    /// Two decimal digits of `v` (below 100).
+    #[inline(always)]
+    pub fn push_pair(&mut self, v: u32) {
+        let d = (v as usize % 100) * 2;
+        self.push(PAIRS.get(d).copied().unwrap_or(b'0'));
+        self.push(PAIRS.get(d + 1).copied().unwrap_or(b'0'));
     }
 
     /// Whole pieces of ASCII or UTF-8 only, so the buffer stays valid.

@@ -366,13 +366,26 @@ pub fn number<W: Write + ?Sized>(w: &mut W, num: u64, base: u8, flags: u8, width
     let neg = flags & SIGN != 0 && (num as i64) < 0;
     let mut d = [0u8; DIGITS];
     let upper = flags & SMALL == 0;
-    // The common `%d`, `%u`, `%x`, `%llu`: the digits and maybe a sign.
-    if width <= 0 && precision < 0 && flags & (SPECIAL | PLUS | SPACE) == 0 {
+    // The common `%d`, `%u`, `%x`, `%llu`, `%08x`, `%p`: the digits, maybe
+    // a sign, padded on the left to a small width.
+    if width <= 20 && precision < 0 && flags & (SPECIAL | PLUS | SPACE | LEFT) == 0 {
         let v = if neg { (num as i64).unsigned_abs() } else { num };
         let mut i = digits(&mut d, v, base, upper);
+        let width = width.max(0) as usize;
+        let zeros = flags & ZEROPAD != 0;
+        if zeros {
+            while DIGITS - i + usize::from(neg) < width && i > 1 {
+                i -= 1;
+                d[i] = b'0';
+            }
+        }
         if neg && i > 0 {
             i -= 1;
             d[i] = b'-';
+        }
+        while DIGITS - i < width && i > 0 {
+            i -= 1;
+            d[i] = b' ';
         }
         return w.write_str(ascii(d.get(i..).unwrap_or(&[])));
     }
@@ -657,6 +670,10 @@ fn symbol<W: Write + ?Sized>(w: &mut W, v: u64, offset: bool, back: bool, spec: 
     let v = v & ctx.long_mask();
     let look = if back { v.wrapping_sub(1) } else { v };
     let found = ctx.syms.and_then(|s| s.lookup(look));
+    if let (Some(s), false, None, true, true) = (found, offset || back, found.and_then(|s| s.module), spec.width <= 0, spec.prec < 0) {
+        // `%ps` as it mostly is: the name.
+        return w.write_str(s.name);
+    }
     padded(w, spec.width, spec.prec, spec.flags, |w| match found {
         Some(s) => {
             w.write_str(s.name)?;
