@@ -163,29 +163,9 @@ pub fn now(t: &Tracefs) -> Option<u64> {
     t.cpus().ok()?.iter().filter_map(|c| t.read(&format!("per_cpu/cpu{c}/stats")).ok()).filter_map(|s| CpuStats::parse(&s).now).min()
 }
 
-/// The tracer `name` must be in `available_tracers`; otherwise a one-line
-/// reason naming the kernel option and the tracers this kernel has.
-pub fn require_tracer(t: &Tracefs, name: &str, config: &str) -> Result<(), Error> {
-    let avail = t.read_opt("available_tracers")?.unwrap_or_default();
-    if avail.split_whitespace().any(|w| w == name) {
-        return Ok(());
-    }
-    let have = avail.split_whitespace().collect::<Vec<_>>().join(" ");
-    Err(Error::runtime(format!(
-        "this kernel has no {name} tracer ({config} is not set); its tracers: {}",
-        if have.is_empty() { "none" } else { &have }
-    )))
-}
-
-/// A write to an ftrace filter file failed: EPERM means the kernel refuses
-/// dynamic ftrace altogether (say so plainly); anything else as it is.
-pub fn ftrace_write(r: Result<bool, trbox::sys::Error>, file: &str) -> Result<bool, Error> {
-    r.map_err(|e| match e.errno() {
-        Some(libc::EPERM) => Error::runtime(format!("the kernel refuses dynamic ftrace (writing {file}: operation not permitted)"))
-            .hint("a locked-down kernel or ftrace_enabled=0 (sysctl kernel.ftrace_enabled) forbids function tracing"),
-        Some(libc::EINVAL | libc::ENOENT) if file.starts_with("set_") => {
-            Error::from(e).hint("no traceable kernel function matches: see available_filter_functions")
-        }
-        _ => e.into(),
-    })
+/// A write that needs function tracing failed (set_ftrace_pid, the stack
+/// tracer sysctl): EPERM says plainly that the kernel refuses dynamic
+/// ftrace. (State::set_tracer / set_functions do this themselves.)
+pub fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, Error> {
+    r.map_err(|e| trbox::sys::state::ftrace_refused(e).into())
 }

@@ -3,7 +3,7 @@
 //! also on a recorded trace.dat (-i) or a copy of a tracefs tree (-T).
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, ftrace_write, now, require_tracer, tracing_on_file, Command, Follow};
+use crate::command::{self, ftrace_write, now, tracing_on_file, Command, Follow};
 use crate::decode::{self, Filter, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
@@ -90,7 +90,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let o = opts(false, None);
         return output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false);
     }
-    require_tracer(&t, "function_graph", "CONFIG_FUNCTION_GRAPH_TRACER")?;
+    t.require_tracer("function_graph")?;
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
         t.keep_instance = a.keep;
@@ -100,7 +100,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let mut st = State::new(&t);
         st.keep = a.keep;
         if !a.funcs.is_empty() {
-            ftrace_write(st.set_list("set_graph_function", &a.funcs), "set_graph_function")?;
+            st.set_functions("set_graph_function", &a.funcs)?;
         }
         if let Some(d) = a.depth {
             need(&t, "max_graph_depth")?;
@@ -111,11 +111,11 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             st.set("tracing_thresh", &us.to_string())?;
         }
         if let Some(p) = a.pid {
-            ftrace_write(st.set_list("set_ftrace_pid", &[p.to_string()]), "set_ftrace_pid")?;
+            ftrace_write(st.set_list("set_ftrace_pid", &[p.to_string()]))?;
         }
         let child = Command::start(cmd, &mut st, Follow { events: false, functions: true })?;
         let since = now(&t);
-        ftrace_write(st.set("current_tracer", "function_graph"), "current_tracer")?;
+        st.set_tracer("function_graph")?;
         st.set(tracing_on_file(&t), "1")?;
         child.release()?;
         let o = opts(true, since);

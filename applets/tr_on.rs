@@ -251,13 +251,13 @@ fn apply(st: &mut State<'_>, a: &Args) -> Result<(), Error> {
     // The tracer last: selecting it starts a fresh buffer with the filters
     // already in place.
     if let Some(tr) = &a.tracer {
-        st.set_tracer(tr).map_err(|e| match &e {
-            trbox::sys::Error::NoTracer { available, .. } => {
-                let near = ctl::closest(tr, available.iter().map(String::as_str), 2);
-                let hint = if near.is_empty() { e.hint().unwrap_or_default().to_string() } else { format!("did you mean: {}", near.join(", ")) };
-                Error::runtime(e.to_string()).hint(hint)
-            }
-            _ => e.into(),
+        st.set_tracer(tr).map_err(|e| {
+            let near = match &e {
+                trbox::sys::Error::NoTracer { available, .. } => ctl::closest(tr, available.iter().map(String::as_str), 2).join(", "),
+                _ => String::new(),
+            };
+            let err = Error::from(e);
+            if near.is_empty() { err } else { err.hint(format!("did you mean: {near}")) }
         })?;
     }
     Ok(())

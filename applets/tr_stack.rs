@@ -4,7 +4,7 @@
 //! counted and listed most frequent first.
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, event_dir, ftrace_write, list_events, now, require_tracer, resolve_all, tracing_on_file, Command, Follow};
+use crate::command::{self, event_dir, ftrace_write, list_events, now, resolve_all, tracing_on_file, Command, Follow};
 use crate::decode::{self, Filter, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
@@ -102,7 +102,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let all = list_events(&t)?;
     let events = resolve_all(&all, &a.event)?;
     if a.func.is_some() {
-        require_tracer(&t, "function", "CONFIG_FUNCTION_TRACER")?;
+        t.require_tracer("function")?;
     }
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
@@ -134,13 +134,13 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             st.set(&format!("{dir}/enable"), "1")?;
         }
         if let Some(g) = &a.func {
-            ftrace_write(st.set_list("set_ftrace_filter", &[g.clone()]), "set_ftrace_filter")?;
+            st.set_functions("set_ftrace_filter", &[g.clone()])?;
         }
         let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
         let child = Command::start(cmd, &mut st, follow)?;
         let since = now(&t);
         if a.func.is_some() {
-            ftrace_write(st.set("current_tracer", "function"), "current_tracer")?;
+            st.set_tracer("function")?;
             st.set("options/func_stack_trace", "1")?;
         }
         st.set(tracing_on_file(&t), "1")?;
@@ -202,14 +202,14 @@ fn stack_tracer(t: &Tracefs, a: &Args, limit: Option<Duration>) -> Result<(), Er
     let mut st = State::new(t);
     st.keep = a.keep;
     if let Some(g) = &a.limit {
-        ftrace_write(st.set_list("stack_trace_filter", &[g.clone()]), "stack_trace_filter")?;
+        st.set_functions("stack_trace_filter", &[g.clone()])?;
     }
     if a.reset {
         // The maximum is a measurement, not a setting: not put back.
         t.write("stack_max_size", "0")?;
     }
     // An absolute path: State keeps and restores it like a tracefs file.
-    ftrace_write(st.set(STACK_SYSCTL, "1"), STACK_SYSCTL)?;
+    ftrace_write(st.set(STACK_SYSCTL, "1"))?;
     let start = Instant::now();
     while signals::stop_requested().is_none() && limit.map_or(true, |l| start.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(50));

@@ -247,8 +247,8 @@ fn switch_keeps_settings_and_a_failed_switch_keeps_none() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     if rd(&root, "set_ftrace_filter").is_empty() && std::fs::read(root.join("set_ftrace_filter")).is_err() {
-        assert!(e.contains("set_ftrace_filter: operation not permitted (EPERM): this kernel refuses dynamic ftrace"), "{e}");
-        assert!(e.contains("hint: function tracers and function filters cannot be used here; events (tr-event)"), "{e}");
+        assert!(e.contains("the kernel refuses dynamic ftrace (writing set_ftrace_filter: operation not permitted)"), "{e}");
+        assert!(e.contains("hint: function tracers and function filters are unavailable") && e.contains("events (tr-event)"), "{e}");
     } else {
         assert!(e.contains("rejected 'no_such_function_xyz'"), "{e}");
     }
@@ -264,7 +264,7 @@ fn unknown_names_get_the_closest() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     let avail = rd(&root, "available_tracers");
-    assert!(e.contains(&format!("tracer 'nopp' is not available on this kernel (it has: {avail})")), "{e}");
+    assert!(e.contains(&format!("this kernel has no 'nopp' tracer; its tracers: {avail}")), "{e}");
     assert!(e.contains("hint: did you mean: nop"), "{e}");
     assert_eq!(e.lines().count(), 2, "{e}");
     let o = on(&["-C", "globl"]);

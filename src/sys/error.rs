@@ -71,16 +71,10 @@ impl Error {
             Error::Rejected { .. } => None,
             Error::Busy { .. } => Some("wait for it with --wait, or stop it first"),
             Error::Format { .. } => Some("this kernel writes a layout trbox does not know: please report it with the file attached"),
-            Error::NoTracer { name, .. } if name == "function_graph" => {
-                Some("the function_graph tracer needs a kernel built with CONFIG_FUNCTION_GRAPH_TRACER")
-            }
-            Error::NoTracer { name, .. } if name == "function" => Some("the function tracer needs a kernel built with CONFIG_FUNCTION_TRACER"),
-            Error::NoTracer { .. } => Some("a tracer appears in available_tracers only when the kernel is built with it"),
-            Error::FtraceRefused { .. } if lockdown_active() => {
-                Some("the kernel is locked down: function tracing is forbidden; events (tr-event), uprobes and tr-cat still work")
-            }
+            Error::NoTracer { name, .. } if tracer_config(name).is_some() => None,
+            Error::NoTracer { .. } => Some("a tracer is listed in available_tracers only when the kernel is built with it"),
             Error::FtraceRefused { .. } => Some(
-                "function tracers and function filters cannot be used here; events (tr-event), uprobes, the nop tracer and tr-cat still work",
+                "function tracers and function filters are unavailable (a locked-down kernel, or sysctl kernel.ftrace_enabled=0); events (tr-event), uprobes, the nop tracer and tr-cat still work",
             ),
             Error::Elf { .. } => None,
             Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
@@ -149,10 +143,17 @@ impl fmt::Display for Error {
             }
             Error::Format { path, line, what } => write!(f, "{}:{line}: cannot parse ({what})", path.display()),
             Error::NoTracer { name, available } => {
-                write!(f, "tracer '{name}' is not available on this kernel (it has: {})", available.join(" "))
+                let have = if available.is_empty() { "none".to_string() } else { available.join(" ") };
+                match tracer_config(name) {
+                    Some(cfg) => write!(f, "this kernel has no {name} tracer ({cfg} is not set); its tracers: {have}"),
+                    None => write!(f, "this kernel has no '{name}' tracer; its tracers: {have}"),
+                }
             }
             Error::FtraceRefused { path } => {
-                write!(f, "{}: operation not permitted (EPERM): this kernel refuses dynamic ftrace", path.display())
+                // Relative to the tracing root when the path shows it.
+                let p = path.to_string_lossy();
+                let short = p.rsplit_once("/tracing/").map_or(&*p, |(_, r)| r);
+                write!(f, "the kernel refuses dynamic ftrace (writing {short}: operation not permitted)")
             }
             Error::Elf { path, err } => write!(f, "{}: {err}", path.display()),
         }
@@ -160,6 +161,24 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The kernel option behind a tracer, for the ones people look for.
+fn tracer_config(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "function" => "CONFIG_FUNCTION_TRACER",
+        "function_graph" => "CONFIG_FUNCTION_GRAPH_TRACER",
+        "irqsoff" => "CONFIG_IRQSOFF_TRACER",
+        "preemptoff" => "CONFIG_PREEMPT_TRACER",
+        "preemptirqsoff" => "CONFIG_IRQSOFF_TRACER and CONFIG_PREEMPT_TRACER",
+        "wakeup" | "wakeup_rt" | "wakeup_dl" => "CONFIG_SCHED_TRACER",
+        "hwlat" => "CONFIG_HWLAT_TRACER",
+        "osnoise" => "CONFIG_OSNOISE_TRACER",
+        "timerlat" => "CONFIG_TIMERLAT_TRACER",
+        "mmiotrace" => "CONFIG_MMIOTRACE",
+        "blk" => "CONFIG_BLK_DEV_IO_TRACE",
+        _ => return None,
+    })
+}
 
 /// Is a kernel lockdown mode active? (`[none]` means no.)
 pub fn lockdown_active() -> bool {

@@ -110,13 +110,8 @@ impl<'t> State<'t> {
     /// [`Error::NoTracer`] with the ones it has; EPERM (function tracers
     /// where dynamic ftrace is refused) gives [`Error::FtraceRefused`].
     pub fn set_tracer(&mut self, name: &str) -> Result<bool, Error> {
-        if let Some(av) = self.t.read_opt("available_tracers")? {
-            let available: Vec<String> = av.split_whitespace().map(String::from).collect();
-            if !available.iter().any(|a| a == name) {
-                return Err(Error::NoTracer { name: name.into(), available });
-            }
-        }
-        self.set("current_tracer", name).map_err(refused)
+        self.t.require_tracer(name)?;
+        self.set("current_tracer", name).map_err(ftrace_refused)
     }
 
     /// Turn `options/NAME` on or off.
@@ -130,7 +125,7 @@ impl<'t> State<'t> {
     /// after the ones before it were taken, so the old list is put back at
     /// once; EPERM gives [`Error::FtraceRefused`].
     pub fn set_functions(&mut self, rel: &str, globs: &[String]) -> Result<bool, Error> {
-        let cur = self.t.read(rel).map_err(refused)?;
+        let cur = self.t.read(rel).map_err(ftrace_refused)?;
         let old: Vec<&str> = ctl::entries(&cur).collect();
         if old.iter().copied().eq(globs.iter().map(String::as_str)) {
             return Ok(false);
@@ -138,7 +133,7 @@ impl<'t> State<'t> {
         let old = old.join("\n");
         if let Err(e) = self.t.write_checked(rel, &globs.join("\n")) {
             let _ = self.t.write(rel, &old);
-            return Err(match refused(e) {
+            return Err(match ftrace_refused(e) {
                 Error::Rejected { path, value, err, kernel: None } if err.raw_os_error() == Some(libc::EINVAL) => {
                     let kernel = Some("no function in available_filter_functions matches it".into());
                     Error::Rejected { path, value, err, kernel }
@@ -188,8 +183,9 @@ impl<'t> State<'t> {
     }
 }
 
-/// EPERM on a function-tracing file means dynamic ftrace is refused.
-fn refused(e: Error) -> Error {
+/// EPERM on a function-tracing file (or the stack tracer sysctl) means
+/// dynamic ftrace is refused: [`Error::FtraceRefused`].
+pub fn ftrace_refused(e: Error) -> Error {
     match e {
         Error::Io { path, err } | Error::Rejected { path, err, .. } if err.raw_os_error() == Some(libc::EPERM) => {
             Error::FtraceRefused { path }
@@ -232,6 +228,17 @@ impl Drop for State<'_> {
 }
 
 impl Tracefs {
+    /// Is `name` in `available_tracers`? Otherwise [`Error::NoTracer`] with
+    /// the tracers this kernel has. A tree without the file passes.
+    pub fn require_tracer(&self, name: &str) -> Result<(), Error> {
+        match self.read_opt("available_tracers")? {
+            Some(av) if !av.split_whitespace().any(|a| a == name) => {
+                Err(Error::NoTracer { name: name.into(), available: av.split_whitespace().map(String::from).collect() })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Write a control file in one write() (the kernel parses each write on
     /// its own), truncating it first.
     pub fn write(&self, rel: &str, value: &str) -> Result<(), Error> {
