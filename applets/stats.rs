@@ -2,16 +2,40 @@
 //! the time span, events and losses per CPU, events per type and per task.
 
 use crate::decode::{Item, Meta};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use trbox::render::{write_timestamp, CommonFields};
 
+/// Counts by key, sorted by key. (One small type for every count instead
+/// of a map per key type: this is about binary size.)
+#[derive(Default)]
+struct Counts(Vec<(i64, u64)>);
+
+impl Counts {
+    fn add(&mut self, k: i64, n: u64) {
+        match self.0.binary_search_by_key(&k, |e| e.0) {
+            Ok(i) => self.0[i].1 += n,
+            Err(i) => self.0.insert(i, (k, n)),
+        }
+    }
+    fn get(&self, k: i64) -> u64 {
+        self.0.binary_search_by_key(&k, |e| e.0).map_or(0, |i| self.0[i].1)
+    }
+    /// Most first, then by key.
+    fn ranked(&self) -> Vec<(i64, u64)> {
+        let mut v = self.0.clone();
+        v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+}
+
 #[derive(Default)]
 pub struct Stats {
-    /// Per CPU: (events, lost events counted, losses of unknown size).
-    cpus: BTreeMap<u32, (u64, u64, u64)>,
-    by_event: BTreeMap<u32, u64>,
-    by_pid: BTreeMap<i32, u64>,
+    /// Per CPU: events, lost events counted, losses of unknown size.
+    cpus: Counts,
+    lost: Counts,
+    unknown: Counts,
+    by_event: Counts,
+    by_pid: Counts,
     span: Option<(u64, u64)>,
 }
 
@@ -19,18 +43,18 @@ impl Stats {
     pub fn add(&mut self, m: &Meta, it: Item<'_>) {
         let ts = match it {
             Item::Record { cpu, ts, payload } => {
-                self.cpus.entry(cpu).or_default().0 += 1;
+                self.cpus.add(cpu.into(), 1);
                 if let Some(ev) = m.events.event_of(payload, m.endian) {
-                    *self.by_event.entry(ev.id).or_default() += 1;
-                    *self.by_pid.entry(CommonFields::of(ev).read(m.endian, payload).2).or_default() += 1;
+                    self.by_event.add(ev.id.into(), 1);
+                    self.by_pid.add(CommonFields::of(ev).read(m.endian, payload).2.into(), 1);
                 }
                 ts
             }
             Item::Lost { cpu, ts, count } => {
-                let c = self.cpus.entry(cpu).or_default();
+                self.cpus.add(cpu.into(), 0);
                 match count {
-                    Some(n) => c.1 += n,
-                    None => c.2 += 1,
+                    Some(n) => self.lost.add(cpu.into(), n),
+                    None => self.unknown.add(cpu.into(), 1),
                 }
                 ts
             }
@@ -40,7 +64,7 @@ impl Stats {
 
     pub fn render(&self, m: &Meta) -> String {
         let mut o = String::new();
-        let total: u64 = self.cpus.values().map(|c| c.0).sum();
+        let total: u64 = self.cpus.0.iter().map(|c| c.1).sum();
         let _ = write!(o, "{total} events");
         if let Some((a, b)) = self.span {
             o += ", from";
@@ -52,25 +76,20 @@ impl Stats {
             }
         }
         o += "\n\n  cpu       events         lost\n";
-        for (cpu, (n, lost, unknown)) in &self.cpus {
-            let l = if *unknown > 0 { format!("{lost}+?") } else { lost.to_string() };
+        for &(cpu, n) in &self.cpus.0 {
+            let lost = self.lost.get(cpu);
+            let l = if self.unknown.get(cpu) > 0 { format!("{lost}+?") } else { lost.to_string() };
             let _ = writeln!(o, "{cpu:>5} {n:>12} {l:>12}");
         }
         o += "\n      events  event\n";
-        let mut ev: Vec<(u64, String)> = self
-            .by_event
-            .iter()
-            .map(|(id, n)| (*n, m.events.get(*id).map_or(format!("id {id}"), |e| format!("{}:{}", e.system, e.name))))
-            .collect();
-        ev.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        for (n, name) in ev {
+        for (id, n) in self.by_event.ranked() {
+            let name = u32::try_from(id).ok().and_then(|i| m.events.get(i)).map_or(format!("id {id}"), |e| format!("{}:{}", e.system, e.name));
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
         }
         o += "\n      events  task\n";
-        let mut tasks: Vec<(u64, i32)> = self.by_pid.iter().map(|(p, n)| (*n, *p)).collect();
-        tasks.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        for (n, pid) in tasks {
-            let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{}-{pid}", m.cmdlines.comm(pid)), 66));
+        for (pid, n) in self.by_pid.ranked() {
+            let comm = m.cmdlines.comm(pid as i32);
+            let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{comm}-{pid}"), 66));
         }
         o
     }

@@ -239,7 +239,23 @@ fn command_is_recorded_and_its_status_returned() {
     assert!(text.lines().any(|l| l.contains("sched_process_exec:") && l.contains("/ls")), "{text}");
     assert_eq!(text.lines().filter(|l| l.contains("sched_process_exit:")).count(), 2, "sh and ls only:\n{text}");
     check_file(&f, summary(&stderr(&o)).0);
+    check_trace_cmd_meta(&f);
     assert_same_state(&before, &snapshot(&root));
+}
+
+/// trace-cmd accepts the header: `dump --summary`, and the CPUSTAT options
+/// (the final per-CPU stats) in `report --stat`.
+fn check_trace_cmd_meta(f: &Path) {
+    if !have_trace_cmd() {
+        return;
+    }
+    let o = Command::new("trace-cmd").args(["dump", "--summary"]).arg(f).output().unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success() && err.trim().is_empty(), "trace-cmd dump: {err}");
+    assert!(out.contains("[Flyrecord tracing data]"), "{out}");
+    let o = Command::new("trace-cmd").args(["report", "--stat"]).arg(f).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("CPU: 0") && out.contains("read events:"), "{out}");
 }
 
 #[test]

@@ -129,7 +129,14 @@ impl Recorder {
             .truncate(true)
             .open(path)
             .map_err(|e| Error::io(path, e))?;
-        let slots = meta::write_header(t, &mut file, path, ps as u32, hp.long_size() as u8, cpus.len() as u32, &o.systems)?;
+        let slots = match meta::write_header(t, &mut file, path, ps as u32, hp.long_size() as u8, cpus.len() as u32, &o.systems) {
+            Ok(s) => s,
+            Err(e) => {
+                // Not even the header fits: no half file left behind.
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+        };
         let max_slots = o.max_kb.map(|kb| (kb.saturating_mul(1024) / ps as u64).clamp(1, u64::from(u32::MAX)) as u32);
         let pool = Pool::new(slots.fly.data_start, ps, cpus.len(), max_slots);
         let (pipe, mover) = if o.no_splice {
