@@ -169,3 +169,22 @@ pub fn now(t: &Tracefs) -> Option<u64> {
 pub fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, Error> {
     r.map_err(|e| trbox::sys::state::ftrace_refused(e).into())
 }
+
+/// Keep trbox's own work (reading formats, kallsyms and pages while the
+/// tracer runs) out of the function tracers when no pid filter says whom to
+/// trace: otherwise every file trbox opens is traced too, and reading that
+/// makes more (set_ftrace_notrace_pid, 5.8+; older kernels trace us).
+/// Returns the list it replaced: a dead pid is no setting to keep (`-k`).
+pub fn functions_not_mine(st: &mut State) -> Result<Option<String>, Error> {
+    let t = st.tracefs();
+    let Some(old) = t.read_opt("set_ftrace_notrace_pid")? else { return Ok(None) };
+    ftrace_write(st.set_list("set_ftrace_notrace_pid", &[std::process::id().to_string()]))?;
+    Ok(Some(trbox::ctl::entries(&old).filter(|l| *l != "no pid").collect::<Vec<_>>().join("\n")))
+}
+
+/// After a `-k` run: put back what [`functions_not_mine`] replaced.
+pub fn unmine(t: &Tracefs, keep: bool, old: Option<String>) {
+    if let (true, Some(old)) = (keep, old) {
+        let _ = t.write("set_ftrace_notrace_pid", &old);
+    }
+}

@@ -113,6 +113,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         if let Some(p) = a.pid {
             ftrace_write(st.set_list("set_ftrace_pid", &[p.to_string()]))?;
         }
+        let notrace = if a.pid.is_none() && cmd.is_empty() { command::functions_not_mine(&mut st)? } else { None };
         let child = Command::start(cmd, &mut st, Follow { events: false, functions: true })?;
         let since = now(&t);
         st.set_tracer("function_graph")?;
@@ -121,6 +122,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let o = opts(true, since);
         let r = Input::tree(&t, &o).and_then(|i| output(i.graph_layout(), &a, &o, &|| child.exited()));
         let status = child.finish();
+        command::unmine(&t, a.keep, notrace);
         r?;
         status
     };

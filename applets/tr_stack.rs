@@ -116,6 +116,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             Some(f) => format!("stacktrace if {f}"),
             None => "stacktrace".to_string(),
         };
+        let mut notrace = None;
         for e in &events {
             let dir = event_dir(e);
             if let Some(f) = &a.filter {
@@ -135,6 +136,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         }
         if let Some(g) = &a.func {
             st.set_functions("set_ftrace_filter", &[g.clone()])?;
+            if cmd.is_empty() {
+                notrace = command::functions_not_mine(&mut st)?;
+            }
         }
         let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
         let child = Command::start(cmd, &mut st, follow)?;
@@ -148,6 +152,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let o = opts(true, since);
         let r = Input::tree(&t, &o).and_then(|i| count_stacks(i, &a, &o, &|| child.exited()));
         let status = child.finish();
+        command::unmine(&t, a.keep, notrace);
         r?;
         status
     };
