@@ -28,7 +28,7 @@ fi
 case "$mode" in
 fixtures) log=$OUT/fixtures-console.log limit=${QEMU_TIMEOUT:-900} ;;
 demo) log=$OUT/console.log limit=${QEMU_TIMEOUT:-180} ;;
-*) log=$OUT/console.log limit=${QEMU_TIMEOUT:-420} ;;
+*) log=$OUT/console.log limit=${QEMU_TIMEOUT:-600} ;;
 esac
 mkdir -p "$OUT"
 : >"$log"
