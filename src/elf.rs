@@ -608,24 +608,17 @@ mod tests {
             assert_eq!(w.b.len() as u64, ehsize);
             let phoff = w.b.len();
             for &(off, vaddr, filesz) in &self.loads {
+                // p_type, then p_flags comes second (ELF64) or seventh (ELF32).
+                let rest = [off, vaddr, vaddr, filesz, filesz];
                 w.n(1, 4);
                 if is64 {
                     w.n(5, 4);
-                    w.n(off, 8);
-                    w.n(vaddr, 8);
-                    w.n(vaddr, 8);
-                    w.n(filesz, 8);
-                    w.n(filesz, 8);
-                    w.n(0x1000, 8);
+                    rest.iter().for_each(|&v| w.n(v, 8));
                 } else {
-                    w.n(off, 4);
-                    w.n(vaddr, 4);
-                    w.n(vaddr, 4);
-                    w.n(filesz, 4);
-                    w.n(filesz, 4);
+                    rest.iter().for_each(|&v| w.n(v, 4));
                     w.n(5, 4);
-                    w.n(0x1000, 4);
                 }
+                w.n(0x1000, word);
             }
             // Sections: (type, offset, size, link, entsize)
             let mut secs: Vec<(u64, u64, u64, u64, u64)> = vec![(0, 0, 0, 0, 0)];

@@ -11,22 +11,15 @@ use common::*;
 use std::path::Path;
 
 fn live() -> Option<(TracefsLock, std::path::PathBuf, Vec<(String, String)>)> {
-    let root = live_tracefs()?;
-    if !root.join("uprobe_events").exists() {
+    if !live_tracefs()?.join("uprobe_events").exists() {
         eprintln!("SKIP: this kernel has no uprobe_events");
         return None;
     }
-    let l = TracefsLock::take();
-    let before = snapshot(&root);
-    Some((l, root, before))
+    live_with_snapshot()
 }
 
 fn ev(args: &[&str]) -> std::process::Output {
-    let mut a = vec!["tr-event"];
-    a.extend_from_slice(args);
-    let o = run(&a);
-    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
-    o
+    applet("tr-event", args)
 }
 
 fn progs(d: &TempDir) -> Option<Progs> {
@@ -156,4 +149,28 @@ fn uprobe_bad_input() {
         no_probes_left(&root);
         assert_same_state(&before, &snapshot(&root));
     }
+}
+
+#[test]
+fn probes_are_removed_after_ctrl_c() {
+    let Some((_l, root, before)) = live() else { return };
+    let d = TempDir::new("uprobe-int");
+    let Some(p) = progs(&d) else { return };
+    let c = cmd(&trbox(), &["tr-event", "--uprobe", &format!("{}:{FUNC}", s(&p.pie)), "sched:sched_process_exec"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let enable = root.join(format!("events/trbox/{FUNC}/enable"));
+    let t = std::time::Instant::now();
+    while std::fs::read_to_string(&enable).map_or(true, |s| s.trim() != "1") {
+        assert!(t.elapsed().as_secs() < 30, "the probe never got enabled");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    no_probes_left(&root);
+    assert_same_state(&before, &snapshot(&root));
 }

@@ -46,6 +46,25 @@ pub fn live_tracefs() -> Option<PathBuf> {
     }
 }
 
+/// For a test that changes the live tracefs: the lock, the root and the
+/// state before (compare it with [`snapshot`] afterwards).
+pub fn live_with_snapshot() -> Option<(TracefsLock, PathBuf, Vec<(String, String)>)> {
+    let root = live_tracefs()?;
+    let l = TracefsLock::take();
+    let before = snapshot(&root);
+    Some((l, root, before))
+}
+
+/// Run `trbox APPLET ARGS…`; a panic message fails the test whatever the
+/// exit status.
+pub fn applet(name: &str, args: &[&str]) -> Output {
+    let mut a = vec![name];
+    a.extend_from_slice(args);
+    let o = run(&a);
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    o
+}
+
 /// The trbox binary cargo built for these tests.
 pub fn trbox() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_trbox"))
