@@ -115,6 +115,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let status = {
         let mut st = State::new(&t);
         st.keep = a.keep;
+        // The command's pid filter first: events enabled before it would
+        // also record this process setting up (its opens, for a kprobe).
+        let child = Command::start(cmd, &mut st, Follow { events: true, functions: false })?;
         for e in &events {
             let dir = event_dir(e);
             if let Some(f) = &a.filter {
@@ -126,7 +129,6 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             st.set(&format!("{dir}/enable"), "1")?;
         }
         let since = now(&t);
-        let child = Command::start(cmd, &mut st, Follow { events: true, functions: false })?;
         st.set(tracing_on_file(&t), "1")?;
         child.release()?;
         let opts = RawOpts {

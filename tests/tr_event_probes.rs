@@ -174,3 +174,22 @@ fn probes_are_removed_after_ctrl_c() {
     no_probes_left(&root);
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// With `-- CMD` the pid filter is in place before any event is enabled:
+/// tr-event's own setup (opening control files) is not recorded — on a
+/// board a kprobe on do_sys_openat2 showed it.
+#[test]
+fn own_setup_is_not_recorded_with_a_command() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    if !root.join("events/syscalls/sys_enter_openat").exists() {
+        eprintln!("SKIP: no syscall events");
+        return;
+    }
+    let o = ev(&["syscalls:sys_enter_openat", "--", "cat", "/etc/hostname"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let hits: Vec<&str> = out.lines().filter(|l| l.contains("sys_openat(")).collect();
+    assert!(!hits.is_empty(), "{out}");
+    assert!(hits.iter().all(|l| l.trim_start().starts_with("cat-")), "{out}");
+    assert_same_state(&before, &snapshot(&root));
+}
