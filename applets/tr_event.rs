@@ -18,11 +18,10 @@ use trbox::sys::{elf, signals, Tracefs};
 /// Enable trace events and stream them decoded until Ctrl-C, -t or the
 /// command after `--` ends; or list events (-l) and show formats (--format).
 /// Usage: tr-event SYS:EVENT[,...] [-f FILTER] [-R TRIGGER] [-t S] [-- CMD]
-/// Probes (made for the run, removed after it; named trbox/FUNCTION unless
-/// the definition starts with p:[GROUP/]NAME):
-///   --kprobe 'do_sys_openat2 path=+0($arg2):ustring'
-///   --kretprobe 'do_sys_openat2 ret=$retval'
-///   --uprobe '/bin/bash:readline' (trbox finds the symbol's file offset)
+/// Probes are made for the run and removed after it, named trbox/FUNCTION
+/// unless the definition starts with p:GROUP/NAME; a uprobe's symbol is
+/// found in the ELF file by trbox, e.g. --uprobe '/bin/bash:readline' or
+/// --kprobe 'do_sys_openat2 path=+0($arg2):ustring'.
 struct Args {
     /// list events (optionally matching GLOB, e.g. 'sched:*')
     #[argh(switch, short = 'l')]
