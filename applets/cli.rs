@@ -3,6 +3,7 @@
 
 use crate::APPLETS;
 use std::fmt;
+use std::time::Duration;
 
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_USAGE: u8 = 1;
@@ -308,5 +309,44 @@ mod tests {
         let (c, _) = split_common(&v(&["-T/y", "--tracefs", "/z"])).unwrap();
         assert_eq!(c.tracefs.as_deref(), Some("/z"));
         assert!(split_common(&v(&["-T"])).is_err());
+    }
+}
+
+/// `-t SECONDS` (`2`, `0.5`, `1.25`): parsed by hand, because std's float
+/// parser brings ~12 KiB of tables into the board binary.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seconds(pub Duration);
+
+impl argh::FromArgValue for Seconds {
+    fn from_arg_value(v: &str) -> Result<Self, String> {
+        let bad = || format!("'{v}' is not a number of seconds (e.g. 2 or 0.5)");
+        let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+        let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+        if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) || frac.len() > 9 {
+            return Err(bad());
+        }
+        let secs: u64 = if int.is_empty() { 0 } else { int.parse().map_err(|_| bad())? };
+        let nanos: u32 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().map_err(|_| bad())? };
+        Ok(Seconds(Duration::new(secs, nanos)))
+    }
+}
+
+#[cfg(test)]
+mod seconds_tests {
+    use super::Seconds;
+    use argh::FromArgValue;
+    use std::time::Duration;
+
+    #[test]
+    fn seconds() {
+        let ok = |s: &str| Seconds::from_arg_value(s).map(|s| s.0);
+        assert_eq!(ok("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(ok("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(ok(".25"), Ok(Duration::from_millis(250)));
+        assert_eq!(ok("3."), Ok(Duration::from_secs(3)));
+        assert_eq!(ok("0.000000001"), Ok(Duration::from_nanos(1)));
+        for bad in ["", ".", "-1", "1e3", "1.2.3", "0.0000000001", "x", "99999999999999999999"] {
+            assert!(ok(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -15,7 +15,7 @@ use trbox::sys::{describe, signals, Tracefs};
 pub struct Request<'a> {
     pub path: &'a str,
     pub events: &'a [String],
-    pub time: Option<f64>,
+    pub time: Option<crate::cli::Seconds>,
     pub max_kb: Option<u64>,
     pub cmd: &'a [String],
 }
@@ -50,7 +50,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         st.set(tracing_on_file(&t), "1")?;
         child.release()?;
         let start = Instant::now();
-        let limit = r.time.map(Duration::from_secs_f64);
+        let limit = r.time.map(|s| s.0);
         // The tick bounds how late a command's exit or -t is noticed.
         let tick = Duration::from_millis(if r.cmd.is_empty() { 1000 } else { 100 });
         while signals::stop_requested().is_none() && rec.write_error.is_none() && !child.exited() {
@@ -92,12 +92,13 @@ fn print_summary(path: &Path, s: &Summary) {
         trbox::sys::record::Mover::Read(why) => format!("read ({why})"),
     };
     o += &format!(
-        "tr-cat: {}: {} events, {} pages, {} bytes in {:.2} s ({mover})\n",
+        "tr-cat: {}: {} events, {} pages, {} bytes in {}.{:02} s ({mover})\n",
         path.display(),
         s.events(),
         s.pages(),
         s.file_size,
-        s.elapsed.as_secs_f64()
+        s.elapsed.as_secs(),
+        s.elapsed.subsec_millis() / 10
     );
     let evicted = s.cpus.iter().any(|c| c.evicted > 0);
     o += &format!("{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}", "cpu", "events", "pages", "bytes", "lost:pages", "lost:stats");

@@ -72,7 +72,7 @@ impl Stats {
             o += " to";
             let _ = write_timestamp(&mut o, b, m.in_ns);
             if m.in_ns {
-                let _ = write!(o, " ({:.6} s)", (b - a) as f64 / 1e9);
+                let _ = write!(o, " ({}.{:06} s)", (b - a) / 1_000_000_000, (b - a) % 1_000_000_000 / 1000);
             }
         }
         o += "\n\n  cpu       events         lost\n";

@@ -6,7 +6,6 @@ use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
 use crate::decode::{self, Filter, RawOpts};
-use std::time::Duration;
 use trbox::sys::Tracefs;
 
 #[derive(FromArgs)]
@@ -30,7 +29,7 @@ struct Args {
     follow: bool,
     /// stop after SECONDS (with --follow or -o)
     #[argh(option, short = 't')]
-    time: Option<f64>,
+    time: Option<cli::Seconds>,
     /// only these CPUs (comma-separated)
     #[argh(option)]
     cpu: Option<String>,
@@ -74,7 +73,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
         follow,
         json: a.json,
-        limit: a.time.map(Duration::from_secs_f64),
+        limit: a.time.map(|s| s.0),
         since: None,
     };
     if let Some(f) = &a.file {

@@ -7,7 +7,6 @@ use crate::decode::{self, Filter, RawOpts};
 use argh::FromArgs;
 use crate::command::{self, event_dir, list_events, now, resolve, resolve_all, tracing_on_file, Command, Follow};
 use std::io::Write as _;
-use std::time::Duration;
 use trbox::ctl::glob_match;
 use trbox::probe::{Def, Kind, GROUP};
 use trbox::sys::lock::Lock;
@@ -38,7 +37,7 @@ struct Args {
     trigger: Vec<String>,
     /// stop after SECONDS
     #[argh(option, short = 't')]
-    time: Option<f64>,
+    time: Option<cli::Seconds>,
     /// leave the events enabled when done
     #[argh(switch, short = 'k')]
     keep: bool,
@@ -135,7 +134,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             filter: Filter { pid: None, comm: None, events: Vec::new() },
             follow: true,
             json: a.json,
-            limit: a.time.map(Duration::from_secs_f64),
+            limit: a.time.map(|s| s.0),
             since,
         };
         let r = decode::Input::tree(&t, &opts).and_then(|i| decode::run(i, &opts, &|| child.exited()));

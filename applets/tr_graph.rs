@@ -8,7 +8,6 @@ use crate::decode::{self, Filter, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
-use std::time::Duration;
 use trbox::graph::stats::{Stats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
@@ -37,7 +36,7 @@ struct Args {
     min_us: Option<u64>,
     /// stop after SECONDS
     #[argh(option, short = 't')]
-    time: Option<f64>,
+    time: Option<cli::Seconds>,
     /// print folded stacks weighted by time (ns) at the end
     #[argh(switch)]
     folded: bool,
@@ -70,7 +69,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         filter: Filter { pid: None, comm: None, events: Vec::new() },
         follow,
         json: false,
-        limit: a.time.map(Duration::from_secs_f64),
+        limit: a.time.map(|s| s.0),
         since,
     };
     if let Some(f) = &a.input {

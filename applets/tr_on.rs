@@ -7,7 +7,6 @@ use crate::command::{self, now, tracing_on_file, Command, Follow};
 use crate::decode::{self, Filter, RawOpts};
 use argh::FromArgs;
 use std::fmt::Write;
-use std::time::Duration;
 use trbox::ctl;
 use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
@@ -59,7 +58,7 @@ struct Args {
     keep: bool,
     /// run for SECONDS with the settings, printing the trace
     #[argh(option, short = 't')]
-    time: Option<f64>,
+    time: Option<cli::Seconds>,
     /// wait for another trbox run to finish instead of failing
     #[argh(switch)]
     wait: bool,
@@ -106,7 +105,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if a.buffer == Some(0) {
         return Err(Error::usage("-b needs a size in KiB above 0"));
     }
-    if a.time.is_some_and(|t| !(t > 0.0 && t < 1e9)) {
+    if a.time.is_some_and(|t| t.0.is_zero()) {
         return Err(Error::usage("-t needs a number of seconds above 0"));
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
@@ -150,7 +149,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             filter: Filter { pid: None, comm: None, events: Vec::new() },
             follow: true,
             json: a.json,
-            limit: a.time.map(Duration::from_secs_f64),
+            limit: a.time.map(|s| s.0),
             since,
         };
         let r = decode::Input::tree(&t, &opts).and_then(|i| decode::run(i, &opts, &|| child.exited()));

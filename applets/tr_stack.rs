@@ -48,7 +48,7 @@ struct Args {
     limit: Option<String>,
     /// stop after SECONDS
     #[argh(option, short = 't')]
-    time: Option<f64>,
+    time: Option<cli::Seconds>,
     /// read a trace.dat (its kernel_stack records) instead of tracing
     #[argh(option, short = 'i')]
     input: Option<String>,
@@ -67,7 +67,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("-e and --func are alternatives"));
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let limit = a.time.map(Duration::from_secs_f64);
+    let limit = a.time.map(|s| s.0);
     let opts = |follow: bool, since| RawOpts {
         only: None,
         filter: Filter { pid: None, comm: None, events: Vec::new() },
