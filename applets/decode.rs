@@ -436,7 +436,7 @@ impl Emitter<'_> {
                 let _ = if o.json {
                     write_json(line, ev, self.r.cmdlines(), endian, cpu, rec.ts, rec.payload)
                 } else {
-                    self.r.record(line, cpu, rec.ts, rec.payload)
+                    self.r.record_of(line, ev, cpu, rec.ts, rec.payload)
                 };
             }
             Some(Next::Lost { ts, count }) => {

@@ -457,6 +457,13 @@ impl<'a> Renderer<'a> {
             let id = self.events.record_id(payload, e).unwrap_or(0);
             return writeln!(w, "type: {id}");
         };
+        self.record_of(w, ev, cpu, ts, payload)
+    }
+
+    /// [`record`](Self::record) for a record whose event the caller has
+    /// looked up already.
+    pub fn record_of<W: Write>(&mut self, w: &mut W, ev: &EventFormat, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
+        let e = self.endian;
         // The common fields are laid out alike in every event of a kernel.
         let common = match self.common {
             Some(c) => c,
