@@ -57,7 +57,7 @@ pub enum Endian {
 impl Endian {
     /// Read an unsigned integer of 1, 2, 4 or 8 bytes at `off`; `None` when
     /// out of bounds or for another size.
-    #[inline(always)]
+    #[inline]
     pub fn uint(self, b: &[u8], off: usize, size: usize) -> Option<u64> {
         let s = b.get(off..off.checked_add(size)?)?;
         // Hot path of every field read: fixed-size loads, not a byte loop.
