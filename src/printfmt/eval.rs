@@ -289,8 +289,8 @@ impl<'a, 'e> Frame<'a, 'e> {
         Ok(())
     }
 
-    /// One conversion with its argument.
-    fn conv<W: Write>(&self, w: &mut W, p: &Piece) -> fmt::Result {
+    /// One conversion with its argument (one copy for every writer: size).
+    fn conv(&self, w: &mut dyn Write, p: &Piece) -> fmt::Result {
         let mut spec: Spec = p.spec;
         if let Some(wi) = p.width {
             match self.int(wi) {
