@@ -33,9 +33,15 @@
 #                   less on aarch64, which keeps the binary under the 400 KiB
 #                   budget. The core is built and fuzzed not to panic on any
 #                   input; the host build (make) keeps the messages.
+#   TRBOX_BOARD_FEATURES  cargo features of the board binaries (default
+#                   "std,zlib"): the zstd decoder for compressed trace.dat v7
+#                   (ruzstd, ~20 KiB on aarch64) is left out to keep the binary
+#                   under its 400 KiB budget; boards record v6, and a zstd file
+#                   is read on the desktop (the host build has it) or after
+#                   `trace-cmd convert --compression none`. "std,zlib,zstd"
+#                   puts it back.
 #   RUSTFLAGS       appended to the flags above
-#   CROSS_CARGO_ARGS  extra cargo build arguments, e.g. "--no-default-features
-#                   --features std" to see what optional features cost
+#   CROSS_CARGO_ARGS  extra cargo build arguments
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -109,6 +115,7 @@ for t in $TARGETS; do
     # RUSTFLAGS with --target applies to the target only, not to build scripts.
     RUSTFLAGS="$flags $USER_RUSTFLAGS" CARGO_TARGET_DIR="$TARGET_DIR" \
         cargo "+$NIGHTLY" build --release --target "$t" \
-        -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size ${CROSS_CARGO_ARGS:-}
+        -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
+        --no-default-features --features "${TRBOX_BOARD_FEATURES:-std,zlib}" ${CROSS_CARGO_ARGS:-}
     file "$TARGET_DIR/$t/release/trbox"
 done

@@ -27,7 +27,8 @@ cross:
 	rustup component add rust-src --toolchain $(TRBOX_NIGHTLY)
 	set -e; for t in $(CROSS_TARGETS); do \
 	  cross +$(TRBOX_NIGHTLY) build --release --target $$t \
-	    -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size; \
+	    -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
+	    --no-default-features --features "$${TRBOX_BOARD_FEATURES:-std,zlib}"; \
 	done
 else
 cross:

@@ -21,6 +21,8 @@ CASES=(
     "tr-on-tree|tr-on -T $TREE|0"
     "banner||0"
     "unknown-applet|no-such-applet|"
+    "tracedat-v6|tr-cat tests/data/tracedat/v6-inst.dat|0"
+    "tracedat-v7|tr-cat -B inst1 tests/data/tracedat/v7-none-inst.dat|0"
 )
 # Also dispatch on argv[0]: a symlink named tr-on.
 LINK_CASES=(

@@ -959,7 +959,7 @@ pub enum ArgVal<'a, 'f> {
 pub const BAD: &str = "<?>";
 
 /// Format one argument for one conversion.
-pub fn emit<W: Write + ?Sized>(w: &mut W, spec: &Spec, arg: ArgVal<'_, '_>, ctx: &Ctx) -> fmt::Result {
+pub fn emit(w: &mut dyn Write, spec: &Spec, arg: ArgVal<'_, '_>, ctx: &Ctx) -> fmt::Result {
     match (spec.conv, arg) {
         (Conv::Percent, _) => w.write_char('%'),
         (_, ArgVal::Bad) => w.write_str(BAD),
@@ -1084,7 +1084,7 @@ pub fn bstr_printf<W: Write + ?Sized>(w: &mut W, fmt: &[u8], buf: &[u8], ctx: &C
             }
         };
         let bad = matches!(arg, ArgVal::Bad);
-        emit(w, &spec, arg, ctx)?;
+        emit(&mut Fwd(w), &spec, arg, ctx)?;
         if bad {
             return Ok(());
         }

@@ -174,7 +174,11 @@ impl fmt::Display for Error {
             ErrorKind::UnsupportedVersion(v) => write!(f, "unsupported trace.dat version {v:?}")?,
             ErrorKind::Invalid(what) => write!(f, "invalid {what}")?,
             ErrorKind::TooLarge(n) => write!(f, "size {n} too large")?,
-            ErrorKind::UnsupportedCompression(c) => write!(f, "compression {c:?} not supported by this build")?,
+            ErrorKind::UnsupportedCompression(c) => write!(
+                f,
+                "compression {c:?} not supported by this build (board builds leave zstd out; \
+                 read the file with a desktop trbox, or convert it: trace-cmd convert --compression none)"
+            )?,
             ErrorKind::Decompress(why) => write!(f, "decompression failed ({why})")?,
             ErrorKind::Io(e) => write!(f, "read error (errno {e})")?,
         }
