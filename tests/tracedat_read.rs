@@ -99,3 +99,12 @@ fn v7_zstd_with_instance() {
     assert_eq!(td.compression.as_ref().unwrap().0, trbox::tracedat::Compression::Zstd);
     assert!(td.instances.iter().all(|i| i.compressed));
 }
+
+/// v6-inst.dat converted by a zlib-capable trace-cmd 3.1.6 (make.sh --zlib).
+#[cfg(feature = "zlib")]
+#[test]
+fn v7_zlib_with_instance() {
+    let td = check_file("v7-zlib-inst.dat", 7);
+    assert_eq!(td.compression.as_ref().unwrap().0, trbox::tracedat::Compression::Zlib);
+    assert!(td.instances.iter().all(|i| i.compressed));
+}

@@ -302,7 +302,7 @@ fn read_all(mut b: Vec<u8>) -> Result<(), trbox::tracedat::Error> {
 
 #[test]
 fn truncated_files_give_errors_with_offsets() {
-    for name in ["v6-inst.dat", "v7-none-inst.dat", "v7-zstd-inst.dat"] {
+    for name in ["v6-inst.dat", "v7-none-inst.dat", "v7-zstd-inst.dat", "v7-zlib-inst.dat"] {
         let full = fixture(name);
         let td = TraceDat::read(&mut full.clone()).unwrap();
         // Every cut inside the metadata fails with a located error.
@@ -340,7 +340,7 @@ fn corrupted_files_never_panic() {
         x ^= x << 17;
         x
     };
-    for name in ["v6-inst.dat", "v7-none-inst.dat", "v7-zstd-inst.dat"] {
+    for name in ["v6-inst.dat", "v7-none-inst.dat", "v7-zstd-inst.dat", "v7-zlib-inst.dat"] {
         let full = fixture(name);
         for _ in 0..200 {
             let mut b = full.clone();

@@ -4,13 +4,29 @@
 #   v6-inst.dat        trace-cmd record --file-version 6
 #   v7-none-inst.dat   trace-cmd record --file-version 7 --compression none
 #   v7-zstd-inst.dat   trace-cmd record --file-version 7 --compression zstd
+#   v7-zlib-inst.dat   v6-inst.dat converted (./make.sh --zlib, see below)
 #   *.counts           events per (instance, CPU) as `trace-cmd report` shows
 #                      them: "INSTANCE CPU COUNT", "-" for the top buffer
+#   v7-zlib-inst.report  `trace-cmd report -N` of v7-zlib-inst.dat, the
+#                      reference tests/tr_cat_file.rs uses where the system
+#                      trace-cmd cannot read zlib
 #
 # Each records sched:sched_switch + sched:sched_wakeup in the top buffer and
 # sched:sched_switch in an instance "inst1" (-B inst1) while running `ls` 20
-# times. (This trace-cmd build has no zlib, so there is no v7+zlib fixture;
-# tests/tracedat_synth.rs builds zlib files itself.)
+# times.
+#
+# v7+zlib: Debian's trace-cmd 3.1.6 is built without zlib (`trace-cmd list -c`
+# shows only zstd), so v7-zlib-inst.dat was made by trace-cmd 3.1.6 built from
+# source with zlib, outside the repo, without recording:
+#   apt-get install libtraceevent-dev libtracefs-dev zlib1g-dev libzstd-dev pkg-config
+#   git clone https://github.com/rostedt/trace-cmd && cd trace-cmd
+#   mkdir -p /work/tools/trace-cmd-src
+#   git archive 0a68daed | tar -x -C /work/tools/trace-cmd-src  # "trace-cmd: Version 3.1.6"
+#   make -C /work/tools/trace-cmd-src trace-cmd   # `tracecmd/trace-cmd list -c`: zstd, zlib
+#   ZLIB_TRACE_CMD=/work/tools/trace-cmd-src/tracecmd/trace-cmd ./make.sh --zlib
+# which runs `$ZLIB_TRACE_CMD convert -i v6-inst.dat -o v7-zlib-inst.dat
+# --file-version 7 --compression zlib` and writes its .counts and .report with
+# that build (same events as v6-inst.dat; --zlib touches no tracefs).
 #
 # The development kernel refuses dynamic ftrace (EPERM on
 # /proc/sys/kernel/ftrace_enabled, set_ftrace_filter, set_ftrace_pid…), and
@@ -47,7 +63,7 @@ if [ "${1:-}" = "--inner" ]; then
 fi
 
 counts() { # FILE -> "INSTANCE CPU COUNT" lines
-    trace-cmd report "$1" 2>/dev/null | awk '
+    "${TC:-trace-cmd}" report "$1" 2>/dev/null | awk '
         /^cpus=/ { next }
         {
             inst = "-"; i = 1
@@ -57,6 +73,17 @@ counts() { # FILE -> "INSTANCE CPU COUNT" lines
         }
         END { for (k in n) print k, n[k] }' | sort
 }
+
+if [ "${1:-}" = "--zlib" ]; then
+    TC=${ZLIB_TRACE_CMD:?set ZLIB_TRACE_CMD to a trace-cmd built with zlib}
+    "$TC" list -c | grep -qw zlib || { echo "$TC has no zlib (list -c)" >&2; exit 1; }
+    rm -f v7-zlib-inst.dat
+    "$TC" convert -i v6-inst.dat -o v7-zlib-inst.dat --file-version 7 --compression zlib
+    counts v7-zlib-inst.dat > v7-zlib-inst.counts
+    "$TC" report -N v7-zlib-inst.dat > v7-zlib-inst.report
+    echo "v7-zlib-inst.dat: $(stat -c %s v7-zlib-inst.dat) bytes, $(awk '{s+=$3} END {print s}' v7-zlib-inst.counts) events"
+    exit
+fi
 
 state() {
     cat "$T/tracing_on" "$T/current_tracer" "$T/trace_clock" "$T/set_event" "$T/buffer_size_kb"
