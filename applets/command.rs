@@ -188,3 +188,26 @@ pub fn unmine(t: &Tracefs, keep: bool, old: Option<String>) {
         let _ = t.write("set_ftrace_notrace_pid", &old);
     }
 }
+
+/// The streaming end of a run: tracing on, the command released, its events
+/// printed decoded until it ends (or Ctrl-C / the time limit); then the
+/// command's exit status (None without one).
+pub fn stream(t: &Tracefs, st: &mut State, child: &Command, json: bool, limit: Option<std::time::Duration>) -> Result<Option<u8>, Error> {
+    let since = now(t);
+    st.set(tracing_on_file(t), "1")?;
+    child.release()?;
+    let opts = crate::decode::RawOpts {
+        only: None,
+        filter: crate::decode::Filter { pid: None, comm: None, events: Vec::new() },
+        follow: true,
+        json,
+        limit,
+        since,
+    };
+    let r = crate::decode::Input::tree(t, &opts).and_then(|i| crate::decode::run(i, &opts, &|| child.exited()));
+    // The command may still run (Ctrl-C, -t): it got the same signal from
+    // the terminal, or it is ended now.
+    let status = child.finish();
+    r?;
+    Ok(status)
+}

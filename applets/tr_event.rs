@@ -3,9 +3,8 @@
 //! Everything it changes is put back on the way out.
 
 use crate::cli::{self, Common, Error};
-use crate::decode::{self, Filter, RawOpts};
 use argh::FromArgs;
-use crate::command::{self, event_dir, list_events, now, resolve, resolve_all, tracing_on_file, Command, Follow};
+use crate::command::{self, event_dir, list_events, resolve, resolve_all, Command, Follow};
 use std::io::Write as _;
 use trbox::ctl::glob_match;
 use trbox::probe::{Def, Kind, GROUP};
@@ -126,23 +125,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             }
             st.set(&format!("{dir}/enable"), "1")?;
         }
-        let since = now(&t);
-        st.set(tracing_on_file(&t), "1")?;
-        child.release()?;
-        let opts = RawOpts {
-            only: None,
-            filter: Filter { pid: None, comm: None, events: Vec::new() },
-            follow: true,
-            json: a.json,
-            limit: a.time.map(|s| s.0),
-            since,
-        };
-        let r = decode::Input::tree(&t, &opts).and_then(|i| decode::run(i, &opts, &|| child.exited()));
-        // The command may still run (Ctrl-C, -t): it got the same signal
-        // from the terminal, or we end it now.
-        let status = child.finish();
-        r?;
-        status
+        command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0))?
     };
     command::exit_with(status)
 }

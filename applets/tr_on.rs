@@ -3,8 +3,7 @@
 //! or `-t S`: the trace is streamed, then everything is restored).
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, now, tracing_on_file, Command, Follow};
-use crate::decode::{self, Filter, RawOpts};
+use crate::command::{self, tracing_on_file, Command, Follow};
 use argh::FromArgs;
 use std::fmt::Write;
 use trbox::ctl;
@@ -140,22 +139,8 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let functions = !matches!(tracer.trim(), "" | "nop") && t.read("set_ftrace_pid").is_ok();
         let follow = Follow { events: t.exists("set_event_pid"), functions };
         let child = Command::start(cmd, &mut st, follow)?;
-        let since = now(&t);
-        st.set(tracing_on_file(&t), "1")?;
-        child.release()?;
         st.keep = a.keep;
-        let opts = RawOpts {
-            only: None,
-            filter: Filter { pid: None, comm: None, events: Vec::new() },
-            follow: true,
-            json: a.json,
-            limit: a.time.map(|s| s.0),
-            since,
-        };
-        let r = decode::Input::tree(&t, &opts).and_then(|i| decode::run(i, &opts, &|| child.exited()));
-        let status = child.finish();
-        r?;
-        status
+        command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0))?
     };
     drop(st);
     t.keep_instance = a.keep;
