@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use trbox::btf::{vmemmap_base_from_trace, Btf, KernelConsts};
@@ -128,36 +128,6 @@ fn live_btf_resolves_format_identifiers() {
     assert!(k.reader.is_some());
 }
 
-struct Guard {
-    root: PathBuf,
-    restore: Vec<(String, String)>,
-}
-
-impl Guard {
-    fn set(&mut self, rel: &str, v: &str) -> bool {
-        let p = self.root.join(rel);
-        let Ok(old) = std::fs::read_to_string(&p) else { return false };
-        let old = old.trim().to_string();
-        if old == v {
-            return true;
-        }
-        if std::fs::write(&p, v).is_ok() {
-            self.restore.push((rel.to_string(), old));
-            return true;
-        }
-        false
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        for (rel, v) in self.restore.drain(..).rev() {
-            let _ = std::fs::write(self.root.join(&rel), v);
-        }
-        let _ = std::fs::write(self.root.join("trace"), "");
-    }
-}
-
 /// Allocate and touch fresh memory so the kernel allocates pages.
 fn page_load() {
     let mut v: Vec<Vec<u8>> = Vec::new();
@@ -194,7 +164,7 @@ fn live_vmemmap_base_matches_kernel_text() {
     let _lock = common::TracefsLock::take();
     let before = common::snapshot(&root);
     let text = {
-        let mut g = Guard { root: root.clone(), restore: Vec::new() };
+        let mut g = common::Guard::new(&root);
         let _ = std::fs::write(root.join("trace"), "");
         assert!(g.set("options/hash-ptr", "0"), "hash-ptr");
         assert!(g.set(&format!("{ev}/enable"), "1"));

@@ -13,36 +13,8 @@
 mod common;
 use common::*;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-/// Restores what the test changed, also when an assertion fails.
-struct Guard {
-    root: PathBuf,
-    restore: Vec<(String, String)>,
-}
-
-impl Guard {
-    fn set(&mut self, rel: &str, v: &str) {
-        let p = self.root.join(rel);
-        let Ok(old) = std::fs::read_to_string(&p) else { return };
-        let old = trbox::ctl::writable_value(&old).to_string();
-        if old != v && std::fs::write(&p, v).is_ok() {
-            self.restore.push((rel.to_string(), old));
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.root.join("tracing_on"), "0");
-        for (rel, v) in self.restore.drain(..).rev() {
-            let _ = std::fs::write(self.root.join(&rel), v);
-        }
-        let _ = std::fs::write(self.root.join("trace"), "");
-        let _ = std::fs::write(self.root.join("tracing_on"), "1");
-    }
-}
 
 /// Busy work that fires many kinds of events: processes, files, pipes,
 /// sockets, timers, signals.
@@ -165,7 +137,7 @@ fn raw_decode_equals_kernel_text() {
         })
         .collect();
     {
-        let mut g = Guard { root: root.clone(), restore: Vec::new() };
+        let mut g = Guard::new(&root);
         g.set("options/hash-ptr", "0");
         g.set("buffer_size_kb", "8192");
         g.set("tracing_on", "0");

@@ -22,33 +22,6 @@ use trbox::page::{decode, Item, PageLayout};
 use trbox::printfmt::{Ctx, Program};
 use trbox::printk::PrintkFormats;
 
-struct Guard {
-    root: PathBuf,
-    restore: Vec<(String, String)>,
-}
-
-impl Guard {
-    fn set(&mut self, rel: &str, v: &str) {
-        let p = self.root.join(rel);
-        let Ok(old) = std::fs::read_to_string(&p) else { return };
-        let old = old.trim().to_string();
-        if old != v && std::fs::write(&p, v).is_ok() {
-            self.restore.push((rel.to_string(), old));
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.root.join("tracing_on"), "0");
-        for (rel, v) in self.restore.drain(..).rev() {
-            let _ = std::fs::write(self.root.join(&rel), v);
-        }
-        let _ = std::fs::write(self.root.join("trace"), "");
-        let _ = std::fs::write(self.root.join("tracing_on"), "1");
-    }
-}
-
 fn load(root: &Path) {
     let dir = std::env::temp_dir().join(format!("trbox-pf-load-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
@@ -152,7 +125,7 @@ fn bodies_equal_kernel_text() {
     let mut per_event: BTreeMap<String, Tally> = BTreeMap::new();
     let mut lost = 0;
     for batch in batches {
-        let mut g = Guard { root: root.clone(), restore: Vec::new() };
+        let mut g = common::Guard::new(&root);
         g.set("tracing_on", "0");
         let _ = std::fs::write(root.join("trace"), "");
         g.set("options/hash-ptr", "0");

@@ -235,3 +235,48 @@ pub fn assert_same_state(before: &[(String, String)], after: &[(String, String)]
     }
     assert!(diffs.is_empty(), "tracefs changed:\n{}", diffs.join("\n"));
 }
+
+/// Sets tracefs files for a live test and puts them back on drop, also when
+/// an assertion fails: tracing off, the old values in reverse order, the
+/// buffer emptied, `tracing_on` as it was found.
+pub struct Guard {
+    root: PathBuf,
+    restore: Vec<(String, String)>,
+    tracing_on: Option<String>,
+}
+
+impl Guard {
+    pub fn new(root: &Path) -> Self {
+        let tracing_on = std::fs::read_to_string(root.join("tracing_on")).ok().map(|v| v.trim().to_string());
+        Guard { root: root.into(), restore: Vec::new(), tracing_on }
+    }
+
+    /// Write `v` unless the file already holds it; false when the file is
+    /// missing or the kernel refuses the value.
+    pub fn set(&mut self, rel: &str, v: &str) -> bool {
+        let p = self.root.join(rel);
+        let Ok(old) = std::fs::read_to_string(&p) else { return false };
+        let old = trbox::ctl::writable_value(&old).to_string();
+        if old == v {
+            return true;
+        }
+        if std::fs::write(&p, v).is_ok() {
+            self.restore.push((rel.to_string(), old));
+            return true;
+        }
+        false
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.root.join("tracing_on"), "0");
+        for (rel, v) in self.restore.drain(..).rev() {
+            let _ = std::fs::write(self.root.join(&rel), v);
+        }
+        let _ = std::fs::write(self.root.join("trace"), "");
+        if let Some(v) = &self.tracing_on {
+            let _ = std::fs::write(self.root.join("tracing_on"), v);
+        }
+    }
+}
