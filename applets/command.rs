@@ -196,14 +196,7 @@ pub fn stream(t: &Tracefs, st: &mut State, child: &Command, json: bool, limit: O
     let since = now(t);
     st.set(tracing_on_file(t), "1")?;
     child.release()?;
-    let opts = crate::decode::RawOpts {
-        only: None,
-        filter: crate::decode::Filter { pid: None, comm: None, events: Vec::new() },
-        follow: true,
-        json,
-        limit,
-        since,
-    };
+    let opts = crate::decode::RawOpts::all(true, json, limit, since);
     let r = crate::decode::Input::tree(t, &opts).and_then(|i| crate::decode::run(i, &opts, &|| child.exited()));
     // The command may still run (Ctrl-C, -t): it got the same signal from
     // the terminal, or it is ended now.

@@ -68,6 +68,13 @@ pub struct RawOpts {
     pub since: Option<u64>,
 }
 
+impl RawOpts {
+    /// Every CPU, no output filter: what the tracing applets stream.
+    pub fn all(follow: bool, json: bool, limit: Option<Duration>, since: Option<u64>) -> Self {
+        RawOpts { only: None, filter: Filter { pid: None, comm: None, events: Vec::new() }, follow, json, limit, since }
+    }
+}
+
 /// What the decode loop works on: the metadata and one page stream per CPU,
 /// from a tracefs tree (live or a copy) or from a trace.dat.
 pub struct Input<'t> {

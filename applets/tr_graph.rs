@@ -4,7 +4,7 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, ftrace_write, now, tracing_on_file, Command, Follow};
-use crate::decode::{self, Filter, Input, Item, RawOpts};
+use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
@@ -64,14 +64,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("--folded and --top are alternatives").hint("run tr-graph twice, or on a recorded file (-i)"));
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let opts = |follow: bool, since| RawOpts {
-        only: None,
-        filter: Filter { pid: None, comm: None, events: Vec::new() },
-        follow,
-        json: false,
-        limit: a.time.map(|s| s.0),
-        since,
-    };
+    let opts = |follow: bool, since| RawOpts::all(follow, false, a.time.map(|s| s.0), since);
     if let Some(f) = &a.input {
         // A recorded file needs no tracefs (and no root).
         let o = opts(false, None);

@@ -5,7 +5,7 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, event_dir, ftrace_write, list_events, now, resolve_all, tracing_on_file, Command, Follow};
-use crate::decode::{self, Filter, Input, Item, RawOpts};
+use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
@@ -68,14 +68,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let limit = a.time.map(|s| s.0);
-    let opts = |follow: bool, since| RawOpts {
-        only: None,
-        filter: Filter { pid: None, comm: None, events: Vec::new() },
-        follow,
-        json: false,
-        limit,
-        since,
-    };
+    let opts = |follow: bool, since| RawOpts::all(follow, false, limit, since);
     if let Some(f) = &a.input {
         let o = opts(false, None);
         let input = Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
