@@ -264,6 +264,11 @@ impl<'a> Page<'a> {
         self.records_at(Cursor { pos: 0, ts: self.timestamp, lost_done: false })
     }
 
+    /// What a walk needs of this header, without the borrow (see [`Shape`]).
+    pub fn shape(&self) -> Shape {
+        Shape { start: self.data_offset, truncated: self.truncated, big: self.endian == Endian::Big, len: self.data.len() as u32 }
+    }
+
     /// Resume a record walk at a cursor.
     pub fn records_at(&self, c: Cursor) -> Records<'a> {
         Records {
@@ -274,6 +279,34 @@ impl<'a> Page<'a> {
             done: false,
             data_offset: self.data_offset,
             big: self.endian == Endian::Big,
+            discarded: 0,
+        }
+    }
+}
+
+/// A checked page header without the borrow of its bytes: kept next to
+/// them, it resumes a walk ([`Shape::records_at`]) without parsing the
+/// header again for every record.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shape {
+    start: u32,
+    len: u32,
+    truncated: bool,
+    big: bool,
+}
+
+impl Shape {
+    /// [`Page::records_at`] on the bytes the page was parsed from.
+    pub fn records_at<'a>(&self, bytes: &'a [u8], c: Cursor) -> Records<'a> {
+        let start = self.start as usize;
+        Records {
+            data: bytes.get(start..start + self.len as usize).unwrap_or(&[]),
+            pos: c.pos as usize,
+            ts: c.ts,
+            truncated: self.truncated,
+            done: false,
+            data_offset: self.start,
+            big: self.big,
             discarded: 0,
         }
     }

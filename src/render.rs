@@ -120,22 +120,42 @@ fn hex_or_dot(v: u8) -> u8 {
 /// counters.
 pub fn write_timestamp<W: Write + ?Sized>(w: &mut W, ts: u64, in_ns: bool) -> fmt::Result {
     let mut b = StackBuf::<32>::new();
-    push_timestamp(&mut b, ts, in_ns);
+    let (whole, frac) = split_ts(ts, in_ns);
+    b.push_buf(&ts_whole(whole, in_ns));
+    push_frac(&mut b, frac);
     w.write_str(b.as_str())
 }
 
-fn push_timestamp<const N: usize>(b: &mut StackBuf<N>, ts: u64, in_ns: bool) {
+/// A column piece of the prefix (fits any CPU number or timestamp).
+type Piece = StackBuf<24>;
+
+/// The timestamp's whole part (seconds, or the count of a counter clock)
+/// and its microseconds (`None` for counters).
+#[inline]
+fn split_ts(ts: u64, in_ns: bool) -> (u64, Option<u32>) {
+    if !in_ns {
+        return (ts, None);
+    }
+    let us = ts.saturating_add(500) / 1000;
+    (us / 1_000_000, Some((us % 1_000_000) as u32))
+}
+
+/// ` %5lu` (ns clocks: the seconds) or ` %12llu` (counters).
+fn ts_whole(whole: u64, in_ns: bool) -> Piece {
+    let mut b = Piece::new();
     b.push(b' ');
-    if in_ns {
-        let us = ts.saturating_add(500) / 1000;
-        b.push_padded(us / 1_000_000, 5, b' ');
+    b.push_padded(whole, if in_ns { 5 } else { 12 }, b' ');
+    b
+}
+
+/// `.%06lu` of the microseconds, when there are.
+#[inline]
+fn push_frac<const N: usize>(b: &mut StackBuf<N>, frac: Option<u32>) {
+    if let Some(frac) = frac {
         b.push(b'.');
-        let frac = (us % 1_000_000) as u32;
         b.push_pair(frac / 10_000);
         b.push_pair(frac / 100 % 100);
         b.push_pair(frac % 100);
-    } else {
-        b.push_padded(ts, 12, b' ');
     }
 }
 
@@ -154,24 +174,59 @@ fn push_pid<const N: usize>(b: &mut StackBuf<N>, pid: i32) {
     b.fill(b' ', 7usize.saturating_sub(b.len() - n));
 }
 
-/// The columns after comm-pid, up to and including the `": "`.
-fn push_rest<const N: usize>(b: &mut StackBuf<N>, cpu: u32, flags: u8, preempt: u8, ts: u64, in_ns: bool) {
+/// ` [CPU] flags`: the columns between comm-pid and the timestamp.
+fn lat_col(cpu: u32, flags: u8, preempt: u8) -> Piece {
+    let mut b = Piece::new();
     b.push(b' ');
     b.push(b'[');
-    if cpu < 1000 {
-        b.push(b'0' + (cpu / 100) as u8);
-        b.push_pair(cpu % 100);
-    } else {
-        b.push_padded(u64::from(cpu), 3, b'0');
-    }
+    b.push_padded(u64::from(cpu), 3, b'0');
     b.push(b']');
     b.push(b' ');
     for c in lat_flags(flags, preempt) {
         b.push(c);
     }
-    push_timestamp(b, ts, in_ns);
-    b.push(b':');
-    b.push(b' ');
+    b
+}
+
+/// The pieces of the prefix that repeat from line to line, kept: most
+/// lines share their CPU/flags columns and the seconds of their timestamp
+/// with a recent one.
+struct Repeats {
+    /// ` [CPU] flags` by (cpu, flags, preempt), direct-mapped.
+    lat: Vec<(u64, Piece)>,
+    /// The whole part of the last timestamp, and its text.
+    whole: (u64, Piece),
+    in_ns: bool,
+}
+
+/// Entries of [`Repeats::lat`] (a power of two).
+const LATS: usize = 64;
+
+impl Repeats {
+    fn new(in_ns: bool) -> Self {
+        Repeats { lat: alloc::vec![(u64::MAX, Piece::new()); LATS], whole: (0, ts_whole(0, in_ns)), in_ns }
+    }
+
+    /// The columns after comm-pid, up to and including the `": "`.
+    #[inline]
+    fn push<const N: usize>(&mut self, b: &mut StackBuf<N>, cpu: u32, flags: u8, preempt: u8, ts: u64) {
+        let key = u64::from(cpu) << 16 | u64::from(flags) << 8 | u64::from(preempt);
+        let slot = (key as u32).wrapping_mul(0x9e37_79b1) as usize >> 26 & (LATS - 1);
+        if let Some(e) = self.lat.get_mut(slot) {
+            if e.0 != key {
+                *e = (key, lat_col(cpu, flags, preempt));
+            }
+            b.push_buf(&e.1);
+        }
+        let (whole, frac) = split_ts(ts, self.in_ns);
+        if self.whole.0 != whole {
+            self.whole = (whole, ts_whole(whole, self.in_ns));
+        }
+        b.push_buf(&self.whole.1);
+        push_frac(b, frac);
+        b.push(b':');
+        b.push(b' ');
+    }
 }
 
 /// The whole prefix up to and including the `": "` before the event body:
@@ -195,13 +250,19 @@ pub fn write_prefix<W: Write + ?Sized>(
     } else {
         push_comm_pid(&mut b, comm, pid);
     }
-    push_rest(&mut b, cpu, flags, preempt, ts, in_ns);
+    b.push_buf(&lat_col(cpu, flags, preempt));
+    let (whole, frac) = split_ts(ts, in_ns);
+    b.push_buf(&ts_whole(whole, in_ns));
+    push_frac(&mut b, frac);
+    b.push_str(": ");
     w.write_str(b.as_str())
 }
 
 /// Longest comm assembled in the prefix buffer (longer ones are written
 /// apart); the kernel's are at most 15 bytes.
 const COMM_MAX: usize = 64;
+/// Room for the comm-pid column of such a comm.
+const COMM_COL: usize = COMM_MAX + 16;
 /// Prefix buffer: comm, pid, CPU, flags and a 20-digit timestamp, plus an
 /// event name.
 const PREFIX: usize = 256;
@@ -277,37 +338,32 @@ mod tests {
 
 /// Offsets of the common fields every record starts with (read from a format
 /// file, never assumed).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct CommonFields {
-    flags: Option<(usize, usize)>,
-    preempt: Option<(usize, usize)>,
-    pid: Option<(usize, usize)>,
+    /// (offset, size) of common_flags, common_preempt_count and common_pid;
+    /// size 0 when the field is missing.
+    at: [(u32, u32); 3],
+    /// The layout of every kernel: two bytes and an int.
+    plain: bool,
 }
 
 impl CommonFields {
     pub fn of(ev: &crate::format::EventFormat) -> Self {
-        let f = |n: &str| ev.common.iter().find(|f| f.name == n).map(|f| (f.offset as usize, f.size as usize));
-        CommonFields { flags: f("common_flags"), preempt: f("common_preempt_count"), pid: f("common_pid") }
-    }
-
-    #[inline(always)]
-    fn get(e: crate::format::Endian, p: &[u8], at: Option<(usize, usize)>) -> u64 {
-        at.and_then(|(o, s)| e.uint(p, o, s)).unwrap_or(0)
+        let f = |n: &str| ev.common.iter().find(|f| f.name == n).map_or((0, 0), |f| (f.offset, f.size));
+        let at = [f("common_flags"), f("common_preempt_count"), f("common_pid")];
+        CommonFields { at, plain: at[0].1 == 1 && at[1].1 == 1 && at[2].1 == 4 }
     }
 
     /// (flags, preempt_count, pid) of a record payload.
     #[inline]
     pub fn read(&self, e: crate::format::Endian, p: &[u8]) -> (u8, u8, i32) {
-        // The layout of every kernel: two bytes and an int, read directly.
-        if let (Some((f, 1)), Some((pc, 1)), Some((pid, 4))) = (self.flags, self.preempt, self.pid) {
-            let byte = |o: usize| p.get(o).copied().unwrap_or(0);
-            return (byte(f), byte(pc), e.u32(p, pid).unwrap_or(0) as i32);
+        let [f, pc, pid] = self.at;
+        if self.plain {
+            let byte = |o: u32| p.get(o as usize).copied().unwrap_or(0);
+            return (byte(f.0), byte(pc.0), e.u32(p, pid.0 as usize).unwrap_or(0) as i32);
         }
-        (
-            Self::get(e, p, self.flags) as u8,
-            Self::get(e, p, self.preempt) as u8,
-            Self::get(e, p, self.pid) as u32 as i32,
-        )
+        let get = |(o, s): (u32, u32)| if s == 0 { 0 } else { e.uint(p, o as usize, s as usize).unwrap_or(0) };
+        (get(f) as u8, get(pc) as u8, get(pid) as u32 as i32)
     }
 }
 
@@ -331,7 +387,6 @@ pub struct Renderer<'a> {
     cmdlines: Cmdlines,
     endian: Endian,
     long_size: u8,
-    in_ns: bool,
     syms: Option<&'a dyn SymbolLookup>,
     strings: Option<&'a dyn StringLookup>,
     kernel: Option<&'a dyn crate::printfmt::KernelInfo>,
@@ -339,17 +394,10 @@ pub struct Renderer<'a> {
     /// Indexed by event id; `None` = not compiled yet.
     bodies: Vec<Option<Body>>,
     /// The comm-pid column of recent pids, by `pid % COLS`.
-    cols: Vec<CommCol>,
+    cols: Vec<(i32, StackBuf<COL_MAX>)>,
     /// The line prefix being assembled (kept: no per-line initialising).
     pre: StackBuf<PREFIX>,
-}
-
-/// One cached comm-pid column.
-#[derive(Clone, Copy)]
-struct CommCol {
-    pid: i32,
-    len: u8,
-    text: [u8; COL_MAX],
+    repeats: Repeats,
 }
 
 /// Cached comm-pid columns: direct-mapped by pid, enough for the tasks
@@ -366,7 +414,6 @@ impl<'a> Renderer<'a> {
             cmdlines,
             endian,
             long_size: if long_size == 4 { 4 } else { 8 },
-            in_ns,
             syms: None,
             strings: None,
             kernel: None,
@@ -374,6 +421,7 @@ impl<'a> Renderer<'a> {
             bodies: Vec::new(),
             cols: Vec::new(),
             pre: StackBuf::new(),
+            repeats: Repeats::new(in_ns),
         }
     }
 
@@ -448,12 +496,22 @@ impl<'a> Renderer<'a> {
         }
     }
 
+    /// The line prefix up to and including its `": "`, assembled in
+    /// `self.pre` (a comm too long for it is written to `w` first).
+    fn prefix<W: Write>(&mut self, w: &mut W, common: CommonFields, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
+        let (flags, preempt, pid) = common.read(self.endian, payload);
+        self.pre.clear();
+        comm_col(&mut self.cols, &self.cmdlines, w, &mut self.pre, pid)?;
+        self.repeats.push(&mut self.pre, cpu, flags, preempt, ts);
+        Ok(())
+    }
+
     /// Write one record's line(s), newline included.
     pub fn record<W: Write>(&mut self, w: &mut W, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
         let e = self.endian;
         let Some(ev) = self.events.event_of(payload, e) else {
-            let (flags, preempt, pid) = self.common.map_or((0, 0, 0), |c| c.read(e, payload));
-            write_prefix(w, self.cmdlines.comm(pid), pid, cpu, flags, preempt, ts, self.in_ns)?;
+            self.prefix(w, self.common.unwrap_or_default(), cpu, ts, payload)?;
+            w.write_str(self.pre.as_str())?;
             let id = self.events.record_id(payload, e).unwrap_or(0);
             return writeln!(w, "type: {id}");
         };
@@ -469,10 +527,7 @@ impl<'a> Renderer<'a> {
             Some(c) => c,
             None => CommonFields::of(ev),
         };
-        let (flags, preempt, pid) = common.read(e, payload);
-        self.pre.clear();
-        comm_col(&mut self.cols, &self.cmdlines, w, &mut self.pre, pid)?;
-        push_rest(&mut self.pre, cpu, flags, preempt, ts, self.in_ns);
+        self.prefix(w, common, cpu, ts, payload)?;
         let id = ev.id as usize;
         if self.bodies.len() <= id {
             self.bodies.resize_with(id + 1, || None);
@@ -489,12 +544,12 @@ impl<'a> Renderer<'a> {
         if let Body::Fmt { named: true, .. } = body {
             if pre.room() >= ev.name.len() + 2 {
                 pre.push_str(&ev.name);
-                pre.push_bytes(b": ");
+                pre.push_str(": ");
             } else {
                 w.write_str(pre.as_str())?;
                 w.write_str(&ev.name)?;
                 pre.clear();
-                pre.push_bytes(b": ");
+                pre.push_str(": ");
             }
         }
         w.write_str(pre.as_str())?;
@@ -546,10 +601,10 @@ impl<'a> Renderer<'a> {
 }
 
 /// Push the comm-pid column of `pid`, from the cache when it is there.
-fn comm_col<W: Write>(cols: &mut Vec<CommCol>, cmdlines: &Cmdlines, w: &mut W, b: &mut StackBuf<PREFIX>, pid: i32) -> fmt::Result {
+fn comm_col<W: Write>(cols: &mut Vec<(i32, StackBuf<COL_MAX>)>, cmdlines: &Cmdlines, w: &mut W, b: &mut StackBuf<PREFIX>, pid: i32) -> fmt::Result {
     let slot = pid as u32 as usize % COLS;
-    if let Some(c) = cols.get(slot).filter(|c| c.pid == pid && c.len > 0) {
-        b.push_bytes(c.text.get(..usize::from(c.len)).unwrap_or(&[]));
+    if let Some(c) = cols.get(slot).filter(|c| c.0 == pid && c.1.len() > 0) {
+        b.push_buf(&c.1);
         return Ok(());
     }
     let comm = cmdlines.comm(pid);
@@ -558,19 +613,17 @@ fn comm_col<W: Write>(cols: &mut Vec<CommCol>, cmdlines: &Cmdlines, w: &mut W, b
         push_pid(b, pid);
         return Ok(());
     }
-    let start = b.len();
-    push_comm_pid(b, comm, pid);
-    let col = b.bytes().get(start..).unwrap_or(&[]);
+    let mut col = StackBuf::<COMM_COL>::new();
+    push_comm_pid(&mut col, comm, pid);
+    b.push_str(col.as_str());
     if col.len() <= COL_MAX {
         if cols.is_empty() {
-            *cols = alloc::vec![CommCol { pid: 0, len: 0, text: [0; COL_MAX] }; COLS];
+            *cols = alloc::vec![(0, StackBuf::new()); COLS];
         }
         if let Some(c) = cols.get_mut(slot) {
-            c.pid = pid;
-            c.len = col.len() as u8;
-            if let Some(t) = c.text.get_mut(..col.len()) {
-                t.copy_from_slice(col);
-            }
+            c.0 = pid;
+            c.1.clear();
+            c.1.push_str(col.as_str());
         }
     }
     Ok(())

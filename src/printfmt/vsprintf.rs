@@ -6,7 +6,7 @@
 
 use core::fmt::{self, Write};
 
-use super::digits::{digits, StackBuf, DIGITS};
+use super::digits::{Digits, StackBuf, DIGITS};
 use crate::format::Endian;
 
 pub(crate) const SIGN: u8 = 1;
@@ -364,30 +364,25 @@ pub(crate) fn write_bytes<W: Write + ?Sized>(w: &mut W, b: &[u8]) -> fmt::Result
 /// The kernel's `number()`.
 pub fn number<W: Write + ?Sized>(w: &mut W, num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
     let neg = flags & SIGN != 0 && (num as i64) < 0;
-    let mut d = [0u8; DIGITS];
     let upper = flags & SMALL == 0;
     // The common `%d`, `%u`, `%x`, `%llu`, `%08x`, `%p`: the digits, maybe
     // a sign, padded on the left to a small width.
     if width <= 20 && precision < 0 && flags & (SPECIAL | PLUS | SPACE | LEFT) == 0 {
         let v = if neg { (num as i64).unsigned_abs() } else { num };
-        let mut i = digits(&mut d, v, base, upper);
+        let mut d = Digits::new(v, base, upper);
         let width = width.max(0) as usize;
-        let zeros = flags & ZEROPAD != 0;
-        if zeros {
-            while DIGITS - i + usize::from(neg) < width && i > 1 {
-                i -= 1;
-                d[i] = b'0';
+        if flags & ZEROPAD != 0 {
+            while d.len() + usize::from(neg) < width && d.room() > 1 {
+                d.prepend(b'0');
             }
         }
-        if neg && i > 0 {
-            i -= 1;
-            d[i] = b'-';
+        if neg {
+            d.prepend(b'-');
         }
-        while DIGITS - i < width && i > 0 {
-            i -= 1;
-            d[i] = b' ';
+        while d.len() < width && d.room() > 0 {
+            d.prepend(b' ');
         }
-        return w.write_str(ascii(d.get(i..).unwrap_or(&[])));
+        return w.write_str(d.as_str());
     }
     let mut flags = flags;
     let base = base.max(2);
@@ -420,8 +415,8 @@ pub fn number<W: Write + ?Sized>(w: &mut W, num: u64, base: u8, flags: u8, width
             field_width -= 1;
         }
     }
-    let start = digits(&mut d, num, base, upper);
-    let nd = (DIGITS - start) as i32;
+    let d = Digits::new(num, base, upper);
+    let nd = d.len() as i32;
     if nd > precision {
         precision = nd;
     }
@@ -448,7 +443,7 @@ pub fn number<W: Write + ?Sized>(w: &mut W, num: u64, base: u8, flags: u8, width
         field_width = 0;
     }
     fill(w, &mut out, b'0', precision - nd)?;
-    out.push_bytes(d.get(start..).unwrap_or(&[]));
+    out.push_digits(&d);
     w.write_str(out.as_str())?;
     pad(w, ' ', field_width)
 }
@@ -466,11 +461,6 @@ fn fill<W: Write + ?Sized>(w: &mut W, out: &mut StackBuf<96>, c: u8, n: i32) -> 
     w.write_str(out.as_str())?;
     *out = StackBuf::new();
     pad(w, c as char, n)
-}
-
-/// ASCII bytes we produced as text.
-pub(crate) fn ascii(b: &[u8]) -> &str {
-    core::str::from_utf8(b).unwrap_or("")
 }
 
 /// Forwards to a possibly unsized writer through a sized one.

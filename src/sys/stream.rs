@@ -6,7 +6,7 @@ use super::error::Error;
 use super::raw::RawPages;
 use crate::format::Endian;
 use crate::merge::Peek;
-use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record};
+use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record, Shape};
 
 /// What a stream yields.
 #[derive(Debug)]
@@ -89,6 +89,8 @@ pub struct CpuPages {
     endian: Endian,
     page: Vec<u8>,
     have_page: bool,
+    /// The header of `page`, checked once.
+    shape: Shape,
     cursor: Cursor,
     peeked: Option<Peeked>,
     pub counts: Counts,
@@ -108,6 +110,7 @@ impl CpuPages {
             endian,
             page: Vec::new(),
             have_page: false,
+            shape: Shape::default(),
             cursor: Cursor::default(),
             peeked: None,
             counts: Counts::default(),
@@ -136,6 +139,7 @@ impl CpuPages {
                 self.counts.pages += 1;
                 match Page::parse(&self.page, &self.layout, self.endian) {
                     Ok(p) => {
+                        self.shape = p.shape();
                         self.cursor = Cursor { pos: 0, ts: p.timestamp, lost_done: true };
                         let count = match p.missed {
                             Missed::None => None,
@@ -154,11 +158,7 @@ impl CpuPages {
                     }
                 }
             }
-            let Ok(p) = Page::parse(&self.page, &self.layout, self.endian) else {
-                self.have_page = false;
-                continue;
-            };
-            let mut recs = p.records_at(self.cursor);
+            let mut recs = self.shape.records_at(&self.page, self.cursor);
             match recs.next() {
                 Some(Ok(r)) => {
                     let start = (r.payload.as_ptr() as usize).saturating_sub(self.page.as_ptr() as usize);
