@@ -12,6 +12,9 @@
 #     which alone is ~170 KiB of the stripped binary. Panic messages are kept.
 #   * -C force-unwind-tables=no (no .eh_frame: nothing unwinds with panic=abort),
 #     -C relocation-model=static (plain static ELF, not static-pie).
+#   * -Zlocation-detail=none with immediate-abort (below): a panic traps
+#     without a message, and nothing calls Location::caller, so the file:line
+#     records of panic sites are dead weight (-0.6 KiB on aarch64).
 #   * linked by rust-lld as ld.lld, with link-self-contained=no: the musl C
 #     library and crt objects are given explicitly from a per-target link
 #     directory ($CARGO_TARGET_DIR/cross-link/<triple>) of symlinks:
@@ -107,7 +110,7 @@ USER_RUSTFLAGS=${RUSTFLAGS:-}
 for t in $TARGETS; do
     L=$(prepare_link_dir "$t")
     flags="-C force-unwind-tables=no -C relocation-model=static"
-    [ "${TRBOX_IMMEDIATE_ABORT:-1}" = 1 ] && flags+=" -Zunstable-options -Cpanic=immediate-abort"
+    [ "${TRBOX_IMMEDIATE_ABORT:-1}" = 1 ] && flags+=" -Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none"
     flags+=" -C linker=rust-lld -C linker-flavor=ld.lld -C link-self-contained=no -L $L"
     flags+=" -Z pre-link-arg=$L/crt1.o -Z pre-link-arg=$L/crti.o -C link-arg=$L/crtn.o"
     [ "$t" = armv7-unknown-linux-musleabihf ] && flags+=" -C link-arg=$L/libgcc.a"
