@@ -15,6 +15,12 @@
 #   * -Zlocation-detail=none with immediate-abort (below): a panic traps
 #     without a message, and nothing calls Location::caller, so the file:line
 #     records of panic sites are dead weight (-0.6 KiB on aarch64).
+#   * aarch64: -C target-feature=-outline-atomics: atomics are inline ARMv8.0
+#     exclusive loads/stores instead of calls to helpers that pick LSE
+#     instructions after a CPU probe at startup; drops the helpers and std's
+#     probe (-2.2 KiB). Atomics are rare here (Once, locks), LSE's speed under
+#     contention on many cores is not what a board needs. (rustc warns that
+#     the feature is unstable: expected, these are nightly builds anyway.)
 #   * linked by rust-lld as ld.lld, with link-self-contained=no: the musl C
 #     library and crt objects are given explicitly from a per-target link
 #     directory ($CARGO_TARGET_DIR/cross-link/<triple>) of symlinks:
@@ -114,6 +120,7 @@ for t in $TARGETS; do
     flags+=" -C linker=rust-lld -C linker-flavor=ld.lld -C link-self-contained=no -L $L"
     flags+=" -Z pre-link-arg=$L/crt1.o -Z pre-link-arg=$L/crti.o -C link-arg=$L/crtn.o"
     [ "$t" = armv7-unknown-linux-musleabihf ] && flags+=" -C link-arg=$L/libgcc.a"
+    [ "$t" = aarch64-unknown-linux-musl ] && flags+=" -C target-feature=-outline-atomics"
     echo "cross/build.sh: $t"
     # RUSTFLAGS with --target applies to the target only, not to build scripts.
     RUSTFLAGS="$flags $USER_RUSTFLAGS" CARGO_TARGET_DIR="$TARGET_DIR" \
