@@ -21,6 +21,15 @@
 #     probe (-2.2 KiB). Atomics are rare here (Once, locks), LSE's speed under
 #     contention on many cores is not what a board needs. (rustc warns that
 #     the feature is unstable: expected, these are nightly builds anyway.)
+#   * --icf=all: the linker folds sections of identical machine code (generic
+#     copies that came out the same, e.g. Vec<T>::push for two T of one size;
+#     identical outlined sequences): -2 KiB. Safe for this binary: rustc marks
+#     every Rust function unnamed_addr ("function addresses in Rust are never
+#     significant") and LLVM already merges identical functions at the IR
+#     level; ICF does the same after codegen. --icf=safe folds nothing here
+#     (it needs address-significance tables, which rustc does not emit). Of
+#     musl only the empty weak-alias stubs (`dummy`) fold, which are called,
+#     never compared; RUSTFLAGS=-Clink-arg=--print-icf-sections lists it all.
 #   * linked by rust-lld as ld.lld, with link-self-contained=no: the musl C
 #     library and crt objects are given explicitly from a per-target link
 #     directory ($CARGO_TARGET_DIR/cross-link/<triple>) of symlinks:
@@ -117,7 +126,7 @@ for t in $TARGETS; do
     L=$(prepare_link_dir "$t")
     flags="-C force-unwind-tables=no -C relocation-model=static"
     [ "${TRBOX_IMMEDIATE_ABORT:-1}" = 1 ] && flags+=" -Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none"
-    flags+=" -C linker=rust-lld -C linker-flavor=ld.lld -C link-self-contained=no -L $L"
+    flags+=" -C linker=rust-lld -C linker-flavor=ld.lld -C link-self-contained=no -C link-arg=--icf=all -L $L"
     flags+=" -Z pre-link-arg=$L/crt1.o -Z pre-link-arg=$L/crti.o -C link-arg=$L/crtn.o"
     [ "$t" = armv7-unknown-linux-musleabihf ] && flags+=" -C link-arg=$L/libgcc.a"
     [ "$t" = aarch64-unknown-linux-musl ] && flags+=" -C target-feature=-outline-atomics"
