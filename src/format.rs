@@ -656,12 +656,17 @@ pub struct EventTable {
     /// Direct index: ID -> position in `events` + 1 (0 = none). IDs are
     /// `common_type` values, so below 65536.
     by_id: Vec<u32>,
-    by_name: alloc::collections::BTreeMap<String, u32>,
+    /// `system:name` -> position in `events`, or [`GONE`]: replaced entries
+    /// are marked rather than removed, and the value is a u64, so that this
+    /// is the map type the graph code uses too (one BTreeMap in the binary).
+    by_name: alloc::collections::BTreeMap<String, u64>,
     /// Where `common_type` lives (offset, size), from the first event.
     common_type: Option<(u32, u32)>,
 }
 
 const MAX_DIRECT_ID: u32 = 1 << 16;
+/// A `by_name` entry whose event was replaced.
+const GONE: u64 = u64::MAX;
 
 impl EventTable {
     pub fn new() -> Self {
@@ -677,7 +682,7 @@ impl EventTable {
             }
         }
         let key = alloc::format!("{}:{}", ev.system, ev.name);
-        let slot = self.index_of(ev.id).or_else(|| self.by_name.get(&key).map(|&i| i as usize));
+        let slot = self.index_of(ev.id).or_else(|| self.name_index(&key));
         if let Some(i) = slot {
             let old = core::mem::replace(&mut self.events[i], ev);
             self.unlink(&old);
@@ -703,14 +708,20 @@ impl EventTable {
                 *s = pos.saturating_add(1);
             }
         }
-        self.by_name.insert(key, pos);
+        self.by_name.insert(key, u64::from(pos));
     }
 
     fn unlink(&mut self, old: &EventFormat) {
         if let Some(s) = self.by_id.get_mut(old.id as usize) {
             *s = 0;
         }
-        self.by_name.remove(&alloc::format!("{}:{}", old.system, old.name));
+        if let Some(i) = self.by_name.get_mut(&alloc::format!("{}:{}", old.system, old.name)) {
+            *i = GONE;
+        }
+    }
+
+    fn name_index(&self, key: &str) -> Option<usize> {
+        self.by_name.get(key).filter(|&&i| i != GONE).and_then(|&i| usize::try_from(i).ok())
     }
 
     fn index_of(&self, id: u32) -> Option<usize> {
@@ -732,8 +743,8 @@ impl EventTable {
 
     /// The event `sys:name` (also `sys/name`).
     pub fn by_name(&self, full: &str) -> Option<&EventFormat> {
-        if let Some(&i) = self.by_name.get(full) {
-            return self.events.get(i as usize);
+        if let Some(i) = self.name_index(full) {
+            return self.events.get(i);
         }
         let (s, n) = full.split_once('/')?;
         self.get_by_name(s, n)
