@@ -141,7 +141,12 @@ impl Kallsyms {
         let hi = self.syms.partition_point(|e| e.addr <= addr);
         let last = hi.checked_sub(1)?;
         let at = self.syms[last].addr;
-        let first = self.syms[..=last].partition_point(|e| e.addr < at);
+        // Aliases share an address: the first of them names it (a few
+        // steps back at most).
+        let mut first = last;
+        while first > 0 && self.syms[first - 1].addr == at {
+            first -= 1;
+        }
         let e = &self.syms[first];
         if e.module == 0 && !self.core.is_empty() && !self.core.iter().any(|&(s, x)| addr >= s && addr < x) {
             return None;

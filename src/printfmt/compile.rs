@@ -31,7 +31,7 @@ impl Ty {
 }
 
 /// Truncate `v` to `ty` and sign- or zero-extend it back to 64 bits.
-#[inline]
+#[inline(always)]
 pub(crate) fn norm(v: u64, ty: Ty) -> u64 {
     if ty.size >= 8 {
         return v;

@@ -54,39 +54,37 @@ impl Digits {
     pub fn new(mut v: u64, base: u8, upper: bool) -> Self {
         let mut b = [0u8; DIGITS];
         let mut i = DIGITS;
-        match base {
-            16 => {
-                let set: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
-                loop {
-                    i -= 1;
-                    b[i] = set[(v & 15) as usize];
-                    v >>= 4;
-                    if v == 0 || i == 0 {
-                        break;
-                    }
-                }
+        // Power-of-two bases: the digit count is known from the top bit,
+        // so the digits fill their slots without a test per digit.
+        let bits = 64 - (v | 1).leading_zeros();
+        let hex: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+        if base == 16 {
+            // A byte (two digits) per step.
+            let bytes = bits.div_ceil(8) as usize;
+            for c in b.get_mut(DIGITS - 2 * bytes..).unwrap_or(&mut []).rchunks_exact_mut(2) {
+                c[0] = hex[usize::from(v as u8 >> 4)];
+                c[1] = hex[usize::from(v as u8 & 15)];
+                v >>= 8;
             }
-            8 => loop {
-                i -= 1;
-                b[i] = b'0' + (v & 7) as u8;
+            i = DIGITS - bits.div_ceil(4) as usize;
+        } else if base == 8 {
+            i = DIGITS - bits.div_ceil(3) as usize;
+            for c in b.get_mut(i..).unwrap_or(&mut []).iter_mut().rev() {
+                *c = b'0' + (v & 7) as u8;
                 v >>= 3;
-                if v == 0 || i == 0 {
-                    break;
-                }
-            },
-            _ => {
-                while v >= 100 {
-                    i -= 2;
-                    pair(&mut b, i, v);
-                    v /= 100;
-                }
-                if v >= 10 {
-                    i -= 2;
-                    pair(&mut b, i, v);
-                } else {
-                    i -= 1;
-                    b[i] = b'0' + v as u8;
-                }
+            }
+        } else {
+            while v >= 100 {
+                i -= 2;
+                pair(&mut b, i, v);
+                v /= 100;
+            }
+            if v >= 10 {
+                i -= 2;
+                pair(&mut b, i, v);
+            } else {
+                i -= 1;
+                b[i] = b'0' + v as u8;
             }
         }
         Digits { b, i }
@@ -253,7 +251,7 @@ mod tests {
 
     #[test]
     fn all_bases() {
-        for v in [0u64, 1, 9, 10, 99, 100, 101, 999, 1000, 12345, u32::MAX as u64, u64::MAX, 1 << 63] {
+        for v in [0u64, 1, 7, 8, 9, 10, 15, 16, 99, 100, 101, 255, 256, 999, 1000, 0xfff, 0x1000, 12345, u32::MAX as u64, u64::MAX, 1 << 63] {
             assert_eq!(s(v, 10, false), alloc::format!("{v}"));
             assert_eq!(s(v, 16, false), alloc::format!("{v:x}"));
             assert_eq!(s(v, 16, true), alloc::format!("{v:X}"));

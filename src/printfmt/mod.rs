@@ -379,7 +379,7 @@ impl Program {
                         }
                         Some(v) if v < 10 => {
                             w.write_str(": ")?;
-                            vsprintf::number(w, v, 10, 0, -1, -1)?
+                            vsprintf::number(&mut Fwd(w), v, 10, 0, -1, -1)?
                         }
                         Some(v) => {
                             w.write_str(": 0x")?;
@@ -455,7 +455,7 @@ impl Program {
 
 /// `%lx` without `core::fmt`.
 fn hex<W: Write + ?Sized>(w: &mut W, v: u64) -> fmt::Result {
-    vsprintf::number(w, v, 16, vsprintf::SMALL, -1, -1)
+    vsprintf::number(&mut Fwd(w), v, 16, vsprintf::SMALL, -1, -1)
 }
 
 /// A probe's address as `seq_print_ip_sym()` prints it: `0` for a zero

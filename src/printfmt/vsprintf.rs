@@ -362,28 +362,34 @@ pub(crate) fn write_bytes<W: Write + ?Sized>(w: &mut W, b: &[u8]) -> fmt::Result
 }
 
 /// The kernel's `number()`.
-pub fn number<W: Write + ?Sized>(w: &mut W, num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
-    let neg = flags & SIGN != 0 && (num as i64) < 0;
-    let upper = flags & SMALL == 0;
+pub fn number(w: &mut dyn Write, num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
     // The common `%d`, `%u`, `%x`, `%llu`, `%08x`, `%p`: the digits, maybe
     // a sign, padded on the left to a small width.
-    if width <= 20 && precision < 0 && flags & (SPECIAL | PLUS | SPACE | LEFT) == 0 {
-        let v = if neg { (num as i64).unsigned_abs() } else { num };
-        let mut d = Digits::new(v, base, upper);
-        let width = width.max(0) as usize;
-        if flags & ZEROPAD != 0 {
-            while d.len() + usize::from(neg) < width && d.room() > 1 {
-                d.prepend(b'0');
-            }
-        }
-        if neg {
-            d.prepend(b'-');
-        }
-        while d.len() < width && d.room() > 0 {
-            d.prepend(b' ');
-        }
-        return w.write_str(d.as_str());
+    if width > 20 || precision >= 0 || flags & (SPECIAL | PLUS | SPACE | LEFT) != 0 {
+        return number_full(w, num, base, flags, width, precision);
     }
+    let neg = flags & SIGN != 0 && (num as i64) < 0;
+    let v = if neg { (num as i64).unsigned_abs() } else { num };
+    let mut d = Digits::new(v, base, flags & SMALL == 0);
+    let width = width.max(0) as usize;
+    if flags & ZEROPAD != 0 {
+        while d.len() + usize::from(neg) < width && d.room() > 1 {
+            d.prepend(b'0');
+        }
+    }
+    if neg {
+        d.prepend(b'-');
+    }
+    while d.len() < width && d.room() > 0 {
+        d.prepend(b' ');
+    }
+    w.write_str(d.as_str())
+}
+
+/// [`number`] with everything: precision, wide fields, `+`, ` `, `#`, `-`.
+fn number_full(w: &mut dyn Write, num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
+    let neg = flags & SIGN != 0 && (num as i64) < 0;
+    let upper = flags & SMALL == 0;
     let mut flags = flags;
     let base = base.max(2);
     let need_pfx = flags & SPECIAL != 0 && base != 10;
@@ -450,7 +456,7 @@ pub fn number<W: Write + ?Sized>(w: &mut W, num: u64, base: u8, flags: u8, width
 
 /// `n` copies of `c` after what `out` holds: in it when they fit (leaving
 /// room for the digits), else `out` is written and the copies padded out.
-fn fill<W: Write + ?Sized>(w: &mut W, out: &mut StackBuf<96>, c: u8, n: i32) -> fmt::Result {
+fn fill(w: &mut dyn Write, out: &mut StackBuf<96>, c: u8, n: i32) -> fmt::Result {
     if n <= 0 {
         return Ok(());
     }
@@ -591,7 +597,7 @@ pub fn convert_int(v: u64, spec: &Spec, long_size: u8) -> u64 {
 }
 
 /// Print an integer conversion.
-pub fn int_conv<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
+pub fn int_conv(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
     let base = match spec.conv {
         Conv::Int { base } => base,
         _ => 10,
@@ -621,7 +627,7 @@ pub fn char_conv<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec) -> fmt::Resu
 }
 
 /// `pointer_string()`: `%px`, and `%p` with hashing off.
-pub fn pointer_string<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
+pub fn pointer_string(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
     let mut flags = spec.flags | SMALL;
     let mut width = spec.width;
     if width == -1 {
@@ -899,7 +905,7 @@ pub fn bitmap<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &Ctx) -
             w.write_char(',')?;
         }
         first = false;
-        number(w, u64::from(val), 16, SMALL | ZEROPAD, chunksz.div_ceil(4) as i32, -1)?;
+        number(&mut Fwd(w), u64::from(val), 16, SMALL | ZEROPAD, chunksz.div_ceil(4) as i32, -1)?;
         chunksz = 32;
     }
     Ok(())
