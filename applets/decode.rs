@@ -66,12 +66,15 @@ pub struct RawOpts {
     /// Skip records older than this trace-clock time (what was in the
     /// buffer before this run started).
     pub since: Option<u64>,
+    /// Threads that render a drained buffer; `None`: one per CPU this
+    /// process may run on.
+    pub threads: Option<usize>,
 }
 
 impl RawOpts {
     /// Every CPU, no output filter: what the tracing applets stream.
     pub fn all(follow: bool, json: bool, limit: Option<Duration>, since: Option<u64>) -> Self {
-        RawOpts { only: None, filter: Filter { pid: None, comm: None, events: Vec::new() }, follow, json, limit, since }
+        RawOpts { only: None, filter: Filter { pid: None, comm: None, events: Vec::new() }, follow, json, limit, since, threads: None }
     }
 }
 
@@ -240,24 +243,34 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
             .with_cpu_count(ncpus)
             .with_irq_text(irq)
     });
-    let r = Renderer::new(&events, cmdlines, endian, long_size, in_ns)
-        .with_strings(&printk)
-        .with_symbols(&syms)
-        .with_kernel(&kernel);
-    let mut em = Emitter {
-        r,
-        graph,
-        graph_on: !graph_auto,
-        graph_ids: &graph_ids,
-        scratch: Vec::new(),
+    let plain = || Plain {
+        r: Renderer::new(&events, cmdlines.clone(), endian, long_size, in_ns)
+            .with_strings(&printk)
+            .with_symbols(&syms)
+            .with_kernel(&kernel),
         events: &events,
         endian,
         o,
     };
+    let mut em = Emitter { p: plain(), graph, graph_on: !graph_auto, graph_ids: &graph_ids, scratch: Vec::new() };
     let mut out = Out::stdout();
-    drive(&mut streams, tree, o, done, &mut out, &mut em)?;
+    let mut merger = Merger::new(streams.len());
+    // A buffer read to its end (a file, a copy, a drain) renders on every
+    // CPU; a followed one prints each line as it comes. The graph layout
+    // folds records in order, so it stays on this thread.
+    let draining = !streams.iter().any(|s| s.follow);
+    let threads = if draining { o.threads.unwrap_or_else(|| trbox::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
+    if threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {
+        let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
+        let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
+        crate::pool::run(&mut streams, &mut merger, watch, threads, &plain, &mut out);
+    }
+    drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut em)?;
     out.finish()
 }
+
+/// Most threads that render a drained buffer unless -j says.
+const MAX_THREADS: usize = 8;
 
 /// One kept record (or a loss) of a collecting run, in merged order.
 pub enum Item<'a> {
@@ -284,7 +297,8 @@ pub fn collect(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool, f: &mut d
     let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, .. } = input;
     let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size, in_ns }, f, o };
     let mut out = Out::stdout();
-    drive(&mut streams, tree, o, done, &mut out, &mut c)?;
+    let mut merger = Merger::new(streams.len());
+    drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
     out.finish()?;
     Ok(c.meta)
 }
@@ -299,6 +313,7 @@ trait Consumer {
 /// The merge loop: drain (or follow until a stop), in timestamp order.
 fn drive(
     streams: &mut [CpuPages],
+    merger: &mut Merger,
     tree: Option<&Tracefs>,
     o: &RawOpts,
     done: &dyn Fn() -> bool,
@@ -307,7 +322,6 @@ fn drive(
 ) -> Result<(), Error> {
     let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let start = Instant::now();
-    let mut merger = Merger::new(streams.len());
     loop {
         let stop = signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l) || done();
         if out.broken() {
@@ -380,13 +394,65 @@ impl Consumer for Emitter<'_> {
     }
 
     fn cmdlines(&mut self, c: Cmdlines) {
-        self.r.set_cmdlines(c);
+        self.p.r.set_cmdlines(c);
+    }
+}
+
+/// The text of records and losses in every layout but the graph one: all
+/// a worker thread needs (pool.rs).
+pub struct Plain<'a> {
+    r: Renderer<'a>,
+    events: &'a EventTable,
+    endian: Endian,
+    o: &'a RawOpts,
+}
+
+/// What the filters make of a record.
+enum Kept<'a> {
+    /// An event id the format files do not know: printed as `type: N`.
+    Unknown,
+    Dropped,
+    Event(&'a EventFormat),
+}
+
+impl<'a> Plain<'a> {
+    fn kept(&self, ts: u64, payload: &[u8]) -> Kept<'a> {
+        let Some(ev) = self.events.event_of(payload, self.endian) else { return Kept::Unknown };
+        let pid = self.r.pid(payload);
+        if self.o.since.is_some_and(|t0| ts < t0) || !self.o.filter.keep(ev, pid, self.r.cmdlines()) {
+            return Kept::Dropped;
+        }
+        Kept::Event(ev)
+    }
+
+    fn print(&mut self, w: &mut Out, ev: &EventFormat, cpu: u32, ts: u64, payload: &[u8]) {
+        let _ = if self.o.json {
+            write_json(w, ev, self.r.cmdlines(), self.endian, cpu, ts, payload)
+        } else {
+            self.r.record_of(w, ev, cpu, ts, payload)
+        };
+    }
+
+    /// A record's line(s), if the filters keep it.
+    pub fn record(&mut self, w: &mut Out, cpu: u32, ts: u64, payload: &[u8]) {
+        match self.kept(ts, payload) {
+            Kept::Unknown => drop(self.r.record(w, cpu, ts, payload)),
+            Kept::Dropped => {}
+            Kept::Event(ev) => self.print(w, ev, cpu, ts, payload),
+        }
+    }
+
+    /// The `CPU:N [LOST …]` line of a loss.
+    pub fn lost(&self, w: &mut Out, cpu: u32, ts: u64, count: Option<u64>) {
+        if !self.o.since.is_some_and(|t0| ts < t0) {
+            let _ = write_lost(w, cpu, count);
+        }
     }
 }
 
 /// Turns one stream item into output.
 struct Emitter<'a> {
-    r: Renderer<'a>,
+    p: Plain<'a>,
     graph: Option<GraphRenderer<'a>>,
     /// The graph layout is in use (set on the first funcgraph record when
     /// the input did not say).
@@ -394,9 +460,6 @@ struct Emitter<'a> {
     graph_ids: &'a [u32],
     /// The current record, copied so the stream can peek the next one.
     scratch: Vec<u8>,
-    events: &'a trbox::format::EventTable,
-    endian: Endian,
-    o: &'a RawOpts,
 }
 
 impl Emitter<'_> {
@@ -407,21 +470,21 @@ impl Emitter<'_> {
 
     /// Format one item straight into the output buffer.
     fn emit_into(&mut self, s: &mut CpuPages, line: &mut Out) {
-        let (cpu, endian, o) = (s.cpu, self.endian, self.o);
+        let cpu = s.cpu;
         match s.take() {
             Some(Next::Record(rec)) => {
-                let Some(ev) = self.events.event_of(rec.payload, endian) else {
-                    let _ = self.r.record(line, cpu, rec.ts, rec.payload);
-                    return;
+                let ev = match self.p.kept(rec.ts, rec.payload) {
+                    Kept::Event(ev) => ev,
+                    Kept::Unknown => {
+                        let _ = self.p.r.record(line, cpu, rec.ts, rec.payload);
+                        return;
+                    }
+                    Kept::Dropped => return,
                 };
-                let pid = self.r.pid(rec.payload);
-                if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, self.r.cmdlines()) {
-                    return;
-                }
                 if !self.graph_on && self.graph_ids.contains(&ev.id) {
                     self.graph_on = true;
                 }
-                if let (Some(g), true, false) = (self.graph.as_mut(), self.graph_on, o.json) {
+                if let (Some(g), true, false) = (self.graph.as_mut(), self.graph_on, self.p.o.json) {
                     // The graph layout folds an entry and its exit into one
                     // leaf line: it needs the next record of this CPU.
                     let ts = rec.ts;
@@ -434,30 +497,20 @@ impl Emitter<'_> {
                             let _ = s.take();
                         }
                         Ok(Outcome::NotGraph) => {
-                            let _ = self.r.record(line, cpu, ts, &self.scratch);
+                            let _ = self.p.r.record(line, cpu, ts, &self.scratch);
                         }
                         _ => {}
                     }
                     return;
                 }
-                let _ = if o.json {
-                    write_json(line, ev, self.r.cmdlines(), endian, cpu, rec.ts, rec.payload)
-                } else {
-                    self.r.record_of(line, ev, cpu, rec.ts, rec.payload)
-                };
+                self.p.print(line, ev, cpu, rec.ts, rec.payload);
             }
-            Some(Next::Lost { ts, count }) => {
-                if o.since.is_some_and(|t0| ts < t0) {
-                    return;
-                }
-                let _ = write_lost(line, cpu, count);
-            }
+            Some(Next::Lost { ts, count }) => self.p.lost(line, cpu, ts, count),
             Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
             None => {}
         }
     }
 }
-
 
 /// What the print-fmt compiler may ask beyond the format files: the kernel
 /// version, and — only for formats that name them, so most runs never pay
@@ -468,7 +521,7 @@ struct Kernel {
     version: Option<(u32, u32)>,
     top: Option<std::path::PathBuf>,
     live: bool,
-    consts: std::cell::OnceCell<Option<trbox::btf::KernelInfo>>,
+    consts: std::sync::OnceLock<Option<trbox::btf::KernelInfo>>,
 }
 
 impl Kernel {

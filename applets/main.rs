@@ -5,6 +5,7 @@ mod cli;
 mod command;
 mod decode;
 mod out;
+mod pool;
 mod record;
 mod stats;
 mod tr_cat;

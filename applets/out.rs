@@ -5,15 +5,17 @@
 //! retry EINTR for ever).
 //!
 //! Lines are formatted straight into the buffer (it is a `fmt::Write`): a
-//! fixed block with a fill mark, so each piece of a line is one copy.
+//! block of fixed capacity, so each piece of a line is one copy.
 
 use crate::cli::Error;
 use std::io::{self, Write};
 
 pub struct Out {
-    buf: Box<[u8]>,
-    len: usize,
+    buf: Vec<u8>,
     err: Option<io::Error>,
+    /// A block of text in memory (a worker's batch, see pool.rs): it only
+    /// grows and is never written out by itself.
+    mem: bool,
 }
 
 const CAP: usize = 64 * 1024;
@@ -23,7 +25,12 @@ const HIGH: usize = CAP - 8 * 1024;
 
 impl Out {
     pub fn stdout() -> Self {
-        Out { buf: vec![0; CAP].into_boxed_slice(), len: 0, err: None }
+        Out { buf: Vec::with_capacity(CAP), err: None, mem: false }
+    }
+
+    /// Text kept in memory, to be written later with [`Out::put_block`].
+    pub fn memory() -> Self {
+        Out { buf: Vec::new(), err: None, mem: true }
     }
 
     /// The reader went away (or writing failed): stop producing output.
@@ -32,15 +39,16 @@ impl Out {
     }
 
     fn drain(&mut self) {
-        let n = self.len;
-        self.len = 0;
-        write_fd(&mut self.err, self.buf.get(..n).unwrap_or(&[]));
+        if !self.mem {
+            write_fd(&mut self.err, &self.buf);
+            self.buf.clear();
+        }
     }
 
     /// Write out what is buffered once it is big enough: call between
     /// lines.
     pub fn line_done(&mut self) {
-        if self.len >= HIGH {
+        if self.buf.len() >= HIGH {
             self.drain();
         }
     }
@@ -49,20 +57,20 @@ impl Out {
         if self.err.is_some() {
             return;
         }
-        let end = self.len + b.len();
-        if let Some(d) = self.buf.get_mut(self.len..end) {
-            d.copy_from_slice(b);
-            self.len = end;
-            return;
-        }
-        self.drain();
-        match self.buf.get_mut(..b.len()) {
-            Some(d) => {
-                d.copy_from_slice(b);
-                self.len = b.len();
+        if !self.mem && self.buf.len() + b.len() > CAP {
+            self.drain();
+            if b.len() > CAP {
+                // Big blocks go out as they are, not through the buffer.
+                return write_fd(&mut self.err, b);
             }
-            None => write_fd(&mut self.err, b),
         }
+        self.buf.extend_from_slice(b);
+    }
+
+    /// Append a block of text made in memory, and empty it for reuse.
+    pub fn put_block(&mut self, block: &mut Out) {
+        self.put(&block.buf);
+        block.buf.clear();
     }
 
     /// Flush; a closed pipe or an interrupted write at a stop is a normal

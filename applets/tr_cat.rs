@@ -13,7 +13,7 @@ use trbox::sys::Tracefs;
 /// or with --raw decode the per-CPU raw pages with trbox's own decoder,
 /// merged by timestamp, until the buffers are empty; or a trace.dat FILE;
 /// or with -o record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
-/// Usage: tr-cat [--raw [-f]] [FILE] | tr-cat -o FILE [-e EV] [-t S] [-m KB] [-- CMD]
+/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE [-e EV] [-t S] [-m KB] [-- CMD]
 struct Args {
     /// record the raw pages into this trace.dat (version 6)
     #[argh(option, short = 'o')]
@@ -49,6 +49,9 @@ struct Args {
     /// with --raw or FILE: counts instead of events (per CPU, event, task)
     #[argh(switch)]
     stats: bool,
+    /// with --raw or FILE: render on N threads (default: one per CPU)
+    #[argh(option, short = 'j')]
+    jobs: Option<usize>,
     /// a trace.dat to decode (v6/v7, compressed or not; -B picks a buffer)
     #[argh(positional)]
     file: Option<String>,
@@ -75,6 +78,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         json: a.json,
         limit: a.time.map(|s| s.0),
         since: None,
+        threads: a.jobs.map(|n| n.max(1)),
     };
     if let Some(f) = &a.file {
         // A recorded file needs no tracefs (and no root).

@@ -5,124 +5,34 @@
 //! until the file holds at least 1 million events, written as a v6
 //! trace.dat with trbox's writer. Then:
 //! - raw decode: pages → records in memory (MB/s of pages, events/s);
-//! - text output: `tr-cat FILE` (the shipped release binary) vs
-//!   `trace-cmd report FILE`, both to /dev/null, best of 3 each (events/s,
-//!   MB/s of pages, ratio), with each one's peak RSS.
+//! - text output: `tr-cat FILE` (the shipped release binary, rendering on
+//!   every CPU, and with `-j 1` on one) vs `trace-cmd report FILE`, both to
+//!   /dev/null, best of 3 each (events/s, MB/s of pages, ratio), with each
+//!   one's peak RSS.
 //! - recording (root, live tracefs): `tr-cat -o` (splice, and read+pwrite)
 //!   vs `trace-cmd record` at the same syscall event rate — CPU time per MB,
 //!   lost events, peak RSS — and the peak RSS of reading the ~100 MB file.
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 use trbox::format::{Endian, HeaderPage};
 use trbox::page::{Page, PageLayout};
-use trbox::tracedat::{data_layout, encode_flyrecord_table, V6Writer, WriteOptions};
 
 const FIXTURE: &str = "tests/fixtures/x86_64/events";
 const MIN_EVENTS: u64 = 1_000_000;
+
+#[path = "../tests/common/dat.rs"]
+mod dat;
 
 fn read(p: &Path) -> Vec<u8> {
     fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// Per-CPU pages of the fixture.
-fn fixture_pages(dir: &Path, layout: &PageLayout) -> Vec<Vec<Vec<u8>>> {
-    let mut cpus = Vec::new();
-    for c in 0.. {
-        let p = dir.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
-        if !p.exists() {
-            break;
-        }
-        let raw = read(&p);
-        cpus.push(raw.chunks(layout.subbuf_size()).filter(|c| c.len() == layout.subbuf_size()).map(<[u8]>::to_vec).collect());
-    }
-    cpus
-}
-
-fn count_events(pages: &[Vec<u8>], layout: &PageLayout) -> u64 {
-    pages
-        .iter()
-        .filter_map(|p| Page::parse(p, layout, Endian::Little).ok())
-        .map(|p| p.records().filter(|r| r.is_ok()).count() as u64)
-        .sum()
-}
-
-/// Write the big file; returns (path, events, page bytes per CPU).
+/// Write the big file; returns (events, page bytes per CPU).
 fn build(dir: &Path, out: &Path) -> (u64, Vec<Vec<u8>>) {
-    let hp_text = read(&dir.join("events/header_page"));
-    let hp = HeaderPage::parse(&String::from_utf8_lossy(&hp_text)).unwrap();
-    let layout = PageLayout::from(&hp);
-    let cpus = fixture_pages(dir, &layout);
-    let per_copy: u64 = cpus.iter().map(|p| count_events(p, &layout)).sum();
-    let copies = MIN_EVENTS.div_ceil(per_copy.max(1));
-    // Time span of one copy, to shift the next one after it.
-    let span = cpus
-        .iter()
-        .flat_map(|p| p.iter())
-        .filter_map(|p| Page::parse(p, &layout, Endian::Little).ok())
-        .flat_map(|p| p.records().filter_map(Result::ok).map(|r| r.ts).collect::<Vec<_>>())
-        .fold((u64::MAX, 0), |(lo, hi), t| (lo.min(t), hi.max(t)));
-    let shift = span.1.saturating_sub(span.0) + 1_000;
-    let data: Vec<Vec<u8>> = cpus
-        .iter()
-        .map(|pages| {
-            let mut d = Vec::new();
-            for k in 0..copies {
-                for p in pages {
-                    let mut p = p.clone();
-                    let ts = u64::from_le_bytes(p[0..8].try_into().unwrap()) + k * shift;
-                    p[0..8].copy_from_slice(&ts.to_le_bytes());
-                    d.extend_from_slice(&p);
-                }
-            }
-            d
-        })
-        .collect();
-
-    let mut systems: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
-    let mut ftrace = Vec::new();
-    for s in fs::read_dir(dir.join("events")).unwrap().flatten().filter(|s| s.path().is_dir()) {
-        let name = s.file_name().to_string_lossy().into_owned();
-        let mut fmts = Vec::new();
-        for e in fs::read_dir(s.path()).unwrap().flatten() {
-            let f = e.path().join("format");
-            if f.exists() {
-                fmts.push(read(&f));
-            }
-        }
-        if name == "ftrace" {
-            ftrace = fmts;
-        } else {
-            systems.push((name, fmts));
-        }
-    }
-    let page = layout.subbuf_size() as u32;
-    let e = Endian::Little;
-    let mut w = V6Writer::new(e, hp.long_size() as u8, page);
-    w.header_files(&hp_text, &read(&dir.join("events/header_event"))).unwrap();
-    w.ftrace_formats(&ftrace).unwrap();
-    w.event_systems(&systems).unwrap();
-    w.kallsyms(&fs::read(dir.join("kallsyms")).unwrap_or_default()).unwrap();
-    w.printk_formats(&fs::read(dir.join("printk_formats")).unwrap_or_default()).unwrap();
-    w.saved_cmdlines(&read(&dir.join("saved_cmdlines"))).unwrap();
-    w.cpus(data.len() as u32).unwrap();
-    let clock = String::from_utf8_lossy(&read(&dir.join("trace_clock"))).trim().to_string();
-    w.options(&WriteOptions { trace_clock: Some(&clock), uname: Some("Linux bench 6.1 x86_64"), version: Some("trbox-bench"), ..Default::default() }, None)
-        .unwrap();
-    let fly = w.flyrecord().unwrap();
-    let mut f = fs::File::create(out).unwrap();
-    f.write_all(&w.take()).unwrap();
-    let sizes: Vec<u64> = data.iter().map(|d| d.len() as u64).collect();
-    let table = data_layout(fly.data_start, page, &sizes);
-    for (d, &(off, _)) in data.iter().zip(&table) {
-        f.write_all_at(d, off).unwrap();
-    }
-    f.write_all_at(&encode_flyrecord_table(e, &table), fly.table_pos).unwrap();
-    (per_copy * copies, data)
+    dat::build(dir, &[dat::Part { dir, min_events: MIN_EVENTS, lost_every: None }], out)
 }
 
 /// Run a command with stdout to /dev/null: (seconds, peak RSS in KiB).
@@ -193,8 +103,15 @@ fn main() {
     });
     let have_tc = Command::new("trace-cmd").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
     let rate = |s: f64| format!("{:>6.2} s  {:>5.2} M events/s  {:>5.0} MB/s", s, events as f64 / 1e6 / s, bytes as f64 / 1e6 / s);
+    let (t1, rss1) = best_of(3, || {
+        let mut c = Command::new(&trbox);
+        c.args(["tr-cat", "-j", "1", file]);
+        c
+    });
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("text output (best of 3, stdout to /dev/null; MB/s of pages; tr-cat = target/release/trbox, {} KiB):", size / 1024);
-    println!("  tr-cat            {}  peak RSS {:>6} KiB", rate(ts), trss);
+    println!("  tr-cat ({ncpu} CPUs)    {}  peak RSS {:>6} KiB", rate(ts), trss);
+    println!("  tr-cat -j 1       {}  peak RSS {:>6} KiB", rate(t1), rss1);
     if have_tc {
         let (cs, crss) = best_of(3, || {
             let mut c = Command::new("trace-cmd");
@@ -202,7 +119,7 @@ fn main() {
             c
         });
         println!("  trace-cmd report  {}  peak RSS {:>6} KiB", rate(cs), crss);
-        println!("ratio:       tr-cat is {:.1}x trace-cmd report's events/s (goal: 10x)", cs / ts);
+        println!("ratio:       tr-cat is {:.1}x trace-cmd report's events/s (goal: 10x); on one thread {:.1}x", cs / ts, cs / t1);
     } else {
         println!("trace-cmd not installed: no comparison (bash cross/setup.sh installs it)");
     }

@@ -48,7 +48,7 @@ pub struct LazyKallsyms {
     path: Option<std::path::PathBuf>,
     /// The text itself (from a trace.dat), instead of a path.
     text: Option<Vec<u8>>,
-    table: std::cell::OnceCell<Option<crate::kallsyms::Kallsyms>>,
+    table: std::sync::OnceLock<Option<crate::kallsyms::Kallsyms>>,
 }
 
 impl LazyKallsyms {
@@ -60,12 +60,12 @@ impl LazyKallsyms {
         } else {
             Some(t.top().join("kallsyms")).filter(|p| p.is_file())
         };
-        LazyKallsyms { path, text: None, table: std::cell::OnceCell::new() }
+        LazyKallsyms { path, text: None, table: std::sync::OnceLock::new() }
     }
 
     /// Symbols from a kallsyms text held in memory (a trace.dat's).
     pub fn from_text(text: Vec<u8>) -> Self {
-        LazyKallsyms { path: None, text: Some(text), table: std::cell::OnceCell::new() }
+        LazyKallsyms { path: None, text: Some(text), table: std::sync::OnceLock::new() }
     }
 
     /// The table, read now if it was not yet.

@@ -12,6 +12,7 @@ pub mod reset;
 pub mod signals;
 pub mod state;
 pub mod status;
+pub mod thread;
 pub mod stream;
 mod tracefs;
 

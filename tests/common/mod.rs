@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cprog;
+pub mod dat;
 pub mod trace_text;
 
 use std::fs::File;

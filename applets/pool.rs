@@ -1,0 +1,236 @@
+//! Rendering a drained buffer on every CPU. Turning records into text is
+//! nearly all of tr-cat's work; the merge is a small part. So this thread
+//! merges and hands out batches of records, in order; worker threads (and
+//! this one, while it would wait) render them; the texts are written in
+//! the order the batches were handed out, so the output is the same as
+//! one thread's.
+
+use crate::decode::Plain;
+use crate::out::Out;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use trbox::merge::{self, Merger};
+use trbox::sys::stream::{CpuPages, Next};
+use trbox::sys::thread;
+
+/// Records per batch: enough that locking is rare, few enough that the
+/// batches in flight stay small (a batch of text is ~100 KiB).
+const BATCH: usize = 1024;
+
+#[derive(Clone, Copy)]
+enum Piece {
+    /// Payload at `arena[start..end]`.
+    Record { cpu: u32, ts: u64, start: u32, end: u32 },
+    Lost { cpu: u32, ts: u64, count: Option<u64> },
+}
+
+/// Records copied out of their pages, and the text made of them.
+struct Batch {
+    pieces: Vec<Piece>,
+    arena: Vec<u8>,
+    text: Out,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Batch { pieces: Vec::with_capacity(BATCH), arena: Vec::new(), text: Out::memory() }
+    }
+
+    fn render(&mut self, p: &mut Plain<'_>) {
+        for &piece in &self.pieces {
+            match piece {
+                Piece::Record { cpu, ts, start, end } => {
+                    let payload = self.arena.get(start as usize..end as usize).unwrap_or(&[]);
+                    p.record(&mut self.text, cpu, ts, payload);
+                }
+                Piece::Lost { cpu, ts, count } => p.lost(&mut self.text, cpu, ts, count),
+            }
+        }
+        self.pieces.clear();
+        self.arena.clear();
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    /// Batches to render, oldest first, with their sequence numbers.
+    todo: Vec<(u64, Batch)>,
+    /// Rendered batches, in any order.
+    done: Vec<(u64, Batch)>,
+    /// No more batches will come: workers end.
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    q: Mutex<Queue>,
+    cv: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // A poisoned lock means a worker panicked (it aborts first in the
+        // release build); the queue itself is still consistent.
+        self.q.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'g>(&self, g: MutexGuard<'g, Queue>) -> MutexGuard<'g, Queue> {
+        self.cv.wait(g).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A worker's life: render batches until the queue closes.
+    fn work(&self, p: &mut Plain<'_>) {
+        let mut q = self.lock();
+        loop {
+            if !q.todo.is_empty() {
+                let (seq, mut b) = q.todo.remove(0);
+                drop(q);
+                b.render(p);
+                q = self.lock();
+                q.done.push((seq, b));
+                self.cv.notify_all();
+            } else if q.closed {
+                return;
+            } else {
+                q = self.wait(q);
+            }
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Closes the queue however the producer ends (workers must not wait for
+/// ever while their threads are joined).
+struct Closer<'s>(&'s Shared);
+
+impl Drop for Closer<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// This thread's side: the merge, the batches in flight and the output.
+struct Producer<'s, 'p, 'a> {
+    sh: &'s Shared,
+    /// This thread's renderer, made when it first helps.
+    mine: Option<Plain<'a>>,
+    make: &'p (dyn Fn() -> Plain<'a> + Sync),
+    /// Sequence number of the next batch handed out, and of the next one
+    /// to write.
+    next_in: u64,
+    next_out: u64,
+    /// Batches handed out and not written yet may be this many.
+    max_in_flight: u64,
+    free: Vec<Batch>,
+}
+
+impl<'a> Producer<'_, '_, 'a> {
+    fn submit(&mut self, b: Batch) {
+        self.sh.lock().todo.push((self.next_in, b));
+        self.next_in += 1;
+        self.sh.cv.notify_all();
+    }
+
+    /// Write the next batch in order once it is rendered, rendering
+    /// waiting batches on this thread meanwhile.
+    fn write_next(&mut self, out: &mut Out) {
+        let mut q = self.sh.lock();
+        loop {
+            if let Some(i) = q.done.iter().position(|d| d.0 == self.next_out) {
+                let (_, mut b) = q.done.swap_remove(i);
+                drop(q);
+                out.put_block(&mut b.text);
+                self.free.push(b);
+                self.next_out += 1;
+                return;
+            }
+            if !q.todo.is_empty() {
+                let (seq, mut b) = q.todo.remove(0);
+                drop(q);
+                b.render(self.mine.get_or_insert_with(self.make));
+                q = self.sh.lock();
+                q.done.push((seq, b));
+                continue;
+            }
+            q = self.sh.wait(q);
+        }
+    }
+
+    fn batch(&mut self) -> Batch {
+        self.free.pop().unwrap_or_else(Batch::new)
+    }
+}
+
+/// Merge `streams` and print them with `threads` renderers (this thread
+/// among them) until they end, the reader goes away, or — with `graph` —
+/// a record that may start the graph layout comes up: everything before it
+/// is written then, and it is still in its stream for the one-thread loop.
+pub fn run<'a>(
+    streams: &mut [CpuPages],
+    merger: &mut Merger,
+    graph: Option<&dyn Fn(&[u8]) -> bool>,
+    threads: usize,
+    make: &(dyn Fn() -> Plain<'a> + Sync),
+    out: &mut Out,
+) {
+    let sh = Shared::default();
+    let jobs: Vec<thread::Job<'_>> = (1..threads)
+        .map(|_| {
+            let sh = &sh;
+            Box::new(move || sh.work(&mut make())) as thread::Job<'_>
+        })
+        .collect();
+    thread::scope(jobs, |started| {
+        let _closer = Closer(&sh);
+        let mut p = Producer {
+            sh: &sh,
+            mine: None,
+            make,
+            next_in: 0,
+            next_out: 0,
+            max_in_flight: 2 * (started as u64 + 1),
+            free: Vec::new(),
+        };
+        produce(&mut p, streams, merger, graph, out);
+        while p.next_out < p.next_in && !out.broken() {
+            p.write_next(out);
+        }
+    })
+}
+
+fn produce(p: &mut Producer<'_, '_, '_>, streams: &mut [CpuPages], merger: &mut Merger, graph: Option<&dyn Fn(&[u8]) -> bool>, out: &mut Out) {
+    let mut cur = p.batch();
+    while !out.broken() {
+        let merge::Next::Cpu(i) = merger.next(streams) else { break };
+        let Some(s) = streams.get_mut(i) else { break };
+        if let Some(is_graph) = graph {
+            if s.peek_record().ok().flatten().is_some_and(|(_, payload)| is_graph(payload)) {
+                break;
+            }
+        }
+        let cpu = s.cpu;
+        match s.take() {
+            Some(Next::Record(rec)) => {
+                let start = cur.arena.len() as u32;
+                cur.arena.extend_from_slice(rec.payload);
+                cur.pieces.push(Piece::Record { cpu, ts: rec.ts, start, end: cur.arena.len() as u32 });
+            }
+            Some(Next::Lost { ts, count }) => cur.pieces.push(Piece::Lost { cpu, ts, count }),
+            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
+            None => {}
+        }
+        if cur.pieces.len() >= BATCH {
+            let next = p.batch();
+            p.submit(std::mem::replace(&mut cur, next));
+            while p.next_in - p.next_out >= p.max_in_flight && !out.broken() {
+                p.write_next(out);
+            }
+        }
+    }
+    if !cur.pieces.is_empty() {
+        p.submit(cur);
+    }
+}
