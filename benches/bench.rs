@@ -35,18 +35,13 @@ fn build(dir: &Path, out: &Path) -> (u64, Vec<Vec<u8>>) {
     dat::build(dir, &[dat::Part { dir, min_events: MIN_EVENTS, lost_every: None }], out)
 }
 
-/// Run a command with stdout to /dev/null: (seconds, peak RSS in KiB).
+/// Run a command with stdout to /dev/null: (seconds, peak RSS in KiB),
+/// under the launcher (see [`measured`]: the bench's own peak would show
+/// otherwise).
 fn time_cmd(cmd: &mut Command) -> (f64, i64) {
-    let t = Instant::now();
-    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
-    let pid = child.id() as i32;
-    let mut status = 0;
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waiting for our own child with valid out-pointers.
-    unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    let secs = t.elapsed().as_secs_f64();
-    let _ = child.try_wait();
-    (secs, ru.ru_maxrss)
+    let report = std::env::temp_dir().join(format!("trbox-bench-usage-{}", std::process::id()));
+    let (wall, _, rss) = run_measured(cmd, &report);
+    (wall, rss)
 }
 
 /// The fastest of `n` runs (a shared machine slows some down) and the
