@@ -16,6 +16,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
+use super::stats::{key_path, path_key};
 use crate::format::{Endian, EventTable};
 use crate::printfmt::SymbolLookup;
 
@@ -76,9 +77,8 @@ pub struct StackCounts {
     function: Option<(u32, (usize, usize))>,
     /// Per CPU: what the next stack on it was taken for.
     last: Vec<Origin>,
-    /// [origin tag, origin value, frames…] → count (the key type of the
-    /// folded paths in [`super::stats`]: one map type in the binary).
-    counts: BTreeMap<Vec<u64>, u64>,
+    /// [origin tag, origin value, frames…] as a [`path_key`] → count.
+    counts: BTreeMap<String, u64>,
     total: u64,
 }
 
@@ -125,17 +125,11 @@ impl StackCounts {
                 let origin = self.take_last(cpu);
                 let n = e.uint(payload, so, sn).unwrap_or(0) as usize;
                 let end = if self.long == 4 { u64::from(u32::MAX) } else { u64::MAX };
-                let mut frames = Vec::with_capacity(n.min(MAX_FRAMES) + 2);
-                frames.extend(origin.encode());
                 // The record may hold more entries than `caller[8]` says;
                 // the list ends at `size` entries or a ULONG_MAX marker.
-                for i in 0..n.min(MAX_FRAMES) {
-                    match e.uint(payload, start + i * self.long, self.long) {
-                        Some(a) if a != end => frames.push(a),
-                        _ => break,
-                    }
-                }
-                let slot = self.counts.entry(frames).or_insert(0);
+                let long = self.long;
+                let frames = (0..n.min(MAX_FRAMES)).map_while(|i| e.uint(payload, start + i * long, long).filter(|&a| a != end));
+                let slot = self.counts.entry(path_key(origin.encode().into_iter().chain(frames))).or_insert(0);
                 *slot += 1;
                 self.total += 1;
             }
@@ -182,7 +176,8 @@ impl StackCounts {
         // Merged under one key text, origin and frames on lines of their own.
         let mut m: BTreeMap<String, u64> = BTreeMap::new();
         for (k, n) in &self.counts {
-            let (origin, frames) = Origin::decode(k);
+            let k: Vec<u64> = key_path(k).collect();
+            let (origin, frames) = Origin::decode(&k);
             let mut key = match origin {
                 Origin::Event(id) => match events.get(id) {
                     Some(ev) => alloc::format!("{}:{}", ev.system, ev.name),

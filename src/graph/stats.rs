@@ -86,9 +86,8 @@ pub struct Stats {
     /// Open frames per task (a short list: the tasks inside traced calls).
     stacks: Vec<(i32, Vec<Frame>)>,
     /// Path of function addresses (after the index of the comm in `comms`
-    /// when `per_comm`) → self ns. (One map type for the folded paths here
-    /// and in [`super::stacks`] keeps the binary small.)
-    folded: BTreeMap<Vec<u64>, u64>,
+    /// when `per_comm`) as a [`path_key`] → self ns.
+    folded: BTreeMap<String, u64>,
     comms: Vec<String>,
     /// Per function address, sorted by it.
     funcs: Vec<(u64, FuncStat)>,
@@ -159,11 +158,8 @@ impl Stats {
             lost = lost.saturating_add(abandon(st, |f| f.depth >= depth));
         }
         self.roots_total = self.roots_total.saturating_add(lost);
-        let mut path: Vec<u64> = Vec::with_capacity(st.len() + 2);
-        path.extend(comm);
         let parents = if own_frame { st.len().saturating_sub(1) } else { st.len() };
-        path.extend(st.iter().take(parents).map(|f| f.func));
-        path.push(func);
+        let path = path_key(comm.into_iter().chain(st.iter().take(parents).map(|f| f.func)).chain([func]));
         if own_frame {
             st.pop();
         }
@@ -213,22 +209,21 @@ impl Stats {
     /// weight)`, sorted by line.
     pub fn folded(&self, syms: Option<&dyn SymbolLookup>) -> Vec<(String, u64)> {
         let mut out: BTreeMap<String, u64> = BTreeMap::new();
-        for (path, w) in &self.folded {
+        for (key, w) in &self.folded {
             let mut line = String::new();
-            let mut path = path.as_slice();
+            let mut path = key_path(key);
             if self.per_comm {
-                if let Some((c, rest)) = path.split_first() {
-                    push_frame(&mut line, self.comms.get(*c as usize).map_or("", String::as_str));
+                if let Some(c) = path.next() {
+                    push_frame(&mut line, self.comms.get(c as usize).map_or("", String::as_str));
                     line.push(';');
-                    path = rest;
                 }
             }
-            for (i, f) in path.iter().enumerate() {
+            for (i, f) in path.enumerate() {
                 if i > 0 {
                     line.push(';');
                 }
                 let mut name = String::new();
-                let _ = write_name(&mut name, syms, *f);
+                let _ = write_name(&mut name, syms, f);
                 push_frame(&mut line, &name);
             }
             *out.entry(line).or_insert(0) += *w;
@@ -340,6 +335,29 @@ fn abandon(st: &mut Vec<Frame>, over: impl Fn(&Frame) -> bool) -> u64 {
     lost
 }
 
+/// Chars per value in a [`path_key`] (7 bits each).
+const KEY_WIDTH: usize = 10;
+
+/// A path of values (addresses, ids) as a key of the one map type in the
+/// binary, `BTreeMap<String, u64>` (also the event table's by-name index):
+/// each value as ten ASCII chars of 7 bits, so equal paths give equal keys.
+/// Their order is not the paths' order: the maps keyed so are re-sorted on
+/// output.
+pub(crate) fn path_key(values: impl Iterator<Item = u64>) -> String {
+    let mut key = String::new();
+    for v in values {
+        for i in 0..KEY_WIDTH {
+            key.push(char::from(((v >> (7 * i)) & 0x7f) as u8));
+        }
+    }
+    key
+}
+
+/// The values of a [`path_key`].
+pub(crate) fn key_path(key: &str) -> impl Iterator<Item = u64> + '_ {
+    key.as_bytes().chunks_exact(KEY_WIDTH).map(|c| c.iter().rev().fold(0, |v, &b| v << 7 | u64::from(b)))
+}
+
 /// A frame name in a folded line: `;` separates frames and the last space
 /// separates the weight, so both are replaced.
 pub(crate) fn push_frame(line: &mut String, name: &str) {
@@ -368,6 +386,17 @@ mod tests {
             };
             Some(crate::printfmt::Sym { name, offset: 0, size: 0x100, module: None })
         }
+    }
+
+    #[test]
+    fn path_keys() {
+        let paths: [&[u64]; 4] = [&[], &[0], &[u64::MAX, 0xffff_ffff_8100_0000, 1 << 63, 0x7f], &[3, 0x80, 0x3fff]];
+        for p in paths {
+            let k = path_key(p.iter().copied());
+            assert!(k.is_ascii());
+            assert_eq!(key_path(&k).collect::<Vec<_>>(), p);
+        }
+        assert_ne!(path_key([0x80].into_iter()), path_key([1].into_iter()));
     }
 
     #[test]
