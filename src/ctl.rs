@@ -172,7 +172,12 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The names closest to `wanted` (at most `n`, close enough to be a typo),
 /// best first. Matching on the part after `:` counts too.
-pub fn closest<'a>(wanted: &str, names: impl Iterator<Item = &'a str>, n: usize) -> Vec<&'a str> {
+pub fn closest<'a>(wanted: &str, mut names: impl Iterator<Item = &'a str>, n: usize) -> Vec<&'a str> {
+    closest_of(wanted, &mut names, n)
+}
+
+/// [`closest`] for any iterator, compiled once.
+fn closest_of<'a>(wanted: &str, names: &mut dyn Iterator<Item = &'a str>, n: usize) -> Vec<&'a str> {
     let w_event = wanted.rsplit(':').next().unwrap_or(wanted);
     let mut scored: Vec<(usize, &str)> = names
         .map(|name| {
