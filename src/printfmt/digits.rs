@@ -119,7 +119,8 @@ impl Digits {
 
 #[inline(always)]
 fn pair(b: &mut [u8; DIGITS], i: usize, d: u64) {
-    let d = (d as usize % 100) * 2;
+    // The remainder first: `d as usize` would cut a u64 to 32 bits on armv7.
+    let d = (d % 100) as usize * 2;
     if let (Some(s), Some(t)) = (b.get_mut(i..i + 2), PAIRS.get(d..d + 2)) {
         s.copy_from_slice(t);
     }
