@@ -23,14 +23,14 @@ CASES=(
     "unknown-applet|no-such-applet|"
     "tracedat-v6|tr-cat tests/data/tracedat/v6-inst.dat|0"
     "tracedat-v7|tr-cat -B inst1 tests/data/tracedat/v7-none-inst.dat|0"
-    # The board fixtures, decoded by every target: 64-bit values through
-    # 32-bit arithmetic (armv7), and the threaded renderer under qemu-user.
-    "fixture-aarch64-events|tr-cat --raw -T tests/fixtures/aarch64/events|0"
-    "fixture-armv7-events|tr-cat --raw -j 2 -T tests/fixtures/armv7/events|0"
-    "fixture-x86_64-events|tr-cat --raw -T tests/fixtures/x86_64/events|0"
-    "fixture-armv7-graph|tr-cat --raw -T tests/fixtures/armv7/function_graph|0"
-    "fixture-aarch64-stack|tr-cat --raw -T tests/fixtures/aarch64/function_stack|0"
 )
+# Every board fixture, decoded by every target as by the host: 64-bit values
+# through 32-bit arithmetic (armv7), the threaded renderer under qemu-user.
+for d in tests/fixtures/*/*/; do
+    d=${d%/}
+    n=${d#tests/fixtures/}
+    [ -d "$d/per_cpu" ] && CASES+=("fixture-${n//\//-}|tr-cat --raw -j 2 -T $d|0")
+done
 # Also dispatch on argv[0]: a symlink named tr-on.
 LINK_CASES=(
     "link-tr-on|tr-on|-T $TREE|0"
