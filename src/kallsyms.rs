@@ -2,6 +2,15 @@
 //! module names, and one sorted `Vec` of fixed-size entries. Lookups follow
 //! the kernel's own `kallsyms_lookup()`: the last symbol at or below the
 //! address, the first of its aliases, size up to the next higher address.
+//!
+//! What `kallsyms_lookup()` resolves is less than what /proc/kallsyms lists:
+//! the core kernel only inside `_stext`..`_end` (`CONFIG_KALLSYMS_ALL`, which
+//! is when `_end` is listed) or the text ranges, modules and BPF programs
+//! (printed without a module name), but never the pages listed under the
+//! `[__builtin__ftrace]` / `[__builtin__kprobes]` pseudo-modules (ftrace
+//! trampolines, kprobe instruction slots): the kernel prints those addresses
+//! as raw hex in stack traces, so they stay in the table as stops that
+//! resolve to nothing.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -13,9 +22,14 @@ struct Entry {
     addr: u64,
     name_off: u32,
     name_len: u16,
-    /// 0 = core kernel, else index + 1 into `modules`.
+    /// 0 = core kernel, [`OPAQUE`], [`BPF`], else index + 1 into `modules`.
     module: u16,
 }
+
+/// A `[__builtin__*]` pseudo-module's page: never a lookup hit.
+const OPAQUE: u16 = u16::MAX;
+/// `[bpf]`: resolved, but `%pS` shows no module name for it.
+const BPF: u16 = u16::MAX - 1;
 
 /// A parsed symbol table.
 #[derive(Debug, Default, Clone)]
@@ -70,9 +84,11 @@ impl Kallsyms {
             let module = tail.strip_prefix(b"[").map(|m| m.strip_suffix(b"]").unwrap_or(m));
             let mi = match module {
                 None => 0,
+                Some(m) if m.starts_with(b"__builtin__") => OPAQUE,
+                Some(b"bpf") => BPF,
                 Some(m) => {
                     if last_mod != m || k.modules.is_empty() {
-                        if k.blob.len() > u32::MAX as usize - m.len() || k.modules.len() >= u16::MAX as usize - 1 {
+                        if k.blob.len() > u32::MAX as usize - m.len() || k.modules.len() >= BPF as usize - 1 {
                             continue;
                         }
                         let Ok(ms) = core::str::from_utf8(m) else { continue };
@@ -84,6 +100,8 @@ impl Kallsyms {
                 }
             };
             let Ok(name) = core::str::from_utf8(name) else { continue };
+            // Unnamed: nothing ever prints it.
+            let name = if mi == OPAQUE { "" } else { name };
             if mi == 0 && name.as_bytes()[0] == b'_' {
                 match name {
                     "_stext" => stext = Some(addr),
@@ -148,14 +166,13 @@ impl Kallsyms {
             first -= 1;
         }
         let e = &self.syms[first];
+        if e.module == OPAQUE {
+            return None;
+        }
         if e.module == 0 && !self.core.is_empty() && !self.core.iter().any(|&(s, x)| addr >= s && addr < x) {
             return None;
         }
-        let size = match self.syms.get(hi) {
-            Some(n) if e.module == 0 || n.module == e.module => n.addr - at,
-            Some(n) => n.addr - at,
-            None => 0,
-        };
+        let size = self.syms.get(hi).map_or(0, |n| n.addr - at);
         if e.module != 0 && self.syms.get(hi).map_or(true, |n| n.module != e.module) && addr - at >= 0x10_0000 {
             // Past the last symbol of a module by a lot: not in it.
             return None;
@@ -172,5 +189,46 @@ impl Kallsyms {
 impl SymbolLookup for Kallsyms {
     fn lookup(&self, addr: u64) -> Option<Sym<'_>> {
         Kallsyms::lookup(self, addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The x86_64 board's (6.1, CONFIG_KALLSYMS_ALL) table around an ftrace
+    /// trampoline, which its stack traces print as `=> 0xffffffffc0201083`.
+    const TABLE: &str = "ffffffff81000000 T _stext\n\
+        ffffffff81e01d32 T _etext\n\
+        ffffffff84097b70 b pd\n\
+        ffffffff84430000 B _end\n\
+        ffffffffc0205000 t ftrace_trampoline\t[__builtin__ftrace]\n\
+        ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n\
+        ffffffffc0210000 t ext4_fn\t[ext4]\n\
+        ffffffffc0230000 t bpf_prog_6deef7357e7b4530_sd_fw\t[bpf]\n";
+
+    #[test]
+    fn pseudo_module_pages_resolve_to_nothing() {
+        let k = Kallsyms::parse(TABLE);
+        assert!(k.lookup(0xffffffffc0201083).is_none());
+        assert!(k.lookup(0xffffffffc0205fff).is_none());
+        // Past _end: not the last data symbol either.
+        assert!(k.lookup(0xffffffff84430001).is_none());
+        let s = k.lookup(0xffffffff84097b78).unwrap();
+        assert_eq!((s.name, s.offset, s.module), ("pd", 8, None));
+        let s = k.lookup(0xffffffffc0210010).unwrap();
+        assert_eq!((s.name, s.offset, s.size, s.module), ("ext4_fn", 0x10, 0x20000, Some("ext4")));
+        let s = k.lookup(0xffffffffc0230004).unwrap();
+        assert_eq!((s.name, s.offset, s.module), ("bpf_prog_6deef7357e7b4530_sd_fw", 4, None));
+        assert_eq!(k.address_of("ftrace_trampoline"), None);
+    }
+
+    #[test]
+    fn unbounded_tail_of_a_table_without_section_markers() {
+        // A cut-down table (no _stext/_end): the last symbol keeps a hit, but
+        // a module's stops 1 MiB past its last symbol.
+        let k = Kallsyms::parse("ffffffffc0001000 t m_fn\t[m]\n");
+        assert!(k.lookup(0xffffffffc0001000 + 0x10_0000).is_none());
+        assert_eq!(k.lookup(0xffffffffc0001004).map(|s| s.name), Some("m_fn"));
     }
 }

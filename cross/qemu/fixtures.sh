@@ -36,9 +36,15 @@ for a in "${archs[@]}"; do
 		for d in "$fx"/*/; do
 			d=${d%/}
 			# Every identifier-like word of the kernel's text is a candidate name.
+			# The core kernel's section bounds and the [__builtin__*] pages
+			# (ftrace trampolines, kprobe slots) always stay: they decide
+			# which addresses the kernel leaves unresolved (src/kallsyms.rs).
 			LC_ALL=C awk '
 				FNR == NR { gsub(/[^A-Za-z0-9_.$]/, " "); for (i = 1; i <= NF; i++) want[$i] = 1; next }
-				{ addr[++n] = $1; line[n] = $0; name[n] = $3 }
+				{
+					addr[++n] = $1; line[n] = $0; name[n] = $3
+					if ((NF == 3 && $3 ~ /^_(stext|etext|sinittext|einittext|end)$/) || $4 ~ /^\[__builtin__/) keep[n] = 1
+				}
 				END {
 					for (i = 1; i <= n; i++) {
 						if (!(name[i] in want)) continue
