@@ -68,6 +68,9 @@ impl Error {
             Error::Rejected { err, .. } if err.raw_os_error() == Some(libc::ENOENT) => {
                 Some("the event or symbol does not exist on this kernel")
             }
+            Error::Rejected { err, .. } | Error::Io { err, .. } if err.raw_os_error() == Some(libc::EEXIST) => {
+                Some("a probe, trigger or instance of that name is already there (another tool's, or a run that was killed): choose another name, or remove the old one")
+            }
             Error::Rejected { .. } => None,
             Error::Busy { .. } => Some("wait for it with --wait, or stop it first"),
             Error::Format { .. } => Some("this kernel writes a layout trbox does not know: please report it with the file attached"),
@@ -109,6 +112,7 @@ pub fn describe(err: &io::Error) -> String {
         Some(libc::EINVAL) => "invalid argument (EINVAL)",
         Some(libc::ENOSPC) => "no space left (ENOSPC)",
         Some(libc::ENOTDIR) => "not a directory (ENOTDIR)",
+        Some(libc::EEXIST) => "already exists (EEXIST)",
         _ => return err.to_string(),
     };
     name.to_string()
@@ -185,4 +189,24 @@ pub fn lockdown_active() -> bool {
     std::fs::read_to_string("/sys/kernel/security/lockdown")
         .map(|t| crate::ctl::selected(&t).is_some_and(|m| m != "none"))
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eexist_reads_as_a_name_already_taken() {
+        let e = || io::Error::from_raw_os_error(libc::EEXIST);
+        assert_eq!(describe(&e()), "already exists (EEXIST)");
+        let r = Error::Rejected { path: "/sys/kernel/tracing/uprobe_events".into(), value: "p:uprobes/x /bin/true:0x10".into(), err: e(), kernel: None };
+        assert_eq!(r.to_string(), "the kernel rejected 'p:uprobes/x /bin/true:0x10' in /sys/kernel/tracing/uprobe_events: already exists (EEXIST)");
+        assert!(r.hint().unwrap().contains("already there"));
+        let m = Error::io("/sys/kernel/tracing/instances/a", e());
+        assert_eq!(m.to_string(), "/sys/kernel/tracing/instances/a: already exists (EEXIST)");
+        assert!(m.hint().is_some());
+        // The kernel's own error_log line says it better.
+        let k = Error::Rejected { path: "x".into(), value: "v".into(), err: e(), kernel: Some("Event already exists".into()) };
+        assert!(k.hint().is_none());
+    }
 }
