@@ -6,7 +6,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use crate::printfmt::digits::StackBuf;
+use crate::printfmt::digits::{Stage, StackBuf, LINE};
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 #[derive(Debug, Default, Clone)]
@@ -263,9 +263,9 @@ pub fn write_prefix<W: Write + ?Sized>(
 const COMM_MAX: usize = 64;
 /// Room for the comm-pid column of such a comm.
 const COMM_COL: usize = COMM_MAX + 16;
-/// Prefix buffer: comm, pid, CPU, flags and a 20-digit timestamp, plus an
-/// event name.
-const PREFIX: usize = 256;
+/// The line buffer: comm, pid, CPU, flags and a 20-digit timestamp, an
+/// event name, and the body as far as it fits.
+const PREFIX: usize = LINE;
 
 /// `CPU:N [LOST M EVENTS]`, or `[LOST EVENTS]` when the count is unknown.
 pub fn write_lost<W: Write + ?Sized>(w: &mut W, cpu: u32, count: Option<u64>) -> fmt::Result {
@@ -540,17 +540,15 @@ impl<'a> Renderer<'a> {
         let long = usize::from(self.long_size);
         let pre = &mut self.pre;
         let Some(body) = self.bodies[id].as_ref() else { return w.write_str(pre.as_str()) };
-        // The event name joins the prefix: one write for both.
-        if let Body::Fmt { named: true, .. } = body {
-            if pre.room() >= ev.name.len() + 2 {
-                pre.push_str(&ev.name);
-                pre.push_str(": ");
-            } else {
-                w.write_str(pre.as_str())?;
-                w.write_str(&ev.name)?;
-                pre.clear();
-                pre.push_str(": ");
-            }
+        if let Body::Fmt { prog, named: true } = body {
+            // The line is assembled in the prefix buffer and written out
+            // in one piece (or a few, if it is long or has strings).
+            let mut st = Stage { buf: pre, out: w };
+            st.push(&ev.name)?;
+            st.push(": ")?;
+            prog.render_staged(&mut st, payload, &ctx)?;
+            st.push("\n")?;
+            return st.flush();
         }
         w.write_str(pre.as_str())?;
         match body {
@@ -583,11 +581,7 @@ impl<'a> Renderer<'a> {
                 }
                 Ok(())
             }
-            Body::Fmt { prog, named: true } => {
-                prog.render(w, payload, &ctx)?;
-                w.write_str("\n")
-            }
-            Body::Fmt { prog, named: false } => {
+            Body::Fmt { prog, .. } => {
                 // trace_printk text carries its own newline (usually).
                 let mut t = TrackLast { w, last: '\0' };
                 prog.render(&mut t, payload, &ctx)?;

@@ -126,6 +126,46 @@ fn pair(b: &mut [u8; DIGITS], i: usize, d: u64) {
     }
 }
 
+/// `K` bytes of `s` at `at` (zeros when out of range: never for callers).
+#[inline(always)]
+fn load<const K: usize>(s: &[u8], at: usize) -> [u8; K] {
+    s.get(at..at + K).and_then(|x| <[u8; K]>::try_from(x).ok()).unwrap_or([0; K])
+}
+
+/// Put `v` into `d` at `at` (nothing when out of range: never for callers).
+#[inline(always)]
+fn store<const K: usize>(d: &mut [u8], at: usize, v: [u8; K]) {
+    if let Some(x) = d.get_mut(at..at + K).and_then(|x| <&mut [u8; K]>::try_from(x).ok()) {
+        *x = v;
+    }
+}
+
+/// `d.copy_from_slice(s)` with the short pieces lines are made of copied
+/// in place: two overlapping fixed-size moves instead of a call to memcpy,
+/// which costs more than such a copy.
+#[inline(always)]
+fn copy_short(d: &mut [u8], s: &[u8]) {
+    let n = s.len();
+    match n {
+        0 => {}
+        1..=3 => {
+            // First, middle and last byte cover all of 1 to 3.
+            store::<1>(d, 0, load::<1>(s, 0));
+            store::<1>(d, n / 2, load::<1>(s, n / 2));
+            store::<1>(d, n - 1, load::<1>(s, n - 1));
+        }
+        4..=7 => {
+            store::<4>(d, 0, load::<4>(s, 0));
+            store::<4>(d, n - 4, load::<4>(s, n - 4));
+        }
+        8..=16 => {
+            store::<8>(d, 0, load::<8>(s, 0));
+            store::<8>(d, n - 8, load::<8>(s, n - 8));
+        }
+        _ => d.copy_from_slice(s),
+    }
+}
+
 /// A fixed-size stack buffer of UTF-8 text. What does not fit is dropped
 /// (never a panic); callers size it for what they put in.
 #[derive(Clone, Copy)]
@@ -188,7 +228,7 @@ impl<const N: usize> StackBuf<N> {
     #[inline(always)]
     fn push_bytes(&mut self, s: &[u8]) {
         if let Some(d) = self.b.get_mut(self.len..self.len + s.len()) {
-            d.copy_from_slice(s);
+            copy_short(d, s);
             self.len += s.len();
         }
     }
@@ -242,6 +282,51 @@ impl<const N: usize> StackBuf<N> {
     }
 }
 
+/// Room for one line being assembled (longer lines go out in pieces).
+pub(crate) const LINE: usize = 256;
+
+/// A line being assembled in a buffer and written out in one piece: what
+/// is added goes into `buf` while it fits, and `buf` goes to `out` when it
+/// is full or [`flush`](Self::flush)ed. Pieces pushed directly (literal
+/// text, plain numbers) cost a copy, not a call through the writer.
+pub(crate) struct Stage<'a> {
+    pub buf: &'a mut StackBuf<LINE>,
+    pub out: &'a mut dyn core::fmt::Write,
+}
+
+impl Stage<'_> {
+    #[inline(always)]
+    pub fn push(&mut self, s: &str) -> core::fmt::Result {
+        if s.len() <= self.buf.room() {
+            self.buf.push_str(s);
+            return Ok(());
+        }
+        self.spill(s)
+    }
+
+    fn spill(&mut self, s: &str) -> core::fmt::Result {
+        self.flush()?;
+        if s.len() <= self.buf.room() {
+            self.buf.push_str(s);
+            return Ok(());
+        }
+        self.out.write_str(s)
+    }
+
+    /// Write out what is buffered.
+    pub fn flush(&mut self) -> core::fmt::Result {
+        self.out.write_str(self.buf.as_str())?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+impl core::fmt::Write for Stage<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.push(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +352,31 @@ mod tests {
         b.push_str("de");
         b.push_padded(7, 3, b'0');
         assert_eq!(b.as_str(), "abc0");
+    }
+
+    #[test]
+    fn pieces_of_every_length() {
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ";
+        for n in 0..text.len() {
+            let mut b = StackBuf::<64>::new();
+            b.push_str("<");
+            b.push_str(&text[..n]);
+            b.push_str(">");
+            assert_eq!(b.as_str(), alloc::format!("<{}>", &text[..n]));
+        }
+    }
+
+    #[test]
+    fn stage_spills_whole_pieces_in_order() {
+        let mut out = alloc::string::String::new();
+        let mut buf = StackBuf::<LINE>::new();
+        let mut st = Stage { buf: &mut buf, out: &mut out };
+        let long = "x".repeat(LINE + 10);
+        for piece in ["a", &"b".repeat(LINE - 2), "cd", &long, "e"] {
+            st.push(piece).unwrap();
+        }
+        st.flush().unwrap();
+        assert_eq!(out, alloc::format!("a{}cd{long}e", "b".repeat(LINE - 2)));
     }
 
     #[test]

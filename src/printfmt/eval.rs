@@ -4,7 +4,8 @@ use core::cell::Cell;
 use core::fmt::{self, Write};
 
 use super::compile::{norm, BOp, Id, Item, Loc, Node, Piece, Prog, Ty, UOp};
-use super::vsprintf::{bitmap, emit, int_conv, number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
+use super::digits::Stage;
+use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
 use crate::format::{Endian, FieldKind};
 
 /// A value during evaluation.
@@ -54,10 +55,22 @@ impl<'a, 'e> Frame<'a, 'e> {
     }
 
     pub fn int(&self, id: Id) -> Option<u64> {
-        match self.val(id) {
-            V::I(v) => Some(v),
-            _ => None,
+        // Most operands are a field as it is or a constant: no expression
+        // walk for those.
+        match self.prog.nodes.get(id as usize) {
+            Some(&Node::Field { off, ty }) => self.field(off, ty),
+            Some(&Node::Const(v, _)) => Some(v),
+            _ => match self.val(id) {
+                V::I(v) => Some(v),
+                _ => None,
+            },
         }
+    }
+
+    /// A scalar field of the record, normalised to its type.
+    #[inline(always)]
+    fn field(&self, off: u32, ty: Ty) -> Option<u64> {
+        self.ctx.endian.uint(self.rec, off as usize, ty.size as usize).map(|v| norm(v, ty))
     }
 
     fn truth(&self, id: Id) -> Option<bool> {
@@ -90,7 +103,7 @@ impl<'a, 'e> Frame<'a, 'e> {
         let int = |v: Option<u64>| v.map_or(V::Bad, V::I);
         match self.node(id) {
             Node::Const(v, _) => V::I(v),
-            Node::Field { off, ty } => int(e.uint(self.rec, off as usize, ty.size as usize).map(|v| norm(v, ty))),
+            Node::Field { off, ty } => int(self.field(off, ty)),
             Node::Elem { off, count, ty, idx } => {
                 let Some(i) = self.int(idx) else { return V::Bad };
                 if i >= u64::from(count) {
@@ -153,6 +166,7 @@ impl<'a, 'e> Frame<'a, 'e> {
         }
     }
 
+    #[inline(always)]
     fn name(&self, o: u32, l: u32) -> &'a str {
         self.prog.pool.get(o as usize..(o + l) as usize).unwrap_or("")
     }
@@ -269,28 +283,29 @@ impl<'a, 'e> Frame<'a, 'e> {
         }
     }
 
-    /// Run the whole program.
-    pub fn run<W: Write + ?Sized>(&self, w: &mut W) -> fmt::Result {
-        self.run_from(w, 0, 0)
-    }
-
-    /// Run from item `first`, skipping `skip` bytes of it if it is a
-    /// literal.
-    pub fn run_from<W: Write + ?Sized>(&self, w: &mut W, first: usize, skip: u32) -> fmt::Result {
-        let mut w = super::vsprintf::Fwd(w);
-        let items = self.prog.items.get(first..).unwrap_or(&[]);
-        for (k, item) in items.iter().enumerate() {
+    /// Run the program from item `first`, continuing the line `st` holds:
+    /// literal text and plain numbers are added to it directly, the other
+    /// conversions write through it.
+    pub fn run_into(&self, st: &mut Stage<'_>, first: usize) -> fmt::Result {
+        for item in self.prog.items.get(first..).unwrap_or(&[]) {
             match item {
-                &Item::Lit(o, l) if k == 0 && skip <= l => w.write_str(self.name(o + skip, l - skip))?,
-                &Item::Lit(o, l) => w.write_str(self.name(o, l))?,
-                Item::Conv(p) => self.conv(&mut w, p)?,
+                &Item::Lit(o, l) => st.push(self.name(o, l))?,
+                Item::Conv(p) => {
+                    let spec = self.spec(p);
+                    let v = self.arg(p, &spec);
+                    if let Some(d) = v.and_then(|v| if let V::I(x) = v { plain_number(x, &spec, &self.ctx) } else { None }) {
+                        st.push(d.as_str())?;
+                        continue;
+                    }
+                    self.conv(st, &spec, v)?;
+                }
             }
         }
         Ok(())
     }
 
-    /// One conversion with its argument (one copy for every writer: size).
-    fn conv(&self, w: &mut dyn Write, p: &Piece) -> fmt::Result {
+    /// A conversion's spec with its `*` width and precision applied.
+    fn spec(&self, p: &Piece) -> Spec {
         let mut spec: Spec = p.spec;
         if let Some(wi) = p.width {
             match self.int(wi) {
@@ -307,37 +322,47 @@ impl<'a, 'e> Frame<'a, 'e> {
         if let Some(pi) = p.prec {
             spec.prec = self.int(pi).map_or(-1, |v| (v as i32).clamp(0, 4096));
         }
+        spec
+    }
+
+    /// A conversion's argument; `None` for `%%` and a missing argument.
+    fn arg(&self, p: &Piece, spec: &Spec) -> Option<V<'a>> {
         if spec.conv == Conv::Percent {
-            return w.write_char('%');
+            return None;
         }
-        let Some(a) = p.arg else { return Ok(()) };
+        let a = p.arg?;
         // Most arguments are a field as it is: read it without the
         // expression walk.
         let v = match self.prog.nodes.get(a as usize) {
-            Some(&Node::Field { off, ty }) => match self.ctx.endian.uint(self.rec, off as usize, ty.size as usize) {
-                Some(v) => V::I(norm(v, ty)),
-                None => V::Bad,
-            },
+            Some(&Node::Field { off, ty }) => self.field(off, ty).map_or(V::Bad, V::I),
             Some(Node::Bytes(loc)) => loc_bytes(self.rec, loc, self.ctx.endian).map_or(V::Bad, V::B),
             _ => self.val(a),
         };
+        Some(match v {
+            // Varargs: an int-sized value travels as 32 bits.
+            V::I(v) if !p.wide => V::I(v & 0xffff_ffff),
+            v => v,
+        })
+    }
+
+    /// Write one conversion (one copy for every writer: size).
+    fn conv(&self, w: &mut dyn Write, spec: &Spec, v: Option<V<'a>>) -> fmt::Result {
+        let Some(v) = v else {
+            return if spec.conv == Conv::Percent { w.write_char('%') } else { Ok(()) };
+        };
         match v {
-            V::I(v) => {
-                // Varargs: an int-sized value travels as 32 bits.
-                let v = if p.wide { v } else { v & 0xffff_ffff };
-                match spec.conv {
-                    Conv::Int { .. } => int_conv(w, v, &spec, self.ctx.long_size),
-                    _ => emit(w, &spec, ArgVal::Int(v), &self.ctx),
-                }
-            }
-            V::B(b) => emit(w, &spec, ArgVal::Bytes(b), &self.ctx),
+            V::I(v) => match spec.conv {
+                Conv::Int { .. } => int_conv(w, v, spec, self.ctx.long_size),
+                _ => emit(w, spec, ArgVal::Int(v), &self.ctx),
+            },
+            V::B(b) => emit(w, spec, ArgVal::Bytes(b), &self.ctx),
             // Helpers' text with no width or precision to apply.
             V::T(id) if spec.width <= 0 && spec.prec < 0 => self.text(id, w),
             V::T(id) => {
                 let mut f = |w: &mut dyn Write| self.text(id, w);
-                emit(w, &spec, ArgVal::Text(&mut f), &self.ctx)
+                emit(w, spec, ArgVal::Text(&mut f), &self.ctx)
             }
-            V::Bad => emit(w, &spec, ArgVal::Bad, &self.ctx),
+            V::Bad => emit(w, spec, ArgVal::Bad, &self.ctx),
         }
     }
 }

@@ -27,6 +27,7 @@ use core::fmt::{self, Write};
 
 use crate::format::{Endian, EventFormat, Field, FieldKind};
 use compile::{Loc, Prog};
+use digits::{Stage, StackBuf};
 pub use vsprintf::{Ctx, StringLookup, Sym, SymbolLookup};
 use vsprintf::{write_bytes, Fwd};
 
@@ -319,10 +320,19 @@ impl Program {
     /// `ctx` gives the byte order and the optional kallsyms / printk_formats
     /// tables (its `long_size` is overridden by the one compiled for).
     pub fn render<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], ctx: &Ctx) -> fmt::Result {
+        let mut buf = StackBuf::new();
+        let mut st = Stage { buf: &mut buf, out: &mut Fwd(w) };
+        self.render_staged(&mut st, rec, ctx)?;
+        st.flush()
+    }
+
+    /// [`render`](Self::render) continuing the line `st` holds; what is
+    /// left in it is the caller's to write out.
+    pub(crate) fn render_staged(&self, w: &mut Stage<'_>, rec: &[u8], ctx: &Ctx) -> fmt::Result {
         let ctx = Ctx { long_size: self.long_size, ..*ctx };
         let e = ctx.endian;
         match &self.body {
-            Body::Prog(p) => eval::Frame::new(p, rec, ctx).run(w),
+            Body::Prog(p) => eval::Frame::new(p, rec, ctx).run_into(w, 0),
             Body::Probe { prog, ip, func, ret, first } => {
                 let get = |l: &Loc| e.uint(rec, l.off as usize, l.size as usize);
                 w.write_char('(')?;
@@ -335,7 +345,7 @@ impl Program {
                     }
                     _ => {}
                 }
-                eval::Frame::new(prog, rec, ctx).run_from(w, *first, 0)
+                eval::Frame::new(prog, rec, ctx).run_into(w, *first)
             }
             Body::Fallback(..) => self.render_fields(w, rec, e),
             Body::Bprint { ip, fmt, buf } => {

@@ -363,10 +363,18 @@ pub(crate) fn write_bytes<W: Write + ?Sized>(w: &mut W, b: &[u8]) -> fmt::Result
 
 /// The kernel's `number()`.
 pub fn number(w: &mut dyn Write, num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
-    // The common `%d`, `%u`, `%x`, `%llu`, `%08x`, `%p`: the digits, maybe
-    // a sign, padded on the left to a small width.
+    match simple_number(num, base, flags, width, precision) {
+        Some(d) => w.write_str(d.as_str()),
+        None => number_full(w, num, base, flags, width, precision),
+    }
+}
+
+/// [`number`] of the common `%d`, `%u`, `%x`, `%llu`, `%08x`, `%p`: the
+/// digits, maybe a sign, padded on the left to a small width. `None` for
+/// the others (a precision, a wide field, `+`, ` `, `#` or `-`).
+pub(crate) fn simple_number(num: u64, base: u8, flags: u8, width: i32, precision: i32) -> Option<Digits> {
     if width > 20 || precision >= 0 || flags & (SPECIAL | PLUS | SPACE | LEFT) != 0 {
-        return number_full(w, num, base, flags, width, precision);
+        return None;
     }
     let neg = flags & SIGN != 0 && (num as i64) < 0;
     let v = if neg { (num as i64).unsigned_abs() } else { num };
@@ -383,7 +391,7 @@ pub fn number(w: &mut dyn Write, num: u64, base: u8, flags: u8, width: i32, prec
     while d.len() < width && d.room() > 0 {
         d.prepend(b' ');
     }
-    w.write_str(d.as_str())
+    Some(d)
 }
 
 /// [`number`] with everything: precision, wide fields, `+`, ` `, `#`, `-`.
@@ -596,8 +604,9 @@ pub fn convert_int(v: u64, spec: &Spec, long_size: u8) -> u64 {
     }
 }
 
-/// Print an integer conversion.
-pub fn int_conv(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
+/// An integer conversion's argument as `va_arg` reads it, its base and
+/// its flags.
+fn int_arg(v: u64, spec: &Spec, long_size: u8) -> (u64, u8, u8) {
     let base = match spec.conv {
         Conv::Int { base } => base,
         _ => 10,
@@ -606,7 +615,12 @@ pub fn int_conv(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> fmt::R
     if spec.qual == Qual::PtrDiff {
         flags |= SIGN;
     }
-    let v = convert_int(v, spec, long_size);
+    (convert_int(v, spec, long_size), base, flags)
+}
+
+/// Print an integer conversion.
+pub fn int_conv(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
+    let (v, base, flags) = int_arg(v, spec, long_size);
     number(w, v, base, flags, spec.width, spec.prec)
 }
 
@@ -626,15 +640,36 @@ pub fn char_conv<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec) -> fmt::Resu
     pad(w, ' ', fw - 1)
 }
 
+/// `pointer_string()`'s flags and width.
+fn ptr_arg(spec: &Spec, long_size: u8) -> (u8, i32) {
+    let flags = spec.flags | SMALL;
+    if spec.width == -1 {
+        return ((flags | ZEROPAD) & !SIGN, 2 * i32::from(long_size));
+    }
+    (flags & !SIGN, spec.width)
+}
+
 /// `pointer_string()`: `%px`, and `%p` with hashing off.
 pub fn pointer_string(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
-    let mut flags = spec.flags | SMALL;
-    let mut width = spec.width;
-    if width == -1 {
-        width = 2 * i32::from(long_size);
-        flags |= ZEROPAD;
+    let (flags, width) = ptr_arg(spec, long_size);
+    number(w, v, 16, flags, width, spec.prec)
+}
+
+/// The text of an integer argument that prints as a plain number — an
+/// integer conversion, or a `%p` of the pointer value — when
+/// [`simple_number`] covers it; `None` for everything else ([`emit`]).
+pub(crate) fn plain_number(v: u64, spec: &Spec, ctx: &Ctx) -> Option<Digits> {
+    match spec.conv {
+        Conv::Int { .. } => {
+            let (v, base, flags) = int_arg(v, spec, ctx.long_size);
+            simple_number(v, base, flags, spec.width, spec.prec)
+        }
+        Conv::Ptr(PtrFmt::Plain | PtrFmt::Hex | PtrFmt::Restricted | PtrFmt::Other) => {
+            let (flags, width) = ptr_arg(spec, ctx.long_size);
+            simple_number(v & ctx.long_mask(), 16, flags, width, spec.prec)
+        }
+        _ => None,
     }
-    number(w, v, 16, flags & !SIGN, width, spec.prec)
 }
 
 /// `%s` of a pointer we cannot dereference: look it up among the kernel's
