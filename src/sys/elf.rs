@@ -30,10 +30,9 @@ impl FileBytes {
                 return Ok(FileBytes { map: Some((p, len)), copy: Vec::new() });
             }
         }
-        use std::io::Read;
-        let mut copy = Vec::new();
-        (&f).read_to_end(&mut copy)?;
-        Ok(FileBytes { map: None, copy })
+        // Not mappable: a copy, read by path (std::fs's reader is in the
+        // binary anyway).
+        Ok(FileBytes { map: None, copy: std::fs::read(path)? })
     }
 
     pub fn bytes(&self) -> &[u8] {

@@ -4,7 +4,7 @@
 
 use super::error::Error;
 use std::fs::File;
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::PathBuf;
 
@@ -41,8 +41,8 @@ impl Lock {
         let fd = file.as_raw_fd();
         // SAFETY: valid fd.
         if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
+            // Read by path: std::fs's reader is in the binary anyway.
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
             if !wait {
                 return Err(Error::Busy { holder: holder.trim().to_string(), path });
             }
