@@ -19,7 +19,8 @@ use trbox::sys::{elf, signals, Tracefs};
 /// Probes are made for the run and removed after it, named trbox/FUNCTION
 /// unless the definition starts with p:GROUP/NAME; a uprobe's symbol is
 /// found in the ELF file by trbox, e.g. --uprobe '/bin/bash:readline' or
-/// --kprobe 'do_sys_openat2 path=+0($arg2):ustring'.
+/// --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. -f and -R go to
+/// the SYS:EVENT events, or to the probes when no SYS:EVENT is given.
 struct Args {
     /// list events (optionally matching GLOB, e.g. 'sched:*')
     #[argh(switch, short = 'l')]
@@ -27,11 +28,12 @@ struct Args {
     /// show the format of SYS:EVENT
     #[argh(option)]
     format: Option<String>,
-    /// filter for the events (the kernel's filter syntax)
+    /// filter for the SYS:EVENT events (the probes when there are none;
+    /// the kernel's filter syntax)
     #[argh(option, short = 'f')]
     filter: Option<String>,
-    /// trigger to attach (e.g. stacktrace, 'traceoff if pid == 1');
-    /// repeatable
+    /// trigger to attach (e.g. stacktrace, 'traceoff if pid == 1') to the
+    /// same events as -f; repeatable
     #[argh(option, short = 'R')]
     trigger: Vec<String>,
     /// stop after SECONDS
@@ -103,6 +105,10 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     // before they are removed.
     let mut made = State::new(&top);
     made.keep = a.keep;
+    // A filter names the fields of the events it was written for; a probe
+    // has other fields (its own arguments), so it gets -f/-R only when it
+    // is all there is.
+    let named = events.len();
     for p in &probes {
         if made.add_probe(p.kind, &p.line, &format!("{}/{}", p.group, p.event))?.is_none() {
             return Err(no_probes(&top, p.kind));
@@ -115,13 +121,15 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         // The command's pid filter first: events enabled before it would
         // also record this process setting up (its opens, for a kprobe).
         let child = Command::start(cmd, &mut st, Follow { events: true, functions: false })?;
-        for e in &events {
+        for (i, e) in events.iter().enumerate() {
             let dir = event_dir(e);
-            if let Some(f) = &a.filter {
-                st.set_filter(&dir, Some(f))?;
-            }
-            for tr in &a.trigger {
-                st.add_trigger(&dir, tr)?;
+            if named == 0 || i < named {
+                if let Some(f) = &a.filter {
+                    st.set_filter(&dir, Some(f))?;
+                }
+                for tr in &a.trigger {
+                    st.add_trigger(&dir, tr)?;
+                }
             }
             st.set(&format!("{dir}/enable"), "1")?;
         }

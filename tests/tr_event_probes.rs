@@ -193,3 +193,30 @@ fn own_setup_is_not_recorded_with_a_command() {
     assert!(hits.iter().all(|l| l.trim_start().starts_with("cat-")), "{out}");
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// `-f` is written for the SYS:EVENT events it is given with: a filter on
+/// sched_process_exec's `filename` is not put on a probe (which has no such
+/// field and would be refused); with probes alone, it is theirs.
+#[test]
+fn filter_goes_to_the_named_events_or_to_probes_alone() {
+    let Some((_l, root, before)) = live() else { return };
+    let d = TempDir::new("uprobe-filter");
+    let Some(p) = progs(&d) else { return };
+    let b = s(&p.pie);
+    let probe = format!("{b}:{FUNC} arg=%di:s32");
+    let hit = |out: &str| out.lines().any(|l| l.contains(&format!(" {FUNC}: (")) && l.ends_with(" arg=42"));
+    let o = ev(&["sched:sched_process_exec", "--uprobe", &probe, "-f", "filename ~ \"*no-such-name*\"", "--", b, "42"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}\n{out}", stderr(&o));
+    assert!(hit(&out), "the probe was filtered:\n{out}");
+    assert!(!out.contains("sched_process_exec:"), "the event was not filtered:\n{out}");
+    for (filter, hits) in [("arg == 7", false), ("arg == 42", true)] {
+        let o = ev(&["--uprobe", &probe, "-f", filter, "--", b, "42"]);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{filter}: {}\n{out}", stderr(&o));
+        assert_eq!(hit(&out), hits, "{filter}:\n{out}");
+    }
+    no_probes_left(&root);
+    assert_same_state(&before, &snapshot(&root));
+}
+
