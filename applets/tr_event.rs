@@ -172,7 +172,13 @@ fn probes(a: &Args, top: &Tracefs) -> Result<Vec<Probe>, Error> {
                         e.msg = format!("{opt}: {}", e.msg);
                         e
                     };
-                    let file = elf::locate(path).map_err(in_context)?;
+                    let file = elf::locate(path).map_err(|e| match e.errno() {
+                        Some(libc::ENOENT) if !path.contains('/') => in_context(e).hint(format!(
+                            "a bare name is looked for in $PATH, a library's (NAME.so*) in $LD_LIBRARY_PATH:{}; or give its path",
+                            elf::LIB_DIRS
+                        )),
+                        _ => in_context(e),
+                    })?;
                     let loc = elf::resolve(&file, sym).map_err(in_context)?;
                     // The kernel splits the definition at white space.
                     let Some(p) = file.to_str().filter(|p| !p.contains(char::is_whitespace)) else {

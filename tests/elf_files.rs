@@ -145,6 +145,26 @@ fn system_binaries_and_libraries() {
     assert!(checked > 0, "no system binary found");
 }
 
+/// A bare library name is found where the dynamic loader finds it: the
+/// same file `ldd` names for /bin/true's libc.
+#[test]
+fn bare_library_names_in_the_loaders_directories() {
+    let o = Command::new("sh").args(["-c", "ldd /bin/true | awk '/libc.so/ {print $1, $3}'"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let Some((name, path)) = out.split_once(' ') else {
+        eprintln!("SKIP: no dynamically linked libc found with ldd");
+        return;
+    };
+    let found = trbox::sys::elf::locate(name).unwrap();
+    assert_eq!(std::fs::canonicalize(path).unwrap(), found);
+    assert!(trbox::sys::elf::resolve(&found, "exit").is_ok());
+    // Not in $PATH: programs stay there.
+    match trbox::sys::elf::locate("libtrbox-no-such.so.1") {
+        Err(e) => assert_eq!(e.errno(), Some(libc::ENOENT), "{e}"),
+        Ok(p) => panic!("{}", p.display()),
+    }
+}
+
 #[test]
 fn arm_thumb_programs() {
     let cc = "arm-linux-gnueabihf-gcc";

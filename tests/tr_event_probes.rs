@@ -220,3 +220,21 @@ fn filter_goes_to_the_named_events_or_to_probes_alone() {
     assert_same_state(&before, &snapshot(&root));
 }
 
+/// `--uprobe libc.so.6:exit`: the bare library name is found like the
+/// dynamic loader finds it, and the probe fires in the command.
+#[test]
+fn uprobe_on_a_library_by_its_bare_name() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = std::process::Command::new("sh").args(["-c", "ldd /bin/true | awk '/libc.so/ {print $1}'"]).output().unwrap();
+    let name = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    if name.is_empty() {
+        eprintln!("SKIP: /bin/true is not linked with a shared libc");
+        return;
+    }
+    let o = ev(&["--uprobe", &format!("{name}:exit"), "--", "/bin/true"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}\n{out}", stderr(&o));
+    assert!(out.lines().any(|l| l.trim_start().starts_with("true-") && l.contains(" exit: (0x")), "{out}");
+    no_probes_left(&root);
+    assert_same_state(&before, &snapshot(&root));
+}

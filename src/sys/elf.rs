@@ -7,6 +7,19 @@ use crate::elf::{Elf, Location};
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// Debian's multiarch tuple (`/lib/<tuple>`) for the architecture trbox
+/// was built for.
+#[cfg(target_arch = "x86_64")]
+macro_rules! multiarch { () => { "x86_64-linux-gnu" } }
+#[cfg(target_arch = "aarch64")]
+macro_rules! multiarch { () => { "aarch64-linux-gnu" } }
+#[cfg(target_arch = "arm")]
+macro_rules! multiarch { () => { "arm-linux-gnueabihf" } }
+#[cfg(target_arch = "x86")]
+macro_rules! multiarch { () => { "i386-linux-gnu" } }
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "arm", target_arch = "x86")))]
+macro_rules! multiarch { () => { "riscv64-linux-gnu" } }
+
 /// A file's bytes: a read-only private mapping, or a copy.
 pub struct FileBytes {
     map: Option<(*mut libc::c_void, usize)>,
@@ -53,13 +66,22 @@ impl Drop for FileBytes {
     }
 }
 
-/// A program named like on a command line: a path (made absolute, links
-/// resolved: the kernel wants one), or a bare name looked up in `$PATH`.
+/// A file named like on a command line: a path (made absolute, links
+/// resolved: the kernel wants one); a bare library name (`libc.so.6`,
+/// `libfoo.so`) in `$LD_LIBRARY_PATH` and then the directories the dynamic
+/// loader searches by default ([`LIB_DIRS`]); any other bare name in
+/// `$PATH`. Last, relative to the current directory. (The libraries a
+/// `-- CMD` maps are not known yet: its probes are in place before it runs.)
 pub fn locate(name: &str) -> Result<PathBuf, Error> {
     let cands: Vec<PathBuf> = if name.contains('/') {
         vec![PathBuf::from(name)]
     } else {
-        let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+        let var = |v| std::env::var(v).unwrap_or_default();
+        let path = if name.ends_with(".so") || name.contains(".so.") {
+            format!("{}:{LIB_DIRS}", var("LD_LIBRARY_PATH"))
+        } else {
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+        };
         let mut v: Vec<PathBuf> = path.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(name)).collect();
         v.push(PathBuf::from(name));
         v
@@ -79,6 +101,12 @@ pub fn locate(name: &str) -> Result<PathBuf, Error> {
     }
     Err(first.unwrap_or_else(|| Error::io(name, io::Error::from_raw_os_error(libc::ENOENT))))
 }
+
+/// Where a bare library name is looked for after `$LD_LIBRARY_PATH`: the
+/// Debian/Ubuntu multiarch directories of this architecture, the 64-bit
+/// ones of other distributions, then the plain ones (musl, Buildroot,
+/// Yocto). /etc/ld.so.conf is not read: boards rarely add to it.
+pub const LIB_DIRS: &str = concat!("/lib/", multiarch!(), ":/usr/lib/", multiarch!(), ":/lib64:/usr/lib64:/lib:/usr/lib");
 
 /// `SYMBOL[+OFF]` (or a file offset) in the ELF file at `path` → where a
 /// uprobe goes.
