@@ -191,20 +191,20 @@ impl Merger {
         match peek {
             Peek::Ready(t) => {
                 *st = St::Ready;
-                self.last[cu] = t;
-                self.keys[cu] = t;
+                set(&mut self.last, cu, t);
+                set(&mut self.keys, cu, t);
                 if let Some(h) = self.heap.as_mut() {
                     h.push(Reverse((t, c)));
                 }
             }
             Peek::Pending => {
                 *st = St::Pending;
-                self.keys[cu] = u64::MAX;
+                set(&mut self.keys, cu, u64::MAX);
                 self.pending.push(c);
             }
             Peek::End => {
                 *st = St::End;
-                self.keys[cu] = u64::MAX;
+                set(&mut self.keys, cu, u64::MAX);
             }
         }
     }
@@ -250,7 +250,7 @@ impl Merger {
             // A pending CPU's next item is at or after its last head: it
             // holds back everything that would sort after that.
             for &p in &self.pending {
-                let bound = (self.last[p as usize], p as usize);
+                let bound = (self.last.get(p as usize).copied().unwrap_or(0), p as usize);
                 match best {
                     Some(b) if b < bound => {}
                     _ => return Next::Pending(p as usize),
@@ -262,8 +262,8 @@ impl Merger {
                 if let Some(h) = self.heap.as_mut() {
                     h.pop();
                 }
-                self.st[c] = St::Unknown;
-                self.keys[c] = u64::MAX;
+                set(&mut self.st, c, St::Unknown);
+                set(&mut self.keys, c, u64::MAX);
                 self.taken = Some(c as u32);
                 Next::Cpu(c)
             }
@@ -272,6 +272,14 @@ impl Merger {
                 None => Next::End,
             },
         }
+    }
+}
+
+/// `v[i] = x` (indexes are CPUs the merge was made for).
+#[inline(always)]
+fn set<T>(v: &mut [T], i: usize, x: T) {
+    if let Some(e) = v.get_mut(i) {
+        *e = x;
     }
 }
 

@@ -264,15 +264,11 @@ impl<'a> Page<'a> {
         self.records_at(Cursor { pos: 0, ts: self.timestamp, lost_done: false })
     }
 
-    /// What a walk needs of this header, without the borrow (see [`Shape`]).
-    pub fn shape(&self) -> Shape {
-        Shape { start: self.data_offset, truncated: self.truncated, big: self.endian == Endian::Big, len: self.data.len() as u32 }
-    }
-
-    /// Resume a record walk at a cursor.
-    pub fn records_at(&self, c: Cursor) -> Records<'a> {
-        Records {
-            data: self.data,
+    /// The walk from a cursor without the borrow of the page bytes (see
+    /// [`Walk`]), and where the committed data is in those bytes.
+    pub fn walk_at(&self, c: Cursor) -> (Walk, core::ops::Range<usize>) {
+        let start = self.data_offset as usize;
+        let w = Walk {
             pos: c.pos as usize,
             ts: c.ts,
             truncated: self.truncated,
@@ -280,35 +276,13 @@ impl<'a> Page<'a> {
             data_offset: self.data_offset,
             big: self.endian == Endian::Big,
             discarded: 0,
-        }
+        };
+        (w, start..start + self.data.len())
     }
-}
 
-/// A checked page header without the borrow of its bytes: kept next to
-/// them, it resumes a walk ([`Shape::records_at`]) without parsing the
-/// header again for every record.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Shape {
-    start: u32,
-    len: u32,
-    truncated: bool,
-    big: bool,
-}
-
-impl Shape {
-    /// [`Page::records_at`] on the bytes the page was parsed from.
-    pub fn records_at<'a>(&self, bytes: &'a [u8], c: Cursor) -> Records<'a> {
-        let start = self.start as usize;
-        Records {
-            data: bytes.get(start..start + self.len as usize).unwrap_or(&[]),
-            pos: c.pos as usize,
-            ts: c.ts,
-            truncated: self.truncated,
-            done: false,
-            data_offset: self.start,
-            big: self.big,
-            discarded: 0,
-        }
+    /// Resume a record walk at a cursor.
+    pub fn records_at(&self, c: Cursor) -> Records<'a> {
+        Records { data: self.data, w: self.walk_at(c).0 }
     }
 }
 
@@ -317,6 +291,15 @@ impl Shape {
 #[derive(Debug, Clone)]
 pub struct Records<'a> {
     data: &'a [u8],
+    w: Walk,
+}
+
+/// A walk over a page's records without the borrow of its bytes: kept next
+/// to a page buffer, it goes on from record to record ([`Walk::next`]
+/// with the committed data each time) without the header being parsed
+/// again.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Walk {
     pos: usize,
     ts: u64,
     truncated: bool,
@@ -329,32 +312,17 @@ pub struct Records<'a> {
 impl<'a> Records<'a> {
     /// Where the walk is (for [`Page::records_at`]).
     pub fn cursor(&self) -> Cursor {
-        Cursor { pos: u32::try_from(self.pos).unwrap_or(u32::MAX), ts: self.ts, lost_done: true }
+        Cursor { pos: u32::try_from(self.w.pos).unwrap_or(u32::MAX), ts: self.w.ts, lost_done: true }
     }
 
     /// Discarded events (padding with a non-zero delta) skipped so far.
     pub fn discarded(&self) -> u32 {
-        self.discarded
+        self.w.discarded
     }
 
     /// The running timestamp (that of the last record or time stamp seen).
     pub fn timestamp(&self) -> u64 {
-        self.ts
-    }
-
-    #[inline(always)]
-    fn word(&self, at: usize) -> Option<u32> {
-        let b: [u8; 4] = self.data.get(at..at.checked_add(4)?)?.try_into().ok()?;
-        Some(if self.big { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
-    }
-
-    #[cold]
-    fn fail(&mut self, at: usize, kind: PageErrorKind) -> Option<Result<Record<'a>, PageError>> {
-        self.done = true;
-        // Running out of bytes on a cut-off page is truncation, not damage.
-        let kind = if self.truncated && kind == PageErrorKind::EventOverrun { PageErrorKind::Truncated } else { kind };
-        let offset = (self.data_offset as usize).saturating_add(at);
-        Some(Err(PageError { offset: u32::try_from(offset).unwrap_or(u32::MAX), kind }))
+        self.w.ts
     }
 }
 
@@ -363,23 +331,46 @@ impl<'a> Iterator for Records<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        self.w.next(self.data)
+    }
+}
+
+impl Walk {
+    #[inline(always)]
+    fn word(&self, data: &[u8], at: usize) -> Option<u32> {
+        let b: [u8; 4] = data.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(if self.big { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
+    }
+
+    #[cold]
+    fn fail<'a>(&mut self, at: usize, kind: PageErrorKind) -> Option<Result<Record<'a>, PageError>> {
+        self.done = true;
+        // Running out of bytes on a cut-off page is truncation, not damage.
+        let kind = if self.truncated && kind == PageErrorKind::EventOverrun { PageErrorKind::Truncated } else { kind };
+        let offset = (self.data_offset as usize).saturating_add(at);
+        Some(Err(PageError { offset: u32::try_from(offset).unwrap_or(u32::MAX), kind }))
+    }
+
+    /// The next record in `data`, the page's committed data (the range
+    /// [`Page::walk_at`] gave, of the same bytes).
+    pub fn next<'a>(&mut self, data: &'a [u8]) -> Option<Result<Record<'a>, PageError>> {
         if self.done {
             return None;
         }
         loop {
             let at = self.pos;
-            if at >= self.data.len() {
+            if at >= data.len() {
                 self.done = true;
                 return if self.truncated { self.fail(at, PageErrorKind::Truncated) } else { None };
             }
-            let Some(h) = self.word(at) else { return self.fail(at, PageErrorKind::EventOverrun) };
+            let Some(h) = self.word(data, at) else { return self.fail(at, PageErrorKind::EventOverrun) };
             let (type_len, delta) =
                 if self.big { (h >> 27, h & ((1 << 27) - 1)) } else { (h & 0x1f, h >> 5) };
             match type_len {
                 1..=28 => {
                     let start = at + 4;
                     let end = start + type_len as usize * 4;
-                    let Some(payload) = self.data.get(start..end) else {
+                    let Some(payload) = data.get(start..end) else {
                         return self.fail(at, PageErrorKind::EventOverrun);
                     };
                     self.pos = end;
@@ -387,7 +378,7 @@ impl<'a> Iterator for Records<'a> {
                     return Some(Ok(Record { ts: self.ts, payload }));
                 }
                 0 => {
-                    let Some(len) = self.word(at + 4) else { return self.fail(at, PageErrorKind::EventOverrun) };
+                    let Some(len) = self.word(data, at + 4) else { return self.fail(at, PageErrorKind::EventOverrun) };
                     if len < 4 {
                         return self.fail(at, PageErrorKind::BadEventLength);
                     }
@@ -395,7 +386,7 @@ impl<'a> Iterator for Records<'a> {
                     let Some(end) = (at + 4).checked_add(len as usize) else {
                         return self.fail(at, PageErrorKind::EventOverrun);
                     };
-                    let Some(payload) = self.data.get(start..end) else {
+                    let Some(payload) = data.get(start..end) else {
                         return self.fail(at, PageErrorKind::EventOverrun);
                     };
                     self.pos = end;
@@ -405,14 +396,14 @@ impl<'a> Iterator for Records<'a> {
                 TYPE_PADDING => {
                     if delta == 0 {
                         // Null padding: the rest of the page is unused.
-                        self.pos = self.data.len();
+                        self.pos = data.len();
                         self.done = true;
                         return None;
                     }
                     // A discarded event: skip it, its delta does not count.
-                    let Some(len) = self.word(at + 4) else { return self.fail(at, PageErrorKind::EventOverrun) };
+                    let Some(len) = self.word(data, at + 4) else { return self.fail(at, PageErrorKind::EventOverrun) };
                     match (at + 4).checked_add(len as usize) {
-                        Some(end) if end <= self.data.len() => {
+                        Some(end) if end <= data.len() => {
                             self.discarded += 1;
                             self.pos = end.max(at + 8);
                         }
@@ -420,20 +411,20 @@ impl<'a> Iterator for Records<'a> {
                         // Padding running off the committed data is the
                         // end-of-page filler: nothing more to read.
                         _ => {
-                            self.pos = self.data.len();
+                            self.pos = data.len();
                             self.done = true;
                             return None;
                         }
                     }
                 }
                 TYPE_TIME_EXTEND => {
-                    let Some(hi) = self.word(at + 4) else { return self.fail(at, PageErrorKind::EventOverrun) };
+                    let Some(hi) = self.word(data, at + 4) else { return self.fail(at, PageErrorKind::EventOverrun) };
                     self.ts = self.ts.wrapping_add((u64::from(hi) << TS_SHIFT) + u64::from(delta));
                     self.pos = at + 8;
                 }
                 _ => {
                     // TYPE_TIME_STAMP
-                    let Some(hi) = self.word(at + 4) else { return self.fail(at, PageErrorKind::EventOverrun) };
+                    let Some(hi) = self.word(data, at + 4) else { return self.fail(at, PageErrorKind::EventOverrun) };
                     let mut abs = (u64::from(hi) << TS_SHIFT) + u64::from(delta);
                     let top = self.ts & TS_MSB;
                     if top != 0 {

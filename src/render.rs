@@ -358,11 +358,19 @@ impl CommonFields {
     #[inline]
     pub fn read(&self, e: crate::format::Endian, p: &[u8]) -> (u8, u8, i32) {
         let [f, pc, pid] = self.at;
-        if self.plain {
-            let byte = |o: u32| p.get(o as usize).copied().unwrap_or(0);
-            return (byte(f.0), byte(pc.0), e.u32(p, pid.0 as usize).unwrap_or(0) as i32);
+        if !self.plain {
+            return self.read_any(e, p);
         }
+        let byte = |o: u32| p.get(o as usize).copied().unwrap_or(0);
+        (byte(f.0), byte(pc.0), e.u32(p, pid.0 as usize).unwrap_or(0) as i32)
+    }
+
+    /// [`read`](Self::read) of any layout (apart: the common one needs
+    /// few registers).
+    #[inline(never)]
+    fn read_any(&self, e: crate::format::Endian, p: &[u8]) -> (u8, u8, i32) {
         let get = |(o, s): (u32, u32)| if s == 0 { 0 } else { e.uint(p, o as usize, s as usize).unwrap_or(0) };
+        let [f, pc, pid] = self.at;
         (get(f) as u8, get(pc) as u8, get(pid) as u32 as i32)
     }
 }

@@ -5,6 +5,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::digits::StackBuf;
 use super::lex::{escape, lex, Tok};
 use super::vsprintf::{next_token, Conv, PtrFmt, Spec, Token};
 use super::Error;
@@ -166,8 +167,37 @@ pub(crate) struct Piece {
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Item {
+    /// Literal text, kept in place: no pool lookup per record.
+    Short(StackBuf<SHORT>),
+    /// Longer literal text, in the pool.
     Lit(u32, u32),
     Conv(Piece),
+}
+
+/// Longest literal kept in an [`Item`] (it is no bigger for it).
+const SHORT: usize = 32;
+
+impl Item {
+    /// The literal text of `pool[o..o + l]`.
+    fn lit(pool: &str, o: u32, l: u32) -> Item {
+        match pool.get(o as usize..(o + l) as usize) {
+            Some(t) if t.len() <= SHORT => {
+                let mut b = StackBuf::new();
+                b.push_str(t);
+                Item::Short(b)
+            }
+            _ => Item::Lit(o, l),
+        }
+    }
+
+    /// The text of a literal item.
+    pub fn text<'p>(&'p self, pool: &'p str) -> Option<&'p str> {
+        match self {
+            Item::Short(b) => Some(b.as_str()),
+            Item::Lit(o, l) => pool.get(*o as usize..(*o + *l) as usize),
+            Item::Conv(_) => None,
+        }
+    }
 }
 
 /// The compiled program.
@@ -1015,7 +1045,7 @@ fn compile_in(p: &mut P) -> R<()> {
     let mut at = fo;
     while let Some((tok, n)) = next_token(f) {
         match tok {
-            Token::Lit(_) => items.push(Item::Lit(at, n as u32)),
+            Token::Lit(_) => items.push(Item::lit(&p.prog.pool, at, n as u32)),
             Token::Invalid => break,
             Token::Spec(spec) => {
                 let take_int = |p: &P, next: &mut dyn Iterator<Item = Id>| -> R<Id> {

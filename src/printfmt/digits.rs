@@ -174,6 +174,12 @@ pub(crate) struct StackBuf<const N: usize> {
     len: usize,
 }
 
+impl<const N: usize> core::fmt::Debug for StackBuf<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 impl<const N: usize> StackBuf<N> {
     #[inline(always)]
     pub fn new() -> Self {
@@ -233,8 +239,13 @@ impl<const N: usize> StackBuf<N> {
         }
     }
 
-    #[inline(always)]
     pub fn push_str(&mut self, s: &str) {
+        self.push_bytes(s.as_bytes());
+    }
+
+    /// [`push_str`](Self::push_str) in place, for the hot paths.
+    #[inline(always)]
+    fn push_str_here(&mut self, s: &str) {
         self.push_bytes(s.as_bytes());
     }
 
@@ -247,9 +258,9 @@ impl<const N: usize> StackBuf<N> {
     /// a known size, no call), then only its text counts.
     #[inline(always)]
     pub fn push_buf<const M: usize>(&mut self, o: &StackBuf<M>) {
-        match self.b.get_mut(self.len..self.len + M) {
+        match self.b.get_mut(self.len..self.len + M).and_then(|d| <&mut [u8; M]>::try_from(d).ok()) {
             Some(d) if M <= 32 => {
-                d.copy_from_slice(&o.b);
+                *d = o.b;
                 self.len += o.len;
             }
             _ => self.push_str(o.as_str()),
@@ -298,10 +309,20 @@ impl Stage<'_> {
     #[inline(always)]
     pub fn push(&mut self, s: &str) -> core::fmt::Result {
         if s.len() <= self.buf.room() {
-            self.buf.push_str(s);
+            self.buf.push_str_here(s);
             return Ok(());
         }
         self.spill(s)
+    }
+
+    /// The text of a small buffer (a fixed-size copy when there is room).
+    #[inline(always)]
+    pub fn push_buf<const M: usize>(&mut self, b: &StackBuf<M>) -> core::fmt::Result {
+        if M <= self.buf.room() {
+            self.buf.push_buf(b);
+            return Ok(());
+        }
+        self.spill(b.as_str())
     }
 
     fn spill(&mut self, s: &str) -> core::fmt::Result {

@@ -70,7 +70,8 @@ impl<'a, 'e> Frame<'a, 'e> {
     /// A scalar field of the record, normalised to its type.
     #[inline(always)]
     fn field(&self, off: u32, ty: Ty) -> Option<u64> {
-        self.ctx.endian.uint(self.rec, off as usize, ty.size as usize).map(|v| norm(v, ty))
+        let v = self.ctx.endian.uint(self.rec, off as usize, ty.size as usize)?;
+        Some(norm(v, ty))
     }
 
     fn truth(&self, id: Id) -> Option<bool> {
@@ -289,6 +290,7 @@ impl<'a, 'e> Frame<'a, 'e> {
     pub fn run_into(&self, st: &mut Stage<'_>, first: usize) -> fmt::Result {
         for item in self.prog.items.get(first..).unwrap_or(&[]) {
             match item {
+                Item::Short(b) => st.push_buf(b)?,
                 &Item::Lit(o, l) => st.push(self.name(o, l))?,
                 Item::Conv(p) => {
                     let spec = self.spec(p);

@@ -212,10 +212,7 @@ impl Program {
             return Body::Prog(p);
         }
         // Item layout: "(" conv [" <- " conv] ")…".
-        let is_lit = |k: usize, f: &dyn Fn(&str) -> bool| match p.items.get(k) {
-            Some(compile::Item::Lit(o, l)) => p.pool.get(*o as usize..(*o + *l) as usize).is_some_and(f),
-            _ => false,
-        };
+        let is_lit = |k: usize, f: &dyn Fn(&str) -> bool| p.items.get(k).and_then(|i| i.text(&p.pool)).is_some_and(f);
         let first = 2 * nconv;
         let shape = is_lit(0, &|t| t == "(")
             && matches!(p.items.get(1), Some(compile::Item::Conv(_)))

@@ -6,7 +6,7 @@ use super::error::Error;
 use super::raw::RawPages;
 use crate::format::Endian;
 use crate::merge::Peek;
-use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record, Shape};
+use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record, Walk};
 
 /// What a stream yields.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub struct Counts {
 enum Peeked {
     Lost { ts: u64, count: Option<u64> },
     /// The record's payload is `page[start..end]`.
-    Record { ts: u64, start: usize, end: usize, next: Cursor },
+    Record { ts: u64, start: usize, end: usize },
     Damaged(PageError),
 }
 
@@ -89,9 +89,10 @@ pub struct CpuPages {
     endian: Endian,
     page: Vec<u8>,
     have_page: bool,
-    /// The header of `page`, checked once.
-    shape: Shape,
-    cursor: Cursor,
+    /// The walk over `page` (its header checked once), and where its
+    /// committed data is.
+    walk: Walk,
+    data: (usize, usize),
     peeked: Option<Peeked>,
     pub counts: Counts,
     /// Live buffer: "empty for now" is Pending (follow) rather than the end.
@@ -110,8 +111,8 @@ impl CpuPages {
             endian,
             page: Vec::new(),
             have_page: false,
-            shape: Shape::default(),
-            cursor: Cursor::default(),
+            walk: Walk::default(),
+            data: (0, 0),
             peeked: None,
             counts: Counts::default(),
             follow: false,
@@ -139,8 +140,8 @@ impl CpuPages {
                 self.counts.pages += 1;
                 match Page::parse(&self.page, &self.layout, self.endian) {
                     Ok(p) => {
-                        self.shape = p.shape();
-                        self.cursor = Cursor { pos: 0, ts: p.timestamp, lost_done: true };
+                        let (w, data) = p.walk_at(Cursor { pos: 0, ts: p.timestamp, lost_done: true });
+                        (self.walk, self.data) = (w, (data.start, data.end));
                         let count = match p.missed {
                             Missed::None => None,
                             Missed::Unknown => Some(None),
@@ -158,12 +159,11 @@ impl CpuPages {
                     }
                 }
             }
-            let mut recs = self.shape.records_at(&self.page, self.cursor);
-            match recs.next() {
+            match self.walk.next(self.page.get(self.data.0..self.data.1).unwrap_or(&[])) {
                 Some(Ok(r)) => {
                     let start = (r.payload.as_ptr() as usize).saturating_sub(self.page.as_ptr() as usize);
                     let end = start + r.payload.len();
-                    self.peeked = Some(Peeked::Record { ts: r.ts, start, end, next: recs.cursor() });
+                    self.peeked = Some(Peeked::Record { ts: r.ts, start, end });
                 }
                 Some(Err(e)) => {
                     self.have_page = false;
@@ -198,8 +198,7 @@ impl CpuPages {
                 self.counts.damaged += 1;
                 Some(Next::Damaged(e))
             }
-            Peeked::Record { ts, start, end, next } => {
-                self.cursor = next;
+            Peeked::Record { ts, start, end } => {
                 self.counts.records += 1;
                 Some(Next::Record(Record { ts, payload: self.page.get(start..end)? }))
             }
