@@ -322,8 +322,14 @@ fn drive(
 ) -> Result<(), Error> {
     let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let start = Instant::now();
+    // The trace clock at the stop: the last drain ends there. Tracing is
+    // still on then, and reading the buffer can itself make events (a
+    // syscall event of read(), a sched_switch): without a bound, draining
+    // an event its own reads cause never ends.
+    let mut until = None;
+    let stopping = || signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l) || done();
     loop {
-        let stop = signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l) || done();
+        let stop = stopping();
         if out.broken() {
             break;
         }
@@ -331,9 +337,17 @@ fn drive(
             // Ctrl-C / time limit / the command ended: print what is
             // buffered, then end.
             streams.iter_mut().for_each(|s| s.follow = false);
+            until = tree.and_then(crate::command::now);
         }
         match merger.next(streams) {
-            merge::Next::Cpu(i) => c.emit(&mut streams[i], out),
+            merge::Next::Cpu(i) => {
+                let s = &mut streams[i];
+                if until.is_some_and(|u| s.peek_ts().ok().flatten().is_some_and(|ts| ts > u)) {
+                    // Merged order: everything left is newer still.
+                    break;
+                }
+                c.emit(s, out)
+            }
             merge::Next::End => break,
             merge::Next::Pending(_) => {
                 let _ = out.flush();
@@ -343,8 +357,11 @@ fn drive(
                 if let Some(Ok(Some(t))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
                     c.cmdlines(Cmdlines::parse(&t));
                 }
-                // An idle CPU must not hold the others back for ever.
-                while let merge::Next::Cpu(i) = merger.next_ready(streams) {
+                // An idle CPU must not hold the others back for ever. What
+                // is ready can grow as fast as it is read (events of our own
+                // reads): a stop must still get through.
+                while !stopping() && !out.broken() {
+                    let merge::Next::Cpu(i) = merger.next_ready(streams) else { break };
                     c.emit(&mut streams[i], out);
                 }
             }

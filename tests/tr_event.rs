@@ -190,3 +190,28 @@ fn missing_command_and_empty_tracefs() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not a tracefs tree"));
 }
+
+/// An event that the reader's own work makes (a read() of the raw pages is
+/// a sys_enter_read) used to keep the decode loop busy for ever after -t:
+/// what was ready grew as fast as it was read, and the stop was never
+/// looked at. It must end, and leave tracefs as found.
+#[test]
+fn an_event_of_our_own_reads_still_stops() {
+    let Some((_l, root, before)) = live() else { return };
+    if !root.join("events/syscalls/sys_enter_read").is_dir() {
+        println!("skipped: this kernel has no syscall events");
+        return;
+    }
+    let mut child = cmd(&trbox(), &["tr-event", "syscalls:sys_enter_read", "-t", "0.5"]).stdout(Stdio::null()).spawn().expect("spawn");
+    let ended = (0..300).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        matches!(child.try_wait(), Ok(Some(_)))
+    });
+    if !ended {
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::write(root.join("events/syscalls/sys_enter_read/enable"), "0");
+    }
+    assert!(ended, "tr-event syscalls:sys_enter_read -t 0.5 still ran after 30 s");
+    assert_same_state(&before, &snapshot(&root));
+}
