@@ -4,12 +4,13 @@
 //! trace clock's "now".
 
 use crate::cli::Error;
+use crate::decode::{Input, RawOpts};
 use std::cell::RefCell;
 use std::time::Duration;
 use trbox::ctl::{closest, glob_match, CpuStats};
 use trbox::sys::child::Paused;
 use trbox::sys::state::State;
-use trbox::sys::{describe, Tracefs};
+use trbox::sys::{describe, signals, Tracefs};
 
 /// `args` split at the first `--`: (the applet's own options, the command).
 pub fn split(args: &[String]) -> (&[String], &[String]) {
@@ -189,18 +190,90 @@ pub fn unmine(t: &Tracefs, keep: bool, old: Option<String>) {
     }
 }
 
-/// The streaming end of a run: tracing on, the command released, its events
-/// printed decoded until it ends (or Ctrl-C / the time limit); then the
-/// command's exit status (None without one).
-pub fn stream(t: &Tracefs, st: &mut State, child: &Command, json: bool, limit: Option<std::time::Duration>) -> Result<Option<u8>, Error> {
-    let since = now(t);
-    st.set(tracing_on_file(t), "1")?;
+/// Keep tracing idle while a run is set up (through `st`: restored): only
+/// the traced window records, not trbox's own work before the tracer, its
+/// filters and the pid filter are in place.
+pub fn idle(st: &mut State) -> Result<(), Error> {
+    let t = st.tracefs();
+    st.set(tracing_on_file(t), "0")?;
+    Ok(())
+}
+
+/// A run's traced window on one switch file (`tracing_on`, or the stack
+/// tracer's sysctl): switched on once everything is in place, and off again
+/// by the first stop — Ctrl-C, SIGTERM, SIGHUP and -t (a timer signal) in
+/// the signal handler, the command's end by [`Window::stop`] — so that what
+/// is read afterwards is a closed window: it does not grow while it is read
+/// out, nor record trbox reading it. With `-k` the switch goes back on after
+/// the read (the tracer is left running, as set up).
+pub struct Window<'t> {
+    t: &'t Tracefs,
+    rel: &'static str,
+    shut: std::fs::File,
+    keep: bool,
+}
+
+impl<'t> Window<'t> {
+    /// Switch `rel` on through `st` (restored), with the stop armed and
+    /// `limit` (-t) counting from now.
+    pub fn open(st: &mut State<'t>, rel: &'static str, limit: Option<Duration>) -> Result<Self, trbox::sys::Error> {
+        let t = st.tracefs();
+        let p = t.path(rel);
+        let shut = std::fs::OpenOptions::new().write(true).open(&p).map_err(|e| trbox::sys::Error::io(&p, e))?;
+        let w = Window { t, rel, shut, keep: st.keep };
+        signals::shut_on_stop(std::os::unix::io::AsRawFd::as_raw_fd(&w.shut));
+        st.set(rel, "1")?;
+        if limit.is_some() {
+            signals::stop_after(limit).map_err(|e| trbox::sys::Error::io("setitimer", e))?;
+        }
+        Ok(w)
+    }
+
+    /// A stop that is no signal: close the window now.
+    pub fn stop(&self) {
+        signals::request_stop();
+    }
+}
+
+impl Drop for Window<'_> {
+    fn drop(&mut self) {
+        let _ = signals::stop_after(None);
+        signals::shut_on_stop(-1);
+        if self.keep {
+            let _ = self.t.write(self.rel, "1");
+        }
+    }
+}
+
+/// What a run does with the records of its window: print them decoded, or
+/// aggregate them (`done` says when to stop following).
+pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<(), Error> + 'a;
+
+/// The traced end of a run, once it is set up (tracing idle): the buffer's
+/// readers made, the window opened, the command released, its records handed
+/// to `show` until the command ends (or Ctrl-C / the time limit) and the
+/// closed window is read out; then the command's exit status (None without
+/// one).
+pub fn stream(t: &Tracefs, st: &mut State, child: &Command, json: bool, limit: Option<Duration>, show: &Show) -> Result<Option<u8>, Error> {
+    let opts = RawOpts::all(true, json, None, now(t));
+    // Formats and readers before the window: reading them is not traced.
+    let input = Input::tree(t, &opts)?;
+    let w = Window::open(st, tracing_on_file(t), limit)?;
     child.release()?;
-    let opts = crate::decode::RawOpts::all(true, json, limit, since);
-    let r = crate::decode::Input::tree(t, &opts).and_then(|i| crate::decode::run(i, &opts, &|| child.exited()));
+    // The command's end is seen here rather than by the decode loop, so
+    // that it closes the window as a signal does.
+    let done = || {
+        let end = child.exited();
+        if end {
+            w.stop();
+        }
+        end
+    };
+    let r = show(input, &opts, &done);
     // The command may still run (Ctrl-C, -t): it got the same signal from
     // the terminal, or it is ended now.
     let status = child.finish();
+    drop(w);
     r?;
     Ok(status)
 }

@@ -118,6 +118,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let status = {
         let mut st = State::new(&t);
         st.keep = a.keep;
+        command::idle(&mut st)?;
         // The command's pid filter first: events enabled before it would
         // also record this process setting up (its opens, for a kprobe).
         let child = Command::start(cmd, &mut st, Follow { events: true, functions: false })?;
@@ -133,7 +134,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             }
             st.set(&format!("{dir}/enable"), "1")?;
         }
-        command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0))?
+        command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run)?
     };
     command::exit_with(status)
 }

@@ -3,7 +3,7 @@
 //! also on a recorded trace.dat (-i) or a copy of a tracefs tree (-T).
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, ftrace_write, now, tracing_on_file, Command, Follow};
+use crate::command::{self, ftrace_write, Command, Follow};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
@@ -91,6 +91,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let status = {
         let mut st = State::new(&t);
         st.keep = a.keep;
+        command::idle(&mut st)?;
         if !a.funcs.is_empty() {
             st.set_functions("set_graph_function", &a.funcs)?;
         }
@@ -107,16 +108,10 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         }
         let notrace = if a.pid.is_none() && cmd.is_empty() { command::functions_not_mine(&mut st)? } else { None };
         let child = Command::start(cmd, &mut st, Follow { events: false, functions: true })?;
-        let since = now(&t);
         st.set_tracer("function_graph")?;
-        st.set(tracing_on_file(&t), "1")?;
-        child.release()?;
-        let o = opts(true, since);
-        let r = Input::tree(&t, &o).and_then(|i| output(i.graph_layout(), &a, &o, &|| child.exited()));
-        let status = child.finish();
+        let r = command::stream(&t, &mut st, &child, false, a.time.map(|s| s.0), &|i, o, done| output(i.graph_layout(), &a, o, done));
         command::unmine(&t, a.keep, notrace);
-        r?;
-        status
+        r?
     };
     command::exit_with(status)
 }

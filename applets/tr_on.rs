@@ -120,9 +120,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     // settings only once all of them are in place.
     let mut st = State::new(&t);
     if run {
-        // Idle while setting up, so that only the run is traced (not
-        // trbox's own reads before the pid filter is in place).
-        st.set(tracing_on_file(&t), "0")?;
+        command::idle(&mut st)?;
     }
     apply(&mut st, &a)?;
     if !run {
@@ -140,7 +138,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let follow = Follow { events: t.exists("set_event_pid"), functions };
         let child = Command::start(cmd, &mut st, follow)?;
         st.keep = a.keep;
-        command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0))?
+        command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run)?
     };
     drop(st);
     t.keep_instance = a.keep;

@@ -4,17 +4,17 @@
 //! counted and listed most frequent first.
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, event_dir, ftrace_write, list_events, now, resolve_all, tracing_on_file, Command, Follow};
+use crate::command::{self, event_dir, list_events, resolve_all, Command, Follow, Window};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use trbox::ctl::glob_match;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::lock::Lock;
-use trbox::sys::state::State;
+use trbox::sys::state::{ftrace_refused, State};
 use trbox::sys::{signals, Tracefs};
 
 /// The stack tracer's switch (a sysctl, outside tracefs).
@@ -105,6 +105,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let status = {
         let mut st = State::new(&t);
         st.keep = a.keep;
+        command::idle(&mut st)?;
         let trigger = match &a.filter {
             Some(f) => format!("stacktrace if {f}"),
             None => "stacktrace".to_string(),
@@ -135,19 +136,13 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         }
         let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
         let child = Command::start(cmd, &mut st, follow)?;
-        let since = now(&t);
         if a.func.is_some() {
             st.set_tracer("function")?;
             st.set("options/func_stack_trace", "1")?;
         }
-        st.set(tracing_on_file(&t), "1")?;
-        child.release()?;
-        let o = opts(true, since);
-        let r = Input::tree(&t, &o).and_then(|i| count_stacks(i, &a, &o, &|| child.exited()));
-        let status = child.finish();
+        let r = command::stream(&t, &mut st, &child, false, limit, &|i, o, done| count_stacks(i, &a, o, done));
         command::unmine(&t, a.keep, notrace);
-        r?;
-        status
+        r?
     };
     command::exit_with(status)
 }
@@ -207,11 +202,11 @@ fn stack_tracer(t: &Tracefs, a: &Args, limit: Option<Duration>) -> Result<(), Er
         t.write("stack_max_size", "0")?;
     }
     // An absolute path: State keeps and restores it like a tracefs file.
-    ftrace_write(st.set(STACK_SYSCTL, "1"))?;
-    let start = Instant::now();
-    while signals::stop_requested().is_none() && limit.map_or(true, |l| start.elapsed() < l) {
+    let w = Window::open(&mut st, STACK_SYSCTL, limit).map_err(ftrace_refused)?;
+    while signals::stop_requested().is_none() {
         std::thread::sleep(Duration::from_millis(50));
     }
+    w.stop();
     print_table(t)
 }
 

@@ -1,18 +1,28 @@
-//! Ctrl-C, SIGTERM and SIGHUP become a stop request the applet's loop sees
-//! (a flag plus a self-pipe to wake poll()), so that it returns normally and
-//! the [`State`](super::state::State) restores tracefs on the way out.
+//! Ctrl-C, SIGTERM and SIGHUP (and the end of `-t`, SIGALRM) become a stop
+//! request the applet's loop sees (a flag plus a self-pipe to wake poll()),
+//! so that it returns normally and the [`State`](super::state::State)
+//! restores tracefs on the way out. A stop also closes the run's traced
+//! window at once ([`shut_on_stop`]).
 //! SIGPIPE stays ignored (Rust's default): writes fail with EPIPE instead,
 //! which the output layer turns into a stop as well.
 
 use std::io;
 use std::os::unix::io::RawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
 
 static STOP: AtomicI32 = AtomicI32::new(0);
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 static WAKE_RD: AtomicI32 = AtomicI32::new(-1);
+static SHUT_FD: AtomicI32 = AtomicI32::new(-1);
 
 extern "C" fn on_signal(sig: libc::c_int) {
+    // Once only (swap): the file may be a regular one in a test's tree.
+    let shut = SHUT_FD.swap(-1, Ordering::SeqCst);
+    if shut >= 0 {
+        // SAFETY: write(2) is async-signal-safe; the buffer is valid.
+        unsafe { libc::write(shut, b"0\n".as_ptr().cast(), 2) };
+    }
     STOP.store(sig, Ordering::SeqCst);
     let fd = WAKE_FD.load(Ordering::SeqCst);
     if fd >= 0 {
@@ -38,18 +48,43 @@ pub fn install() -> io::Result<RawFd> {
     WAKE_FD.store(fds[1], Ordering::SeqCst);
     WAKE_RD.store(fds[0], Ordering::SeqCst);
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: a zeroed sigaction with a valid handler; no SA_RESTART so
-        // blocking calls return EINTR and the loop can look at the flag.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
+        // No SA_RESTART: blocking calls return EINTR and the loop can look
+        // at the flag.
+        handle(sig, 0)?;
     }
     Ok(fds[0])
+}
+
+fn handle(sig: libc::c_int, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: a zeroed sigaction with a valid handler.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = flags;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// `-t`: a stop request once `d` has passed (SIGALRM, taken like Ctrl-C),
+/// which reaches the applet also while its loop is busy reading; `None`
+/// cancels it. Writes it interrupts are restarted (SA_RESTART): unlike
+/// Ctrl-C, the end of a run's time must not cut its output short.
+pub fn stop_after(d: Option<Duration>) -> io::Result<()> {
+    // A zero it_value would disarm instead.
+    let d = d.map_or(Duration::ZERO, |d| d.max(Duration::from_micros(1)));
+    handle(libc::SIGALRM, libc::SA_RESTART)?;
+    let zero = libc::timeval { tv_sec: 0, tv_usec: 0 };
+    let value = libc::timeval { tv_sec: d.as_secs() as libc::time_t, tv_usec: d.subsec_micros() as libc::suseconds_t };
+    let it = libc::itimerval { it_interval: zero, it_value: value };
+    // SAFETY: a valid itimerval for the call.
+    if unsafe { libc::setitimer(libc::ITIMER_REAL, &it, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The signal that asked us to stop, if one did.
@@ -63,4 +98,12 @@ pub fn stop_requested() -> Option<i32> {
 /// Ask the loop to stop (time limit reached, command exited…).
 pub fn request_stop() {
     on_signal(-1);
+}
+
+/// On the next stop (a signal, or [`request_stop`]) write `0` to `fd` before
+/// anything else: the switch of a traced window (`tracing_on`), so that the
+/// window closes when the stop comes, not when the loop gets round to it.
+/// -1 disarms; the caller keeps `fd` open while armed.
+pub fn shut_on_stop(fd: RawFd) {
+    SHUT_FD.store(fd, Ordering::SeqCst);
 }
