@@ -249,17 +249,17 @@ impl Drop for Window<'_> {
 /// aggregate them (`done` says when to stop following).
 pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<(), Error> + 'a;
 
-/// The traced end of a run, once it is set up (tracing idle): the buffer's
-/// readers made, the window opened, the command released, its records handed
-/// to `show` until the command ends (or Ctrl-C / the time limit) and the
-/// closed window is read out; then the command's exit status (None without
-/// one).
+/// The traced end of a run, once it is set up (tracing idle): the window
+/// opened, the command released, its records handed to `show` until the
+/// command ends (or Ctrl-C / the time limit) and the closed window is read
+/// out; then the command's exit status (None without one).
 pub fn stream(t: &Tracefs, st: &mut State, child: &Command, json: bool, limit: Option<Duration>, show: &Show) -> Result<Option<u8>, Error> {
     let opts = RawOpts::all(true, json, None, now(t));
-    // Formats and readers before the window: reading them is not traced.
-    let input = Input::tree(t, &opts)?;
     let w = Window::open(st, tracing_on_file(t), limit)?;
     child.release()?;
+    // The buffer's readers after the release (it returns once the command
+    // runs): the comms read with them (saved_cmdlines) may name it.
+    let input = Input::tree(t, &opts);
     // The command's end is seen here rather than by the decode loop, so
     // that it closes the window as a signal does.
     let done = || {
@@ -269,7 +269,7 @@ pub fn stream(t: &Tracefs, st: &mut State, child: &Command, json: bool, limit: O
         }
         end
     };
-    let r = show(input, &opts, &done);
+    let r = input.and_then(|i| show(i, &opts, &done));
     // The command may still run (Ctrl-C, -t): it got the same signal from
     // the terminal, or it is ended now.
     let status = child.finish();

@@ -49,18 +49,18 @@ fn scenario(root: &Path, name: &str, argv: &[&str], end: End, rc: Option<i32>) {
             o.status.code()
         }
         End::Signal(sig) => {
-            let c = cmd(&trbox(), argv).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+            let mut c = spawn(cmd(&trbox(), argv).stdout(Stdio::null()).stderr(Stdio::piped()));
             let t = Instant::now();
             while !set_up(root, argv[0]) && t.elapsed() < Duration::from_secs(30) {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if !set_up(root, argv[0]) {
-                unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
-                panic!("{name}: never set up: {}", stderr(&c.wait_with_output().unwrap()));
+                c.signal(libc::SIGKILL);
+                panic!("{name}: never set up: {}", stderr(&c.output()));
             }
             std::thread::sleep(Duration::from_millis(200));
-            unsafe { libc::kill(c.id() as i32, sig) };
-            let o = c.wait_with_output().unwrap();
+            c.signal(sig);
+            let o = c.output();
             assert!(!stderr(&o).contains("panicked"), "{name}: {}", stderr(&o));
             o.status.code()
         }

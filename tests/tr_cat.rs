@@ -68,7 +68,7 @@ fn follow_streams_and_stops_cleanly() {
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains(": sched_switch: "));
         // SIGINT ends the stream with status 0.
-        let mut c = cmd(&trbox(), &["tr-cat", "--raw", "-f", "-T", r]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut c = spawn(cmd(&trbox(), &["tr-cat", "--raw", "-f", "-T", r]).stdout(Stdio::piped()));
         // Once a line came out it is streaming (and its handlers are in);
         // keep reading so it never blocks on a full pipe.
         let out = c.stdout.take().unwrap();
@@ -82,7 +82,7 @@ fn follow_streams_and_stops_cleanly() {
             let _ = std::io::copy(&mut r, &mut std::io::sink());
         });
         rx.recv_timeout(std::time::Duration::from_secs(60)).expect("no output from tr-cat -f");
-        unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+        c.signal(libc::SIGINT);
         assert_eq!(c.wait().unwrap().code(), Some(0));
         // `| head -1` ends it too (EPIPE), without a panic.
         let sh = format!("{} tr-cat --raw -f -T {r} | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}", trbox().display());

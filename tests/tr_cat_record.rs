@@ -155,19 +155,17 @@ fn stop_with(sig: i32) {
     let Some((_l, root, before)) = live() else { return };
     let dir = TempDir::new("rec-sig");
     let f = dir.path().join("t.dat");
-    let c = cmd(&trbox(), &["tr-cat", "-o", f.to_str().unwrap(), "-e", "sched:sched_switch,raw_syscalls:sys_enter"])
+    let mut c = spawn(cmd(&trbox(), &["tr-cat", "-o", f.to_str().unwrap(), "-e", "sched:sched_switch,raw_syscalls:sys_enter"])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped()));
     let t = std::time::Instant::now();
     while !enabled(&root, "sched/sched_switch") && t.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
     // The header (kallsyms) is written after the events are enabled.
     std::thread::sleep(Duration::from_millis(700));
-    unsafe { libc::kill(c.id() as i32, sig) };
-    let o = c.wait_with_output().unwrap();
+    c.signal(sig);
+    let o = c.output();
     assert_eq!(o.status.code(), Some(0), "signal {sig}: {}", stderr(&o));
     let (total, _) = summary(&stderr(&o));
     assert!(total > 0, "{}", stderr(&o));

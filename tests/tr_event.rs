@@ -114,16 +114,14 @@ fn wait_until(f: impl Fn() -> bool) -> bool {
 /// Stop a streaming run with `sig` after a moment: status and state.
 fn stop_with(sig: i32) {
     let Some((_l, root, before)) = live() else { return };
-    let c = cmd(&trbox(), &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-f", "common_pid >= 0"])
+    let mut c = spawn(cmd(&trbox(), &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-f", "common_pid >= 0"])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped()));
     // Wait (under any load) until it has set things up and streams.
     assert!(wait_until(|| enabled(&root, "sched/sched_switch")), "tr-event never enabled the event");
     std::thread::sleep(Duration::from_millis(300));
-    unsafe { libc::kill(c.id() as i32, sig) };
-    let o = c.wait_with_output().unwrap();
+    c.signal(sig);
+    let o = c.output();
     assert_eq!(o.status.code(), Some(0), "signal {sig}: {}", stderr(&o));
     assert_same_state(&before, &snapshot(&root));
 }
@@ -163,7 +161,7 @@ fn killed_command_returns_its_signal_status() {
 #[test]
 fn second_run_is_refused_while_one_holds_the_buffer() {
     let Some((_l, root, before)) = live() else { return };
-    let mut first = cmd(&trbox(), &["tr-event", "sched:sched_switch", "-t", "6"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut first = spawn(cmd(&trbox(), &["tr-event", "sched:sched_switch", "-t", "6"]).stdout(Stdio::null()));
     let holder = format!("pid {} ", first.id());
     let held = || {
         ["/run/lock/trbox.lock", "/run/trbox.lock", "/tmp/trbox.lock"]

@@ -156,11 +156,9 @@ fn probes_are_removed_after_ctrl_c() {
     let Some((_l, root, before)) = live() else { return };
     let d = TempDir::new("uprobe-int");
     let Some(p) = progs(&d) else { return };
-    let c = cmd(&trbox(), &["tr-event", "--uprobe", &format!("{}:{FUNC}", s(&p.pie)), "sched:sched_process_exec"])
+    let mut c = spawn(cmd(&trbox(), &["tr-event", "--uprobe", &format!("{}:{FUNC}", s(&p.pie)), "sched:sched_process_exec"])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(std::process::Stdio::piped()));
     let enable = root.join(format!("events/trbox/{FUNC}/enable"));
     let t = std::time::Instant::now();
     while std::fs::read_to_string(&enable).map_or(true, |s| s.trim() != "1") {
@@ -168,8 +166,8 @@ fn probes_are_removed_after_ctrl_c() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(200));
-    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
-    let o = c.wait_with_output().unwrap();
+    c.signal(libc::SIGINT);
+    let o = c.output();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     no_probes_left(&root);
     assert_same_state(&before, &snapshot(&root));

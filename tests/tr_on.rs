@@ -394,7 +394,7 @@ fn second_run_names_the_holder_or_waits() {
     let Some(root) = live_tracefs() else { return };
     let _l = TracefsLock::take();
     let before = snapshot(&root);
-    let mut first = cmd(&trbox(), &["tr-on", "-O", "sym-offset", "-t", "3"]).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let mut first = spawn(cmd(&trbox(), &["tr-on", "-O", "sym-offset", "-t", "3"]).stdout(std::process::Stdio::null()));
     let t0 = std::time::Instant::now();
     while rd(&root, "options/sym-offset") != "1" && t0.elapsed().as_secs() < 30 {
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -198,3 +198,46 @@ fn sched_switch_stacks_live() {
     assert!(out.lines().count() > 0 && out.lines().all(|l| l.contains(";__schedule;") && l.rsplit_once(' ').unwrap().1.parse::<u64>().is_ok()), "{out}");
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// The order of a run's tracefs writes, as strace sees them (the same
+/// command::stream / Window path as tr-graph's, which this machine cannot
+/// run): tracing idle before the set-up, then one traced window — switched
+/// on after every setting and off by the stop (-t, Ctrl-C, the command's
+/// end) before anything else — then the buffer read out of the closed
+/// window, then the restore.
+#[test]
+fn set_up_idle_one_window_closed_before_the_read_out() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    if std::fs::read_to_string(root.join("tracing_on")).unwrap().trim() != "1" {
+        eprintln!("SKIP: tracing is off here (nothing to idle)");
+        return;
+    }
+    let r = root.to_str().unwrap();
+    let ev = ["tr-stack", "-e", "sched:sched_switch"];
+    let runs: [(&str, &[&str], Vec<&str>); 3] = [
+        ("-t", &[], [&ev[..], &["-t", "0.5"]].concat()),
+        ("SIGINT", &["timeout", "-s", "INT", "2"], ev.to_vec()),
+        ("-- CMD", &[], [&ev[..], &["--", "sleep", "0.3"]].concat()),
+    ];
+    for (name, prefix, args) in runs {
+        let Some((o, io)) = common::strace::run_io(prefix, &args, &[r]) else { return };
+        assert!(stdout(&o).contains("stacks, "), "{name}: {}", stderr(&o));
+        let rel = |p: &str| p.strip_prefix(r).unwrap_or(p).trim_start_matches('/').to_string();
+        let writes: Vec<(usize, String, &str)> =
+            io.iter().enumerate().filter(|(_, x)| x.write).map(|(i, x)| (i, rel(&x.path), x.data.as_str())).collect();
+        let is = |w: &(usize, String, &str), f: &str, v: &str| w.1 == f && w.2 == format!("{v}\\n");
+        let seq = || writes.iter().map(|w| format!("{} {}", w.1, w.2)).collect::<Vec<_>>().join("\n");
+        assert!(is(&writes[0], "tracing_on", "0"), "{name}: not idle first:\n{}", seq());
+        let open = writes.iter().position(|w| is(w, "tracing_on", "1")).unwrap_or_else(|| panic!("{name}: no window:\n{}", seq()));
+        assert!(writes[1..open].iter().any(|w| w.1.ends_with("/trigger")), "{name}: set-up not before the window:\n{}", seq());
+        assert!(writes[1..open].iter().all(|w| w.1 != "tracing_on"), "{name}:\n{}", seq());
+        let close = &writes[open + 1];
+        assert!(is(close, "tracing_on", "0"), "{name}: the stop did not close the window first:\n{}", seq());
+        let read_out = io.iter().enumerate().filter(|(_, x)| !x.write && x.path.ends_with("/trace_pipe_raw")).map(|(i, _)| i).max();
+        assert!(read_out.is_some_and(|i| i > close.0), "{name}: no read-out after the window closed");
+        let last = writes.len() - 1;
+        assert!(writes[open + 2..last].iter().all(|w| !is(w, "tracing_on", "1")), "{name}: opened again:\n{}", seq());
+        assert!(is(&writes[last], "tracing_on", "1"), "{name}: tracing_on not restored last:\n{}", seq());
+        assert_same_state(&before, &snapshot(&root));
+    }
+}

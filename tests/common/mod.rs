@@ -4,11 +4,12 @@
 
 pub mod cprog;
 pub mod dat;
+pub mod strace;
 pub mod trace_text;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 pub const LIVE: &str = "/sys/kernel/tracing";
 
@@ -278,6 +279,61 @@ impl Drop for Guard {
         let _ = std::fs::write(self.root.join("trace"), "");
         if let Some(v) = &self.tracing_on {
             let _ = std::fs::write(self.root.join("tracing_on"), v);
+        }
+    }
+}
+
+/// A spawned run that is ended and reaped when dropped — also when an
+/// assertion fails first, so that it does not go on holding the trbox lock
+/// with tracefs changed for the tests after it: SIGTERM (trbox restores on
+/// it), then SIGKILL after 10 s. Derefs to the [`Child`].
+pub struct Running(Option<Child>);
+
+/// Start `c` as a [`Running`].
+pub fn spawn(c: &mut Command) -> Running {
+    Running(Some(c.spawn().expect("spawn")))
+}
+
+impl Running {
+    /// Wait for it and collect its output (as `Child::wait_with_output`).
+    pub fn output(mut self) -> Output {
+        self.0.take().expect("child").wait_with_output().expect("wait")
+    }
+
+    /// Send `sig` (unless it was reaped already: its pid may be reused).
+    pub fn signal(&mut self, sig: i32) {
+        if let Ok(None) = self.try_wait() {
+            // SAFETY: a pid of our own unreaped child.
+            unsafe { libc::kill(self.id() as i32, sig) };
+        }
+    }
+}
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("child")
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("child")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let Some(c) = self.0.as_mut() else { return };
+        if let Ok(None) = c.try_wait() {
+            // SAFETY: a pid of our own unreaped child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let t = std::time::Instant::now();
+            while matches!(c.try_wait(), Ok(None)) && t.elapsed() < std::time::Duration::from_secs(10) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 }
