@@ -200,14 +200,13 @@ fn an_event_of_our_own_reads_still_stops() {
         println!("skipped: this kernel has no syscall events");
         return;
     }
-    let mut child = cmd(&trbox(), &["tr-event", "syscalls:sys_enter_read", "-t", "0.5"]).stdout(Stdio::null()).spawn().expect("spawn");
+    let mut child = spawn(cmd(&trbox(), &["tr-event", "syscalls:sys_enter_read", "-t", "0.5"]).stdout(Stdio::null()));
     let ended = (0..300).any(|_| {
         std::thread::sleep(Duration::from_millis(100));
         matches!(child.try_wait(), Ok(Some(_)))
     });
     if !ended {
-        let _ = child.kill();
-        let _ = child.wait();
+        drop(child);
         let _ = std::fs::write(root.join("events/syscalls/sys_enter_read/enable"), "0");
     }
     assert!(ended, "tr-event syscalls:sys_enter_read -t 0.5 still ran after 30 s");
