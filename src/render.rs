@@ -546,21 +546,25 @@ impl<'a> Renderer<'a> {
         }
         let ctx = self.ctx();
         let long = usize::from(self.long_size);
-        let pre = &mut self.pre;
-        let Some(body) = self.bodies[id].as_ref() else { return w.write_str(pre.as_str()) };
-        if let Body::Fmt { prog, named: true } = body {
-            // The line is assembled in the prefix buffer and written out
-            // in one piece (or a few, if it is long or has strings).
-            let mut st = Stage { buf: pre, out: w };
-            st.push(&ev.name)?;
-            st.push(": ")?;
-            prog.render_staged(&mut st, payload, &ctx)?;
-            st.push("\n")?;
-            return st.flush();
-        }
-        w.write_str(pre.as_str())?;
+        let Some(body) = self.bodies[id].as_ref() else { return w.write_str(self.pre.as_str()) };
         match body {
+            Body::Fmt { prog, named } => {
+                // The line is assembled in the prefix buffer and written out
+                // in one piece (or a few, if it is long or has strings).
+                let mut st = Stage::new(&mut self.pre, w);
+                if *named {
+                    st.push(&ev.name)?;
+                    st.push(": ")?;
+                }
+                prog.render_staged(&mut st, payload, &ctx)?;
+                // trace_printk text carries its own newline (usually).
+                if *named || st.last_byte() != b'\n' {
+                    st.push("\n")?;
+                }
+                st.flush()
+            }
             Body::Function { ip, parent } => {
+                w.write_str(self.pre.as_str())?;
                 let ip_v = e.uint(payload, ip.0, ip.1).unwrap_or(0);
                 let par = e.uint(payload, parent.0, parent.1).unwrap_or(0);
                 self.ip_sym(w, ip_v)?;
@@ -571,6 +575,7 @@ impl<'a> Renderer<'a> {
                 w.write_char('\n')
             }
             Body::KernelStack => {
+                w.write_str(self.pre.as_str())?;
                 w.write_str("<stack trace>\n")?;
                 let (start, count) = match (ev.field("caller"), ev.field("size")) {
                     (Some(c), Some(s)) => (c.offset as usize, s.int(payload, e).unwrap_or(0).max(0) as usize),
@@ -586,15 +591,6 @@ impl<'a> Renderer<'a> {
                     w.write_str(" => ")?;
                     self.ip_sym(w, a)?;
                     w.write_char('\n')?;
-                }
-                Ok(())
-            }
-            Body::Fmt { prog, .. } => {
-                // trace_printk text carries its own newline (usually).
-                let mut t = TrackLast { w, last: '\0' };
-                prog.render(&mut t, payload, &ctx)?;
-                if t.last != '\n' {
-                    t.w.write_char('\n')?;
                 }
                 Ok(())
             }
@@ -629,21 +625,6 @@ fn comm_col<W: Write>(cols: &mut Vec<(i32, StackBuf<COL_MAX>)>, cmdlines: &Cmdli
         }
     }
     Ok(())
-}
-
-/// Remembers the last character written through it.
-struct TrackLast<'w, W: Write> {
-    w: &'w mut W,
-    last: char,
-}
-
-impl<W: Write> Write for TrackLast<'_, W> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        if let Some(c) = s.chars().next_back() {
-            self.last = c;
-        }
-        self.w.write_str(s)
-    }
 }
 
 /// Write `s` as a JSON string literal.

@@ -301,11 +301,23 @@ pub(crate) const LINE: usize = 256;
 /// is full or [`flush`](Self::flush)ed. Pieces pushed directly (literal
 /// text, plain numbers) cost a copy, not a call through the writer.
 pub(crate) struct Stage<'a> {
-    pub buf: &'a mut StackBuf<LINE>,
-    pub out: &'a mut dyn core::fmt::Write,
+    buf: &'a mut StackBuf<LINE>,
+    out: &'a mut dyn core::fmt::Write,
+    /// The last byte written out (0: none yet).
+    sent: u8,
 }
 
-impl Stage<'_> {
+impl<'a> Stage<'a> {
+    /// A line continuing what `buf` holds.
+    pub fn new(buf: &'a mut StackBuf<LINE>, out: &'a mut dyn core::fmt::Write) -> Self {
+        Stage { buf, out, sent: 0 }
+    }
+
+    /// The last byte of the line so far (0 when there is none).
+    pub fn last_byte(&self) -> u8 {
+        self.buf.bytes().last().copied().unwrap_or(self.sent)
+    }
+
     #[inline(always)]
     pub fn push(&mut self, s: &str) -> core::fmt::Result {
         if s.len() <= self.buf.room() {
@@ -331,11 +343,13 @@ impl Stage<'_> {
             self.buf.push_str(s);
             return Ok(());
         }
+        self.sent = s.as_bytes().last().copied().unwrap_or(self.sent);
         self.out.write_str(s)
     }
 
     /// Write out what is buffered.
     pub fn flush(&mut self) -> core::fmt::Result {
+        self.sent = self.buf.bytes().last().copied().unwrap_or(self.sent);
         self.out.write_str(self.buf.as_str())?;
         self.buf.clear();
         Ok(())
@@ -391,12 +405,17 @@ mod tests {
     fn stage_spills_whole_pieces_in_order() {
         let mut out = alloc::string::String::new();
         let mut buf = StackBuf::<LINE>::new();
-        let mut st = Stage { buf: &mut buf, out: &mut out };
+        let mut st = Stage::new(&mut buf, &mut out);
         let long = "x".repeat(LINE + 10);
-        for piece in ["a", &"b".repeat(LINE - 2), "cd", &long, "e"] {
+        for piece in ["a", &"b".repeat(LINE - 2), "cd", &long] {
             st.push(piece).unwrap();
         }
+        // The long piece went straight out: the last byte is known anyway.
+        assert_eq!(st.last_byte(), b'x');
+        st.push("e").unwrap();
+        assert_eq!(st.last_byte(), b'e');
         st.flush().unwrap();
+        assert_eq!(st.last_byte(), b'e');
         assert_eq!(out, alloc::format!("a{}cd{long}e", "b".repeat(LINE - 2)));
     }
 

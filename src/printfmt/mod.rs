@@ -318,7 +318,8 @@ impl Program {
     /// tables (its `long_size` is overridden by the one compiled for).
     pub fn render<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], ctx: &Ctx) -> fmt::Result {
         let mut buf = StackBuf::new();
-        let mut st = Stage { buf: &mut buf, out: &mut Fwd(w) };
+        let mut fwd = Fwd(w);
+        let mut st = Stage::new(&mut buf, &mut fwd);
         self.render_staged(&mut st, rec, ctx)?;
         st.flush()
     }

@@ -581,6 +581,7 @@ pub fn string<W: Write + ?Sized>(w: &mut W, s: &[u8], spec: &Spec) -> fmt::Resul
 
 /// Convert an argument to the width the conversion reads (the varargs
 /// `va_arg(type)` of vsnprintf), sign-extending signed conversions.
+#[inline(always)]
 pub fn convert_int(v: u64, spec: &Spec, long_size: u8) -> u64 {
     let signed = spec.flags & SIGN != 0;
     let bits = match spec.qual {
@@ -606,6 +607,7 @@ pub fn convert_int(v: u64, spec: &Spec, long_size: u8) -> u64 {
 
 /// An integer conversion's argument as `va_arg` reads it, its base and
 /// its flags.
+#[inline(always)]
 fn int_arg(v: u64, spec: &Spec, long_size: u8) -> (u64, u8, u8) {
     let base = match spec.conv {
         Conv::Int { base } => base,
