@@ -39,7 +39,8 @@ pub fn run_io(prefix: &[&str], args: &[&str], under: &[&str]) -> Option<(Output,
 /// `PID write(7</sys/kernel/tracing/tracing_on>, "0\n", 2) = 2` (also
 /// `<unfinished ...>` lines, which name the file too).
 fn parse(line: &str, under: &[&str]) -> Option<Io> {
-    let call = line.split_once(' ')?.1;
+    // strace pads the pid column: `812   write(` as well as `81234 write(`.
+    let call = line.split_once(' ')?.1.trim_start();
     let write = call.starts_with("write(");
     if !write && !call.starts_with("read(") {
         return None;
