@@ -118,7 +118,7 @@ pub(crate) fn lex(src: &str) -> Option<Vec<Tok<'_>>> {
             while let Some(&s) = b.get(j) {
                 match s {
                     b'u' | b'U' => unsigned = true,
-                    b'l' | b'L' => longs += 1,
+                    b'l' | b'L' => longs = longs.saturating_add(1),
                     _ => break,
                 }
                 j += 1;
@@ -144,4 +144,18 @@ pub(crate) fn lex(src: &str) -> Option<Vec<Tok<'_>>> {
         i += p.len();
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fuzz crash (printfmt target): a number with hundreds of `L`
+    /// suffixes overflowed the u8 count.
+    #[test]
+    fn many_suffixes_do_not_overflow() {
+        let src = alloc::format!("1*1;1{}", "L".repeat(300));
+        let toks = lex(&src);
+        assert!(matches!(toks.as_deref().and_then(|t| t.last()), Some(Tok::Num { longs: 2, .. }) | None));
+    }
 }
