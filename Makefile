@@ -9,7 +9,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build test test-host check-nostd clippy bench clean
+.PHONY: all build setup test test-host check-nostd bench clean
 
 all: build
 
@@ -24,11 +24,19 @@ test-host: check-nostd
 	$(CARGO) build --release
 	$(CARGO) test --release
 
+# What the build and the tests need (apt packages, rustup targets, the nightly
+# with rust-src, the board harness's qemu): installed when missing, a quiet
+# check of about a second when everything is there. `make qemu` and
+# `make test` run it first, so a fresh clone needs no other step.
+setup:
+	@bash cross/setup.sh
+
 include cross/cross.mk
 include cross/qemu.mk
 
 # Order: fast host tests first, then the other architectures.
-test: test-host cross-test size qemu-test
+test: setup
+	@$(MAKE) --no-print-directory test-host cross-test size qemu-test
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

@@ -37,33 +37,35 @@ qemu-fetch:
 # for that target only (nightly build-std, ~2 min on a fresh clone).
 QEMU_BUILD ?= quick
 QEMU_DEMO_DIR := $(CURDIR)/target/demo
-QEMU_HAS_STD = $(wildcard $(shell rustc --print sysroot 2>/dev/null)/lib/rustlib/$(QEMU_TRIPLE)/lib/self-contained/libc.a)
+# Whether the stable toolchain has a prebuilt std (with musl) for the board:
+# asked in the recipe, after `setup` may have just added the target.
+QEMU_HAS_STD = test -f "$$(rustc --print sysroot)/lib/rustlib/$(QEMU_TRIPLE)/lib/self-contained/libc.a"
 
-qemu:
+qemu: setup
 ifeq ($(QEMU_BUILD),quick)
-	@if [ -n "$(QEMU_HAS_STD)" ]; then \
+	@if $(QEMU_HAS_STD); then \
 	  echo "make qemu: quick demo build (QEMU_BUILD=cross for the size-optimised board binary)"; \
 	  CARGO_TARGET_DIR=$(QEMU_DEMO_DIR) $(CARGO) build --release --target $(QEMU_TRIPLE) || exit 1; \
+	  bin=$(QEMU_DEMO_DIR)/$(QEMU_TRIPLE)/release/trbox; \
 	else \
 	  $(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE) || exit 1; \
-	fi
-	ARCH=$(ARCH) BREAK='$(BREAK)' \
-	  TRBOX_BIN=$$( [ -n "$(QEMU_HAS_STD)" ] && echo $(QEMU_DEMO_DIR)/$(QEMU_TRIPLE)/release/trbox ) \
-	  $(QEMU_SH)/board.sh demo
+	  bin=; \
+	fi; \
+	ARCH=$(ARCH) BREAK='$(BREAK)' TRBOX_BIN=$$bin $(QEMU_SH)/board.sh demo
 else
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)
 	ARCH=$(ARCH) BREAK='$(BREAK)' $(QEMU_SH)/board.sh demo
 endif
 
-qemu-shell:
+qemu-shell: setup
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)
 	ARCH=$(ARCH) $(QEMU_SH)/board.sh shell
 
-qemu-test: cross
+qemu-test: setup cross
 	BREAK='$(BREAK)' $(QEMU_SH)/test.sh $(QEMU_ARCHS)
 
 qemu-selfcheck: cross
 	$(QEMU_SH)/selfcheck.sh
 
-qemu-fixtures: cross
+qemu-fixtures: setup cross
 	$(QEMU_SH)/fixtures.sh $(QEMU_ARCHS)

@@ -18,7 +18,9 @@ cd "$(dirname "$0")/.."
 NIGHTLY=${TRBOX_NIGHTLY:-nightly}
 MUSL_TARGETS=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
 
-say() { echo "[setup] $*" >&2; }
+# Quiet when everything is there: the closing line only after an install.
+did=
+say() { did=1; echo "[setup] $*" >&2; }
 die() { echo "[setup] error: $*" >&2; exit 1; }
 
 SUDO=
@@ -85,5 +87,5 @@ if [ -f cross/qemu/setup.sh ]; then
     bash cross/qemu/setup.sh
 fi
 
-say "ok: $(rustc --version | cut -d' ' -f1-2), $(rustc "+$NIGHTLY" --version | cut -d' ' -f1-2)," \
+[ -z "$did" ] || say "ok: $(rustc --version | cut -d' ' -f1-2), $(rustc "+$NIGHTLY" --version | cut -d' ' -f1-2)," \
     "$(qemu-aarch64-static --version | head -1 | cut -d' ' -f1-3)"
