@@ -82,6 +82,15 @@ if [ ! -f "$(rustc "+$NIGHTLY" --print sysroot)/lib/rustlib/src/rust/library/std
         die "rustup component add rust-src --toolchain $NIGHTLY failed"
 fi
 
+# ---- tracefs -------------------------------------------------------------
+# The live tests run on this machine's own tracefs; a fresh machine may not
+# have it mounted (trbox mounts it for a run by itself, the tests' reference
+# reads of the kernel's text need it mounted).
+if ! grep -qs ' /sys/kernel/tracing tracefs ' /proc/mounts && [ -d /sys/kernel/tracing ]; then
+    say "mount -t tracefs nodev /sys/kernel/tracing"
+    $SUDO mount -t tracefs nodev /sys/kernel/tracing || say "warning: cannot mount tracefs: the live tests will say so"
+fi
+
 # ---- the board harness --------------------------------------------------
 if [ -f cross/qemu/setup.sh ]; then
     bash cross/qemu/setup.sh
