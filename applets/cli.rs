@@ -233,12 +233,16 @@ pub fn dispatch(argv: &[String]) -> u8 {
         eprintln!("{applet}: applet not found");
         return EXIT_NOT_FOUND;
     };
+    let _ = APPLET.set(app.name);
     let res = split_common(args).and_then(|(common, rest)| {
         init_log(common.verbose);
         (app.main)(&common, &rest)
     });
     report(app.name, res)
 }
+
+/// The applet running, for messages that are not its final error.
+static APPLET: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
 /// Print an error the way a person on a serial console wants it, and map it
 /// to the exit code.
@@ -249,13 +253,23 @@ pub fn report(name: &str, r: Result<(), Error>) -> u8 {
         // A traced command's own exit status: nothing to say.
         Err(e) if e.msg.is_empty() => e.code,
         Err(e) => {
-            eprintln!("{name}: {}", e.msg);
-            if let Some(h) = e.hint {
-                eprintln!("{name}: hint: {h}");
-            }
+            say(name, &e);
             e.code
         }
     }
+}
+
+fn say(name: &str, e: &Error) {
+    eprintln!("{name}: {}", e.msg);
+    if let Some(h) = &e.hint {
+        eprintln!("{name}: hint: {h}");
+    }
+}
+
+/// Say `e` on stderr as the final error would be said, and go on (e.g. a
+/// window that recorded nothing: not a failure, never silent).
+pub fn note(e: &Error) {
+    say(APPLET.get().copied().unwrap_or("trbox"), e);
 }
 
 impl fmt::Display for Error {

@@ -72,6 +72,11 @@ impl Command {
         }
     }
 
+    /// Is there a command?
+    pub fn is_some(&self) -> bool {
+        self.child.borrow().is_some()
+    }
+
     /// Has the command ended? (false without a command)
     pub fn exited(&self) -> bool {
         self.child.borrow_mut().as_mut().is_some_and(|c| c.try_wait().is_some())
@@ -171,22 +176,54 @@ pub fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, Error> {
     r.map_err(|e| trbox::sys::state::ftrace_refused(e).into())
 }
 
+/// The notrace pid lists [`not_mine`] replaced, to put back after a `-k`
+/// run (a dead pid is no setting to keep).
+#[derive(Default)]
+pub struct NotMine(Vec<(&'static str, String)>);
+
 /// Keep trbox's own work (reading formats, kallsyms and pages while the
-/// tracer runs) out of the function tracers when no pid filter says whom to
-/// trace: otherwise every file trbox opens is traced too, and reading that
-/// makes more (set_ftrace_notrace_pid, 5.8+; older kernels trace us).
-/// Returns the list it replaced: a dead pid is no setting to keep (`-k`).
-pub fn functions_not_mine(st: &mut State) -> Result<Option<String>, Error> {
-    let t = st.tracefs();
-    let Some(old) = t.read_opt("set_ftrace_notrace_pid")? else { return Ok(None) };
-    ftrace_write(st.set_list("set_ftrace_notrace_pid", &[std::process::id().to_string()]))?;
-    Ok(Some(trbox::ctl::entries(&old).filter(|l| *l != "no pid").collect::<Vec<_>>().join("\n")))
+/// window is open) out of a system-wide run — one with no pid filter and no
+/// command: otherwise every read of the buffer is traced too (a function
+/// under the function tracers, a syscall or sched event), and reading that
+/// makes more. `follow` says which lists: set_ftrace_notrace_pid and
+/// set_event_notrace_pid (5.8+; older kernels trace us).
+pub fn not_mine(st: &mut State, follow: Follow) -> Result<NotMine, Error> {
+    let mut mine = NotMine::default();
+    let me = [std::process::id().to_string()];
+    for (on, file) in [(follow.functions, "set_ftrace_notrace_pid"), (follow.events, "set_event_notrace_pid")] {
+        let Some(old) = on.then(|| st.tracefs().read_opt(file)).transpose()?.flatten() else { continue };
+        ftrace_write(st.set_list(file, &me))?;
+        mine.0.push((file, trbox::ctl::entries(&old).filter(|l| *l != "no pid").collect::<Vec<_>>().join("\n")));
+    }
+    Ok(mine)
 }
 
-/// After a `-k` run: put back what [`functions_not_mine`] replaced.
-pub fn unmine(t: &Tracefs, keep: bool, old: Option<String>) {
-    if let (true, Some(old)) = (keep, old) {
-        let _ = t.write("set_ftrace_notrace_pid", &old);
+/// Whose records a run keeps, in the pid filters `follow` names: the
+/// command's (and its forks'), else the `-P` pids', else everyone's but
+/// trbox's own ([`not_mine`]). Call it before the events are enabled, so
+/// that nothing of the set-up is recorded.
+pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Result<(Command, NotMine), Error> {
+    if !cmd.is_empty() {
+        return Ok((Command::start(cmd, st, follow)?, NotMine::default()));
+    }
+    let none = Command::start(&[], st, follow)?;
+    if pids.is_empty() {
+        return Ok((none, not_mine(st, follow)?));
+    }
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    if follow.events {
+        st.set_list("set_event_pid", &pids)?;
+    }
+    if follow.functions {
+        ftrace_write(st.set_list("set_ftrace_pid", &pids))?;
+    }
+    Ok((none, NotMine::default()))
+}
+
+/// After a `-k` run: put back what [`not_mine`] replaced.
+pub fn unmine(t: &Tracefs, keep: bool, old: NotMine) {
+    for (file, list) in old.0.iter().filter(|_| keep) {
+        let _ = t.write(file, list);
     }
 }
 
@@ -246,15 +283,26 @@ impl Drop for Window<'_> {
 }
 
 /// What a run does with the records of its window: print them decoded, or
-/// aggregate them (`done` says when to stop following).
-pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<(), Error> + 'a;
+/// aggregate them (`done` says when to stop following); whether it showed
+/// anything.
+pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<bool, Error> + 'a;
 
 /// The traced end of a run, once it is set up (tracing idle): the window
 /// opened, the command released, its records handed to `show` until the
 /// command ends (or Ctrl-C / the time limit) and the closed window is read
-/// out; then the command's exit status (None without one).
-pub fn stream(t: &Tracefs, st: &mut State, child: &Command, json: bool, limit: Option<Duration>, show: &Show) -> Result<Option<u8>, Error> {
+/// out; then the command's exit status (None without one). A window that
+/// showed nothing says so on stderr (`empty`: what was traced, for whom).
+pub fn stream(
+    t: &Tracefs,
+    st: &mut State,
+    child: &Command,
+    json: bool,
+    limit: Option<Duration>,
+    show: &Show,
+    empty: &Empty,
+) -> Result<Option<u8>, Error> {
     let opts = RawOpts::all(true, json, None, now(t));
+    let command = child.is_some();
     let w = Window::open(st, tracing_on_file(t), limit)?;
     child.release()?;
     // The buffer's readers after the release (it returns once the command
@@ -274,6 +322,22 @@ pub fn stream(t: &Tracefs, st: &mut State, child: &Command, json: bool, limit: O
     // the terminal, or it is ended now.
     let status = child.finish();
     drop(w);
-    r?;
+    if !r? {
+        crate::cli::note(&empty(&window_text(command, limit)));
+    }
     Ok(status)
+}
+
+/// The note for a window that recorded nothing, given how long it was open
+/// ([`window_text`]): what was not seen, and what to check.
+pub type Empty<'a> = dyn Fn(&str) -> Error + 'a;
+
+/// "in 1.5 s" / "while the command ran" / "until the stop": how long the
+/// window was open, for [`Empty`] notes.
+pub fn window_text(command: bool, limit: Option<Duration>) -> String {
+    match (command, limit) {
+        (true, _) => "while the command ran".to_string(),
+        (false, Some(d)) => format!("in {}.{} s", d.as_secs(), d.subsec_millis() / 100),
+        (false, None) => "before the stop".to_string(),
+    }
 }

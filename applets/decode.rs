@@ -229,7 +229,8 @@ impl Input<'_> {
 
 /// Decode and print until the streams are empty (drain) or, when
 /// following, until Ctrl-C, the time limit or `done()` says so.
-pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
+/// Print the records; whether anything (a record, a loss) was printed.
+pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
     let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree, graph, graph_auto, ncpus, version, kernel_top, live } = input;
     let kernel = Kernel { version, top: kernel_top, live, consts: Default::default() };
     let graph_ids: Vec<u32> =
@@ -266,7 +267,9 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(),
         crate::pool::run(&mut streams, &mut merger, watch, threads, &plain, &mut out);
     }
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut em)?;
-    out.finish()
+    let shown = out.wrote();
+    out.finish()?;
+    Ok(shown)
 }
 
 /// Most threads that render a drained buffer unless -j says.

@@ -16,6 +16,8 @@ pub struct Out {
     /// A block of text in memory (a worker's batch, see pool.rs): it only
     /// grows and is never written out by itself.
     mem: bool,
+    /// Anything was put: an applet whose window showed nothing says so.
+    wrote: bool,
 }
 
 const CAP: usize = 64 * 1024;
@@ -25,12 +27,12 @@ const HIGH: usize = CAP - 8 * 1024;
 
 impl Out {
     pub fn stdout() -> Self {
-        Out { buf: Vec::with_capacity(CAP), err: None, mem: false }
+        Out { buf: Vec::with_capacity(CAP), err: None, mem: false, wrote: false }
     }
 
     /// Text kept in memory, to be written later with [`Out::put_block`].
     pub fn memory() -> Self {
-        Out { buf: Vec::new(), err: None, mem: true }
+        Out { buf: Vec::new(), err: None, mem: true, wrote: false }
     }
 
     /// The reader went away (or writing failed): stop producing output.
@@ -53,10 +55,16 @@ impl Out {
         }
     }
 
+    /// Was anything put (a line, a block)?
+    pub fn wrote(&self) -> bool {
+        self.wrote
+    }
+
     fn put(&mut self, b: &[u8]) {
         if self.err.is_some() {
             return;
         }
+        self.wrote |= !b.is_empty();
         if !self.mem && self.buf.len() + b.len() > CAP {
             self.drain();
             if b.len() > CAP {

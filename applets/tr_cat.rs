@@ -85,7 +85,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let mut o = opts(false);
         o.only = parse_cpus(a.cpu.as_deref())?;
         let input = decode::Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
-        return if a.stats { stats(input, &o) } else { decode::run(input, &o, &|| false) };
+        return if a.stats { stats(input, &o) } else { decode::run(input, &o, &|| false).map(drop) };
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if let Some(i) = &common.instance {
@@ -102,7 +102,19 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let mut o = opts(a.follow);
         o.only = cpus;
         let input = decode::Input::tree(&t, &o)?;
-        if a.stats { stats(input, &o) } else { decode::run(input, &o, &|| false) }
+        if a.stats {
+            stats(input, &o)
+        } else {
+            if !decode::run(input, &o, &|| false)? {
+                let what = if a.event.is_empty() && a.pid.is_none() && a.comm.is_none() && o.only.is_none() {
+                    "the buffer holds no events"
+                } else {
+                    "no event in the buffer passes the filters"
+                };
+                crate::cli::note(&Error::runtime(what).hint("record with tr-event, tr-on or tr-cat -o; tr-on shows what is enabled"));
+            }
+            Ok(())
+        }
     } else {
         let text = t.read("trace")?;
         let mut out = Out::stdout();

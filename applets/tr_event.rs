@@ -4,7 +4,7 @@
 
 use crate::cli::{self, Common, Error};
 use argh::FromArgs;
-use crate::command::{self, event_dir, list_events, resolve, resolve_all, Command, Follow};
+use crate::command::{self, event_dir, list_events, resolve, resolve_all, Follow};
 use std::io::Write as _;
 use trbox::ctl::glob_match;
 use trbox::probe::{Def, Kind, GROUP};
@@ -15,7 +15,7 @@ use trbox::sys::{elf, signals, Tracefs};
 #[derive(FromArgs)]
 /// Enable trace events and stream them decoded until Ctrl-C, -t or the
 /// command after `--` ends; or list events (-l) and show formats (--format).
-/// Usage: tr-event SYS:EVENT[,...] [-f FILTER] [-R TRIGGER] [-t S] [-- CMD]
+/// Usage: tr-event SYS:EVENT[,...] [-f FILTER] [-R TRIGGER] [-P PID] [-t S] [-- CMD]
 /// Probes are made for the run and removed after it, named trbox/FUNCTION
 /// unless the definition starts with p:GROUP/NAME; a uprobe's symbol is
 /// found in the ELF file by trbox, e.g. --uprobe '/bin/bash:readline' or
@@ -36,6 +36,9 @@ struct Args {
     /// same events as -f; repeatable
     #[argh(option, short = 'R')]
     trigger: Vec<String>,
+    /// only events of these processes (set_event_pid); repeatable
+    #[argh(option, short = 'P')]
+    pid: Vec<u32>,
     /// stop after SECONDS
     #[argh(option, short = 't')]
     time: Option<cli::Seconds>,
@@ -69,6 +72,9 @@ struct Args {
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let a: Args = cli::parse("tr-event", own)?;
+    if !a.pid.is_empty() && !cmd.is_empty() {
+        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
+    }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     let all = list_events(&t)?;
     if a.list {
@@ -119,9 +125,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let mut st = State::new(&t);
         st.keep = a.keep;
         command::idle(&mut st)?;
-        // The command's pid filter first: events enabled before it would
-        // also record this process setting up (its opens, for a kprobe).
-        let child = Command::start(cmd, &mut st, Follow { events: true, functions: false })?;
+        // The pid filter first: events enabled before it would also record
+        // this process setting up (its opens, for a kprobe).
+        let (child, notrace) = command::whom(&mut st, cmd, &a.pid, Follow { events: true, functions: false })?;
         for (i, e) in events.iter().enumerate() {
             let dir = event_dir(e);
             if named == 0 || i < named {
@@ -134,7 +140,14 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             }
             st.set(&format!("{dir}/enable"), "1")?;
         }
-        command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run)?
+        let names = events.join(", ");
+        let empty = |w: &str| {
+            let e = Error::runtime(format!("no events were recorded {w} ({names})"));
+            e.hint(if a.filter.is_some() { "the filter (-f) may reject them all; or they did not happen" } else { "did they happen? try a longer -t" })
+        };
+        let r = command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run, &empty);
+        command::unmine(&t, a.keep, notrace);
+        r?
     };
     command::exit_with(status)
 }

@@ -3,7 +3,7 @@
 //! also on a recorded trace.dat (-i) or a copy of a tracefs tree (-T).
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, ftrace_write, Command, Follow};
+use crate::command::{self, Follow};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
@@ -60,6 +60,9 @@ struct Args {
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let a: Args = cli::parse("tr-graph", own)?;
+    if a.pid.is_some() && !cmd.is_empty() {
+        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
+    }
     if a.folded && a.top.is_some() {
         return Err(Error::usage("--folded and --top are alternatives").hint("run tr-graph twice, or on a recorded file (-i)"));
     }
@@ -69,7 +72,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         // A recorded file needs no tracefs (and no root).
         let o = opts(false, None);
         let input = Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
-        return output(input, &a, &o, &|| false);
+        return output(input, &a, &o, &|| false).map(drop);
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() || a.read {
@@ -80,7 +83,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             t.enter_instance(i)?;
         }
         let o = opts(false, None);
-        return output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false);
+        return output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false).map(drop);
     }
     t.require_tracer("function_graph")?;
     if let Some(i) = &common.instance {
@@ -103,13 +106,10 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             need(&t, "tracing_thresh")?;
             st.set("tracing_thresh", &us.to_string())?;
         }
-        if let Some(p) = a.pid {
-            ftrace_write(st.set_list("set_ftrace_pid", &[p.to_string()]))?;
-        }
-        let notrace = if a.pid.is_none() && cmd.is_empty() { command::functions_not_mine(&mut st)? } else { None };
-        let child = Command::start(cmd, &mut st, Follow { events: false, functions: true })?;
+        let (child, notrace) = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
         st.set_tracer("function_graph")?;
-        let r = command::stream(&t, &mut st, &child, false, a.time.map(|s| s.0), &|i, o, done| output(i.graph_layout(), &a, o, done));
+        let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);
+        let r = command::stream(&t, &mut st, &child, false, a.time.map(|s| s.0), &show, &|w| none_recorded(&a, w));
         command::unmine(&t, a.keep, notrace);
         r?
     };
@@ -124,8 +124,27 @@ fn need(t: &Tracefs, file: &str) -> Result<(), Error> {
     }
 }
 
-/// The graph as it streams, or the aggregation at the end.
-fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
+/// No function_graph call in the window (`when`: how long it was open, or
+/// "" for recorded data): which functions, and what to check.
+fn none_recorded(a: &Args, when: &str) -> Error {
+    let what = match a.funcs.as_slice() {
+        [] => "no function_graph calls were recorded".to_string(),
+        f => format!("no calls of {} were recorded", f.join(", ")),
+    };
+    let whom = match a.pid {
+        Some(p) => format!(" (pid {p})"),
+        None => String::new(),
+    };
+    let e = Error::runtime(format!("{what}{}{when}{whom}", if when.is_empty() { "" } else { " " }));
+    e.hint(match a.funcs.first() {
+        Some(f) => format!("was it called then? 'tr-stack --func {f} -t 5' shows who calls it (a system call may be served by another function, e.g. sendfile(2) does not go through vfs_read)"),
+        None => "check the function names and that the code ran".to_string(),
+    })
+}
+
+/// The graph as it streams, or the aggregation at the end; whether it
+/// showed anything.
+fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
     if !a.folded && a.top.is_none() {
         if let Some(g) = input.graph_opts() {
             let mut h = String::from("# tracer: function_graph\n#\n");
@@ -143,7 +162,7 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
         }
     })?;
     let Some(s) = stats.filter(|s| s.calls() > 0) else {
-        return Err(Error::runtime("no function_graph calls were recorded").hint("check the function names and that the code ran"));
+        return Err(none_recorded(a, ""));
     };
     let syms = Some(&meta.syms as &dyn SymbolLookup);
     let mut text = String::new();
@@ -153,5 +172,6 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     };
     let mut out = Out::stdout();
     let _ = out.write_all(text.as_bytes());
-    out.finish()
+    out.finish()?;
+    Ok(true)
 }

@@ -3,7 +3,7 @@
 //! or `-t S`: the trace is streamed, then everything is restored).
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, tracing_on_file, Command, Follow};
+use crate::command::{self, tracing_on_file, Follow};
 use argh::FromArgs;
 use std::fmt::Write;
 use trbox::ctl;
@@ -136,9 +136,18 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         // and some kernels refuse it (EPERM) while events still work.
         let functions = !matches!(tracer.trim(), "" | "nop") && t.read("set_ftrace_pid").is_ok();
         let follow = Follow { events: t.exists("set_event_pid"), functions };
-        let child = Command::start(cmd, &mut st, follow)?;
+        // -P was applied with the other settings; a run without it or a
+        // command keeps trbox's own work out.
+        let (child, notrace) = command::whom(&mut st, cmd, &[], if a.pid.is_empty() { follow } else { Follow::default() })?;
         st.keep = a.keep;
-        command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run)?
+        let tracer = tracer.trim().to_string();
+        let empty = |w: &str| {
+            Error::runtime(format!("nothing was recorded {w} (tracer {tracer})"))
+                .hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
+        };
+        let r = command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run, &empty);
+        command::unmine(&t, a.keep, notrace);
+        r?
     };
     drop(st);
     t.keep_instance = a.keep;

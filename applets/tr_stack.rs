@@ -4,7 +4,7 @@
 //! counted and listed most frequent first.
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, event_dir, list_events, resolve_all, Command, Follow, Window};
+use crate::command::{self, event_dir, list_events, resolve_all, Follow, Window};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
@@ -25,8 +25,8 @@ const STACK_SYSCTL: &str = "/proc/sys/kernel/stack_tracer_enabled";
 /// stack_max_size); with -e, the distinct stacks behind an event (stacktrace
 /// trigger) with counts; with --func, who calls a function.
 /// Usage: tr-stack [--reset] [-l GLOB] [-t S]
-///        tr-stack -e SYS:EVENT [-f FILTER] [--folded] [-t S] [-- CMD]
-///        tr-stack --func GLOB [--folded] [-t S] [-- CMD]
+///        tr-stack -e SYS:EVENT [-f FILTER] [--folded] [-P PID] [-t S] [-- CMD]
+///        tr-stack --func GLOB [--folded] [-P PID] [-t S] [-- CMD]
 struct Args {
     /// count the stacks behind these events (repeatable, comma-separated)
     #[argh(option, short = 'e')]
@@ -37,6 +37,9 @@ struct Args {
     /// count the stacks behind calls of these functions (function tracer)
     #[argh(option)]
     func: Option<String>,
+    /// only these processes (set_event_pid / set_ftrace_pid); repeatable
+    #[argh(option, short = 'P')]
+    pid: Vec<u32>,
     /// print folded stacks (for flame graphs) instead of the table
     #[argh(switch)]
     folded: bool,
@@ -65,6 +68,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let a: Args = cli::parse("tr-stack", own)?;
     if !a.event.is_empty() && a.func.is_some() {
         return Err(Error::usage("-e and --func are alternatives"));
+    }
+    if !a.pid.is_empty() && !cmd.is_empty() {
+        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let limit = a.time.map(|s| s.0);
@@ -110,7 +116,8 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             Some(f) => format!("stacktrace if {f}"),
             None => "stacktrace".to_string(),
         };
-        let mut notrace = None;
+        let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
+        let (child, notrace) = command::whom(&mut st, cmd, &a.pid, follow)?;
         for e in &events {
             let dir = event_dir(e);
             if let Some(f) = &a.filter {
@@ -130,17 +137,15 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         }
         if let Some(g) = &a.func {
             st.set_functions("set_ftrace_filter", &[g.clone()])?;
-            if cmd.is_empty() {
-                notrace = command::functions_not_mine(&mut st)?;
-            }
         }
-        let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
-        let child = Command::start(cmd, &mut st, follow)?;
         if a.func.is_some() {
             st.set_tracer("function")?;
             st.set("options/func_stack_trace", "1")?;
         }
-        let r = command::stream(&t, &mut st, &child, false, limit, &|i, o, done| count_stacks(i, &a, o, done));
+        // count_stacks says itself that nothing came (an error: no table).
+        let r = command::stream(&t, &mut st, &child, false, limit, &|i, o, done| count_stacks(i, &a, o, done).map(|()| true), &|_| {
+            Error::runtime("")
+        });
         command::unmine(&t, a.keep, notrace);
         r?
     };

@@ -4,7 +4,7 @@
 # Idempotent and quick when everything is there: each item is checked first.
 # Non-interactive. Needs root (or sudo) only when something has to be installed.
 #
-#   apt:    qemu-user-static (qemu-aarch64-static, qemu-arm-static: called
+#   apt:    strace (order tests), qemu-user-static (qemu-aarch64-static, qemu-arm-static: called
 #           explicitly, no binfmt needed), file, trace-cmd, and for the armv7
 #           build musl-dev:armhf (crt objects, libc.a) + gcc-arm-linux-gnueabihf
 #           (libgcc, libgcc_eh).
@@ -35,7 +35,7 @@ installed() { # pkg[:arch]
 }
 
 need=()
-for p in qemu-user-static file trace-cmd gcc-arm-linux-gnueabihf musl-dev:armhf; do
+for p in qemu-user-static file trace-cmd strace gcc-arm-linux-gnueabihf musl-dev:armhf; do
     installed "$p" || need+=("$p")
 done
 

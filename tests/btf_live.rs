@@ -19,7 +19,7 @@ fn live_btf() -> Option<Vec<u8>> {
     match std::fs::read("/sys/kernel/btf/vmlinux") {
         Ok(b) => Some(b),
         Err(e) => {
-            eprintln!("SKIP: /sys/kernel/btf/vmlinux: {e}");
+            common::skip_absent(&format!("/sys/kernel/btf/vmlinux: {e}"));
             None
         }
     }
@@ -153,12 +153,12 @@ fn live_vmemmap_base_matches_kernel_text() {
     let Some(page) = btf.struct_size("page") else { return };
     let ev = "events/kmem/mm_page_alloc";
     if !root.join(ev).join("enable").exists() {
-        eprintln!("SKIP: no kmem:mm_page_alloc");
+        common::skip_absent("no kmem:mm_page_alloc");
         return;
     }
     let pf = std::fs::read_to_string(root.join(ev).join("format")).unwrap_or_default();
     if !pf.contains("vmemmap_base") {
-        eprintln!("SKIP: this kernel's mm_page_alloc does not use vmemmap_base");
+        common::skip_absent("this kernel's mm_page_alloc does not use vmemmap_base");
         return;
     }
     let _lock = common::TracefsLock::take();

@@ -88,7 +88,7 @@ fn cross_check(bin: &Path, arm: bool, max: usize) -> usize {
 #[test]
 fn test_programs_match_objdump_and_readelf() {
     if !cprog::have("readelf") || !cprog::have("objdump") {
-        eprintln!("SKIP: no readelf/objdump to cross-check with");
+        common::skip("no readelf/objdump to cross-check with");
         return;
     }
     let d = TempDir::new("elf");
@@ -112,7 +112,7 @@ fn test_programs_match_objdump_and_readelf() {
 #[test]
 fn system_binaries_and_libraries() {
     if !cprog::have("readelf") {
-        eprintln!("SKIP: no readelf to cross-check with");
+        common::skip("no readelf to cross-check with");
         return;
     }
     let mut checked = 0;
@@ -128,7 +128,7 @@ fn system_binaries_and_libraries() {
     let o = Command::new("sh").args(["-c", "ldd /bin/true | awk '/libc.so/ {print $3}'"]).output().unwrap();
     let libc = String::from_utf8_lossy(&o.stdout).trim().to_string();
     if libc.is_empty() {
-        eprintln!("SKIP part: no libc found with ldd");
+        common::skip("part: no libc found with ldd");
     } else {
         let n = cross_check(Path::new(&libc), false, 400);
         assert!(n > 100, "{libc}: {n}");
@@ -152,7 +152,7 @@ fn bare_library_names_in_the_loaders_directories() {
     let o = Command::new("sh").args(["-c", "ldd /bin/true | awk '/libc.so/ {print $1, $3}'"]).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout).trim().to_string();
     let Some((name, path)) = out.split_once(' ') else {
-        eprintln!("SKIP: no dynamically linked libc found with ldd");
+        common::skip("no dynamically linked libc found with ldd");
         return;
     };
     let found = trbox::sys::elf::locate(name).unwrap();
@@ -169,7 +169,7 @@ fn bare_library_names_in_the_loaders_directories() {
 fn arm_thumb_programs() {
     let cc = "arm-linux-gnueabihf-gcc";
     if !cprog::have(cc) || !cprog::have("readelf") {
-        eprintln!("SKIP: no {cc}/readelf for ELF32 ARM test programs");
+        common::skip(&format!("no {cc}/readelf for ELF32 ARM test programs"));
         return;
     }
     let d = TempDir::new("elf-arm");

@@ -2,6 +2,7 @@
 //! x86_64 6.1 kernels, ftrace-internal events included) parses, arrays are
 //! consistent, and element sizes follow the kernel's long size.
 
+mod common;
 use std::path::Path;
 use trbox::format::{EventFormat, FieldKind, HeaderPage};
 
@@ -62,6 +63,6 @@ fn board_formats() {
         }
     }
     if trees == 0 {
-        eprintln!("SKIP: no tests/fixtures");
+        common::skip("no tests/fixtures");
     }
 }

@@ -121,7 +121,7 @@ fn live_pages_match_trace_file() {
     let _lock = common::TracefsLock::take();
     let Some(root) = common::live_tracefs() else { return };
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP: not root");
+        common::skip("not root");
         return;
     }
     let before = common::snapshot(&root);

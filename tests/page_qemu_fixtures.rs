@@ -66,7 +66,7 @@ fn trees() -> Vec<PathBuf> {
 fn qemu_fixture_pages_decode_exactly() {
     let trees = trees();
     if trees.is_empty() {
-        eprintln!("SKIP: no tests/fixtures");
+        common::skip("no tests/fixtures");
         return;
     }
     let mut report = String::new();

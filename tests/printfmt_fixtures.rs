@@ -4,6 +4,7 @@
 //! guests). Events the line renderer prints itself (function, graph,
 //! kernel_stack) are left out. Prints a per-event mismatch table.
 
+mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -145,7 +146,7 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
 fn fixture_bodies_equal_kernel_text() {
     let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let Ok(arches) = std::fs::read_dir(&base) else {
-        eprintln!("SKIP: no fixtures");
+        common::skip("no fixtures");
         return;
     };
     let mut grand = (0, 0);

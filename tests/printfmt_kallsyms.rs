@@ -2,6 +2,7 @@
 //! 10 MB text (this machine's /proc/kallsyms, repeated), printed with
 //! `-- --nocapture` (use `--release` for representative numbers).
 
+mod common;
 use std::time::Instant;
 
 use trbox::kallsyms::Kallsyms;
@@ -47,7 +48,7 @@ fn printk_formats_unescape() {
 fn build_time_and_live_lookups() {
     let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else { return };
     if text.lines().next().is_some_and(|l| l.starts_with("0000000000000000")) {
-        eprintln!("SKIP: kallsyms addresses hidden");
+        common::skip("kallsyms addresses hidden");
         return;
     }
     let mut big = String::with_capacity(text.len() * 2 + 1);

@@ -98,7 +98,7 @@ struct Tally {
 fn bodies_equal_kernel_text() {
     let Some(root) = common::live_tracefs() else { return };
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP: not root");
+        common::skip("not root");
         return;
     }
     let _lock = common::TracefsLock::take();

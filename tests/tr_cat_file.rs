@@ -43,7 +43,7 @@ fn report(path: &str, zlib: bool) -> String {
 #[test]
 fn trace_cmd_files_read_like_trace_cmd_report() {
     if Command::new("trace-cmd").arg("--help").output().is_err() {
-        eprintln!("SKIP: trace-cmd is not installed (bash cross/setup.sh installs it)");
+        common::skip("trace-cmd is not installed (bash cross/setup.sh installs it)");
         return;
     }
     let mut total = 0;

@@ -76,7 +76,7 @@ fn have_trace_cmd() -> bool {
 /// Events `trace-cmd report` shows; it must not warn.
 fn trace_cmd_count(f: &Path) -> Option<u64> {
     if !have_trace_cmd() {
-        eprintln!("SKIP trace-cmd checks: not installed");
+        common::skip("trace-cmd checks: not installed");
         return None;
     }
     let o = Command::new("trace-cmd").arg("report").arg(f).output().unwrap();
@@ -191,7 +191,7 @@ impl Tmpfs {
         let d = TempDir::new("rec-tmpfs");
         let ok = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "trbox-test"]).arg(d.path()).status().is_ok_and(|s| s.success());
         if !ok {
-            eprintln!("SKIP: cannot mount a tmpfs");
+            common::skip("cannot mount a tmpfs");
             return None;
         }
         Some(Tmpfs(d))

@@ -12,7 +12,7 @@ use std::path::Path;
 
 fn live() -> Option<(TracefsLock, std::path::PathBuf, Vec<(String, String)>)> {
     if !live_tracefs()?.join("uprobe_events").exists() {
-        eprintln!("SKIP: this kernel has no uprobe_events");
+        common::skip_absent("this kernel has no uprobe_events");
         return None;
     }
     live_with_snapshot()
@@ -180,7 +180,7 @@ fn probes_are_removed_after_ctrl_c() {
 fn own_setup_is_not_recorded_with_a_command() {
     let Some((_l, root, before)) = live_with_snapshot() else { return };
     if !root.join("events/syscalls/sys_enter_openat").exists() {
-        eprintln!("SKIP: no syscall events");
+        common::skip_absent("no syscall events");
         return;
     }
     let o = ev(&["syscalls:sys_enter_openat", "--", "cat", "/etc/hostname"]);
@@ -226,7 +226,7 @@ fn uprobe_on_a_library_by_its_bare_name() {
     let o = std::process::Command::new("sh").args(["-c", "ldd /bin/true | awk '/libc.so/ {print $1}'"]).output().unwrap();
     let name = String::from_utf8_lossy(&o.stdout).trim().to_string();
     if name.is_empty() {
-        eprintln!("SKIP: /bin/true is not linked with a shared libc");
+        common::skip("/bin/true is not linked with a shared libc");
         return;
     }
     let o = ev(&["--uprobe", &format!("{name}:exit"), "--", "/bin/true"]);

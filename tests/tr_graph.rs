@@ -266,7 +266,7 @@ fn no_function_graph_tracer_here() {
     let Some(root) = live_tracefs() else { return };
     let avail = std::fs::read_to_string(root.join("available_tracers")).unwrap();
     if avail.split_whitespace().any(|t| t == "function_graph") {
-        eprintln!("SKIP: this kernel has function_graph");
+        common::skip_absent("this kernel has function_graph");
         return;
     }
     let _l = TracefsLock::take();

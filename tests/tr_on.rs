@@ -111,7 +111,7 @@ fn minimal_tree_marks_everything_missing() {
 /// Run `trbox ARGS` as the unprivileged user 65534 (nobody).
 fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP: needs root to switch to an unprivileged user");
+        common::skip("needs root to switch to an unprivileged user");
         return None;
     }
     // The test binary may sit below a root-only directory: run a copy.
@@ -166,7 +166,7 @@ fn unreadable_files_in_a_tree_are_marked_not_permitted() {
 fn mounts_tracefs_when_nothing_is_mounted_and_cleans_up() {
     let Some(_root) = live_tracefs() else { return };
     if Command::new("unshare").arg("--help").output().is_err() {
-        eprintln!("SKIP: no unshare(1)");
+        common::skip("no unshare(1)");
         return;
     }
     let script = format!(

@@ -189,7 +189,7 @@ fn sched_switch_stacks_live() {
     // Folded, with a filter and a command (the kernel keeps one stacktrace
     // trigger per event: not while another run's is there).
     if std::fs::read_to_string(root.join("events/sched/sched_switch/trigger")).unwrap().lines().any(|l| l.starts_with("stacktrace")) {
-        eprintln!("SKIP: sched_switch has a stacktrace trigger already");
+        common::skip("sched_switch has a stacktrace trigger already");
         return;
     }
     let o = stack(&["-e", "sched:sched_switch", "-f", "prev_pid > 0", "--folded", "--wait", "--", "sh", "-c", "sleep 0.2; exit 4"]);
@@ -209,7 +209,7 @@ fn sched_switch_stacks_live() {
 fn set_up_idle_one_window_closed_before_the_read_out() {
     let Some((_l, root, before)) = live_with_snapshot() else { return };
     if std::fs::read_to_string(root.join("tracing_on")).unwrap().trim() != "1" {
-        eprintln!("SKIP: tracing is off here (nothing to idle)");
+        common::skip("tracing is off here (nothing to idle)");
         return;
     }
     let r = root.to_str().unwrap();

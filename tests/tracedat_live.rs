@@ -76,7 +76,7 @@ fn record_live_pages_into_trace_dat() {
     let inst = root.join("instances").join(INSTANCE);
     let _ = fs::remove_dir(&inst);
     if let Err(e) = fs::create_dir(&inst) {
-        eprintln!("SKIP: cannot create an instance: {e}");
+        common::skip(&format!("cannot create an instance: {e}"));
         return;
     }
     let dir = common::TempDir::new("tracedat-live");
@@ -159,7 +159,7 @@ fn record_live_pages_into_trace_dat() {
     assert_eq!(got, events_per_cpu);
 
     if Command::new("trace-cmd").arg("--version").output().is_err() {
-        eprintln!("SKIP trace-cmd checks: not installed");
+        common::skip("trace-cmd checks: not installed");
         return;
     }
     let out = Command::new("trace-cmd").arg("report").arg(&path).output().unwrap();

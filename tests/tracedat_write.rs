@@ -251,7 +251,7 @@ fn trace_cmd() -> bool {
 
 fn check_trace_cmd(wr: &Written) {
     if !trace_cmd() {
-        eprintln!("SKIP trace-cmd checks: trace-cmd not installed");
+        common::skip("trace-cmd checks: trace-cmd not installed");
         return;
     }
     let out = Command::new("trace-cmd").arg("report").arg(&wr.path).output().unwrap();

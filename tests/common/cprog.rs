@@ -40,11 +40,11 @@ pub fn cc(cc: &str, src: &str, flags: &[&str], out: &Path) -> bool {
     match o {
         Ok(o) if o.status.success() => true,
         Ok(o) => {
-            eprintln!("SKIP part: {cc} {flags:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+            super::skip(&format!("part: {cc} {flags:?} failed: {}", String::from_utf8_lossy(&o.stderr)));
             false
         }
         Err(e) => {
-            eprintln!("SKIP part: no {cc}: {e}");
+            super::skip(&format!("part: no {cc}: {e}"));
             false
         }
     }
@@ -53,7 +53,7 @@ pub fn cc(cc: &str, src: &str, flags: &[&str], out: &Path) -> bool {
 /// Build the test programs into `dir`; None (reason printed) without gcc.
 pub fn build(dir: &Path) -> Option<Progs> {
     if !have("gcc") || !have("strip") {
-        eprintln!("SKIP: no gcc/strip to build the uprobe test programs");
+        super::skip("no gcc/strip to build the uprobe test programs");
         return None;
     }
     let p = Progs { pie: dir.join("pie"), nopie: dir.join("nopie"), stripped: dir.join("stripped") };

@@ -28,6 +28,23 @@ impl TracefsLock {
     }
 }
 
+/// A test (or part) that cannot run here says why on stderr. Under
+/// `TRBOX_REQUIRE_LIVE=1` (CI, `.ci/run`) that is a failure instead: there
+/// the machine is set up for every live test, so a skip would hide a broken
+/// set-up. Only a kernel that genuinely lacks a feature may skip there
+/// (`skip_absent`).
+pub fn skip(why: &str) {
+    if std::env::var_os("TRBOX_REQUIRE_LIVE").is_some_and(|v| v == "1") {
+        panic!("TRBOX_REQUIRE_LIVE=1 and this test cannot run: {why}");
+    }
+    eprintln!("SKIP: {why}");
+}
+
+/// A kernel feature this machine's kernel does not have: a skip even in CI.
+pub fn skip_absent(why: &str) {
+    eprintln!("SKIP (absent here): {why}");
+}
+
 /// Is the live tracefs usable here (root, mounted or mountable)? Tests that
 /// need it call this and print why they skip.
 pub fn live_tracefs() -> Option<PathBuf> {
@@ -36,14 +53,14 @@ pub fn live_tracefs() -> Option<PathBuf> {
         return Some(p.into());
     }
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP: not root, no live tracefs");
+        skip("not root, no live tracefs");
         return None;
     }
     let ok = Command::new("mount").args(["-t", "tracefs", "nodev", LIVE]).status().map(|s| s.success()).unwrap_or(false);
     if ok && p.join("events").is_dir() {
         Some(p.into())
     } else {
-        eprintln!("SKIP: this kernel has no tracefs at {LIVE}");
+        skip(&format!("this kernel has no tracefs at {LIVE}"));
         None
     }
 }
