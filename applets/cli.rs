@@ -56,7 +56,8 @@ Common options:
   -T, --tracefs DIR  tracefs root (default: from /proc/self/mountinfo;
                      env TRBOX_TRACEFS); may be a copy of a tracefs tree
   -B, --instance NAME
-                     work in instances/NAME
+                     work in instances/NAME (a trace.dat: read only
+                     its buffer NAME, '' for the top one)
   -v                 more log (repeat for more; RUST_LOG works too)
 ";
 

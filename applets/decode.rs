@@ -18,7 +18,7 @@ use trbox::format::EventTable;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use trbox::printfmt::SymbolLookup;
-use trbox::tracedat::TraceDat;
+use trbox::tracedat::{Instance, TraceDat};
 use trbox::sys::{signals, Tracefs};
 
 /// What to keep.
@@ -102,6 +102,14 @@ pub struct Input<'t> {
     /// trace.dat), and whether that is the running kernel.
     kernel_top: Option<std::path::PathBuf>,
     live: bool,
+    /// Names of the buffers the streams come from (`CpuPages::buffer`
+    /// indexes them), when there are several; else empty.
+    buffers: Vec<String>,
+    /// What each of those buffers puts before its lines (the way `trace-cmd
+    /// report` does); empty with one buffer.
+    labels: Vec<String>,
+    /// What to say on stderr when the streams hold nothing at all.
+    empty_note: Option<String>,
 }
 
 impl<'t> Input<'t> {
@@ -156,39 +164,83 @@ impl<'t> Input<'t> {
             tree: t.is_live().then_some(t),
             kernel_top: Some(t.top().to_path_buf()),
             live: t.is_live(),
+            buffers: Vec::new(),
+            labels: Vec::new(),
+            empty_note: None,
         })
     }
 
-    /// One instance (`""` = the top buffer) of a trace.dat file.
-    pub fn trace_dat(path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
+    /// A trace.dat file: the buffer `instance` (`""` = the top one), or by
+    /// default every buffer that holds data, merged by time. `applet` names
+    /// who says so on stderr when they hold no event.
+    pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
         let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
         let mut f = std::fs::File::open(path).map_err(io)?;
         let td = TraceDat::read(&mut f).map_err(|e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display())))?;
         for w in &td.warnings {
             log::warn!("{}: {w}", path.display());
         }
-        let name = instance.unwrap_or("");
-        let Some(inst) = td.instances.iter().find(|i| i.name == name) else {
-            let names: Vec<&str> = td.instances.iter().map(|i| if i.name.is_empty() { "(top)" } else { i.name.as_str() }).collect();
-            return Err(Error::runtime(format!("{}: no buffer '{name}' (it has: {})", path.display(), names.join(", "))));
-        };
+        let shown = |i: &&Instance| -> bool { instance.map_or(i.data_bytes() > 0, |n| i.name == n) };
+        let mut chosen: Vec<&Instance> = td.instances.iter().filter(shown).collect();
+        if chosen.is_empty() {
+            if let Some(name) = instance {
+                let names: Vec<&str> = td.instances.iter().map(|i| buffer_name(&i.name)).collect();
+                return Err(Error::runtime(format!("{}: no buffer '{name}' (it has: {})", path.display(), names.join(", ")))
+                    .hint("-B NAME picks one; -B '' the top buffer; without -B every buffer is shown"));
+            }
+            // No buffer holds data: the note below names them all.
+            chosen = td.instances.iter().collect();
+        }
+        // The top buffer first, then the instances in file order.
+        chosen.sort_by_key(|i| !i.name.is_empty());
+        let on_cpus = if o.only.is_some() { " on the CPUs of --cpu" } else { "" };
+        let empty_note = Some(match chosen.as_slice() {
+            [one] if one.name.is_empty() => format!("{applet}: {}: no events in the top buffer{on_cpus}", path.display()),
+            [one] => format!("{applet}: {}: no events in buffer '{}'{on_cpus}", path.display(), one.name),
+            all => {
+                let names: Vec<&str> = all.iter().map(|i| buffer_name(&i.name)).collect();
+                format!("{applet}: {}: no events in any of its buffers{on_cpus}: {}", path.display(), names.join(", "))
+            }
+        });
         let hp = td.header_page().map_err(|e| Error::runtime(format!("{}: header_page: {e:?}", path.display())))?;
         let layout = PageLayout::from(&hp);
         let (events, bad) = td.event_table(hp.long_size());
         for (sys, i, e) in bad {
             log::debug!("format {i} of {sys}: {e:?}");
         }
+        // The streams of all buffers in one merge, the top buffer first:
+        // equal timestamps go to it, as in `trace-cmd report`.
         let mut streams = Vec::new();
-        for (idx, c) in inst.cpus.iter().enumerate() {
-            if o.only.as_ref().is_some_and(|only| !only.contains(&c.cpu)) {
-                continue;
+        for (b, inst) in chosen.iter().enumerate() {
+            for (idx, c) in inst.cpus.iter().enumerate() {
+                if o.only.as_ref().is_some_and(|only| !only.contains(&c.cpu)) {
+                    continue;
+                }
+                let Some(pages) = td.pages(inst, idx) else { continue };
+                let file = std::fs::File::open(path).map_err(io)?;
+                let src = FilePages { file, pages, path: path.into() };
+                let mut s = CpuPages::new(c.cpu, Box::new(src), layout, td.endian);
+                s.buffer = b as u32;
+                streams.push(s);
             }
-            let Some(pages) = td.pages(inst, idx) else { continue };
-            let file = std::fs::File::open(path).map_err(io)?;
-            let src = FilePages { file, pages, path: path.into() };
-            streams.push(CpuPages::new(c.cpu, Box::new(src), layout, td.endian));
         }
-        let clock = inst.clock.clone().or_else(|| td.options.clock.clone()).unwrap_or_else(|| "local".into());
+        let clock_of = |i: &Instance| i.clock.clone().or_else(|| td.options.clock.clone()).unwrap_or_else(|| "local".into());
+        let clock = chosen.first().map_or_else(|| "local".into(), |i| clock_of(i));
+        if chosen.iter().any(|i| clock_of(i) != clock) {
+            log::warn!("{}: the buffers use different trace clocks: merged by raw timestamp", path.display());
+        }
+        let (buffers, labels) = if chosen.len() > 1 {
+            // `trace-cmd report`: the name right-aligned to the longest
+            // instance name of the file, then ": "; blanks for the top.
+            let width = td.instances.iter().map(|i| i.name.len()).max().unwrap_or(0);
+            let labels = chosen
+                .iter()
+                .map(|i| if i.name.is_empty() { " ".repeat(width + 2) } else { format!("{:>width$}: ", i.name) })
+                .collect();
+            (chosen.iter().map(|i| i.name.clone()).collect(), labels)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Ok(Input {
             // trace.dat keeps no tracer name: graph records mean a graph trace.
             graph: Some(GraphOpts::default()),
@@ -206,7 +258,19 @@ impl<'t> Input<'t> {
             tree: None,
             kernel_top: None,
             live: false,
+            buffers,
+            labels,
+            empty_note,
         })
+    }
+}
+
+/// A buffer's name as a person reads it.
+fn buffer_name(name: &str) -> &str {
+    if name.is_empty() {
+        "(top)"
+    } else {
+        name
     }
 }
 
@@ -231,7 +295,26 @@ impl Input<'_> {
 /// following, until Ctrl-C, the time limit or `done()` says so.
 /// Print the records; whether anything (a record, a loss) was printed.
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
-    let Input { long_size, events, cmdlines, in_ns, syms, printk, endian, mut streams, tree, graph, graph_auto, ncpus, version, kernel_top, live } = input;
+    let Input {
+        long_size,
+        events,
+        cmdlines,
+        in_ns,
+        syms,
+        printk,
+        endian,
+        mut streams,
+        tree,
+        graph,
+        graph_auto,
+        ncpus,
+        version,
+        kernel_top,
+        live,
+        buffers,
+        labels,
+        empty_note,
+    } = input;
     let kernel = Kernel { version, top: kernel_top, live, consts: Default::default() };
     let graph_ids: Vec<u32> =
         ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"].iter().filter_map(|n| events.by_name(n)).map(|e| e.id).collect();
@@ -252,8 +335,10 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         events: &events,
         endian,
         o,
+        buffers: &buffers,
+        labels: &labels,
     };
-    let mut em = Emitter { p: plain(), graph, graph_on: !graph_auto, graph_ids: &graph_ids, scratch: Vec::new() };
+    let mut em = Emitter { p: plain(), graph, graph_on: !graph_auto, graph_ids: &graph_ids, scratch: Vec::new(), text: Out::memory(), cpus: ncpus.max(1) };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     // A buffer read to its end (a file, a copy, a drain) renders on every
@@ -267,19 +352,29 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         crate::pool::run(&mut streams, &mut merger, watch, threads, &plain, &mut out);
     }
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut em)?;
+    note_if_empty(&streams, empty_note);
     let shown = out.wrote();
     out.finish()?;
     Ok(shown)
+}
+
+/// Never silently nothing: say so when the streams held no item at all.
+fn note_if_empty(streams: &[CpuPages], note: Option<String>) {
+    let seen = |s: &CpuPages| s.counts.records + s.counts.lost + s.counts.lost_unknown + s.counts.damaged;
+    if let Some(n) = note.filter(|_| streams.iter().map(seen).sum::<u64>() == 0) {
+        eprintln!("{n}");
+    }
 }
 
 /// Most threads that render a drained buffer unless -j says.
 const MAX_THREADS: usize = 8;
 
 /// One kept record (or a loss) of a collecting run, in merged order.
+/// `buffer` indexes [`Meta::buffers`].
 pub enum Item<'a> {
-    Record { cpu: u32, ts: u64, payload: &'a [u8] },
+    Record { buffer: u32, cpu: u32, ts: u64, payload: &'a [u8] },
     /// `count`: how many, when the page header said.
-    Lost { cpu: u32, ts: u64, count: Option<u64> },
+    Lost { buffer: u32, cpu: u32, ts: u64, count: Option<u64> },
 }
 
 /// What a collector needs besides the records, and gets back at the end to
@@ -292,16 +387,29 @@ pub struct Meta {
     pub long_size: u32,
     /// The trace clock counts nanoseconds (how to print timestamps).
     pub in_ns: bool,
+    /// The names of the buffers the items come from, when several.
+    pub buffers: Vec<String>,
+    /// CPUs of the traced machine.
+    pub cpus: u32,
+}
+
+impl Meta {
+    /// A dense index for per-CPU state of (buffer, CPU): two buffers have
+    /// the same CPUs, and their records interleave in the merge.
+    pub fn slot(&self, buffer: u32, cpu: u32) -> u32 {
+        buffer.saturating_mul(self.cpus).saturating_add(cpu)
+    }
 }
 
 /// Like [`run`], but hand every kept record to `f` instead of printing it
 /// (aggregations print at the end). Returns the metadata for the names.
 pub fn collect(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool, f: &mut dyn FnMut(&Meta, Item<'_>)) -> Result<Meta, Error> {
-    let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, .. } = input;
-    let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size, in_ns }, f, o };
+    let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, buffers, empty_note, ncpus, .. } = input;
+    let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size, in_ns, buffers, cpus: ncpus.max(1) }, f, o };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
+    note_if_empty(&streams, empty_note);
     out.finish()?;
     Ok(c.meta)
 }
@@ -387,7 +495,7 @@ struct Collector<'f> {
 
 impl Consumer for Collector<'_> {
     fn emit(&mut self, s: &mut CpuPages, _: &mut Out) {
-        let (cpu, m, o) = (s.cpu, &self.meta, self.o);
+        let (buffer, cpu, m, o) = (s.buffer, s.cpu, &self.meta, self.o);
         match s.take() {
             Some(Next::Record(rec)) => {
                 let Some(ev) = m.events.event_of(rec.payload, m.endian) else { return };
@@ -395,9 +503,9 @@ impl Consumer for Collector<'_> {
                 if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, &m.cmdlines) {
                     return;
                 }
-                (self.f)(m, Item::Record { cpu, ts: rec.ts, payload: rec.payload });
+                (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });
             }
-            Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => (self.f)(m, Item::Lost { cpu, ts, count }),
+            Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => (self.f)(m, Item::Lost { buffer, cpu, ts, count }),
             Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
             _ => {}
         }
@@ -425,6 +533,9 @@ pub struct Plain<'a> {
     events: &'a EventTable,
     endian: Endian,
     o: &'a RawOpts,
+    /// Buffer names and line labels, when there are several (Input).
+    buffers: &'a [String],
+    labels: &'a [String],
 }
 
 /// What the filters make of a record.
@@ -445,26 +556,43 @@ impl<'a> Plain<'a> {
         Kept::Event(ev)
     }
 
-    fn print(&mut self, w: &mut Out, ev: &EventFormat, cpu: u32, ts: u64, payload: &[u8]) {
+    /// What goes before a line of `buffer` in text (`trace-cmd report`'s
+    /// `NAME: `), when the input has several buffers.
+    fn label(&self, w: &mut Out, buffer: u32) {
+        if self.o.json {
+            return;
+        }
+        if let Some(l) = self.labels.get(buffer as usize) {
+            let _ = w.write_all(l.as_bytes());
+        }
+    }
+
+    fn print(&mut self, w: &mut Out, ev: &EventFormat, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
         let _ = if self.o.json {
-            write_json(w, ev, self.r.cmdlines(), self.endian, cpu, ts, payload)
+            let name = self.buffers.get(buffer as usize).map(String::as_str);
+            write_json(w, ev, self.r.cmdlines(), self.endian, cpu, name, ts, payload)
         } else {
+            self.label(w, buffer);
             self.r.record_of(w, ev, cpu, ts, payload)
         };
     }
 
     /// A record's line(s), if the filters keep it.
-    pub fn record(&mut self, w: &mut Out, cpu: u32, ts: u64, payload: &[u8]) {
+    pub fn record(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
         match self.kept(ts, payload) {
-            Kept::Unknown => drop(self.r.record(w, cpu, ts, payload)),
+            Kept::Unknown => {
+                self.label(w, buffer);
+                let _ = self.r.record(w, cpu, ts, payload);
+            }
             Kept::Dropped => {}
-            Kept::Event(ev) => self.print(w, ev, cpu, ts, payload),
+            Kept::Event(ev) => self.print(w, ev, buffer, cpu, ts, payload),
         }
     }
 
     /// The `CPU:N [LOST …]` line of a loss.
-    pub fn lost(&self, w: &mut Out, cpu: u32, ts: u64, count: Option<u64>) {
+    pub fn lost(&self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
         if !self.o.since.is_some_and(|t0| ts < t0) {
+            self.label(w, buffer);
             let _ = write_lost(w, cpu, count);
         }
     }
@@ -480,6 +608,11 @@ struct Emitter<'a> {
     graph_ids: &'a [u32],
     /// The current record, copied so the stream can peek the next one.
     scratch: Vec<u8>,
+    /// A graph record's text, when it gets a buffer label (it may make
+    /// no line at all).
+    text: Out,
+    /// CPUs of the traced machine (graph state slots per buffer).
+    cpus: u32,
 }
 
 impl Emitter<'_> {
@@ -490,12 +623,13 @@ impl Emitter<'_> {
 
     /// Format one item straight into the output buffer.
     fn emit_into(&mut self, s: &mut CpuPages, line: &mut Out) {
-        let cpu = s.cpu;
+        let (buffer, cpu) = (s.buffer, s.cpu);
         match s.take() {
             Some(Next::Record(rec)) => {
                 let ev = match self.p.kept(rec.ts, rec.payload) {
                     Kept::Event(ev) => ev,
                     Kept::Unknown => {
+                        self.p.label(line, buffer);
                         let _ = self.p.r.record(line, cpu, rec.ts, rec.payload);
                         return;
                     }
@@ -511,21 +645,31 @@ impl Emitter<'_> {
                     self.scratch.clear();
                     self.scratch.extend_from_slice(rec.payload);
                     let next = s.peek_record().ok().flatten();
-                    let outcome = g.record(line, cpu, ts, &self.scratch, next);
+                    // Several buffers: the graph state is kept per stream
+                    // (two buffers have the same CPUs), and the text goes
+                    // through `text` to get its label.
+                    let labelled = !self.p.labels.is_empty();
+                    let slot = if labelled { buffer.saturating_mul(self.cpus).saturating_add(cpu) } else { cpu };
+                    let w = if labelled { &mut self.text } else { &mut *line };
+                    let outcome = g.record_in(w, slot, cpu, ts, &self.scratch, next);
                     match outcome {
                         Ok(Outcome::SkipNext) => {
                             let _ = s.take();
                         }
                         Ok(Outcome::NotGraph) => {
-                            let _ = self.p.r.record(line, cpu, ts, &self.scratch);
+                            let _ = self.p.r.record(w, cpu, ts, &self.scratch);
                         }
                         _ => {}
                     }
+                    if labelled && !self.text.is_empty() {
+                        self.p.label(line, buffer);
+                        line.put_block(&mut self.text);
+                    }
                     return;
                 }
-                self.p.print(line, ev, cpu, rec.ts, rec.payload);
+                self.p.print(line, ev, buffer, cpu, rec.ts, rec.payload);
             }
-            Some(Next::Lost { ts, count }) => self.p.lost(line, cpu, ts, count),
+            Some(Next::Lost { ts, count }) => self.p.lost(line, buffer, cpu, ts, count),
             Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
             None => {}
         }

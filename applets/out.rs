@@ -35,6 +35,11 @@ impl Out {
         Out { buf: Vec::new(), err: None, mem: true, wrote: false }
     }
 
+    /// Nothing is buffered (for a block in memory: nothing was written).
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
     /// The reader went away (or writing failed): stop producing output.
     pub fn broken(&self) -> bool {
         self.err.is_some()

@@ -19,8 +19,8 @@ const BATCH: usize = 1024;
 #[derive(Clone, Copy)]
 enum Piece {
     /// Payload at `arena[start..end]`.
-    Record { cpu: u32, ts: u64, start: u32, end: u32 },
-    Lost { cpu: u32, ts: u64, count: Option<u64> },
+    Record { buffer: u32, cpu: u32, ts: u64, start: u32, end: u32 },
+    Lost { buffer: u32, cpu: u32, ts: u64, count: Option<u64> },
 }
 
 /// Records copied out of their pages, and the text made of them.
@@ -38,11 +38,11 @@ impl Batch {
     fn render(&mut self, p: &mut Plain<'_>) {
         for &piece in &self.pieces {
             match piece {
-                Piece::Record { cpu, ts, start, end } => {
+                Piece::Record { buffer, cpu, ts, start, end } => {
                     let payload = self.arena.get(start as usize..end as usize).unwrap_or(&[]);
-                    p.record(&mut self.text, cpu, ts, payload);
+                    p.record(&mut self.text, buffer, cpu, ts, payload);
                 }
-                Piece::Lost { cpu, ts, count } => p.lost(&mut self.text, cpu, ts, count),
+                Piece::Lost { buffer, cpu, ts, count } => p.lost(&mut self.text, buffer, cpu, ts, count),
             }
         }
         self.pieces.clear();
@@ -211,14 +211,14 @@ fn produce(p: &mut Producer<'_, '_, '_>, streams: &mut [CpuPages], merger: &mut 
                 break;
             }
         }
-        let cpu = s.cpu;
+        let (buffer, cpu) = (s.buffer, s.cpu);
         match s.take() {
             Some(Next::Record(rec)) => {
                 let start = cur.arena.len() as u32;
                 cur.arena.extend_from_slice(rec.payload);
-                cur.pieces.push(Piece::Record { cpu, ts: rec.ts, start, end: cur.arena.len() as u32 });
+                cur.pieces.push(Piece::Record { buffer, cpu, ts: rec.ts, start, end: cur.arena.len() as u32 });
             }
-            Some(Next::Lost { ts, count }) => cur.pieces.push(Piece::Lost { cpu, ts, count }),
+            Some(Next::Lost { ts, count }) => cur.pieces.push(Piece::Lost { buffer, cpu, ts, count }),
             Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
             None => {}
         }

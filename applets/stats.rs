@@ -30,7 +30,8 @@ impl Counts {
 
 #[derive(Default)]
 pub struct Stats {
-    /// Per CPU: events, lost events counted, losses of unknown size.
+    /// Per CPU (keyed by [`cpu_key`]): events, lost events counted, losses
+    /// of unknown size.
     cpus: Counts,
     lost: Counts,
     unknown: Counts,
@@ -42,19 +43,20 @@ pub struct Stats {
 impl Stats {
     pub fn add(&mut self, m: &Meta, it: Item<'_>) {
         let ts = match it {
-            Item::Record { cpu, ts, payload } => {
-                self.cpus.add(cpu.into(), 1);
+            Item::Record { buffer, cpu, ts, payload } => {
+                self.cpus.add(cpu_key(buffer, cpu), 1);
                 if let Some(ev) = m.events.event_of(payload, m.endian) {
                     self.by_event.add(ev.id.into(), 1);
                     self.by_pid.add(CommonFields::of(ev).read(m.endian, payload).2.into(), 1);
                 }
                 ts
             }
-            Item::Lost { cpu, ts, count } => {
-                self.cpus.add(cpu.into(), 0);
+            Item::Lost { buffer, cpu, ts, count } => {
+                let k = cpu_key(buffer, cpu);
+                self.cpus.add(k, 0);
                 match count {
-                    Some(n) => self.lost.add(cpu.into(), n),
-                    None => self.unknown.add(cpu.into(), 1),
+                    Some(n) => self.lost.add(k, n),
+                    None => self.unknown.add(k, 1),
                 }
                 ts
             }
@@ -75,10 +77,17 @@ impl Stats {
                 let _ = write!(o, " ({}.{:06} s)", (b - a) / 1_000_000_000, (b - a) % 1_000_000_000 / 1000);
             }
         }
-        o += "\n\n  cpu       events         lost\n";
-        for &(cpu, n) in &self.cpus.0 {
-            let lost = self.lost.get(cpu);
-            let l = if self.unknown.get(cpu) > 0 { format!("{lost}+?") } else { lost.to_string() };
+        // Several buffers: which one each CPU row is of.
+        let several = m.buffers.len() > 1;
+        o += if several { "\n\n  buffer            cpu       events         lost\n" } else { "\n\n  cpu       events         lost\n" };
+        for &(k, n) in &self.cpus.0 {
+            let lost = self.lost.get(k);
+            let l = if self.unknown.get(k) > 0 { format!("{lost}+?") } else { lost.to_string() };
+            let (buffer, cpu) = (k >> 32, k & 0xffff_ffff);
+            if several {
+                let name = m.buffers.get(buffer as usize).map_or("?", |b| if b.is_empty() { "(top)" } else { b });
+                let _ = write!(o, "  {:<16}", clip(name, 16));
+            }
             let _ = writeln!(o, "{cpu:>5} {n:>12} {l:>12}");
         }
         o += "\n      events  event\n";
@@ -93,6 +102,11 @@ impl Stats {
         }
         o
     }
+}
+
+/// The key of a CPU row: its buffer, then the CPU (rows sort that way).
+fn cpu_key(buffer: u32, cpu: u32) -> i64 {
+    (i64::from(buffer) << 32) | i64::from(cpu)
 }
 
 /// At most `n` characters (names stay within 80 columns).

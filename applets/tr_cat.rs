@@ -52,7 +52,8 @@ struct Args {
     /// with --raw or FILE: render on N threads (default: one per CPU)
     #[argh(option, short = 'j')]
     jobs: Option<usize>,
-    /// a trace.dat to decode (v6/v7, compressed or not; -B picks a buffer)
+    /// a trace.dat to decode (v6/v7, compressed or not): every buffer,
+    /// named before each line when several; -B NAME reads only that one
     #[argh(positional)]
     file: Option<String>,
 }
@@ -84,7 +85,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         // A recorded file needs no tracefs (and no root).
         let mut o = opts(false);
         o.only = parse_cpus(a.cpu.as_deref())?;
-        let input = decode::Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
         return if a.stats { stats(input, &o) } else { decode::run(input, &o, &|| false).map(drop) };
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;

@@ -71,7 +71,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if let Some(f) = &a.input {
         // A recorded file needs no tracefs (and no root).
         let o = opts(false, None);
-        let input = Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        let input = Input::trace_dat("tr-graph", std::path::Path::new(f), common.instance.as_deref(), &o)?;
         return output(input, &a, &o, &|| false).map(drop);
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;

@@ -77,7 +77,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let opts = |follow: bool, since| RawOpts::all(follow, false, limit, since);
     if let Some(f) = &a.input {
         let o = opts(false, None);
-        let input = Input::trace_dat(std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        let input = Input::trace_dat("tr-stack", std::path::Path::new(f), common.instance.as_deref(), &o)?;
         return count_stacks(input, &a, &o, &|| false);
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
@@ -158,8 +158,8 @@ fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool
     let meta = decode::collect(input, o, done, &mut |m, it| {
         let c = counts.get_or_insert_with(|| StackCounts::new(&m.events, m.endian, m.long_size));
         match it {
-            Item::Record { cpu, payload, .. } => c.record(&m.events, cpu, payload),
-            Item::Lost { cpu, .. } => c.lost(cpu),
+            Item::Record { buffer, cpu, payload, .. } => c.record(&m.events, m.slot(buffer, cpu), payload),
+            Item::Lost { buffer, cpu, .. } => c.lost(m.slot(buffer, cpu)),
         }
     })?;
     let mut rows = counts.as_ref().map(|c| c.rows(&meta.events, Some(&meta.syms as &dyn SymbolLookup))).unwrap_or_default();

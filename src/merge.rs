@@ -1,7 +1,8 @@
 //! Streaming k-way merge of per-CPU record streams by timestamp.
 //!
-//! Order: by timestamp; ties go to the lower CPU; each CPU's own order is
-//! kept. The merge is a scheduler over [`CpuStream`]s — it only peeks at
+//! Order: by timestamp; ties go to the lower stream index (the CPU; for
+//! several buffers of a trace.dat, the streams are ordered by buffer, then
+//! CPU); each stream's own order is kept. The merge is a scheduler over [`CpuStream`]s — it only peeks at
 //! timestamps and says which CPU goes next — so streams can hand out records
 //! that borrow their own page buffers (zero-copy), and can say
 //! [`Peek::Pending`] ("no data right now", e.g. EAGAIN on a live

@@ -646,18 +646,28 @@ pub fn json_str<W: Write + ?Sized>(w: &mut W, s: &str) -> fmt::Result {
 /// One event as a JSON object on one line: `{"ts_ns":…,"cpu":…,"pid":…,
 /// "comm":"…","event":"sys:name","fields":{…}}`. Integers stay numbers,
 /// char arrays and `__data_loc char[]` become strings, other arrays lists.
+/// `buffer`: the name of the buffer it comes from (`""` for the top one),
+/// given when the input holds several; it follows `cpu`.
+#[allow(clippy::too_many_arguments)]
 pub fn write_json<W: Write + ?Sized>(
     w: &mut W,
     ev: &EventFormat,
     cmdlines: &Cmdlines,
     e: Endian,
     cpu: u32,
+    buffer: Option<&str>,
     ts: u64,
     payload: &[u8],
 ) -> fmt::Result {
     use crate::format::FieldKind;
     let (_, _, pid) = CommonFields::of(ev).read(e, payload);
-    write!(w, "{{\"ts_ns\":{ts},\"cpu\":{cpu},\"pid\":{pid},\"comm\":")?;
+    write!(w, "{{\"ts_ns\":{ts},\"cpu\":{cpu},")?;
+    if let Some(b) = buffer {
+        w.write_str("\"buffer\":")?;
+        json_str(w, b)?;
+        w.write_char(',')?;
+    }
+    write!(w, "\"pid\":{pid},\"comm\":")?;
     json_str(w, cmdlines.comm(pid))?;
     w.write_str(",\"event\":")?;
     json_str(w, &alloc::format!("{}:{}", ev.system, ev.name))?;

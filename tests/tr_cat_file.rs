@@ -1,6 +1,8 @@
 //! `tr-cat FILE` against `trace-cmd report -N` on files trace-cmd wrote
 //! (tests/data/tracedat: v6, v7 uncompressed, v7 zstd, v7 zlib, each with an
-//! extra buffer `inst1`): the same events, with the same bodies.
+//! extra buffer `inst1`; v6 and v7 with only an instance buffer `fx`; one
+//! without events): the same events, with the same bodies, every buffer by
+//! default.
 
 mod common;
 use common::*;
@@ -20,6 +22,14 @@ fn key(line: &str, ours: bool) -> Option<(String, String, String, String, String
     let (ev, body) = rest.split_once(": ").unwrap_or((rest, ""));
     let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
     Some((pid, cpu, ts.trim().to_string(), ev.trim().to_string(), body))
+}
+
+fn have_trace_cmd() -> bool {
+    if Command::new("trace-cmd").arg("--help").output().is_err() {
+        common::skip("trace-cmd is not installed (make setup installs it)");
+        return false;
+    }
+    true
 }
 
 /// `trace-cmd report -N` of a fixture. Debian's trace-cmd has no zlib, so for
@@ -42,8 +52,7 @@ fn report(path: &str, zlib: bool) -> String {
 
 #[test]
 fn trace_cmd_files_read_like_trace_cmd_report() {
-    if Command::new("trace-cmd").arg("--help").output().is_err() {
-        common::skip("trace-cmd is not installed (bash cross/setup.sh installs it)");
+    if !have_trace_cmd() {
         return;
     }
     let mut total = 0;
@@ -63,12 +72,9 @@ fn trace_cmd_files_read_like_trace_cmd_report() {
                 })
                 .filter_map(|l| key(l, false))
                 .collect();
-            let mut args = vec!["tr-cat", path.as_str()];
-            if !buf.is_empty() {
-                args.extend(["-B", buf]);
-            }
-            let o = run(&args);
-            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+            // -B picks one buffer ('' the top one).
+            let o = run(&["tr-cat", path.as_str(), "-B", buf]);
+            assert!(o.status.success(), "{path} -B '{buf}': {}", stderr(&o));
             let ours: Vec<_> = stdout(&o).lines().filter_map(|l| key(l, true)).collect();
             assert_eq!(theirs.len(), ours.len(), "{path} buffer '{buf}': event count");
             file_total += theirs.len();
@@ -88,4 +94,162 @@ fn trace_cmd_files_read_like_trace_cmd_report() {
     println!("{same}/{total} events identical");
     assert!(total > 1000);
     assert!(same as f64 >= 0.999 * total as f64, "{}", bad.join("\n"));
+}
+
+/// The event lines of a report, without the `cpus=N` header.
+fn event_lines(report: &str) -> Vec<&str> {
+    report.lines().filter(|l| l.contains(" [") && l.contains("]  ")).collect()
+}
+
+/// A file whose only buffer is the instance `fx` (`trace-cmd record -B fx`):
+/// v6 still has an empty top buffer, v7 has none. Both show fx's events,
+/// as one buffer: without the `fx: ` that trace-cmd puts before each line.
+#[test]
+fn instance_only_files_read_like_trace_cmd_report() {
+    if !have_trace_cmd() {
+        return;
+    }
+    for f in ["v6-only-fx", "v7-only-fx"] {
+        let path = format!("tests/data/tracedat/{f}.dat");
+        let rep = report(&path, false);
+        let theirs: Vec<_> = event_lines(&rep)
+            .into_iter()
+            .map(|l| l.strip_prefix("fx: ").unwrap_or_else(|| panic!("{path}: no 'fx: ' in {l:?}")))
+            .map(|l| key(l, false).unwrap())
+            .collect();
+        assert!(theirs.len() > 50, "{path}: {} events in trace-cmd's report", theirs.len());
+        let o = run(&["tr-cat", &path]);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(text.lines().all(|l| !l.starts_with("fx")), "{path}: one buffer, no label:\n{text}");
+        let ours: Vec<_> = text.lines().filter_map(|l| key(l, true)).collect();
+        assert_eq!(ours, theirs, "{path}");
+        // -B fx picks the same buffer.
+        let b = run(&["tr-cat", &path, "-B", "fx"]);
+        assert_eq!(stdout(&b), text, "{path} -B fx");
+        // One buffer: JSON as for any single buffer, without a buffer field.
+        let j = run(&["tr-cat", "--json", &path]);
+        let json = stdout(&j);
+        assert_eq!(json.lines().count(), theirs.len(), "{path} --json");
+        assert!(!json.contains("\"buffer\""), "{path} --json");
+    }
+    // No top buffer in the v7 file: -B '' says what there is.
+    let o = run(&["tr-cat", "tests/data/tracedat/v7-only-fx.dat", "-B", ""]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("(it has: fx)"), "{}", stderr(&o));
+}
+
+/// Several buffers: merged by time, each line after its buffer's label
+/// exactly as `trace-cmd report` writes it (`inst1: `, blanks of the same
+/// width for the top buffer).
+#[test]
+fn several_buffers_merge_like_trace_cmd_report() {
+    if !have_trace_cmd() {
+        return;
+    }
+    let (mut total, mut same, mut bad) = (0, 0, Vec::new());
+    for f in ["v6-inst", "v7-none-inst", "v7-zstd-inst", "v7-zlib-inst"] {
+        let path = format!("tests/data/tracedat/{f}.dat");
+        let rep = report(&path, f.contains("zlib"));
+        let theirs = event_lines(&rep);
+        for j in ["1", "4"] {
+            let o = run(&["tr-cat", &path, "-j", j]);
+            assert!(o.status.success(), "{path}: {}", stderr(&o));
+            let text = stdout(&o);
+            let ours: Vec<&str> = text.lines().collect();
+            assert_eq!(ours.len(), theirs.len(), "{path} -j {j}: event count");
+            for (n, (a, b)) in theirs.iter().zip(&ours).enumerate() {
+                // The label: "inst1: " or 7 blanks.
+                let (la, ra) = a.split_at(7);
+                let (lb, rb) = b.split_at(7.min(b.len()));
+                assert_eq!(la, lb, "{path} line {}: label\n  trace-cmd: {a}\n  trbox:     {b}", n + 2);
+                let (ka, kb) = (key(ra, false).unwrap(), key(rb, true).unwrap());
+                // Merged the same way: same order of (pid, cpu, ts, event).
+                assert_eq!((&ka.0, &ka.1, &ka.2, &ka.3), (&kb.0, &kb.1, &kb.2, &kb.3), "{path} line {}", n + 2);
+                total += 1;
+                if ka == kb {
+                    same += 1;
+                } else if bad.len() < 10 {
+                    bad.push(format!("{path}:\n  trace-cmd: {ka:?}\n  trbox:     {kb:?}"));
+                }
+            }
+        }
+        // JSON names the buffer of each event when there are several.
+        let j = run(&["tr-cat", "--json", &path]);
+        let json = stdout(&j);
+        let inst = json.lines().filter(|l| l.contains(",\"buffer\":\"inst1\",")).count();
+        let top = json.lines().filter(|l| l.contains(",\"buffer\":\"\",")).count();
+        assert_eq!((top, inst), (theirs.iter().filter(|l| !l.starts_with("inst1: ")).count(), theirs.iter().filter(|l| l.starts_with("inst1: ")).count()), "{path} --json");
+    }
+    println!("{same}/{total} lines identical");
+    assert!(same as f64 >= 0.999 * total as f64, "{}", bad.join("\n"));
+}
+
+/// A file whose buffers hold no event: nothing on stdout, and stderr says
+/// so (exit 0: reading worked); the same for --stats and tr-graph -i.
+#[test]
+fn a_file_without_events_says_so() {
+    let path = "tests/data/tracedat/v6-no-events.dat";
+    for args in [
+        &["tr-cat", path][..],
+        &["tr-cat", path, "-j", "1"],
+        &["tr-cat", "--json", path],
+        &["tr-cat", path, "-B", "fx"],
+        &["tr-cat", "--stats", path],
+        &["tr-graph", "-i", path],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("v6-no-events.dat: no events in"), "{args:?}: {err}");
+        assert!(!err.contains("truncated"), "{args:?}: {err}");
+        if args[1] != "--stats" && args[1] != "-i" {
+            assert_eq!(stdout(&o), "", "{args:?}");
+        }
+    }
+    let o = run(&["tr-cat", path]);
+    assert!(stderr(&o).contains("no events in any of its buffers: (top), fx"), "{}", stderr(&o));
+    let o = run(&["tr-cat", path, "-B", "fx"]);
+    assert!(stderr(&o).contains("no events in buffer 'fx'"), "{}", stderr(&o));
+    // A file with events: no such note.
+    let o = run(&["tr-cat", "tests/data/tracedat/v6-only-fx.dat"]);
+    assert!(!stderr(&o).contains("no events"), "{}", stderr(&o));
+}
+
+/// `tr-graph -i` and `tr-cat --stats` read an instance-only file like
+/// `tr-cat` does: every buffer.
+#[test]
+fn graph_and_stats_read_instance_only_files() {
+    for f in ["v6-only-fx", "v7-only-fx"] {
+        let path = format!("tests/data/tracedat/{f}.dat");
+        let cat = stdout(&run(&["tr-cat", &path]));
+        assert!(cat.lines().count() > 50, "{path}");
+        // No funcgraph records: the events in the plain layout, after the
+        // graph header.
+        let o = run(&["tr-graph", "-i", &path]);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        let graph = stdout(&o);
+        let events: Vec<&str> = graph.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(events, cat.lines().collect::<Vec<_>>(), "{path}: tr-graph -i");
+        let o = run(&["tr-cat", "--stats", &path]);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        let st = stdout(&o);
+        let counts = std::fs::read_to_string(path.replace(".dat", ".counts")).unwrap();
+        let total: u64 = counts.lines().map(|l| l.split_whitespace().nth(2).unwrap().parse::<u64>().unwrap()).sum();
+        assert!(st.starts_with(&format!("{total} events, from")), "{path}: {st}");
+        // One buffer: the CPU table as for any buffer.
+        assert!(st.contains("\n  cpu       events         lost\n"), "{path}: {st}");
+        for l in counts.lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            assert!(st.contains(&format!("{:>5} {:>12} {:>12}\n", w[1], w[2], 0)), "{path}: cpu {} {}: {st}", w[1], w[2]);
+        }
+    }
+    // Several buffers: a row per (buffer, CPU), as trace-cmd counted them.
+    let st = stdout(&run(&["tr-cat", "--stats", "tests/data/tracedat/v6-inst.dat"]));
+    assert!(st.contains("  buffer            cpu       events         lost\n"), "{st}");
+    for l in std::fs::read_to_string("tests/data/tracedat/v6-inst.counts").unwrap().lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let name = if w[0] == "-" { "(top)" } else { w[0] };
+        assert!(st.contains(&format!("  {name:<16}{:>5} {:>12} {:>12}\n", w[1], w[2], 0)), "{l}: {st}");
+    }
 }

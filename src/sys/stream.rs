@@ -84,6 +84,9 @@ impl PageSource for FilePages {
 
 pub struct CpuPages {
     pub cpu: u32,
+    /// Which of the input's buffers the pages come from (a trace.dat may
+    /// hold several; 0 otherwise).
+    pub buffer: u32,
     src: Box<dyn PageSource>,
     layout: PageLayout,
     endian: Endian,
@@ -106,6 +109,7 @@ impl CpuPages {
     pub fn new(cpu: u32, src: Box<dyn PageSource>, layout: PageLayout, endian: Endian) -> Self {
         CpuPages {
             cpu,
+            buffer: 0,
             src,
             layout,
             endian,

@@ -600,7 +600,9 @@ impl TraceDat {
         if let Some(len) = r.len {
             for inst in &mut td.instances {
                 for c in &mut inst.cpus {
-                    if c.offset.saturating_add(c.size) > len {
+                    // A CPU without data may point past the end (trace-cmd
+                    // writes the next page-aligned offset): not a cut.
+                    if c.size > 0 && c.offset.saturating_add(c.size) > len {
                         td.warnings.push(Error::new(ErrorKind::Truncated, "cpu data", c.offset.saturating_add(c.size)));
                         c.size = len.saturating_sub(c.offset);
                     }

@@ -5,15 +5,25 @@
 #   v7-none-inst.dat   trace-cmd record --file-version 7 --compression none
 #   v7-zstd-inst.dat   trace-cmd record --file-version 7 --compression zstd
 #   v7-zlib-inst.dat   v6-inst.dat converted (./make.sh --zlib, see below)
+#   v6-only-fx.dat     trace-cmd record --file-version 6 -B fx: the instance
+#                      "fx" is the only buffer with data (v6 still writes an
+#                      empty flyrecord table for the top buffer)
+#   v7-only-fx.dat     v6-only-fx.dat converted by trace-cmd convert
+#                      --file-version 7 --compression none (same events; v7
+#                      has no top buffer at all)
+#   v6-no-events.dat   trace-cmd record --file-version 6 -B fx with only
+#                      sched:sched_process_hang enabled: buffers, no events
 #   *.counts           events per (instance, CPU) as `trace-cmd report` shows
 #                      them: "INSTANCE CPU COUNT", "-" for the top buffer
 #   v7-zlib-inst.report  `trace-cmd report -N` of v7-zlib-inst.dat, the
 #                      reference tests/tr_cat_file.rs uses where the system
 #                      trace-cmd cannot read zlib
 #
-# Each records sched:sched_switch + sched:sched_wakeup in the top buffer and
-# sched:sched_switch in an instance "inst1" (-B inst1) while running `ls` 20
-# times.
+# Each *-inst.dat records sched:sched_switch + sched:sched_wakeup in the top
+# buffer and sched:sched_switch in an instance "inst1" (-B inst1) while
+# running `ls` 20 times; v6-only-fx.dat records sched:sched_switch in "fx"
+# only while running `ls` 5 times. `./make.sh --only-instance` remakes just
+# the three instance-only files.
 #
 # v7+zlib: Debian's trace-cmd 3.1.6 is built without zlib (`trace-cmd list -c`
 # shows only zstd), so v7-zlib-inst.dat was made by trace-cmd 3.1.6 built from
@@ -81,7 +91,7 @@ if [ "${1:-}" = "--zlib" ]; then
     "$TC" convert -i v6-inst.dat -o v7-zlib-inst.dat --file-version 7 --compression zlib
     counts v7-zlib-inst.dat > v7-zlib-inst.counts
     "$TC" report -N v7-zlib-inst.dat > v7-zlib-inst.report
-    echo "v7-zlib-inst.dat: $(stat -c %s v7-zlib-inst.dat) bytes, $(awk '{s+=$3} END {print s}' v7-zlib-inst.counts) events"
+    echo "v7-zlib-inst.dat: $(stat -c %s v7-zlib-inst.dat) bytes, $(awk '{s+=$3} END {print s+0}' v7-zlib-inst.counts) events"
     exit
 fi
 
@@ -90,29 +100,51 @@ state() {
     ls "$T/instances"
 }
 
-record() { # OUTPUT ARGS...
-    local out=$1; shift
-    mkdir "$T/instances/inst1"
+summary() { # FILE
+    counts "$1" > "${1%.dat}.counts"
+    echo "$1: $(stat -c %s "$1") bytes, $(awk '{s+=$3} END {print s+0}' "${1%.dat}.counts") events"
+}
+
+record_in() { # INSTANCE LOOPS OUTPUT ARGS...
+    local inst=$1 loops=$2 out=$3; shift 3
+    mkdir "$T/instances/$inst"
     rc=0
     unshare -m "$0" --inner trace-cmd record -q -o "$PWD/$out" "$@" \
-        -e sched:sched_switch -e sched:sched_wakeup -B inst1 -e sched:sched_switch \
-        sh -c 'for i in $(seq 20); do ls / >/dev/null; done' >/dev/null 2>&1 || rc=$?
-    # trace-cmd removes inst1 itself when it succeeds.
-    if [ -d "$T/instances/inst1" ]; then
-        echo 0 > "$T/instances/inst1/events/enable" || true
-        rmdir "$T/instances/inst1"
+        sh -c "for i in \$(seq $loops); do ls / >/dev/null; done" >/dev/null 2>&1 || rc=$?
+    # trace-cmd removes the instance itself when it succeeds.
+    if [ -d "$T/instances/$inst" ]; then
+        echo 0 > "$T/instances/$inst/events/enable" || true
+        rmdir "$T/instances/$inst"
     fi
     [ "$rc" = 0 ] || { echo "trace-cmd record failed ($rc) for $out" >&2; exit 1; }
-    counts "$out" > "${out%.dat}.counts"
-    echo "$out: $(stat -c %s "$out") bytes, $(awk '{s+=$3} END {print s}' "${out%.dat}.counts") events"
+    summary "$out"
+}
+
+record() { # OUTPUT ARGS...
+    local out=$1; shift
+    record_in inst1 20 "$out" "$@" \
+        -e sched:sched_switch -e sched:sched_wakeup -B inst1 -e sched:sched_switch
+}
+
+only_instance() {
+    record_in fx 5 v6-only-fx.dat --file-version 6 -B fx -e sched:sched_switch
+    rm -f v7-only-fx.dat
+    trace-cmd convert -i v6-only-fx.dat -o v7-only-fx.dat --file-version 7 --compression none >/dev/null 2>&1
+    summary v7-only-fx.dat
+    record_in fx 1 v6-no-events.dat --file-version 6 -B fx -e sched:sched_process_hang
 }
 
 exec 9>"$LOCK"
 flock 9
 before=$(state)
-record v6-inst.dat --file-version 6
-record v7-none-inst.dat --file-version 7 --compression none
-record v7-zstd-inst.dat --file-version 7 --compression zstd
+if [ "${1:-}" = "--only-instance" ]; then
+    only_instance
+else
+    record v6-inst.dat --file-version 6
+    record v7-none-inst.dat --file-version 7 --compression none
+    record v7-zstd-inst.dat --file-version 7 --compression zstd
+    only_instance
+fi
 # trace-cmd leaves tracing off; put back what we found.
 echo 1 > "$T/tracing_on"
 after=$(state)
