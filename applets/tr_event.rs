@@ -99,7 +99,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         t.keep_instance = a.keep;
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-event")?;
+    let _lock = Lock::take(t.dir(), a.wait)?;
     // Dynamic events are global (top level, also with -B); this state is
     // restored after the one that enables them, so they are disabled
     // before they are removed.

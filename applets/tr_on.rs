@@ -112,7 +112,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         t.enter_or_create_instance(i)?;
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-on")?;
+    let _lock = Lock::take(t.dir(), a.wait)?;
     if a.reset {
         reset_all(&t)?;
     }

@@ -24,7 +24,8 @@ pub enum Error {
     /// The kernel refused a value (filter, trigger, probe…); `kernel` is its
     /// error_log entry when it wrote one.
     Rejected { path: PathBuf, value: String, err: io::Error, kernel: Option<String> },
-    /// Another trbox run holds the lock for this buffer.
+    /// Another trbox run holds the lock on this tracing directory; `holder`
+    /// is "pid N (APPLET)" when /proc/locks shows it, else empty.
     Busy { holder: String, path: PathBuf },
     /// A tracefs file whose text the core could not parse.
     Format { path: PathBuf, line: u32, what: String },
@@ -143,7 +144,7 @@ impl fmt::Display for Error {
             }
             Error::Busy { holder, path } => {
                 let h = if holder.is_empty() { "another trbox run" } else { holder.as_str() };
-                write!(f, "tracefs is in use by {h} (lock {})", path.display())
+                write!(f, "{} is in use by {h}", path.display())
             }
             Error::Format { path, line, what } => write!(f, "{}:{line}: cannot parse ({what})", path.display()),
             Error::NoTracer { name, available } => {

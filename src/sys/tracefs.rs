@@ -51,7 +51,14 @@ impl Tracefs {
     /// A tracing root at `dir` (for `-T`): it must exist and hold `events/`.
     /// A debugfs root holding `tracing/` is accepted too.
     pub fn at(dir: impl Into<PathBuf>) -> Result<Self, Error> {
-        let dir: PathBuf = dir.into();
+        let mut dir: PathBuf = dir.into();
+        // A symlink given is resolved once here: the run lock opens the
+        // directory without following one.
+        if dir.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+            if let Ok(real) = std::fs::canonicalize(&dir) {
+                dir = real;
+            }
+        }
         match std::fs::metadata(&dir) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => return Err(Error::NotTracefs(dir)),

@@ -337,3 +337,13 @@ impl Drop for Running {
         }
     }
 }
+
+/// Does `pid` hold a flock(2)? (/proc/locks: `1: FLOCK  ADVISORY  WRITE PID
+/// MAJ:MIN:INODE 0 EOF`; waiters are listed as `1: -> FLOCK …`.)
+pub fn holds_flock(pid: u32) -> bool {
+    let pid = pid.to_string();
+    std::fs::read_to_string("/proc/locks").unwrap_or_default().lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.get(1) == Some(&"FLOCK") && w.get(4) == Some(&pid.as_str())
+    })
+}
