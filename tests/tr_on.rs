@@ -197,6 +197,25 @@ fn missing_instance_names_the_existing_ones() {
     assert_eq!(field(&stdout(&o), "instances"), "foo");
 }
 
+/// `-B ..` used to show the top level as if it were an instance (and a
+/// writing applet would have worked on it); `-B` takes plain names only,
+/// on every applet, as a usage error.
+#[test]
+fn instance_names_must_be_plain() {
+    let d = TempDir::new("inst-name");
+    copy_tree(Path::new("tests/data/tree-basic"), d.path());
+    std::fs::create_dir_all(d.path().join("instances")).unwrap();
+    let t = d.path().to_str().unwrap();
+    for name in ["..", ".", "../instances", "", "-k"] {
+        for argv in [&["tr-on", "-T", t, "-B", name][..], &["tr-event", "-T", t, "-B", name, "sched:sched_switch"], &["tr-cat", "-T", t, "-B", name]] {
+            let o = run(argv);
+            assert_eq!(o.status.code(), Some(1), "{argv:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains(&format!("-B '{name}': not a plain instance name")), "{argv:?}: {}", stderr(&o));
+            assert!(o.stdout.is_empty(), "{argv:?}: {}", stdout(&o));
+        }
+    }
+}
+
 // ---- switching, running, resetting (live) ----
 
 fn on(args: &[&str]) -> std::process::Output {
