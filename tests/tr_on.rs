@@ -407,6 +407,28 @@ fn instances_for_runs_and_switches() {
     assert_same_state(&before, &snapshot(&root));
 }
 
+/// `-O NAME` was looked up as the path options/NAME: `-O ../tracing_on`
+/// or `-O no../../../../../tmp/x` wrote "1"/"0" (and truncated) whatever
+/// file the path led to, and a switch left it so. Only the names listed in
+/// options/ are options.
+#[test]
+fn option_names_are_not_paths() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let d = TempDir::new("opt-victim");
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let up = format!("../../../../../../../..{}", victim.display());
+    for o in [up.clone(), format!("no{up}"), "no../tracing_on".into(), "../options/sym-offset".into()] {
+        let r = on(&["-O", &o]);
+        assert_eq!(r.status.code(), Some(2), "-O {o}: {}", stderr(&r));
+        assert!(stderr(&r).contains(&format!("unknown trace option '{o}'")), "{}", stderr(&r));
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_same_state(&before, &snapshot(&root));
+}
+
 /// A second run is refused naming the holder; --wait waits for it.
 #[test]
 fn second_run_names_the_holder_or_waits() {
