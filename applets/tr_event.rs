@@ -94,6 +94,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("no events given")
             .hint("e.g. tr-event sched:sched_switch, or a probe: --kprobe/--uprobe; list events with tr-event -l"));
     }
+    command::require_live(&t)?;
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
         t.keep_instance = a.keep;

@@ -108,6 +108,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("-t needs a number of seconds above 0"));
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    command::require_live(&t)?;
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
     }

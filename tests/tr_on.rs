@@ -216,6 +216,39 @@ fn instance_names_must_be_plain() {
     }
 }
 
+/// A copy of a tracefs tree (-T) is only read: a run or a switch on it
+/// wrote its files as root, through any symlink in it, and changed nothing
+/// the kernel does. Reading it (status, -l, --format) still works.
+#[test]
+fn a_copied_tree_is_only_read() {
+    let d = TempDir::new("copy-ro");
+    copy_tree(Path::new("tests/data/tree-basic"), &d.path().join("t"));
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "[local] global\n").unwrap();
+    for f in ["trace_clock", "events/sched/sched_switch/enable"] {
+        std::fs::remove_file(d.path().join("t").join(f)).unwrap();
+        std::os::unix::fs::symlink(&victim, d.path().join("t").join(f)).unwrap();
+    }
+    let t = d.path().join("t");
+    let t = t.to_str().unwrap();
+    for argv in [
+        &["tr-on", "-T", t, "-C", "global"][..],
+        &["tr-on", "-T", t, "-C", "global", "-t", "0.1"],
+        &["tr-on", "-T", t, "--reset"],
+        &["tr-event", "-T", t, "sched:sched_switch", "-t", "0.1"],
+        &["tr-event", "-T", t, "-B", "x", "sched:sched_switch", "-t", "0.1"],
+    ] {
+        let o = run(argv);
+        assert_eq!(o.status.code(), Some(1), "{argv:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("{t}: a copy of a tracefs tree, not the kernel's: it is only read")), "{argv:?}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "[local] global\n");
+    assert!(!d.path().join("t/instances/x").exists());
+    assert!(run(&["tr-on", "-T", t]).status.success());
+    assert_eq!(stdout(&run(&["tr-event", "-T", t, "-l", "sched:*"])), "sched:sched_switch\nsched:sched_wakeup\n");
+    assert!(stdout(&run(&["tr-event", "-T", t, "--format", "sched:sched_switch"])).starts_with("name: sched_switch"));
+}
+
 // ---- switching, running, resetting (live) ----
 
 fn on(args: &[&str]) -> std::process::Output {
