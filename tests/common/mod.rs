@@ -19,7 +19,16 @@ pub struct TracefsLock(File);
 
 impl TracefsLock {
     pub fn take() -> Self {
-        let f = File::create("/tmp/trbox-tracefs.lock").expect("lock file");
+        // Neither truncated nor opened through a symlink: /tmp is anyone's.
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open("/tmp/trbox-tracefs.lock")
+            .expect("lock file /tmp/trbox-tracefs.lock (a symlink is refused)");
         use std::os::unix::io::AsRawFd;
         // SAFETY: valid fd for the call.
         let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
