@@ -93,6 +93,10 @@ pub fn split_common(args: &[String]) -> Result<(Common, Vec<String>), Error> {
         if let Some(v) = value_of("--tracefs", "-T")? {
             c.tracefs = Some(v);
         } else if let Some(v) = value_of("--instance", "-B")? {
+            if let Some(why) = trbox::sys::instance_name_problem(&v) {
+                return Err(Error::usage(format!("-B '{}': not a plain instance name: {why}", v.escape_debug()))
+                    .hint("an instance is a directory directly in <tracefs>/instances, e.g. -B mytrace"));
+            }
             c.instance = Some(v);
         } else if a.len() > 1 && a.starts_with('-') && !a.starts_with("--") && a[1..].bytes().all(|b| b == b'v') {
             c.verbose = c.verbose.saturating_add((a.len() - 1) as u8);
@@ -312,6 +316,20 @@ mod tests {
 
     fn v(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn instance_names_must_be_plain() {
+        for bad in ["", ".", "..", "../..", "a/b", "/x", ".hidden", "-k", "a\nb", "a\0b"] {
+            let e = split_common(&v(&["-B", bad])).unwrap_err();
+            assert_eq!(e.code, EXIT_USAGE, "{bad:?}");
+            assert!(e.msg.contains("not a plain instance name"), "{bad:?}: {}", e.msg);
+        }
+        let e = split_common(&v(&["--instance=.."])).unwrap_err();
+        assert_eq!(e.msg, "-B '..': not a plain instance name: it starts with '.'");
+        for good in ["foo", "trbox-1", "a.b", "x_y", "my trace"] {
+            assert_eq!(split_common(&v(&["-B", good])).unwrap().0.instance.as_deref(), Some(good));
+        }
     }
 
     #[test]

@@ -158,6 +158,17 @@ pub fn resolve_all(all: &[String], specs: &[String]) -> Result<Vec<String>, Erro
     Ok(events)
 }
 
+/// A run or a switch changes the kernel's own tracefs (or debugfs) only: a
+/// copy of a tree given with -T is only read — writing it as root would
+/// write wherever its files lead, for no effect on the kernel.
+pub fn require_live(t: &Tracefs) -> Result<(), Error> {
+    if t.is_live() {
+        return Ok(());
+    }
+    Err(Error::usage(format!("{}: a copy of a tracefs tree, not the kernel's: it is only read", t.top().display()))
+        .hint("drop -T to change the live tracefs, or read the copy (tr-on, tr-cat --raw, tr-event -l)"))
+}
+
 /// `tracing_on`, or `tracing_enabled` on kernels before 2.6.37-ish.
 pub fn tracing_on_file(t: &Tracefs) -> &'static str {
     if t.exists("tracing_on") { "tracing_on" } else { "tracing_enabled" }

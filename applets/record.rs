@@ -30,7 +30,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
     }
-    let _lock = Lock::take(common.instance.as_deref(), false, "tr-cat")?;
+    let _lock = Lock::take(t.dir(), false)?;
     let path = Path::new(r.path);
     let (summary, status, write_error) = {
         let no_splice = std::env::var_os("TRBOX_NO_SPLICE").is_some();

@@ -100,12 +100,13 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("no events given")
             .hint("e.g. tr-event sched:sched_switch, or a probe: --kprobe/--uprobe; list events with tr-event -l"));
     }
+    command::require_live(&t)?;
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
         t.keep_instance = a.keep;
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-event")?;
+    let _lock = Lock::take(t.dir(), a.wait)?;
     // Dynamic events are global (top level, also with -B); this state is
     // restored after the one that enables them, so they are disabled
     // before they are removed.

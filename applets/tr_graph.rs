@@ -90,7 +90,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         t.enter_or_create_instance(i)?;
         t.keep_instance = a.keep;
     }
-    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-graph")?;
+    let _lock = Lock::take(t.dir(), a.wait)?;
     let status = {
         let mut st = State::new(&t);
         st.keep = a.keep;

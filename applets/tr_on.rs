@@ -108,11 +108,12 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("-t needs a number of seconds above 0"));
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    command::require_live(&t)?;
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-on")?;
+    let _lock = Lock::take(t.dir(), a.wait)?;
     if a.reset {
         reset_all(&t)?;
     }
@@ -200,14 +201,18 @@ fn apply(st: &mut State<'_>, a: &Args) -> Result<(), Error> {
         }
         st.set("trace_clock", c)?;
     }
+    // The names options/ lists, not any path below it: `-O ../tracing_on`
+    // is no option.
+    let options = if a.option.is_empty() { Vec::new() } else { t.list_dir("options")? };
+    let is_option = |n: &str| options.iter().any(|o| o == n);
     for o in &a.option {
         let (name, on) = match o.strip_prefix("no") {
-            _ if t.exists(&format!("options/{o}")) => (o.as_str(), true),
-            Some(n) if !n.is_empty() && t.exists(&format!("options/{n}")) => (n, false),
+            _ if is_option(o) => (o.as_str(), true),
+            Some(n) if is_option(n) => (n, false),
             _ => {
                 // Offer noOPT forms to a noOPT typo.
                 let no = if o.starts_with("no") { "no" } else { "" };
-                let names: Vec<String> = t.list_dir("options")?.iter().map(|n| format!("{no}{n}")).collect();
+                let names: Vec<String> = options.iter().map(|n| format!("{no}{n}")).collect();
                 return Err(unknown("trace option", o, &names.iter().map(String::as_str).collect::<Vec<_>>()));
             }
         };

@@ -107,7 +107,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         t.enter_or_create_instance(i)?;
         t.keep_instance = a.keep;
     }
-    let _lock = Lock::take(common.instance.as_deref(), a.wait, "tr-stack")?;
+    let _lock = Lock::take(t.dir(), a.wait)?;
     let status = {
         let mut st = State::new(&t);
         st.keep = a.keep;
@@ -196,7 +196,7 @@ fn stack_tracer(t: &Tracefs, a: &Args, limit: Option<Duration>) -> Result<(), Er
         )
         .hint("tr-stack -e SYS:EVENT shows the stacks behind an event without it"));
     }
-    let _lock = Lock::take(None, a.wait, "tr-stack")?;
+    let _lock = Lock::take(t.top(), a.wait)?;
     let mut st = State::new(t);
     st.keep = a.keep;
     if let Some(g) = &a.limit {

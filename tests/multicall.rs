@@ -120,6 +120,28 @@ fn install_links_every_applet_and_leaves_existing_ones() {
     assert!(stderr(&o).contains("cannot create /nonexistent/dir/tr-on"), "{}", stderr(&o));
 }
 
+/// --install as root into a directory others can write: a symlink already
+/// at an applet's name (dangling or not) is left alone, and nothing is
+/// created or written where it points (symlink(2) and link(2) never follow
+/// the new name; issue 12 audit).
+#[test]
+fn install_follows_no_symlink_at_an_applet_name() {
+    let d = TempDir::new("install-ln");
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(&victim, bin.join("tr-on")).unwrap();
+    std::os::unix::fs::symlink(d.path().join("made"), bin.join("tr-cat")).unwrap();
+    for args in [&["--install", "-s", bin.to_str().unwrap()][..], &["--install", bin.to_str().unwrap()]] {
+        let o = run(args);
+        assert!(o.status.success() || stderr(&o).contains("another filesystem"), "{args:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(!d.path().join("made").exists(), "{args:?} created the dangling link's target");
+        assert_eq!(std::fs::read_link(bin.join("tr-on")).unwrap(), victim);
+    }
+}
+
 #[test]
 fn trbox_applet_equals_link() {
     let d = TempDir::new("eq");

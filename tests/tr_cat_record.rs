@@ -323,3 +323,48 @@ fn stats_of_a_file_and_of_the_live_buffer() {
     assert!(mine >= Some(3), "{me}:\n{st}");
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// As root, -o never writes through a symlink nor truncates a file that is
+/// not ours (issue 12): a symlink, a hard link, another user's file and a
+/// fifo at the path are refused and left as they were; a new file is
+/// created, and an earlier recording of ours is written over.
+#[test]
+fn output_follows_no_symlink_and_truncates_no_file_not_ours() {
+    let Some((_l, root, before)) = live() else { return };
+    let dir = TempDir::new("rec-out");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let out = |name: &str| dir.path().join(name);
+    std::os::unix::fs::symlink(&victim, out("link.dat")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), out("dangling.dat")).unwrap();
+    std::fs::hard_link(&victim, out("hard.dat")).unwrap();
+    std::fs::write(out("theirs.dat"), "theirs\n").unwrap();
+    std::os::unix::fs::chown(out("theirs.dat"), Some(65534), Some(65534)).unwrap();
+    let fifo = std::ffi::CString::new(out("fifo.dat").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    for (name, why) in [
+        ("link.dat", "is a symlink"),
+        ("dangling.dat", "is a symlink"),
+        ("hard.dat", "has 2 links"),
+        ("theirs.dat", "belongs to uid 65534"),
+        ("fifo.dat", "is not a regular file"),
+    ] {
+        let o = record(&["-o", out(name).to_str().unwrap(), "-t", "0.1"]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("{}: exists and {why}: not overwritten", out(name).display())), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains("hint: remove it first, or record to another name"), "{name}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(std::fs::read_to_string(out("theirs.dat")).unwrap(), "theirs\n");
+    assert!(!dir.path().join("nowhere").exists(), "a file was created through the dangling symlink");
+    assert!(out("link.dat").symlink_metadata().unwrap().file_type().is_symlink());
+    // A new file, then the same name again: ours, written over.
+    for _ in 0..2 {
+        let o = record(&["-o", out("t.dat").to_str().unwrap(), "-t", "0.1"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let b = std::fs::read(out("t.dat")).unwrap();
+        assert!(b.starts_with(b"\x17\x08\x44tracing"), "not a trace.dat");
+    }
+    assert_same_state(&before, &snapshot(&root));
+}

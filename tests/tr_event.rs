@@ -162,18 +162,69 @@ fn killed_command_returns_its_signal_status() {
 fn second_run_is_refused_while_one_holds_the_buffer() {
     let Some((_l, root, before)) = live() else { return };
     let mut first = spawn(cmd(&trbox(), &["tr-event", "sched:sched_switch", "-t", "6"]).stdout(Stdio::null()));
-    let holder = format!("pid {} ", first.id());
-    let held = || {
-        ["/run/lock/trbox.lock", "/run/trbox.lock", "/tmp/trbox.lock"]
-            .iter()
-            .any(|p| std::fs::read_to_string(p).is_ok_and(|s| s.starts_with(&holder)))
-    };
-    assert!(wait_until(|| held() && enabled(&root, "sched/sched_switch")), "first run never started");
+    let pid = first.id();
+    assert!(wait_until(|| holds_flock(pid) && enabled(&root, "sched/sched_switch")), "first run never started");
     let o = ev(&["sched:sched_wakeup", "-t", "1"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("in use by pid"), "{}", stderr(&o));
-    assert!(first.wait().unwrap().success());
+    let e = stderr(&o);
+    assert!(e.contains(&format!("{} is in use by pid {pid} (tr-event)", root.display())), "{e}");
+    assert!(e.contains("hint: wait for it with --wait"), "{e}");
+    // --wait waits for the first run to end, then runs.
+    let o = ev(&["sched:sched_wakeup", "-t", "0.2", "--wait"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(first.try_wait().unwrap().is_some_and(|s| s.success()), "--wait did not wait for the first run");
     assert_same_state(&before, &snapshot(&root));
+}
+
+/// The old lock was a file in /run/lock (else /run, else /tmp), opened
+/// through symlinks and truncated: any local user could make root truncate
+/// and overwrite any file (issue 12). A symlink planted at every path the
+/// old lock used leaves its target alone, at the top level and with -B.
+#[test]
+fn lock_follows_no_symlink_planted_in_a_shared_directory() {
+    let Some((_l, root, before)) = live() else { return };
+    let d = TempDir::new("victim");
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let inst = format!("trbox-lk{}", std::process::id());
+    let links = Planted::new(&victim, &["trbox.lock".to_string(), format!("trbox-{inst}.lock")]);
+    assert!(links.0.len() >= 3, "nothing planted: {:?}", links.0);
+    for args in [&["sched:sched_switch", "-t", "0.2"][..], &["-B", &inst, "sched:sched_switch", "-t", "0.2"]] {
+        let o = ev(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "{args:?} wrote through {:?}", links.0);
+    }
+    drop(links);
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// Symlinks to `victim` at /run/lock, /run and /tmp under each name that
+/// is free (one that is there may be another trbox's lock); removed on drop.
+struct Planted(Vec<std::path::PathBuf>);
+
+impl Planted {
+    fn new(victim: &std::path::Path, names: &[String]) -> Planted {
+        let mut v = Vec::new();
+        for dir in ["/run/lock", "/run", "/tmp"] {
+            for n in names {
+                let p = std::path::Path::new(dir).join(n);
+                if std::path::Path::new(dir).is_dir() && p.symlink_metadata().is_err() && std::os::unix::fs::symlink(victim, &p).is_ok() {
+                    v.push(p);
+                }
+            }
+        }
+        Planted(v)
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            if p.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
 }
 
 #[test]

@@ -197,6 +197,58 @@ fn missing_instance_names_the_existing_ones() {
     assert_eq!(field(&stdout(&o), "instances"), "foo");
 }
 
+/// `-B ..` used to show the top level as if it were an instance (and a
+/// writing applet would have worked on it); `-B` takes plain names only,
+/// on every applet, as a usage error.
+#[test]
+fn instance_names_must_be_plain() {
+    let d = TempDir::new("inst-name");
+    copy_tree(Path::new("tests/data/tree-basic"), d.path());
+    std::fs::create_dir_all(d.path().join("instances")).unwrap();
+    let t = d.path().to_str().unwrap();
+    for name in ["..", ".", "../instances", "", "-k"] {
+        for argv in [&["tr-on", "-T", t, "-B", name][..], &["tr-event", "-T", t, "-B", name, "sched:sched_switch"], &["tr-cat", "-T", t, "-B", name]] {
+            let o = run(argv);
+            assert_eq!(o.status.code(), Some(1), "{argv:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains(&format!("-B '{name}': not a plain instance name")), "{argv:?}: {}", stderr(&o));
+            assert!(o.stdout.is_empty(), "{argv:?}: {}", stdout(&o));
+        }
+    }
+}
+
+/// A copy of a tracefs tree (-T) is only read: a run or a switch on it
+/// wrote its files as root, through any symlink in it, and changed nothing
+/// the kernel does. Reading it (status, -l, --format) still works.
+#[test]
+fn a_copied_tree_is_only_read() {
+    let d = TempDir::new("copy-ro");
+    copy_tree(Path::new("tests/data/tree-basic"), &d.path().join("t"));
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "[local] global\n").unwrap();
+    for f in ["trace_clock", "events/sched/sched_switch/enable"] {
+        std::fs::remove_file(d.path().join("t").join(f)).unwrap();
+        std::os::unix::fs::symlink(&victim, d.path().join("t").join(f)).unwrap();
+    }
+    let t = d.path().join("t");
+    let t = t.to_str().unwrap();
+    for argv in [
+        &["tr-on", "-T", t, "-C", "global"][..],
+        &["tr-on", "-T", t, "-C", "global", "-t", "0.1"],
+        &["tr-on", "-T", t, "--reset"],
+        &["tr-event", "-T", t, "sched:sched_switch", "-t", "0.1"],
+        &["tr-event", "-T", t, "-B", "x", "sched:sched_switch", "-t", "0.1"],
+    ] {
+        let o = run(argv);
+        assert_eq!(o.status.code(), Some(1), "{argv:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("{t}: a copy of a tracefs tree, not the kernel's: it is only read")), "{argv:?}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "[local] global\n");
+    assert!(!d.path().join("t/instances/x").exists());
+    assert!(run(&["tr-on", "-T", t]).status.success());
+    assert_eq!(stdout(&run(&["tr-event", "-T", t, "-l", "sched:*"])), "sched:sched_switch\nsched:sched_wakeup\n");
+    assert!(stdout(&run(&["tr-event", "-T", t, "--format", "sched:sched_switch"])).starts_with("name: sched_switch"));
+}
+
 // ---- switching, running, resetting (live) ----
 
 fn on(args: &[&str]) -> std::process::Output {
@@ -385,6 +437,28 @@ fn instances_for_runs_and_switches() {
     let _ = std::fs::remove_dir(root.join("instances/trbox-tron"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(trbox::ctl::selected(&clock), Some("global"));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `-O NAME` was looked up as the path options/NAME: `-O ../tracing_on`
+/// or `-O no../../../../../tmp/x` wrote "1"/"0" (and truncated) whatever
+/// file the path led to, and a switch left it so. Only the names listed in
+/// options/ are options.
+#[test]
+fn option_names_are_not_paths() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let d = TempDir::new("opt-victim");
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let up = format!("../../../../../../../..{}", victim.display());
+    for o in [up.clone(), format!("no{up}"), "no../tracing_on".into(), "../options/sym-offset".into()] {
+        let r = on(&["-O", &o]);
+        assert_eq!(r.status.code(), Some(2), "-O {o}: {}", stderr(&r));
+        assert!(stderr(&r).contains(&format!("unknown trace option '{o}'")), "{}", stderr(&r));
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     assert_same_state(&before, &snapshot(&root));
 }
 

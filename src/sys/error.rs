@@ -24,8 +24,12 @@ pub enum Error {
     /// The kernel refused a value (filter, trigger, probe…); `kernel` is its
     /// error_log entry when it wrote one.
     Rejected { path: PathBuf, value: String, err: io::Error, kernel: Option<String> },
-    /// Another trbox run holds the lock for this buffer.
+    /// Another trbox run holds the lock on this tracing directory; `holder`
+    /// is "pid N (APPLET)" when /proc/locks shows it, else empty.
     Busy { holder: String, path: PathBuf },
+    /// An output file (`tr-cat -o`) that is there already and is not ours
+    /// to write over: a symlink, another user's file, a hard link…
+    NotOverwritten { path: PathBuf, why: String },
     /// A tracefs file whose text the core could not parse.
     Format { path: PathBuf, line: u32, what: String },
     /// `current_tracer` cannot be set to a tracer this kernel lacks.
@@ -73,6 +77,7 @@ impl Error {
             }
             Error::Rejected { .. } => None,
             Error::Busy { .. } => Some("wait for it with --wait, or stop it first"),
+            Error::NotOverwritten { .. } => Some("remove it first, or record to another name"),
             Error::Format { .. } => Some("this kernel writes a layout trbox does not know: please report it with the file attached"),
             Error::NoTracer { name, .. } if tracer_config(name).is_some() => None,
             Error::NoTracer { .. } => Some("a tracer is listed in available_tracers only when the kernel is built with it"),
@@ -143,8 +148,9 @@ impl fmt::Display for Error {
             }
             Error::Busy { holder, path } => {
                 let h = if holder.is_empty() { "another trbox run" } else { holder.as_str() };
-                write!(f, "tracefs is in use by {h} (lock {})", path.display())
+                write!(f, "{} is in use by {h}", path.display())
             }
+            Error::NotOverwritten { path, why } => write!(f, "{}: exists and {why}: not overwritten", path.display()),
             Error::Format { path, line, what } => write!(f, "{}:{line}: cannot parse ({what})", path.display()),
             Error::NoTracer { name, available } => {
                 let have = if available.is_empty() { "none".to_string() } else { available.join(" ") };

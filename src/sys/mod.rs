@@ -17,7 +17,7 @@ pub mod stream;
 mod tracefs;
 
 pub use error::{describe, Error};
-pub use tracefs::{read_text, Found, Tracefs};
+pub use tracefs::{instance_name_problem, read_text, Found, Tracefs};
 
 /// Are we root (effective uid 0)?
 pub fn is_root() -> bool {

@@ -7,6 +7,7 @@ use super::error::Error;
 use super::tracefs::Tracefs;
 use crate::{ctl, probe};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 enum Undo {
@@ -252,10 +253,13 @@ impl Tracefs {
 
     fn write_with(&self, rel: &str, value: &str, append: bool) -> Result<(), Error> {
         let p: PathBuf = self.path(rel);
+        // Never through a symlink: tracefs has none, and the applets write no
+        // copied tree (-T); O_NOFOLLOW keeps it so for any other caller.
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .truncate(!append)
             .append(append)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&p)
             .map_err(|e| Error::io(&p, e))?;
         let mut v = value.as_bytes().to_vec();

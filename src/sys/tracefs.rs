@@ -51,7 +51,14 @@ impl Tracefs {
     /// A tracing root at `dir` (for `-T`): it must exist and hold `events/`.
     /// A debugfs root holding `tracing/` is accepted too.
     pub fn at(dir: impl Into<PathBuf>) -> Result<Self, Error> {
-        let dir: PathBuf = dir.into();
+        let mut dir: PathBuf = dir.into();
+        // A symlink given is resolved once here: the run lock opens the
+        // directory without following one.
+        if dir.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+            if let Ok(real) = std::fs::canonicalize(&dir) {
+                dir = real;
+            }
+        }
         match std::fs::metadata(&dir) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => return Err(Error::NotTracefs(dir)),
@@ -137,7 +144,7 @@ impl Tracefs {
     /// Switch to `instances/NAME`, which must exist (read-only use).
     pub fn enter_instance(&mut self, name: &str) -> Result<(), Error> {
         let d = self.top.join("instances").join(name);
-        if name.is_empty() || name.contains('/') || !has_events(&d).unwrap_or(false) {
+        if instance_name_problem(name).is_some() || !has_events(&d).unwrap_or(false) {
             return Err(Error::NoInstance { name: name.into(), existing: self.instances().unwrap_or_default() });
         }
         self.dir = d;
@@ -162,7 +169,7 @@ impl Tracefs {
     /// run created is removed again when the Tracefs is dropped.
     pub fn enter_or_create_instance(&mut self, name: &str) -> Result<(), Error> {
         let d = self.top.join("instances").join(name);
-        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        if instance_name_problem(name).is_some() {
             return Err(Error::NoInstance { name: name.into(), existing: self.instances().unwrap_or_default() });
         }
         if !d.exists() {
@@ -248,6 +255,27 @@ impl Tracefs {
             .collect();
         v.sort_unstable();
         Ok(v)
+    }
+}
+
+/// Why `name` is not a plain instance name (`-B NAME`), or `None` when it
+/// is one. The kernel takes any name mkdir takes, but `..` would be the top
+/// level seen as an instance, a `/` a path below or beside it; a leading `-`
+/// is an option given where the name was expected, a leading `.` a hidden
+/// name, and control characters break every listing they are printed in.
+pub fn instance_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if name.contains('/') {
+        Some("it contains '/'")
+    } else if name.starts_with('.') {
+        Some("it starts with '.'")
+    } else if name.starts_with('-') {
+        Some("it starts with '-'")
+    } else if name.chars().any(char::is_control) {
+        Some("it contains a control character")
+    } else {
+        None
     }
 }
 

@@ -19,7 +19,16 @@ pub struct TracefsLock(File);
 
 impl TracefsLock {
     pub fn take() -> Self {
-        let f = File::create("/tmp/trbox-tracefs.lock").expect("lock file");
+        // Neither truncated nor opened through a symlink: /tmp is anyone's.
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open("/tmp/trbox-tracefs.lock")
+            .expect("lock file /tmp/trbox-tracefs.lock (a symlink is refused)");
         use std::os::unix::io::AsRawFd;
         // SAFETY: valid fd for the call.
         let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
@@ -353,4 +362,14 @@ impl Drop for Running {
             let _ = c.wait();
         }
     }
+}
+
+/// Does `pid` hold a flock(2)? (/proc/locks: `1: FLOCK  ADVISORY  WRITE PID
+/// MAJ:MIN:INODE 0 EOF`; waiters are listed as `1: -> FLOCK …`.)
+pub fn holds_flock(pid: u32) -> bool {
+    let pid = pid.to_string();
+    std::fs::read_to_string("/proc/locks").unwrap_or_default().lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.get(1) == Some(&"FLOCK") && w.get(4) == Some(&pid.as_str())
+    })
 }

@@ -19,8 +19,7 @@ use crate::page::{Missed, Page, PageLayout};
 use pool::{CpuData, Pool};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -101,6 +100,47 @@ impl Summary {
     }
 }
 
+/// Open the output file for writing from its start, as root too, without
+/// writing through a symlink or truncating a file that is not ours (issue
+/// 12): the path is created (O_CREAT|O_EXCL, which never follows a symlink,
+/// dangling or not); a file already there is written over only when it is
+/// a regular file of our own uid with one link — an earlier recording —
+/// as fstat shows it on the descriptor opened without following a symlink.
+/// Anything else is refused with what it is.
+fn create_output(path: &Path) -> Result<File, Error> {
+    let open = |o: &mut std::fs::OpenOptions| o.read(true).write(true).open(path);
+    match open(std::fs::OpenOptions::new().create_new(true).mode(0o644)) {
+        Ok(f) => return Ok(f),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::io(path, e)),
+    }
+    let refused = |why: String| Error::NotOverwritten { path: path.into(), why };
+    // O_NONBLOCK: a fifo planted there must not block the open.
+    let file = match open(std::fs::OpenOptions::new().custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(refused("is a symlink".into())),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let m = file.metadata().map_err(|e| Error::io(path, e))?;
+    // SAFETY: no arguments.
+    let uid = unsafe { libc::geteuid() };
+    if !m.file_type().is_file() {
+        return Err(refused("is not a regular file".into()));
+    }
+    if m.uid() != uid {
+        return Err(refused(format!("belongs to uid {}", m.uid())));
+    }
+    if m.nlink() != 1 {
+        return Err(refused(format!("has {} links", m.nlink())));
+    }
+    // SAFETY: a valid fd; F_SETFL with plain flags.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) } != 0 {
+        return Err(Error::io(path, io::Error::last_os_error()));
+    }
+    file.set_len(0).map_err(|e| Error::io(path, e))?;
+    Ok(file)
+}
+
 fn lost(s: &CpuStats) -> Option<u64> {
     Some(s.overrun? + s.commit_overrun.unwrap_or(0) + s.dropped.unwrap_or(0))
 }
@@ -122,13 +162,7 @@ impl Recorder {
             cpus.push(Cpu { cpu, file, error: None });
         }
         let stats0 = Vec::new();
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+        let mut file = create_output(path)?;
         let slots = match meta::write_header(t, &mut file, path, ps as u32, hp.long_size() as u8, cpus.len() as u32, &o.systems) {
             Ok(s) => s,
             Err(e) => {
