@@ -28,7 +28,7 @@ use core::fmt::{self, Write};
 use crate::format::{Endian, EventFormat, Field, FieldKind};
 use compile::{Loc, Prog};
 use digits::{Stage, StackBuf};
-pub use vsprintf::{Ctx, StringLookup, Sym, SymbolLookup};
+pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 use vsprintf::{write_bytes, Fwd};
 
 /// Why a print fmt could not be compiled.
@@ -466,44 +466,71 @@ fn hex<W: Write + ?Sized>(w: &mut W, v: u64) -> fmt::Result {
     vsprintf::number(&mut Fwd(w), v, 16, vsprintf::SMALL, -1, -1)
 }
 
+/// The name part of the kernel's `trace_seq_print_sym()`
+/// (kernel/trace/trace_output.c), which `seq_print_ip_sym()` prints for
+/// function entries and their parents, `<stack trace>` entries, the ip of
+/// trace_printk records and probe addresses: the symbol (`+0x%lx/0x%lx
+/// [module]` after it with `offset`, as `sprint_symbol()` does), except that
+/// the kretprobe trampoline prints as `[unknown/kretprobe'd]` (`kretprobed()`:
+/// a kretprobe has replaced that return address, 5.15+ by address, older
+/// kernels by name). `Ok(false)`: no symbol, nothing written; the caller
+/// prints the address its own way.
+pub fn write_ip_symbol<W: Write + ?Sized>(w: &mut W, addr: u64, offset: bool, syms: Option<&dyn SymbolLookup>) -> Result<bool, fmt::Error> {
+    let Some(table) = syms else { return Ok(false) };
+    let sym = table.lookup(addr).filter(|s| !s.name.is_empty());
+    let kretprobed = match table.kretprobe_trampoline() {
+        Some(KretprobeTrampoline::At(a)) => a == addr,
+        Some(KretprobeTrampoline::Named) => !offset && sym.is_some_and(|s| s.name == "kretprobe_trampoline"),
+        None => false,
+    };
+    if kretprobed {
+        w.write_str("[unknown/kretprobe'd]")?;
+        return Ok(true);
+    }
+    let Some(s) = sym else { return Ok(false) };
+    w.write_str(s.name)?;
+    if offset {
+        write!(w, "+0x{:x}/0x{:x}", s.offset, s.size)?;
+        if let Some(m) = s.module {
+            write!(w, " [{m}]")?;
+        }
+    }
+    Ok(true)
+}
+
 /// A probe's address as `seq_print_ip_sym()` prints it: `0` for a zero
-/// address, the symbol (with `+0x%lx/0x%lx [module]` when `offset`),
-/// `0x%lx` when none matches.
+/// address, [`write_ip_symbol`], `0x%lx` when no symbol matches.
 fn ip_sym_at<W: Write + ?Sized>(w: &mut W, v: Option<u64>, offset: bool, ctx: &Ctx) -> fmt::Result {
     let Some(v) = v else { return w.write_str("<OVERFLOW>") };
     let v = v & ctx.long_mask();
     if v == 0 {
         return w.write_char('0');
     }
-    match ctx.syms.and_then(|s| s.lookup(v)) {
-        Some(s) if !s.name.is_empty() => {
-            w.write_str(s.name)?;
-            if offset {
-                write!(w, "+0x{:x}/0x{:x}", s.offset, s.size)?;
-                if let Some(m) = s.module {
-                    write!(w, " [{m}]")?;
-                }
-            }
-            Ok(())
-        }
-        // No symbol: a uprobe (user address), printed by the kernel as
-        // `(0x%lx)` / `(0x%lx <- 0x%lx)`; sprint_symbol() prints a kprobe
-        // address it cannot name the same way.
-        _ => write!(w, "0x{v:x}"),
+    if write_ip_symbol(w, v, offset, ctx.syms)? {
+        return Ok(());
     }
+    // No symbol: a uprobe (user address), printed by the kernel as
+    // `(0x%lx)` / `(0x%lx <- 0x%lx)`; sprint_symbol() prints a kprobe
+    // address it cannot name the same way.
+    write!(w, "0x{v:x}")
 }
 
-/// `seq_print_ip_sym()` with default flags: symbol name only, `0` for a
-/// zero address, `0x%08lx` when no symbol matches.
-fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt::Result {
-    let Some(v) = ctx.endian.uint(rec, ip.off as usize, ip.size as usize) else { return w.write_str("<OVERFLOW>") };
+/// `seq_print_ip_sym()` with default flags: `0` for a zero address,
+/// [`write_ip_symbol`] without offset, `0x%08lx` when no symbol matches.
+pub fn write_ip_sym<W: Write + ?Sized>(w: &mut W, v: u64, syms: Option<&dyn SymbolLookup>) -> fmt::Result {
     if v == 0 {
         return w.write_char('0');
     }
-    match ctx.syms.and_then(|s| s.lookup(v)) {
-        Some(s) if !s.name.is_empty() => w.write_str(s.name),
-        _ => write!(w, "0x{v:08x}"),
+    if write_ip_symbol(w, v, false, syms)? {
+        return Ok(());
     }
+    write!(w, "0x{v:08x}")
+}
+
+/// [`write_ip_sym`] of the address in field `ip` of `rec`.
+fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt::Result {
+    let Some(v) = ctx.endian.uint(rec, ip.off as usize, ip.size as usize) else { return w.write_str("<OVERFLOW>") };
+    write_ip_sym(w, v, ctx.syms)
 }
 
 /// Convenience: the `name=value` rendering of `rec` without compiling the
