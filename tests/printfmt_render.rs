@@ -174,6 +174,26 @@ fn syscalls() {
     assert_eq!(render(&ev, &Rec::new(&ev).int("ret", 832).b), "sys_read -> 0x340");
 }
 
+/// trace_marker_raw records (`trace_raw_data()` in trace_output.c): no
+/// event name, `# %x buf:` of the id, then ` %02x` for every byte of the
+/// record after the id — the record's whole length, so padding too.
+#[test]
+fn raw_data() {
+    let ev = load("ftrace_raw_data");
+    let p = Program::compile(&ev, 8);
+    assert!(!p.name_prefix() && !p.needs_symbols() && !p.needs_strings());
+    let rec = |id: u32, data: &[u8]| {
+        let mut b = Rec::new(&ev).int("id", i64::from(id)).b;
+        b.extend_from_slice(data);
+        b
+    };
+    assert_eq!(render(&ev, &rec(0x1001, &[1, 0, 0, 0])), "# 1001 buf: 01 00 00 00");
+    assert_eq!(render(&ev, &rec(0xdeadbeef, &[])), "# deadbeef buf:");
+    assert_eq!(render(&ev, &rec(7, &[0xff, 0x10, 0xa])), "# 7 buf: ff 10 0a");
+    // A record cut before its id.
+    assert_eq!(render(&ev, &rec(1, &[])[..9]), "# <OVERFLOW>");
+}
+
 #[test]
 fn kmalloc_symbol_offset_and_gfp() {
     let ev = load("kmem_kmalloc");

@@ -141,6 +141,11 @@ enum Body {
     Probe { prog: Prog, ip: Option<Loc>, func: Option<Loc>, ret: Option<Loc>, first: usize },
     /// `syscalls/sys_exit_*`: `sys_NAME -> 0x%lx`.
     SysExit { name: (u32, u32), ret: Loc },
+    /// `ftrace/raw_data` (trace_marker_raw): `trace_raw_data()` prints
+    /// `# %x buf:` of the id, then ` %02x` for every byte of the record
+    /// from `buf` to its end — the whole reserved length, padding included
+    /// (4-byte granules; 6.1 reserves at least 13 bytes after the header).
+    RawData { id: Loc, buf: u32 },
 }
 
 /// A compiled print fmt.
@@ -250,6 +255,10 @@ impl Program {
             "bprint" => Some(Body::Bprint { ip: ip()?, fmt: scalar(find(ev, "fmt"))?, buf: find(ev, "buf")?.offset }),
             "bputs" => Some(Body::Bputs { ip: ip()?, s: scalar(find(ev, "str"))? }),
             "print" => Some(Body::Print { ip: ip()?, buf: find(ev, "buf")?.offset }),
+            "raw_data" => {
+                let id = find(ev, "id").filter(|f| f.kind == FieldKind::Scalar && matches!(f.size, 1 | 2 | 4 | 8))?;
+                Some(Body::RawData { id: Loc::of(id), buf: find(ev, "buf")?.offset })
+            }
             _ => None,
         }
     }
@@ -289,7 +298,7 @@ impl Program {
     /// the syscall tracer's events, whose body starts with the syscall
     /// name (`sys_openat(dfd: 0xffffff9c, …)`, `sys_read -> 0x340`).
     pub fn name_prefix(&self) -> bool {
-        !matches!(self.body, Body::SysEnter { .. } | Body::SysExit { .. })
+        !matches!(self.body, Body::SysEnter { .. } | Body::SysExit { .. } | Body::RawData { .. })
     }
 
     /// Whether rendering may look up kallsyms (load it lazily on this).
@@ -297,7 +306,7 @@ impl Program {
         match &self.body {
             Body::Prog(p) => p.needs_syms,
             Body::Probe { .. } => true,
-            Body::Fallback(..) | Body::SysEnter { .. } | Body::SysExit { .. } => false,
+            Body::Fallback(..) | Body::SysEnter { .. } | Body::SysExit { .. } | Body::RawData { .. } => false,
             _ => true,
         }
     }
@@ -307,7 +316,7 @@ impl Program {
         match &self.body {
             Body::Prog(p) | Body::Probe { prog: p, .. } => p.needs_strings,
             Body::Fallback(..) => false,
-            Body::Print { .. } | Body::SysEnter { .. } | Body::SysExit { .. } => false,
+            Body::Print { .. } | Body::SysEnter { .. } | Body::SysExit { .. } | Body::RawData { .. } => false,
             _ => true,
         }
     }
@@ -408,6 +417,18 @@ impl Program {
                     None => w.write_str(" -> <OVERFLOW>"),
                 }
             }
+            Body::RawData { id, buf } => {
+                let Some(v) = e.uint(rec, id.off as usize, id.size as usize) else { return w.write_str("# <OVERFLOW>") };
+                w.write_str("# ")?;
+                hex(w, v)?;
+                w.write_str(" buf:")?;
+                for &b in rec.get(*buf as usize..).unwrap_or(&[]) {
+                    w.write_char(' ')?;
+                    w.write_char(HEX[usize::from(b >> 4)] as char)?;
+                    w.write_char(HEX[usize::from(b & 0xf)] as char)?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -460,6 +481,8 @@ impl Program {
         Ok(())
     }
 }
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// `%lx` without `core::fmt`.
 fn hex<W: Write + ?Sized>(w: &mut W, v: u64) -> fmt::Result {
