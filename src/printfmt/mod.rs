@@ -31,6 +31,26 @@ use digits::{Stage, StackBuf};
 pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 use vsprintf::{write_bytes, Fwd};
 
+/// How the syscall tracer prints a `sys_enter_*` argument
+/// (`print_syscall_enter()`, kernel/trace/trace_syscalls.c): its own text,
+/// not the event's print fmt, and no format file tells the versions apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyscallStyle {
+    /// `arg: %lx` (`dfd: ffffffffffffff9c`): kernels before 6.17.
+    Before6_17,
+    /// `arg: %lu` below 10, else `arg: 0x%lx`: 6.17 and later.
+    Since6_17,
+}
+
+/// The syscall argument style of a kernel version. An unknown version
+/// gets the style of the kernels boards run today (before 6.17).
+pub fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
+    match version {
+        Some(v) if v >= (6, 17) => SyscallStyle::Since6_17,
+        _ => SyscallStyle::Before6_17,
+    }
+}
+
 /// Why a print fmt could not be compiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Error {
@@ -72,7 +92,7 @@ pub trait KernelInfo {
     }
     /// The traced kernel's (major, minor) version, for output that changed
     /// between versions without a trace in the format files (the syscall
-    /// tracer's argument layout). `None`: assume a current kernel.
+    /// tracer's argument layout, [`syscall_style`]). `None`: unknown.
     fn kernel_version(&self) -> Option<(u32, u32)> {
         None
     }
@@ -195,8 +215,7 @@ impl Program {
             let hex = t.contains('*') || (t.contains("unsigned long") && !t.contains("long long")) || t == "long unsigned int";
             fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: Loc::of(f), elem_size, signed: f.signed, hex, text });
         }
-        // 6.17 changed `arg: %lx` to `arg: %lu` below 10, else `0x%lx`.
-        let new_syscalls = info.kernel_version().map_or(true, |v| v >= (6, 17));
+        let new_syscalls = syscall_style(info.kernel_version()) == SyscallStyle::Since6_17;
         let body = Self::special(ev, &mut names, new_syscalls).unwrap_or_else(|| match compile::compile(ev, long_size, info) {
             Ok(p) => Self::probe(ev, p),
             Err((e, at)) => Body::Fallback(e, at),
