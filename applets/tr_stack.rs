@@ -143,9 +143,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             st.set("options/func_stack_trace", "1")?;
         }
         // count_stacks says itself that nothing came (an error: no table).
-        let r = command::stream(&t, &mut st, &child, false, limit, &|i, o, done| count_stacks(i, &a, o, done).map(|()| true), &|_| {
-            Error::runtime("")
-        });
+        let r = command::stream(&t, &mut st, &child, false, limit, &|i, o, done| count_stacks(i, &a, o, done).map(|()| true), None);
         command::unmine(&t, a.keep, notrace);
         r?
     };
