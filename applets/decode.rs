@@ -694,7 +694,7 @@ impl Emitter<'_> {
 /// What the print-fmt compiler may ask beyond the format files: the kernel
 /// version, and — only for formats that name them, so most runs never pay
 /// for it — enum values, struct sizes and typedefs from BTF, and kernel
-/// variables of the live system (crate::kvars). A copy of a tree uses only
+/// variables of the live system (trbox::sys::kvars). A copy of a tree uses only
 /// its own `btf/` directory, never this machine's.
 struct Kernel {
     version: Option<(u32, u32)>,
@@ -707,7 +707,7 @@ impl Kernel {
     fn consts(&self) -> Option<&trbox::btf::KernelInfo> {
         self.consts
             .get_or_init(|| {
-                let k = trbox::kvars::load_for_tree(self.top.as_deref()?, self.live);
+                let k = trbox::sys::kvars::load_for_tree(self.top.as_deref()?, self.live);
                 log::debug!("kernel constants: {}", if k.is_some() { "BTF loaded" } else { "none available" });
                 k
             })

@@ -18,7 +18,7 @@
 //!
 //! Sans-IO: the parser takes bytes; [`KernelConsts`] is what the print-fmt
 //! compiler asks. The live reader of kernel variables and the loader for a
-//! tracefs tree live in [`crate::kvars`] (std only).
+//! tracefs tree live in `sys::kvars` (std only).
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -609,7 +609,8 @@ fn build_table(mut items: Vec<(Kind, &[u8], u64, u8)>, keep: &dyn Fn(&str) -> bo
     Ok(t)
 }
 
-/// A source of kernel variable values (the live system: [`crate::kvars`]).
+/// A source of kernel variable values (the live system: `sys::kvars::LiveVars`,
+/// std only).
 pub trait VarReader {
     fn read_var(&self, name: &str) -> Option<u64>;
 }

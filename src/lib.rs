@@ -18,7 +18,6 @@ pub mod elf;
 pub mod format;
 pub mod graph;
 pub mod kallsyms;
-#[cfg(feature = "std")]
 pub mod kvars;
 pub mod mountinfo;
 pub mod merge;

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use trbox::btf::{vmemmap_base_from_trace, Btf, KernelConsts};
-use trbox::kvars::{load_for_tree, LiveVars};
+use trbox::sys::kvars::{load_for_tree, LiveVars};
 
 fn live_btf() -> Option<Vec<u8>> {
     match std::fs::read("/sys/kernel/btf/vmlinux") {

@@ -5,6 +5,7 @@ pub mod child;
 pub mod elf;
 mod error;
 pub mod events;
+pub mod kvars;
 pub mod lock;
 pub mod raw;
 pub mod record;
@@ -14,6 +15,7 @@ pub mod state;
 pub mod status;
 pub mod thread;
 pub mod stream;
+mod tracedat;
 mod tracefs;
 
 pub use error::{describe, Error};

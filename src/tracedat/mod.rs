@@ -99,26 +99,6 @@ impl Source for alloc::vec::Vec<u8> {
     }
 }
 
-#[cfg(feature = "std")]
-impl Source for std::fs::File {
-    fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
-        use std::os::unix::fs::FileExt;
-        let mut done = 0;
-        while done < buf.len() {
-            match FileExt::read_at(self, &mut buf[done..], off + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(IoError(e.raw_os_error().unwrap_or(0))),
-            }
-        }
-        Ok(done)
-    }
-    fn size(&mut self) -> Option<u64> {
-        self.metadata().ok().map(|m| m.len())
-    }
-}
-
 impl<S: Source + ?Sized> Source for &mut S {
     fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
         (**self).read_at(off, buf)
