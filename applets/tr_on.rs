@@ -3,7 +3,7 @@
 //! or `-t S`: the trace is streamed, then everything is restored).
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, tracing_on_file, Follow};
+use crate::command::{self, Follow};
 use argh::FromArgs;
 use std::fmt::Write;
 use trbox::ctl;
@@ -125,7 +125,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
     apply(&mut st, &a)?;
     if !run {
-        st.set(tracing_on_file(&t), if a.off { "0" } else { "1" })?;
+        st.set(t.tracing_on_file(), if a.off { "0" } else { "1" })?;
         st.keep = true;
         drop(st);
         t.keep_instance = true;

@@ -3,7 +3,7 @@
 use core::cell::Cell;
 use core::fmt::{self, Write};
 
-use super::compile::{norm, BOp, Id, Item, Loc, Node, Piece, Prog, Ty, UOp};
+use super::ir::{norm, BOp, Id, Item, Loc, Node, Piece, Prog, Ty, UOp};
 use super::digits::Stage;
 use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
 use crate::format::{Endian, FieldKind};

@@ -18,6 +18,7 @@
 mod compile;
 pub(crate) mod digits;
 mod eval;
+mod ir;
 mod lex;
 pub mod vsprintf;
 
@@ -26,8 +27,8 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use crate::format::{Endian, EventFormat, Field, FieldKind};
-use compile::{Loc, Prog};
 use digits::{Stage, StackBuf};
+use ir::{Loc, Prog};
 pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 use vsprintf::{write_bytes, Fwd};
 
@@ -239,8 +240,8 @@ impl Program {
         let is_lit = |k: usize, f: &dyn Fn(&str) -> bool| p.items.get(k).and_then(|i| i.text(&p.pool)).is_some_and(f);
         let first = 2 * nconv;
         let shape = is_lit(0, &|t| t == "(")
-            && matches!(p.items.get(1), Some(compile::Item::Conv(_)))
-            && (nconv == 1 || (is_lit(2, &|t| t == " <- ") && matches!(p.items.get(3), Some(compile::Item::Conv(_)))))
+            && matches!(p.items.get(1), Some(ir::Item::Conv(_)))
+            && (nconv == 1 || (is_lit(2, &|t| t == " <- ") && matches!(p.items.get(3), Some(ir::Item::Conv(_)))))
             && is_lit(first, &|t| t.starts_with(')'));
         if !shape {
             return Body::Prog(p);
@@ -478,8 +479,8 @@ impl Program {
                 if f.hex {
                     write!(w, "0x{v:x}")?;
                 } else if f.signed {
-                    let ty = compile::Ty::int(b.len() as u8, true);
-                    write!(w, "{}", compile::norm(v, ty) as i64)?;
+                    let ty = ir::Ty::int(b.len() as u8, true);
+                    write!(w, "{}", ir::norm(v, ty) as i64)?;
                 } else {
                     write!(w, "{v}")?;
                 }

@@ -19,7 +19,7 @@ mod tracedat;
 mod tracefs;
 
 pub use error::{describe, Error};
-pub use tracefs::{instance_name_problem, read_text, Found, Tracefs};
+pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Tracefs};
 
 /// Are we root (effective uid 0)?
 pub fn is_root() -> bool {
