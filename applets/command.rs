@@ -7,7 +7,7 @@ use crate::cli::Error;
 use crate::decode::{Input, RawOpts};
 use std::cell::RefCell;
 use std::time::Duration;
-use trbox::ctl::{closest, glob_match};
+use trbox::names::{closest, glob_match};
 use trbox::sys::child::Paused;
 use trbox::sys::state::State;
 use trbox::sys::{describe, signals, Tracefs};

@@ -512,11 +512,11 @@ struct Kernel {
     version: Option<(u32, u32)>,
     top: Option<std::path::PathBuf>,
     live: bool,
-    consts: std::sync::OnceLock<Option<trbox::btf::KernelInfo>>,
+    consts: std::sync::OnceLock<Option<trbox::btf::BtfInfo>>,
 }
 
 impl Kernel {
-    fn consts(&self) -> Option<&trbox::btf::KernelInfo> {
+    fn consts(&self) -> Option<&trbox::btf::BtfInfo> {
         self.consts
             .get_or_init(|| {
                 let k = trbox::sys::kvars::load_for_tree(self.top.as_deref()?, self.live);

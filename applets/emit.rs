@@ -6,7 +6,7 @@
 use crate::out::Out;
 use std::io::Write as _;
 use std::time::Duration;
-use trbox::ctl::glob_match;
+use trbox::names::glob_match;
 use trbox::format::{Endian, EventFormat, EventTable};
 use trbox::graph::{GraphRenderer, Outcome};
 use trbox::render::{write_json, write_lost, Cmdlines, Renderer};

@@ -6,7 +6,7 @@ use crate::cli::{self, Common, Error};
 use argh::FromArgs;
 use crate::command::{self, resolve, resolve_all, Follow};
 use std::io::Write as _;
-use trbox::ctl::glob_match;
+use trbox::names::glob_match;
 use trbox::probe::{Def, Kind, GROUP};
 use trbox::sys::lock::Lock;
 use trbox::sys::state::{probe_file, State};

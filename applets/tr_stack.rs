@@ -10,7 +10,7 @@ use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
 use std::time::Duration;
-use trbox::ctl::glob_match;
+use trbox::names::glob_match;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::lock::Lock;

@@ -618,22 +618,22 @@ pub trait VarReader {
 /// [`KernelConsts`] from BTF, values of variables known in advance, and an
 /// optional reader of live variables.
 #[derive(Default)]
-pub struct KernelInfo {
+pub struct BtfInfo {
     pub btf: Option<Btf>,
     /// Variables with known values (checked before the reader).
     pub known: Vec<(String, u64)>,
     pub reader: Option<Box<dyn VarReader + Send + Sync>>,
 }
 
-impl fmt::Debug for KernelInfo {
+impl fmt::Debug for BtfInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KernelInfo").field("btf", &self.btf).field("known", &self.known).field("reader", &self.reader.is_some()).finish()
+        f.debug_struct("BtfInfo").field("btf", &self.btf).field("known", &self.known).field("reader", &self.reader.is_some()).finish()
     }
 }
 
-impl KernelInfo {
+impl BtfInfo {
     pub fn from_btf(btf: Btf) -> Self {
-        KernelInfo { btf: Some(btf), ..Default::default() }
+        BtfInfo { btf: Some(btf), ..Default::default() }
     }
 
     /// Record a variable's value (e.g. one learned by
@@ -667,7 +667,7 @@ impl KernelConsts for Btf {
     }
 }
 
-impl KernelConsts for KernelInfo {
+impl KernelConsts for BtfInfo {
     fn enum_value(&self, name: &str) -> Option<i64> {
         self.btf.as_ref()?.enum_value(name)
     }
@@ -893,7 +893,7 @@ mod tests {
         let k: &dyn KernelConsts = btf;
         assert_eq!(k.sizeof_struct("page"), Some(64));
         assert_eq!(k.variable("jiffies"), None);
-        let mut info = KernelInfo::from_btf(btf.clone());
+        let mut info = BtfInfo::from_btf(btf.clone());
         assert_eq!(KernelConsts::enum_value(&info, "I_DIRTY_SYNC"), Some(16));
         assert_eq!(info.sizeof_union("u"), Some(8));
         info.set_variable("vmemmap_base", 0xffffea0000000000);

@@ -649,16 +649,7 @@ impl<'a> GraphRenderer<'a> {
 
     /// `%ps` of a function address.
     fn write_sym<W: Write + ?Sized>(&self, w: &mut W, addr: u64) -> fmt::Result {
-        match self.syms.and_then(|s| s.lookup(addr)) {
-            Some(s) => {
-                w.write_str(s.name)?;
-                if let Some(m) = s.module {
-                    write!(w, " [{m}]")?;
-                }
-                Ok(())
-            }
-            None => write!(w, "0x{addr:x}"),
-        }
+        write_name(w, self.syms, addr)
     }
 
     fn in_irq_text(&self, addr: u64) -> bool {
@@ -751,7 +742,6 @@ impl<'a> GraphRenderer<'a> {
     }
 
     /// `print_graph_prologue`.
-    #[allow(clippy::too_many_arguments)]
     fn prologue<W: Write + ?Sized>(&mut self, w: &mut W, cpu: u32, ts: u64, p: &[u8], irq: Option<u64>) -> fmt::Result {
         let pid = self.ev.common(p).2;
         self.verif_pid(w, cpu, pid)?;
@@ -1066,6 +1056,20 @@ where
 // ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
+
+/// `%ps` of a function address: `name [module]`, or the address in hex.
+pub(crate) fn write_name<W: Write + ?Sized>(w: &mut W, syms: Option<&dyn SymbolLookup>, addr: u64) -> fmt::Result {
+    match syms.and_then(|s| s.lookup(addr)) {
+        Some(s) => {
+            w.write_str(s.name)?;
+            if let Some(m) = s.module {
+                write!(w, " [{m}]")?;
+            }
+            Ok(())
+        }
+        None => write!(w, "0x{addr:x}"),
+    }
+}
 
 #[cfg(test)]
 mod tests {

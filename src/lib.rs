@@ -21,6 +21,7 @@ pub mod kallsyms;
 pub mod kvars;
 pub mod mountinfo;
 pub mod merge;
+pub mod names;
 pub mod page;
 pub mod printfmt;
 pub mod printk;

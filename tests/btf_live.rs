@@ -123,7 +123,7 @@ fn live_btf_resolves_format_identifiers() {
     assert!(bad.is_empty(), "unresolved inode flags: {bad:?}");
 
     // The loader takes this machine's BTF for the live tree.
-    let k = load_for_tree(&root, true).expect("live KernelInfo");
+    let k = load_for_tree(&root, true).expect("live BtfInfo");
     assert_eq!(k.sizeof_struct("page"), Some(page));
     assert!(k.reader.is_some());
 }

@@ -920,9 +920,3 @@ fn compile_in(p: &mut P) -> R<()> {
     p.prog.items = items;
     Ok(())
 }
-
-/// Unused-field helper for callers that want to show the parsed text.
-#[allow(dead_code)]
-pub(crate) fn pool_str(prog: &Prog, o: u32, l: u32) -> String {
-    String::from(prog.pool.get(o as usize..(o + l) as usize).unwrap_or(""))
-}

@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::btf::{Btf, KernelInfo, VarReader};
+use crate::btf::{Btf, BtfInfo, VarReader};
 use crate::elf::{segment_offset, Header, Segment, HEADER_LEN};
 use crate::kallsyms::Kallsyms;
 use crate::kvars::{jiffies_from_timer_list, x86_64_unrandomized};
@@ -125,13 +125,13 @@ pub fn load_btf_dir(dir: &Path) -> Option<Btf> {
 /// a copy from another machine: `top/btf/vmlinux` (a copy of that machine's
 /// /sys/kernel/btf/vmlinux; module blobs beside it) and no variables — never
 /// anything of this machine's. `None` when there is nothing to offer.
-pub fn load_for_tree(top: &Path, live: bool) -> Option<KernelInfo> {
+pub fn load_for_tree(top: &Path, live: bool) -> Option<BtfInfo> {
     if live {
-        let mut k = KernelInfo { btf: load_btf_dir(Path::new("/sys/kernel/btf")), ..Default::default() };
+        let mut k = BtfInfo { btf: load_btf_dir(Path::new("/sys/kernel/btf")), ..Default::default() };
         k.reader = Some(Box::new(LiveVars::new()));
         Some(k)
     } else {
-        load_btf_dir(&top.join("btf")).map(KernelInfo::from_btf)
+        load_btf_dir(&top.join("btf")).map(BtfInfo::from_btf)
     }
 }
 

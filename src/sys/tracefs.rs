@@ -1,4 +1,6 @@
-//! Finding the tracing root (SPEC §4) and reading files below it.
+//! Finding the tracing root (through /proc/self/mountinfo, mounting tracefs
+//! when nothing is mounted: README, "Putting it on a board") and reading
+//! files below it.
 
 use super::error::Error;
 use crate::ctl::CpuStats;
