@@ -5,7 +5,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::ir::{norm, BOp, Id, Item, Loc, Node, Piece, Prog, Ty, UOp};
+use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::lex::{escape, lex, Tok};
 use super::vsprintf::{next_token, Conv, PtrFmt, Token};
 use super::Error;
@@ -292,7 +292,7 @@ impl<'t, 'e> P<'t, 'e> {
                 let ty = Ty { size: elem_size as u8, signed: f.signed && !ptr, ptr: 0 };
                 self.push(Node::Elem { off: f.offset, count, ty, idx }, Kind::Int(ty))
             }
-            _ => self.push(Node::Bytes(Loc::of(f)), Kind::Str),
+            _ => self.push(Node::Bytes(f.loc()), Kind::Str),
         }
     }
 
@@ -609,18 +609,18 @@ impl<'t, 'e> P<'t, 'e> {
         match name {
             "__get_str" | "__get_rel_str" | "__get_dynamic_array" | "__get_rel_dynamic_array" | "__get_sockaddr" | "__get_rel_sockaddr" => {
                 let f = self.field_arg()?;
-                self.push(Node::Bytes(Loc::of(f)), Kind::Str)
+                self.push(Node::Bytes(f.loc()), Kind::Str)
             }
             "__get_dynamic_array_len" | "__get_rel_dynamic_array_len" => {
                 let f = self.field_arg()?;
                 if !matches!(f.kind, FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }) {
                     return err("dynamic array length of a fixed field");
                 }
-                self.push(Node::DynLen(Loc::of(f)), Kind::Int(Ty::UINT))
+                self.push(Node::DynLen(f.loc()), Kind::Int(Ty::UINT))
             }
             "__get_bitmask" | "__get_rel_bitmask" | "__get_cpumask" | "__get_rel_cpumask" => {
                 let f = self.field_arg()?;
-                self.push(Node::Bitmask(Loc::of(f)), Kind::Str)
+                self.push(Node::Bitmask(f.loc()), Kind::Str)
             }
             "__builtin_expect" => {
                 let e = self.expr()?;

@@ -8,7 +8,6 @@ use alloc::vec::Vec;
 
 use super::digits::StackBuf;
 use super::vsprintf::Spec;
-use crate::format::{Field, FieldKind};
 
 pub(crate) type Id = u32;
 
@@ -47,18 +46,7 @@ pub(crate) fn norm(v: u64, ty: Ty) -> u64 {
 }
 
 /// Where a field's bytes are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Loc {
-    pub off: u32,
-    pub size: u32,
-    pub kind: FieldKind,
-}
-
-impl Loc {
-    pub fn of(f: &Field) -> Loc {
-        Loc { off: f.offset, size: f.size, kind: f.kind }
-    }
-}
+pub(crate) use crate::format::FieldLoc as Loc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UOp {
