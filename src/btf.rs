@@ -25,6 +25,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+use crate::format::Endian;
+
 /// `0xeB9F` read in the blob's byte order.
 pub const MAGIC: u16 = 0xeb9f;
 
@@ -201,9 +203,7 @@ struct Rd<'a> {
 
 impl<'a> Rd<'a> {
     fn u32(&self, off: usize) -> Option<u32> {
-        let s = self.b.get(off..off.checked_add(4)?)?;
-        let a: [u8; 4] = s.try_into().ok()?;
-        Some(if self.be { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) })
+        Endian::big_if(self.be).u32(self.b, off)
     }
 }
 

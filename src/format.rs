@@ -83,19 +83,46 @@ impl Endian {
     #[inline]
     pub fn u32(self, b: &[u8], off: usize) -> Option<u32> {
         let a: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
-        Some(match self {
-            Endian::Little => u32::from_le_bytes(a),
-            Endian::Big => u32::from_be_bytes(a),
-        })
+        Some(self.u32_of(a))
     }
 
     #[inline]
     pub fn u64(self, b: &[u8], off: usize) -> Option<u64> {
         let a: [u8; 8] = b.get(off..off.checked_add(8)?)?.try_into().ok()?;
-        Some(match self {
+        Some(self.u64_of(a))
+    }
+
+    /// Two bytes in this byte order as a number.
+    #[inline(always)]
+    pub fn u16_of(self, a: [u8; 2]) -> u16 {
+        match self {
+            Endian::Little => u16::from_le_bytes(a),
+            Endian::Big => u16::from_be_bytes(a),
+        }
+    }
+
+    /// Four bytes in this byte order as a number.
+    #[inline(always)]
+    pub fn u32_of(self, a: [u8; 4]) -> u32 {
+        match self {
+            Endian::Little => u32::from_le_bytes(a),
+            Endian::Big => u32::from_be_bytes(a),
+        }
+    }
+
+    /// Eight bytes in this byte order as a number.
+    #[inline(always)]
+    pub fn u64_of(self, a: [u8; 8]) -> u64 {
+        match self {
             Endian::Little => u64::from_le_bytes(a),
             Endian::Big => u64::from_be_bytes(a),
-        })
+        }
+    }
+
+    /// Big endian when `big`.
+    #[inline]
+    pub const fn big_if(big: bool) -> Endian {
+        if big { Endian::Big } else { Endian::Little }
     }
 }
 
