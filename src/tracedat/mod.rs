@@ -8,7 +8,7 @@
 //!   ranges, and [`CpuPages`] hands out one sub-buffer at a time (for
 //!   compressed v7 data, one decompressed chunk of a few pages is held), so
 //!   memory stays flat however large the file is.
-//! * [`write`]: [`V6Writer`] produces the bytes of a version 6 header in
+//! * [`write`](mod@write): [`V6Writer`] produces the bytes of a version 6 header in
 //!   order; the caller appends the page-aligned per-CPU data and patches the
 //!   flyrecord table (and, if reserved, the options) at the positions the
 //!   writer returned.
