@@ -16,7 +16,7 @@ all: build
 build:
 	$(CARGO) build --release
 
-# The core must build without std (SPEC §1).
+# The core (src/ outside src/sys/) must build without std (README, "Layout").
 check-nostd:
 	$(CARGO) build --lib --no-default-features
 

@@ -1,5 +1,6 @@
 //! What every applet shares: busybox-style dispatch, the common options
-//! (`-T`, `-B`, `-v`), argh glue, and errors that end in the SPEC exit codes.
+//! (`-T`, `-B`, `-v`), argh glue, and errors that end in the exit codes
+//! (0 ok, 1 usage, 2 runtime).
 
 use crate::APPLETS;
 use std::fmt;

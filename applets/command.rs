@@ -1,13 +1,13 @@
 //! What several applets share around a tracing run: `-- CMD` (the command
 //! is forked held before exec, its pid goes into the pid filters, then it is
-//! released), event names (listing, resolving with suggestions) and the
-//! trace clock's "now".
+//! released), event names (resolving with suggestions; the list is
+//! `Tracefs::list_events`) and the traced window.
 
 use crate::cli::Error;
 use crate::decode::{Input, RawOpts};
 use std::cell::RefCell;
 use std::time::Duration;
-use trbox::ctl::{closest, glob_match, CpuStats};
+use trbox::names::{closest, glob_match};
 use trbox::sys::child::Paused;
 use trbox::sys::state::State;
 use trbox::sys::{describe, signals, Tracefs};
@@ -105,25 +105,6 @@ pub fn exit_with(status: Option<u8>) -> Result<(), Error> {
     }
 }
 
-/// `sys:event` for every event directory, sorted.
-pub fn list_events(t: &Tracefs) -> Result<Vec<String>, Error> {
-    let mut v = Vec::new();
-    for sys in t.list_dir("events")? {
-        for ev in t.list_dir(&format!("events/{sys}")).unwrap_or_default() {
-            if t.exists(&format!("events/{sys}/{ev}/enable")) && !ev.contains('.') && t.path(&format!("events/{sys}/{ev}")).is_dir() {
-                v.push(format!("{sys}:{ev}"));
-            }
-        }
-    }
-    v.sort();
-    Ok(v)
-}
-
-/// `sys:event` → `events/sys/event`.
-pub fn event_dir(e: &str) -> String {
-    format!("events/{}", e.replacen(':', "/", 1))
-}
-
 /// `SYS:EVENT`, `SYS:GLOB`, `SYS`, or a bare event name → matching events;
 /// none → an error naming the closest ones.
 pub fn resolve(all: &[String], spec: &str) -> Result<Vec<String>, Error> {
@@ -167,17 +148,6 @@ pub fn require_live(t: &Tracefs) -> Result<(), Error> {
     }
     Err(Error::usage(format!("{}: a copy of a tracefs tree, not the kernel's: it is only read", t.top().display()))
         .hint("drop -T to change the live tracefs, or read the copy (tr-on, tr-cat --raw, tr-event -l)"))
-}
-
-/// `tracing_on`, or `tracing_enabled` on kernels before 2.6.37-ish.
-pub fn tracing_on_file(t: &Tracefs) -> &'static str {
-    if t.exists("tracing_on") { "tracing_on" } else { "tracing_enabled" }
-}
-
-/// The trace clock now (the oldest CPU's view), so that what was already in
-/// the buffer is not shown as if this run had caused it.
-pub fn now(t: &Tracefs) -> Option<u64> {
-    t.cpus().ok()?.iter().filter_map(|c| t.read(&format!("per_cpu/cpu{c}/stats")).ok()).filter_map(|s| CpuStats::parse(&s).now).min()
 }
 
 /// A write that needs function tracing failed (set_ftrace_pid, the stack
@@ -243,7 +213,7 @@ pub fn unmine(t: &Tracefs, keep: bool, old: NotMine) {
 /// filters and the pid filter are in place.
 pub fn idle(st: &mut State) -> Result<(), Error> {
     let t = st.tracefs();
-    st.set(tracing_on_file(t), "0")?;
+    st.set(t.tracing_on_file(), "0")?;
     Ok(())
 }
 
@@ -313,9 +283,9 @@ pub fn stream(
     show: &Show,
     empty: Option<&Empty>,
 ) -> Result<Option<u8>, Error> {
-    let opts = RawOpts::all(true, json, None, now(t));
+    let opts = RawOpts::all(true, json, None, t.now());
     let command = child.is_some();
-    let w = Window::open(st, tracing_on_file(t), limit)?;
+    let w = Window::open(st, t.tracing_on_file(), limit)?;
     child.release()?;
     // The buffer's readers after the release (it returns once the command
     // runs): the comms read with them (saved_cmdlines) may name it.

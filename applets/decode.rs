@@ -2,42 +2,25 @@
 //! `tr-cat --raw` and `tr-event` (drain, or follow until a stop).
 
 use crate::cli::Error;
+use crate::emit::{Emitter, Plain};
 use crate::out::Out;
+pub use crate::emit::{Filter, RawOpts};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
-use trbox::ctl::glob_match;
-use trbox::format::{Endian, EventFormat};
+use trbox::format::Endian;
 use trbox::merge::{self, Merger};
 use trbox::page::PageLayout;
 use trbox::printk::PrintkFormats;
-use trbox::render::{clock_in_ns, write_json, write_lost, Cmdlines, CommonFields, Renderer};
+use trbox::render::{clock_in_ns, Cmdlines, CommonFields, Renderer};
 use trbox::sys::events::{guess_endian, header_page, load_events, LazyKallsyms};
 use trbox::sys::raw::RawPages;
 use std::path::Path;
 use trbox::format::EventTable;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
-use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
+use trbox::graph::{GraphOpts, GraphRenderer, IrqText};
 use trbox::printfmt::SymbolLookup;
 use trbox::tracedat::{Instance, TraceDat};
 use trbox::sys::{signals, Tracefs};
-
-/// What to keep.
-pub struct Filter {
-    pub pid: Option<i32>,
-    pub comm: Option<String>,
-    pub events: Vec<String>,
-}
-
-impl Filter {
-    fn keep(&self, ev: &EventFormat, pid: i32, cmdlines: &Cmdlines) -> bool {
-        self.pid.map_or(true, |p| p == pid)
-            && self.comm.as_deref().map_or(true, |c| cmdlines.comm(pid) == c)
-            && (self.events.is_empty() || {
-                let full = format!("{}:{}", ev.system, ev.name);
-                self.events.iter().any(|g| glob_match(g, &full) || glob_match(g, &ev.name))
-            })
-    }
-}
 
 /// The byte order of the pages: native when live; for a copy (which may
 /// come from a big-endian board), the first page that tells.
@@ -55,27 +38,6 @@ fn detect_endian(t: &Tracefs, layout: &PageLayout) -> Result<Endian, Error> {
         }
     }
     Ok(Endian::NATIVE)
-}
-
-pub struct RawOpts {
-    pub only: Option<Vec<u32>>,
-    pub filter: Filter,
-    pub follow: bool,
-    pub json: bool,
-    pub limit: Option<Duration>,
-    /// Skip records older than this trace-clock time (what was in the
-    /// buffer before this run started).
-    pub since: Option<u64>,
-    /// Threads that render a drained buffer; `None`: one per CPU this
-    /// process may run on.
-    pub threads: Option<usize>,
-}
-
-impl RawOpts {
-    /// Every CPU, no output filter: what the tracing applets stream.
-    pub fn all(follow: bool, json: bool, limit: Option<Duration>, since: Option<u64>) -> Self {
-        RawOpts { only: None, filter: Filter { pid: None, comm: None, events: Vec::new() }, follow, json, limit, since, threads: None }
-    }
 }
 
 /// What the decode loop works on: the metadata and one page stream per CPU,
@@ -463,7 +425,7 @@ fn drive(
             // Ctrl-C / time limit / the command ended: print what is
             // buffered, then end.
             streams.iter_mut().for_each(|s| s.follow = false);
-            until = tree.and_then(crate::command::now);
+            until = tree.and_then(Tracefs::now);
         }
         match merger.next(streams) {
             merge::Next::Cpu(i) => {
@@ -541,173 +503,23 @@ impl Consumer for Emitter<'_> {
     }
 }
 
-/// The text of records and losses in every layout but the graph one: all
-/// a worker thread needs (pool.rs).
-pub struct Plain<'a> {
-    r: Renderer<'a>,
-    events: &'a EventTable,
-    endian: Endian,
-    o: &'a RawOpts,
-    /// Buffer names and line labels, when there are several (Input).
-    buffers: &'a [String],
-    labels: &'a [String],
-}
-
-/// What the filters make of a record.
-enum Kept<'a> {
-    /// An event id the format files do not know: printed as `type: N`.
-    Unknown,
-    Dropped,
-    Event(&'a EventFormat),
-}
-
-impl<'a> Plain<'a> {
-    fn kept(&self, ts: u64, payload: &[u8]) -> Kept<'a> {
-        let Some(ev) = self.events.event_of(payload, self.endian) else { return Kept::Unknown };
-        let pid = self.r.pid(payload);
-        if self.o.since.is_some_and(|t0| ts < t0) || !self.o.filter.keep(ev, pid, self.r.cmdlines()) {
-            return Kept::Dropped;
-        }
-        Kept::Event(ev)
-    }
-
-    /// What goes before a line of `buffer` in text (`trace-cmd report`'s
-    /// `NAME: `), when the input has several buffers.
-    fn label(&self, w: &mut Out, buffer: u32) {
-        if self.o.json {
-            return;
-        }
-        if let Some(l) = self.labels.get(buffer as usize) {
-            let _ = w.write_all(l.as_bytes());
-        }
-    }
-
-    fn print(&mut self, w: &mut Out, ev: &EventFormat, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
-        let _ = if self.o.json {
-            let name = self.buffers.get(buffer as usize).map(String::as_str);
-            write_json(w, ev, self.r.cmdlines(), self.endian, cpu, name, ts, payload)
-        } else {
-            self.label(w, buffer);
-            self.r.record_of(w, ev, cpu, ts, payload)
-        };
-    }
-
-    /// A record's line(s), if the filters keep it.
-    pub fn record(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
-        match self.kept(ts, payload) {
-            Kept::Unknown => {
-                self.label(w, buffer);
-                let _ = self.r.record(w, cpu, ts, payload);
-            }
-            Kept::Dropped => {}
-            Kept::Event(ev) => self.print(w, ev, buffer, cpu, ts, payload),
-        }
-    }
-
-    /// The `CPU:N [LOST …]` line of a loss.
-    pub fn lost(&self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
-        if !self.o.since.is_some_and(|t0| ts < t0) {
-            self.label(w, buffer);
-            let _ = write_lost(w, cpu, count);
-        }
-    }
-}
-
-/// Turns one stream item into output.
-struct Emitter<'a> {
-    p: Plain<'a>,
-    graph: Option<GraphRenderer<'a>>,
-    /// The graph layout is in use (set on the first funcgraph record when
-    /// the input did not say).
-    graph_on: bool,
-    graph_ids: &'a [u32],
-    /// The current record, copied so the stream can peek the next one.
-    scratch: Vec<u8>,
-    /// A graph record's text, when it gets a buffer label (it may make
-    /// no line at all).
-    text: Out,
-    /// CPUs of the traced machine (graph state slots per buffer).
-    cpus: u32,
-}
-
-impl Emitter<'_> {
-    fn emit(&mut self, s: &mut CpuPages, out: &mut Out) {
-        self.emit_into(s, out);
-        out.line_done();
-    }
-
-    /// Format one item straight into the output buffer.
-    fn emit_into(&mut self, s: &mut CpuPages, line: &mut Out) {
-        let (buffer, cpu) = (s.buffer, s.cpu);
-        match s.take() {
-            Some(Next::Record(rec)) => {
-                let ev = match self.p.kept(rec.ts, rec.payload) {
-                    Kept::Event(ev) => ev,
-                    Kept::Unknown => {
-                        self.p.label(line, buffer);
-                        let _ = self.p.r.record(line, cpu, rec.ts, rec.payload);
-                        return;
-                    }
-                    Kept::Dropped => return,
-                };
-                if !self.graph_on && self.graph_ids.contains(&ev.id) {
-                    self.graph_on = true;
-                }
-                if let (Some(g), true, false) = (self.graph.as_mut(), self.graph_on, self.p.o.json) {
-                    // The graph layout folds an entry and its exit into one
-                    // leaf line: it needs the next record of this CPU.
-                    let ts = rec.ts;
-                    self.scratch.clear();
-                    self.scratch.extend_from_slice(rec.payload);
-                    let next = s.peek_record().ok().flatten();
-                    // Several buffers: the graph state is kept per stream
-                    // (two buffers have the same CPUs), and the text goes
-                    // through `text` to get its label.
-                    let labelled = !self.p.labels.is_empty();
-                    let slot = if labelled { buffer.saturating_mul(self.cpus).saturating_add(cpu) } else { cpu };
-                    let w = if labelled { &mut self.text } else { &mut *line };
-                    let outcome = g.record_in(w, slot, cpu, ts, &self.scratch, next);
-                    match outcome {
-                        Ok(Outcome::SkipNext) => {
-                            let _ = s.take();
-                        }
-                        Ok(Outcome::NotGraph) => {
-                            let _ = self.p.r.record(w, cpu, ts, &self.scratch);
-                        }
-                        _ => {}
-                    }
-                    if labelled && !self.text.is_empty() {
-                        self.p.label(line, buffer);
-                        line.put_block(&mut self.text);
-                    }
-                    return;
-                }
-                self.p.print(line, ev, buffer, cpu, rec.ts, rec.payload);
-            }
-            Some(Next::Lost { ts, count }) => self.p.lost(line, buffer, cpu, ts, count),
-            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
-            None => {}
-        }
-    }
-}
-
 /// What the print-fmt compiler may ask beyond the format files: the kernel
 /// version, and — only for formats that name them, so most runs never pay
 /// for it — enum values, struct sizes and typedefs from BTF, and kernel
-/// variables of the live system (crate::kvars). A copy of a tree uses only
+/// variables of the live system (trbox::sys::kvars). A copy of a tree uses only
 /// its own `btf/` directory, never this machine's.
 struct Kernel {
     version: Option<(u32, u32)>,
     top: Option<std::path::PathBuf>,
     live: bool,
-    consts: std::sync::OnceLock<Option<trbox::btf::KernelInfo>>,
+    consts: std::sync::OnceLock<Option<trbox::btf::BtfInfo>>,
 }
 
 impl Kernel {
-    fn consts(&self) -> Option<&trbox::btf::KernelInfo> {
+    fn consts(&self) -> Option<&trbox::btf::BtfInfo> {
         self.consts
             .get_or_init(|| {
-                let k = trbox::kvars::load_for_tree(self.top.as_deref()?, self.live);
+                let k = trbox::sys::kvars::load_for_tree(self.top.as_deref()?, self.live);
                 log::debug!("kernel constants: {}", if k.is_some() { "BTF loaded" } else { "none available" });
                 k
             })

@@ -4,6 +4,7 @@
 mod cli;
 mod command;
 mod decode;
+mod emit;
 mod out;
 mod pool;
 mod record;

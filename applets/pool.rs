@@ -5,7 +5,7 @@
 //! the order the batches were handed out, so the output is the same as
 //! one thread's.
 
-use crate::decode::Plain;
+use crate::emit::Plain;
 use crate::out::Out;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use trbox::merge::{self, Merger};

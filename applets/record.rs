@@ -4,7 +4,7 @@
 //! back afterwards.
 
 use crate::cli::{Common, Error};
-use crate::command::{self, list_events, resolve_all, tracing_on_file, Command, Follow};
+use crate::command::{self, resolve_all, Command, Follow};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use trbox::sys::lock::Lock;
@@ -26,7 +26,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     if !t.is_live() {
         return Err(Error::usage("-o records the live tracefs, not a copy").hint("drop -T, or decode the copy with tr-cat --raw"));
     }
-    let events = if r.events.is_empty() { Vec::new() } else { resolve_all(&list_events(&t)?, r.events)? };
+    let events = if r.events.is_empty() { Vec::new() } else { resolve_all(&t.list_events()?, r.events)? };
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
     }
@@ -38,7 +38,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         let mut rec = Recorder::create(&t, path, &Options { max_kb: r.max_kb, no_splice, systems })?;
         let mut st = State::new(&t);
         for e in &events {
-            st.set(&format!("{}/enable", command::event_dir(e)), "1")?;
+            st.set(&format!("{}/enable", trbox::sys::event_dir(e)), "1")?;
         }
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         let functions = tracer.trim() != "nop" && t.exists("set_ftrace_pid");
@@ -47,7 +47,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         // do not belong to this run, and the stats count from zero.
         t.write("trace", "")?;
         rec.start(&t);
-        st.set(tracing_on_file(&t), "1")?;
+        st.set(t.tracing_on_file(), "1")?;
         child.release()?;
         let start = Instant::now();
         let limit = r.time.map(|s| s.0);
@@ -60,7 +60,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
             }
             rec.wait(wake, left.min(tick));
         }
-        st.set(tracing_on_file(&t), "0")?;
+        st.set(t.tracing_on_file(), "0")?;
         if rec.write_error.is_none() {
             rec.drain();
         }

@@ -4,13 +4,13 @@
 
 use crate::cli::{self, Common, Error};
 use argh::FromArgs;
-use crate::command::{self, event_dir, list_events, resolve, resolve_all, Follow};
+use crate::command::{self, resolve, resolve_all, Follow};
 use std::io::Write as _;
-use trbox::ctl::glob_match;
+use trbox::names::glob_match;
 use trbox::probe::{Def, Kind, GROUP};
 use trbox::sys::lock::Lock;
 use trbox::sys::state::{probe_file, State};
-use trbox::sys::{elf, signals, Tracefs};
+use trbox::sys::{elf, event_dir, signals, Tracefs};
 
 #[derive(FromArgs)]
 /// Enable trace events and stream them decoded until Ctrl-C, -t or the
@@ -76,7 +76,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
-    let all = list_events(&t)?;
+    let all = t.list_events()?;
     if a.list {
         let glob = a.events.first().map(String::as_str).unwrap_or("*");
         let mut out = crate::out::Out::stdout();

@@ -3,7 +3,7 @@
 //! or `-t S`: the trace is streamed, then everything is restored).
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, tracing_on_file, Follow};
+use crate::command::{self, Follow};
 use argh::FromArgs;
 use std::fmt::Write;
 use trbox::ctl;
@@ -125,7 +125,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
     apply(&mut st, &a)?;
     if !run {
-        st.set(tracing_on_file(&t), if a.off { "0" } else { "1" })?;
+        st.set(t.tracing_on_file(), if a.off { "0" } else { "1" })?;
         st.keep = true;
         drop(st);
         t.keep_instance = true;
@@ -249,7 +249,7 @@ fn apply(st: &mut State<'_>, a: &Args) -> Result<(), Error> {
     if let Some(tr) = &a.tracer {
         st.set_tracer(tr).map_err(|e| {
             let near = match &e {
-                trbox::sys::Error::NoTracer { available, .. } => ctl::closest(tr, available.iter().map(String::as_str), 2).join(", "),
+                trbox::sys::Error::NoTracer { available, .. } => trbox::names::closest(tr, available.iter().map(String::as_str), 2).join(", "),
                 _ => String::new(),
             };
             let err = Error::from(e);
@@ -268,7 +268,7 @@ fn why_not(e: &trbox::sys::Error) -> &'static str {
 
 /// An unknown name: the closest ones, or all when there are few.
 fn unknown(what: &str, name: &str, names: &[&str]) -> Error {
-    let near = ctl::closest(name, names.iter().copied(), 3);
+    let near = trbox::names::closest(name, names.iter().copied(), 3);
     let e = Error::runtime(format!("unknown {what} '{name}'"));
     if !near.is_empty() {
         e.hint(format!("did you mean: {}", near.join(", ")))

@@ -4,18 +4,18 @@
 //! counted and listed most frequent first.
 
 use crate::cli::{self, Common, Error};
-use crate::command::{self, event_dir, list_events, resolve_all, Follow, Window};
+use crate::command::{self, resolve_all, Follow, Window};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
 use std::time::Duration;
-use trbox::ctl::glob_match;
+use trbox::names::glob_match;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::lock::Lock;
 use trbox::sys::state::{ftrace_refused, State};
-use trbox::sys::{signals, Tracefs};
+use trbox::sys::{event_dir, signals, Tracefs};
 
 /// The stack tracer's switch (a sysctl, outside tracefs).
 const STACK_SYSCTL: &str = "/proc/sys/kernel/stack_tracer_enabled";
@@ -98,7 +98,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         }
         return stack_tracer(&t, &a, limit);
     }
-    let all = list_events(&t)?;
+    let all = t.list_events()?;
     let events = resolve_all(&all, &a.event)?;
     if a.func.is_some() {
         t.require_tracer("function")?;

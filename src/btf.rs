@@ -18,12 +18,14 @@
 //!
 //! Sans-IO: the parser takes bytes; [`KernelConsts`] is what the print-fmt
 //! compiler asks. The live reader of kernel variables and the loader for a
-//! tracefs tree live in [`crate::kvars`] (std only).
+//! tracefs tree live in `sys::kvars` (std only).
 
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
+
+use crate::format::Endian;
 
 /// `0xeB9F` read in the blob's byte order.
 pub const MAGIC: u16 = 0xeb9f;
@@ -201,9 +203,7 @@ struct Rd<'a> {
 
 impl<'a> Rd<'a> {
     fn u32(&self, off: usize) -> Option<u32> {
-        let s = self.b.get(off..off.checked_add(4)?)?;
-        let a: [u8; 4] = s.try_into().ok()?;
-        Some(if self.be { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) })
+        Endian::big_if(self.be).u32(self.b, off)
     }
 }
 
@@ -609,7 +609,8 @@ fn build_table(mut items: Vec<(Kind, &[u8], u64, u8)>, keep: &dyn Fn(&str) -> bo
     Ok(t)
 }
 
-/// A source of kernel variable values (the live system: [`crate::kvars`]).
+/// A source of kernel variable values (the live system: `sys::kvars::LiveVars`,
+/// std only).
 pub trait VarReader {
     fn read_var(&self, name: &str) -> Option<u64>;
 }
@@ -617,22 +618,22 @@ pub trait VarReader {
 /// [`KernelConsts`] from BTF, values of variables known in advance, and an
 /// optional reader of live variables.
 #[derive(Default)]
-pub struct KernelInfo {
+pub struct BtfInfo {
     pub btf: Option<Btf>,
     /// Variables with known values (checked before the reader).
     pub known: Vec<(String, u64)>,
     pub reader: Option<Box<dyn VarReader + Send + Sync>>,
 }
 
-impl fmt::Debug for KernelInfo {
+impl fmt::Debug for BtfInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KernelInfo").field("btf", &self.btf).field("known", &self.known).field("reader", &self.reader.is_some()).finish()
+        f.debug_struct("BtfInfo").field("btf", &self.btf).field("known", &self.known).field("reader", &self.reader.is_some()).finish()
     }
 }
 
-impl KernelInfo {
+impl BtfInfo {
     pub fn from_btf(btf: Btf) -> Self {
-        KernelInfo { btf: Some(btf), ..Default::default() }
+        BtfInfo { btf: Some(btf), ..Default::default() }
     }
 
     /// Record a variable's value (e.g. one learned by
@@ -666,7 +667,7 @@ impl KernelConsts for Btf {
     }
 }
 
-impl KernelConsts for KernelInfo {
+impl KernelConsts for BtfInfo {
     fn enum_value(&self, name: &str) -> Option<i64> {
         self.btf.as_ref()?.enum_value(name)
     }
@@ -892,7 +893,7 @@ mod tests {
         let k: &dyn KernelConsts = btf;
         assert_eq!(k.sizeof_struct("page"), Some(64));
         assert_eq!(k.variable("jiffies"), None);
-        let mut info = KernelInfo::from_btf(btf.clone());
+        let mut info = BtfInfo::from_btf(btf.clone());
         assert_eq!(KernelConsts::enum_value(&info, "I_DIRTY_SYNC"), Some(16));
         assert_eq!(info.sizeof_union("u"), Some(8));
         info.set_variable("vmemmap_base", 0xffffea0000000000);

@@ -1,15 +1,19 @@
-//! ELF symbols → file offsets, for uprobes: the kernel wants `PATH:OFFSET`
-//! (an offset in the file), people know function names, and a board has no
+//! ELF files, for two readers. Uprobes: the kernel wants `PATH:OFFSET` (an
+//! offset in the file), people know function names, and a board has no
 //! objdump. ELF32/ELF64, both byte orders, `.symtab` and `.dynsym` (with
 //! GNU symbol versions), executables (ET_EXEC) and PIE/shared objects
 //! (ET_DYN): a symbol's address is turned into a file offset through the
-//! PT_LOAD segment that maps it.
+//! PT_LOAD segment that maps it ([`Elf`]). Kernel variables: `/proc/kcore`
+//! is an ELF core (ET_CORE) whose PT_LOAD segments map kernel addresses to
+//! file offsets ([`Header`], [`Header::loads`], [`segment_offset`]); the
+//! std layer reads only the header, the program header table and the bytes
+//! asked for.
 //!
-//! Works on a byte slice (the std layer maps the file, so only the pages
+//! Works on byte slices (the std layer maps the file, so only the pages
 //! touched here are read); every offset and size in the file is checked, no
 //! input can make it panic.
 
-use crate::ctl::closest;
+use crate::names::closest;
 use crate::format::Endian;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -160,14 +164,120 @@ struct Section {
     entsize: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Segment {
-    offset: u64,
-    vaddr: u64,
-    filesz: u64,
+/// A PT_LOAD segment: `filesz` bytes at `offset` in the file are mapped at
+/// address `vaddr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub offset: u64,
+    pub vaddr: u64,
+    pub filesz: u64,
 }
 
-/// A parsed ELF header over the whole file's bytes.
+/// File offset of `len` bytes at address `vaddr`, if one segment's file
+/// contents hold them all.
+pub fn segment_offset(segments: &[Segment], vaddr: u64, len: u64) -> Option<u64> {
+    segments.iter().find_map(|s| {
+        let d = vaddr.checked_sub(s.vaddr)?;
+        (d.checked_add(len)? <= s.filesz).then(|| s.offset.checked_add(d)).flatten()
+    })
+}
+
+/// The ELF header (any `e_type`: executables, shared objects, cores): byte
+/// order, class and where the tables are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub endian: Endian,
+    pub is64: bool,
+    /// `e_type`: 1 relocatable, 2 executable, 3 shared object / PIE, 4 core.
+    pub kind: u16,
+    /// `e_machine` (3 x86, 40 ARM, 62 x86_64, 183 AArch64…).
+    pub machine: u16,
+    pub phoff: u64,
+    pub phentsize: u16,
+    pub phnum: u16,
+    pub shoff: u64,
+    pub shentsize: u16,
+    pub shnum: u16,
+}
+
+/// Size of the ELF header (ELF64; an ELF32 header is 52 bytes): what
+/// [`Header::parse`] needs at most.
+pub const HEADER_LEN: usize = 64;
+
+impl Header {
+    /// `e_ident`, `e_type` and `e_machine`.
+    fn ident(data: &[u8]) -> Result<(Endian, bool, u16, u16), Error> {
+        if data.get(..4) != Some(b"\x7fELF".as_slice()) {
+            return Err(Error::NotElf);
+        }
+        let is64 = match data.get(4) {
+            Some(1) => false,
+            Some(2) => true,
+            _ => return Err(Error::Unsupported("class is neither ELF32 nor ELF64")),
+        };
+        let e = match data.get(5) {
+            Some(1) => Endian::Little,
+            Some(2) => Endian::Big,
+            _ => return Err(Error::Unsupported("byte order is neither little nor big endian")),
+        };
+        let hdr = Error::Truncated("header");
+        let kind = e.uint(data, 16, 2).ok_or(hdr.clone())? as u16;
+        let machine = e.uint(data, 18, 2).ok_or(hdr)? as u16;
+        Ok((e, is64, kind, machine))
+    }
+
+    /// The header at the start of `data` (at least [`HEADER_LEN`] bytes, or
+    /// the whole file when it is shorter).
+    pub fn parse(data: &[u8]) -> Result<Header, Error> {
+        let (e, is64, kind, machine) = Self::ident(data)?;
+        let hdr = Error::Truncated("header");
+        let u16_at = |o: usize| e.uint(data, o, 2).map(|v| v as u16).ok_or(hdr.clone());
+        let word = |o32: usize, o64: usize| if is64 { e.uint(data, o64, 8) } else { e.uint(data, o32, 4) }.ok_or(hdr.clone());
+        let (phoff, shoff) = (word(28, 32)?, word(32, 40)?);
+        let b = if is64 { 54 } else { 42 };
+        let (phentsize, phnum, shentsize, shnum) = (u16_at(b)?, u16_at(b + 2)?, u16_at(b + 4)?, u16_at(b + 6)?);
+        Ok(Header { endian: e, is64, kind, machine, phoff, phentsize, phnum, shoff, shentsize, shnum })
+    }
+
+    /// A 4-byte (ELF32) or 8-byte (ELF64) field of a header entry.
+    #[inline]
+    pub fn word(&self, b: &[u8], o32: usize, o64: usize) -> Option<u64> {
+        if self.is64 { self.endian.uint(b, o64, 8) } else { self.endian.uint(b, o32, 4) }
+    }
+
+    /// Where the program header table is: (file offset, length in bytes);
+    /// `None` when the file has none.
+    pub fn program_table(&self) -> Result<Option<(u64, u64)>, Error> {
+        if self.phoff == 0 || self.phnum == 0 {
+            return Ok(None);
+        }
+        let min = if self.is64 { 56 } else { 32 };
+        if self.phentsize < min {
+            return Err(Error::Truncated("program header table"));
+        }
+        // PN_XNUM: the real count is kept in section 0.
+        if self.phnum == 0xffff {
+            return Err(Error::Unsupported("more than 65534 program headers"));
+        }
+        Ok(Some((self.phoff, u64::from(self.phentsize) * u64::from(self.phnum))))
+    }
+
+    /// The PT_LOAD entries of the program header `table` (the bytes
+    /// [`program_table`](Self::program_table) names).
+    pub fn loads(&self, table: &[u8]) -> Result<Vec<Segment>, Error> {
+        let mut segments = Vec::new();
+        for h in table.chunks_exact(usize::from(self.phentsize.max(1))) {
+            if self.endian.uint(h, 0, 4) != Some(PT_LOAD) {
+                continue;
+            }
+            let s = (|| Some(Segment { offset: self.word(h, 4, 8)?, vaddr: self.word(h, 8, 16)?, filesz: self.word(h, 16, 32)? }))();
+            segments.push(s.ok_or(Error::Truncated("program header table"))?);
+        }
+        Ok(segments)
+    }
+}
+
+/// A parsed ELF executable or shared object over the whole file's bytes.
 pub struct Elf<'a> {
     data: &'a [u8],
     e: Endian,
@@ -199,33 +309,18 @@ fn cstr(strtab: &[u8], off: u64) -> Option<&str> {
 
 impl<'a> Elf<'a> {
     pub fn parse(data: &'a [u8]) -> Result<Self, Error> {
-        if data.get(..4) != Some(b"\x7fELF".as_slice()) {
-            return Err(Error::NotElf);
-        }
-        let is64 = match data.get(4) {
-            Some(1) => false,
-            Some(2) => true,
-            _ => return Err(Error::Unsupported("class is neither ELF32 nor ELF64")),
-        };
-        let e = match data.get(5) {
-            Some(1) => Endian::Little,
-            Some(2) => Endian::Big,
-            _ => return Err(Error::Unsupported("byte order is neither little nor big endian")),
-        };
-        let hdr = Error::Truncated("header");
-        let u16_at = |o: usize| e.uint(data, o, 2).ok_or(hdr.clone());
-        let word = |o32: usize, o64: usize| if is64 { e.uint(data, o64, 8) } else { e.uint(data, o32, 4) }.ok_or(hdr.clone());
-        let kind = u16_at(16)? as u16;
-        let machine = u16_at(18)? as u16;
+        // The type first: a core or an object file is named as such even
+        // when the rest of its header is cut short.
+        let kind = Header::ident(data)?.2;
         if !matches!(kind, 2 | 3) {
             return Err(Error::NotExecutable(kind));
         }
-        let (phoff, shoff) = (word(28, 32)?, word(32, 40)?);
-        let b = if is64 { 54 } else { 42 };
-        let (phentsize, phnum, shentsize, mut shnum) = (u16_at(b)?, u16_at(b + 2)?, u16_at(b + 4)?, u16_at(b + 6)?);
-        let mut elf = Elf { data, e, is64, kind, machine, sections: Vec::new(), segments: Vec::new() };
+        let h = Header::parse(data)?;
+        let (e, is64, shoff, shentsize) = (h.endian, h.is64, h.shoff, u64::from(h.shentsize));
+        let mut shnum = u64::from(h.shnum);
+        let mut elf = Elf { data, e, is64, kind, machine: h.machine, sections: Vec::new(), segments: Vec::new() };
 
-        let (sh_min, ph_min) = if is64 { (64, 56) } else { (40, 32) };
+        let sh_min = if is64 { 64 } else { 40 };
         if shoff != 0 {
             if shentsize < sh_min {
                 return Err(Error::Truncated("section header table"));
@@ -250,19 +345,9 @@ impl<'a> Elf<'a> {
                 elf.sections.push(s.ok_or(Error::Truncated("section header table"))?);
             }
         }
-        if phoff != 0 && phnum != 0 {
-            if phentsize < ph_min {
-                return Err(Error::Truncated("program header table"));
-            }
-            let table = phentsize.checked_mul(phnum).and_then(|n| range(data, phoff, n));
-            let table = table.ok_or(Error::Truncated("program header table"))?;
-            for h in table.chunks_exact(phentsize as usize) {
-                if e.uint(h, 0, 4) != Some(PT_LOAD) {
-                    continue;
-                }
-                let s = (|| Some(Segment { offset: elf.word(h, 4, 8)?, vaddr: elf.word(h, 8, 16)?, filesz: elf.word(h, 16, 32)? }))();
-                elf.segments.push(s.ok_or(Error::Truncated("program header table"))?);
-            }
+        if let Some((off, len)) = h.program_table()? {
+            let table = range(data, off, len).ok_or(Error::Truncated("program header table"))?;
+            elf.segments = h.loads(table)?;
         }
         Ok(elf)
     }
@@ -352,10 +437,7 @@ impl<'a> Elf<'a> {
 
     /// Address → file offset through the PT_LOAD segment holding it.
     pub fn file_offset(&self, vaddr: u64) -> Option<u64> {
-        self.segments.iter().find_map(|s| {
-            let d = vaddr.checked_sub(s.vaddr)?;
-            (d < s.filesz).then(|| s.offset.checked_add(d)).flatten()
-        })
+        segment_offset(&self.segments, vaddr, 1)
     }
 
     /// `SYMBOL[+OFF]` (OFF decimal or 0x hex; SYMBOL may carry `@VER` or
@@ -503,6 +585,59 @@ pub fn parse_num(s: &str) -> Option<u64> {
         None => s.parse().ok(),
     }
 }
+
+/// An ELF core like `/proc/kcore` (for tests): a note and two PT_LOADs;
+/// the long at kernel address `KCORE_BASE + 8` (ELF64; `0xc2000008` for
+/// ELF32) holds `val`, at file offset 0x2008.
+#[cfg(test)]
+pub(crate) fn kcore_image(class64: bool, be: bool, val: u64) -> Vec<u8> {
+    fn put(v: &mut Vec<u8>, off: usize, n: usize, x: u64, be: bool) {
+        if v.len() < off + n {
+            v.resize(off + n, 0);
+        }
+        for i in 0..n {
+            let sh = if be { 8 * (n - 1 - i) } else { 8 * i };
+            v[off + i] = (x >> sh) as u8;
+        }
+    }
+    let mut v = b"\x7fELF".to_vec();
+    v.push(if class64 { 2 } else { 1 });
+    v.push(if be { 2 } else { 1 });
+    put(&mut v, 16, 2, 4, be); // ET_CORE
+    let (phoff, phent) = if class64 { (64u64, 56usize) } else { (52, 32) };
+    if class64 {
+        put(&mut v, 32, 8, phoff, be);
+        put(&mut v, 54, 2, phent as u64, be);
+        put(&mut v, 56, 2, 3, be);
+    } else {
+        put(&mut v, 28, 4, phoff, be);
+        put(&mut v, 42, 2, phent as u64, be);
+        put(&mut v, 44, 2, 3, be);
+    }
+    let base: u64 = if class64 { KCORE_BASE } else { 0xc2000000 };
+    let segs = [(4u64, 0u64, 0u64, 0u64), (1, 0x1000, base - 0x1000_0000, 0x100), (1, 0x2000, base, 0x1000)];
+    for (i, (ty, off, va, sz)) in segs.into_iter().enumerate() {
+        let o = phoff as usize + i * phent;
+        put(&mut v, o, 4, ty, be);
+        if class64 {
+            put(&mut v, o + 8, 8, off, be);
+            put(&mut v, o + 16, 8, va, be);
+            put(&mut v, o + 32, 8, sz, be);
+        } else {
+            put(&mut v, o + 4, 4, off, be);
+            put(&mut v, o + 8, 4, va, be);
+            put(&mut v, o + 16, 4, sz, be);
+        }
+    }
+    let n = if class64 { 8 } else { 4 };
+    put(&mut v, 0x2000 + 8, n, val, be);
+    v.resize(0x3000, 0);
+    v
+}
+
+/// Where [`kcore_image`]'s second PT_LOAD maps (ELF64).
+#[cfg(test)]
+pub(crate) const KCORE_BASE: u64 = 0xffffffff82000000;
 
 #[cfg(test)]
 mod tests {
@@ -840,6 +975,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn kcore_layouts() {
+        for class64 in [true, false] {
+            for be in [false, true] {
+                let val = if class64 { 0xffffea0000000000 } else { 0xc1234567 };
+                let img = kcore_image(class64, be, val);
+                let h = Header::parse(&img).unwrap();
+                assert_eq!((h.is64, h.endian == Endian::Big, h.kind, h.phnum), (class64, be, 4, 3));
+                assert!(matches!(Elf::parse(&img), Err(Error::NotExecutable(4))), "a core is no uprobe target");
+                let (off, len) = h.program_table().unwrap().unwrap();
+                let loads = h.loads(&img[off as usize..][..len as usize]).unwrap();
+                assert_eq!(loads.len(), 2);
+                let base: u64 = if class64 { KCORE_BASE } else { 0xc2000000 };
+                let n = if class64 { 8 } else { 4 };
+                let off = segment_offset(&loads, base + 8, n).unwrap();
+                assert_eq!(off, 0x2008);
+                assert_eq!(h.endian.uint(&img, off as usize, n as usize), Some(val));
+                assert_eq!(segment_offset(&loads, base + 0x1000 - n / 2, n), None, "runs past the segment");
+                assert_eq!(segment_offset(&loads, base + 0x1000 - n, n), Some(0x3000 - n));
+                assert_eq!(segment_offset(&loads, base - 8, n), None, "between segments");
+            }
+        }
+        assert!(Header::parse(b"\x7fELF").is_err());
+        assert!(Header::parse(b"\x7fELX\x02\x01").is_err());
+        let mut bad = kcore_image(true, false, 0);
+        bad[4] = 3;
+        assert!(Header::parse(&bad).is_err());
+        let mut bad = kcore_image(true, false, 0);
+        bad[54] = 8; // phentsize too small
+        assert!(Header::parse(&bad).unwrap().program_table().is_err());
+        let mut bad = kcore_image(true, false, 0);
+        bad[56..58].copy_from_slice(&[0xff, 0xff]); // PN_XNUM
+        assert!(Header::parse(&bad).unwrap().program_table().is_err());
+        // Every prefix of a header and of a table: no panic.
+        let img = kcore_image(true, true, 1);
+        for n in 0..64 {
+            let _ = Header::parse(&img[..n]);
+        }
+        let h = Header::parse(&img).unwrap();
+        for n in 0..200 {
+            let _ = h.loads(&img[64..64 + n]);
+        }
+        assert_eq!(segment_offset(&[Segment { vaddr: u64::MAX - 8, offset: u64::MAX, filesz: 8 }], u64::MAX - 4, 4), None);
+        assert_eq!(segment_offset(&[Segment { vaddr: u64::MAX - 8, offset: 0, filesz: 8 }], u64::MAX - 4, 8), None);
     }
 
     /// `TRBOX_ELF_SEEDS=DIR cargo test --lib elf::` writes the synthetic

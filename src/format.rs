@@ -83,26 +83,66 @@ impl Endian {
     #[inline]
     pub fn u32(self, b: &[u8], off: usize) -> Option<u32> {
         let a: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
-        Some(match self {
-            Endian::Little => u32::from_le_bytes(a),
-            Endian::Big => u32::from_be_bytes(a),
-        })
+        Some(self.u32_of(a))
     }
 
     #[inline]
     pub fn u64(self, b: &[u8], off: usize) -> Option<u64> {
         let a: [u8; 8] = b.get(off..off.checked_add(8)?)?.try_into().ok()?;
-        Some(match self {
+        Some(self.u64_of(a))
+    }
+
+    /// Two bytes in this byte order as a number.
+    #[inline(always)]
+    pub fn u16_of(self, a: [u8; 2]) -> u16 {
+        match self {
+            Endian::Little => u16::from_le_bytes(a),
+            Endian::Big => u16::from_be_bytes(a),
+        }
+    }
+
+    /// Four bytes in this byte order as a number.
+    #[inline(always)]
+    pub fn u32_of(self, a: [u8; 4]) -> u32 {
+        match self {
+            Endian::Little => u32::from_le_bytes(a),
+            Endian::Big => u32::from_be_bytes(a),
+        }
+    }
+
+    /// Eight bytes in this byte order as a number.
+    #[inline(always)]
+    pub fn u64_of(self, a: [u8; 8]) -> u64 {
+        match self {
             Endian::Little => u64::from_le_bytes(a),
             Endian::Big => u64::from_be_bytes(a),
-        })
+        }
+    }
+
+    /// Big endian when `big`.
+    #[inline]
+    pub const fn big_if(big: bool) -> Endian {
+        if big { Endian::Big } else { Endian::Little }
     }
 }
 
-impl Field {
+/// Where a field is in a record and how it reads: what every reader of a
+/// field needs (the format's [`Field`] without its names). The one field
+/// locator of the decoder: the print-fmt programs, the graph records and
+/// the renderers all read fields through it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldLoc {
+    pub offset: u32,
+    pub size: u32,
+    pub signed: bool,
+    pub kind: FieldKind,
+}
+
+impl FieldLoc {
     /// The field's bytes inside record `rec` (the payload that starts with
     /// `common_type`): fixed fields and arrays in place, `__data_loc` /
     /// `__rel_loc` through their locator word. `None` when out of bounds.
+    #[inline]
     pub fn bytes<'a>(&self, rec: &'a [u8], e: Endian) -> Option<&'a [u8]> {
         let off = self.offset as usize;
         match self.kind {
@@ -118,16 +158,43 @@ impl Field {
         }
     }
 
+    /// A scalar field's value, zero-extended.
+    #[inline]
+    pub fn uint(&self, rec: &[u8], e: Endian) -> Option<u64> {
+        e.uint(rec, self.offset as usize, self.size as usize)
+    }
+
     /// A scalar field as an integer, sign-extended when the field is signed.
+    #[inline]
     pub fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
         let size = self.size as usize;
-        let v = e.uint(rec, self.offset as usize, size)?;
+        let v = self.uint(rec, e)?;
         if self.signed && size < 8 {
             let shift = 64 - 8 * size as u32;
             Some(((v << shift) as i64) >> shift)
         } else {
             Some(v as i64)
         }
+    }
+}
+
+impl Field {
+    /// Where the field is: [`FieldLoc`].
+    #[inline]
+    pub fn loc(&self) -> FieldLoc {
+        FieldLoc { offset: self.offset, size: self.size, signed: self.signed, kind: self.kind }
+    }
+
+    /// [`FieldLoc::bytes`] of this field.
+    #[inline]
+    pub fn bytes<'a>(&self, rec: &'a [u8], e: Endian) -> Option<&'a [u8]> {
+        self.loc().bytes(rec, e)
+    }
+
+    /// [`FieldLoc::int`] of this field.
+    #[inline]
+    pub fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
+        self.loc().int(rec, e)
     }
 }
 

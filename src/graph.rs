@@ -34,7 +34,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use crate::format::{Endian, EventFormat, EventTable, Field};
+use crate::format::{Endian, EventFormat, EventTable, Field, FieldLoc as Loc};
 use crate::printfmt::{Ctx, KernelInfo, Program, StringLookup, SymbolLookup};
 use crate::render::{write_lat_flags, Cmdlines, CommonFields};
 
@@ -286,31 +286,9 @@ pub fn write_header<W: Write + ?Sized>(w: &mut W, o: &GraphOpts) -> fmt::Result 
 // Record decoding
 // ---------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy)]
-struct Loc {
-    off: usize,
-    size: usize,
-    signed: bool,
-}
-
-impl Loc {
-    fn of(f: &Field) -> Option<Loc> {
-        matches!(f.size, 1 | 2 | 4 | 8).then_some(Loc { off: f.offset as usize, size: f.size as usize, signed: f.signed })
-    }
-
-    fn u(&self, e: Endian, p: &[u8]) -> Option<u64> {
-        e.uint(p, self.off, self.size)
-    }
-
-    fn i(&self, e: Endian, p: &[u8]) -> Option<i64> {
-        let v = self.u(e, p)?;
-        if self.signed && self.size < 8 {
-            let sh = 64 - 8 * self.size as u32;
-            Some(((v << sh) as i64) >> sh)
-        } else {
-            Some(v as i64)
-        }
-    }
+/// A graph record's field: a scalar of 1, 2, 4 or 8 bytes.
+fn loc_of(f: &Field) -> Option<Loc> {
+    matches!(f.size, 1 | 2 | 4 | 8).then(|| f.loc())
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -376,12 +354,12 @@ impl GraphEvents {
         for ev in events.iter() {
             if g.common.is_none() {
                 g.common = Some(CommonFields::of(ev));
-                g.type_loc = ev.common.iter().find(|f| f.name == "common_type").and_then(Loc::of);
+                g.type_loc = ev.common.iter().find(|f| f.name == "common_type").and_then(loc_of);
             }
             if ev.system != "ftrace" {
                 continue;
             }
-            let loc = |n: &str| field(ev, n).and_then(Loc::of);
+            let loc = |n: &str| field(ev, n).and_then(loc_of);
             match ev.name.as_str() {
                 "funcgraph_entry" | "fgraph_retaddr_entry" => {
                     if let (Some(func), Some(depth)) = (loc("func"), loc("depth")) {
@@ -414,7 +392,7 @@ impl GraphEvents {
 
     /// The event id of a record.
     pub fn record_id(&self, p: &[u8]) -> Option<u32> {
-        self.type_loc.and_then(|l| l.u(self.endian, p)).map(|v| v as u32)
+        self.type_loc.and_then(|l| l.uint(p, self.endian)).map(|v| v as u32)
     }
 
     /// (flags, preempt_count, pid) of any record.
@@ -429,18 +407,18 @@ impl GraphEvents {
         let e = self.endian;
         let pid = self.common(p).2;
         if let Some(l) = self.ents.iter().find(|l| l.id == id) {
-            return Some(GraphRec::Entry { pid, func: l.func.u(e, p)? & self.long_mask, depth: l.depth.i(e, p)? });
+            return Some(GraphRec::Entry { pid, func: l.func.uint(p, e)? & self.long_mask, depth: l.depth.int(p, e)? });
         }
         let l = self.rets.iter().find(|l| l.id == id)?;
-        let opt = |x: Option<Loc>| x.and_then(|x| x.u(e, p)).unwrap_or(0);
+        let opt = |x: Option<Loc>| x.and_then(|x| x.uint(p, e)).unwrap_or(0);
         Some(GraphRec::Exit {
             pid,
-            func: l.func.u(e, p)? & self.long_mask,
-            depth: l.depth.i(e, p)?,
+            func: l.func.uint(p, e)? & self.long_mask,
+            depth: l.depth.int(p, e)?,
             overrun: opt(l.overrun),
             calltime: opt(l.calltime),
             rettime: opt(l.rettime),
-            retval: l.retval.and_then(|x| x.u(e, p)),
+            retval: l.retval.and_then(|x| x.uint(p, e)),
         })
     }
 
@@ -649,16 +627,7 @@ impl<'a> GraphRenderer<'a> {
 
     /// `%ps` of a function address.
     fn write_sym<W: Write + ?Sized>(&self, w: &mut W, addr: u64) -> fmt::Result {
-        match self.syms.and_then(|s| s.lookup(addr)) {
-            Some(s) => {
-                w.write_str(s.name)?;
-                if let Some(m) = s.module {
-                    write!(w, " [{m}]")?;
-                }
-                Ok(())
-            }
-            None => write!(w, "0x{addr:x}"),
-        }
+        write_name(w, self.syms, addr)
     }
 
     fn in_irq_text(&self, addr: u64) -> bool {
@@ -751,7 +720,6 @@ impl<'a> GraphRenderer<'a> {
     }
 
     /// `print_graph_prologue`.
-    #[allow(clippy::too_many_arguments)]
     fn prologue<W: Write + ?Sized>(&mut self, w: &mut W, cpu: u32, ts: u64, p: &[u8], irq: Option<u64>) -> fmt::Result {
         let pid = self.ev.common(p).2;
         self.verif_pid(w, cpu, pid)?;
@@ -1066,6 +1034,20 @@ where
 // ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
+
+/// `%ps` of a function address: `name [module]`, or the address in hex.
+pub(crate) fn write_name<W: Write + ?Sized>(w: &mut W, syms: Option<&dyn SymbolLookup>, addr: u64) -> fmt::Result {
+    match syms.and_then(|s| s.lookup(addr)) {
+        Some(s) => {
+            w.write_str(s.name)?;
+            if let Some(m) = s.module {
+                write!(w, " [{m}]")?;
+            }
+            Ok(())
+        }
+        None => write!(w, "0x{addr:x}"),
+    }
+}
 
 #[cfg(test)]
 mod tests {

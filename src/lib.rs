@@ -2,7 +2,7 @@
 //! meaning, without doing any I/O itself.
 //!
 //! Built with `--no-default-features` this crate is `#![no_std]` + `alloc`, so
-//! the same decoder can be embedded anywhere; the `std` feature adds [`sys`],
+//! the same decoder can be embedded anywhere; the `std` feature adds `sys`,
 //! the thin layer that reads tracefs, and is what the applets link against.
 //!
 //! Modules go from the kernel's lowest concepts upwards; imports only point
@@ -18,10 +18,10 @@ pub mod elf;
 pub mod format;
 pub mod graph;
 pub mod kallsyms;
-#[cfg(feature = "std")]
 pub mod kvars;
 pub mod mountinfo;
 pub mod merge;
+pub mod names;
 pub mod page;
 pub mod printfmt;
 pub mod printk;

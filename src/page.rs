@@ -274,7 +274,7 @@ impl<'a> Page<'a> {
             truncated: self.truncated,
             done: false,
             data_offset: self.data_offset,
-            big: self.endian == Endian::Big,
+            endian: self.endian,
             discarded: 0,
         };
         (w, start..start + self.data.len())
@@ -305,7 +305,7 @@ pub struct Walk {
     truncated: bool,
     done: bool,
     data_offset: u32,
-    big: bool,
+    endian: Endian,
     discarded: u32,
 }
 
@@ -339,7 +339,7 @@ impl Walk {
     #[inline(always)]
     fn word(&self, data: &[u8], at: usize) -> Option<u32> {
         let b: [u8; 4] = data.get(at..at.checked_add(4)?)?.try_into().ok()?;
-        Some(if self.big { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
+        Some(self.endian.u32_of(b))
     }
 
     #[cold]
@@ -365,7 +365,7 @@ impl Walk {
             }
             let Some(h) = self.word(data, at) else { return self.fail(at, PageErrorKind::EventOverrun) };
             let (type_len, delta) =
-                if self.big { (h >> 27, h & ((1 << 27) - 1)) } else { (h & 0x1f, h >> 5) };
+                if self.endian == Endian::Big { (h >> 27, h & ((1 << 27) - 1)) } else { (h & 0x1f, h >> 5) };
             match type_len {
                 1..=28 => {
                     let start = at + 4;

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use trbox::btf::{vmemmap_base_from_trace, Btf, KernelConsts};
-use trbox::kvars::{load_for_tree, LiveVars};
+use trbox::sys::kvars::{load_for_tree, LiveVars};
 
 fn live_btf() -> Option<Vec<u8>> {
     match std::fs::read("/sys/kernel/btf/vmlinux") {
@@ -123,7 +123,7 @@ fn live_btf_resolves_format_identifiers() {
     assert!(bad.is_empty(), "unresolved inode flags: {bad:?}");
 
     // The loader takes this machine's BTF for the live tree.
-    let k = load_for_tree(&root, true).expect("live KernelInfo");
+    let k = load_for_tree(&root, true).expect("live BtfInfo");
     assert_eq!(k.sizeof_struct("page"), Some(page));
     assert!(k.reader.is_some());
 }

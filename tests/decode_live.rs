@@ -6,7 +6,7 @@
 //! Print fmts that need what tracefs does not give (an enum the kernel did
 //! not export with TRACE_DEFINE_ENUM, `sizeof(struct page)`, the variables
 //! `vmemmap_base` or `jiffies`) are rendered, as by tr-cat, with BTF and the
-//! live system's values (crate::kvars); events still incomplete after that
+//! live system's values (trbox::sys::kvars); events still incomplete after that
 //! are listed with the reason and counted apart too. At least 99.9% of all
 //! lines, and of the lines renderable from tracefs, must be identical.
 
@@ -124,7 +124,7 @@ fn raw_decode_equals_kernel_text() {
     let long = trbox::sys::events::header_page(&t).unwrap().long_size();
     let table = trbox::sys::events::load_events(&t, long).unwrap();
     // With what trbox itself uses: BTF and the live system's variables.
-    let consts = trbox::kvars::load_for_tree(&root, true).unwrap_or_default();
+    let consts = trbox::sys::kvars::load_for_tree(&root, true).unwrap_or_default();
     let kernel = trbox::printfmt::FromConsts { consts: &consts, version: None };
     let incomplete: BTreeMap<String, String> = table
         .iter()

@@ -1,4 +1,5 @@
-//! Multicall conventions (SPEC §2) and bad input, on the real binary.
+//! Multicall conventions (busybox style: applet by argv[0] or `trbox APPLET`,
+//! `--list`, `--install`, exit codes 0/1/2/127) and bad input, on the real binary.
 
 mod common;
 use common::*;

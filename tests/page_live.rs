@@ -86,16 +86,6 @@ impl Drop for Guard {
 }
 
 
-fn ncpus(dir: &Path) -> Vec<u32> {
-    let mut v: Vec<u32> = fs::read_dir(dir.join("per_cpu"))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
-        .collect();
-    v.sort();
-    v
-}
-
 /// Every page of one CPU, read with exactly sub-buffer-sized non-blocking reads.
 fn read_pages(path: &Path, subbuf: usize) -> Vec<Vec<u8>> {
     let mut f = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).unwrap();
@@ -200,7 +190,7 @@ fn live_pages_match_trace_file() {
     let mut got: BTreeMap<u32, Vec<(u64, String)>> = BTreeMap::new();
     let mut all_pages: Vec<(u32, Vec<Vec<u8>>)> = Vec::new();
     let (mut npages, mut nbytes, mut nchecked) = (0usize, 0usize, 0usize);
-    for cpu in ncpus(&dir) {
+    for cpu in common::cpu_numbers(&dir) {
         let pages = read_pages(&dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")), subbuf);
         for page in &pages {
             npages += 1;

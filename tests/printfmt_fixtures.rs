@@ -21,23 +21,6 @@ impl KernelInfo for Version {
     }
 }
 
-fn split_line(line: &str) -> Option<(u32, &str)> {
-    let b = line.as_bytes();
-    let mut i = 0;
-    while let Some(o) = line[i..].find('[') {
-        let s = i + o + 1;
-        let n = b[s..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if n > 0 && b.get(s + n) == Some(&b']') {
-            let cpu = line[s..s + n].parse().ok()?;
-            let rest = &line[s + n + 1..];
-            let colon = rest.find(": ")?;
-            return Some((cpu, &rest[colon + 2..]));
-        }
-        i = s;
-    }
-    None
-}
-
 fn formats(root: &Path, long: u32) -> HashMap<u32, EventFormat> {
     let mut m = HashMap::new();
     let Ok(systems) = std::fs::read_dir(root.join("events")) else { return m };
@@ -106,7 +89,7 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
     let text = std::fs::read_to_string(root.join("trace")).unwrap_or_default();
     let mut kernel: HashMap<(u32, String), Vec<String>> = HashMap::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some((cpu, rest)) = split_line(line) else { continue };
+        let Some((cpu, rest)) = common::trace_text::split_line(line) else { continue };
         let name = rest.split(": ").next().unwrap_or("");
         let key = match names.get(name) {
             Some(k) => k.clone(),

@@ -56,25 +56,6 @@ fn load(root: &Path) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `name: body` (or just the body for ftrace's own events) of a `trace`
-/// line, with its CPU.
-fn split_line(line: &str) -> Option<(u32, &str)> {
-    let b = line.as_bytes();
-    let mut i = 0;
-    while let Some(o) = line[i..].find('[') {
-        let s = i + o + 1;
-        let n = b[s..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if n > 0 && b.get(s + n) == Some(&b']') {
-            let cpu = line[s..s + n].parse().ok()?;
-            let rest = &line[s + n + 1..];
-            let colon = rest.find(": ")?;
-            return Some((cpu, &rest[colon + 2..]));
-        }
-        i = s;
-    }
-    None
-}
-
 fn read_raw(root: &Path, cpu: u32, subbuf: usize) -> Vec<Vec<u8>> {
     let p = root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
     let Ok(mut f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p) else { return Vec::new() };
@@ -191,7 +172,7 @@ fn bodies_equal_kernel_text() {
         let names: HashMap<String, String> = formats.values().filter(|f| f.system != "ftrace").map(|f| (f.name.clone(), format!("{}:{}", f.system, f.name))).collect();
         let mut kernel: HashMap<(u32, String), Vec<String>> = HashMap::new();
         for line in text.lines().filter(|l| !l.starts_with('#')) {
-            let Some((cpu, rest)) = split_line(line) else { continue };
+            let Some((cpu, rest)) = common::trace_text::split_line(line) else { continue };
             let name = rest.split(": ").next().unwrap_or("");
             let key = match names.get(name) {
                 Some(k) => k.clone(),

@@ -1,4 +1,5 @@
-//! `tr-on` status against the live tracefs and synthetic trees (SPEC §3, §4).
+//! `tr-on` status against the live tracefs and synthetic trees (README: the
+//! applet table and "tr-on: switch or run").
 
 mod common;
 use common::*;

@@ -29,26 +29,6 @@ impl Drop for Guard {
     }
 }
 
-fn read_whole(p: &Path) -> Vec<u8> {
-    let mut f = fs::File::open(p).unwrap();
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
-    out
-}
-
-fn formats(dir: &Path) -> Vec<Vec<u8>> {
-    let mut names: Vec<_> = fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.join("format").is_file()).collect();
-    names.sort();
-    names.iter().map(|p| read_whole(&p.join("format"))).collect()
-}
-
 /// Drain one CPU's raw pages (non-blocking, one sub-buffer per read).
 fn drain(path: &Path, page: usize) -> Vec<u8> {
     let mut f = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).unwrap();
@@ -92,20 +72,15 @@ fn record_live_pages_into_trace_dat() {
         }
         fs::write(inst.join("tracing_on"), "0").unwrap();
 
-        let header_page = read_whole(&root.join("events/header_page"));
+        let header_page = common::read_whole(&root.join("events/header_page"));
         let hp = HeaderPage::parse(std::str::from_utf8(&header_page).unwrap()).unwrap();
         let layout = PageLayout::from(&hp);
         let page = layout.subbuf_size();
-        let mut cpus: Vec<u32> = fs::read_dir(inst.join("per_cpu"))
-            .unwrap()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
-            .collect();
-        cpus.sort();
+        let cpus = common::cpu_numbers(&inst);
         let data: Vec<Vec<u8>> = cpus.iter().map(|c| drain(&inst.join(format!("per_cpu/cpu{c}/trace_pipe_raw")), page)).collect();
         let stats: Vec<String> = cpus
             .iter()
-            .map(|c| cpustat_text(*c, &String::from_utf8_lossy(&read_whole(&inst.join(format!("per_cpu/cpu{c}/stats"))))))
+            .map(|c| cpustat_text(*c, &String::from_utf8_lossy(&common::read_whole(&inst.join(format!("per_cpu/cpu{c}/stats"))))))
             .collect();
         // Events per CPU as the page decoder sees them.
         let counts: Vec<usize> = data
@@ -116,14 +91,14 @@ fn record_live_pages_into_trace_dat() {
 
         let mut f = fs::File::create(&path).unwrap();
         let mut w = V6Writer::new(Endian::NATIVE, std::mem::size_of::<usize>() as u8, page as u32);
-        w.header_files(&header_page, &read_whole(&root.join("events/header_event"))).unwrap();
-        w.ftrace_formats(&formats(&root.join("events/ftrace"))).unwrap();
-        w.event_systems(&[("sched", formats(&root.join("events/sched")))]).unwrap();
-        w.kallsyms(&read_whole(Path::new("/proc/kallsyms"))).unwrap();
-        w.printk_formats(&read_whole(&root.join("printk_formats"))).unwrap();
-        w.saved_cmdlines(&read_whole(&root.join("saved_cmdlines"))).unwrap();
+        w.header_files(&header_page, &common::read_whole(&root.join("events/header_event"))).unwrap();
+        w.ftrace_formats(&common::formats(&root.join("events/ftrace"))).unwrap();
+        w.event_systems(&[("sched", common::formats(&root.join("events/sched")))]).unwrap();
+        w.kallsyms(&common::read_whole(Path::new("/proc/kallsyms"))).unwrap();
+        w.printk_formats(&common::read_whole(&root.join("printk_formats"))).unwrap();
+        w.saved_cmdlines(&common::read_whole(&root.join("saved_cmdlines"))).unwrap();
         w.cpus(cpus.len() as u32).unwrap();
-        let clock = String::from_utf8_lossy(&read_whole(&inst.join("trace_clock"))).trim().to_string();
+        let clock = String::from_utf8_lossy(&common::read_whole(&inst.join("trace_clock"))).trim().to_string();
         w.options(&WriteOptions { trace_clock: Some(&clock), uname: Some("Linux test"), version: Some("trbox"), cpustat: &stats, ..Default::default() }, None)
             .unwrap();
         let fly = w.flyrecord().unwrap();

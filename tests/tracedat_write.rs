@@ -32,38 +32,14 @@ struct Meta {
     long_size: u32,
 }
 
-fn read_dir_formats(dir: &Path) -> Vec<Vec<u8>> {
-    let mut names: Vec<_> = fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.path().join("format").is_file()).map(|e| e.path()).collect();
-    names.sort();
-    names.iter().map(|p| read_whole(&p.join("format"))).collect()
-}
-
-/// Read a tracefs file with big reads: on this kernel events/header_page
-/// and header_event answer only the first read() (so `fs::read`, which
-/// starts with a 32-byte probe read, gets 32 bytes).
-fn read_whole(p: &Path) -> Vec<u8> {
-    use std::io::Read;
-    let mut f = fs::File::open(p).unwrap();
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
-    out
-}
-
 fn live_meta(root: &Path) -> Meta {
-    let header_page = read_whole(&root.join("events/header_page"));
-    let header_event = read_whole(&root.join("events/header_event"));
-    let ftrace = read_dir_formats(&root.join("events/ftrace"));
+    let header_page = common::read_whole(&root.join("events/header_page"));
+    let header_event = common::read_whole(&root.join("events/header_event"));
+    let ftrace = common::formats(&root.join("events/ftrace"));
     // A few systems are enough (and keep the file small).
     let systems: Vec<(String, Vec<Vec<u8>>)> = ["sched", "irq", "timer"]
         .iter()
-        .map(|s| (s.to_string(), read_dir_formats(&root.join("events").join(s))))
+        .map(|s| (s.to_string(), common::formats(&root.join("events").join(s))))
         .filter(|(_, f)| !f.is_empty())
         .collect();
     let hp = HeaderPage::parse(std::str::from_utf8(&header_page).unwrap()).unwrap_or_else(|e| panic!("{e:?} {:?}", String::from_utf8_lossy(&header_page)));

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::btf::{vmemmap_base_from_trace, Btf, KernelConsts, KernelInfo};
+use trbox::btf::{vmemmap_base_from_trace, Btf, KernelConsts, BtfInfo};
 
 const NAMES: &[&str] = &["", "I_NEW", "I_DIRTY_SYNC", "page", "gfp_t", "loff_t", "a", "int", "long int"];
 
@@ -13,7 +13,7 @@ fn probe(b: &Btf) {
         let _ = (b.enum_value(n), b.struct_size(n), b.union_size(n), b.enum_size(n), b.typedef(n));
     }
     let _ = (b.len(), b.heap_bytes(), b.long_size());
-    let k = KernelInfo::from_btf(b.clone());
+    let k = BtfInfo::from_btf(b.clone());
     let _ = (k.enum_value("I_NEW"), k.sizeof_struct("page"), k.variable("vmemmap_base"));
 }
 

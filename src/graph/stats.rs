@@ -21,7 +21,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use super::{GraphEvents, GraphRec};
+use super::{write_name, GraphEvents, GraphRec};
 use crate::format::{Endian, EventTable};
 use crate::printfmt::SymbolLookup;
 use crate::render::Cmdlines;
@@ -295,19 +295,6 @@ fn write_us<W: Write + ?Sized>(w: &mut W, ns: u64, width: usize) -> fmt::Result 
     let mut s = heapless::String::<32>::new();
     let _ = write!(s, "{}.{:03}", ns / 1000, ns % 1000);
     write!(w, "{s:>width$}")
-}
-
-fn write_name<W: Write + ?Sized>(w: &mut W, syms: Option<&dyn SymbolLookup>, addr: u64) -> fmt::Result {
-    match syms.and_then(|s| s.lookup(addr)) {
-        Some(s) => {
-            w.write_str(s.name)?;
-            if let Some(m) = s.module {
-                write!(w, " [{m}]")?;
-            }
-            Ok(())
-        }
-        None => write!(w, "0x{addr:x}"),
-    }
 }
 
 /// The open frames of `pid` (a new empty list if it has none).

@@ -5,47 +5,11 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::digits::StackBuf;
+use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::lex::{escape, lex, Tok};
-use super::vsprintf::{next_token, Conv, PtrFmt, Spec, Token};
+use super::vsprintf::{next_token, Conv, PtrFmt, Token};
 use super::Error;
 use crate::format::{EventFormat, Field, FieldKind};
-
-pub(crate) type Id = u32;
-
-/// A static C integer type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ty {
-    pub size: u8,
-    pub signed: bool,
-    /// 0 not a pointer, 1 pointer to bytes (char/void/u8), 2 other pointer.
-    pub ptr: u8,
-}
-
-impl Ty {
-    pub const INT: Ty = Ty { size: 4, signed: true, ptr: 0 };
-    pub const UINT: Ty = Ty { size: 4, signed: false, ptr: 0 };
-    pub const U64: Ty = Ty { size: 8, signed: false, ptr: 0 };
-    pub const fn int(size: u8, signed: bool) -> Ty {
-        Ty { size, signed, ptr: 0 }
-    }
-}
-
-/// Truncate `v` to `ty` and sign- or zero-extend it back to 64 bits.
-#[inline(always)]
-pub(crate) fn norm(v: u64, ty: Ty) -> u64 {
-    if ty.size >= 8 {
-        return v;
-    }
-    let bits = u32::from(ty.size) * 8;
-    let m = (1u64 << bits) - 1;
-    let v = v & m;
-    if ty.signed && (v >> (bits - 1)) & 1 == 1 {
-        v | !m
-    } else {
-        v
-    }
-}
 
 fn promote(t: Ty) -> Ty {
     if t.size < 4 {
@@ -68,83 +32,6 @@ fn arith(a: Ty, b: Ty) -> Ty {
     }
 }
 
-/// Where a field's bytes are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Loc {
-    pub off: u32,
-    pub size: u32,
-    pub kind: FieldKind,
-}
-
-impl Loc {
-    pub fn of(f: &Field) -> Loc {
-        Loc { off: f.offset, size: f.size, kind: f.kind }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UOp {
-    Neg,
-    Not,
-    BitNot,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
-    Shl,
-    Shr,
-    And,
-    Or,
-    Xor,
-    Lt,
-    Gt,
-    Le,
-    Ge,
-    Eq,
-    Ne,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Node {
-    /// A constant, already normalised to its type.
-    Const(u64, Ty),
-    /// A scalar field.
-    Field { off: u32, ty: Ty },
-    /// `REC->arr[i]` of a fixed array.
-    Elem { off: u32, count: u32, ty: Ty, idx: Id },
-    /// The bytes of an array / `__data_loc` / `__rel_loc` field (a pointer
-    /// to memory inside the record).
-    Bytes(Loc),
-    /// `__get_dynamic_array_len()`.
-    DynLen(Loc),
-    /// A string literal in the pool.
-    Lit(u32, u32),
-    /// `bytes[i]` (`__get_str(x)[0]`).
-    ByteAt { base: Id, idx: Id, ty: Ty },
-    Unary(UOp, Id, Ty),
-    Binary(BOp, Id, Id, Ty),
-    /// `&&` (true) / `||` (false).
-    Logic(bool, Id, Id),
-    /// `c ? a : b`; the type both integer branches convert to.
-    Cond(Id, Id, Id, Option<Ty>),
-    Cast(Ty, Id),
-    Local(u8),
-    /// A GNU statement expression: locals in `decls[first..first+n]`.
-    Block { first: u32, n: u32, result: Id },
-    Flags { val: Id, delim: (u32, u32), tab: (u32, u32), wide: bool },
-    Symbolic { val: Id, tab: (u32, u32), wide: bool },
-    Hex { buf: Id, len: Id, concat: bool },
-    Array { buf: Id, count: Id, elsize: Id },
-    Bitmask(Loc),
-    /// An argument that could not be compiled: prints a marker.
-    Unknown,
-}
-
 /// Static kind of an expression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -153,66 +40,6 @@ pub(crate) enum Kind {
     Str,
     /// Could not be compiled; fits any conversion.
     Bad,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Piece {
-    pub spec: Spec,
-    pub width: Option<Id>,
-    pub prec: Option<Id>,
-    pub arg: Option<Id>,
-    /// The argument's static type is wider than 32 bits.
-    pub wide: bool,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Item {
-    /// Literal text, kept in place: no pool lookup per record.
-    Short(StackBuf<SHORT>),
-    /// Longer literal text, in the pool.
-    Lit(u32, u32),
-    Conv(Piece),
-}
-
-/// Longest literal kept in an [`Item`] (it is no bigger for it).
-const SHORT: usize = 32;
-
-impl Item {
-    /// The literal text of `pool[o..o + l]`.
-    fn lit(pool: &str, o: u32, l: u32) -> Item {
-        match pool.get(o as usize..(o + l) as usize) {
-            Some(t) if t.len() <= SHORT => {
-                let mut b = StackBuf::new();
-                b.push_str(t);
-                Item::Short(b)
-            }
-            _ => Item::Lit(o, l),
-        }
-    }
-
-    /// The text of a literal item.
-    pub fn text<'p>(&'p self, pool: &'p str) -> Option<&'p str> {
-        match self {
-            Item::Short(b) => Some(b.as_str()),
-            Item::Lit(o, l) => pool.get(*o as usize..(*o + *l) as usize),
-            Item::Conv(_) => None,
-        }
-    }
-}
-
-/// The compiled program.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Prog {
-    pub items: Vec<Item>,
-    /// Literal text (format pieces, strings, table names), UTF-8.
-    pub pool: String,
-    pub nodes: Vec<Node>,
-    pub decls: Vec<(u8, Ty, Id)>,
-    pub table: Vec<(u64, u32, u32)>,
-    pub needs_syms: bool,
-    pub needs_strings: bool,
-    /// What could not be compiled and prints a marker / is missing.
-    pub unknown: Vec<&'static str>,
 }
 
 struct P<'t, 'e> {
@@ -465,7 +292,7 @@ impl<'t, 'e> P<'t, 'e> {
                 let ty = Ty { size: elem_size as u8, signed: f.signed && !ptr, ptr: 0 };
                 self.push(Node::Elem { off: f.offset, count, ty, idx }, Kind::Int(ty))
             }
-            _ => self.push(Node::Bytes(Loc::of(f)), Kind::Str),
+            _ => self.push(Node::Bytes(f.loc()), Kind::Str),
         }
     }
 
@@ -782,18 +609,18 @@ impl<'t, 'e> P<'t, 'e> {
         match name {
             "__get_str" | "__get_rel_str" | "__get_dynamic_array" | "__get_rel_dynamic_array" | "__get_sockaddr" | "__get_rel_sockaddr" => {
                 let f = self.field_arg()?;
-                self.push(Node::Bytes(Loc::of(f)), Kind::Str)
+                self.push(Node::Bytes(f.loc()), Kind::Str)
             }
             "__get_dynamic_array_len" | "__get_rel_dynamic_array_len" => {
                 let f = self.field_arg()?;
                 if !matches!(f.kind, FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }) {
                     return err("dynamic array length of a fixed field");
                 }
-                self.push(Node::DynLen(Loc::of(f)), Kind::Int(Ty::UINT))
+                self.push(Node::DynLen(f.loc()), Kind::Int(Ty::UINT))
             }
             "__get_bitmask" | "__get_rel_bitmask" | "__get_cpumask" | "__get_rel_cpumask" => {
                 let f = self.field_arg()?;
-                self.push(Node::Bitmask(Loc::of(f)), Kind::Str)
+                self.push(Node::Bitmask(f.loc()), Kind::Str)
             }
             "__builtin_expect" => {
                 let e = self.expr()?;
@@ -1092,10 +919,4 @@ fn compile_in(p: &mut P) -> R<()> {
     }
     p.prog.items = items;
     Ok(())
-}
-
-/// Unused-field helper for callers that want to show the parsed text.
-#[allow(dead_code)]
-pub(crate) fn pool_str(prog: &Prog, o: u32, l: u32) -> String {
-    String::from(prog.pool.get(o as usize..(o + l) as usize).unwrap_or(""))
 }

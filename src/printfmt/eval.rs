@@ -3,10 +3,10 @@
 use core::cell::Cell;
 use core::fmt::{self, Write};
 
-use super::compile::{norm, BOp, Id, Item, Loc, Node, Piece, Prog, Ty, UOp};
+use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::digits::Stage;
 use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
-use crate::format::{Endian, FieldKind};
+use crate::format::Endian;
 
 /// A value during evaluation.
 #[derive(Debug, Clone, Copy)]
@@ -26,22 +26,6 @@ pub(crate) struct Frame<'a, 'e> {
     ctx: Ctx<'e>,
     locals: Cell<[u64; 16]>,
     depth: Cell<u32>,
-}
-
-/// The bytes of a field in `rec` (same rules as `Field::bytes`).
-pub(crate) fn loc_bytes<'a>(rec: &'a [u8], loc: &Loc, e: Endian) -> Option<&'a [u8]> {
-    let off = loc.off as usize;
-    match loc.kind {
-        FieldKind::Scalar | FieldKind::Array { .. } => rec.get(off..off.checked_add(loc.size as usize)?),
-        FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. } => {
-            let w = e.u32(rec, off)?;
-            let (len, mut start) = ((w >> 16) as usize, (w & 0xffff) as usize);
-            if let FieldKind::RelLoc { .. } = loc.kind {
-                start = start.checked_add(off + loc.size as usize)?;
-            }
-            rec.get(start..start.checked_add(len)?)
-        }
-    }
 }
 
 impl<'a, 'e> Frame<'a, 'e> {
@@ -113,8 +97,8 @@ impl<'a, 'e> Frame<'a, 'e> {
                 let at = off as usize + i as usize * ty.size as usize;
                 int(e.uint(self.rec, at, ty.size as usize).map(|v| norm(v, ty)))
             }
-            Node::Bytes(loc) => loc_bytes(self.rec, &loc, e).map_or(V::Bad, V::B),
-            Node::DynLen(loc) => int(e.u32(self.rec, loc.off as usize).map(|w| u64::from(w >> 16))),
+            Node::Bytes(loc) => loc.bytes(self.rec, e).map_or(V::Bad, V::B),
+            Node::DynLen(loc) => int(e.u32(self.rec, loc.offset as usize).map(|w| u64::from(w >> 16))),
             Node::Lit(o, l) => self.prog.pool.as_bytes().get(o as usize..(o + l) as usize).map_or(V::Bad, V::B),
             Node::ByteAt { base, idx, ty } => {
                 let (V::B(b), Some(i)) = (self.val(base), self.int(idx)) else { return V::Bad };
@@ -276,7 +260,7 @@ impl<'a, 'e> Frame<'a, 'e> {
                 }
                 w.write_char('}')
             }
-            Node::Bitmask(loc) => match loc_bytes(self.rec, &loc, e) {
+            Node::Bitmask(loc) => match loc.bytes(self.rec, e) {
                 Some(b) => bitmap(w, b, b.len() * 8, &self.ctx),
                 None => w.write_str("<OVERFLOW>"),
             },
@@ -337,7 +321,7 @@ impl<'a, 'e> Frame<'a, 'e> {
         // expression walk.
         let v = match self.prog.nodes.get(a as usize) {
             Some(&Node::Field { off, ty }) => self.field(off, ty).map_or(V::Bad, V::I),
-            Some(Node::Bytes(loc)) => loc_bytes(self.rec, loc, self.ctx.endian).map_or(V::Bad, V::B),
+            Some(Node::Bytes(loc)) => loc.bytes(self.rec, self.ctx.endian).map_or(V::Bad, V::B),
             _ => self.val(a),
         };
         Some(match v {

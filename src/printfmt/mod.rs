@@ -18,6 +18,7 @@
 mod compile;
 pub(crate) mod digits;
 mod eval;
+mod ir;
 mod lex;
 pub mod vsprintf;
 
@@ -26,8 +27,8 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use crate::format::{Endian, EventFormat, Field, FieldKind};
-use compile::{Loc, Prog};
 use digits::{Stage, StackBuf};
+use ir::{Loc, Prog};
 pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 use vsprintf::{write_bytes, Fwd};
 
@@ -183,7 +184,7 @@ fn find<'a>(ev: &'a EventFormat, name: &str) -> Option<&'a Field> {
 
 fn scalar(f: Option<&Field>) -> Option<Loc> {
     let f = f?;
-    (f.kind == FieldKind::Scalar && matches!(f.size, 4 | 8)).then(|| Loc::of(f))
+    (f.kind == FieldKind::Scalar && matches!(f.size, 4 | 8)).then(|| f.loc())
 }
 
 /// The old name.
@@ -213,7 +214,7 @@ impl Program {
             let t = f.type_name.as_str();
             let text = elem_size == 1 && f.kind != FieldKind::Scalar && t.contains("char");
             let hex = t.contains('*') || (t.contains("unsigned long") && !t.contains("long long")) || t == "long unsigned int";
-            fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: Loc::of(f), elem_size, signed: f.signed, hex, text });
+            fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: f.loc(), elem_size, signed: f.signed, hex, text });
         }
         let new_syscalls = syscall_style(info.kernel_version()) == SyscallStyle::Since6_17;
         let body = Self::special(ev, &mut names, new_syscalls).unwrap_or_else(|| match compile::compile(ev, long_size, info) {
@@ -239,8 +240,8 @@ impl Program {
         let is_lit = |k: usize, f: &dyn Fn(&str) -> bool| p.items.get(k).and_then(|i| i.text(&p.pool)).is_some_and(f);
         let first = 2 * nconv;
         let shape = is_lit(0, &|t| t == "(")
-            && matches!(p.items.get(1), Some(compile::Item::Conv(_)))
-            && (nconv == 1 || (is_lit(2, &|t| t == " <- ") && matches!(p.items.get(3), Some(compile::Item::Conv(_)))))
+            && matches!(p.items.get(1), Some(ir::Item::Conv(_)))
+            && (nconv == 1 || (is_lit(2, &|t| t == " <- ") && matches!(p.items.get(3), Some(ir::Item::Conv(_)))))
             && is_lit(first, &|t| t.starts_with(')'));
         if !shape {
             return Body::Prog(p);
@@ -257,7 +258,7 @@ impl Program {
             };
             if let Some(sc) = ev.name.strip_prefix("sys_enter_") {
                 let n = name(&alloc::format!("sys_{sc}"));
-                let args = ev.fields.iter().filter(|f| f.name != "__syscall_nr").map(|f| (name(&f.name), Loc::of(f))).collect();
+                let args = ev.fields.iter().filter(|f| f.name != "__syscall_nr").map(|f| (name(&f.name), f.loc())).collect();
                 return Some(Body::SysEnter { name: n, args, small_decimal: new_syscalls });
             }
             if let Some(sc) = ev.name.strip_prefix("sys_exit_") {
@@ -276,7 +277,7 @@ impl Program {
             "print" => Some(Body::Print { ip: ip()?, buf: find(ev, "buf")?.offset }),
             "raw_data" => {
                 let id = find(ev, "id").filter(|f| f.kind == FieldKind::Scalar && matches!(f.size, 1 | 2 | 4 | 8))?;
-                Some(Body::RawData { id: Loc::of(id), buf: find(ev, "buf")?.offset })
+                Some(Body::RawData { id: id.loc(), buf: find(ev, "buf")?.offset })
             }
             _ => None,
         }
@@ -360,7 +361,7 @@ impl Program {
         match &self.body {
             Body::Prog(p) => eval::Frame::new(p, rec, ctx).run_into(w, 0),
             Body::Probe { prog, ip, func, ret, first } => {
-                let get = |l: &Loc| e.uint(rec, l.off as usize, l.size as usize);
+                let get = |l: &Loc| l.uint(rec, e);
                 w.write_char('(')?;
                 match (ip, func, ret) {
                     (Some(ip), _, _) => ip_sym_at(w, get(ip), true, &ctx)?,
@@ -377,7 +378,7 @@ impl Program {
             Body::Bprint { ip, fmt, buf } => {
                 ip_sym(w, rec, ip, &ctx)?;
                 w.write_str(": ")?;
-                let Some(f) = e.uint(rec, fmt.off as usize, fmt.size as usize) else { return w.write_str("<OVERFLOW>") };
+                let Some(f) = fmt.uint(rec, e) else { return w.write_str("<OVERFLOW>") };
                 let args = rec.get(*buf as usize..).unwrap_or(&[]);
                 match ctx.strings.and_then(|s| s.string_at(f)) {
                     Some(text) => vsprintf::bstr_printf(w, text.as_bytes(), args, &ctx),
@@ -387,7 +388,7 @@ impl Program {
             Body::Bputs { ip, s } => {
                 ip_sym(w, rec, ip, &ctx)?;
                 w.write_str(": ")?;
-                let Some(p) = e.uint(rec, s.off as usize, s.size as usize) else { return w.write_str("<OVERFLOW>") };
+                let Some(p) = s.uint(rec, e) else { return w.write_str("<OVERFLOW>") };
                 match ctx.strings.and_then(|t| t.string_at(p)) {
                     Some(text) => w.write_str(text),
                     None => write!(w, "(0x{p:x})"),
@@ -408,7 +409,7 @@ impl Program {
                     w.write_str(self.name(*n))?;
                     // 6.17+: small values in decimal, others 0x-prefixed;
                     // before: bare hex.
-                    match e.uint(rec, loc.off as usize, loc.size as usize).map(|v| v & ctx.long_mask()) {
+                    match loc.uint(rec, e).map(|v| v & ctx.long_mask()) {
                         Some(v) if !*small_decimal => {
                             w.write_str(": ")?;
                             hex(w, v)?
@@ -428,7 +429,7 @@ impl Program {
             }
             Body::SysExit { name, ret } => {
                 w.write_str(self.name(*name))?;
-                match e.uint(rec, ret.off as usize, ret.size as usize) {
+                match ret.uint(rec, e) {
                     Some(v) => {
                         w.write_str(" -> 0x")?;
                         hex(w, v & ctx.long_mask())
@@ -437,7 +438,7 @@ impl Program {
                 }
             }
             Body::RawData { id, buf } => {
-                let Some(v) = e.uint(rec, id.off as usize, id.size as usize) else { return w.write_str("# <OVERFLOW>") };
+                let Some(v) = id.uint(rec, e) else { return w.write_str("# <OVERFLOW>") };
                 w.write_str("# ")?;
                 hex(w, v)?;
                 w.write_str(" buf:")?;
@@ -469,7 +470,7 @@ impl Program {
             let (o, l) = f.name;
             w.write_str(self.names.get(o as usize..(o + l) as usize).unwrap_or("?"))?;
             w.write_char('=')?;
-            let Some(b) = eval::loc_bytes(rec, &f.loc, e) else {
+            let Some(b) = f.loc.bytes(rec, e) else {
                 w.write_str("<OVERFLOW>")?;
                 continue;
             };
@@ -478,8 +479,8 @@ impl Program {
                 if f.hex {
                     write!(w, "0x{v:x}")?;
                 } else if f.signed {
-                    let ty = compile::Ty::int(b.len() as u8, true);
-                    write!(w, "{}", compile::norm(v, ty) as i64)?;
+                    let ty = ir::Ty::int(b.len() as u8, true);
+                    write!(w, "{}", ir::norm(v, ty) as i64)?;
                 } else {
                     write!(w, "{v}")?;
                 }
@@ -571,7 +572,7 @@ pub fn write_ip_sym<W: Write + ?Sized>(w: &mut W, v: u64, syms: Option<&dyn Symb
 
 /// [`write_ip_sym`] of the address in field `ip` of `rec`.
 fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt::Result {
-    let Some(v) = ctx.endian.uint(rec, ip.off as usize, ip.size as usize) else { return w.write_str("<OVERFLOW>") };
+    let Some(v) = ip.uint(rec, ctx.endian) else { return w.write_str("<OVERFLOW>") };
     write_ip_sym(w, v, ctx.syms)
 }
 
@@ -590,7 +591,7 @@ pub fn render_fields<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8],
 pub fn render_ftrace_text<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], ctx: &Ctx) -> fmt::Result {
     let e = ctx.endian;
     let get = |n: &str| ev.fields.iter().find(|f| f.name == n);
-    let ptr = |n: &str| get(n).and_then(|f| e.uint(rec, f.offset as usize, f.size as usize));
+    let ptr = |n: &str| get(n).and_then(|f| f.loc().uint(rec, e));
     match ev.name.as_str() {
         "bprint" => {
             let Some(f) = ptr("fmt") else { return w.write_str("<OVERFLOW>") };

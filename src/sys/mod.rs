@@ -5,6 +5,7 @@ pub mod child;
 pub mod elf;
 mod error;
 pub mod events;
+pub mod kvars;
 pub mod lock;
 pub mod raw;
 pub mod record;
@@ -14,10 +15,11 @@ pub mod state;
 pub mod status;
 pub mod thread;
 pub mod stream;
+mod tracedat;
 mod tracefs;
 
 pub use error::{describe, Error};
-pub use tracefs::{instance_name_problem, read_text, Found, Tracefs};
+pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Tracefs};
 
 /// Are we root (effective uid 0)?
 pub fn is_root() -> bool {

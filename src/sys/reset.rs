@@ -150,7 +150,7 @@ pub fn reset(t: &Tracefs) -> Vec<Error> {
             note(st.set(rel, "0"));
         }
     }
-    let on = if t.exists("tracing_on") { "tracing_on" } else { "tracing_enabled" };
+    let on = t.tracing_on_file();
     if t.exists(on) {
         note(st.set(on, "1"));
     }

@@ -1,6 +1,9 @@
-//! Finding the tracing root (SPEC §4) and reading files below it.
+//! Finding the tracing root (through /proc/self/mountinfo, mounting tracefs
+//! when nothing is mounted: README, "Putting it on a board") and reading
+//! files below it.
 
 use super::error::Error;
+use crate::ctl::CpuStats;
 use crate::mountinfo::{self, Kind};
 use std::ffi::CString;
 use std::io;
@@ -263,6 +266,36 @@ impl Tracefs {
         v.sort_unstable();
         Ok(v)
     }
+
+    /// `sys:event` for every event directory, sorted.
+    pub fn list_events(&self) -> Result<Vec<String>, Error> {
+        let mut v = Vec::new();
+        for sys in self.list_dir("events")? {
+            for ev in self.list_dir(&format!("events/{sys}")).unwrap_or_default() {
+                if self.exists(&format!("events/{sys}/{ev}/enable")) && !ev.contains('.') && self.path(&format!("events/{sys}/{ev}")).is_dir() {
+                    v.push(format!("{sys}:{ev}"));
+                }
+            }
+        }
+        v.sort();
+        Ok(v)
+    }
+
+    /// `tracing_on`, or `tracing_enabled` on kernels before 2.6.37-ish.
+    pub fn tracing_on_file(&self) -> &'static str {
+        if self.exists("tracing_on") { "tracing_on" } else { "tracing_enabled" }
+    }
+
+    /// The trace clock now (the oldest CPU's view), so that what was already in
+    /// the buffer is not shown as if this run had caused it.
+    pub fn now(&self) -> Option<u64> {
+        self.cpus().ok()?.iter().filter_map(|c| self.read(&format!("per_cpu/cpu{c}/stats")).ok()).filter_map(|s| CpuStats::parse(&s).now).min()
+    }
+}
+
+/// `sys:event` → `events/sys/event`.
+pub fn event_dir(e: &str) -> String {
+    format!("events/{}", e.replacen(':', "/", 1))
 }
 
 /// Why `name` is not a plain instance name (`-B NAME`), or `None` when it

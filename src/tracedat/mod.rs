@@ -8,7 +8,7 @@
 //!   ranges, and [`CpuPages`] hands out one sub-buffer at a time (for
 //!   compressed v7 data, one decompressed chunk of a few pages is held), so
 //!   memory stays flat however large the file is.
-//! * [`write`]: [`V6Writer`] produces the bytes of a version 6 header in
+//! * [`write`](mod@write): [`V6Writer`] produces the bytes of a version 6 header in
 //!   order; the caller appends the page-aligned per-CPU data and patches the
 //!   flyrecord table (and, if reserved, the options) at the positions the
 //!   writer returned.
@@ -96,26 +96,6 @@ impl Source for alloc::vec::Vec<u8> {
     }
     fn size(&mut self) -> Option<u64> {
         Some(alloc::vec::Vec::len(self) as u64)
-    }
-}
-
-#[cfg(feature = "std")]
-impl Source for std::fs::File {
-    fn read_at(&mut self, off: u64, buf: &mut [u8]) -> Result<usize, IoError> {
-        use std::os::unix::fs::FileExt;
-        let mut done = 0;
-        while done < buf.len() {
-            match FileExt::read_at(self, &mut buf[done..], off + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(IoError(e.raw_os_error().unwrap_or(0))),
-            }
-        }
-        Ok(done)
-    }
-    fn size(&mut self) -> Option<u64> {
-        self.metadata().ok().map(|m| m.len())
     }
 }
 

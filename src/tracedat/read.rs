@@ -40,26 +40,17 @@ trait In {
     fn u16(&mut self) -> Result<u16, Error> {
         let mut b = [0u8; 2];
         self.fill(&mut b)?;
-        Ok(match self.endian() {
-            Endian::Little => u16::from_le_bytes(b),
-            Endian::Big => u16::from_be_bytes(b),
-        })
+        Ok(self.endian().u16_of(b))
     }
     fn u32(&mut self) -> Result<u32, Error> {
         let mut b = [0u8; 4];
         self.fill(&mut b)?;
-        Ok(match self.endian() {
-            Endian::Little => u32::from_le_bytes(b),
-            Endian::Big => u32::from_be_bytes(b),
-        })
+        Ok(self.endian().u32_of(b))
     }
     fn u64(&mut self) -> Result<u64, Error> {
         let mut b = [0u8; 8];
         self.fill(&mut b)?;
-        Ok(match self.endian() {
-            Endian::Little => u64::from_le_bytes(b),
-            Endian::Big => u64::from_be_bytes(b),
-        })
+        Ok(self.endian().u64_of(b))
     }
 }
 

@@ -373,3 +373,40 @@ pub fn holds_flock(pid: u32) -> bool {
         w.get(1) == Some(&"FLOCK") && w.get(4) == Some(&pid.as_str())
     })
 }
+
+/// Read a tracefs file with big reads: on this kernel events/header_page
+/// and header_event answer only the first read() (so `fs::read`, which
+/// starts with a 32-byte probe read, gets 32 bytes).
+pub fn read_whole(p: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p).unwrap();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+/// The `format` file of every event directory below `dir` (an `events/SYS`
+/// directory), in name order.
+pub fn formats(dir: &Path) -> Vec<Vec<u8>> {
+    let mut names: Vec<_> = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.join("format").is_file()).collect();
+    names.sort();
+    names.iter().map(|p| read_whole(&p.join("format"))).collect()
+}
+
+/// The CPU numbers of a tracefs buffer directory's `per_cpu/cpuN`, ascending.
+pub fn cpu_numbers(dir: &Path) -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir(dir.join("per_cpu"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
+        .collect();
+    v.sort();
+    v
+}

@@ -25,6 +25,25 @@ pub fn parse(line: &str) -> Option<(u32, u64, &str)> {
     None
 }
 
+/// `name: body` (or just the body for ftrace's own events) of a `trace`
+/// line, with its CPU.
+pub fn split_line(line: &str) -> Option<(u32, &str)> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while let Some(o) = line[i..].find('[') {
+        let s = i + o + 1;
+        let n = b[s..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if n > 0 && b.get(s + n) == Some(&b']') {
+            let cpu = line[s..s + n].parse().ok()?;
+            let rest = &line[s + n + 1..];
+            let colon = rest.find(": ")?;
+            return Some((cpu, &rest[colon + 2..]));
+        }
+        i = s;
+    }
+    None
+}
+
 /// (cpu, µs, event name) of one line of `trace`.
 pub fn parse_event(line: &str) -> Option<(u32, u64, String)> {
     let (cpu, us, after) = parse(line)?;

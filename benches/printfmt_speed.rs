@@ -1,5 +1,5 @@
-//! Rendering cost per record for a few common events (print with
-//! `cargo test --release --test printfmt_speed -- --nocapture`).
+//! Rendering cost per record of the print-fmt programs for a few common
+//! events: `cargo bench --bench printfmt_speed`.
 
 use std::fmt::Write;
 use std::time::Instant;
@@ -13,8 +13,7 @@ fn load(name: &str) -> EventFormat {
     EventFormat::parse(&std::fs::read_to_string(p).unwrap(), name.split('_').next().unwrap(), 8).unwrap()
 }
 
-#[test]
-fn render_speed() {
+fn main() {
     let ks = Kallsyms::parse("ffffffff81000000 T _stext\nffffffff81100000 T process_timeout\nffffffff82000000 T _etext\n");
     let ctx = Ctx { endian: Endian::Little, long_size: 8, syms: Some(&ks), strings: None };
     for name in ["sched_sched_switch", "timer_timer_start", "kmem_kmalloc", "irq_softirq_entry", "sock_inet_sock_set_state"] {
