@@ -132,7 +132,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             t.enter_instance(i)?;
         }
         let o = RawOpts::all(false, a.json, None, None);
-        let shown = measure(Input::tree(&t, &o)?, &a, mode, &o, &|| false, &Cell::new(false))?;
+        let shown = measure(Input::tree(&t, &o)?, &a, mode, &o, &|| false, &Cell::new(false), &[])?;
         if !shown {
             cli::note(&none_measured(&a, mode, "in the buffer"));
         }
@@ -172,6 +172,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             }
         }
         let on = command::tracing_on_file(&t);
+        // The tasks whose wakeups count: the command (its children follow
+        // through sched_process_fork), or -P.
+        let only: Vec<u32> = child.pid().into_iter().chain(a.pid.iter().copied()).collect();
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| {
             // A stop threshold: the kernel switches tracing off itself.
             let kernel_stop = || {
@@ -182,7 +185,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 }
                 d
             };
-            measure(i, &a, mode, o, &kernel_stop, &stopped)
+            measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
         let r = command::stream(&t, &mut st, &child, a.json, limit, &show, &|w| none_measured(&a, mode, w));
         command::unmine(&t, a.keep, notrace);
@@ -254,7 +257,15 @@ fn tracer_settings(st: &mut State, a: &Args, mode: Mode) -> Result<(), Error> {
 
 /// Feed the records into the accumulators, print as the options say;
 /// whether anything was measured.
-fn measure(input: Input<'_>, a: &Args, mode: Mode, o: &RawOpts, done: &dyn Fn() -> bool, stopped: &Cell<bool>) -> Result<bool, Error> {
+fn measure(
+    input: Input<'_>,
+    a: &Args,
+    mode: Mode,
+    o: &RawOpts,
+    done: &dyn Fn() -> bool,
+    stopped: &Cell<bool>,
+    only: &[u32],
+) -> Result<bool, Error> {
     let unit = Unit { ns: a.ns };
     let scale = if a.ns { 1 } else { 1000 };
     let hist = (a.hist || a.json && (a.bucket.is_some() || a.entries.is_some()))
@@ -263,7 +274,15 @@ fn measure(input: Input<'_>, a: &Args, mode: Mode, o: &RawOpts, done: &dyn Fn() 
     let mut live = Out::stdout();
     let mut line = String::new();
     let meta = decode::collect(input, o, done, &mut |m, it| {
-        let Ok(l) = acc.get_or_insert_with(|| Lat::new(mode, &m.events, m.endian, a.rt, hist)) else { return };
+        let Ok(l) = acc.get_or_insert_with(|| {
+            let mut l = Lat::new(mode, &m.events, m.endian, a.rt, hist)?;
+            if !only.is_empty() {
+                l.only(&only.iter().map(|&p| i64::from(p)).collect::<Vec<_>>());
+            }
+            Ok(l)
+        }) else {
+            return;
+        };
         match it {
             Item::Record { cpu, ts, payload, .. } => {
                 if let Some(s) = l.record(cpu, ts, payload) {

@@ -125,7 +125,7 @@ impl Mode {
     /// preferred. Optional ones (softirqs) start with `?`.
     pub fn events(self) -> &'static [&'static str] {
         match self {
-            Mode::Wakeup => &["sched:sched_waking|sched:sched_wakeup", "sched:sched_switch"],
+            Mode::Wakeup => &["sched:sched_waking|sched:sched_wakeup", "sched:sched_switch", "?sched:sched_process_fork"],
             Mode::Irq => &["irq:irq_handler_entry", "irq:irq_handler_exit", "?irq:softirq_entry", "?irq:softirq_exit"],
             Mode::Syscall => &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"],
             Mode::Timerlat => &["ftrace:timerlat"],
@@ -311,6 +311,8 @@ const BEGIN: usize = 0;
 const END: usize = 1;
 const SOFT_BEGIN: usize = 2;
 const SOFT_END: usize = 3;
+/// wakeup: sched_process_fork, to follow the children of the pids given.
+const FORK: usize = 2;
 
 /// The accumulators of one run.
 pub struct Lat {
@@ -323,6 +325,8 @@ pub struct Lat {
     /// ones are `None`).
     evs: [Option<Ev>; 4],
     rows: BTreeMap<(Table, i64), Row>,
+    /// wakeup: only wakeups of these tasks (and their children), when set.
+    only: Option<alloc::collections::BTreeSet<i64>>,
     /// wakeup: pid → waking time; syscall: pid → (id, enter time).
     open: BTreeMap<i64, (i64, u64)>,
     /// irq: per CPU (IRQ, entry time) and (vector, entry time).
@@ -341,7 +345,7 @@ impl Lat {
     /// entries) to keep histograms.
     pub fn new(mode: Mode, events: &EventTable, endian: Endian, rt_only: bool, hist: Option<(u64, usize)>) -> Result<Lat, Missing> {
         let fields: &[&[&str]] = match mode {
-            Mode::Wakeup => &[&["pid", "prio", "comm"], &["next_pid", "next_prio", "next_comm"]],
+            Mode::Wakeup => &[&["pid", "prio", "comm"], &["next_pid", "next_prio", "next_comm"], &["parent_pid", "child_pid"]],
             Mode::Irq => &[&["irq", "name"], &["irq"], &["vec"], &["vec"]],
             Mode::Syscall => &[&["id"], &["id"]],
             Mode::Timerlat => &[&["seqnum", "context", "timer_latency"]],
@@ -369,6 +373,7 @@ impl Lat {
             hist,
             evs,
             rows: BTreeMap::new(),
+            only: None,
             open: BTreeMap::new(),
             irq_open: Vec::new(),
             noise: BTreeMap::new(),
@@ -389,6 +394,14 @@ impl Lat {
             }
         }
         v
+    }
+
+    /// wakeup: measure only these tasks and the children they fork. (The
+    /// kernel's pid filter lets through what a filtered task does, and a
+    /// filtered task wakes others: `sched_waking` is written when either
+    /// the waker or the wakee is in `set_event_pid`.)
+    pub fn only(&mut self, pids: &[i64]) {
+        self.only = Some(pids.iter().copied().collect());
     }
 
     fn which(&self, id: u32) -> Option<usize> {
@@ -435,7 +448,7 @@ impl Lat {
             (Mode::Wakeup, BEGIN) => {
                 let pid = ev.int(0, p, e)?;
                 let prio = ev.int(1, p, e)?;
-                if pid == 0 || (self.rt_only && prio >= 100) {
+                if pid == 0 || (self.rt_only && prio >= 100) || self.only.as_ref().is_some_and(|o| !o.contains(&pid)) {
                     return None;
                 }
                 if self.open.len() < MAX_OPEN {
@@ -454,6 +467,13 @@ impl Lat {
                 self.add(Table::Task, pid, Some(name), s.ns);
                 self.add(Table::Class, class(prio), None, s.ns);
                 Some(s)
+            }
+            (Mode::Wakeup, FORK) => {
+                let (parent, child) = (ev.int(0, p, e)?, ev.int(1, p, e)?);
+                if let Some(o) = self.only.as_mut().filter(|o| o.contains(&parent) && o.len() < MAX_OPEN) {
+                    o.insert(child);
+                }
+                None
             }
             (Mode::Irq, BEGIN | SOFT_BEGIN) => {
                 let n = ev.int(0, p, e)?;
@@ -845,6 +865,12 @@ mod tests {
         write_tables(&mut out, &l, Unit { ns: false }, &Cmdlines::default()).unwrap();
         assert!(out.contains("sleeper-42"), "{out}");
         assert!(out.contains("3.500"), "{out}");
+        let mut only = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None).unwrap();
+        only.only(&[42]);
+        only.record(0, 0, &wake(7, 120));
+        assert_eq!(only.record(0, 10, &sw(7, 120)), None, "a task the pid filter does not name");
+        only.record(0, 20, &wake(42, 120));
+        assert!(only.record(0, 30, &sw(42, 120)).is_some());
         let mut rt = Lat::new(Mode::Wakeup, &t, Endian::Little, true, None).unwrap();
         rt.record(0, 0, &wake(42, 120));
         assert_eq!(rt.record(0, 10, &sw(42, 120)), None, "--rt skips normal tasks");

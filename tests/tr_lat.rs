@@ -205,6 +205,9 @@ fn a_command_is_measured_and_its_status_returned() {
     let task = |n: &str| r.iter().filter(|x| x.0 == "task" && x.2.starts_with(&format!("{n}-"))).map(|x| x.3).sum::<i64>();
     assert!(task("sh") >= 10, "the shell woke 10 times: {r:?}");
     assert!(task("sleep") >= 10, "10 sleeps woke: {r:?}");
+    // Only the command's tasks: the kernel's pid filter also lets through
+    // the wakeups the command causes in others.
+    assert!(r.iter().filter(|x| x.0 == "task").all(|x| x.2.starts_with("sh-") || x.2.starts_with("sleep-")), "{r:?}");
     let o = lat(&["syscall", "--", "sh", "-c", "cat /proc/version > /dev/null"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);

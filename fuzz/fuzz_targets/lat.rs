@@ -25,7 +25,7 @@ const EVENTS: &[(&str, &str, u32, &str)] = &[
 ];
 
 fuzz_target!(|data: &[u8]| {
-    // Byte 0: mode, endian, --rt, ns; byte 1: histogram width and entries;
+    // Byte 0: mode, endian, --rt, ns, a pid filter; byte 1: histogram width and entries;
     // then, when bit 7 of byte 0 is set, a format text up to a NUL that
     // replaces the first event of the mode; then records: [cpu, len, ts
     // delta, bytes...] (len 0: a loss).
@@ -55,6 +55,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let hist = (h & 1 != 0).then(|| (u64::from(h >> 4), usize::from(h & 0x0e) * 3));
     let Ok(mut lat) = Lat::new(mode, &t, e, sel & 0x10 != 0, hist) else { return };
+    if sel & 0x40 != 0 {
+        lat.only(&[1, 2, 0x100]);
+    }
     let mut ts = 0u64;
     let mut out = String::new();
     while let [cpu, len, dt, more @ ..] = rest {
