@@ -26,7 +26,6 @@
 //! as unpaired, never guessed; a loss on the ring buffer forgets every open
 //! begin, since its end may be among the lost records.
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -40,6 +39,84 @@ pub const MAX_ENTRIES: usize = 1 << 16;
 /// Tasks, syscalls or CPUs with an open begin that are tracked at most
 /// (a damaged stream cannot grow the maps without bound).
 const MAX_OPEN: usize = 1 << 16;
+
+/// A map on a sorted Vec: far less code in the binary than a BTreeMap
+/// (tr-lat keeps a few hundred keys at most in practice).
+#[derive(Debug, Clone)]
+pub struct VecMap<K, V>(Vec<(K, V)>);
+
+impl<K: Ord + Copy, V> VecMap<K, V> {
+    pub const fn new() -> Self {
+        VecMap(Vec::new())
+    }
+
+    fn find(&self, k: &K) -> Result<usize, usize> {
+        self.0.binary_search_by(|e| e.0.cmp(k))
+    }
+
+    pub fn get(&self, k: &K) -> Option<&V> {
+        self.find(k).ok().and_then(|i| self.0.get(i)).map(|e| &e.1)
+    }
+
+    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        let i = self.find(k).ok()?;
+        self.0.get_mut(i).map(|e| &mut e.1)
+    }
+
+    pub fn contains_key(&self, k: &K) -> bool {
+        self.find(k).is_ok()
+    }
+
+    /// The value of `k`, made by `f` when absent.
+    pub fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> &mut V {
+        let i = match self.find(&k) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (k, f()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    /// Set `k`; the old value, if any.
+    pub fn insert(&mut self, k: K, v: V) -> Option<V> {
+        match self.find(&k) {
+            Ok(i) => Some(core::mem::replace(&mut self.0[i].1, v)),
+            Err(i) => {
+                self.0.insert(i, (k, v));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, k: &K) -> Option<V> {
+        self.find(k).ok().map(|i| self.0.remove(i).1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear()
+    }
+
+    /// By key.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.0.iter().map(|e| (&e.0, &e.1))
+    }
+}
+
+impl<K: Ord + Copy, V> Default for VecMap<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// count, min, avg, max, sum (and the last value: rtla's `cur`), in ns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -324,19 +401,19 @@ pub struct Lat {
     /// The mode's events, in the order of [`Mode::events`] (absent optional
     /// ones are `None`).
     evs: [Option<Ev>; 4],
-    rows: BTreeMap<(Table, i64), Row>,
+    rows: VecMap<(Table, i64), Row>,
     /// wakeup: only wakeups of these tasks (and their children), when set.
-    only: Option<alloc::collections::BTreeSet<i64>>,
+    only: Option<VecMap<i64, ()>>,
     /// wakeup: pid → waking time; syscall: pid → (id, enter time).
-    open: BTreeMap<i64, (i64, u64)>,
+    open: VecMap<i64, (i64, u64)>,
     /// irq: per CPU (IRQ, entry time) and (vector, entry time).
     irq_open: Vec<(Option<(i64, u64)>, Option<(i64, u64)>)>,
-    pub noise: BTreeMap<u32, Noise>,
+    pub noise: VecMap<u32, Noise>,
     /// Ends without their begin, and begins forgotten at a loss.
     pub unpaired: u64,
     pub lost: u64,
     /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
-    seq: BTreeMap<(u32, i64), u64>,
+    seq: VecMap<(u32, i64), u64>,
     pub seq_gaps: u64,
 }
 
@@ -372,14 +449,14 @@ impl Lat {
             rt_only,
             hist,
             evs,
-            rows: BTreeMap::new(),
+            rows: VecMap::new(),
             only: None,
-            open: BTreeMap::new(),
+            open: VecMap::new(),
             irq_open: Vec::new(),
-            noise: BTreeMap::new(),
+            noise: VecMap::new(),
             unpaired: 0,
             lost: 0,
-            seq: BTreeMap::new(),
+            seq: VecMap::new(),
             seq_gaps: 0,
         })
     }
@@ -401,7 +478,11 @@ impl Lat {
     /// filtered task wakes others: `sched_waking` is written when either
     /// the waker or the wakee is in `set_event_pid`.)
     pub fn only(&mut self, pids: &[i64]) {
-        self.only = Some(pids.iter().copied().collect());
+        let mut o = VecMap::new();
+        for &p in pids {
+            o.insert(p, ());
+        }
+        self.only = Some(o);
     }
 
     fn which(&self, id: u32) -> Option<usize> {
@@ -410,7 +491,7 @@ impl Lat {
 
     fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) {
         let hist = self.hist;
-        let row = self.rows.entry((table, key)).or_insert_with(|| Row {
+        let row = self.rows.entry((table, key), || Row {
             name: String::new(),
             stat: Stat::default(),
             hist: hist.map(|(w, n)| Hist::new(w, n)),
@@ -448,13 +529,13 @@ impl Lat {
             (Mode::Wakeup, BEGIN) => {
                 let pid = ev.int(0, p, e)?;
                 let prio = ev.int(1, p, e)?;
-                if pid == 0 || (self.rt_only && prio >= 100) || self.only.as_ref().is_some_and(|o| !o.contains(&pid)) {
+                if pid == 0 || (self.rt_only && prio >= 100) || self.only.as_ref().is_some_and(|o| !o.contains_key(&pid)) {
                     return None;
                 }
                 if self.open.len() < MAX_OPEN {
                     // The first wakeup counts: a task woken again before it
                     // ran has waited since the first.
-                    self.open.entry(pid).or_insert((prio, ts));
+                    self.open.entry(pid, || (prio, ts));
                 }
                 None
             }
@@ -470,8 +551,8 @@ impl Lat {
             }
             (Mode::Wakeup, FORK) => {
                 let (parent, child) = (ev.int(0, p, e)?, ev.int(1, p, e)?);
-                if let Some(o) = self.only.as_mut().filter(|o| o.contains(&parent) && o.len() < MAX_OPEN) {
-                    o.insert(child);
+                if let Some(o) = self.only.as_mut().filter(|o| o.contains_key(&parent) && o.len() < MAX_OPEN) {
+                    o.insert(child, ());
                 }
                 None
             }
@@ -562,7 +643,7 @@ impl Lat {
                 if !self.noise.contains_key(&cpu) && self.noise.len() >= MAX_OPEN {
                     return None;
                 }
-                let n = self.noise.entry(cpu).or_default();
+                let n = self.noise.entry(cpu, Noise::default);
                 n.periods += 1;
                 n.runtime = n.runtime.saturating_add(runtime);
                 n.noise = n.noise.saturating_add(noise);
@@ -698,7 +779,7 @@ pub fn write_tables<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdline
 fn write_noise<W: Write + ?Sized>(w: &mut W, lat: &Lat) -> fmt::Result {
     writeln!(w, "\n# osnoise per CPU: runtime, noise and max single noise in us")?;
     writeln!(w, "CPU   PERIODS      RUNTIME      NOISE  %AVAIL  MAXSINGLE      HW     NMI     IRQ SOFTIRQ  THREAD")?;
-    for (cpu, n) in &lat.noise {
+    for (cpu, n) in lat.noise.iter() {
         let a = n.available_mpct();
         writeln!(
             w,
@@ -768,7 +849,7 @@ pub fn write_json<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines:
         }
         w.write_str("}\n")?;
     }
-    for (cpu, n) in &lat.noise {
+    for (cpu, n) in lat.noise.iter() {
         writeln!(
             w,
             "{{\"table\":\"osnoise_cpu\",\"key\":{cpu},\"unit\":\"us\",\"periods\":{},\"runtime\":{},\"noise\":{},\"available_pct\":{}.{:03},\"max_single\":{},\"hw\":{},\"nmi\":{},\"irq\":{},\"softirq\":{},\"thread\":{}}}",
