@@ -157,9 +157,7 @@ impl Hist {
     /// `width` ns per bucket (at least 1), `entries` buckets (at most
     /// [`MAX_ENTRIES`], at least 1).
     pub fn new(width: u64, entries: usize) -> Self {
-        let mut buckets = Vec::new();
-        buckets.resize(entries.clamp(1, MAX_ENTRIES), 0);
-        Hist { width: width.max(1), buckets, over: 0 }
+        Hist { width: width.max(1), buckets: alloc::vec![0; entries.clamp(1, MAX_ENTRIES)], over: 0 }
     }
 
     pub fn add(&mut self, v: u64) {
@@ -383,6 +381,9 @@ impl fmt::Display for Missing {
 
 use alloc::string::ToString;
 
+/// An open begin: (IRQ or vector, entry time).
+type Open = Option<(i64, u64)>;
+
 /// Indexes into `Lat::evs`.
 const BEGIN: usize = 0;
 const END: usize = 1;
@@ -407,7 +408,7 @@ pub struct Lat {
     /// wakeup: pid → waking time; syscall: pid → (id, enter time).
     open: VecMap<i64, (i64, u64)>,
     /// irq: per CPU (IRQ, entry time) and (vector, entry time).
-    irq_open: Vec<(Option<(i64, u64)>, Option<(i64, u64)>)>,
+    irq_open: Vec<(Open, Open)>,
     pub noise: VecMap<u32, Noise>,
     /// Ends without their begin, and begins forgotten at a loss.
     pub unpaired: u64,
@@ -659,7 +660,7 @@ impl Lat {
         }
     }
 
-    fn cpu_slot(&mut self, cpu: u32) -> Option<&mut (Option<(i64, u64)>, Option<(i64, u64)>)> {
+    fn cpu_slot(&mut self, cpu: u32) -> Option<&mut (Open, Open)> {
         let i = usize::try_from(cpu).ok().filter(|&i| i < MAX_OPEN)?;
         if self.irq_open.len() <= i {
             self.irq_open.resize(i + 1, (None, None));
