@@ -93,7 +93,8 @@ pub fn split_common(args: &[String]) -> Result<(Common, Vec<String>), Error> {
         if let Some(v) = value_of("--tracefs", "-T")? {
             c.tracefs = Some(v);
         } else if let Some(v) = value_of("--instance", "-B")? {
-            if let Some(why) = trbox::sys::instance_name_problem(&v) {
+            // -B '' is the top-level buffer (a trace.dat's unnamed one).
+            if let Some(why) = Some(v.as_str()).filter(|v| !v.is_empty()).and_then(trbox::sys::instance_name_problem) {
                 return Err(Error::usage(format!("-B '{}': not a plain instance name: {why}", v.escape_debug()))
                     .hint("an instance is a directory directly in <tracefs>/instances, e.g. -B mytrace"));
             }

@@ -222,7 +222,7 @@ pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Res
     if !cmd.is_empty() {
         return Ok((Command::start(cmd, st, follow)?, NotMine::default()));
     }
-    let none = Command::start(&[], st, follow)?;
+    let none = Command { child: RefCell::new(None), name: String::new() };
     if pids.is_empty() {
         return Ok((none, not_mine(st, follow)?));
     }
@@ -307,7 +307,8 @@ pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<boo
 /// opened, the command released, its records handed to `show` until the
 /// command ends (or Ctrl-C / the time limit) and the closed window is read
 /// out; then the command's exit status (None without one). A window that
-/// showed nothing says so on stderr (`empty`: what was traced, for whom).
+/// showed nothing says so on stderr (`empty`: what was traced, for whom;
+/// None where `show` says it itself).
 pub fn stream(
     t: &Tracefs,
     st: &mut State,
@@ -315,7 +316,7 @@ pub fn stream(
     json: bool,
     limit: Option<Duration>,
     show: &Show,
-    empty: &Empty,
+    empty: Option<&Empty>,
 ) -> Result<Option<u8>, Error> {
     let opts = RawOpts::all(true, json, None, now(t));
     let command = child.is_some();
@@ -338,7 +339,7 @@ pub fn stream(
     // the terminal, or it is ended now.
     let status = child.finish();
     drop(w);
-    if !r? {
+    if let (false, Some(empty)) = (r?, empty) {
         crate::cli::note(&empty(&window_text(command, limit)));
     }
     Ok(status)

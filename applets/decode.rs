@@ -144,9 +144,18 @@ impl<'t> Input<'t> {
         let ncpus = t.cpus()?.len() as u32;
         // Live: uname(2); a copy: its `uname` or `version` file.
         let version = if t.is_live() {
-            live_version()
+            let v = live_version();
+            note_version(v, "uname(2)");
+            v
         } else {
-            ["uname", "version"].iter().find_map(|f| t.read_top_opt(f).ok().flatten()).and_then(|v| trbox::ctl::kernel_version(&v))
+            let found = ["uname", "version"].iter().find_map(|f| Some((*f, t.read_top_opt(f).ok().flatten()?)));
+            let v = found.as_ref().and_then(|(_, text)| trbox::ctl::kernel_version(text));
+            let top = t.top().display();
+            match found {
+                Some((f, _)) => note_version(v, &format!("from {top}/{f}")),
+                None => note_version(v, &format!("no uname or version file in {top}")),
+            }
+            v
         };
         Ok(Input {
             graph,
@@ -241,10 +250,15 @@ impl<'t> Input<'t> {
         } else {
             (Vec::new(), Vec::new())
         };
+        let version = td.options.uname.as_deref().and_then(trbox::ctl::kernel_version);
+        match td.options.uname {
+            Some(_) => note_version(version, &format!("from the UNAME option of {}", path.display())),
+            None => note_version(version, &format!("{} has no UNAME option", path.display())),
+        }
         Ok(Input {
             // trace.dat keeps no tracer name: graph records mean a graph trace.
             graph: Some(GraphOpts::default()),
-            version: td.options.uname.as_deref().and_then(trbox::ctl::kernel_version),
+            version,
             graph_auto: true,
             ncpus: td.cpus,
             long_size: hp.long_size(),
@@ -323,6 +337,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         let irq = syms.table().map_or(IrqText::Fallback, IrqText::from_kallsyms);
         GraphRenderer::new(&events, &graph_cmdlines, endian, long_size, Some(&syms as &dyn SymbolLookup))
             .with_strings(&printk)
+            .with_kernel(&kernel)
             .with_opts(opts)
             .with_cpu_count(ncpus)
             .with_irq_text(irq)
@@ -715,6 +730,19 @@ impl trbox::printfmt::KernelInfo for Kernel {
     }
     fn typedef(&self, name: &str) -> Option<(u32, bool)> {
         trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.typedef(name)
+    }
+}
+
+/// Say (under -v) which syscall event layout the kernel version gives, and
+/// where the version came from.
+fn note_version(version: Option<(u32, u32)>, from: &str) {
+    let style = match trbox::printfmt::syscall_style(version) {
+        trbox::printfmt::SyscallStyle::Before6_17 => "before 6.17 (`arg: %lx`)",
+        trbox::printfmt::SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
+    };
+    match version {
+        Some((major, minor)) => log::info!("kernel version {major}.{minor} ({from}): syscall events in the style of kernels {style}"),
+        None => log::info!("kernel version unknown ({from}): syscall events in the style of kernels {style}"),
     }
 }
 

@@ -146,7 +146,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             let e = Error::runtime(format!("no events were recorded {w} ({names})"));
             e.hint(if a.filter.is_some() { "the filter (-f) may reject them all; or they did not happen" } else { "did they happen? try a longer -t" })
         };
-        let r = command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run, &empty);
+        let r = command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run, Some(&empty));
         command::unmine(&t, a.keep, notrace);
         r?
     };

@@ -187,7 +187,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             };
             measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
-        let r = command::stream(&t, &mut st, &child, a.json, limit, &show, &|w| none_measured(&a, mode, w));
+        let r = command::stream(&t, &mut st, &child, a.json, limit, &show, Some(&|w| none_measured(&a, mode, w)));
         command::unmine(&t, a.keep, notrace);
         drop(st);
         drop(global);

@@ -116,8 +116,6 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             Some(f) => format!("stacktrace if {f}"),
             None => "stacktrace".to_string(),
         };
-        let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
-        let (child, notrace) = command::whom(&mut st, cmd, &a.pid, follow)?;
         for e in &events {
             let dir = event_dir(e);
             if let Some(f) = &a.filter {
@@ -138,14 +136,17 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         if let Some(g) = &a.func {
             st.set_functions("set_ftrace_filter", &[g.clone()])?;
         }
+        // Tracing is idle until the window opens: the order of the set-up
+        // does not matter to what is recorded, and the function filter
+        // first names dynamic ftrace plainly where the kernel refuses it.
+        let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
+        let (child, notrace) = command::whom(&mut st, cmd, &a.pid, follow)?;
         if a.func.is_some() {
             st.set_tracer("function")?;
             st.set("options/func_stack_trace", "1")?;
         }
         // count_stacks says itself that nothing came (an error: no table).
-        let r = command::stream(&t, &mut st, &child, false, limit, &|i, o, done| count_stacks(i, &a, o, done).map(|()| true), &|_| {
-            Error::runtime("")
-        });
+        let r = command::stream(&t, &mut st, &child, false, limit, &|i, o, done| count_stacks(i, &a, o, done).map(|()| true), None);
         command::unmine(&t, a.keep, notrace);
         r?
     };

@@ -51,13 +51,13 @@
 #                   binaries. By default (1) they are built with
 #                   -Cpanic=immediate-abort: a panic becomes a bare trap, and
 #                   every panic site shrinks to one instruction — about 110 KiB
-#                   less on aarch64, which keeps the binary under the 400 KiB
+#                   less on aarch64, which keeps the binary under the 448 KiB
 #                   budget. The core is built and fuzzed not to panic on any
 #                   input; the host build (make) keeps the messages.
 #   TRBOX_BOARD_FEATURES  cargo features of the board binaries (default
 #                   "std,zlib"): the zstd decoder for compressed trace.dat v7
 #                   (ruzstd, ~20 KiB on aarch64) is left out to keep the binary
-#                   under its 400 KiB budget; boards record v6, and a zstd file
+#                   under its 448 KiB budget; boards record v6, and a zstd file
 #                   is read on the desktop (the host build has it) or after
 #                   `trace-cmd convert --compression none`. "std,zlib,zstd"
 #                   puts it back.

@@ -6,7 +6,8 @@
 #   make qemu-shell [ARCH=...]              interactive board shell (Ctrl-A x quits)
 #   make qemu-test [QEMU_ARCHS="..."]       the session on every board, checked on the host
 #   make qemu-selfcheck                     broken boards must make qemu-test fail
-#   make qemu-fixtures                      re-record tests/fixtures/ARCH/ (maintainers)
+#   make qemu-fixtures [FIXTURES="a b"]     re-record tests/fixtures/ARCH/ (maintainers;
+#                                           FIXTURES: only those scenarios, the rest kept)
 #   make qemu-setup                         install qemu, cpio; add dpkg architectures
 #
 # Kernels and busyboxes are fetched once into ~/.cache/trbox/qemu (shared by
@@ -68,4 +69,4 @@ qemu-selfcheck: cross
 	$(QEMU_SH)/selfcheck.sh
 
 qemu-fixtures: setup cross
-	$(QEMU_SH)/fixtures.sh $(QEMU_ARCHS)
+	FIXTURES='$(FIXTURES)' $(QEMU_SH)/fixtures.sh $(QEMU_ARCHS)

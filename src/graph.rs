@@ -35,7 +35,7 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use crate::format::{Endian, EventFormat, EventTable, Field};
-use crate::printfmt::{Ctx, Program, StringLookup, SymbolLookup};
+use crate::printfmt::{Ctx, KernelInfo, Program, StringLookup, SymbolLookup};
 use crate::render::{write_lat_flags, Cmdlines, CommonFields};
 
 /// `FTRACE_RETFUNC_DEPTH`: the depths whose entered function the kernel
@@ -531,6 +531,9 @@ pub struct GraphRenderer<'a> {
     long_size: u8,
     syms: Option<&'a dyn SymbolLookup>,
     strings: Option<&'a dyn StringLookup>,
+    /// What the format files leave out (the kernel version decides the
+    /// syscall events' layout in comments).
+    kernel: Option<&'a dyn KernelInfo>,
     opts: GraphOpts,
     cpu_width: usize,
     irq: IrqText,
@@ -561,6 +564,7 @@ impl<'a> GraphRenderer<'a> {
             long_size: if long_size == 4 { 4 } else { 8 },
             syms,
             strings: None,
+            kernel: None,
             opts: GraphOpts::default(),
             cpu_width: 1,
             irq: IrqText::Fallback,
@@ -575,6 +579,13 @@ impl<'a> GraphRenderer<'a> {
     /// printk_formats, for trace_printk comments (`bprint`/`bputs`).
     pub fn with_strings(mut self, s: &'a dyn StringLookup) -> Self {
         self.strings = Some(s);
+        self
+    }
+
+    /// Kernel facts for the print fmts of comment events (as
+    /// [`crate::render::Renderer::with_kernel`]).
+    pub fn with_kernel(mut self, k: &'a dyn KernelInfo) -> Self {
+        self.kernel = Some(k);
         self
     }
 
@@ -983,7 +994,10 @@ impl<'a> GraphRenderer<'a> {
                 }
                 if let Some(slot) = self.progs.get_mut(i) {
                     if slot.is_none() {
-                        *slot = Some(Program::compile(ev, self.long_size));
+                        *slot = Some(match self.kernel {
+                            Some(k) => Program::compile_with(ev, self.long_size, k),
+                            None => Program::compile(ev, self.long_size),
+                        });
                     }
                 }
             }

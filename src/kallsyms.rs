@@ -11,11 +11,15 @@
 //! trampolines, kprobe instruction slots): the kernel prints those addresses
 //! as raw hex in stack traces, so they stay in the table as stops that
 //! resolve to nothing.
+//!
+//! The table also names the kretprobe trampoline, which the kernel's own
+//! output prints as `[unknown/kretprobe'd]` where it is a return address
+//! ([`crate::printfmt::write_ip_symbol`]).
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::printfmt::{Sym, SymbolLookup};
+use crate::printfmt::{KretprobeTrampoline, Sym, SymbolLookup};
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -39,6 +43,7 @@ pub struct Kallsyms {
     modules: Vec<(u32, u16)>,
     /// Address ranges core-kernel lookups are valid in (`is_ksym_addr`).
     core: Vec<(u64, u64)>,
+    kretprobe: Option<KretprobeTrampoline>,
 }
 
 impl Kallsyms {
@@ -48,6 +53,7 @@ impl Kallsyms {
     pub fn parse(text: &str) -> Kallsyms {
         let mut k = Kallsyms { blob: String::with_capacity(text.len() / 2), syms: Vec::with_capacity(text.len() / 40), ..Default::default() };
         let (mut stext, mut etext, mut sinit, mut einit, mut end) = (None, None, None, None, None);
+        let (mut kretprobe, mut rethook, mut old_kretprobe) = (None, None, false);
         let mut last_mod: &[u8] = &[];
         let b = text.as_bytes();
         let mut pos = 0;
@@ -109,6 +115,13 @@ impl Kallsyms {
                     "_sinittext" => sinit = Some(addr),
                     "_einittext" => einit = Some(addr),
                     "_end" => end = Some(addr),
+                    "__kretprobe_trampoline" => kretprobe = Some(addr),
+                    _ => {}
+                }
+            } else if mi == 0 && name.ends_with("_trampoline") {
+                match name {
+                    "arch_rethook_trampoline" => rethook = Some(addr),
+                    "kretprobe_trampoline" => old_kretprobe = true,
                     _ => {}
                 }
             }
@@ -122,6 +135,15 @@ impl Kallsyms {
             // Stable: aliases keep file order, so the first listed wins.
             k.syms.sort_by_key(|e| e.addr);
         }
+        // is_kretprobe_trampoline(): `__kretprobe_trampoline` (5.15+); on
+        // kernels whose kretprobes run on rethook (CONFIG_KRETPROBE_ON_RETHOOK:
+        // x86 and others since 6.0) that one is not built and the check is
+        // is_rethook_trampoline(); before 5.15 the name `kretprobe_trampoline`.
+        k.kretprobe = match (kretprobe.or(rethook), old_kretprobe) {
+            (Some(a), _) => Some(KretprobeTrampoline::At(a)),
+            (None, true) => Some(KretprobeTrampoline::Named),
+            (None, false) => None,
+        };
         match (stext, end, etext) {
             (Some(s), Some(e), _) => k.core.push((s, e.saturating_add(1))),
             (Some(s), None, Some(e)) => {
@@ -190,6 +212,9 @@ impl SymbolLookup for Kallsyms {
     fn lookup(&self, addr: u64) -> Option<Sym<'_>> {
         Kallsyms::lookup(self, addr)
     }
+    fn kretprobe_trampoline(&self) -> Option<KretprobeTrampoline> {
+        self.kretprobe
+    }
 }
 
 #[cfg(test)]
@@ -221,6 +246,51 @@ mod tests {
         let s = k.lookup(0xffffffffc0230004).unwrap();
         assert_eq!((s.name, s.offset, s.module), ("bpf_prog_6deef7357e7b4530_sd_fw", 4, None));
         assert_eq!(k.address_of("ftrace_trampoline"), None);
+    }
+
+    /// What `is_kretprobe_trampoline()` compares with, by kernel: the
+    /// arm64 board (6.1), the x86_64 board (6.1, kretprobes on rethook,
+    /// which also lists no `__kretprobe_trampoline`), a 5.10 kernel (by
+    /// name), and none.
+    #[test]
+    fn kretprobe_trampoline_of_each_kernel() {
+        let t = |text: &str| Kallsyms::parse(text).kretprobe_trampoline();
+        let arm64 = "ffff800008010000 T _stext\nffff8000080381c4 T __kretprobe_trampoline\nffff8000080381f0 T kprobe_breakpoint_handler\n";
+        assert_eq!(t(arm64), Some(KretprobeTrampoline::At(0xffff8000080381c4)));
+        let x86 = "ffffffff81076840 T arch_rethook_trampoline\nffffffff81076860 t arch_rethook_fixup_return\n";
+        assert_eq!(t(x86), Some(KretprobeTrampoline::At(0xffffffff81076840)));
+        // Both: kretprobes not on rethook (rethook only for fprobe).
+        assert_eq!(t(&format!("{x86}ffffffff81076900 T __kretprobe_trampoline\n")), Some(KretprobeTrampoline::At(0xffffffff81076900)));
+        assert_eq!(t("ffffffff81050000 T kretprobe_trampoline\n"), Some(KretprobeTrampoline::Named));
+        assert_eq!(t("ffffffff81050000 T schedule\nffffffffc0001000 t kretprobe_trampoline\t[m]\n"), None);
+    }
+
+    /// `trace_seq_print_sym()`: the trampoline prints `[unknown/kretprobe'd]`
+    /// by address (with or without offset) on 5.15+, by name and only
+    /// without offset before.
+    #[test]
+    fn kretprobed_return_addresses() {
+        use crate::printfmt::{write_ip_sym, write_ip_symbol};
+        let s = |k: &Kallsyms, a: u64, offset: bool| {
+            let mut o = String::new();
+            let hit = write_ip_symbol(&mut o, a, offset, Some(k as &dyn SymbolLookup)).unwrap();
+            (hit, o)
+        };
+        let k = Kallsyms::parse("ffff8000080381c4 T __kretprobe_trampoline\nffff8000080381f0 T kprobe_breakpoint_handler\n");
+        assert_eq!(s(&k, 0xffff8000080381c4, false), (true, "[unknown/kretprobe'd]".into()));
+        assert_eq!(s(&k, 0xffff8000080381c4, true), (true, "[unknown/kretprobe'd]".into()));
+        // Inside it but not the address itself: the symbol.
+        assert_eq!(s(&k, 0xffff8000080381c8, true), (true, "__kretprobe_trampoline+0x4/0x2c".into()));
+        assert_eq!(s(&k, 0xffff8000080381f4, false), (true, "kprobe_breakpoint_handler".into()));
+        assert_eq!(s(&k, 0x1000, false), (false, String::new()));
+        let mut o = String::new();
+        write_ip_sym(&mut o, 0xffff8000080381c4, Some(&k as &dyn SymbolLookup)).unwrap();
+        write_ip_sym(&mut o, 0, Some(&k as &dyn SymbolLookup)).unwrap();
+        write_ip_sym(&mut o, 0x1000, None).unwrap();
+        assert_eq!(o, "[unknown/kretprobe'd]00x00001000");
+        let old = Kallsyms::parse("ffffffff81050000 T kretprobe_trampoline\nffffffff81050040 T schedule\n");
+        assert_eq!(s(&old, 0xffffffff81050008, false), (true, "[unknown/kretprobe'd]".into()));
+        assert_eq!(s(&old, 0xffffffff81050008, true), (true, "kretprobe_trampoline+0x8/0x40".into()));
     }
 
     #[test]

@@ -492,16 +492,9 @@ impl<'a> Renderer<'a> {
         Body::Fmt { named: prog.name_prefix() && !ftrace_text, prog }
     }
 
-    /// `ip` the way `seq_print_ip_sym` prints it: the symbol name, `0` for
-    /// a null ip, the raw address when no symbol is known.
+    /// `ip` the way `seq_print_ip_sym` prints it (default flags).
     fn ip_sym<W: Write>(&self, w: &mut W, ip: u64) -> fmt::Result {
-        if ip == 0 {
-            return w.write_char('0');
-        }
-        match self.syms.and_then(|s| s.lookup(ip)) {
-            Some(s) => w.write_str(s.name),
-            None => write!(w, "0x{ip:08x}"),
-        }
+        crate::printfmt::write_ip_sym(w, ip, self.syms)
     }
 
     /// The line prefix up to and including its `": "`, assembled in

@@ -75,3 +75,56 @@ fn kprobes_match_the_kernel() {
 fn function_graph_matches_the_kernel() {
     scenarios(&["function_graph", "function_graph_depth"]);
 }
+
+/// A kretprobe on functions the function tracer also traces, with
+/// func_stack_trace: their return address is the kretprobe trampoline,
+/// which the kernel prints as `[unknown/kretprobe'd]` (trace_output.c,
+/// `kretprobed()`). arm64 and armv7 show it on the function lines, armv7
+/// also in `<stack trace>`s (arm64 and x86_64 unwinders put the real
+/// return address back); x86_64 (kprobes on ftrace) reads the parent before
+/// the probe replaces it, so its text has none.
+#[test]
+fn kretprobe_trampoline_matches_the_kernel() {
+    let text = |a: &str| std::fs::read_to_string(format!("tests/fixtures/{a}/kretprobe_function/trace")).unwrap();
+    assert!(text("aarch64").contains(" <-[unknown/kretprobe'd]"), "the fixture lacks the case it is for");
+    assert!(text("armv7").contains(" <-[unknown/kretprobe'd]"), "the fixture lacks the case it is for");
+    assert!(text("armv7").contains("\n => [unknown/kretprobe'd]\n"), "the fixture lacks the case it is for");
+    scenarios(&["kretprobe_function"]);
+}
+
+/// trace_marker_raw records (`ftrace/raw_data`) of 0..20 data bytes:
+/// `# ID buf:` and every byte of the record after the id.
+#[test]
+fn raw_markers_match_the_kernel() {
+    let text = std::fs::read_to_string("tests/fixtures/aarch64/marker_raw/trace").unwrap();
+    assert!(text.contains(": # 1001 buf: 01 00"), "the fixture lacks the case it is for");
+    scenarios(&["marker_raw"]);
+}
+
+/// Syscall events inside the function_graph layout (`/* sys_openat(…) */`)
+/// in the style of the kernel's version (6.1: `dfd: ffffffffffffff9c`).
+#[test]
+fn syscalls_in_the_graph_match_the_kernel() {
+    let text = std::fs::read_to_string("tests/fixtures/aarch64/graph_syscalls/trace").unwrap();
+    assert!(text.contains("/* sys_openat(dfd: ffffffffffffff9c"), "the fixture lacks the case it is for");
+    scenarios(&["graph_syscalls"]);
+}
+
+/// A copied tree without `uname` (or `version`): the syscall layout is that
+/// of the kernels boards run today (before 6.17), and `-v` says so and why.
+#[test]
+fn unknown_version_means_the_layout_before_6_17() {
+    for s in ["graph_syscalls", "events"] {
+        let tmp = TempDir::new("noversion");
+        let d = tmp.path().join(s);
+        copy_tree(&Path::new("tests/fixtures/aarch64").join(s), &d);
+        std::fs::remove_file(d.join("uname")).unwrap();
+        let (n, bad) = check(&d);
+        assert!(n > 0 && bad.is_empty(), "{}", bad.join("\n"));
+        let o = run(&["tr-cat", "--raw", "-v", "-T", d.to_str().unwrap()]);
+        let want = format!("kernel version unknown (no uname or version file in {}): syscall events in the style of kernels before 6.17", d.display());
+        assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    }
+    let o = run(&["tr-cat", "--raw", "-v", "-T", "tests/fixtures/aarch64/graph_syscalls"]);
+    assert!(stderr(&o).contains("kernel version 6.1 (from tests/fixtures/aarch64/graph_syscalls/uname): syscall events in the style of kernels before 6.17"), "{}", stderr(&o));
+}

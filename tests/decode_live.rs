@@ -206,3 +206,50 @@ fn raw_decode_equals_kernel_text() {
     assert!(good as f64 >= 0.999 * n as f64, "fewer than 99.9% identical lines among events renderable from tracefs");
     assert!(ok as f64 >= 0.999 * tally.total as f64, "fewer than 99.9% identical lines overall");
 }
+
+/// trace_marker_raw records (`ftrace/raw_data`) of 0..120 data bytes after
+/// the 4-byte id, each one write(), in an instance of our own: `tr-cat
+/// --raw` prints them as the kernel's `trace_raw_data()` does (`# ID buf:`
+/// and every byte of the record after the id, padding included).
+#[test]
+fn raw_markers_equal_kernel_text() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    if !root.join("trace_marker_raw").exists() {
+        eprintln!("SKIP: no trace_marker_raw here");
+        return;
+    }
+    let name = format!("trbox-rawmarker-{}", std::process::id());
+    let inst = root.join("instances").join(&name);
+    std::fs::create_dir(&inst).unwrap();
+    struct Rm(std::path::PathBuf);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let rm = Rm(inst.clone());
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().write(true).open(inst.join("trace_marker_raw")).unwrap();
+        for n in [0u32, 1, 2, 3, 4, 5, 8, 9, 12, 13, 16, 20, 100, 120] {
+            let mut rec = (0x1000 + n).to_le_bytes().to_vec();
+            rec.extend((1..=n).map(|b| b as u8));
+            // One write(): the kernel makes one record of it.
+            assert_eq!(f.write(&rec).unwrap(), rec.len());
+        }
+    }
+    let kernel = std::fs::read_to_string(inst.join("trace")).unwrap();
+    let k: Vec<&str> = kernel.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(k.len(), 14, "{kernel}");
+    // 6.18 prints `# 1001 buf: 01 00 00 00`; 6.1 reserves at least 13 bytes.
+    assert!(k[1].contains(": # 1001 buf: 01 00 00 00"), "{}", k[1]);
+    let o = run(&["tr-cat", "--raw", "-B", &name]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours = stdout(&o);
+    let t: Vec<&str> = ours.lines().collect();
+    for i in 0..k.len().max(t.len()) {
+        assert_eq!(k.get(i), t.get(i), "line {}", i + 1);
+    }
+    drop(rm);
+    assert_same_state(&before, &snapshot(&root));
+}

@@ -22,6 +22,14 @@ use trbox::page::{decode, Item, PageLayout};
 use trbox::printfmt::{Ctx, Program};
 use trbox::printk::PrintkFormats;
 
+/// The running kernel's version (the syscall events' layout depends on it).
+struct Running;
+impl trbox::printfmt::KernelInfo for Running {
+    fn kernel_version(&self) -> Option<(u32, u32)> {
+        trbox::ctl::kernel_version(&std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?)
+    }
+}
+
 fn load(root: &Path) {
     let dir = std::env::temp_dir().join(format!("trbox-pf-load-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
@@ -167,7 +175,7 @@ fn bodies_equal_kernel_text() {
                     if ev.system == "ftrace" && !matches!(ev.name.as_str(), "print" | "bprint" | "bputs") {
                         continue;
                     }
-                    let prog = programs.entry(id).or_insert_with(|| Program::compile(ev, long));
+                    let prog = programs.entry(id).or_insert_with(|| Program::compile_with(ev, long, &Running));
                     if ev.system != "ftrace" && prog.name_prefix() {
                         s.push_str(&ev.name);
                         s.push_str(": ");

@@ -161,17 +161,57 @@ fn timers() {
     assert_eq!(render(&ev, &r), "hrtimer=ffffc90000123e38 function=hrtimer_wakeup expires=1000000000 softexpires=999950000 mode=REL was_armed=0");
 }
 
-/// The syscall tracer prints these itself (kernel/trace/trace_syscalls.c,
-/// 6.17+ layout), not through the print fmt, and without `name: `.
+struct Version(Option<(u32, u32)>);
+impl trbox::printfmt::KernelInfo for Version {
+    fn kernel_version(&self) -> Option<(u32, u32)> {
+        self.0
+    }
+}
+
+/// The syscall tracer prints these itself (kernel/trace/trace_syscalls.c),
+/// not through the print fmt, and without `name: `: 6.17+ `arg: %lu` below
+/// 10, else `arg: 0x%lx`; before 6.17 `arg: %lx`, which is also what an
+/// unknown version gets (the kernels boards run today).
 #[test]
 fn syscalls() {
     let ev = load("syscalls_sys_enter_openat");
     assert!(!Program::compile(&ev, 8).name_prefix());
     let r = Rec::new(&ev).int("dfd", 0xffffff9c).int("filename", 0x7ffc12345678).int("flags", 0x80000).int("mode", 0).b;
-    assert_eq!(render(&ev, &r), "sys_openat(dfd: 0xffffff9c, filename: 0x7ffc12345678, flags: 0x80000, mode: 0)");
+    let ks = Kallsyms::parse(KALLSYMS);
+    let ctx = Ctx { endian: Endian::Little, long_size: 8, syms: Some(&ks), strings: None };
+    let with = |v| {
+        let mut s = String::new();
+        Program::compile_with(&ev, 8, &Version(v)).render(&mut s, &r, &ctx).unwrap();
+        s
+    };
+    assert_eq!(with(Some((6, 18))), "sys_openat(dfd: 0xffffff9c, filename: 0x7ffc12345678, flags: 0x80000, mode: 0)");
+    assert_eq!(with(Some((6, 17))), with(Some((6, 18))));
+    assert_eq!(with(Some((6, 1))), "sys_openat(dfd: ffffff9c, filename: 7ffc12345678, flags: 80000, mode: 0)");
+    assert_eq!(with(None), with(Some((6, 1))));
+    assert_eq!(render(&ev, &r), with(None));
     let ev = load("syscalls_sys_exit_read");
     assert_eq!(render(&ev, &Rec::new(&ev).int("ret", -11).b), "sys_read -> 0xfffffffffffffff5");
     assert_eq!(render(&ev, &Rec::new(&ev).int("ret", 832).b), "sys_read -> 0x340");
+}
+
+/// trace_marker_raw records (`trace_raw_data()` in trace_output.c): no
+/// event name, `# %x buf:` of the id, then ` %02x` for every byte of the
+/// record after the id — the record's whole length, so padding too.
+#[test]
+fn raw_data() {
+    let ev = load("ftrace_raw_data");
+    let p = Program::compile(&ev, 8);
+    assert!(!p.name_prefix() && !p.needs_symbols() && !p.needs_strings());
+    let rec = |id: u32, data: &[u8]| {
+        let mut b = Rec::new(&ev).int("id", i64::from(id)).b;
+        b.extend_from_slice(data);
+        b
+    };
+    assert_eq!(render(&ev, &rec(0x1001, &[1, 0, 0, 0])), "# 1001 buf: 01 00 00 00");
+    assert_eq!(render(&ev, &rec(0xdeadbeef, &[])), "# deadbeef buf:");
+    assert_eq!(render(&ev, &rec(7, &[0xff, 0x10, 0xa])), "# 7 buf: ff 10 0a");
+    // A record cut before its id.
+    assert_eq!(render(&ev, &rec(1, &[])[..9]), "# <OVERFLOW>");
 }
 
 #[test]

@@ -263,3 +263,73 @@ fn an_event_of_our_own_reads_still_stops() {
     assert!(ended, "tr-event syscalls:sys_enter_read -t 0.5 still ran after 30 s");
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// A shell that opens and reads a file itself, in a loop: openat and read
+/// syscalls in its own pid (a -P target and a system-wide load).
+fn reader_loop() -> Running {
+    spawn(Command::new("sh").args(["-c", "while :; do read x </proc/version; sleep 0.02; done"]).stdout(Stdio::null()))
+}
+
+/// A window that recorded nothing says so on stderr (what, how long, what
+/// to check); the output stays empty and the status 0.
+#[test]
+fn a_window_that_records_nothing_says_so() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_process_exec", "-f", "filename == \"/no/such/file\"", "-t", "0.3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert!(err.contains("tr-event: no events were recorded in 0.3 s (sched:sched_process_exec)"), "{err}");
+    assert!(err.contains("tr-event: hint: the filter (-f)"), "{err}");
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// System-wide (no -P, no command): the load's events are there, trbox's
+/// own reads of the buffer are not (set_event_notrace_pid), which used to
+/// fill the output with tr-event's own sys_enter_read lines.
+#[test]
+fn a_system_wide_run_leaves_its_own_work_out() {
+    let Some((_l, root, before)) = live() else { return };
+    if !root.join("events/syscalls/sys_enter_read").is_dir() || !root.join("set_event_notrace_pid").exists() {
+        skip_absent("syscall events or set_event_notrace_pid");
+        return;
+    }
+    let load = reader_loop();
+    let o = ev(&["syscalls:sys_enter_read", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let load_tag = format!("-{} ", load.id());
+    assert!(out.lines().any(|l| l.contains(&load_tag)), "no read of the load {load_tag}:\n{out}");
+    let own: Vec<&str> = out.lines().filter(|l| l.trim_start().starts_with("trbox-")).collect();
+    assert!(own.is_empty(), "trbox's own reads were traced:\n{}", own.join("\n"));
+    drop(load);
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// -P PID of another process: its events only, every line its own.
+#[test]
+fn dash_p_traces_another_process_only() {
+    let Some((_l, root, before)) = live() else { return };
+    if !root.join("events/syscalls/sys_enter_openat").is_dir() {
+        skip_absent("syscall events");
+        return;
+    }
+    let load = reader_loop();
+    let other = reader_loop();
+    let pid = load.id().to_string();
+    let o = ev(&["syscalls:sys_enter_openat", "-P", &pid, "-t", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let tag = format!("-{pid} ");
+    assert!(out.lines().filter(|l| l.contains("sys_openat(")).count() > 3, "{out}");
+    assert!(out.lines().all(|l| l.contains(&tag)), "lines of other pids (want only {pid}):\n{out}");
+    // tr-stack -e takes -P the same way.
+    let s = applet("tr-stack", &["-e", "syscalls:sys_enter_openat", "-P", &pid, "-t", "1"]);
+    assert_eq!(s.status.code(), Some(0), "{}", stderr(&s));
+    assert!(stdout(&s).contains("syscalls:sys_enter_openat"), "{}", stdout(&s));
+    // With a command too is a usage error.
+    let both = ev(&["syscalls:sys_enter_openat", "-P", &pid, "--", "true"]);
+    assert_eq!(both.status.code(), Some(1), "{}", stderr(&both));
+    drop((load, other));
+    assert_same_state(&before, &snapshot(&root));
+}

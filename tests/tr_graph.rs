@@ -284,3 +284,20 @@ fn no_function_graph_tracer_here() {
     }
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// Syscall events inside the graph (`/* sys_openat(dfd: ffffffffffffff9c, …) */`)
+/// in the kernel's version's layout (6.1 on the boards), as in its text.
+#[test]
+fn syscall_comments_follow_the_kernel_version() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for arch in ["aarch64", "armv7", "x86_64"] {
+        let d = root.join(arch).join("graph_syscalls");
+        let o = graph(&["-T", d.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", d.display(), stderr(&o));
+        let ours = stdout(&o);
+        let kernel = std::fs::read_to_string(d.join("trace")).unwrap();
+        let (k, t) = (body(&kernel), body(&ours));
+        assert!(k.iter().any(|l| l.contains("/* sys_openat(dfd: ")), "{}: no syscall comment", d.display());
+        assert_eq!(k, t, "{}", d.display());
+    }
+}

@@ -5,6 +5,8 @@
 # mentions (plus the symbol after each, so offsets and sizes work), and
 # replace tests/fixtures/ARCH/ with the result. Writes tests/fixtures/ARCH/INFO.
 #   cross/qemu/fixtures.sh [ARCH...]
+# FIXTURES="a b": record only these scenarios and replace only their
+# directories; the other trees stay as they are (INFO is redone over all).
 set -euo pipefail
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
 archs=("$@")
@@ -39,7 +41,12 @@ for a in "${archs[@]}"; do
 			# The core kernel's section bounds and the [__builtin__*] pages
 			# (ftrace trampolines, kprobe slots) always stay: they decide
 			# which addresses the kernel leaves unresolved (src/kallsyms.rs).
-			LC_ALL=C awk '
+			# The kretprobe trampoline stays where a return probe was set or
+			# the text says a return address was one (`[unknown/kretprobe'd]`).
+			kret=0
+			if grep -q '^r' "$d/kprobe_events" 2>/dev/null || grep -q "kretprobe'd" "$d/trace"; then kret=1; fi
+			LC_ALL=C awk -v kret=$kret '
+				FNR == 1 && NR == 1 && kret { want["__kretprobe_trampoline"] = want["arch_rethook_trampoline"] = want["kretprobe_trampoline"] = 1 }
 				FNR == NR { gsub(/[^A-Za-z0-9_.$]/, " "); for (i = 1; i <= NF; i++) want[$i] = 1; next }
 				{
 					addr[++n] = $1; line[n] = $0; name[n] = $3
@@ -55,8 +62,26 @@ for a in "${archs[@]}"; do
 				}' "$d/trace" "$tmp/kallsyms.sorted" >"$d/kallsyms"
 		done
 		rm -f "$fx/kallsyms.full"
+		# Each tree carries the kernel's uname (tr-cat reads the version there).
+		for d in "$fx"/*/; do cp "$fx/uname" "$d"; done
+		dest=$REPO/tests/fixtures/$ARCH
+		if [ -n "${FIXTURES:-}" ]; then
+			mkdir -p "$dest"
+			for d in "$fx"/*/; do
+				d=${d%/}
+				rm -rf "${dest:?}/${d##*/}"
+				cp -r "$d" "$dest/"
+			done
+		else
+			rm -rf "$dest"
+			mkdir -p "$dest"
+			for d in "$fx"/*/; do cp -r "${d%/}" "$dest/"; done
+		fi
+		cp "$fx/uname" "$dest/"
 		kver=$(cut -d' ' -f1 "$CACHE/kver")
-		ev=$fx/events
+		# Any tree has the ftrace formats, header_page and trace_clock.
+		ev=$(ls -d "$dest"/*/ | head -n1)
+		ev=${ev%/}
 		subbuf=$(grep -m1 '^@@FIXTURE kernel ' "$log" | sed 's/.*subbuf=\([0-9]*\).*/\1/')
 		{
 			echo "arch: $ARCH"
@@ -64,21 +89,22 @@ for a in "${archs[@]}"; do
 			echo "uname: $(head -n1 "$fx/uname")"
 			echo "long (header_page commit size): $(sed -n 's/.*local_t commit;.*size:\([0-9]*\);.*/\1/p' "$ev/events/header_page")"
 			echo "sub-buffer: $subbuf"
-			echo "clock: $(sed 's/.*\[\(.*\)\].*/\1/' "$ev/trace_clock")"
-			echo "cpus: $(ls -d "$ev"/per_cpu/cpu* | wc -l)"
-			echo "qemu: $QEMU_BIN ${QEMU_MACHINE[*]} -smp $QEMU_SMP -m $QEMU_MEM"
+			echo "qemu: $QEMU_BIN ${QEMU_MACHINE[*]} -smp $QEMU_SMP -m $QEMU_MEM${FIXTURES:+ (recording $FIXTURES)}"
 			echo
-			printf '%-22s %8s %6s %9s %9s\n' scenario entries pages bytes kallsyms
-			for d in "$fx"/*/; do
+			# CPUs and clock per tree: trees recorded apart (FIXTURES) may differ.
+			printf '%-22s %8s %6s %9s %9s %4s %s\n' scenario entries pages bytes kallsyms cpus clock
+			for d in "$dest"/*/; do
 				d=${d%/}
 				ent=$(cat "$d"/per_cpu/cpu*/stats | awk '$1 == "entries:" { n += $2 } END { print n + 0 }')
 				pages=$(($(cat "$d"/per_cpu/cpu*/trace_pipe_raw | wc -c) / subbuf))
-				bytes=$(find "$d" -type f -exec cat {} + | wc -c)
-				printf '%-22s %8s %6s %9s %9s\n' "${d##*/}" "$ent" "$pages" "$bytes" "$(wc -l <"$d/kallsyms")"
+				# (without the uname copy, which the first trees lacked)
+				bytes=$(find "$d" -type f ! -name uname -exec cat {} + | wc -c)
+				printf '%-22s %8s %6s %9s %9s %4s %s\n' "${d##*/}" "$ent" "$pages" "$bytes" "$(wc -l <"$d/kallsyms")" \
+					"$(ls -d "$d"/per_cpu/cpu* | wc -l)" "$(sed 's/.*\[\(.*\)\].*/\1/' "$d/trace_clock")"
 			done
 			echo
 			echo "Records by kind in each scenario's trace text (the kernel's own rendering):"
-			for d in "$fx"/*/; do
+			for d in "$dest"/*/; do
 				d=${d%/}
 				printf '\n%s:\n' "${d##*/}"
 				# Event name after the timestamp; graph lines by shape.
@@ -89,12 +115,8 @@ for a in "${archs[@]}"; do
 					{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { e = $(i + 1); k = ""; if ($(i + 2) == "->") k = " (exit)"; else if (e ~ /^sys_.*\(/) k = " (entry)"; sub(/[(:].*/, "", e); n[e k]++; break } }
 					END { for (k in n) printf "  %6d %s\n", n[k], k }' "$d/trace" | sort -k1,1nr -k2
 			done
-		} >"$fx/INFO"
-		dest=$REPO/tests/fixtures/$ARCH
-		rm -rf "$dest"
-		mkdir -p "$dest"
-		for d in "$fx"/*/; do cp -r "${d%/}" "$dest/"; done
-		cp "$fx/uname" "$fx/INFO" "$dest/"
+		} >"$tmp/INFO"
+		mv "$tmp/INFO" "$dest/INFO"
 		cat "$dest/INFO" >&2
 		say "fixtures in ${dest#"$REPO"/}: $(($(find "$dest" -type f -exec cat {} + | wc -c) / 1024)) KiB in $(find "$dest" -type f | wc -l) files"
 	)

@@ -28,8 +28,28 @@ use core::fmt::{self, Write};
 use crate::format::{Endian, EventFormat, Field, FieldKind};
 use compile::{Loc, Prog};
 use digits::{Stage, StackBuf};
-pub use vsprintf::{Ctx, StringLookup, Sym, SymbolLookup};
+pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 use vsprintf::{write_bytes, Fwd};
+
+/// How the syscall tracer prints a `sys_enter_*` argument
+/// (`print_syscall_enter()`, kernel/trace/trace_syscalls.c): its own text,
+/// not the event's print fmt, and no format file tells the versions apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyscallStyle {
+    /// `arg: %lx` (`dfd: ffffffffffffff9c`): kernels before 6.17.
+    Before6_17,
+    /// `arg: %lu` below 10, else `arg: 0x%lx`: 6.17 and later.
+    Since6_17,
+}
+
+/// The syscall argument style of a kernel version. An unknown version
+/// gets the style of the kernels boards run today (before 6.17).
+pub fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
+    match version {
+        Some(v) if v >= (6, 17) => SyscallStyle::Since6_17,
+        _ => SyscallStyle::Before6_17,
+    }
+}
 
 /// Why a print fmt could not be compiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +92,7 @@ pub trait KernelInfo {
     }
     /// The traced kernel's (major, minor) version, for output that changed
     /// between versions without a trace in the format files (the syscall
-    /// tracer's argument layout). `None`: assume a current kernel.
+    /// tracer's argument layout, [`syscall_style`]). `None`: unknown.
     fn kernel_version(&self) -> Option<(u32, u32)> {
         None
     }
@@ -141,6 +161,11 @@ enum Body {
     Probe { prog: Prog, ip: Option<Loc>, func: Option<Loc>, ret: Option<Loc>, first: usize },
     /// `syscalls/sys_exit_*`: `sys_NAME -> 0x%lx`.
     SysExit { name: (u32, u32), ret: Loc },
+    /// `ftrace/raw_data` (trace_marker_raw): `trace_raw_data()` prints
+    /// `# %x buf:` of the id, then ` %02x` for every byte of the record
+    /// from `buf` to its end — the whole reserved length, padding included
+    /// (4-byte granules; 6.1 reserves at least 13 bytes after the header).
+    RawData { id: Loc, buf: u32 },
 }
 
 /// A compiled print fmt.
@@ -190,8 +215,7 @@ impl Program {
             let hex = t.contains('*') || (t.contains("unsigned long") && !t.contains("long long")) || t == "long unsigned int";
             fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: Loc::of(f), elem_size, signed: f.signed, hex, text });
         }
-        // 6.17 changed `arg: %lx` to `arg: %lu` below 10, else `0x%lx`.
-        let new_syscalls = info.kernel_version().map_or(true, |v| v >= (6, 17));
+        let new_syscalls = syscall_style(info.kernel_version()) == SyscallStyle::Since6_17;
         let body = Self::special(ev, &mut names, new_syscalls).unwrap_or_else(|| match compile::compile(ev, long_size, info) {
             Ok(p) => Self::probe(ev, p),
             Err((e, at)) => Body::Fallback(e, at),
@@ -250,6 +274,10 @@ impl Program {
             "bprint" => Some(Body::Bprint { ip: ip()?, fmt: scalar(find(ev, "fmt"))?, buf: find(ev, "buf")?.offset }),
             "bputs" => Some(Body::Bputs { ip: ip()?, s: scalar(find(ev, "str"))? }),
             "print" => Some(Body::Print { ip: ip()?, buf: find(ev, "buf")?.offset }),
+            "raw_data" => {
+                let id = find(ev, "id").filter(|f| f.kind == FieldKind::Scalar && matches!(f.size, 1 | 2 | 4 | 8))?;
+                Some(Body::RawData { id: Loc::of(id), buf: find(ev, "buf")?.offset })
+            }
             _ => None,
         }
     }
@@ -289,7 +317,7 @@ impl Program {
     /// the syscall tracer's events, whose body starts with the syscall
     /// name (`sys_openat(dfd: 0xffffff9c, …)`, `sys_read -> 0x340`).
     pub fn name_prefix(&self) -> bool {
-        !matches!(self.body, Body::SysEnter { .. } | Body::SysExit { .. })
+        !matches!(self.body, Body::SysEnter { .. } | Body::SysExit { .. } | Body::RawData { .. })
     }
 
     /// Whether rendering may look up kallsyms (load it lazily on this).
@@ -297,7 +325,7 @@ impl Program {
         match &self.body {
             Body::Prog(p) => p.needs_syms,
             Body::Probe { .. } => true,
-            Body::Fallback(..) | Body::SysEnter { .. } | Body::SysExit { .. } => false,
+            Body::Fallback(..) | Body::SysEnter { .. } | Body::SysExit { .. } | Body::RawData { .. } => false,
             _ => true,
         }
     }
@@ -307,7 +335,7 @@ impl Program {
         match &self.body {
             Body::Prog(p) | Body::Probe { prog: p, .. } => p.needs_strings,
             Body::Fallback(..) => false,
-            Body::Print { .. } | Body::SysEnter { .. } | Body::SysExit { .. } => false,
+            Body::Print { .. } | Body::SysEnter { .. } | Body::SysExit { .. } | Body::RawData { .. } => false,
             _ => true,
         }
     }
@@ -408,6 +436,18 @@ impl Program {
                     None => w.write_str(" -> <OVERFLOW>"),
                 }
             }
+            Body::RawData { id, buf } => {
+                let Some(v) = e.uint(rec, id.off as usize, id.size as usize) else { return w.write_str("# <OVERFLOW>") };
+                w.write_str("# ")?;
+                hex(w, v)?;
+                w.write_str(" buf:")?;
+                for &b in rec.get(*buf as usize..).unwrap_or(&[]) {
+                    w.write_char(' ')?;
+                    w.write_char(HEX[usize::from(b >> 4)] as char)?;
+                    w.write_char(HEX[usize::from(b & 0xf)] as char)?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -461,49 +501,78 @@ impl Program {
     }
 }
 
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// `%lx` without `core::fmt`.
 fn hex<W: Write + ?Sized>(w: &mut W, v: u64) -> fmt::Result {
     vsprintf::number(&mut Fwd(w), v, 16, vsprintf::SMALL, -1, -1)
 }
 
+/// The name part of the kernel's `trace_seq_print_sym()`
+/// (kernel/trace/trace_output.c), which `seq_print_ip_sym()` prints for
+/// function entries and their parents, `<stack trace>` entries, the ip of
+/// trace_printk records and probe addresses: the symbol (`+0x%lx/0x%lx
+/// [module]` after it with `offset`, as `sprint_symbol()` does), except that
+/// the kretprobe trampoline prints as `[unknown/kretprobe'd]` (`kretprobed()`:
+/// a kretprobe has replaced that return address, 5.15+ by address, older
+/// kernels by name). `Ok(false)`: no symbol, nothing written; the caller
+/// prints the address its own way.
+pub fn write_ip_symbol<W: Write + ?Sized>(w: &mut W, addr: u64, offset: bool, syms: Option<&dyn SymbolLookup>) -> Result<bool, fmt::Error> {
+    let Some(table) = syms else { return Ok(false) };
+    let sym = table.lookup(addr).filter(|s| !s.name.is_empty());
+    let kretprobed = match table.kretprobe_trampoline() {
+        Some(KretprobeTrampoline::At(a)) => a == addr,
+        Some(KretprobeTrampoline::Named) => !offset && sym.is_some_and(|s| s.name == "kretprobe_trampoline"),
+        None => false,
+    };
+    if kretprobed {
+        w.write_str("[unknown/kretprobe'd]")?;
+        return Ok(true);
+    }
+    let Some(s) = sym else { return Ok(false) };
+    w.write_str(s.name)?;
+    if offset {
+        write!(w, "+0x{:x}/0x{:x}", s.offset, s.size)?;
+        if let Some(m) = s.module {
+            write!(w, " [{m}]")?;
+        }
+    }
+    Ok(true)
+}
+
 /// A probe's address as `seq_print_ip_sym()` prints it: `0` for a zero
-/// address, the symbol (with `+0x%lx/0x%lx [module]` when `offset`),
-/// `0x%lx` when none matches.
+/// address, [`write_ip_symbol`], `0x%lx` when no symbol matches.
 fn ip_sym_at<W: Write + ?Sized>(w: &mut W, v: Option<u64>, offset: bool, ctx: &Ctx) -> fmt::Result {
     let Some(v) = v else { return w.write_str("<OVERFLOW>") };
     let v = v & ctx.long_mask();
     if v == 0 {
         return w.write_char('0');
     }
-    match ctx.syms.and_then(|s| s.lookup(v)) {
-        Some(s) if !s.name.is_empty() => {
-            w.write_str(s.name)?;
-            if offset {
-                write!(w, "+0x{:x}/0x{:x}", s.offset, s.size)?;
-                if let Some(m) = s.module {
-                    write!(w, " [{m}]")?;
-                }
-            }
-            Ok(())
-        }
-        // No symbol: a uprobe (user address), printed by the kernel as
-        // `(0x%lx)` / `(0x%lx <- 0x%lx)`; sprint_symbol() prints a kprobe
-        // address it cannot name the same way.
-        _ => write!(w, "0x{v:x}"),
+    if write_ip_symbol(w, v, offset, ctx.syms)? {
+        return Ok(());
     }
+    // No symbol: a uprobe (user address), printed by the kernel as
+    // `(0x%lx)` / `(0x%lx <- 0x%lx)`; sprint_symbol() prints a kprobe
+    // address it cannot name the same way.
+    write!(w, "0x{v:x}")
 }
 
-/// `seq_print_ip_sym()` with default flags: symbol name only, `0` for a
-/// zero address, `0x%08lx` when no symbol matches.
-fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt::Result {
-    let Some(v) = ctx.endian.uint(rec, ip.off as usize, ip.size as usize) else { return w.write_str("<OVERFLOW>") };
+/// `seq_print_ip_sym()` with default flags: `0` for a zero address,
+/// [`write_ip_symbol`] without offset, `0x%08lx` when no symbol matches.
+pub fn write_ip_sym<W: Write + ?Sized>(w: &mut W, v: u64, syms: Option<&dyn SymbolLookup>) -> fmt::Result {
     if v == 0 {
         return w.write_char('0');
     }
-    match ctx.syms.and_then(|s| s.lookup(v)) {
-        Some(s) if !s.name.is_empty() => w.write_str(s.name),
-        _ => write!(w, "0x{v:08x}"),
+    if write_ip_symbol(w, v, false, syms)? {
+        return Ok(());
     }
+    write!(w, "0x{v:08x}")
+}
+
+/// [`write_ip_sym`] of the address in field `ip` of `rec`.
+fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt::Result {
+    let Some(v) = ctx.endian.uint(rec, ip.off as usize, ip.size as usize) else { return w.write_str("<OVERFLOW>") };
+    write_ip_sym(w, v, ctx.syms)
 }
 
 /// Convenience: the `name=value` rendering of `rec` without compiling the

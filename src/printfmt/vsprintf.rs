@@ -292,9 +292,27 @@ pub struct Sym<'a> {
     pub module: Option<&'a str>,
 }
 
+/// How the traced kernel recognises the kretprobe trampoline as a return
+/// address (`is_kretprobe_trampoline()`), which its own output prints as
+/// `[unknown/kretprobe'd]` (see [`super::write_ip_symbol`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KretprobeTrampoline {
+    /// 5.15+: exactly this address (`__kretprobe_trampoline`, or
+    /// `arch_rethook_trampoline` where kretprobes run on rethook).
+    At(u64),
+    /// Before 5.15: by name, any address inside `kretprobe_trampoline`,
+    /// and only when no offset is printed (the kernel compared the whole
+    /// string `kallsyms_lookup()` gave).
+    Named,
+}
+
 /// Address → symbol (implemented by [`crate::kallsyms::Kallsyms`]).
 pub trait SymbolLookup {
     fn lookup(&self, addr: u64) -> Option<Sym<'_>>;
+    /// The kretprobe trampoline of this kernel, when the table names it.
+    fn kretprobe_trampoline(&self) -> Option<KretprobeTrampoline> {
+        None
+    }
 }
 
 /// Address → constant string (implemented by

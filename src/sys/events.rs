@@ -90,6 +90,9 @@ impl crate::printfmt::SymbolLookup for LazyKallsyms {
     fn lookup(&self, addr: u64) -> Option<crate::printfmt::Sym<'_>> {
         self.get()?.lookup(addr)
     }
+    fn kretprobe_trampoline(&self) -> Option<crate::printfmt::KretprobeTrampoline> {
+        crate::printfmt::SymbolLookup::kretprobe_trampoline(self.get()?)
+    }
 }
 
 /// The byte order of a copied tree's raw pages: the one under which a page

@@ -143,6 +143,10 @@ impl Tracefs {
 
     /// Switch to `instances/NAME`, which must exist (read-only use).
     pub fn enter_instance(&mut self, name: &str) -> Result<(), Error> {
+        if name.is_empty() {
+            // -B '': the top-level buffer, where we are.
+            return Ok(());
+        }
         let d = self.top.join("instances").join(name);
         if instance_name_problem(name).is_some() || !has_events(&d).unwrap_or(false) {
             return Err(Error::NoInstance { name: name.into(), existing: self.instances().unwrap_or_default() });
@@ -168,6 +172,9 @@ impl Tracefs {
     /// Switch to `instances/NAME`, creating it if missing; an instance this
     /// run created is removed again when the Tracefs is dropped.
     pub fn enter_or_create_instance(&mut self, name: &str) -> Result<(), Error> {
+        if name.is_empty() {
+            return Ok(());
+        }
         let d = self.top.join("instances").join(name);
         if instance_name_problem(name).is_some() {
             return Err(Error::NoInstance { name: name.into(), existing: self.instances().unwrap_or_default() });
