@@ -72,6 +72,11 @@ impl Command {
         }
     }
 
+    /// The command's pid, if there is one.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.borrow().as_ref().map(|c| c.pid())
+    }
+
     /// Is there a command?
     pub fn is_some(&self) -> bool {
         self.child.borrow().is_some()

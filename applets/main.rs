@@ -12,6 +12,7 @@ mod stats;
 mod tr_cat;
 mod tr_event;
 mod tr_graph;
+mod tr_lat;
 mod tr_on;
 mod tr_stack;
 
@@ -30,6 +31,7 @@ pub const APPLETS: &[Applet] = &[
     Applet { name: "tr-cat", summary: "print the trace buffer; --raw decodes the raw pages", main: tr_cat::main },
     Applet { name: "tr-graph", summary: "function call graphs (function_graph), folded, top", main: tr_graph::main },
     Applet { name: "tr-stack", summary: "kernel stacks: stack tracer, behind events, callers", main: tr_stack::main },
+    Applet { name: "tr-lat", summary: "latency: wakeup, irq, syscall; timerlat, osnoise", main: tr_lat::main },
 ];
 
 fn main() -> ExitCode {

@@ -18,6 +18,7 @@ pub mod elf;
 pub mod format;
 pub mod graph;
 pub mod kallsyms;
+pub mod lat;
 pub mod kvars;
 pub mod mountinfo;
 pub mod merge;

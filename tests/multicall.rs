@@ -21,6 +21,7 @@ fn banner_and_list() {
     assert_eq!(o.status.code(), Some(0));
     let names: Vec<String> = stdout(&o).lines().map(String::from).collect();
     assert!(names.contains(&"tr-on".to_string()), "{names:?}");
+    assert!(names.contains(&"tr-lat".to_string()), "{names:?}");
     assert!(names.iter().all(|n| n.starts_with("tr-")), "{names:?}");
 }
 

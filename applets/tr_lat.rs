@@ -1,0 +1,494 @@
+//! tr-lat: real-time latency. From plain tracepoints (wakeup, irq,
+//! syscall: any kernel with sched, irq and raw_syscalls events), or from the
+//! kernel's timerlat and osnoise tracers (tables like `rtla timerlat top` /
+//! `rtla osnoise top`). The measurement is `trbox::lat`; this module sets
+//! tracefs up (and back), streams the records into it and prints.
+
+use crate::cli::{self, Common, Error};
+use crate::command::{self, Follow};
+use trbox::sys::event_dir;
+use crate::decode::{self, Input, Item, RawOpts};
+use crate::out::Out;
+use argh::FromArgs;
+use std::cell::Cell;
+use std::io::Write as _;
+use trbox::lat::{self, Lat, Mode, Table, Unit};
+use trbox::sys::lock::Lock;
+use trbox::sys::state::State;
+use trbox::sys::{signals, Tracefs};
+
+/// The kernel's max-latency tracers: not measured by tr-lat yet.
+const MAX_TRACERS: &[&str] = &[
+    "wakeup_rt",
+    "wakeup",
+    "wakeup_dl",
+    "irqsoff",
+    "preemptoff",
+    "preemptirqsoff",
+    "hwlat",
+];
+
+#[derive(FromArgs)]
+/// Real-time latency. From plain tracepoints (no latency tracer needed):
+/// wakeup (sched_waking -> sched_switch, per task and priority class), irq
+/// (hard IRQ and softirq handler durations), syscall (sys_enter -> sys_exit,
+/// per syscall and task). From the kernel's tracers: timerlat (per-CPU IRQ
+/// and thread timer latency, as rtla timerlat top) and osnoise (per-CPU
+/// noise, as rtla osnoise top). Values in us (-n: ns).
+/// Usage: tr-lat wakeup|irq|syscall [--rt] [-P PID] [-t S] [--hist] [-- CMD]
+///        tr-lat timerlat|osnoise [-p US] [-c CPUS] [-i US] [--total-us US] [-t S]
+///        tr-lat MODE -r   (what the buffer holds now; also on a copy, -T)
+struct Args {
+    /// wakeup, irq, syscall, timerlat or osnoise
+    #[argh(positional)]
+    mode: String,
+    /// wakeup: real-time (and deadline) tasks only
+    #[argh(switch)]
+    rt: bool,
+    /// only these processes (set_event_pid); repeatable
+    #[argh(option, short = 'P')]
+    pid: Vec<u32>,
+    /// stop after SECONDS
+    #[argh(option, short = 't')]
+    time: Option<cli::Seconds>,
+    /// print histograms (per key) instead of the tables
+    #[argh(switch)]
+    hist: bool,
+    /// histogram bucket width, in the unit (default 1 us, or 1000 ns)
+    #[argh(option, short = 'b')]
+    bucket: Option<u64>,
+    /// histogram entries (buckets) before the overflow row (default 256)
+    #[argh(option, short = 'E')]
+    entries: Option<usize>,
+    /// print nanoseconds instead of microseconds
+    #[argh(switch, short = 'n')]
+    ns: bool,
+    /// print JSON: one object per key (per CPU for timerlat/osnoise)
+    #[argh(switch)]
+    json: bool,
+    /// with --json: also one object per measured latency, as it comes
+    #[argh(switch)]
+    samples: bool,
+    /// timerlat: timer period (osnoise/timerlat_period_us); osnoise: the
+    /// sampling period (osnoise/period_us)
+    #[argh(option, short = 'p')]
+    period: Option<u64>,
+    /// timerlat/osnoise: only these CPUs (osnoise/cpus, e.g. 0-1,3)
+    #[argh(option, short = 'c')]
+    cpus: Option<String>,
+    /// timerlat: stop when an IRQ latency exceeds US; osnoise: when a single
+    /// noise does (osnoise/stop_tracing_us)
+    #[argh(option, short = 'i')]
+    irq_us: Option<u64>,
+    /// timerlat: stop when a thread latency exceeds US; osnoise: when the
+    /// noise of a period does (osnoise/stop_tracing_total_us; rtla's -T,
+    /// which is trbox's --tracefs)
+    #[argh(option)]
+    total_us: Option<u64>,
+    /// timerlat: save the kernel stack when a thread latency exceeds US
+    /// (osnoise/print_stack)
+    #[argh(option, short = 's')]
+    stack_us: Option<u64>,
+    /// read what the buffer holds now, changing nothing (e.g. after -k)
+    #[argh(switch, short = 'r')]
+    read: bool,
+    /// leave the events (or tracer) set up when done
+    #[argh(switch, short = 'k')]
+    keep: bool,
+    /// wait for another trbox run to finish instead of failing
+    #[argh(switch)]
+    wait: bool,
+}
+
+pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+    let (own, cmd) = command::split(args);
+    let a: Args = cli::parse("tr-lat", own)?;
+    let Some(mode) = Mode::parse(&a.mode) else {
+        if MAX_TRACERS.contains(&a.mode.as_str()) {
+            return Err(Error::usage(format!("tr-lat {}: the max-latency tracers are not measured by tr-lat yet", a.mode))
+                .hint(format!("run it with 'tr-on -t {} -- CMD' and read tracing_max_latency; tr-lat wakeup --rt measures wakeups from tracepoints", a.mode)));
+        }
+        return Err(Error::usage(format!("unknown mode '{}'", a.mode))
+            .hint("modes: wakeup, irq, syscall, timerlat, osnoise"));
+    };
+    let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise);
+    if !a.pid.is_empty() && !cmd.is_empty() {
+        return Err(Error::usage(
+            "-P and -- CMD both choose the traced pids: give one of them",
+        ));
+    }
+    if tracer && (!a.pid.is_empty() || !cmd.is_empty()) {
+        return Err(Error::usage(format!(
+            "{} measures CPUs, not processes: no -P and no -- CMD",
+            a.mode
+        ))
+        .hint("use -c CPUS, and -t S"));
+    }
+    let tracer_opts = a.period.is_some()
+        || a.cpus.is_some()
+        || a.irq_us.is_some()
+        || a.total_us.is_some()
+        || a.stack_us.is_some();
+    if !tracer && tracer_opts {
+        return Err(Error::usage(
+            "-p, -c, -i, --total-us and -s set the timerlat/osnoise tracers: not for this mode",
+        ));
+    }
+    if a.rt && mode != Mode::Wakeup {
+        return Err(Error::usage("--rt is for the wakeup mode"));
+    }
+    if a.samples && !a.json {
+        return Err(Error::usage("--samples goes with --json"));
+    }
+    if a.stack_us.is_some() && mode != Mode::Timerlat {
+        return Err(Error::usage("-s (print_stack) is a timerlat option"));
+    }
+    signals::install()
+        .map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let limit = a.time.map(|s| s.0);
+    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    if !t.is_live() || a.read {
+        if !cmd.is_empty() || tracer_opts {
+            return Err(Error::usage(
+                "a copy of a tracefs tree (or -r) is only read: no -- CMD and no tracer options",
+            ));
+        }
+        if let Some(i) = &common.instance {
+            t.enter_instance(i)?;
+        }
+        let o = RawOpts::all(false, a.json, None, None);
+        let shown = measure(
+            Input::tree(&t, &o)?,
+            &a,
+            mode,
+            &o,
+            &|| false,
+            &Cell::new(false),
+            &[],
+        )?;
+        if !shown {
+            cli::note(&none_measured(&a, mode, "in the buffer"));
+        }
+        return Ok(());
+    }
+    if tracer {
+        t.require_tracer(&a.mode).map_err(|e| {
+            Error::from(e).hint("tr-lat wakeup, irq and syscall measure latencies from plain tracepoints, without it")
+        })?;
+    } else {
+        need_events(&t, mode)?;
+    }
+    if let Some(i) = &common.instance {
+        t.enter_or_create_instance(i)?;
+        t.keep_instance = a.keep;
+    }
+    let top = t.top_level();
+    let _lock = Lock::take(t.dir(), a.wait)?;
+    let stopped = Cell::new(false);
+    let status = {
+        // osnoise/ is global (the top level), the tracer and events are the
+        // buffer's: two undo logs, the buffer's restored first.
+        let mut global = State::new(&top);
+        global.keep = a.keep;
+        let mut st = State::new(&t);
+        st.keep = a.keep;
+        command::idle(&mut st)?;
+        if tracer {
+            tracer_settings(&mut global, &a, mode)?;
+        }
+        let (child, notrace) = command::whom(
+            &mut st,
+            cmd,
+            &a.pid,
+            Follow {
+                events: !tracer,
+                functions: false,
+            },
+        )?;
+        if tracer {
+            st.set_tracer(&a.mode)?;
+        } else {
+            for e in wanted_events(&t, mode) {
+                st.set(&format!("{}/enable", event_dir(&e)), "1")?;
+            }
+        }
+        let on = t.tracing_on_file();
+        // The tasks whose wakeups count: the command (its children follow
+        // through sched_process_fork), or -P.
+        let only: Vec<u32> = child
+            .pid()
+            .into_iter()
+            .chain(a.pid.iter().copied())
+            .collect();
+        let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| {
+            // A stop threshold: the kernel switches tracing off itself.
+            let kernel_stop = || {
+                let d = done();
+                if tracer
+                    && !d
+                    && !stopped.get()
+                    && t.read(on).is_ok_and(|v| v.trim() == "0")
+                    && signals::stop_requested().is_none()
+                {
+                    stopped.set(true);
+                    signals::request_stop();
+                }
+                d
+            };
+            measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
+        };
+        let r = command::stream(
+            &t,
+            &mut st,
+            &child,
+            a.json,
+            limit,
+            &show,
+            Some(&|w| none_measured(&a, mode, w)),
+        );
+        command::unmine(&t, a.keep, notrace);
+        drop(st);
+        drop(global);
+        r?
+    };
+    command::exit_with(status)
+}
+
+/// The events of a tracepoint mode exist? Otherwise one line naming what
+/// is missing, and what works instead.
+fn need_events(t: &Tracefs, mode: Mode) -> Result<(), Error> {
+    for spec in mode.events().iter().filter(|s| !s.starts_with('?')) {
+        if !spec
+            .split('|')
+            .any(|e| t.exists(&format!("{}/format", event_dir(e))))
+        {
+            let name = spec.replace('|', " or ");
+            let other = match mode {
+                Mode::Wakeup => "tr-lat irq and syscall need no sched events",
+                Mode::Irq => "tr-lat wakeup and syscall need no irq events",
+                _ => "tr-lat wakeup and irq need no syscall events",
+            };
+            return Err(Error::runtime(format!(
+                "this kernel has no {name} event (see tr-event -l), which tr-lat {} reads",
+                mode_name(mode)
+            ))
+            .hint(other));
+        }
+    }
+    Ok(())
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Wakeup => "wakeup",
+        Mode::Irq => "irq",
+        Mode::Syscall => "syscall",
+        Mode::Timerlat => "timerlat",
+        Mode::Osnoise => "osnoise",
+    }
+}
+
+/// The events to enable: the first of each alternative the kernel has,
+/// optional ones when present.
+fn wanted_events(t: &Tracefs, mode: Mode) -> Vec<String> {
+    mode.events()
+        .iter()
+        .filter_map(|spec| {
+            spec.trim_start_matches('?')
+                .split('|')
+                .find(|e| t.exists(&format!("{}/enable", event_dir(e))))
+        })
+        .map(String::from)
+        .collect()
+}
+
+/// The osnoise/ files a timerlat or osnoise run sets (through `st`:
+/// restored). Only what the kernel has: a missing file is named.
+fn tracer_settings(st: &mut State, a: &Args, mode: Mode) -> Result<(), Error> {
+    let period = if mode == Mode::Timerlat {
+        "osnoise/timerlat_period_us"
+    } else {
+        "osnoise/period_us"
+    };
+    let wanted = [
+        (period, a.period.map(|v| v.to_string())),
+        ("osnoise/cpus", a.cpus.clone()),
+        ("osnoise/stop_tracing_us", a.irq_us.map(|v| v.to_string())),
+        (
+            "osnoise/stop_tracing_total_us",
+            a.total_us.map(|v| v.to_string()),
+        ),
+        ("osnoise/print_stack", a.stack_us.map(|v| v.to_string())),
+    ];
+    for (file, v) in wanted {
+        let Some(v) = v else { continue };
+        if !st.tracefs().exists(file) {
+            return Err(Error::runtime(format!(
+                "this kernel has no {file} (too old for this option)"
+            )));
+        }
+        st.set(file, &v)?;
+    }
+    Ok(())
+}
+
+/// Feed the records into the accumulators, print as the options say;
+/// whether anything was measured.
+fn measure(
+    input: Input<'_>,
+    a: &Args,
+    mode: Mode,
+    o: &RawOpts,
+    done: &dyn Fn() -> bool,
+    stopped: &Cell<bool>,
+    only: &[u32],
+) -> Result<bool, Error> {
+    let unit = Unit { ns: a.ns };
+    let scale = if a.ns { 1 } else { 1000 };
+    let hist = (a.hist || a.json && (a.bucket.is_some() || a.entries.is_some())).then(|| {
+        (
+            a.bucket.unwrap_or(1).saturating_mul(scale).max(1),
+            a.entries.unwrap_or(256).clamp(1, lat::MAX_ENTRIES),
+        )
+    });
+    let mut acc: Option<Result<Lat, lat::Missing>> = None;
+    let mut live = Out::stdout();
+    let mut line = String::new();
+    let meta = decode::collect(input, o, done, &mut |m, it| {
+        let Ok(l) = acc.get_or_insert_with(|| {
+            let mut l = Lat::new(mode, &m.events, m.endian, a.rt, hist)?;
+            if !only.is_empty() {
+                l.only(&only.iter().map(|&p| i64::from(p)).collect::<Vec<_>>());
+            }
+            Ok(l)
+        }) else {
+            return;
+        };
+        match it {
+            Item::Record {
+                cpu, ts, payload, ..
+            } => {
+                if let Some(s) = l.record(cpu, ts, payload) {
+                    if a.samples {
+                        line.clear();
+                        let _ = lat::write_sample(&mut line, &s);
+                        let _ = live.write_all(line.as_bytes());
+                    }
+                }
+            }
+            Item::Lost { .. } => l.lose(),
+        }
+    })?;
+    live.finish()?;
+    let l = match acc {
+        None => return Ok(false),
+        Some(Err(e)) => {
+            return Err(
+                Error::runtime(format!("cannot measure {}: {e}", mode_name(mode)))
+                    .hint("is this a trace of the right events?"),
+            )
+        }
+        Some(Ok(l)) => l,
+    };
+    if l.measured() == 0 {
+        return Ok(false);
+    }
+    let mut text = String::new();
+    let _ = if a.json {
+        lat::write_json(&mut text, &l, unit, &meta.cmdlines)
+    } else if a.hist {
+        lat::write_hists(&mut text, &l, unit, &meta.cmdlines)
+    } else {
+        lat::write_tables(&mut text, &l, unit, &meta.cmdlines)
+    };
+    let mut out = Out::stdout();
+    let _ = out.write_all(text.as_bytes());
+    out.finish()?;
+    if !meta.in_ns {
+        cli::note(
+            &Error::runtime(
+                "the trace clock does not count nanoseconds: the values are in its own ticks",
+            )
+            .hint("set trace_clock to local, global or mono"),
+        );
+    }
+    if l.lost > 0 {
+        log::warn!(
+            "{} losses on the ring buffer: what was open then is not counted",
+            l.lost
+        );
+    }
+    log::info!(
+        "{} begins or ends without their pair (the window cut them, or a loss): not counted",
+        l.unpaired
+    );
+    if stopped.get() {
+        stop_report(&l, a, mode, unit);
+    }
+    Ok(true)
+}
+
+/// The kernel stopped tracing at a threshold: which CPU, how long.
+fn stop_report(l: &Lat, a: &Args, mode: Mode, unit: Unit) {
+    let worst = [
+        Table::TimerIrq,
+        Table::TimerThread,
+        Table::TimerUser,
+        Table::Noise,
+    ]
+    .iter()
+    .filter_map(|&t| l.worst(t).map(|(k, r)| (t, k, r.stat.max)))
+    .max_by_key(|w| w.2);
+    let mut msg = String::from("the kernel stopped tracing at a threshold");
+    if let Some((t, cpu, max)) = worst {
+        let mut v = String::new();
+        let _ = unit.write(&mut v, max);
+        msg.push_str(&format!(
+            ": CPU {cpu}, {} {v} {}",
+            t.name().replace('_', " "),
+            unit.name()
+        ));
+    }
+    let hint = match mode {
+        Mode::Timerlat if a.stack_us.is_some() => {
+            "the kernel stack is in the buffer: tr-cat shows it"
+        }
+        _ => "tr-cat shows the records leading up to it (run with -k to keep the buffer as it is)",
+    };
+    cli::note(&Error::runtime(msg).hint(hint));
+}
+
+/// Nothing measured (`when`: how long the window was open).
+fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
+    let (what, hint) = match mode {
+        Mode::Wakeup if a.rt => (
+            "no wakeup of a real-time task was measured",
+            "is an RT task running? (chrt -f 50 CMD)",
+        ),
+        Mode::Wakeup => (
+            "no wakeup was measured",
+            "did the traced task sleep and wake up?",
+        ),
+        Mode::Irq => ("no IRQ handler or softirq was measured", "try a longer -t"),
+        Mode::Syscall => (
+            "no system call was measured",
+            "did the traced task make system calls?",
+        ),
+        Mode::Timerlat => (
+            "no timerlat sample was recorded",
+            "is the timerlat tracer allowed to run on these CPUs (-c)?",
+        ),
+        Mode::Osnoise => (
+            "no osnoise sample was recorded",
+            "a period lasts osnoise/period_us: try a longer -t",
+        ),
+    };
+    let whom = match a.pid.as_slice() {
+        [] => String::new(),
+        p => format!(
+            " (pid {})",
+            p.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        ),
+    };
+    Error::runtime(format!("{what} {when}{whom}")).hint(hint)
+}

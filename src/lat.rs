@@ -1,0 +1,1242 @@
+//! Latency statistics (sans-IO), for `tr-lat`: records in merged order go
+//! in, per-key accumulators (count, min, avg, max, sum, and a histogram
+//! with an overflow row) come out; printing is a separate pass (table,
+//! histogram or JSON), as rtla keeps its measurement apart from its display.
+//!
+//! What is measured, by mode:
+//! - `wakeup`: `sched_waking` (else `sched_wakeup`) of a task → the
+//!   `sched_switch` whose `next_pid` is that task: per task and per
+//!   priority class (the kernel's `prio`: -1 deadline, 0..99 real-time,
+//!   100..139 normal).
+//! - `irq`: `irq_handler_entry` → `irq_handler_exit` of the same IRQ on the
+//!   same CPU (hard IRQs do not nest), per IRQ; `softirq_entry` →
+//!   `softirq_exit` per vector.
+//! - `syscall`: `raw_syscalls:sys_enter` → `sys_exit` of the same task, per
+//!   system call number (`id`) and per task.
+//! - `timerlat`: the timerlat tracer's `ftrace/timerlat` entries (`seqnum`,
+//!   `context` 0 IRQ, 1 thread, 2 user return (6.5+), `timer_latency` in
+//!   ns), per CPU and context.
+//! - `osnoise`: the osnoise tracer's `ftrace/osnoise` entries, one per
+//!   period and CPU: `runtime`, `noise` and `max_sample` in µs
+//!   (kernel/trace/trace_osnoise.c stores them with `time_to_us`), and the
+//!   HW / NMI / IRQ / softirq / thread interference counts.
+//!
+//! Every field is read through the event's format file, never at a fixed
+//! offset. A begin whose end is lost (or an end without a begin) is counted
+//! as unpaired, never guessed; a loss on the ring buffer forgets every open
+//! begin, since its end may be among the lost records.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+use crate::format::{Endian, EventFormat, EventTable, Field, FieldKind};
+use crate::render::{json_str, Cmdlines, CommonFields};
+
+/// Most histogram entries per key (`-E`).
+pub const MAX_ENTRIES: usize = 1 << 16;
+
+/// Tasks, syscalls or CPUs with an open begin that are tracked at most
+/// (a damaged stream cannot grow the maps without bound).
+const MAX_OPEN: usize = 1 << 16;
+
+/// A map on a sorted Vec: far less code in the binary than a BTreeMap
+/// (tr-lat keeps a few hundred keys at most in practice).
+#[derive(Debug, Clone)]
+pub struct VecMap<K, V>(Vec<(K, V)>);
+
+impl<K: Ord + Copy, V> VecMap<K, V> {
+    pub const fn new() -> Self {
+        VecMap(Vec::new())
+    }
+
+    fn find(&self, k: &K) -> Result<usize, usize> {
+        self.0.binary_search_by(|e| e.0.cmp(k))
+    }
+
+    pub fn get(&self, k: &K) -> Option<&V> {
+        self.find(k).ok().and_then(|i| self.0.get(i)).map(|e| &e.1)
+    }
+
+    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        let i = self.find(k).ok()?;
+        self.0.get_mut(i).map(|e| &mut e.1)
+    }
+
+    pub fn contains_key(&self, k: &K) -> bool {
+        self.find(k).is_ok()
+    }
+
+    /// The value of `k`, made by `f` when absent.
+    pub fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> &mut V {
+        let i = match self.find(&k) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (k, f()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    /// Set `k`; the old value, if any.
+    pub fn insert(&mut self, k: K, v: V) -> Option<V> {
+        match self.find(&k) {
+            Ok(i) => Some(core::mem::replace(&mut self.0[i].1, v)),
+            Err(i) => {
+                self.0.insert(i, (k, v));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, k: &K) -> Option<V> {
+        self.find(k).ok().map(|i| self.0.remove(i).1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear()
+    }
+
+    /// By key.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.0.iter().map(|e| (&e.0, &e.1))
+    }
+}
+
+impl<K: Ord + Copy, V> Default for VecMap<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// count, min, avg, max, sum (and the last value: rtla's `cur`), in ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub count: u64,
+    pub min: u64,
+    pub max: u64,
+    pub sum: u64,
+    pub last: u64,
+}
+
+impl Stat {
+    pub fn add(&mut self, v: u64) {
+        if self.count == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.sum = self.sum.saturating_add(v);
+        self.count += 1;
+        self.last = v;
+    }
+
+    pub fn avg(&self) -> u64 {
+        self.sum.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+/// A histogram: `buckets[i]` counts values in `[i*width, (i+1)*width)`
+/// ns; `over` those at or past the last bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hist {
+    pub width: u64,
+    pub buckets: Vec<u64>,
+    pub over: u64,
+}
+
+impl Hist {
+    /// `width` ns per bucket (at least 1), `entries` buckets (at most
+    /// [`MAX_ENTRIES`], at least 1).
+    pub fn new(width: u64, entries: usize) -> Self {
+        Hist {
+            width: width.max(1),
+            buckets: alloc::vec![0; entries.clamp(1, MAX_ENTRIES)],
+            over: 0,
+        }
+    }
+
+    pub fn add(&mut self, v: u64) {
+        let i = v / self.width;
+        match usize::try_from(i)
+            .ok()
+            .and_then(|i| self.buckets.get_mut(i))
+        {
+            Some(b) => *b += 1,
+            None => self.over += 1,
+        }
+    }
+
+    /// Values counted, the overflow row included.
+    pub fn total(&self) -> u64 {
+        self.buckets.iter().sum::<u64>() + self.over
+    }
+}
+
+/// What a run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Wakeup,
+    Irq,
+    Syscall,
+    Timerlat,
+    Osnoise,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        Some(match s {
+            "wakeup" => Mode::Wakeup,
+            "irq" => Mode::Irq,
+            "syscall" => Mode::Syscall,
+            "timerlat" => Mode::Timerlat,
+            "osnoise" => Mode::Osnoise,
+            _ => return None,
+        })
+    }
+
+    /// The events a mode reads (`sys:event`); the first of a `|` pair is
+    /// preferred. Optional ones (softirqs) start with `?`.
+    pub fn events(self) -> &'static [&'static str] {
+        match self {
+            Mode::Wakeup => &[
+                "sched:sched_waking|sched:sched_wakeup",
+                "sched:sched_switch",
+                "?sched:sched_process_fork",
+            ],
+            Mode::Irq => &[
+                "irq:irq_handler_entry",
+                "irq:irq_handler_exit",
+                "?irq:softirq_entry",
+                "?irq:softirq_exit",
+            ],
+            Mode::Syscall => &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"],
+            Mode::Timerlat => &["ftrace:timerlat"],
+            Mode::Osnoise => &["ftrace:osnoise"],
+        }
+    }
+}
+
+/// Which table a row is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Table {
+    /// Wakeup latency per task (key: pid).
+    Task,
+    /// Wakeup latency per priority class (key: [`class`]).
+    Class,
+    /// Hard IRQ handler duration (key: IRQ number).
+    HardIrq,
+    /// Softirq duration (key: vector).
+    SoftIrq,
+    /// System call duration (key: number).
+    Syscall,
+    /// System call duration per task (key: pid).
+    SyscallTask,
+    /// timerlat, per CPU: IRQ, thread and user-return latency.
+    TimerIrq,
+    TimerThread,
+    TimerUser,
+    /// osnoise, per CPU: the noise of each period.
+    Noise,
+}
+
+impl Table {
+    /// A short name (JSON `table`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Task => "task",
+            Table::Class => "class",
+            Table::HardIrq => "irq",
+            Table::SoftIrq => "softirq",
+            Table::Syscall => "syscall",
+            Table::SyscallTask => "syscall_task",
+            Table::TimerIrq => "timerlat_irq",
+            Table::TimerThread => "timerlat_thread",
+            Table::TimerUser => "timerlat_user",
+            Table::Noise => "osnoise",
+        }
+    }
+
+    /// The table's title line (without the unit) and its key column.
+    fn title(self) -> (&'static str, &'static str) {
+        match self {
+            Table::Task => (
+                "wakeup latency per task (sched_waking -> sched_switch)",
+                "TASK-PID",
+            ),
+            Table::Class => ("wakeup latency per priority class", "CLASS"),
+            Table::HardIrq => (
+                "hard IRQ handler duration (irq_handler_entry -> exit)",
+                "IRQ",
+            ),
+            Table::SoftIrq => ("softirq duration (softirq_entry -> exit)", "SOFTIRQ"),
+            Table::Syscall => ("system call duration (sys_enter -> sys_exit)", "SYSCALL"),
+            Table::SyscallTask => ("system call duration per task", "TASK-PID"),
+            Table::TimerIrq => ("timerlat IRQ latency per CPU", "CPU"),
+            Table::TimerThread => ("timerlat thread latency per CPU", "CPU"),
+            Table::TimerUser => ("timerlat user-return latency per CPU", "CPU"),
+            Table::Noise => ("osnoise: noise per period, per CPU", "CPU"),
+        }
+    }
+}
+
+/// The priority class of a kernel `prio`: 0 deadline, 1 real-time, 2 normal.
+pub fn class(prio: i64) -> i64 {
+    match prio {
+        i64::MIN..=-1 => 0,
+        0..=99 => 1,
+        _ => 2,
+    }
+}
+
+const CLASSES: [&str; 3] = ["deadline", "rt", "normal"];
+
+/// The kernel's softirq vector names (include/linux/interrupt.h; IRQ_POLL
+/// was BLOCK_IOPOLL before 4.5).
+const SOFTIRQS: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// One row: the name seen in the records (a comm, an IRQ's name), the
+/// statistics and the histogram.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub name: String,
+    pub stat: Stat,
+    pub hist: Option<Hist>,
+}
+
+/// One measured latency, for `--samples`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    pub table: Table,
+    pub key: i64,
+    pub cpu: u32,
+    /// Trace-clock time of the begin (the timerlat/osnoise entry itself
+    /// for those modes) and the end.
+    pub begin: u64,
+    pub end: u64,
+    pub ns: u64,
+}
+
+/// The osnoise tracer's totals for one CPU (µs, as the entries give them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Noise {
+    pub periods: u64,
+    pub runtime: u64,
+    pub noise: u64,
+    pub max_single: u64,
+    pub hw: u64,
+    pub nmi: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub thread: u64,
+}
+
+impl Noise {
+    /// % of CPU time available, in thousandths of a percent.
+    pub fn available_mpct(&self) -> u64 {
+        if self.runtime == 0 {
+            return 0;
+        }
+        let free = self.runtime.saturating_sub(self.noise) as u128;
+        (free * 100_000 / self.runtime as u128) as u64
+    }
+}
+
+/// One event the mode reads: its id and the fields it needs, in order.
+#[derive(Debug, Clone)]
+struct Ev {
+    id: u32,
+    fields: Vec<Field>,
+    common: CommonFields,
+}
+
+impl Ev {
+    fn of(ev: &EventFormat, names: &[&str]) -> Result<Ev, Missing> {
+        let mut fields = Vec::new();
+        for n in names {
+            let f = ev.field(n).ok_or_else(|| {
+                Missing::Field(alloc::format!("{}:{}", ev.system, ev.name), n.to_string())
+            })?;
+            fields.push(f.clone());
+        }
+        Ok(Ev {
+            id: ev.id,
+            fields,
+            common: CommonFields::of(ev),
+        })
+    }
+
+    fn int(&self, i: usize, p: &[u8], e: Endian) -> Option<i64> {
+        self.fields.get(i)?.int(p, e)
+    }
+
+    fn text(&self, i: usize, p: &[u8], e: Endian) -> String {
+        let Some(f) = self.fields.get(i) else {
+            return String::new();
+        };
+        if matches!(f.kind, FieldKind::Scalar) {
+            return String::new();
+        }
+        let b = f.bytes(p, e).unwrap_or(&[]);
+        let b = b.split(|&c| c == 0).next().unwrap_or(&[]);
+        String::from_utf8_lossy(b).into_owned()
+    }
+}
+
+/// What the event table lacks for a mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// None of these events (`sys:event`, `|`-separated alternatives).
+    Event(String),
+    /// This event has no field of this name.
+    Field(String, String),
+}
+
+impl fmt::Display for Missing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Missing::Event(e) => write!(f, "no {} event", e.replace('|', " or ")),
+            Missing::Field(e, n) => write!(f, "{e} has no field '{n}'"),
+        }
+    }
+}
+
+use alloc::string::ToString;
+
+/// An open begin: (IRQ or vector, entry time).
+type Open = Option<(i64, u64)>;
+
+/// Indexes into `Lat::evs`.
+const BEGIN: usize = 0;
+const END: usize = 1;
+const SOFT_BEGIN: usize = 2;
+const SOFT_END: usize = 3;
+/// wakeup: sched_process_fork, to follow the children of the pids given.
+const FORK: usize = 2;
+
+/// The accumulators of one run.
+pub struct Lat {
+    pub mode: Mode,
+    endian: Endian,
+    /// wakeup: real-time (and deadline) tasks only.
+    rt_only: bool,
+    hist: Option<(u64, usize)>,
+    /// The mode's events, in the order of [`Mode::events`] (absent optional
+    /// ones are `None`).
+    evs: [Option<Ev>; 4],
+    rows: VecMap<(Table, i64), Row>,
+    /// wakeup: only wakeups of these tasks (and their children), when set.
+    only: Option<VecMap<i64, ()>>,
+    /// wakeup: pid → waking time; syscall: pid → (id, enter time).
+    open: VecMap<i64, (i64, u64)>,
+    /// irq: per CPU (IRQ, entry time) and (vector, entry time).
+    irq_open: Vec<(Open, Open)>,
+    pub noise: VecMap<u32, Noise>,
+    /// Ends without their begin, and begins forgotten at a loss.
+    pub unpaired: u64,
+    pub lost: u64,
+    /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
+    seq: VecMap<(u32, i64), u64>,
+    pub seq_gaps: u64,
+}
+
+impl Lat {
+    /// Map the mode's events of `events` once. `hist`: (bucket width in ns,
+    /// entries) to keep histograms.
+    pub fn new(
+        mode: Mode,
+        events: &EventTable,
+        endian: Endian,
+        rt_only: bool,
+        hist: Option<(u64, usize)>,
+    ) -> Result<Lat, Missing> {
+        let fields: &[&[&str]] = match mode {
+            Mode::Wakeup => &[
+                &["pid", "prio", "comm"],
+                &["next_pid", "next_prio", "next_comm"],
+                &["parent_pid", "child_pid"],
+            ],
+            Mode::Irq => &[&["irq", "name"], &["irq"], &["vec"], &["vec"]],
+            Mode::Syscall => &[&["id"], &["id"]],
+            Mode::Timerlat => &[&["seqnum", "context", "timer_latency"]],
+            Mode::Osnoise => &[&[
+                "runtime",
+                "noise",
+                "max_sample",
+                "hw_count",
+                "nmi_count",
+                "irq_count",
+                "softirq_count",
+                "thread_count",
+            ]],
+        };
+        let mut evs: [Option<Ev>; 4] = [None, None, None, None];
+        for (i, spec) in mode.events().iter().enumerate() {
+            let (optional, spec) = match spec.strip_prefix('?') {
+                Some(s) => (true, s),
+                None => (false, *spec),
+            };
+            let found = spec.split('|').find_map(|n| events.by_name(n));
+            match found {
+                Some(ev) => evs[i] = Some(Ev::of(ev, fields.get(i).copied().unwrap_or(&[]))?),
+                None if optional => {}
+                None => return Err(Missing::Event(spec.to_string())),
+            }
+        }
+        Ok(Lat {
+            mode,
+            endian,
+            rt_only,
+            hist,
+            evs,
+            rows: VecMap::new(),
+            only: None,
+            open: VecMap::new(),
+            irq_open: Vec::new(),
+            noise: VecMap::new(),
+            unpaired: 0,
+            lost: 0,
+            seq: VecMap::new(),
+            seq_gaps: 0,
+        })
+    }
+
+    /// The events in use, `sys:event` (for enabling them).
+    pub fn used(mode: Mode, events: &EventTable) -> Vec<String> {
+        let mut v = Vec::new();
+        for spec in mode.events() {
+            let spec = spec.trim_start_matches('?');
+            if let Some(ev) = spec.split('|').find_map(|n| events.by_name(n)) {
+                v.push(alloc::format!("{}:{}", ev.system, ev.name));
+            }
+        }
+        v
+    }
+
+    /// wakeup: measure only these tasks and the children they fork. (The
+    /// kernel's pid filter lets through what a filtered task does, and a
+    /// filtered task wakes others: `sched_waking` is written when either
+    /// the waker or the wakee is in `set_event_pid`.)
+    pub fn only(&mut self, pids: &[i64]) {
+        let mut o = VecMap::new();
+        for &p in pids {
+            o.insert(p, ());
+        }
+        self.only = Some(o);
+    }
+
+    fn which(&self, id: u32) -> Option<usize> {
+        self.evs
+            .iter()
+            .position(|e| e.as_ref().is_some_and(|e| e.id == id))
+    }
+
+    fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) {
+        let hist = self.hist;
+        let row = self.rows.entry((table, key), || Row {
+            name: String::new(),
+            stat: Stat::default(),
+            hist: hist.map(|(w, n)| Hist::new(w, n)),
+        });
+        if let Some(n) = name.filter(|n| !n.is_empty()) {
+            row.name = n;
+        }
+        row.stat.add(ns);
+        if let Some(h) = row.hist.as_mut() {
+            h.add(ns);
+        }
+    }
+
+    /// Events were lost on a CPU: forget every open begin (its end may be
+    /// among them).
+    pub fn lose(&mut self) {
+        self.lost += 1;
+        self.unpaired += self.open.len() as u64;
+        self.open.clear();
+        for s in self.irq_open.iter_mut() {
+            self.unpaired += u64::from(s.0.is_some()) + u64::from(s.1.is_some());
+            *s = (None, None);
+        }
+    }
+
+    /// Feed one record (any event) of `cpu` at trace-clock time `ts`;
+    /// returns the latency it completed, if any.
+    pub fn record(&mut self, cpu: u32, ts: u64, p: &[u8]) -> Option<Sample> {
+        let e = self.endian;
+        let id = u32::from(e.uint(p, 0, 2)? as u16);
+        let which = self.which(id)?;
+        let ev = self.evs.get(which)?.as_ref()?;
+        let sample = |table, key, begin: u64| Sample {
+            table,
+            key,
+            cpu,
+            begin,
+            end: ts,
+            ns: ts.saturating_sub(begin),
+        };
+        match (self.mode, which) {
+            (Mode::Wakeup, BEGIN) => {
+                let pid = ev.int(0, p, e)?;
+                let prio = ev.int(1, p, e)?;
+                if pid == 0
+                    || (self.rt_only && prio >= 100)
+                    || self.only.as_ref().is_some_and(|o| !o.contains_key(&pid))
+                {
+                    return None;
+                }
+                if self.open.len() < MAX_OPEN {
+                    // The first wakeup counts: a task woken again before it
+                    // ran has waited since the first.
+                    self.open.entry(pid, || (prio, ts));
+                }
+                None
+            }
+            (Mode::Wakeup, END) => {
+                let pid = ev.int(0, p, e)?;
+                let (_, begin) = self.open.remove(&pid)?;
+                let prio = ev.int(1, p, e)?;
+                let name = ev.text(2, p, e);
+                let s = sample(Table::Task, pid, begin);
+                self.add(Table::Task, pid, Some(name), s.ns);
+                self.add(Table::Class, class(prio), None, s.ns);
+                Some(s)
+            }
+            (Mode::Wakeup, FORK) => {
+                let (parent, child) = (ev.int(0, p, e)?, ev.int(1, p, e)?);
+                if let Some(o) = self
+                    .only
+                    .as_mut()
+                    .filter(|o| o.contains_key(&parent) && o.len() < MAX_OPEN)
+                {
+                    o.insert(child, ());
+                }
+                None
+            }
+            (Mode::Irq, BEGIN | SOFT_BEGIN) => {
+                let n = ev.int(0, p, e)?;
+                if which == BEGIN {
+                    let name = ev.text(1, p, e);
+                    if let Some(r) = self.rows.get_mut(&(Table::HardIrq, n)) {
+                        if r.name.is_empty() {
+                            r.name = name;
+                        }
+                    } else if self.rows.len() < MAX_OPEN && !name.is_empty() {
+                        // Name it now: the exit carries no name.
+                        let hist = self.hist.map(|(w, n)| Hist::new(w, n));
+                        self.rows.insert(
+                            (Table::HardIrq, n),
+                            Row {
+                                name,
+                                stat: Stat::default(),
+                                hist,
+                            },
+                        );
+                    }
+                }
+                let slot = self.cpu_slot(cpu)?;
+                let open = if which == BEGIN {
+                    &mut slot.0
+                } else {
+                    &mut slot.1
+                };
+                if open.replace((n, ts)).is_some() {
+                    self.unpaired += 1;
+                }
+                None
+            }
+            (Mode::Irq, END | SOFT_END) => {
+                let n = ev.int(0, p, e)?;
+                let slot = self.cpu_slot(cpu)?;
+                let open = if which == END {
+                    &mut slot.0
+                } else {
+                    &mut slot.1
+                };
+                match open.take() {
+                    Some((m, begin)) if m == n => {
+                        let table = if which == END {
+                            Table::HardIrq
+                        } else {
+                            Table::SoftIrq
+                        };
+                        let s = sample(table, n, begin);
+                        self.add(table, n, None, s.ns);
+                        Some(s)
+                    }
+                    _ => {
+                        self.unpaired += 1;
+                        None
+                    }
+                }
+            }
+            (Mode::Syscall, BEGIN) => {
+                let nr = ev.int(0, p, e)?;
+                let pid = i64::from(ev.common.read(e, p).2);
+                if (self.open.len() < MAX_OPEN || self.open.contains_key(&pid))
+                    && self.open.insert(pid, (nr, ts)).is_some()
+                {
+                    self.unpaired += 1;
+                }
+                None
+            }
+            (Mode::Syscall, END) => {
+                let nr = ev.int(0, p, e)?;
+                let pid = i64::from(ev.common.read(e, p).2);
+                match self.open.remove(&pid) {
+                    Some((m, begin)) if m == nr => {
+                        let s = sample(Table::Syscall, nr, begin);
+                        self.add(Table::Syscall, nr, None, s.ns);
+                        self.add(Table::SyscallTask, pid, None, s.ns);
+                        Some(s)
+                    }
+                    _ => {
+                        self.unpaired += 1;
+                        None
+                    }
+                }
+            }
+            (Mode::Timerlat, BEGIN) => {
+                let seq = ev.int(0, p, e)? as u64;
+                let ctx = ev.int(1, p, e)?;
+                let ns = ev.int(2, p, e)? as u64;
+                let table = match ctx {
+                    0 => Table::TimerIrq,
+                    1 => Table::TimerThread,
+                    _ => Table::TimerUser,
+                };
+                if self.seq.len() < MAX_OPEN || self.seq.contains_key(&(cpu, ctx)) {
+                    if let Some(prev) = self.seq.insert((cpu, ctx), seq) {
+                        if seq != prev.wrapping_add(1) & 0xffff_ffff {
+                            self.seq_gaps += 1;
+                        }
+                    }
+                }
+                self.add(table, i64::from(cpu), None, ns);
+                Some(Sample {
+                    table,
+                    key: i64::from(cpu),
+                    cpu,
+                    begin: ts,
+                    end: ts,
+                    ns,
+                })
+            }
+            (Mode::Osnoise, BEGIN) => {
+                let v: Vec<u64> = (0..8)
+                    .map(|i| ev.int(i, p, e).unwrap_or(0) as u64)
+                    .collect();
+                let &[runtime, noise, max_sample, hw, nmi, irq, softirq, thread] = v.as_slice()
+                else {
+                    return None;
+                };
+                if !self.noise.contains_key(&cpu) && self.noise.len() >= MAX_OPEN {
+                    return None;
+                }
+                let n = self.noise.entry(cpu, Noise::default);
+                n.periods += 1;
+                n.runtime = n.runtime.saturating_add(runtime);
+                n.noise = n.noise.saturating_add(noise);
+                n.max_single = n.max_single.max(max_sample);
+                for (t, v) in [
+                    (&mut n.hw, hw),
+                    (&mut n.nmi, nmi),
+                    (&mut n.irq, irq),
+                    (&mut n.softirq, softirq),
+                    (&mut n.thread, thread),
+                ] {
+                    *t = t.saturating_add(v);
+                }
+                let ns = noise.saturating_mul(1000);
+                self.add(Table::Noise, i64::from(cpu), None, ns);
+                Some(Sample {
+                    table: Table::Noise,
+                    key: i64::from(cpu),
+                    cpu,
+                    begin: ts,
+                    end: ts,
+                    ns,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn cpu_slot(&mut self, cpu: u32) -> Option<&mut (Open, Open)> {
+        let i = usize::try_from(cpu).ok().filter(|&i| i < MAX_OPEN)?;
+        if self.irq_open.len() <= i {
+            self.irq_open.resize(i + 1, (None, None));
+        }
+        self.irq_open.get_mut(i)
+    }
+
+    /// The rows, by table then key.
+    pub fn rows(&self) -> impl Iterator<Item = (Table, i64, &Row)> {
+        self.rows
+            .iter()
+            .filter(|(_, r)| r.stat.count > 0)
+            .map(|(&(t, k), r)| (t, k, r))
+    }
+
+    /// Latencies measured (rows of the first table of the mode).
+    pub fn measured(&self) -> u64 {
+        let first = match self.mode {
+            Mode::Wakeup => Table::Task,
+            Mode::Irq => Table::HardIrq,
+            Mode::Syscall => Table::Syscall,
+            Mode::Timerlat => Table::TimerIrq,
+            Mode::Osnoise => Table::Noise,
+        };
+        let also = if self.mode == Mode::Irq {
+            Table::SoftIrq
+        } else if self.mode == Mode::Timerlat {
+            Table::TimerThread
+        } else {
+            first
+        };
+        self.rows()
+            .filter(|(t, _, _)| {
+                *t == first || *t == also || (self.mode == Mode::Timerlat && *t == Table::TimerUser)
+            })
+            .map(|(_, _, r)| r.stat.count)
+            .sum()
+    }
+
+    /// The row with the largest maximum of `table`, if any.
+    pub fn worst(&self, table: Table) -> Option<(i64, &Row)> {
+        self.rows()
+            .filter(|(t, _, _)| *t == table)
+            .max_by_key(|(_, _, r)| r.stat.max)
+            .map(|(_, k, r)| (k, r))
+    }
+}
+
+/// How values are printed: µs with three decimals (default) or ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unit {
+    pub ns: bool,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        if self.ns {
+            "ns"
+        } else {
+            "us"
+        }
+    }
+
+    pub fn write<W: Write + ?Sized>(self, w: &mut W, v: u64) -> fmt::Result {
+        if self.ns {
+            write!(w, "{v}")
+        } else {
+            write!(w, "{}.{:03}", v / 1000, v % 1000)
+        }
+    }
+
+    fn cell<W: Write + ?Sized>(self, w: &mut W, v: u64, width: usize) -> fmt::Result {
+        let mut s = String::new();
+        self.write(&mut s, v)?;
+        write!(w, " {s:>width$}")
+    }
+}
+
+/// The name of a row's key as a person reads it.
+pub fn key_name(table: Table, key: i64, row: &Row, cmdlines: &Cmdlines) -> String {
+    let comm = |pid: i64| {
+        if row.name.is_empty() {
+            String::from(cmdlines.comm(pid as i32))
+        } else {
+            row.name.clone()
+        }
+    };
+    match table {
+        Table::Task | Table::SyscallTask => alloc::format!("{}-{key}", comm(key)),
+        Table::Class => String::from(
+            usize::try_from(key)
+                .ok()
+                .and_then(|i| CLASSES.get(i))
+                .copied()
+                .unwrap_or("?"),
+        ),
+        Table::HardIrq if !row.name.is_empty() => alloc::format!("{key} {}", row.name),
+        Table::SoftIrq => match usize::try_from(key).ok().and_then(|i| SOFTIRQS.get(i)) {
+            Some(n) => alloc::format!("{key} {n}"),
+            None => alloc::format!("{key}"),
+        },
+        Table::Syscall => alloc::format!("NR {key}"),
+        _ => alloc::format!("{key}"),
+    }
+}
+
+const KEY_WIDTH: usize = 24;
+
+/// Every table of `lat`: a title with the unit, then one line per key
+/// (sorted by key; tasks by their maximum, worst first).
+pub fn write_tables<W: Write + ?Sized>(
+    w: &mut W,
+    lat: &Lat,
+    unit: Unit,
+    cmdlines: &Cmdlines,
+) -> fmt::Result {
+    let mut tables: Vec<Table> = lat.rows().map(|(t, _, _)| t).collect();
+    tables.dedup();
+    for (i, t) in tables.iter().enumerate() {
+        let (title, key) = t.title();
+        if i > 0 {
+            w.write_char('\n')?;
+        }
+        writeln!(w, "# {title}, {}", unit.name())?;
+        writeln!(
+            w,
+            "{key:<KEY_WIDTH$} {:>8} {:>10} {:>10} {:>10} {:>12}",
+            "COUNT", "MIN", "AVG", "MAX", "TOTAL"
+        )?;
+        let mut rows: Vec<(i64, &Row)> = lat
+            .rows()
+            .filter(|(u, _, _)| u == t)
+            .map(|(_, k, r)| (k, r))
+            .collect();
+        if matches!(t, Table::Task | Table::SyscallTask) {
+            rows.sort_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
+        }
+        for (k, r) in rows {
+            let mut name = key_name(*t, k, r, cmdlines);
+            if name.len() > KEY_WIDTH {
+                let mut cut = KEY_WIDTH;
+                while !name.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                name.truncate(cut);
+            }
+            write!(w, "{name:<KEY_WIDTH$} {:>8}", r.stat.count)?;
+            unit.cell(w, r.stat.min, 10)?;
+            unit.cell(w, r.stat.avg(), 10)?;
+            unit.cell(w, r.stat.max, 10)?;
+            unit.cell(w, r.stat.sum, 12)?;
+            w.write_char('\n')?;
+        }
+    }
+    if lat.mode == Mode::Osnoise && !lat.noise.is_empty() {
+        write_noise(w, lat)?;
+    }
+    Ok(())
+}
+
+/// The osnoise tracer's per-CPU table, as `rtla osnoise top` shows it
+/// (runtime and noise in µs, as the tracer reports them).
+fn write_noise<W: Write + ?Sized>(w: &mut W, lat: &Lat) -> fmt::Result {
+    writeln!(
+        w,
+        "\n# osnoise per CPU: runtime, noise and max single noise in us"
+    )?;
+    writeln!(w, "CPU   PERIODS      RUNTIME      NOISE  %AVAIL  MAXSINGLE      HW     NMI     IRQ SOFTIRQ  THREAD")?;
+    for (cpu, n) in lat.noise.iter() {
+        let a = n.available_mpct();
+        writeln!(
+            w,
+            "{cpu:<3} {:>9} {:>12} {:>10} {:>3}.{:03} {:>10} {:>7} {:>7} {:>7} {:>7} {:>7}",
+            n.periods,
+            n.runtime,
+            n.noise,
+            a / 1000,
+            a % 1000,
+            n.max_single,
+            n.hw,
+            n.nmi,
+            n.irq,
+            n.softirq,
+            n.thread
+        )?;
+    }
+    Ok(())
+}
+
+/// Every histogram: per key, the non-empty buckets (`FROM-TO COUNT`) and
+/// the overflow row.
+pub fn write_hists<W: Write + ?Sized>(
+    w: &mut W,
+    lat: &Lat,
+    unit: Unit,
+    cmdlines: &Cmdlines,
+) -> fmt::Result {
+    let mut first = true;
+    for (t, k, r) in lat.rows() {
+        let Some(h) = &r.hist else { continue };
+        if !first {
+            w.write_char('\n')?;
+        }
+        first = false;
+        let (title, _) = t.title();
+        writeln!(
+            w,
+            "# {title}: {} ({} samples), {}",
+            key_name(t, k, r, cmdlines),
+            r.stat.count,
+            unit.name()
+        )?;
+        for (i, n) in h.buckets.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let from = (i as u64).saturating_mul(h.width);
+            let mut s = String::new();
+            unit.write(&mut s, from)?;
+            s.push_str(" - ");
+            unit.write(&mut s, from.saturating_add(h.width))?;
+            writeln!(w, "{s:>27} {n:>10}")?;
+        }
+        let mut s = String::from(">= ");
+        unit.write(&mut s, (h.buckets.len() as u64).saturating_mul(h.width))?;
+        writeln!(w, "{s:>27} {:>10}", h.over)?;
+    }
+    Ok(())
+}
+
+/// One JSON object per row (and per osnoise CPU), one a line; values in
+/// `unit`, with `"unit"` saying which.
+pub fn write_json<W: Write + ?Sized>(
+    w: &mut W,
+    lat: &Lat,
+    unit: Unit,
+    cmdlines: &Cmdlines,
+) -> fmt::Result {
+    for (t, k, r) in lat.rows() {
+        write!(w, "{{\"table\":\"{}\",\"key\":{k},\"name\":", t.name())?;
+        json_str(w, &key_name(t, k, r, cmdlines))?;
+        write!(
+            w,
+            ",\"unit\":\"{}\",\"count\":{}",
+            unit.name(),
+            r.stat.count
+        )?;
+        for (n, v) in [
+            ("min", r.stat.min),
+            ("avg", r.stat.avg()),
+            ("max", r.stat.max),
+            ("sum", r.stat.sum),
+        ] {
+            write!(w, ",\"{n}\":")?;
+            unit.write(w, v)?;
+        }
+        if let Some(h) = &r.hist {
+            w.write_str(",\"hist\":{\"width\":")?;
+            unit.write(w, h.width)?;
+            w.write_str(",\"buckets\":[")?;
+            for (i, n) in h.buckets.iter().enumerate() {
+                write!(w, "{}{n}", if i > 0 { "," } else { "" })?;
+            }
+            write!(w, "],\"over\":{}}}", h.over)?;
+        }
+        w.write_str("}\n")?;
+    }
+    for (cpu, n) in lat.noise.iter() {
+        writeln!(
+            w,
+            "{{\"table\":\"osnoise_cpu\",\"key\":{cpu},\"unit\":\"us\",\"periods\":{},\"runtime\":{},\"noise\":{},\"available_pct\":{}.{:03},\"max_single\":{},\"hw\":{},\"nmi\":{},\"irq\":{},\"softirq\":{},\"thread\":{}}}",
+            n.periods,
+            n.runtime,
+            n.noise,
+            n.available_mpct() / 1000,
+            n.available_mpct() % 1000,
+            n.max_single,
+            n.hw,
+            n.nmi,
+            n.irq,
+            n.softirq,
+            n.thread
+        )?;
+    }
+    Ok(())
+}
+
+/// One sample as a JSON line: times in trace-clock ns, the latency in ns.
+pub fn write_sample<W: Write + ?Sized>(w: &mut W, s: &Sample) -> fmt::Result {
+    writeln!(
+        w,
+        "{{\"table\":\"{}\",\"key\":{},\"cpu\":{},\"begin\":{},\"end\":{},\"ns\":{}}}",
+        s.table.name(),
+        s.key,
+        s.cpu,
+        s.begin,
+        s.end,
+        s.ns
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::EventFormat;
+
+    const WAKING: &str = "name: sched_waking\nID: 5\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
+    const SWITCH: &str = "name: sched_switch\nID: 6\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
+    const TIMERLAT: &str = "name: timerlat\nID: 18\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:unsigned int seqnum;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:int context;\toffset:12;\tsize:4;\tsigned:1;\n\tfield:u64 timer_latency;\toffset:16;\tsize:8;\tsigned:0;\n\nprint fmt: \"x\"\n";
+
+    fn table(texts: &[(&str, &str)]) -> EventTable {
+        let mut t = EventTable::new();
+        for (sys, text) in texts {
+            t.insert(EventFormat::parse(text, sys, 8).unwrap());
+        }
+        t
+    }
+
+    fn rec(id: u16, fields: &[(usize, &[u8])], len: usize) -> Vec<u8> {
+        let mut v = alloc::vec![0u8; len];
+        v[..2].copy_from_slice(&id.to_le_bytes());
+        for (off, b) in fields {
+            v[*off..*off + b.len()].copy_from_slice(b);
+        }
+        v
+    }
+
+    #[test]
+    fn stat_and_hist() {
+        let mut s = Stat::default();
+        let mut h = Hist::new(10, 3);
+        for v in [5, 15, 25, 35, 0] {
+            s.add(v);
+            h.add(v);
+        }
+        assert_eq!(
+            (s.count, s.min, s.max, s.sum, s.avg(), s.last),
+            (5, 0, 35, 80, 16, 0)
+        );
+        assert_eq!(
+            (h.buckets.clone(), h.over, h.total()),
+            (alloc::vec![2, 1, 1], 1, 5)
+        );
+        let mut h = Hist::new(0, 0);
+        h.add(u64::MAX);
+        assert_eq!((h.width, h.buckets.len(), h.over), (1, 1, 1));
+    }
+
+    #[test]
+    fn wakeup_pairs_the_first_waking_with_the_switch_in() {
+        let t = table(&[("sched", WAKING), ("sched", SWITCH)]);
+        let mut l = Lat::new(Mode::Wakeup, &t, Endian::Little, false, Some((1000, 4))).unwrap();
+        let wake = |pid: i32, prio: i32| {
+            rec(
+                5,
+                &[
+                    (8, b"sleeper\0"),
+                    (24, &pid.to_le_bytes()),
+                    (28, &prio.to_le_bytes()),
+                ],
+                36,
+            )
+        };
+        let sw = |pid: i32, prio: i32| {
+            rec(
+                6,
+                &[
+                    (40, b"sleeper\0"),
+                    (56, &pid.to_le_bytes()),
+                    (60, &prio.to_le_bytes()),
+                ],
+                64,
+            )
+        };
+        assert_eq!(l.record(0, 1000, &wake(42, 120)), None);
+        assert_eq!(l.record(1, 1500, &wake(42, 120)), None);
+        let s = l.record(1, 4500, &sw(42, 120)).unwrap();
+        assert_eq!((s.ns, s.begin, s.end, s.key), (3500, 1000, 4500, 42));
+        assert_eq!(
+            l.record(1, 5000, &sw(42, 120)),
+            None,
+            "no second latency without a wakeup"
+        );
+        l.record(0, 6000, &wake(7, 10));
+        l.record(0, 6100, &sw(7, 10));
+        let rows: Vec<_> = l
+            .rows()
+            .map(|(t, k, r)| (t, k, r.stat.count, r.stat.max))
+            .collect();
+        assert_eq!(
+            rows,
+            alloc::vec![
+                (Table::Task, 7, 1, 100),
+                (Table::Task, 42, 1, 3500),
+                (Table::Class, 1, 1, 100),
+                (Table::Class, 2, 1, 3500)
+            ]
+        );
+        let mut out = String::new();
+        write_tables(&mut out, &l, Unit { ns: false }, &Cmdlines::default()).unwrap();
+        assert!(out.contains("sleeper-42"), "{out}");
+        assert!(out.contains("3.500"), "{out}");
+        let mut only = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None).unwrap();
+        only.only(&[42]);
+        only.record(0, 0, &wake(7, 120));
+        assert_eq!(
+            only.record(0, 10, &sw(7, 120)),
+            None,
+            "a task the pid filter does not name"
+        );
+        only.record(0, 20, &wake(42, 120));
+        assert!(only.record(0, 30, &sw(42, 120)).is_some());
+        let mut rt = Lat::new(Mode::Wakeup, &t, Endian::Little, true, None).unwrap();
+        rt.record(0, 0, &wake(42, 120));
+        assert_eq!(
+            rt.record(0, 10, &sw(42, 120)),
+            None,
+            "--rt skips normal tasks"
+        );
+    }
+
+    #[test]
+    fn timerlat_entries_per_cpu_and_context() {
+        let t = table(&[("ftrace", TIMERLAT)]);
+        let mut l = Lat::new(Mode::Timerlat, &t, Endian::Little, false, None).unwrap();
+        let e = |seq: u32, ctx: i32, lat: u64| {
+            rec(
+                18,
+                &[
+                    (8, &seq.to_le_bytes()),
+                    (12, &ctx.to_le_bytes()),
+                    (16, &lat.to_le_bytes()),
+                ],
+                24,
+            )
+        };
+        l.record(0, 1, &e(1, 0, 900));
+        l.record(0, 2, &e(1, 1, 4000));
+        l.record(0, 3, &e(2, 0, 1100));
+        l.record(0, 4, &e(4, 0, 100));
+        assert_eq!(l.seq_gaps, 1);
+        let w = l.worst(Table::TimerIrq).unwrap();
+        assert_eq!(
+            (
+                w.0,
+                w.1.stat.count,
+                w.1.stat.min,
+                w.1.stat.max,
+                w.1.stat.last
+            ),
+            (0, 3, 100, 1100, 100)
+        );
+        assert_eq!(l.measured(), 4);
+        assert!(
+            l.record(0, 5, &e(1, 0, 1)[..10]).is_none(),
+            "a short record is skipped"
+        );
+    }
+
+    #[test]
+    fn a_mode_without_its_events_says_which() {
+        let t = table(&[("sched", SWITCH)]);
+        let e = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None)
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "no sched:sched_waking or sched:sched_wakeup event"
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! tr-lat, live on this machine: the wakeup, IRQ/softirq and syscall
+//! latencies of a buffer equal the differences of the timestamps in the
+//! kernel's own text (`trace`) of the same records, paired by the test
+//! from that text; `-- CMD`, `-P PID` of another process and a system-wide
+//! `-t` run under load measure what they should; the timerlat/osnoise
+//! tracers this kernel lacks are named in one line with what works; the
+//! tracefs state is the same before and after every run.
+
+mod common;
+use common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+fn lat(args: &[&str]) -> std::process::Output {
+    applet("tr-lat", args)
+}
+
+/// `"key":VALUE` of a JSON line (numbers and plain strings).
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("\"{key}\":");
+    let rest = &line[line.find(&pat)? + pat.len()..];
+    if let Some(s) = rest.strip_prefix('"') {
+        return s.split('"').next();
+    }
+    rest.split([',', '}']).next()
+}
+
+fn num(line: &str, key: &str) -> i64 {
+    field(line, key).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no {key} in {line}"))
+}
+
+/// One sample: (table, key, CPU of the end, begin µs, end µs) with the
+/// kernel's rounding (`ns2usecs`), and the latency in ns.
+type Pair = (String, i64, u32, u64, u64);
+
+fn samples(out: &str) -> BTreeMap<Pair, u64> {
+    let us = |ns: i64| (ns as u64 + 500) / 1000;
+    out.lines()
+        .filter(|l| l.contains("\"begin\":"))
+        .map(|l| {
+            let p = (field(l, "table").unwrap().to_string(), num(l, "key"), num(l, "cpu") as u32, us(num(l, "begin")), us(num(l, "end")));
+            (p, num(l, "ns") as u64)
+        })
+        .collect()
+}
+
+/// (pid, cpu, µs, event, text after "event: ") of one line of `trace`.
+fn parse_line(line: &str) -> Option<(i64, u32, u64, &str, &str)> {
+    let (cpu, us, after) = trace_text::parse(line)?;
+    let at = line.find(&format!("[{cpu:03}]"))?;
+    let pid = line[..at].trim_end().rsplit('-').next()?.parse().ok()?;
+    let (ev, rest) = after.split_once(": ")?;
+    Some((pid, cpu, us, ev, rest))
+}
+
+/// `name=VALUE` (up to a space) in an event's text.
+fn kv(text: &str, name: &str) -> Option<i64> {
+    let pat = format!("{name}=");
+    text.split(' ').find_map(|w| w.strip_prefix(&pat)).and_then(|v| v.parse().ok())
+}
+
+/// The pairs the kernel's text shows, by the rules of trbox::lat: a
+/// syscall's enter and exit of the same task and number; an IRQ's entry and
+/// exit on the same CPU; a task's first sched_waking and the sched_switch
+/// to it.
+fn text_pairs(trace: &str) -> BTreeSet<Pair> {
+    let mut out = BTreeSet::new();
+    let mut sys: BTreeMap<i64, (i64, u64)> = BTreeMap::new();
+    let mut irq: BTreeMap<(u32, bool), (i64, u64)> = BTreeMap::new();
+    let mut waking: BTreeMap<i64, u64> = BTreeMap::new();
+    for l in trace.lines().filter(|l| !l.starts_with('#')) {
+        assert!(!l.contains("LOST EVENTS"), "the buffer lost events: {l}");
+        let Some((pid, cpu, us, ev, rest)) = parse_line(l) else { continue };
+        let nr = || rest.strip_prefix("NR ").and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<i64>().ok());
+        match ev {
+            "sys_enter" => {
+                sys.insert(pid, (nr().unwrap(), us));
+            }
+            "sys_exit" => {
+                if let Some((n, b)) = sys.remove(&pid).filter(|o| Some(o.0) == nr()) {
+                    out.insert(("syscall".into(), n, cpu, b, us));
+                }
+            }
+            "irq_handler_entry" | "softirq_entry" => {
+                let n = kv(rest, "irq").or_else(|| kv(rest, "vec")).unwrap();
+                irq.insert((cpu, ev == "softirq_entry"), (n, us));
+            }
+            "irq_handler_exit" | "softirq_exit" => {
+                let n = kv(rest, "irq").or_else(|| kv(rest, "vec")).unwrap();
+                let soft = ev == "softirq_exit";
+                if let Some((m, b)) = irq.remove(&(cpu, soft)).filter(|o| o.0 == n) {
+                    out.insert((if soft { "softirq" } else { "irq" }.into(), m, cpu, b, us));
+                }
+            }
+            "sched_waking" => {
+                let p = kv(rest, "pid").unwrap();
+                if p != 0 {
+                    waking.entry(p).or_insert(us);
+                }
+            }
+            "sched_switch" => {
+                let next = rest.rsplit(" next_pid=").next().and_then(|r| r.split(' ').next()).and_then(|p| p.parse().ok()).unwrap();
+                if let Some(b) = waking.remove(&next) {
+                    out.insert(("task".into(), next, cpu, b, us));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Record `events` system-wide while `work` runs (plain tracefs writes,
+/// put back by the guard), read the kernel's text, then `tr-lat MODE -r`
+/// on the same buffer: every latency equals the text's difference.
+fn same_as_text(mode: &str, events: &[&str], work: &str) {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    for e in events {
+        if !root.join("events").join(e).is_dir() {
+            skip_absent(&format!("no {e} event"));
+            return;
+        }
+    }
+    {
+        let mut g = Guard::new(&root);
+        assert!(g.set("tracing_on", "0"));
+        std::fs::write(root.join("trace"), "").unwrap();
+        for e in events {
+            assert!(g.set(&format!("events/{e}/enable"), "1"), "{e}");
+        }
+        assert!(g.set("tracing_on", "1"));
+        let st = Command::new("sh").args(["-c", work]).status().unwrap();
+        assert!(st.success());
+        std::fs::write(root.join("tracing_on"), "0").unwrap();
+        let trace = std::fs::read_to_string(root.join("trace")).unwrap();
+        let want = text_pairs(&trace);
+        let o = lat(&[mode, "-r", "--json", "--samples", "-n"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let got = samples(&stdout(&o));
+        let got_pairs: BTreeSet<Pair> = got.keys().cloned().collect();
+        let missing: Vec<_> = want.difference(&got_pairs).take(5).collect();
+        let extra: Vec<_> = got_pairs.difference(&want).take(5).collect();
+        assert!(missing.is_empty() && extra.is_empty(), "{mode}: not in tr-lat: {missing:?}; not in the text: {extra:?}");
+        assert!(want.len() >= 10, "{mode}: only {} pairs in the text", want.len());
+        for ((t, k, _, b, e), ns) in &got {
+            let text_ns = (e - b) * 1000;
+            assert!(ns.abs_diff(text_ns) <= 1000, "{t} {k}: {ns} ns, the text says {b}..{e} us");
+        }
+        // The tables (from the same kind of buffer) count what the samples
+        // did: every table row's count is the number of its samples.
+        let out = stdout(&o);
+        for r in out.lines().filter(|l| l.contains("\"count\":")) {
+            let (t, k) = (field(r, "table").unwrap(), num(r, "key"));
+            if t == "class" || t == "syscall_task" {
+                continue;
+            }
+            let n = got.keys().filter(|p| p.0 == t && p.1 == k).count() as i64;
+            assert_eq!(num(r, "count"), n, "{t} {k}: {r}");
+        }
+        eprintln!("{mode}: {} latencies equal the kernel's text", want.len());
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn syscall_durations_equal_the_kernels_text() {
+    same_as_text(
+        "syscall",
+        &["raw_syscalls/sys_enter", "raw_syscalls/sys_exit"],
+        "for i in 1 2 3 4 5; do cat /proc/version > /dev/null; sleep 0.01; done",
+    );
+}
+
+#[test]
+fn irq_durations_equal_the_kernels_text() {
+    same_as_text(
+        "irq",
+        &["irq/irq_handler_entry", "irq/irq_handler_exit", "irq/softirq_entry", "irq/softirq_exit"],
+        "for i in $(seq 20); do sleep 0.02; sync; done",
+    );
+}
+
+#[test]
+fn wakeup_latencies_equal_the_kernels_text() {
+    // A task woken at a known period: the shell and each sleep, 20 times.
+    same_as_text("wakeup", &["sched/sched_waking", "sched/sched_switch"], "for i in $(seq 20); do sleep 0.01; done");
+}
+
+/// Rows of `--json` output: (table, key, name, count).
+fn rows(out: &str) -> Vec<(String, i64, String, i64)> {
+    out.lines()
+        .filter(|l| l.contains("\"count\":"))
+        .map(|l| (field(l, "table").unwrap().into(), num(l, "key"), field(l, "name").unwrap().into(), num(l, "count")))
+        .collect()
+}
+
+/// `-- CMD`: the command's wakeups (the shell woken as each child ends,
+/// each sleep by its timer) and its syscalls, its exit status.
+#[test]
+fn a_command_is_measured_and_its_status_returned() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let o = lat(&["wakeup", "--json", "--", "sh", "-c", "for i in $(seq 10); do sleep 0.02; done; exit 3"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let r = rows(&stdout(&o));
+    let task = |n: &str| r.iter().filter(|x| x.0 == "task" && x.2.starts_with(&format!("{n}-"))).map(|x| x.3).sum::<i64>();
+    assert!(task("sh") >= 10, "the shell woke 10 times: {r:?}");
+    assert!(task("sleep") >= 10, "10 sleeps woke: {r:?}");
+    // Only the command's tasks: the kernel's pid filter also lets through
+    // the wakeups the command causes in others. (The command's process is
+    // still trbox's fork when it is released: its wakeup may come first.)
+    let ours = |n: &str| ["sh-", "sleep-", "trbox-"].iter().any(|p| n.starts_with(p));
+    assert!(r.iter().filter(|x| x.0 == "task").all(|x| ours(&x.2)), "{r:?}");
+    let o = lat(&["syscall", "--", "sh", "-c", "cat /proc/version > /dev/null"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("# system call duration (sys_enter -> sys_exit), us"), "{out}");
+    assert!(out.contains("\ncat-"), "the command's child is followed: {out}");
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `-P PID` of another process: only its wakeups (not its children's,
+/// not anyone else's).
+#[test]
+fn a_pid_of_another_process_is_measured_alone() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let mut bg = spawn(Command::new("sh").args(["-c", "while :; do sleep 0.05; done"]));
+    let pid = bg.id().to_string();
+    let o = lat(&["wakeup", "-P", &pid, "-t", "1", "--json"]);
+    bg.signal(libc::SIGKILL);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = rows(&stdout(&o));
+    let tasks: Vec<_> = r.iter().filter(|x| x.0 == "task").collect();
+    assert_eq!(tasks.len(), 1, "{r:?}");
+    assert_eq!(tasks[0].1.to_string(), pid);
+    assert!(tasks[0].3 >= 10, "woken about 20 times in 1 s: {r:?}");
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// System-wide with `-t` under a background load: the load's syscalls are
+/// there, trbox's own are not.
+#[test]
+fn a_system_wide_run_sees_the_load_and_not_itself() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let mut bg = spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=512"]));
+    let dd = bg.id() as i64;
+    let o = lat(&["syscall", "-t", "1", "--json"]);
+    bg.signal(libc::SIGKILL);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = rows(&stdout(&o));
+    let of = |pid: i64| r.iter().find(|x| x.0 == "syscall_task" && x.1 == pid).map_or(0, |x| x.3);
+    assert!(of(dd) > 1000, "dd's syscalls: {r:?}");
+    assert!(r.iter().all(|x| !x.2.starts_with("trbox-")), "trbox measured itself: {r:?}");
+    // The per-syscall rows count what the per-task rows do.
+    let sum = |t: &str| r.iter().filter(|x| x.0 == t).map(|x| x.3).sum::<i64>();
+    assert_eq!(sum("syscall"), sum("syscall_task"));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// The tracers this kernel lacks: one line naming the tracers it has, the
+/// tracepoint modes as the hint; nothing changed.
+#[test]
+fn missing_tracers_are_named_with_what_works() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let have = std::fs::read_to_string(root.join("available_tracers")).unwrap();
+    for m in ["timerlat", "osnoise"] {
+        if have.split_whitespace().any(|t| t == m) {
+            continue;
+        }
+        let o = lat(&[m, "-t", "1"]);
+        assert_eq!(o.status.code(), Some(2));
+        let e = stderr(&o);
+        let first = e.lines().next().unwrap();
+        assert!(first.starts_with(&format!("tr-lat: this kernel has no {m} tracer")), "{e}");
+        assert!(first.ends_with(&format!("its tracers: {}", have.split_whitespace().collect::<Vec<_>>().join(" "))), "{e}");
+        assert!(e.contains("hint: tr-lat wakeup, irq and syscall"), "{e}");
+    }
+    let o = lat(&["wakeup_rt"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("tr-lat wakeup --rt"), "{}", stderr(&o));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+#[test]
+fn usage_errors() {
+    for (args, want) in [
+        (&["nosuch"][..], "unknown mode 'nosuch'"),
+        (&["irq", "--rt"][..], "--rt is for the wakeup mode"),
+        (&["wakeup", "-p", "100"][..], "-p, -c, -i"),
+        (&["timerlat", "-P", "1"][..], "measures CPUs, not processes"),
+        (&["syscall", "--samples"][..], "--samples goes with --json"),
+    ] {
+        let o = lat(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+    let o = lat(&["--help"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("Usage: tr-lat"));
+}

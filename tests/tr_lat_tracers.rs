@@ -1,0 +1,186 @@
+//! tr-lat timerlat and osnoise on a synthetic copy of a tracefs tree (this
+//! machine's kernel has neither tracer; the 6.1-rt boards do): raw pages
+//! of `ftrace/timerlat` and `ftrace/osnoise` entries, written through the
+//! real format files of a 6.18 kernel, give per-CPU tables whose counts,
+//! minima, maxima and sums are those of the values written.
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use trbox::format::{Endian, EventFormat, HeaderPage};
+use trbox::page::build::{Ev, PageBuilder};
+use trbox::page::{Missed, PageLayout};
+
+const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+
+const TIMERLAT: &str = "\tfield:unsigned int seqnum;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:int context;\toffset:12;\tsize:4;\tsigned:1;\n\tfield:u64 timer_latency;\toffset:16;\tsize:8;\tsigned:0;\n\nprint fmt: \"seq:%u\\tcontext:%d\\ttimer_latency:%llu\\n\", REC->seqnum, REC->context, REC->timer_latency\n";
+
+const OSNOISE: &str = "\tfield:u64 noise;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:u64 runtime;\toffset:16;\tsize:8;\tsigned:0;\n\tfield:u64 max_sample;\toffset:24;\tsize:8;\tsigned:0;\n\tfield:unsigned int hw_count;\toffset:32;\tsize:4;\tsigned:0;\n\tfield:unsigned int nmi_count;\toffset:36;\tsize:4;\tsigned:0;\n\tfield:unsigned int irq_count;\toffset:40;\tsize:4;\tsigned:0;\n\tfield:unsigned int softirq_count;\toffset:44;\tsize:4;\tsigned:0;\n\tfield:unsigned int thread_count;\toffset:48;\tsize:4;\tsigned:0;\n\nprint fmt: \"noise:%llu\\tmax_sample:%llu\\thw:%u\\tnmi:%u\\tirq:%u\\tsoftirq:%u\\tthread:%u\\n\", REC->noise, REC->max_sample, REC->hw_count, REC->nmi_count, REC->irq_count, REC->softirq_count, REC->thread_count\n";
+
+fn format(name: &str, id: u32, fields: &str) -> String {
+    format!("name: {name}\nID: {id}\nformat:\n{COMMON}{fields}")
+}
+
+/// A tree with the two events and `records(cpu)` payloads per CPU in
+/// pages (1 µs apart).
+fn tree(dir: &Path, tracer: &str, records: &dyn Fn(&EventFormat, u32) -> Vec<Vec<u8>>) {
+    let w = |rel: &str, text: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w("events/header_page", HEADER_PAGE);
+    w("events/header_event", "# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n\tarray       :   32 bits\n");
+    let tl = format("timerlat", 18, TIMERLAT);
+    let on = format("osnoise", 17, OSNOISE);
+    w("events/ftrace/timerlat/format", &tl);
+    w("events/ftrace/osnoise/format", &on);
+    w("trace_clock", "[local] global counter\n");
+    w("current_tracer", &format!("{tracer}\n"));
+    w("saved_cmdlines", "");
+    w("printk_formats", "");
+    w("tracing_on", "0\n");
+    let ev = EventFormat::parse(if tracer == "timerlat" { &tl } else { &on }, "ftrace", 8).unwrap();
+    let layout = PageLayout::from(&HeaderPage::parse(HEADER_PAGE).unwrap());
+    for cpu in 0..2u32 {
+        let mut out = Vec::new();
+        let recs = records(&ev, cpu);
+        let mut it = recs.iter().peekable();
+        let mut ts = 1_000_000_000u64;
+        while it.peek().is_some() {
+            let mut pb = PageBuilder::new(layout, Endian::Little, ts);
+            while let Some(p) = it.peek() {
+                if pb.data_len() + p.len() + 8 > layout.subbuf_size() - 64 {
+                    break;
+                }
+                pb.push(Ev::Data { delta: 1000, payload: p, force_long: false });
+                ts += 1000;
+                it.next();
+            }
+            out.extend(pb.finish(Missed::None, None));
+        }
+        w(&format!("per_cpu/cpu{cpu}/stats"), "entries: 0\n");
+        std::fs::write(dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")), out).unwrap();
+    }
+}
+
+fn payload(ev: &EventFormat, vals: &[(&str, u64)]) -> Vec<u8> {
+    let mut b = vec![0u8; ev.fields.iter().map(|f| (f.offset + f.size) as usize).max().unwrap()];
+    b[..2].copy_from_slice(&(ev.id as u16).to_le_bytes());
+    for (n, v) in vals {
+        let f = ev.field(n).unwrap();
+        let (o, s) = (f.offset as usize, f.size as usize);
+        b[o..o + s].copy_from_slice(&v.to_le_bytes()[..s]);
+    }
+    b
+}
+
+/// `"key":VALUE` of a JSON line.
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    let pat = format!("\"{key}\":");
+    let rest = &line[line.find(&pat).unwrap_or_else(|| panic!("{key} in {line}")) + pat.len()..];
+    rest.trim_start_matches('"').split([',', '}', '"']).next().unwrap()
+}
+
+#[test]
+fn timerlat_tables_are_the_entries_per_cpu_and_context() {
+    let d = TempDir::new("tr-lat-timerlat");
+    // Per CPU: 500 periods, each an IRQ then a thread sample, latencies
+    // from a fixed formula (ns); every 97th thread sample is a spike.
+    let lat = |cpu: u32, i: u64, ctx: u64| -> u64 {
+        let base = 1000 + (i * 37 + u64::from(cpu) * 11) % 900 + ctx * 2500;
+        if ctx == 1 && i % 97 == 0 { base + 40_000 } else { base }
+    };
+    tree(d.path(), "timerlat", &|ev, cpu| {
+        (0..500u64)
+            .flat_map(|i| (0..2u64).map(move |ctx| (i, ctx)))
+            .map(|(i, ctx)| payload(ev, &[("seqnum", i + 1), ("context", ctx), ("timer_latency", lat(cpu, i, ctx))]))
+            .collect()
+    });
+    let p = d.path().to_str().unwrap();
+    let o = run(&["tr-lat", "timerlat", "-T", p, "--json", "-n"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut seen = BTreeMap::new();
+    for l in out.lines() {
+        let (table, cpu) = (field(l, "table").to_string(), field(l, "key").parse::<u32>().unwrap());
+        let ctx = if table == "timerlat_irq" { 0 } else { 1 };
+        let v: Vec<u64> = (0..500).map(|i| lat(cpu, i, ctx)).collect();
+        let want = [
+            ("count", v.len() as u64),
+            ("min", *v.iter().min().unwrap()),
+            ("max", *v.iter().max().unwrap()),
+            ("sum", v.iter().sum()),
+            ("avg", v.iter().sum::<u64>() / 500),
+        ];
+        for (k, w) in want {
+            assert_eq!(field(l, k).parse::<u64>().unwrap(), w, "{table} cpu {cpu} {k}: {l}");
+        }
+        seen.insert((table, cpu), ());
+    }
+    assert_eq!(seen.len(), 4, "IRQ and thread rows of 2 CPUs:\n{out}");
+    // The table, in µs: titled with its unit, one row per CPU.
+    let o = run(&["tr-lat", "timerlat", "-T", p]);
+    let out = stdout(&o);
+    assert!(out.contains("# timerlat IRQ latency per CPU, us\n"), "{out}");
+    assert!(out.contains("# timerlat thread latency per CPU, us\n"), "{out}");
+    let max1: u64 = (0..500).map(|i| lat(1, i, 1)).max().unwrap();
+    assert!(out.lines().any(|l| l.starts_with("1 ") && l.contains(&format!(" {}.{:03} ", max1 / 1000, max1 % 1000))), "{out}");
+    // --hist: the buckets and the overflow row add up to the count.
+    let o = run(&["tr-lat", "timerlat", "-T", p, "--hist", "-b", "1", "-E", "10"]);
+    let out = stdout(&o);
+    let blocks: Vec<&str> = out.split("\n\n").collect();
+    assert_eq!(blocks.len(), 4, "{out}");
+    for b in blocks {
+        let n: u64 = b.lines().skip(1).map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+        assert_eq!(n, 500, "{b}");
+        assert!(b.lines().last().unwrap().trim_start().starts_with(">= 10.000"), "{b}");
+    }
+}
+
+#[test]
+fn osnoise_table_sums_the_periods_per_cpu() {
+    let d = TempDir::new("tr-lat-osnoise");
+    // 50 periods per CPU: runtime 1 s (µs), noise and counts by formula.
+    let noise = |cpu: u32, i: u64| 3 + (i * 7 + u64::from(cpu)) % 20;
+    tree(d.path(), "osnoise", &|ev, cpu| {
+        (0..50u64)
+            .map(|i| {
+                payload(
+                    ev,
+                    &[
+                        ("runtime", 1_000_000),
+                        ("noise", noise(cpu, i)),
+                        ("max_sample", noise(cpu, i) / 2 + 1),
+                        ("hw_count", i % 2),
+                        ("nmi_count", 0),
+                        ("irq_count", 10),
+                        ("softirq_count", 3),
+                        ("thread_count", 1),
+                    ],
+                )
+            })
+            .collect()
+    });
+    let p = d.path().to_str().unwrap();
+    let o = run(&["tr-lat", "osnoise", "-T", p, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for cpu in 0..2u32 {
+        let l = out.lines().find(|l| l.contains("\"osnoise_cpu\"") && field(l, "key") == cpu.to_string()).unwrap();
+        let total: u64 = (0..50).map(|i| noise(cpu, i)).sum();
+        let single = (0..50).map(|i| noise(cpu, i) / 2 + 1).max().unwrap();
+        for (k, w) in [("periods", 50), ("runtime", 50_000_000), ("noise", total), ("max_single", single), ("hw", 25), ("irq", 500), ("softirq", 150), ("thread", 50)] {
+            assert_eq!(field(l, k).parse::<u64>().unwrap(), w, "cpu {cpu} {k}: {l}");
+        }
+        let avail = (50_000_000 - total) as f64 * 100.0 / 50_000_000.0;
+        let got: f64 = field(l, "available_pct").parse().unwrap();
+        assert!((got - avail).abs() < 0.001, "{got} {avail}");
+    }
+    let o = run(&["tr-lat", "osnoise", "-T", p]);
+    let out = stdout(&o);
+    assert!(out.contains("# osnoise per CPU: runtime, noise and max single noise in us"), "{out}");
+}
