@@ -15,7 +15,7 @@ use trbox::sys::events::{guess_endian, header_page, load_events, LazyKallsyms};
 use trbox::sys::raw::RawPages;
 use std::path::Path;
 use trbox::format::EventTable;
-use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
+use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, MemPages, Next, PageSource};
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use trbox::printfmt::SymbolLookup;
 use trbox::tracedat::{Instance, TraceDat};
@@ -175,8 +175,12 @@ impl<'t> Input<'t> {
     /// who says so on stderr when they hold no event.
     pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
         let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
-        let mut f = std::fs::File::open(path).map_err(io)?;
-        let td = TraceDat::read(&mut f).map_err(|e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display())))?;
+        let mem = load_stream(path)?.map(std::sync::Arc::new);
+        let not_readable = |e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display()));
+        let td = match &mem {
+            Some(m) => TraceDat::read(&mut m.as_slice()).map_err(not_readable)?,
+            None => TraceDat::read(&mut std::fs::File::open(path).map_err(io)?).map_err(not_readable)?,
+        };
         for w in &td.warnings {
             log::warn!("{}: {w}", path.display());
         }
@@ -217,9 +221,11 @@ impl<'t> Input<'t> {
                     continue;
                 }
                 let Some(pages) = td.pages(inst, idx) else { continue };
-                let file = std::fs::File::open(path).map_err(io)?;
-                let src = FilePages { file, pages, path: path.into() };
-                let mut s = CpuPages::new(c.cpu, Box::new(src), layout, td.endian);
+                let src: Box<dyn PageSource> = match &mem {
+                    Some(m) => Box::new(MemPages { bytes: m.clone(), pages }),
+                    None => Box::new(FilePages { file: std::fs::File::open(path).map_err(io)?, pages, path: path.into() }),
+                };
+                let mut s = CpuPages::new(c.cpu, src, layout, td.endian);
                 s.buffer = b as u32;
                 streams.push(s);
             }
@@ -263,6 +269,39 @@ impl<'t> Input<'t> {
             empty_note,
         })
     }
+}
+
+/// A trbox stream (`tr-cat -o -`) at `path` (`-`: standard input), read
+/// whole and turned into the bytes of a trace.dat; None for a file that is
+/// not a stream (a trace.dat, read in place). A stream cut off reads up to
+/// the cut, with warnings.
+pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    use std::io::Read as _;
+    use trbox::tracedat::stream;
+    let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
+    let bytes = if path.as_os_str() == "-" {
+        let mut v = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
+        v
+    } else {
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        let mut head = [0u8; 16];
+        let n = f.read(&mut head).map_err(io)?;
+        if !stream::is_stream(&head[..n]) {
+            return Ok(None);
+        }
+        std::fs::read(path).map_err(io)?
+    };
+    if !stream::is_stream(&bytes) {
+        // A trace.dat on standard input.
+        return Ok(Some(bytes));
+    }
+    let s = stream::parse(&bytes).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+    for w in &s.warnings {
+        log::warn!("{}: {w}", path.display());
+    }
+    let td = stream::to_tracedat(&s).map_err(|e| Error::runtime(format!("{}: cannot rebuild a trace.dat from the stream: {e}", path.display())))?;
+    Ok(Some(td))
 }
 
 /// A buffer's name as a person reads it.

@@ -21,6 +21,15 @@ pub struct Request<'a> {
 }
 
 pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
+    let stream = r.path == "-";
+    if stream && r.max_kb.is_some() {
+        return Err(Error::usage("-m bounds a file; a stream (-o -) cannot take back what it sent").hint("bound the run with -t or -- CMD"));
+    }
+    // SAFETY: isatty on fd 1.
+    if stream && unsafe { libc::isatty(1) } == 1 {
+        return Err(Error::usage("-o - writes a binary stream, and standard output is a terminal")
+            .hint("redirect it: tr-cat -o - > rec.trbox, or read it on a host: ssh root@board tr-cat -o - > rec.trbox"));
+    }
     let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() {
@@ -31,11 +40,11 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         t.enter_or_create_instance(i)?;
     }
     let _lock = Lock::take(t.dir(), false)?;
-    let path = Path::new(r.path);
+    let path = Path::new(if stream { "standard output" } else { r.path });
     let (summary, status, write_error) = {
         let no_splice = std::env::var_os("TRBOX_NO_SPLICE").is_some();
         let systems = events.iter().filter_map(|e| e.split(':').next()).map(String::from).collect();
-        let mut rec = Recorder::create(&t, path, &Options { max_kb: r.max_kb, no_splice, systems })?;
+        let mut rec = Recorder::create(&t, path, &Options { max_kb: r.max_kb, no_splice, systems, stream })?;
         let mut st = State::new(&t);
         for e in &events {
             st.set(&format!("{}/enable", command::event_dir(e)), "1")?;

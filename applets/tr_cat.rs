@@ -13,9 +13,10 @@ use trbox::sys::Tracefs;
 /// or with --raw decode the per-CPU raw pages with trbox's own decoder,
 /// merged by timestamp, until the buffers are empty; or a trace.dat FILE;
 /// or with -o record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
-/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE [-e EV] [-t S] [-m KB] [-- CMD]
+/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE|- [-e EV] [-t S] [-m KB] [-- CMD] | tr-cat STREAM -o trace.dat
 struct Args {
-    /// record the raw pages into this trace.dat (version 6)
+    /// record the raw pages into this trace.dat (version 6); `-`: a stream
+    /// on standard output (see the README); with a stream FILE: convert it
     #[argh(option, short = 'o')]
     output: Option<String>,
     /// with -o: keep at most MAX_KB of trace data, the newest
@@ -52,15 +53,32 @@ struct Args {
     /// with --raw or FILE: render on N threads (default: one per CPU)
     #[argh(option, short = 'j')]
     jobs: Option<usize>,
-    /// a trace.dat to decode (v6/v7, compressed or not): every buffer,
-    /// named before each line when several; -B NAME reads only that one
+    /// a trace.dat to decode (v6/v7, compressed or not), or a stream of
+    /// tr-cat -o - (`-`: standard input): every buffer, named before each
+    /// line when several; -B NAME reads only that one
     #[argh(positional)]
     file: Option<String>,
+    /// the FILE to read, given as an option: `-i -` reads a stream (or a
+    /// trace.dat) from standard input
+    #[argh(option, short = 'i')]
+    input: Option<String>,
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
-    let a: Args = cli::parse("tr-cat", own)?;
+    let mut a: Args = cli::parse("tr-cat", own)?;
+    if let Some(i) = a.input.take() {
+        if a.file.is_some() {
+            return Err(Error::usage("give the file to read once: as FILE or with -i"));
+        }
+        a.file = Some(i);
+    }
+    if let (Some(o), Some(f)) = (&a.output, &a.file) {
+        if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
+            return Err(Error::usage("FILE -o OUT converts a stream; it does not combine with --raw, -f, --json, -e or -- CMD"));
+        }
+        return convert(f, o);
+    }
     if let Some(o) = &a.output {
         if a.raw || a.follow || a.json || a.file.is_some() {
             return Err(Error::usage("-o records; it does not combine with --raw, -f, --json or a FILE to read"));
@@ -122,6 +140,24 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let _ = out.write_all(text.as_bytes());
         out.finish()
     }
+}
+
+/// `tr-cat STREAM -o trace.dat`: the stream (`-`: standard input) as a
+/// version 6 trace.dat.
+fn convert(input: &str, output: &str) -> Result<(), Error> {
+    let inp = std::path::Path::new(input);
+    let Some(bytes) = decode::load_stream(inp)? else {
+        return Err(Error::usage(format!("{input}: not a trbox stream (tr-cat -o - writes one); nothing to convert"))
+            .hint("a trace.dat is read as it is: tr-cat FILE"));
+    };
+    if output == "-" {
+        return Err(Error::usage("the stream is already on standard output's side: give -o a file name"));
+    }
+    let out = std::path::Path::new(output);
+    let mut f = trbox::sys::record::create_output(out)?;
+    f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
+    eprintln!("tr-cat: {output}: {} bytes (trace.dat version 6)", bytes.len());
+    Ok(())
 }
 
 /// `--stats`: count everything kept, print the table at the end.

@@ -21,6 +21,7 @@ use core::fmt;
 
 mod compress;
 pub mod read;
+pub mod stream;
 pub mod write;
 
 pub use compress::{decompress, Compression};

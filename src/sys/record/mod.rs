@@ -18,7 +18,7 @@ use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
 use pool::{CpuData, Pool};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,9 @@ pub struct Options {
     /// Event systems to store formats for, besides those with an enabled
     /// event now (the events the run will enable).
     pub systems: Vec<String>,
+    /// Write trbox's stream form to standard output (`-o -`) instead of a
+    /// trace.dat at the path.
+    pub stream: bool,
 }
 
 struct Cpu {
@@ -53,7 +56,12 @@ pub struct Recorder {
     path: PathBuf,
     file: File,
     layout: PageLayout,
-    slots: meta::Slots,
+    /// The trace.dat's end-of-run slots; None for a stream.
+    slots: Option<meta::Slots>,
+    endian: crate::format::Endian,
+    /// A stream: what each CPU index sent, and the bytes written.
+    sent: Vec<CpuData>,
+    sent_bytes: u64,
     pool: Pool,
     cpus: Vec<Cpu>,
     /// The splice pipe (read end, write end) and its capacity.
@@ -107,7 +115,7 @@ impl Summary {
 /// a regular file of our own uid with one link — an earlier recording —
 /// as fstat shows it on the descriptor opened without following a symlink.
 /// Anything else is refused with what it is.
-fn create_output(path: &Path) -> Result<File, Error> {
+pub fn create_output(path: &Path) -> Result<File, Error> {
     let open = |o: &mut std::fs::OpenOptions| o.read(true).write(true).open(path);
     match open(std::fs::OpenOptions::new().create_new(true).mode(0o644)) {
         Ok(f) => return Ok(f),
@@ -162,6 +170,29 @@ impl Recorder {
             cpus.push(Cpu { cpu, file, error: None });
         }
         let stats0 = Vec::new();
+        if o.stream {
+            let mut file = stdout_stream()?;
+            let numbers: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+            let sent_bytes = meta::write_stream_header(t, &mut file, ps as u32, hp.long_size() as u8, &numbers, &o.systems)?;
+            return Ok(Recorder {
+                path: path.into(),
+                file,
+                layout,
+                slots: None,
+                endian: crate::format::Endian::NATIVE,
+                sent: vec![CpuData::default(); cpus.len()],
+                sent_bytes,
+                pool: Pool::new(0, ps, cpus.len(), None),
+                cpus,
+                pipe: None,
+                mover: Mover::Read("a stream".into()),
+                buf: vec![0; ps],
+                write_error: None,
+                unsaved: 0,
+                stats0,
+                started: Instant::now(),
+            });
+        }
         let mut file = create_output(path)?;
         let slots = match meta::write_header(t, &mut file, path, ps as u32, hp.long_size() as u8, cpus.len() as u32, &o.systems) {
             Ok(s) => s,
@@ -185,7 +216,10 @@ impl Recorder {
             path: path.into(),
             file,
             layout,
-            slots,
+            endian: slots.endian,
+            slots: Some(slots),
+            sent: Vec::new(),
+            sent_bytes: 0,
             pool,
             cpus,
             pipe,
@@ -358,7 +392,26 @@ impl Recorder {
         }
         self.buf[n.min(ps)..].fill(0);
         // More than half full: the writer had left it (or nearly).
-        let full = Page::parse(&self.buf, &self.layout, self.slots.endian).is_ok_and(|p| p.len as usize * 2 > ps);
+        let parsed = Page::parse(&self.buf, &self.layout, self.endian);
+        let full = parsed.as_ref().is_ok_and(|p| p.len as usize * 2 > ps);
+        if self.slots.is_none() {
+            count_page(&mut self.sent[i], parsed);
+            // Only the bytes read: the reader pads a short page.
+            let h = crate::tracedat::stream::data_header(self.cpus[i].cpu, n.min(ps));
+            let w = self.file.write_all(&h).and_then(|_| self.file.write_all(&self.buf[..n.min(ps)]));
+            return match w {
+                Ok(()) => {
+                    self.sent_bytes += (h.len() + n.min(ps)) as u64;
+                    self.sent[i].pages += 1;
+                    Some(full)
+                }
+                Err(e) => {
+                    self.unsaved += 1;
+                    self.write_failed(e);
+                    None
+                }
+            };
+        }
         let slot = self.pool.take(&self.file);
         match self.file.write_all_at(&self.buf, self.pool.offset(slot)) {
             Ok(()) => {
@@ -397,26 +450,21 @@ impl Recorder {
     pub fn finish(mut self, t: &Tracefs) -> Result<Summary, Error> {
         self.close_pipe();
         let elapsed = self.started.elapsed();
-        let (layout, endian) = (self.layout, self.slots.endian);
+        if self.slots.is_none() {
+            return self.finish_stream(t, elapsed);
+        }
+        let (layout, endian) = (self.layout, self.endian);
         let evicted = self.pool.evicted.clone();
         let ps = self.layout.subbuf_size();
         let pool = std::mem::replace(&mut self.pool, Pool::new(0, ps, 0, None));
         let (data, end) = pool
-            .finish(&self.file, |_, bytes, d| match Page::parse(bytes, &layout, endian) {
-                Ok(p) => {
-                    match p.missed {
-                        Missed::None => {}
-                        Missed::Unknown => d.lost_unknown += 1,
-                        Missed::Count(n) => d.lost += n,
-                    }
-                    d.records += p.records().filter(|r| r.is_ok()).count() as u64;
-                }
-                Err(_) => d.damaged += 1,
-            })
+            .finish(&self.file, |_, bytes, d| count_page(d, Page::parse(bytes, &layout, endian)))
             .map_err(|e| Error::io(&self.path, e))?;
         let stats: Vec<(u32, String)> = self.cpus.iter().map(|c| (c.cpu, t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default())).collect();
         let table: Vec<(u64, u64)> = data.iter().map(|d| (d.offset, d.pages * ps as u64)).collect();
-        meta::finish_header(&self.file, &self.path, &self.slots, t, &stats, &table)?;
+        if let Some(slots) = &self.slots {
+            meta::finish_header(&self.file, &self.path, slots, t, &stats, &table)?;
+        }
         // A failed write may have left part of a page past the end.
         self.file.set_len(end).map_err(|e| Error::io(&self.path, e))?;
         let cpus = self
@@ -434,6 +482,73 @@ impl Recorder {
             })
             .collect();
         Ok(Summary { cpus, page_size: ps, file_size: end, elapsed, mover: self.mover.clone(), unsaved: self.unsaved })
+    }
+}
+
+impl Recorder {
+    /// The end of a stream: saved_cmdlines, each CPU's stats, the end frame.
+    fn finish_stream(mut self, t: &Tracefs, elapsed: Duration) -> Result<Summary, Error> {
+        use crate::tracedat::stream::{frame, kind, named_frame, stats_frame};
+        let stats: Vec<String> = self.cpus.iter().map(|c| t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default()).collect();
+        if self.write_error.is_none() {
+            let mut tail = named_frame(kind::META, "saved_cmdlines", t.read_top_opt("saved_cmdlines")?.unwrap_or_default().as_bytes());
+            for (c, st) in self.cpus.iter().zip(&stats) {
+                tail.extend(stats_frame(c.cpu, st));
+            }
+            tail.extend(frame(kind::END, b""));
+            match self.file.write_all(&tail) {
+                Ok(()) => self.sent_bytes += tail.len() as u64,
+                Err(e) => self.write_failed(e),
+            }
+        }
+        let sent = std::mem::take(&mut self.sent);
+        let cpus = self
+            .cpus
+            .iter()
+            .zip(sent)
+            .zip(&stats)
+            .enumerate()
+            .map(|(i, ((c, d), st))| CpuSummary {
+                cpu: c.cpu,
+                data: d,
+                evicted: 0,
+                lost_stats: lost(&CpuStats::parse(st)).zip(self.stats0.get(i).and_then(lost)).map(|(a, b)| a.saturating_sub(b)),
+                read_error: c.error.as_ref().map(super::describe),
+            })
+            .collect();
+        let ps = self.layout.subbuf_size();
+        Ok(Summary { cpus, page_size: ps, file_size: self.sent_bytes, elapsed, mover: self.mover.clone(), unsaved: self.unsaved })
+    }
+}
+
+/// Count a page's events and losses into `d`.
+fn count_page(d: &mut CpuData, p: Result<Page<'_>, crate::page::PageError>) {
+    match p {
+        Ok(p) => {
+            match p.missed {
+                Missed::None => {}
+                Missed::Unknown => d.lost_unknown += 1,
+                Missed::Count(n) => d.lost += n,
+            }
+            d.records += p.records().filter(|r| r.is_ok()).count() as u64;
+        }
+        Err(_) => d.damaged += 1,
+    }
+}
+
+/// Standard output as the stream's file: its own descriptor (dup), and fd 1
+/// pointed at stderr from now on, so that nothing else (the traced
+/// command's output, a stray print) lands in the stream.
+fn stdout_stream() -> Result<File, Error> {
+    use std::os::unix::io::FromRawFd;
+    // SAFETY: isatty/dup/dup2 on the standard descriptors.
+    unsafe {
+        let fd = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
+        if fd < 0 {
+            return Err(Error::io("standard output", io::Error::last_os_error()));
+        }
+        libc::dup2(2, 1);
+        Ok(File::from_raw_fd(fd))
     }
 }
 

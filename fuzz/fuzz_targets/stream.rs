@@ -1,0 +1,18 @@
+//! trbox's stream reader (`tr-cat -o -` output) on arbitrary bytes: the
+//! frames, then the trace.dat rebuilt from them and read back. Seeds: a
+//! recorded stream, cut anywhere (tests/tr_cat_stream.rs makes one).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use trbox::tracedat::stream;
+use trbox::tracedat::TraceDat;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(s) = stream::parse(data) else { return };
+    // Every page is padded to the page size: bound what the rebuild takes.
+    if (s.page_count() as u64 + 1) * u64::from(s.page_size) > 64 << 20 {
+        return;
+    }
+    let Ok(td) = stream::to_tracedat(&s) else { return };
+    let _ = TraceDat::read(&mut td.as_slice());
+});
