@@ -287,21 +287,42 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
         let mut f = std::fs::File::open(path).map_err(io)?;
         let mut head = [0u8; 16];
         let n = f.read(&mut head).map_err(io)?;
-        if !stream::is_stream(&head[..n]) {
+        if head[..n].starts_with(&trbox::tracedat::MAGIC) {
             return Ok(None);
         }
         std::fs::read(path).map_err(io)?
     };
-    if !stream::is_stream(&bytes) {
+    if bytes.starts_with(&trbox::tracedat::MAGIC) {
         // A trace.dat on standard input.
         return Ok(Some(bytes));
     }
+    let bytes = if stream::is_stream(&bytes) { bytes } else { from_console(path, &bytes)? };
     let s = stream::parse(&bytes).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
     for w in &s.warnings {
         log::warn!("{}: {w}", path.display());
     }
     let td = stream::to_tracedat(&s).map_err(|e| Error::runtime(format!("{}: cannot rebuild a trace.dat from the stream: {e}", path.display())))?;
     Ok(Some(td))
+}
+
+/// The stream in a console log (`tr-cat -o - --console` captured).
+#[cfg(feature = "zlib")]
+fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
+    use trbox::tracedat::console;
+    let d = console::decode(log).map_err(|e| {
+        Error::runtime(format!("{}: neither a trace.dat, a trbox stream nor a console log with a recording: {e}", path.display()))
+            .hint("record on the board with: tr-cat -o - --console [-e EV] [-t S] [-- CMD]")
+    })?;
+    for w in &d.warnings {
+        log::warn!("{}: {w}", path.display());
+    }
+    log::info!("{}: {} lines of the recording read, {} damaged", path.display(), d.lines, d.damaged);
+    Ok(d.stream)
+}
+
+#[cfg(not(feature = "zlib"))]
+fn from_console(path: &Path, _: &[u8]) -> Result<Vec<u8>, Error> {
+    Err(Error::runtime(format!("{}: not a trace.dat or a trbox stream (console logs need the zlib feature)", path.display())))
 }
 
 /// A buffer's name as a person reads it.

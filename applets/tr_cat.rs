@@ -62,11 +62,25 @@ struct Args {
     /// trace.dat) from standard input
     #[argh(option, short = 'i')]
     input: Option<String>,
+    /// with -o -: write the stream as checksummed text lines that survive
+    /// a serial console
+    #[argh(switch)]
+    console: bool,
+    /// read the recording that tr-cat -o - --console printed, from a
+    /// captured console log (with -o FILE: convert it to a trace.dat)
+    #[argh(option)]
+    from_console: Option<String>,
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
     let mut a: Args = cli::parse("tr-cat", own)?;
+    if let Some(i) = a.from_console.take() {
+        if a.file.is_some() || a.input.is_some() {
+            return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
+        }
+        a.file = Some(i);
+    }
     if let Some(i) = a.input.take() {
         if a.file.is_some() {
             return Err(Error::usage("give the file to read once: as FILE or with -i"));
@@ -83,7 +97,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         if a.raw || a.follow || a.json || a.file.is_some() {
             return Err(Error::usage("-o records; it does not combine with --raw, -f, --json or a FILE to read"));
         }
-        let r = crate::record::Request { path: o, events: &a.event, time: a.time, max_kb: a.max_kb, cmd };
+        let r = crate::record::Request { path: o, events: &a.event, time: a.time, max_kb: a.max_kb, cmd, console: a.console };
         return crate::record::run(common, r);
     }
     if !cmd.is_empty() {

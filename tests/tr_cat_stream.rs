@@ -154,3 +154,83 @@ fn converting_a_trace_dat_says_it_is_not_a_stream() {
     assert!(stderr(&o).contains("not a trbox stream"), "{}", stderr(&o));
     assert!(!out.exists());
 }
+
+/// `--console`: the lines rebuild the recording; console noise, `\r\n`
+/// and kernel messages between lines change nothing; a damaged line is
+/// named by its log line number and the rest is kept.
+#[test]
+fn console_lines_survive_noise_and_damage() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let dir = TempDir::new("console");
+    let mut a = vec!["tr-cat", "-o", "-", "--console", "-e", EVENTS, "--"];
+    a.extend_from_slice(CMD);
+    let o = run(&a);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert_same_state(&before, &snapshot(&root));
+    assert!(err.contains("on the wire:") && err.contains("per event"), "{err}");
+    let events = total(&err);
+    let log = String::from_utf8(o.stdout.clone()).expect("console lines are text");
+    assert!(log.starts_with("trbox-console-begin 1\n") && log.trim_end().lines().last().unwrap().starts_with("trbox-console-end "), "markers");
+    assert!(log.lines().all(|l| l.len() <= 120), "lines fit a console");
+
+    let clean = dir.path().join("clean.log");
+    std::fs::write(&clean, &log).unwrap();
+    let want = lines(&["--from-console", clean.to_str().unwrap()]);
+    assert_eq!(want.len() as u64, events, "--from-console vs the summary");
+
+    // As a console capture sees it: a boot log before, \r\n endings, kernel
+    // messages and a prompt between the lines, a time stamp before some.
+    let mut noisy = String::from("U-Boot 2024.01\r\n[    0.000000] Linux version 6.x\r\n# tr-cat -o - --console -- sh\r\n");
+    for (i, l) in log.lines().enumerate() {
+        if i % 97 == 5 {
+            noisy += &format!("[ {i}.123456] random: crng init done\r\n");
+        }
+        if i % 13 == 0 {
+            noisy += "[12:00:01.5] ";
+        }
+        noisy += l;
+        noisy += "\r\n";
+    }
+    noisy += "# \r\n";
+    let p = dir.path().join("noisy.log");
+    std::fs::write(&p, &noisy).unwrap();
+    assert_eq!(lines(&["--from-console", p.to_str().unwrap()]), want, "noise changes nothing");
+    let dat = dir.path().join("console.dat");
+    let c = run(&["tr-cat", "--from-console", p.to_str().unwrap(), "-o", dat.to_str().unwrap()]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    assert_eq!(lines(&[dat.to_str().unwrap()]), want, "the converted trace.dat");
+    if let Some(tc) = trace_cmd_events(&dat) {
+        assert_eq!(tc, want.iter().map(|l| event_name(l)).collect::<Vec<_>>(), "trace-cmd report");
+    }
+
+    // One damaged line in the header's middle (kallsyms): named, every
+    // event still there; one in the last block (pages): named, the
+    // events of the other blocks still there.
+    let nl: Vec<&str> = noisy.split('\n').collect();
+    let trbox_lines: Vec<usize> = nl.iter().enumerate().filter(|(_, l)| l.contains("trbox:")).map(|(i, _)| i).collect();
+    for (what, at) in [("header", trbox_lines[trbox_lines.len() / 3]), ("pages", trbox_lines[trbox_lines.len() - 2])] {
+        let mut d = nl.clone();
+        // A flipped character in the base64 (noise on the line).
+        let mut bad = d[at].as_bytes().to_vec();
+        let k = bad.len() - 15;
+        bad[k] = if bad[k] == b'Q' { b'R' } else { b'Q' };
+        let bad = String::from_utf8(bad).unwrap();
+        d[at] = &bad;
+        let p = dir.path().join("damaged.log");
+        std::fs::write(&p, d.join("\n")).unwrap();
+        let o = run(&["tr-cat", "--from-console", p.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.contains(&format!("log line {}:", at + 1)), "{what}: the damaged line named: {err}");
+        let got: Vec<String> = stdout(&o).lines().filter(|l| !l.contains("[LOST ")).map(String::from).collect();
+        if what == "header" {
+            assert!(o.status.success(), "{err}");
+            assert_eq!(got, want, "a damaged kallsyms line loses no event");
+        } else {
+            // The stream's end is in that block: cut off, with a warning.
+            assert!(got.len() <= want.len() && got.iter().all(|l| want.contains(l)), "{what}: a subset");
+            assert!(err.contains("left out"), "{err}");
+        }
+    }
+}

@@ -95,14 +95,10 @@ pub fn write_header(t: &Tracefs, file: &mut File, path: &Path, page_size: u32, l
 
 /// The header of a stream (`-o -`), written to `out` as frames: the same
 /// parts as [`write_header`] (saved_cmdlines and the stats come at the
-/// end). Returns the bytes written.
-pub fn write_stream_header(t: &Tracefs, out: &mut File, page_size: u32, long_size: u8, cpus: &[u32], more_systems: &[String]) -> Result<u64, Error> {
+/// end).
+pub fn write_stream_header(t: &Tracefs, out: &mut dyn FnMut(&[u8]) -> Result<(), Error>, page_size: u32, long_size: u8, cpus: &[u32], more_systems: &[String]) -> Result<(), Error> {
     use crate::tracedat::stream::{frame, kind, named_frame, preamble, start_frame};
-    let mut n = 0u64;
-    let mut put = |out: &mut File, b: &[u8]| -> Result<(), Error> {
-        n += b.len() as u64;
-        out.write_all(b).map_err(|e| Error::io("standard output", e))
-    };
+    let put = |out: &mut dyn FnMut(&[u8]) -> Result<(), Error>, b: &[u8]| out(b);
     let top = t.top();
     put(out, &preamble())?;
     put(out, &start_frame(Endian::NATIVE, long_size, page_size, cpus))?;
@@ -138,8 +134,7 @@ pub fn write_stream_header(t: &Tracefs, out: &mut File, page_size: u32, long_siz
     let clock = t.read_opt("trace_clock")?.unwrap_or_else(|| "[local]".into());
     put(out, &named_frame(kind::META, "trace_clock", clock.trim().as_bytes()))?;
     put(out, &named_frame(kind::META, "uname", uname().as_bytes()))?;
-    put(out, &named_frame(kind::META, "version", VERSION.as_bytes()))?;
-    Ok(n)
+    put(out, &named_frame(kind::META, "version", VERSION.as_bytes()))
 }
 
 const VERSION: &str = concat!("trbox ", env!("CARGO_PKG_VERSION"));

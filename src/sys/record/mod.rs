@@ -43,6 +43,57 @@ pub struct Options {
     /// Write trbox's stream form to standard output (`-o -`) instead of a
     /// trace.dat at the path.
     pub stream: bool,
+    /// The stream as console lines (deflate, base64, checksums).
+    pub console: bool,
+}
+
+/// Where a stream goes: standard output, as it is or as console lines.
+struct StreamSink {
+    file: File,
+    #[cfg(feature = "zlib")]
+    console: Option<crate::tracedat::console::Encoder>,
+    /// Bytes of the stream, and bytes written (the wire).
+    stream: u64,
+    wire: u64,
+    /// Bytes written for the header (formats, kallsyms…).
+    header_wire: u64,
+}
+
+impl StreamSink {
+    /// Whole frames.
+    fn send(&mut self, frames: &[u8]) -> io::Result<()> {
+        self.stream += frames.len() as u64;
+        #[cfg(feature = "zlib")]
+        if let Some(e) = &mut self.console {
+            let lines = e.push(frames);
+            return self.put(lines.as_bytes());
+        }
+        self.put(frames)
+    }
+
+    fn put(&mut self, b: &[u8]) -> io::Result<()> {
+        self.wire += b.len() as u64;
+        self.file.write_all(b)
+    }
+
+    /// Console: write out what is gathered.
+    fn flush(&mut self) -> io::Result<()> {
+        #[cfg(feature = "zlib")]
+        if let Some(e) = &mut self.console {
+            let lines = e.flush();
+            return self.put(lines.as_bytes());
+        }
+        Ok(())
+    }
+
+    fn end(&mut self) -> io::Result<()> {
+        #[cfg(feature = "zlib")]
+        if let Some(e) = &mut self.console {
+            let lines = e.end();
+            return self.put(lines.as_bytes());
+        }
+        Ok(())
+    }
 }
 
 struct Cpu {
@@ -61,7 +112,7 @@ pub struct Recorder {
     endian: crate::format::Endian,
     /// A stream: what each CPU index sent, and the bytes written.
     sent: Vec<CpuData>,
-    sent_bytes: u64,
+    sink: Option<StreamSink>,
     pool: Pool,
     cpus: Vec<Cpu>,
     /// The splice pipe (read end, write end) and its capacity.
@@ -94,6 +145,11 @@ pub struct Summary {
     pub cpus: Vec<CpuSummary>,
     pub page_size: usize,
     pub file_size: u64,
+    /// A stream: its bytes before the console encoding (file_size: the
+    /// bytes written).
+    pub stream_bytes: u64,
+    /// A stream: the bytes written before the first page.
+    pub header_wire: u64,
     pub elapsed: Duration,
     pub mover: Mover,
     pub unsaved: u64,
@@ -171,9 +227,28 @@ impl Recorder {
         }
         let stats0 = Vec::new();
         if o.stream {
-            let mut file = stdout_stream()?;
+            let file = stdout_stream()?;
             let numbers: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
-            let sent_bytes = meta::write_stream_header(t, &mut file, ps as u32, hp.long_size() as u8, &numbers, &o.systems)?;
+            let mut sink = StreamSink {
+                file: file.try_clone().map_err(|e| Error::io(path, e))?,
+                #[cfg(feature = "zlib")]
+                console: o.console.then(crate::tracedat::console::Encoder::new),
+                stream: 0,
+                wire: 0,
+                header_wire: 0,
+            };
+            #[cfg(not(feature = "zlib"))]
+            if o.console {
+                return Err(Error::Format { path: path.into(), line: 0, what: "the console form needs deflate: this trbox is built without the zlib feature".into() });
+            }
+            #[cfg(feature = "zlib")]
+            if let Some(e) = &sink.console {
+                let b = e.begin();
+                sink.put(b.as_bytes()).map_err(|e| Error::io(path, e))?;
+            }
+            meta::write_stream_header(t, &mut |b| sink.send(b).map_err(|e| Error::io(path, e)), ps as u32, hp.long_size() as u8, &numbers, &o.systems)?;
+            sink.flush().map_err(|e| Error::io(path, e))?;
+            sink.header_wire = sink.wire;
             return Ok(Recorder {
                 path: path.into(),
                 file,
@@ -181,7 +256,7 @@ impl Recorder {
                 slots: None,
                 endian: crate::format::Endian::NATIVE,
                 sent: vec![CpuData::default(); cpus.len()],
-                sent_bytes,
+                sink: Some(sink),
                 pool: Pool::new(0, ps, cpus.len(), None),
                 cpus,
                 pipe: None,
@@ -219,7 +294,7 @@ impl Recorder {
             endian: slots.endian,
             slots: Some(slots),
             sent: Vec::new(),
-            sent_bytes: 0,
+            sink: None,
             pool,
             cpus,
             pipe,
@@ -260,6 +335,12 @@ impl Recorder {
         for i in 0..self.cpus.len() {
             if ready.contains(&self.cpus[i].file.as_raw_fd()) {
                 moved += self.pump(i, false);
+            }
+        }
+        if moved > 0 && self.write_error.is_none() {
+            // Console lines go out as the pages come, not at the end.
+            if let Some(Err(e)) = self.sink.as_mut().map(StreamSink::flush) {
+                self.write_failed(e);
             }
         }
         if moved == 0 && ready.iter().any(|&fd| fd != wake_fd) {
@@ -394,14 +475,13 @@ impl Recorder {
         // More than half full: the writer had left it (or nearly).
         let parsed = Page::parse(&self.buf, &self.layout, self.endian);
         let full = parsed.as_ref().is_ok_and(|p| p.len as usize * 2 > ps);
-        if self.slots.is_none() {
+        if let Some(sink) = &mut self.sink {
             count_page(&mut self.sent[i], parsed);
             // Only the bytes read: the reader pads a short page.
-            let h = crate::tracedat::stream::data_header(self.cpus[i].cpu, n.min(ps));
-            let w = self.file.write_all(&h).and_then(|_| self.file.write_all(&self.buf[..n.min(ps)]));
-            return match w {
+            let mut f = crate::tracedat::stream::data_header(self.cpus[i].cpu, n.min(ps)).to_vec();
+            f.extend_from_slice(&self.buf[..n.min(ps)]);
+            return match sink.send(&f) {
                 Ok(()) => {
-                    self.sent_bytes += (h.len() + n.min(ps)) as u64;
                     self.sent[i].pages += 1;
                     Some(full)
                 }
@@ -481,7 +561,7 @@ impl Recorder {
                 read_error: c.error.as_ref().map(super::describe),
             })
             .collect();
-        Ok(Summary { cpus, page_size: ps, file_size: end, elapsed, mover: self.mover.clone(), unsaved: self.unsaved })
+        Ok(Summary { cpus, page_size: ps, file_size: end, stream_bytes: 0, header_wire: 0, elapsed, mover: self.mover.clone(), unsaved: self.unsaved })
     }
 }
 
@@ -496,9 +576,10 @@ impl Recorder {
                 tail.extend(stats_frame(c.cpu, st));
             }
             tail.extend(frame(kind::END, b""));
-            match self.file.write_all(&tail) {
-                Ok(()) => self.sent_bytes += tail.len() as u64,
-                Err(e) => self.write_failed(e),
+            if let Some(sink) = &mut self.sink {
+                if let Err(e) = sink.send(&tail).and_then(|_| sink.end()) {
+                    self.write_failed(e);
+                }
             }
         }
         let sent = std::mem::take(&mut self.sent);
@@ -517,7 +598,8 @@ impl Recorder {
             })
             .collect();
         let ps = self.layout.subbuf_size();
-        Ok(Summary { cpus, page_size: ps, file_size: self.sent_bytes, elapsed, mover: self.mover.clone(), unsaved: self.unsaved })
+        let (stream, wire, header_wire) = self.sink.as_ref().map_or((0, 0, 0), |s| (s.stream, s.wire, s.header_wire));
+        Ok(Summary { cpus, page_size: ps, file_size: wire, stream_bytes: stream, header_wire, elapsed, mover: self.mover.clone(), unsaved: self.unsaved })
     }
 }
 
