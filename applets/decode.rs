@@ -15,7 +15,7 @@ use trbox::sys::events::{guess_endian, header_page, load_events, LazyKallsyms};
 use trbox::sys::raw::RawPages;
 use std::path::Path;
 use trbox::format::EventTable;
-use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, MemPages, Next, PageSource};
+use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use trbox::printfmt::SymbolLookup;
 use trbox::tracedat::{Instance, TraceDat};
@@ -110,6 +110,10 @@ pub struct Input<'t> {
     labels: Vec<String>,
     /// What to say on stderr when the streams hold nothing at all.
     empty_note: Option<String>,
+    /// For writers of other formats: `uname` (sysname nodename release
+    /// version machine) and the saved_cmdlines text.
+    uname: Option<String>,
+    saved_cmdlines: String,
 }
 
 impl<'t> Input<'t> {
@@ -155,7 +159,9 @@ impl<'t> Input<'t> {
             ncpus,
             long_size: hp.long_size(),
             events: load_events(t, hp.long_size())?,
+            saved_cmdlines: t.read_top_opt("saved_cmdlines")?.unwrap_or_default(),
             cmdlines: Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default()),
+            uname: ["uname", "version"].iter().find_map(|f| t.read_top_opt(f).ok().flatten()),
             in_ns: clock_in_ns(trbox::ctl::selected(&clock).unwrap_or("local")),
             syms: LazyKallsyms::for_tree(t),
             printk: PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default()),
@@ -175,12 +181,17 @@ impl<'t> Input<'t> {
     /// who says so on stderr when they hold no event.
     pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
         let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
-        let mem = load_stream(path)?.map(std::sync::Arc::new);
-        let not_readable = |e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display()));
-        let td = match &mem {
-            Some(m) => TraceDat::read(&mut m.as_slice()).map_err(not_readable)?,
-            None => TraceDat::read(&mut std::fs::File::open(path).map_err(io)?).map_err(not_readable)?,
+        // A stream is rebuilt as a trace.dat in an anonymous file, read
+        // like any other (one reader in the binary, not one per source).
+        let mem = match load_stream(path)? {
+            Some(b) => Some(trbox::sys::anonymous_file(&b).map_err(io)?),
+            None => None,
         };
+        let open = || match &mem {
+            Some(m) => m.try_clone(),
+            None => std::fs::File::open(path),
+        };
+        let td = TraceDat::read(&mut open().map_err(io)?).map_err(|e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display())))?;
         for w in &td.warnings {
             log::warn!("{}: {w}", path.display());
         }
@@ -221,11 +232,8 @@ impl<'t> Input<'t> {
                     continue;
                 }
                 let Some(pages) = td.pages(inst, idx) else { continue };
-                let src: Box<dyn PageSource> = match &mem {
-                    Some(m) => Box::new(MemPages { bytes: m.clone(), pages }),
-                    None => Box::new(FilePages { file: std::fs::File::open(path).map_err(io)?, pages, path: path.into() }),
-                };
-                let mut s = CpuPages::new(c.cpu, src, layout, td.endian);
+                let src = FilePages { file: open().map_err(io)?, pages, path: path.into() };
+                let mut s = CpuPages::new(c.cpu, Box::new(src), layout, td.endian);
                 s.buffer = b as u32;
                 streams.push(s);
             }
@@ -256,6 +264,8 @@ impl<'t> Input<'t> {
             long_size: hp.long_size(),
             events,
             cmdlines: Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines)),
+            saved_cmdlines: String::from_utf8_lossy(&td.saved_cmdlines).into_owned(),
+            uname: td.options.uname.clone(),
             in_ns: clock_in_ns(&clock),
             syms: LazyKallsyms::from_text(td.kallsyms.clone()),
             printk: PrintkFormats::parse(&String::from_utf8_lossy(&td.printk_formats)),
@@ -374,6 +384,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         buffers,
         labels,
         empty_note,
+        ..
     } = input;
     let kernel = Kernel { version, top: kernel_top, live, consts: Default::default() };
     let graph_ids: Vec<u32> =
@@ -451,6 +462,8 @@ pub struct Meta {
     pub buffers: Vec<String>,
     /// CPUs of the traced machine.
     pub cpus: u32,
+    pub uname: Option<String>,
+    pub saved_cmdlines: String,
 }
 
 impl Meta {
@@ -464,8 +477,8 @@ impl Meta {
 /// Like [`run`], but hand every kept record to `f` instead of printing it
 /// (aggregations print at the end). Returns the metadata for the names.
 pub fn collect(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool, f: &mut dyn FnMut(&Meta, Item<'_>)) -> Result<Meta, Error> {
-    let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, buffers, empty_note, ncpus, .. } = input;
-    let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size, in_ns, buffers, cpus: ncpus.max(1) }, f, o };
+    let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, buffers, empty_note, ncpus, uname, saved_cmdlines, .. } = input;
+    let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size, in_ns, buffers, cpus: ncpus.max(1), uname, saved_cmdlines }, f, o };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;

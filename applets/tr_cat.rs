@@ -88,6 +88,20 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         a.file = Some(i);
     }
     if let (Some(o), Some(f)) = (&a.output, &a.file) {
+        if o.ends_with(".pftrace") {
+            let mut ro = RawOpts {
+                only: None,
+                filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+                follow: false,
+                json: false,
+                limit: None,
+                since: None,
+                threads: None,
+            };
+            ro.only = parse_cpus(a.cpu.as_deref())?;
+            let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
+            return perfetto(input, &ro, o);
+        }
         if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
             return Err(Error::usage("FILE -o OUT converts a stream; it does not combine with --raw, -f, --json, -e or -- CMD"));
         }
@@ -171,6 +185,31 @@ fn convert(input: &str, output: &str) -> Result<(), Error> {
     let mut f = trbox::sys::record::create_output(out)?;
     f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
     eprintln!("tr-cat: {output}: {} bytes (trace.dat version 6)", bytes.len());
+    Ok(())
+}
+
+/// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
+fn perfetto(input: decode::Input<'_>, o: &RawOpts, output: &str) -> Result<(), Error> {
+    use trbox::render::CommonFields;
+    let mut tr = trbox::perfetto::Trace::new();
+    let meta = decode::collect(input, o, &|| false, &mut |m, it| {
+        if let decode::Item::Record { cpu, ts, payload, .. } = it {
+            if let Some(ev) = m.events.event_of(payload, m.endian) {
+                let pid = CommonFields::of(ev).read(m.endian, payload).2;
+                tr.event(ev, cpu, ts, pid, payload, m.endian);
+            }
+        }
+    })?;
+    let threads: Vec<(i32, &str)> = meta
+        .saved_cmdlines
+        .lines()
+        .filter_map(|l| l.trim().split_once(' ').and_then(|(p, c)| Some((p.parse().ok()?, c.trim()))))
+        .collect();
+    let events = tr.events;
+    let bytes = tr.finish(&threads, meta.uname.as_deref());
+    let mut f = trbox::sys::record::create_output(std::path::Path::new(output))?;
+    f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
+    eprintln!("tr-cat: {output}: {events} events, {} bytes (Perfetto trace)", bytes.len());
     Ok(())
 }
 

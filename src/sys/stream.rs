@@ -82,25 +82,6 @@ impl PageSource for FilePages {
     }
 }
 
-/// A CPU's pages in a trace.dat held in memory (a stream read back).
-pub struct MemPages {
-    pub bytes: std::sync::Arc<Vec<u8>>,
-    pub pages: crate::tracedat::CpuPages,
-}
-
-impl PageSource for MemPages {
-    fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
-        let mut src: &[u8] = &self.bytes;
-        self.pages.next_page(&mut src).map_err(|e| Error::Format { path: "(stream)".into(), line: 0, what: format!("{e}") })
-    }
-    fn is_live(&self) -> bool {
-        false
-    }
-    fn poll_fd(&self) -> Option<i32> {
-        None
-    }
-}
-
 pub struct CpuPages {
     pub cpu: u32,
     /// Which of the input's buffers the pages come from (a trace.dat may
