@@ -107,6 +107,24 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         }
         return convert(f, o);
     }
+    if let Some(o) = a.output.as_ref().filter(|o| o.ends_with(".pftrace") && a.raw) {
+        // A tree's raw pages (a copy with -T, or the live buffer, consumed).
+        let mut t = Tracefs::open(common.tracefs.as_deref())?;
+        if let Some(i) = &common.instance {
+            t.enter_instance(i)?;
+        }
+        let ro = RawOpts {
+            only: parse_cpus(a.cpu.as_deref())?,
+            filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+            follow: false,
+            json: false,
+            limit: None,
+            since: None,
+            threads: None,
+        };
+        let input = decode::Input::tree(&t, &ro)?;
+        return perfetto(input, &ro, o);
+    }
     if let Some(o) = &a.output {
         if a.raw || a.follow || a.json || a.file.is_some() {
             return Err(Error::usage("-o records; it does not combine with --raw, -f, --json or a FILE to read"));
@@ -206,7 +224,12 @@ fn perfetto(input: decode::Input<'_>, o: &RawOpts, output: &str) -> Result<(), E
         .filter_map(|l| l.trim().split_once(' ').and_then(|(p, c)| Some((p.parse().ok()?, c.trim()))))
         .collect();
     let events = tr.events;
-    let bytes = tr.finish(&threads, meta.uname.as_deref());
+    let symbol = |a: u64| {
+        use trbox::printfmt::SymbolLookup;
+        // The name alone, as the function_graph tracer prints it (%ps).
+        meta.syms.lookup(a).map(|s| s.name.to_string())
+    };
+    let bytes = tr.finish(&threads, meta.uname.as_deref(), &symbol);
     let mut f = trbox::sys::record::create_output(std::path::Path::new(output))?;
     f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
     eprintln!("tr-cat: {output}: {events} events, {} bytes (Perfetto trace)", bytes.len());

@@ -67,36 +67,42 @@ mod ev {
     pub const GENERIC: u32 = 327;
 }
 
+/// How a field is copied: an integer, a string, a kernel address as the
+/// iid of its interned symbol name.
+const INT: u8 = 0;
+const STR: u8 = 1;
+const KSYM: u8 = 2;
+
 /// Typed events: (system, name, FtraceEvent field, [(format field, proto
-/// field, proto field is a string)]).
-type Typed = (&'static str, &'static str, u32, &'static [(&'static str, u32, bool)]);
-const WAKE: &[(&str, u32, bool)] = &[("comm", 1, true), ("pid", 2, false), ("prio", 3, false), ("success", 4, false), ("target_cpu", 5, false)];
+/// field, how)]).
+type Typed = (&'static str, &'static str, u32, &'static [(&'static str, u32, u8)]);
+const WAKE: &[(&str, u32, u8)] = &[("comm", 1, STR), ("pid", 2, INT), ("prio", 3, INT), ("success", 4, INT), ("target_cpu", 5, INT)];
 const TYPED: &[Typed] = &[
     (
         "sched",
         "sched_switch",
         4,
-        &[("prev_comm", 1, true), ("prev_pid", 2, false), ("prev_prio", 3, false), ("prev_state", 4, false), ("next_comm", 5, true), ("next_pid", 6, false), ("next_prio", 7, false)],
+        &[("prev_comm", 1, STR), ("prev_pid", 2, INT), ("prev_prio", 3, INT), ("prev_state", 4, INT), ("next_comm", 5, STR), ("next_pid", 6, INT), ("next_prio", 7, INT)],
     ),
     ("sched", "sched_waking", 20, WAKE),
     ("sched", "sched_wakeup", 17, WAKE),
     ("sched", "sched_wakeup_new", 114, WAKE),
-    ("sched", "sched_process_fork", 239, &[("parent_comm", 1, true), ("parent_pid", 2, false), ("child_comm", 3, true), ("child_pid", 4, false)]),
-    ("sched", "sched_process_exit", 238, &[("comm", 1, true), ("pid", 2, false), ("tgid", 3, false), ("prio", 4, false)]),
-    ("sched", "sched_process_free", 240, &[("comm", 1, true), ("pid", 2, false), ("prio", 3, false)]),
-    ("task", "task_newtask", 235, &[("pid", 1, false), ("comm", 2, true), ("clone_flags", 3, false), ("oom_score_adj", 4, false)]),
-    ("task", "task_rename", 236, &[("pid", 1, false), ("oldcomm", 2, true), ("newcomm", 3, true), ("oom_score_adj", 4, false)]),
-    ("irq", "irq_handler_entry", 36, &[("irq", 1, false), ("name", 2, true)]),
-    ("irq", "irq_handler_exit", 37, &[("irq", 1, false), ("ret", 2, false)]),
-    ("irq", "softirq_entry", 24, &[("vec", 1, false)]),
-    ("irq", "softirq_exit", 25, &[("vec", 1, false)]),
-    ("ftrace", "print", 3, &[("ip", 1, false), ("buf", 2, true)]),
-    ("ftrace", "funcgraph_entry", 437, &[("depth", 1, false), ("func", 2, false)]),
+    ("sched", "sched_process_fork", 239, &[("parent_comm", 1, STR), ("parent_pid", 2, INT), ("child_comm", 3, STR), ("child_pid", 4, INT)]),
+    ("sched", "sched_process_exit", 238, &[("comm", 1, STR), ("pid", 2, INT), ("tgid", 3, INT), ("prio", 4, INT)]),
+    ("sched", "sched_process_free", 240, &[("comm", 1, STR), ("pid", 2, INT), ("prio", 3, INT)]),
+    ("task", "task_newtask", 235, &[("pid", 1, INT), ("comm", 2, STR), ("clone_flags", 3, INT), ("oom_score_adj", 4, INT)]),
+    ("task", "task_rename", 236, &[("pid", 1, INT), ("oldcomm", 2, STR), ("newcomm", 3, STR), ("oom_score_adj", 4, INT)]),
+    ("irq", "irq_handler_entry", 36, &[("irq", 1, INT), ("name", 2, STR)]),
+    ("irq", "irq_handler_exit", 37, &[("irq", 1, INT), ("ret", 2, INT)]),
+    ("irq", "softirq_entry", 24, &[("vec", 1, INT)]),
+    ("irq", "softirq_exit", 25, &[("vec", 1, INT)]),
+    ("ftrace", "print", 3, &[("ip", 1, INT), ("buf", 2, STR)]),
+    ("ftrace", "funcgraph_entry", 437, &[("depth", 1, INT), ("func", 2, KSYM)]),
     (
         "ftrace",
         "funcgraph_exit",
         438,
-        &[("calltime", 1, false), ("depth", 2, false), ("func", 3, false), ("overrun", 4, false), ("rettime", 5, false)],
+        &[("calltime", 1, INT), ("depth", 2, INT), ("func", 3, KSYM), ("overrun", 4, INT), ("rettime", 5, INT)],
     ),
 ];
 
@@ -105,7 +111,7 @@ const TYPED: &[Typed] = &[
 pub enum Plan {
     /// A typed message: its FtraceEvent field, and (format field, proto
     /// field, as a string).
-    Typed { field: u32, copies: Vec<(Field, u32, bool)> },
+    Typed { field: u32, copies: Vec<(Field, u32, u8)> },
     /// `GenericFtraceEvent`: the event's name and its fields.
     Generic { name: String, fields: Vec<Field> },
 }
@@ -143,15 +149,22 @@ fn is_text(f: &Field) -> bool {
     f.type_name.contains("char") && !matches!(f.kind, FieldKind::Scalar)
 }
 
-/// The payload of one event of `plan` from record `rec`.
-fn encode_payload(plan: &Plan, rec: &[u8], e: Endian, out: &mut Vec<u8>) -> u32 {
+/// The payload of one event of `plan` from record `rec`; kernel addresses
+/// get the iid of their name in `ksyms`.
+fn encode_payload(plan: &Plan, rec: &[u8], e: Endian, out: &mut Vec<u8>, ksyms: &mut BTreeMap<u64, u64>) -> u32 {
     match plan {
         Plan::Typed { field, copies } => {
-            for (f, p, s) in copies {
-                if *s {
+            for (f, p, how) in copies {
+                if *how == STR {
                     put_str(out, *p, field_bytes(f, rec, e));
                 } else if let Some(v) = f.int(rec, e) {
-                    put_int(out, *p, v as u64);
+                    let v = if *how == KSYM {
+                        let next = ksyms.len() as u64 + 1;
+                        *ksyms.entry(v as u64).or_insert(next)
+                    } else {
+                        v as u64
+                    };
+                    put_int(out, *p, v);
                 }
             }
             *field
@@ -196,6 +209,8 @@ pub struct Trace {
     bundles: BTreeMap<u32, Vec<u8>>,
     plans: BTreeMap<u32, Plan>,
     scratch: Vec<u8>,
+    /// Kernel addresses seen in funcgraph events, and their iids.
+    ksyms: BTreeMap<u64, u64>,
     pub events: u64,
 }
 
@@ -211,7 +226,7 @@ impl Trace {
     pub fn event(&mut self, f: &EventFormat, cpu: u32, ts: u64, pid: i32, rec: &[u8], e: Endian) {
         let plan = self.plans.entry(f.id).or_insert_with(|| Plan::of(f));
         self.scratch.clear();
-        let field = encode_payload(plan, rec, e, &mut self.scratch);
+        let field = encode_payload(plan, rec, e, &mut self.scratch, &mut self.ksyms);
         let b = self.bundles.entry(cpu).or_default();
         let mut one = Vec::with_capacity(self.scratch.len() + 16);
         put_int(&mut one, ev::TIMESTAMP, ts);
@@ -239,13 +254,35 @@ impl Trace {
         put_bytes(&mut self.out, 1, &packet);
     }
 
-    /// The trace's bytes, ending with the thread names (`(tid, comm)`) and
+    /// The trace's bytes: the names of the kernel functions the events
+    /// point at (`symbol` resolves an address; interned, before the events
+    /// that use them), the events, the thread names (`(tid, comm)`) and
     /// the kernel (`uname`: "sysname nodename release version… machine").
-    pub fn finish(mut self, threads: &[(i32, &str)], uname: Option<&str>) -> Vec<u8> {
+    pub fn finish(mut self, threads: &[(i32, &str)], uname: Option<&str>, symbol: &dyn Fn(u64) -> Option<String>) -> Vec<u8> {
         let cpus: Vec<u32> = self.bundles.keys().copied().collect();
         for c in cpus {
             self.flush_cpu(c);
         }
+        // InternedData.kernel_symbols (26): InternedString { iid 1, str 2 },
+        // in a packet that starts the sequence's incremental state.
+        let mut interned = Vec::new();
+        for (addr, iid) in &self.ksyms {
+            let name = symbol(*addr).unwrap_or_else(|| alloc::format!("0x{addr:x}"));
+            let mut one = Vec::new();
+            put_int(&mut one, 1, *iid);
+            put_bytes(&mut one, 2, name.as_bytes());
+            put_bytes(&mut interned, 26, &one);
+        }
+        let mut packet = Vec::new();
+        if !interned.is_empty() {
+            put_bytes(&mut packet, 12, &interned);
+        }
+        put_int(&mut packet, 13, 1);
+        put_int(&mut packet, 10, SEQ);
+        let mut first = Vec::with_capacity(packet.len() + 8 + self.out.len());
+        put_bytes(&mut first, 1, &packet);
+        first.extend_from_slice(&self.out);
+        self.out = first;
         if !threads.is_empty() {
             let mut tree = Vec::new();
             for (tid, name) in threads {

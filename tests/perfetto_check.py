@@ -6,6 +6,8 @@ each, for tests/tr_cat_perfetto.rs to compare with tr-cat's view:
   E <ts> <cpu> <pid> <event>           every ftrace event (typed: the
                                       FtraceEvent field name; generic: its name)
   S <ts> <prev_pid> <next_pid> <prev_state> <prev_comm> <next_comm>
+  G <ts> <depth> <function>           funcgraph_entry/exit, the function's
+                                      interned kernel symbol name
   T <tid> <name>                      ProcessTree threads
   U <sysname> <release> <machine>     SystemInfo.utsname
 
@@ -32,13 +34,21 @@ def main():
     t.ParseFromString(data)
     check_known(t, "trace")
     out = []
+    syms = {}
     for p in t.packet:
+        for k in p.interned_data.kernel_symbols:
+            syms[k.iid] = k.str.decode()
         if p.HasField("ftrace_events"):
             b = p.ftrace_events
             for e in b.event:
                 kind = e.WhichOneof("event")
                 name = e.generic.event_name if kind == "generic" else kind
                 out.append(f"E {e.timestamp} {b.cpu} {e.pid} {name}")
+                if kind in ("funcgraph_entry", "funcgraph_exit"):
+                    g = getattr(e, kind)
+                    if g.func not in syms:
+                        sys.exit(f"{kind} at {e.timestamp}: func {g.func} is not an interned kernel symbol")
+                    out.append(f"G {e.timestamp} {g.depth} {syms[g.func]}")
                 if kind == "sched_switch":
                     s = e.sched_switch
                     out.append(f"S {e.timestamp} {s.prev_pid} {s.next_pid} {s.prev_state} {s.prev_comm} {s.next_comm}")
