@@ -84,6 +84,15 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     };
     print_summary(path, &summary);
     if let Some(e) = write_error {
+        if stream {
+            // The reader went away (EPIPE: ssh dropped, the pipe closed).
+            return Err(Error::runtime(format!(
+                "standard output: writing stopped: {}; the reader has the {} pages sent before (a cut stream, readable)",
+                describe(&e),
+                summary.pages()
+            ))
+            .hint("check the link or the command reading the stream; tracing was stopped and put back"));
+        }
         return Err(Error::runtime(format!(
             "{}: writing stopped: {}; the file holds the {} pages written before (readable)",
             path.display(),

@@ -86,6 +86,19 @@ fn stream_reads_back_like_a_trace_dat() {
         None => skip("trace-cmd checks: not installed"),
     }
 
+    // Perfetto straight from the stream, when the schema is installed.
+    let pf = dir.path().join("rec.pftrace");
+    let c = run(&["tr-cat", s, "-o", pf.to_str().unwrap()]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/perfetto_check.py");
+    match Command::new("python3").arg(script).arg(&pf).output() {
+        Ok(p) if p.status.success() => {
+            let n = String::from_utf8_lossy(&p.stdout).lines().filter(|l| l.starts_with("E ")).count();
+            assert_eq!(n, direct.len(), "events in the .pftrace");
+        }
+        _ => skip("Perfetto check of a stream: python3 with perfetto and protobuf missing"),
+    }
+
     // A trace.dat of the same kind of run holds the same kinds of events.
     let f = dir.path().join("direct.dat");
     let mut a = vec!["tr-cat", "-o", f.to_str().unwrap(), "-e", EVENTS, "--"];
@@ -233,4 +246,39 @@ fn console_lines_survive_noise_and_damage() {
             assert!(err.contains("left out"), "{err}");
         }
     }
+}
+
+/// The reader goes away mid-run (ssh dropped): the recorder stops with a
+/// clear error (exit 2) and tracefs is put back.
+#[test]
+fn reader_gone_stops_cleanly() {
+    use std::io::Read as _;
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let mut c = cmd(&trbox(), &["tr-cat", "-o", "-", "-e", "sched:sched_switch", "-t", "20", "--", "sh", "-c", "while :; do sleep 0.01; done"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = c.stdout.take().unwrap();
+    // Read up to the end of the header (the `version` meta frame), then
+    // close the pipe.
+    let mut head = [0u8; 14];
+    out.read_exact(&mut head).unwrap();
+    loop {
+        let mut h = [0u8; 5];
+        out.read_exact(&mut h).unwrap();
+        let mut p = vec![0u8; u32::from_le_bytes([h[1], h[2], h[3], h[4]]) as usize];
+        out.read_exact(&mut p).unwrap();
+        if h[0] == b'M' && p.starts_with(b"version\0") {
+            break;
+        }
+    }
+    drop(out);
+    let start = std::time::Instant::now();
+    let o = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("writing stopped") && !err.contains("panicked"), "{err}");
+    assert!(start.elapsed().as_secs() < 15, "it stopped at the broken pipe, not at -t");
+    assert_same_state(&before, &snapshot(&root));
 }

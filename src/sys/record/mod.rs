@@ -324,11 +324,24 @@ impl Recorder {
             .map(|c| libc::pollfd { fd: c.file.as_raw_fd(), events: libc::POLLIN, revents: 0 })
             .collect();
         fds.push(libc::pollfd { fd: wake_fd, events: libc::POLLIN, revents: 0 });
+        // A stream: the reader going away (a pipe's read end closed, the
+        // peer of a socket gone) shows as POLLERR/POLLHUP on our end,
+        // long before the next page would be written.
+        let out_fd = self.sink.as_ref().map(|s| s.file.as_raw_fd());
+        if let Some(fd) = out_fd {
+            fds.push(libc::pollfd { fd, events: 0, revents: 0 });
+        }
         let ms = max.as_millis().min(i32::MAX as u128) as libc::c_int;
         // SAFETY: fds is a valid array of pollfd for the call.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if n <= 0 {
             return 0;
+        }
+        if let Some(fd) = out_fd {
+            if fds.iter().any(|p| p.fd == fd && p.revents & (libc::POLLERR | libc::POLLHUP) != 0) {
+                self.write_failed(io::Error::from_raw_os_error(libc::EPIPE));
+                return 0;
+            }
         }
         let ready: Vec<i32> = fds.iter().filter(|p| p.revents & libc::POLLIN != 0).map(|p| p.fd).collect();
         let mut moved = 0;
