@@ -75,34 +75,119 @@ const KSYM: u8 = 2;
 
 /// Typed events: (system, name, FtraceEvent field, [(format field, proto
 /// field, how)]).
-type Typed = (&'static str, &'static str, u32, &'static [(&'static str, u32, u8)]);
-const WAKE: &[(&str, u32, u8)] = &[("comm", 1, STR), ("pid", 2, INT), ("prio", 3, INT), ("success", 4, INT), ("target_cpu", 5, INT)];
+type Typed = (
+    &'static str,
+    &'static str,
+    u32,
+    &'static [(&'static str, u32, u8)],
+);
+const WAKE: &[(&str, u32, u8)] = &[
+    ("comm", 1, STR),
+    ("pid", 2, INT),
+    ("prio", 3, INT),
+    ("success", 4, INT),
+    ("target_cpu", 5, INT),
+];
 const TYPED: &[Typed] = &[
     (
         "sched",
         "sched_switch",
         4,
-        &[("prev_comm", 1, STR), ("prev_pid", 2, INT), ("prev_prio", 3, INT), ("prev_state", 4, INT), ("next_comm", 5, STR), ("next_pid", 6, INT), ("next_prio", 7, INT)],
+        &[
+            ("prev_comm", 1, STR),
+            ("prev_pid", 2, INT),
+            ("prev_prio", 3, INT),
+            ("prev_state", 4, INT),
+            ("next_comm", 5, STR),
+            ("next_pid", 6, INT),
+            ("next_prio", 7, INT),
+        ],
     ),
     ("sched", "sched_waking", 20, WAKE),
     ("sched", "sched_wakeup", 17, WAKE),
     ("sched", "sched_wakeup_new", 114, WAKE),
-    ("sched", "sched_process_fork", 239, &[("parent_comm", 1, STR), ("parent_pid", 2, INT), ("child_comm", 3, STR), ("child_pid", 4, INT)]),
-    ("sched", "sched_process_exit", 238, &[("comm", 1, STR), ("pid", 2, INT), ("tgid", 3, INT), ("prio", 4, INT)]),
-    ("sched", "sched_process_free", 240, &[("comm", 1, STR), ("pid", 2, INT), ("prio", 3, INT)]),
-    ("task", "task_newtask", 235, &[("pid", 1, INT), ("comm", 2, STR), ("clone_flags", 3, INT), ("oom_score_adj", 4, INT)]),
-    ("task", "task_rename", 236, &[("pid", 1, INT), ("oldcomm", 2, STR), ("newcomm", 3, STR), ("oom_score_adj", 4, INT)]),
-    ("irq", "irq_handler_entry", 36, &[("irq", 1, INT), ("name", 2, STR)]),
-    ("irq", "irq_handler_exit", 37, &[("irq", 1, INT), ("ret", 2, INT)]),
+    (
+        "sched",
+        "sched_process_fork",
+        239,
+        &[
+            ("parent_comm", 1, STR),
+            ("parent_pid", 2, INT),
+            ("child_comm", 3, STR),
+            ("child_pid", 4, INT),
+        ],
+    ),
+    (
+        "sched",
+        "sched_process_exit",
+        238,
+        &[
+            ("comm", 1, STR),
+            ("pid", 2, INT),
+            ("tgid", 3, INT),
+            ("prio", 4, INT),
+        ],
+    ),
+    (
+        "sched",
+        "sched_process_free",
+        240,
+        &[("comm", 1, STR), ("pid", 2, INT), ("prio", 3, INT)],
+    ),
+    (
+        "task",
+        "task_newtask",
+        235,
+        &[
+            ("pid", 1, INT),
+            ("comm", 2, STR),
+            ("clone_flags", 3, INT),
+            ("oom_score_adj", 4, INT),
+        ],
+    ),
+    (
+        "task",
+        "task_rename",
+        236,
+        &[
+            ("pid", 1, INT),
+            ("oldcomm", 2, STR),
+            ("newcomm", 3, STR),
+            ("oom_score_adj", 4, INT),
+        ],
+    ),
+    (
+        "irq",
+        "irq_handler_entry",
+        36,
+        &[("irq", 1, INT), ("name", 2, STR)],
+    ),
+    (
+        "irq",
+        "irq_handler_exit",
+        37,
+        &[("irq", 1, INT), ("ret", 2, INT)],
+    ),
     ("irq", "softirq_entry", 24, &[("vec", 1, INT)]),
     ("irq", "softirq_exit", 25, &[("vec", 1, INT)]),
     ("ftrace", "print", 3, &[("ip", 1, INT), ("buf", 2, STR)]),
-    ("ftrace", "funcgraph_entry", 437, &[("depth", 1, INT), ("func", 2, KSYM)]),
+    (
+        "ftrace",
+        "funcgraph_entry",
+        437,
+        &[("depth", 1, INT), ("func", 2, KSYM)],
+    ),
     (
         "ftrace",
         "funcgraph_exit",
         438,
-        &[("calltime", 1, INT), ("depth", 2, INT), ("func", 3, KSYM), ("overrun", 4, INT), ("rettime", 5, INT)],
+        &[
+            ("calltime", 1, INT),
+            ("depth", 2, INT),
+            ("func", 3, KSYM),
+            ("overrun", 4, INT),
+            ("rettime", 5, INT),
+        ],
     ),
 ];
 
@@ -111,7 +196,10 @@ const TYPED: &[Typed] = &[
 pub enum Plan {
     /// A typed message: its FtraceEvent field, and (format field, proto
     /// field, as a string).
-    Typed { field: u32, copies: Vec<(Field, u32, u8)> },
+    Typed {
+        field: u32,
+        copies: Vec<(Field, u32, u8)>,
+    },
     /// `GenericFtraceEvent`: the event's name and its fields.
     Generic { name: String, fields: Vec<Field> },
 }
@@ -119,10 +207,19 @@ pub enum Plan {
 impl Plan {
     pub fn of(f: &EventFormat) -> Plan {
         if let Some((_, _, field, map)) = TYPED.iter().find(|t| t.0 == f.system && t.1 == f.name) {
-            let copies = map.iter().filter_map(|(n, p, s)| f.field(n).map(|x| (x.clone(), *p, *s))).collect();
-            return Plan::Typed { field: *field, copies };
+            let copies = map
+                .iter()
+                .filter_map(|(n, p, s)| f.field(n).map(|x| (x.clone(), *p, *s)))
+                .collect();
+            return Plan::Typed {
+                field: *field,
+                copies,
+            };
         }
-        Plan::Generic { name: f.name.clone(), fields: f.fields.clone() }
+        Plan::Generic {
+            name: f.name.clone(),
+            fields: f.fields.clone(),
+        }
     }
 
     /// Which typed message, if any (for tests and counts).
@@ -151,7 +248,13 @@ fn is_text(f: &Field) -> bool {
 
 /// The payload of one event of `plan` from record `rec`; kernel addresses
 /// get the iid of their name in `ksyms`.
-fn encode_payload(plan: &Plan, rec: &[u8], e: Endian, out: &mut Vec<u8>, ksyms: &mut BTreeMap<u64, u64>) -> u32 {
+fn encode_payload(
+    plan: &Plan,
+    rec: &[u8],
+    e: Endian,
+    out: &mut Vec<u8>,
+    ksyms: &mut BTreeMap<u64, u64>,
+) -> u32 {
     match plan {
         Plan::Typed { field, copies } => {
             for (f, p, how) in copies {
@@ -240,7 +343,9 @@ impl Trace {
     }
 
     fn flush_cpu(&mut self, cpu: u32) {
-        let Some(b) = self.bundles.get_mut(&cpu) else { return };
+        let Some(b) = self.bundles.get_mut(&cpu) else {
+            return;
+        };
         if b.is_empty() {
             return;
         }
@@ -258,7 +363,12 @@ impl Trace {
     /// point at (`symbol` resolves an address; interned, before the events
     /// that use them), the events, the thread names (`(tid, comm)`) and
     /// the kernel (`uname`: "sysname nodename release version… machine").
-    pub fn finish(mut self, threads: &[(i32, &str)], uname: Option<&str>, symbol: &dyn Fn(u64) -> Option<String>) -> Vec<u8> {
+    pub fn finish(
+        mut self,
+        threads: &[(i32, &str)],
+        uname: Option<&str>,
+        symbol: &dyn Fn(u64) -> Option<String>,
+    ) -> Vec<u8> {
         let cpus: Vec<u32> = self.bundles.keys().copied().collect();
         for c in cpus {
             self.flush_cpu(c);

@@ -11,7 +11,13 @@ use std::path::Path;
 use std::process::Command;
 
 fn checker() -> Option<()> {
-    let ok = Command::new("python3").args(["-c", "import perfetto.protos.perfetto.trace.perfetto_trace_pb2"]).output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("python3")
+        .args([
+            "-c",
+            "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok {
         skip("Perfetto checks: python3 with the perfetto and protobuf wheels is missing (make setup installs them)");
         return None;
@@ -21,7 +27,10 @@ fn checker() -> Option<()> {
 
 fn num(line: &str, key: &str) -> Option<u64> {
     let at = line.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let digits: String = line[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    let digits: String = line[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
     digits.parse().ok()
 }
 
@@ -47,10 +56,19 @@ fn trbox_view(args: &[&str]) -> (Vec<String>, Vec<String>) {
         if name.starts_with("funcgraph_") {
             g.push(format!("G {ts} {}", num(l, "depth").unwrap()));
         }
-        v.push(format!("E {ts} {} {} {name}", num(l, "cpu").unwrap(), num(l, "pid").unwrap()));
+        v.push(format!(
+            "E {ts} {} {} {name}",
+            num(l, "cpu").unwrap(),
+            num(l, "pid").unwrap()
+        ));
         if name == "sched_switch" {
             let f = |k| num(l, k).map_or("?".to_string(), |n| n.to_string());
-            v.push(format!("S {ts} {} {} {}", f("prev_pid"), f("next_pid"), f("prev_state")));
+            v.push(format!(
+                "S {ts} {} {} {}",
+                f("prev_pid"),
+                f("next_pid"),
+                f("prev_state")
+            ));
         }
     }
     v.sort();
@@ -62,8 +80,17 @@ fn trbox_view(args: &[&str]) -> (Vec<String>, Vec<String>) {
 /// the other lines (G with names, T, U).
 fn perfetto_view(pf: &Path) -> (Vec<String>, Vec<String>) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/perfetto_check.py");
-    let o = Command::new("python3").arg(script).arg(pf).output().unwrap();
-    assert!(o.status.success(), "{}: {}", pf.display(), String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("python3")
+        .arg(script)
+        .arg(pf)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        pf.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let mut ev = Vec::new();
     let mut rest = Vec::new();
@@ -86,7 +113,10 @@ fn convert(args: &[&str], out: &Path) {
     a.extend_from_slice(&["-o", out.to_str().unwrap()]);
     let o = run(&a);
     let err = stderr(&o);
-    assert!(o.status.success() && !err.contains("panicked"), "{args:?}: {err}");
+    assert!(
+        o.status.success() && !err.contains("panicked"),
+        "{args:?}: {err}"
+    );
 }
 
 /// Convert, parse with the schema, compare with `tr-cat --json`; the
@@ -96,8 +126,16 @@ fn check(args: &[&str], out: &Path) -> usize {
     let (got, rest) = perfetto_view(out);
     let (want, graph) = trbox_view(args);
     assert_eq!(got.len(), want.len(), "{args:?}: events");
-    assert!(got == want, "{args:?}: first difference: {:?}", got.iter().zip(&want).find(|(a, b)| a != b));
-    let mut g: Vec<String> = rest.iter().filter(|l| l.starts_with("G ")).map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" ")).collect();
+    assert!(
+        got == want,
+        "{args:?}: first difference: {:?}",
+        got.iter().zip(&want).find(|(a, b)| a != b)
+    );
+    let mut g: Vec<String> = rest
+        .iter()
+        .filter(|l| l.starts_with("G "))
+        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .collect();
     g.sort();
     assert_eq!(g, graph, "{args:?}: funcgraph timestamps and depths");
     if !graph.is_empty() {
@@ -106,11 +144,17 @@ fn check(args: &[&str], out: &Path) -> usize {
         let text = stdout(&run(&a));
         for l in rest.iter().filter(|l| l.starts_with("G ")) {
             let name = l.split(' ').nth(3).unwrap();
-            assert!(text.contains(name), "{args:?}: {name} is not in tr-cat's graph");
+            assert!(
+                text.contains(name),
+                "{args:?}: {name} is not in tr-cat's graph"
+            );
         }
     }
     if !want.is_empty() {
-        assert!(rest.iter().any(|l| l.starts_with("T ")), "{args:?}: thread names");
+        assert!(
+            rest.iter().any(|l| l.starts_with("T ")),
+            "{args:?}: thread names"
+        );
     }
     want.len()
 }
@@ -121,12 +165,13 @@ fn every_trace_dat_converts_and_parses_with_the_official_schema() {
         return;
     }
     let dir = TempDir::new("perfetto");
-    let mut files: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tracedat"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "dat"))
-        .collect();
+    let mut files: Vec<_> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tracedat"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "dat"))
+            .collect();
     files.sort();
     let mut checked = 0;
     for f in &files {
@@ -145,15 +190,29 @@ fn every_board_fixture_converts_and_parses_with_the_official_schema() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
     let mut trees = 0;
     let mut graphs = 0;
-    for board in std::fs::read_dir(root).unwrap().flatten().filter(|e| e.path().is_dir()) {
-        for t in std::fs::read_dir(board.path()).unwrap().flatten().filter(|e| e.path().join("per_cpu").is_dir()) {
+    for board in std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+    {
+        for t in std::fs::read_dir(board.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().join("per_cpu").is_dir())
+        {
             let p = t.path();
-            let n = check(&["--raw", "-T", p.to_str().unwrap()], &dir.path().join("t.pftrace"));
+            let n = check(
+                &["--raw", "-T", p.to_str().unwrap()],
+                &dir.path().join("t.pftrace"),
+            );
             trees += 1;
             if p.ends_with("function_graph") && n > 0 {
                 graphs += 1;
             }
         }
     }
-    assert!(trees >= 10 && graphs >= 2, "{trees} trees, {graphs} function_graph trees");
+    assert!(
+        trees >= 10 && graphs >= 2,
+        "{trees} trees, {graphs} function_graph trees"
+    );
 }

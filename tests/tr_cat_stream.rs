@@ -11,13 +11,25 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-const EVENTS: &str = "sched:sched_switch,sched:sched_process_exec,sched:sched_process_exit,sched:sched_process_fork";
-const CMD: &[&str] = &["sh", "-c", "echo from-the-command; ls / >/dev/null; sleep 0.1; exit 3"];
+const EVENTS: &str =
+    "sched:sched_switch,sched:sched_process_exec,sched:sched_process_exit,sched:sched_process_fork";
+const CMD: &[&str] = &[
+    "sh",
+    "-c",
+    "echo from-the-command; ls / >/dev/null; sleep 0.1; exit 3",
+];
 
 /// The summary's total of events.
 fn total(err: &str) -> u64 {
-    let head = err.lines().find(|l| l.starts_with("tr-cat: ") && l.contains(" events, ")).unwrap_or_else(|| panic!("no summary in:\n{err}"));
-    head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap()
+    let head = err
+        .lines()
+        .find(|l| l.starts_with("tr-cat: ") && l.contains(" events, "))
+        .unwrap_or_else(|| panic!("no summary in:\n{err}"));
+    head.split(": ")
+        .nth(2)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap()
 }
 
 /// Event lines (loss markers apart) of `tr-cat ARGS…`, which must not warn.
@@ -25,16 +37,37 @@ fn lines(args: &[&str]) -> Vec<String> {
     let mut a = vec!["tr-cat"];
     a.extend_from_slice(args);
     let o = run(&a);
-    assert!(o.status.success() && !stderr(&o).contains("WARN"), "tr-cat {args:?}: {}", stderr(&o));
-    stdout(&o).lines().filter(|l| !l.contains("[LOST ")).map(String::from).collect()
+    assert!(
+        o.status.success() && !stderr(&o).contains("WARN"),
+        "tr-cat {args:?}: {}",
+        stderr(&o)
+    );
+    stdout(&o)
+        .lines()
+        .filter(|l| !l.contains("[LOST "))
+        .map(String::from)
+        .collect()
 }
 
 /// Event names in `trace-cmd report`'s lines, if it is installed.
 fn trace_cmd_events(f: &Path) -> Option<Vec<String>> {
-    let o = Command::new("trace-cmd").arg("report").arg(f).output().ok()?;
+    let o = Command::new("trace-cmd")
+        .arg("report")
+        .arg(f)
+        .output()
+        .ok()?;
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success() && err.trim().is_empty(), "trace-cmd report: {err}");
-    Some(String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.starts_with("cpus=") && !l.trim().is_empty()).map(event_name).collect())
+    assert!(
+        o.status.success() && err.trim().is_empty(),
+        "trace-cmd report: {err}"
+    );
+    Some(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("cpus=") && !l.trim().is_empty())
+            .map(event_name)
+            .collect(),
+    )
 }
 
 /// `sched_switch` from a text line of either tool (`…: NAME: …`).
@@ -45,7 +78,9 @@ fn event_name(l: &str) -> String {
 
 #[test]
 fn stream_reads_back_like_a_trace_dat() {
-    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
     let dir = TempDir::new("stream");
     let mut a = vec!["tr-cat", "-o", "-", "-e", EVENTS, "--"];
     a.extend_from_slice(CMD);
@@ -66,23 +101,55 @@ fn stream_reads_back_like_a_trace_dat() {
 
     let direct = lines(&[s]);
     assert_eq!(direct.len() as u64, events, "tr-cat STREAM vs the summary");
-    assert!(direct.iter().any(|l| l.contains("sched_process_exec:") && l.contains("/ls")), "{direct:?}");
-    assert_eq!(direct.iter().filter(|l| l.contains("sched_process_exit:")).count(), 3, "sh, ls and sleep:\n{direct:?}");
+    assert!(
+        direct
+            .iter()
+            .any(|l| l.contains("sched_process_exec:") && l.contains("/ls")),
+        "{direct:?}"
+    );
+    assert_eq!(
+        direct
+            .iter()
+            .filter(|l| l.contains("sched_process_exit:"))
+            .count(),
+        3,
+        "sh, ls and sleep:\n{direct:?}"
+    );
 
     // From standard input.
-    let mut c = cmd(&trbox(), &["tr-cat", "-i", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut c = cmd(&trbox(), &["tr-cat", "-i", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     c.stdin.take().unwrap().write_all(&o.stdout).unwrap();
     let piped = c.wait_with_output().unwrap();
     assert!(piped.status.success(), "{}", stderr(&piped));
-    assert_eq!(stdout(&piped).lines().filter(|l| !l.contains("[LOST ")).count(), direct.len(), "tr-cat -i -");
+    assert_eq!(
+        stdout(&piped)
+            .lines()
+            .filter(|l| !l.contains("[LOST "))
+            .count(),
+        direct.len(),
+        "tr-cat -i -"
+    );
 
     // Converted: the same lines from the trace.dat, and trace-cmd reads it.
     let dat = dir.path().join("conv.dat");
     let c = run(&["tr-cat", s, "-o", dat.to_str().unwrap()]);
     assert!(c.status.success(), "{}", stderr(&c));
-    assert_eq!(lines(&[dat.to_str().unwrap()]), direct, "tr-cat of the converted file");
+    assert_eq!(
+        lines(&[dat.to_str().unwrap()]),
+        direct,
+        "tr-cat of the converted file"
+    );
     match trace_cmd_events(&dat) {
-        Some(tc) => assert_eq!(tc, direct.iter().map(|l| event_name(l)).collect::<Vec<_>>(), "trace-cmd report of the converted file"),
+        Some(tc) => assert_eq!(
+            tc,
+            direct.iter().map(|l| event_name(l)).collect::<Vec<_>>(),
+            "trace-cmd report of the converted file"
+        ),
         None => skip("trace-cmd checks: not installed"),
     }
 
@@ -93,7 +160,10 @@ fn stream_reads_back_like_a_trace_dat() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/perfetto_check.py");
     match Command::new("python3").arg(script).arg(&pf).output() {
         Ok(p) if p.status.success() => {
-            let n = String::from_utf8_lossy(&p.stdout).lines().filter(|l| l.starts_with("E ")).count();
+            let n = String::from_utf8_lossy(&p.stdout)
+                .lines()
+                .filter(|l| l.starts_with("E "))
+                .count();
             assert_eq!(n, direct.len(), "events in the .pftrace");
         }
         _ => skip("Perfetto check of a stream: python3 with perfetto and protobuf missing"),
@@ -107,11 +177,19 @@ fn stream_reads_back_like_a_trace_dat() {
     assert_eq!(o2.status.code(), Some(3), "{}", stderr(&o2));
     let file = lines(&[f.to_str().unwrap()]);
     let kinds = |v: &[String]| {
-        let mut k: Vec<String> = v.iter().filter(|l| l.contains("sched_process_")).map(|l| event_name(l)).collect();
+        let mut k: Vec<String> = v
+            .iter()
+            .filter(|l| l.contains("sched_process_"))
+            .map(|l| event_name(l))
+            .collect();
         k.sort();
         k
     };
-    assert_eq!(kinds(&file), kinds(&direct), "process events of -o FILE and -o -");
+    assert_eq!(
+        kinds(&file),
+        kinds(&direct),
+        "process events of -o FILE and -o -"
+    );
     assert_same_state(&before, &snapshot(&root));
 
     cut_anywhere(dir.path(), &o.stdout, direct.len());
@@ -135,7 +213,10 @@ fn cut_anywhere(dir: &Path, stream: &[u8], events: usize) {
         let err = stderr(&o);
         assert!(!err.contains("panicked"), "cut at {n}: {err}");
         if o.status.success() {
-            assert!(err.contains("cut off") || err.contains("without its end"), "cut at {n}: no warning: {err}");
+            assert!(
+                err.contains("cut off") || err.contains("without its end"),
+                "cut at {n}: no warning: {err}"
+            );
             let got = stdout(&o).lines().filter(|l| !l.contains("[LOST ")).count();
             assert!(got <= events, "cut at {n}: {got} events of {events}");
             if n > len - 12 * 1024 {
@@ -147,7 +228,10 @@ fn cut_anywhere(dir: &Path, stream: &[u8], events: usize) {
             assert!(n < 200, "cut at {n}: {err}");
         }
     }
-    assert_eq!(last, events, "a stream cut in its trailer still has every event");
+    assert_eq!(
+        last, events,
+        "a stream cut in its trailer still has every event"
+    );
 }
 
 #[test]
@@ -160,7 +244,12 @@ fn stream_refuses_max_kb() {
 #[test]
 fn converting_a_trace_dat_says_it_is_not_a_stream() {
     let dir = TempDir::new("stream-conv");
-    let src = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tracedat")).unwrap().flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "dat")).unwrap();
+    let src = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tracedat"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "dat"))
+        .unwrap();
     let out = dir.path().join("x.dat");
     let o = run(&["tr-cat", src.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -173,7 +262,9 @@ fn converting_a_trace_dat_says_it_is_not_a_stream() {
 /// named by its log line number and the rest is kept.
 #[test]
 fn console_lines_survive_noise_and_damage() {
-    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
     let dir = TempDir::new("console");
     let mut a = vec!["tr-cat", "-o", "-", "--console", "-e", EVENTS, "--"];
     a.extend_from_slice(CMD);
@@ -181,10 +272,22 @@ fn console_lines_survive_noise_and_damage() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert_same_state(&before, &snapshot(&root));
-    assert!(err.contains("on the wire:") && err.contains("per event"), "{err}");
+    assert!(
+        err.contains("on the wire:") && err.contains("per event"),
+        "{err}"
+    );
     let events = total(&err);
     let log = String::from_utf8(o.stdout.clone()).expect("console lines are text");
-    assert!(log.starts_with("trbox-console-begin 1\n") && log.trim_end().lines().last().unwrap().starts_with("trbox-console-end "), "markers");
+    assert!(
+        log.starts_with("trbox-console-begin 1\n")
+            && log
+                .trim_end()
+                .lines()
+                .last()
+                .unwrap()
+                .starts_with("trbox-console-end "),
+        "markers"
+    );
     assert!(log.lines().all(|l| l.len() <= 120), "lines fit a console");
 
     let clean = dir.path().join("clean.log");
@@ -194,7 +297,9 @@ fn console_lines_survive_noise_and_damage() {
 
     // As a console capture sees it: a boot log before, \r\n endings, kernel
     // messages and a prompt between the lines, a time stamp before some.
-    let mut noisy = String::from("U-Boot 2024.01\r\n[    0.000000] Linux version 6.x\r\n# tr-cat -o - --console -- sh\r\n");
+    let mut noisy = String::from(
+        "U-Boot 2024.01\r\n[    0.000000] Linux version 6.x\r\n# tr-cat -o - --console -- sh\r\n",
+    );
     for (i, l) in log.lines().enumerate() {
         if i % 97 == 5 {
             noisy += &format!("[ {i}.123456] random: crng init done\r\n");
@@ -208,21 +313,47 @@ fn console_lines_survive_noise_and_damage() {
     noisy += "# \r\n";
     let p = dir.path().join("noisy.log");
     std::fs::write(&p, &noisy).unwrap();
-    assert_eq!(lines(&["--from-console", p.to_str().unwrap()]), want, "noise changes nothing");
+    assert_eq!(
+        lines(&["--from-console", p.to_str().unwrap()]),
+        want,
+        "noise changes nothing"
+    );
     let dat = dir.path().join("console.dat");
-    let c = run(&["tr-cat", "--from-console", p.to_str().unwrap(), "-o", dat.to_str().unwrap()]);
+    let c = run(&[
+        "tr-cat",
+        "--from-console",
+        p.to_str().unwrap(),
+        "-o",
+        dat.to_str().unwrap(),
+    ]);
     assert!(c.status.success(), "{}", stderr(&c));
-    assert_eq!(lines(&[dat.to_str().unwrap()]), want, "the converted trace.dat");
+    assert_eq!(
+        lines(&[dat.to_str().unwrap()]),
+        want,
+        "the converted trace.dat"
+    );
     if let Some(tc) = trace_cmd_events(&dat) {
-        assert_eq!(tc, want.iter().map(|l| event_name(l)).collect::<Vec<_>>(), "trace-cmd report");
+        assert_eq!(
+            tc,
+            want.iter().map(|l| event_name(l)).collect::<Vec<_>>(),
+            "trace-cmd report"
+        );
     }
 
     // One damaged line in the header's middle (kallsyms): named, every
     // event still there; one in the last block (pages): named, the
     // events of the other blocks still there.
     let nl: Vec<&str> = noisy.split('\n').collect();
-    let trbox_lines: Vec<usize> = nl.iter().enumerate().filter(|(_, l)| l.contains("trbox:")).map(|(i, _)| i).collect();
-    for (what, at) in [("header", trbox_lines[trbox_lines.len() / 3]), ("pages", trbox_lines[trbox_lines.len() - 2])] {
+    let trbox_lines: Vec<usize> = nl
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("trbox:"))
+        .map(|(i, _)| i)
+        .collect();
+    for (what, at) in [
+        ("header", trbox_lines[trbox_lines.len() / 3]),
+        ("pages", trbox_lines[trbox_lines.len() - 2]),
+    ] {
         let mut d = nl.clone();
         // A flipped character in the base64 (noise on the line).
         let mut bad = d[at].as_bytes().to_vec();
@@ -235,14 +366,24 @@ fn console_lines_survive_noise_and_damage() {
         let o = run(&["tr-cat", "--from-console", p.to_str().unwrap()]);
         let err = stderr(&o);
         assert!(!err.contains("panicked"), "{err}");
-        assert!(err.contains(&format!("log line {}:", at + 1)), "{what}: the damaged line named: {err}");
-        let got: Vec<String> = stdout(&o).lines().filter(|l| !l.contains("[LOST ")).map(String::from).collect();
+        assert!(
+            err.contains(&format!("log line {}:", at + 1)),
+            "{what}: the damaged line named: {err}"
+        );
+        let got: Vec<String> = stdout(&o)
+            .lines()
+            .filter(|l| !l.contains("[LOST "))
+            .map(String::from)
+            .collect();
         if what == "header" {
             assert!(o.status.success(), "{err}");
             assert_eq!(got, want, "a damaged kallsyms line loses no event");
         } else {
             // The stream's end is in that block: cut off, with a warning.
-            assert!(got.len() <= want.len() && got.iter().all(|l| want.contains(l)), "{what}: a subset");
+            assert!(
+                got.len() <= want.len() && got.iter().all(|l| want.contains(l)),
+                "{what}: a subset"
+            );
             assert!(err.contains("left out"), "{err}");
         }
     }
@@ -253,12 +394,29 @@ fn console_lines_survive_noise_and_damage() {
 #[test]
 fn reader_gone_stops_cleanly() {
     use std::io::Read as _;
-    let Some((_l, root, before)) = live_with_snapshot() else { return };
-    let mut c = cmd(&trbox(), &["tr-cat", "-o", "-", "-e", "sched:sched_switch", "-t", "20", "--", "sh", "-c", "while :; do sleep 0.01; done"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    let mut c = cmd(
+        &trbox(),
+        &[
+            "tr-cat",
+            "-o",
+            "-",
+            "-e",
+            "sched:sched_switch",
+            "-t",
+            "20",
+            "--",
+            "sh",
+            "-c",
+            "while :; do sleep 0.01; done",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut out = c.stdout.take().unwrap();
     // Read up to the end of the header (the `version` meta frame), then
     // close the pipe.
@@ -278,7 +436,13 @@ fn reader_gone_stops_cleanly() {
     let o = c.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("writing stopped") && !err.contains("panicked"), "{err}");
-    assert!(start.elapsed().as_secs() < 15, "it stopped at the broken pipe, not at -t");
+    assert!(
+        err.contains("writing stopped") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(
+        start.elapsed().as_secs() < 15,
+        "it stopped at the broken pipe, not at -t"
+    );
     assert_same_state(&before, &snapshot(&root));
 }

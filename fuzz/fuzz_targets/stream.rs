@@ -15,7 +15,9 @@ fn rebuild(data: &[u8]) {
     if (s.page_count() as u64 + 1) * u64::from(s.page_size) > 64 << 20 {
         return;
     }
-    let Ok(td) = stream::to_tracedat(&s) else { return };
+    let Ok(td) = stream::to_tracedat(&s) else {
+        return;
+    };
     let _ = TraceDat::read(&mut td.as_slice());
 }
 

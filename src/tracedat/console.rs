@@ -45,7 +45,11 @@ pub fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         c ^= u32::from(b);
         for _ in 0..8 {
-            c = if c & 1 != 0 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
         }
     }
     !c
@@ -55,7 +59,9 @@ const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 fn base64(data: &[u8], out: &mut String) {
     for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
         for i in 0..4 {
             if i <= c.len() {
                 out.push(B64[(n >> (18 - 6 * i)) as usize & 63] as char);
@@ -173,8 +179,13 @@ pub enum ConsoleError {
 impl core::fmt::Display for ConsoleError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            ConsoleError::NoBegin => write!(f, "no '{BEGIN}' line: no recording of tr-cat -o - --console in it"),
-            ConsoleError::NothingReadable => write!(f, "no block of the recording could be read back"),
+            ConsoleError::NoBegin => write!(
+                f,
+                "no '{BEGIN}' line: no recording of tr-cat -o - --console in it"
+            ),
+            ConsoleError::NothingReadable => {
+                write!(f, "no block of the recording could be read back")
+            }
         }
     }
 }
@@ -205,13 +216,23 @@ fn parse_line(l: &[u8]) -> Option<Result<Line<'_>, ()>> {
     let rest = trim_end(rest);
     Some((|| {
         let colon = rest.iter().rposition(|&b| b == b':').ok_or(())?;
-        let (body, crc) = (rest.get(..colon).ok_or(())?, rest.get(colon + 1..).ok_or(())?);
-        let crc = core::str::from_utf8(crc).ok().and_then(|c| u32::from_str_radix(c, 16).ok()).ok_or(())?;
+        let (body, crc) = (
+            rest.get(..colon).ok_or(())?,
+            rest.get(colon + 1..).ok_or(())?,
+        );
+        let crc = core::str::from_utf8(crc)
+            .ok()
+            .and_then(|c| u32::from_str_radix(c, 16).ok())
+            .ok_or(())?;
         if crc32(body) != crc {
             return Err(());
         }
         let mut f = body.splitn(3, |&b| b == b':');
-        let seq = f.next().and_then(|s| core::str::from_utf8(s).ok()).and_then(|s| s.parse().ok()).ok_or(())?;
+        let seq = f
+            .next()
+            .and_then(|s| core::str::from_utf8(s).ok())
+            .and_then(|s| s.parse().ok())
+            .ok_or(())?;
         let (first, last) = match f.next() {
             Some(b"=") => (true, true),
             Some(b"b") => (true, false),
@@ -219,7 +240,12 @@ fn parse_line(l: &[u8]) -> Option<Result<Line<'_>, ()>> {
             Some(b".") => (false, true),
             _ => return Err(()),
         };
-        Ok(Line { seq, first, last, data: f.next().ok_or(())? })
+        Ok(Line {
+            seq,
+            first,
+            last,
+            data: f.next().ok_or(())?,
+        })
     })())
 }
 
@@ -237,7 +263,10 @@ fn trim_end(mut s: &[u8]) -> &[u8] {
 /// Take the last recording out of a console log.
 pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
     let lines: Vec<&[u8]> = log.split(|&b| b == b'\n').collect();
-    let begin = lines.iter().rposition(|l| find(l, BEGIN.as_bytes()).is_some()).ok_or(ConsoleError::NoBegin)?;
+    let begin = lines
+        .iter()
+        .rposition(|l| find(l, BEGIN.as_bytes()).is_some())
+        .ok_or(ConsoleError::NoBegin)?;
     let mut d = Decoded::default();
     // The block being gathered: its compressed bytes, the next SEQ it
     // needs, the log line it began on, and whether it is broken.
@@ -254,16 +283,22 @@ pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
         let no = i + 1;
         if let Some(p) = find(l, END.as_bytes()) {
             let rest = l.get(p + END.len()..).unwrap_or_default();
-            ended = core::str::from_utf8(trim_end(rest)).ok().and_then(|s| s.trim().parse::<u32>().ok());
+            ended = core::str::from_utf8(trim_end(rest))
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok());
             if ended.is_some() {
                 break;
             }
         }
-        let Some(parsed) = parse_line(l) else { continue };
+        let Some(parsed) = parse_line(l) else {
+            continue;
+        };
         match parsed {
             Err(()) => {
                 d.damaged += 1;
-                d.warnings.push(format!("log line {no}: damaged (checksum or layout), left out"));
+                d.warnings.push(format!(
+                    "log line {no}: damaged (checksum or layout), left out"
+                ));
                 broken = true;
             }
             Ok(line) => {
@@ -292,7 +327,8 @@ pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
                     if broken {
                         give_up(&mut d, block_from, no);
                     } else {
-                        match miniz_oxide::inflate::decompress_to_vec_with_limit(&block, MAX_BLOCK) {
+                        match miniz_oxide::inflate::decompress_to_vec_with_limit(&block, MAX_BLOCK)
+                        {
                             Ok(b) => d.stream.extend_from_slice(&b),
                             Err(_) => give_up(&mut d, block_from, no),
                         }
@@ -305,12 +341,19 @@ pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
         }
     }
     match ended {
-        None => d.warnings.push(String::from("no end marker: the recording is cut off; read up to there")),
-        Some(n) if n + 1 != next_seq => d.warnings.push(format!("the end marker counts {n} lines, the last one seen is {}", next_seq - 1)),
+        None => d.warnings.push(String::from(
+            "no end marker: the recording is cut off; read up to there",
+        )),
+        Some(n) if n + 1 != next_seq => d.warnings.push(format!(
+            "the end marker counts {n} lines, the last one seen is {}",
+            next_seq - 1
+        )),
         Some(_) => {}
     }
     if !block.is_empty() || broken {
-        d.warnings.push(format!("log lines {block_from}-: the last block is incomplete, left out"));
+        d.warnings.push(format!(
+            "log lines {block_from}-: the last block is incomplete, left out"
+        ));
     }
     if d.stream.is_empty() {
         return Err(ConsoleError::NothingReadable);
@@ -323,7 +366,9 @@ mod tests {
     use super::*;
 
     fn stream_bytes(n: usize) -> Vec<u8> {
-        (0..n).map(|i| (i * 7 % 251) as u8 ^ (i / 300) as u8).collect()
+        (0..n)
+            .map(|i| (i * 7 % 251) as u8 ^ (i / 300) as u8)
+            .collect()
     }
 
     #[test]
@@ -360,16 +405,31 @@ mod tests {
         assert_eq!(d.stream, data, "{:?}", d.warnings);
         assert!(d.warnings.is_empty(), "{:?}", d.warnings);
         // Damage one line in the middle: its block goes, the others stay.
-        let target = log.lines().position(|l| l.starts_with("trbox:40:")).unwrap();
+        let target = log
+            .lines()
+            .position(|l| l.starts_with("trbox:40:"))
+            .unwrap();
         let damaged: String = log
             .lines()
             .enumerate()
-            .map(|(i, l)| if i == target { l.replacen("A", "B", 1).replacen("a", "b", 1) + "\n" } else { format!("{l}\n") })
+            .map(|(i, l)| {
+                if i == target {
+                    l.replacen("A", "B", 1).replacen("a", "b", 1) + "\n"
+                } else {
+                    format!("{l}\n")
+                }
+            })
             .collect();
         let d = decode(damaged.as_bytes()).unwrap();
         assert_eq!(d.damaged, 1);
         assert_eq!(d.blocks_lost, 1);
-        assert!(d.warnings.iter().any(|w| w.contains(&format!("log line {}", target + 1))), "{:?}", d.warnings);
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains(&format!("log line {}", target + 1))),
+            "{:?}",
+            d.warnings
+        );
         assert!(d.stream.len() < data.len() && !d.stream.is_empty());
     }
 

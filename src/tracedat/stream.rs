@@ -137,9 +137,18 @@ pub enum StreamError {
 impl core::fmt::Display for StreamError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            StreamError::NotAStream => write!(f, "not a trbox stream (no 'trbox-stream' line at its start)"),
-            StreamError::Version(v) => write!(f, "trbox stream version {v}, this tr-cat reads version {VERSION}"),
-            StreamError::NoStart => write!(f, "the stream ends before its start frame (nothing recorded in it)"),
+            StreamError::NotAStream => write!(
+                f,
+                "not a trbox stream (no 'trbox-stream' line at its start)"
+            ),
+            StreamError::Version(v) => write!(
+                f,
+                "trbox stream version {v}, this tr-cat reads version {VERSION}"
+            ),
+            StreamError::NoStart => write!(
+                f,
+                "the stream ends before its start frame (nothing recorded in it)"
+            ),
         }
     }
 }
@@ -169,7 +178,11 @@ pub struct Stream<'a> {
 impl<'a> Stream<'a> {
     /// The bytes of meta entry `name`, if the stream has it.
     pub fn meta(&self, name: &str) -> Option<&'a [u8]> {
-        self.meta.iter().rev().find(|(n, _)| *n == name).map(|(_, b)| *b)
+        self.meta
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, b)| *b)
     }
 
     fn meta_str(&self, name: &str) -> Option<&'a str> {
@@ -208,7 +221,9 @@ fn parse_start(p: &[u8]) -> Option<(Endian, u8, u32, Vec<u32>)> {
     if n > p.len() / 4 || !(16..=MAX_PAGE_SIZE).contains(&page_size) {
         return None;
     }
-    let cpus = (0..n).map(|i| le32(p, 10 + 4 * i)).collect::<Option<Vec<u32>>>()?;
+    let cpus = (0..n)
+        .map(|i| le32(p, 10 + 4 * i))
+        .collect::<Option<Vec<u32>>>()?;
     Some((endian, long_size, page_size, cpus))
 }
 
@@ -228,12 +243,18 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
     let mut skipped = 0u32;
     while at < bytes.len() {
         let Some(len) = le32(bytes, at + 1) else {
-            s.warnings.push(format!("the stream is cut off at byte {} inside a frame header: read up to there", bytes.len()));
+            s.warnings.push(format!(
+                "the stream is cut off at byte {} inside a frame header: read up to there",
+                bytes.len()
+            ));
             break;
         };
         let k = bytes[at];
         let start = at + FRAME_HEADER;
-        let Some(p) = start.checked_add(len as usize).and_then(|end| bytes.get(start..end)) else {
+        let Some(p) = start
+            .checked_add(len as usize)
+            .and_then(|end| bytes.get(start..end))
+        else {
             let what = if k == kind::DATA { "a page" } else { "a frame" };
             s.warnings.push(format!("the stream is cut off at byte {} inside {what} that began at byte {at}: read up to there", bytes.len()));
             break;
@@ -267,11 +288,16 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
                 let cpu = le32(p, 0);
                 let idx = cpu.and_then(|c| s.cpus.iter().position(|&x| x == c));
                 match (idx, p.get(4..)) {
-                    (Some(i), Some(page)) if page.len() <= s.page_size as usize => s.pages[i].push(page),
+                    (Some(i), Some(page)) if page.len() <= s.page_size as usize => {
+                        s.pages[i].push(page)
+                    }
                     _ => skipped += 1,
                 }
             }
-            kind::STATS => match (le32(p, 0), p.get(4..).and_then(|t| core::str::from_utf8(t).ok())) {
+            kind::STATS => match (
+                le32(p, 0),
+                p.get(4..).and_then(|t| core::str::from_utf8(t).ok()),
+            ) {
                 (Some(c), Some(t)) => s.stats.push((c, t)),
                 _ => skipped += 1,
             },
@@ -287,13 +313,20 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
         return Err(StreamError::NoStart);
     }
     if skipped > 0 {
-        s.warnings.push(format!("{skipped} malformed frames left out"));
+        s.warnings
+            .push(format!("{skipped} malformed frames left out"));
     }
     if !s.complete {
         if s.warnings.is_empty() {
-            s.warnings.push(format!("the stream ends at byte {} without its end frame (cut off?): read up to there", bytes.len()));
+            s.warnings.push(format!(
+                "the stream ends at byte {} without its end frame (cut off?): read up to there",
+                bytes.len()
+            ));
         }
-        s.warnings.push(format!("{} pages read; the saved comms and the CPU stats come at the end and are missing", s.page_count()));
+        s.warnings.push(format!(
+            "{} pages read; the saved comms and the CPU stats come at the end and are missing",
+            s.page_count()
+        ));
     }
     Ok(s)
 }
@@ -303,11 +336,19 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
 pub fn to_tracedat(s: &Stream<'_>) -> Result<Vec<u8>, WriteError> {
     let e = s.endian;
     let mut w = V6Writer::new(e, s.long_size, s.page_size);
-    w.header_files(s.meta("header_page").unwrap_or_default(), s.meta("header_event").unwrap_or_default())?;
+    w.header_files(
+        s.meta("header_page").unwrap_or_default(),
+        s.meta("header_event").unwrap_or_default(),
+    )?;
     let none = Vec::new();
-    let ftrace = s.systems.iter().find(|(n, _)| *n == "ftrace").map_or(&none, |(_, v)| v);
+    let ftrace = s
+        .systems
+        .iter()
+        .find(|(n, _)| *n == "ftrace")
+        .map_or(&none, |(_, v)| v);
     w.ftrace_formats(ftrace)?;
-    let others: Vec<&(&str, Vec<&[u8]>)> = s.systems.iter().filter(|(n, _)| *n != "ftrace").collect();
+    let others: Vec<&(&str, Vec<&[u8]>)> =
+        s.systems.iter().filter(|(n, _)| *n != "ftrace").collect();
     w.event_systems_begin(others.len() as u32)?;
     for (name, formats) in others {
         w.event_system(name, formats.len() as u32)?;
