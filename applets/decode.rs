@@ -316,7 +316,7 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
 }
 
 /// The stream in a console log (`tr-cat -o - --console` captured).
-#[cfg(feature = "zlib")]
+#[cfg(all(feature = "zlib", feature = "host"))]
 fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
     use trbox::tracedat::console;
     let d = console::decode(log).map_err(|e| {
@@ -330,9 +330,10 @@ fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
     Ok(d.stream)
 }
 
-#[cfg(not(feature = "zlib"))]
+#[cfg(not(all(feature = "zlib", feature = "host")))]
 fn from_console(path: &Path, _: &[u8]) -> Result<Vec<u8>, Error> {
-    Err(Error::runtime(format!("{}: not a trace.dat or a trbox stream (console logs need the zlib feature)", path.display())))
+    Err(Error::runtime(format!("{}: not a trace.dat or a trbox stream", path.display()))
+        .hint("a console log (--from-console) is read on the host: this trbox is a board build"))
 }
 
 /// A buffer's name as a person reads it.
@@ -462,7 +463,10 @@ pub struct Meta {
     pub buffers: Vec<String>,
     /// CPUs of the traced machine.
     pub cpus: u32,
+    /// Read by the Perfetto writer (host builds).
+    #[cfg_attr(not(feature = "host"), allow(dead_code))]
     pub uname: Option<String>,
+    #[cfg_attr(not(feature = "host"), allow(dead_code))]
     pub saved_cmdlines: String,
 }
 

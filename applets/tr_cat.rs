@@ -207,6 +207,13 @@ fn convert(input: &str, output: &str) -> Result<(), Error> {
 }
 
 /// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
+#[cfg(not(feature = "host"))]
+fn perfetto(_: decode::Input<'_>, _: &RawOpts, _: &str) -> Result<(), Error> {
+    Err(Error::usage("this trbox is a board build: it writes no Perfetto traces").hint("convert on the host: tr-cat FILE -o OUT.pftrace"))
+}
+
+/// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
+#[cfg(feature = "host")]
 fn perfetto(input: decode::Input<'_>, o: &RawOpts, output: &str) -> Result<(), Error> {
     use trbox::render::CommonFields;
     let mut tr = trbox::perfetto::Trace::new();

@@ -23,6 +23,7 @@ pub mod kvars;
 pub mod mountinfo;
 pub mod merge;
 pub mod page;
+#[cfg(feature = "host")]
 pub mod perfetto;
 pub mod printfmt;
 pub mod printk;

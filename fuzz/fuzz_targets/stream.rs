@@ -2,7 +2,8 @@
 //! frames, then the trace.dat rebuilt from them and read back; and the
 //! same bytes as a console log (`--console` lines: checksums, base64,
 //! inflate). Seeds: a recorded stream and a console log, cut anywhere
-//! (tests/tr_cat_stream.rs makes both).
+//! (tests/tr_cat_stream.rs makes both). The console part needs
+//! `--features zlib`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -23,6 +24,7 @@ fn rebuild(data: &[u8]) {
 
 fuzz_target!(|data: &[u8]| {
     rebuild(data);
+    #[cfg(feature = "zlib")]
     if let Ok(d) = trbox::tracedat::console::decode(data) {
         rebuild(&d.stream);
     }
