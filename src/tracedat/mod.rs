@@ -21,6 +21,9 @@ use core::fmt;
 
 mod compress;
 pub mod read;
+#[cfg(feature = "zlib")]
+pub mod console;
+pub mod stream;
 pub mod write;
 
 pub use compress::{decompress, Compression};
