@@ -21,9 +21,6 @@ use core::fmt;
 
 mod compress;
 pub mod read;
-#[cfg(feature = "zlib")]
-pub mod console;
-pub mod stream;
 pub mod write;
 
 pub use compress::{decompress, Compression};
