@@ -3,8 +3,10 @@
 # bring the recorded trees back over the serial console (base64 tar.gz with
 # an md5), cut /proc/kallsyms down to the symbols each scenario's trace text
 # mentions (plus the symbol after each, so offsets and sizes work), and
-# replace tests/fixtures/ARCH/ with the result. Writes tests/fixtures/ARCH/INFO.
-#   cross/qemu/fixtures.sh [ARCH...]
+# replace tests/fixtures/BOARD/ with the result (BOARD: ARCH for the 6.1
+# kernels, ARCH-KERNEL for the others; see common.sh). Writes
+# tests/fixtures/BOARD/INFO.
+#   cross/qemu/fixtures.sh [ARCH[:KERNEL]...]
 set -euo pipefail
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
 archs=("$@")
@@ -12,7 +14,7 @@ archs=("$@")
 
 for a in "${archs[@]}"; do
 	(
-		export ARCH=$a
+		export ARCH=$a KERNEL=
 		. "$QEMU_DIR/common.sh"
 		"$QEMU_DIR/fetch.sh"
 		"$QEMU_DIR/mkinitramfs.sh"
@@ -60,6 +62,7 @@ for a in "${archs[@]}"; do
 		subbuf=$(grep -m1 '^@@FIXTURE kernel ' "$log" | sed 's/.*subbuf=\([0-9]*\).*/\1/')
 		{
 			echo "arch: $ARCH"
+			[ "$KERNEL" = 6.1 ] || echo "board kernel: $KERNEL ($SUITE)"
 			echo "kernel: $(cut -d' ' -f2 "$CACHE/kver") (Debian linux-image-$kver)"
 			echo "uname: $(head -n1 "$fx/uname")"
 			echo "long (header_page commit size): $(sed -n 's/.*local_t commit;.*size:\([0-9]*\);.*/\1/p' "$ev/events/header_page")"
@@ -90,7 +93,7 @@ for a in "${archs[@]}"; do
 					END { for (k in n) printf "  %6d %s\n", n[k], k }' "$d/trace" | sort -k1,1nr -k2
 			done
 		} >"$fx/INFO"
-		dest=$REPO/tests/fixtures/$ARCH
+		dest=$REPO/tests/fixtures/$BOARD
 		rm -rf "$dest"
 		mkdir -p "$dest"
 		for d in "$fx"/*/; do cp -r "${d%/}" "$dest/"; done
