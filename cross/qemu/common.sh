@@ -78,6 +78,14 @@ esac
 # ARCH-KERNEL for the others.
 BOARD=$ARCH
 [ "$KERNEL" = 6.1 ] || BOARD=$ARCH-$KERNEL
+# The whole session runs on the boards in QEMU_FULL_BOARDS (names as in
+# test.sh; default: the three 6.1 boards; 'all' for every board); the
+# others run the lines marked '## boards: all', which use every applet, so
+# that `make test` fits its time (README.md: timings).
+SESSION_FULL=0
+for b in ${QEMU_FULL_BOARDS:-aarch64 armv7 x86_64}; do
+	case "$b" in all | "$BOARD" | "$ARCH:$KERNEL") SESSION_FULL=1 ;; esac
+done
 
 # The kernel cache is shared by every clone on the machine (a fresh clone
 # boots without downloading again).
