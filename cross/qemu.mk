@@ -20,8 +20,9 @@ KERNEL ?= 6.1
 # A board is ARCH (Debian 12's 6.1) or ARCH:KERNEL (cross/qemu/common.sh);
 # QEMU_ARCHS is the old name of the list and still works. The three 6.1
 # boards run the whole session, the others the short one (QEMU_FULL_BOARDS,
-# cross/qemu/README.md).
-QEMU_ARCHS ?= aarch64 armv7 x86_64 aarch64:5.10 armv7:5.10 aarch64:6.12 aarch64:6.12-16k x86_64:6.12 aarch64:6.1-rt armv7:6.1-rt
+# cross/qemu/README.md). armv7:6.1-rt boots but fails (function_graph
+# records nothing there, README.md), so it is not in the default list yet.
+QEMU_ARCHS ?= aarch64 armv7 x86_64 aarch64:5.10 armv7:5.10 aarch64:6.12 aarch64:6.12-16k x86_64:6.12 aarch64:6.1-rt
 QEMU_BOARDS ?= $(QEMU_ARCHS)
 QEMU_SH := cross/qemu
 QEMU_TRIPLE_aarch64 := aarch64-unknown-linux-musl
