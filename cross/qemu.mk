@@ -2,9 +2,10 @@
 # under qemu (TCG) with an initramfs holding busybox and the static trbox from
 # `make cross`. Scripts and notes: cross/qemu/ (README.md there).
 #
-#   make qemu [ARCH=aarch64|armv7|x86_64]   the demo: boot, run the session, power off
-#   make qemu-shell [ARCH=...]              interactive board shell (Ctrl-A x quits)
-#   make qemu-test [QEMU_ARCHS="..."]       the session on every board, checked on the host
+#   make qemu [ARCH=aarch64|armv7|x86_64] [KERNEL=6.1|5.10|6.12|6.12-16k|6.1-rt]
+#                                           the demo: boot, run the session, power off
+#   make qemu-shell [ARCH=...] [KERNEL=...] interactive board shell (Ctrl-A x quits)
+#   make qemu-test [QEMU_BOARDS="..."]      the session on every board, checked on the host
 #   make qemu-selfcheck                     broken boards must make qemu-test fail
 #   make qemu-fixtures [FIXTURES="a b"]     re-record tests/fixtures/ARCH/ (maintainers;
 #                                           FIXTURES: only those scenarios, the rest kept)
@@ -12,10 +13,21 @@
 #
 # Kernels and busyboxes are fetched once into ~/.cache/trbox/qemu (shared by
 # every clone; QEMU_CACHE=DIR moves it); transcripts,
-# initramfs images and timings land in cross/out/ARCH/.
+# initramfs images and timings land in cross/out/BOARD/ (BOARD: ARCH for the
+# 6.1 kernels, ARCH-KERNEL for the others).
 
 ARCH ?= aarch64
-QEMU_ARCHS ?= aarch64 armv7 x86_64
+KERNEL ?= 6.1
+# A board is ARCH (Debian 12's 6.1) or ARCH:KERNEL (cross/qemu/common.sh);
+# QEMU_ARCHS is the old name of the list and still works. The three 6.1
+# boards run the whole session, the others the short one (QEMU_FULL_BOARDS,
+# cross/qemu/README.md). armv7:6.1-rt boots but fails (function_graph
+# records nothing there, README.md), so it is not in the default list yet.
+# make test runs these five (its 30-minute budget on 2 cores); the others
+# pass their short session too: QEMU_BOARDS="$(QEMU_ALL_BOARDS)".
+QEMU_ALL_BOARDS := aarch64 armv7 x86_64 aarch64:5.10 armv7:5.10 aarch64:6.12 aarch64:6.12-16k x86_64:6.12 aarch64:6.1-rt
+QEMU_ARCHS ?= aarch64 armv7 x86_64 aarch64:5.10 aarch64:6.1-rt
+QEMU_BOARDS ?= $(QEMU_ARCHS)
 QEMU_SH := cross/qemu
 QEMU_TRIPLE_aarch64 := aarch64-unknown-linux-musl
 QEMU_TRIPLE_armv7 := armv7-unknown-linux-musleabihf
@@ -28,7 +40,7 @@ qemu-setup:
 	$(QEMU_SH)/setup.sh
 
 qemu-fetch:
-	for a in $(QEMU_ARCHS); do ARCH=$$a $(QEMU_SH)/fetch.sh || exit 1; done
+	for a in $(QEMU_BOARDS); do ARCH=$$a KERNEL= $(QEMU_SH)/fetch.sh || exit 1; done
 
 # The demo's binary. QEMU_BUILD=quick (default): a plain `cargo build
 # --release --target T` with the stable toolchain's prebuilt std into
@@ -52,21 +64,24 @@ ifeq ($(QEMU_BUILD),quick)
 	  $(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE) || exit 1; \
 	  bin=; \
 	fi; \
-	ARCH=$(ARCH) BREAK='$(BREAK)' TRBOX_BIN=$$bin $(QEMU_SH)/board.sh demo
+	ARCH=$(ARCH) KERNEL=$(KERNEL) BREAK='$(BREAK)' TRBOX_BIN=$$bin $(QEMU_SH)/board.sh demo
 else
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)
-	ARCH=$(ARCH) BREAK='$(BREAK)' $(QEMU_SH)/board.sh demo
+	ARCH=$(ARCH) KERNEL=$(KERNEL) BREAK='$(BREAK)' $(QEMU_SH)/board.sh demo
 endif
 
 qemu-shell: setup
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)
-	ARCH=$(ARCH) $(QEMU_SH)/board.sh shell
+	ARCH=$(ARCH) KERNEL=$(KERNEL) $(QEMU_SH)/board.sh shell
 
 qemu-test: setup cross
-	BREAK='$(BREAK)' $(QEMU_SH)/test.sh $(QEMU_ARCHS)
+	BREAK='$(BREAK)' $(QEMU_SH)/test.sh $(QEMU_BOARDS)
 
 qemu-selfcheck: cross
 	$(QEMU_SH)/selfcheck.sh
 
+# Fixtures are recorded on the three 6.1 boards; the other kernels' boards
+# have no fixture trees yet.
+QEMU_FIXTURE_ARCHS ?= aarch64 armv7 x86_64
 qemu-fixtures: setup cross
-	FIXTURES='$(FIXTURES)' $(QEMU_SH)/fixtures.sh $(QEMU_ARCHS)
+	FIXTURES='$(FIXTURES)' $(QEMU_SH)/fixtures.sh $(QEMU_FIXTURE_ARCHS)

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Judge one board run: read cross/out/ARCH/console.log against the session
-# that was in the initramfs (cross/out/ARCH/root/etc/trbox/session).
+# Judge one board run: read cross/out/BOARD/console.log against the session
+# that was in the initramfs (cross/out/BOARD/root/etc/trbox/session).
 # Usage: check.sh QEMU_EXIT_STATUS
 # Prints one line per check (boot, each command, power-off), the reason for
 # each failure with the command's output, and on failure the transcript's
-# tail. Writes "PASSED FAILED" to cross/out/ARCH/check-result; exits 1 on
+# tail. Writes "PASSED FAILED" to cross/out/BOARD/check-result; exits 1 on
 # any failure.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
@@ -13,8 +13,8 @@ log=$OUT/console.log
 session=$OUT/root/etc/trbox/session
 pass=0 fail=0
 
-ok() { pass=$((pass + 1)); printf '[qemu %s] ok    %s\n' "$ARCH" "$*"; }
-bad() { fail=$((fail + 1)); printf '[qemu %s] FAIL  %s\n' "$ARCH" "$*"; }
+ok() { pass=$((pass + 1)); printf '[qemu %s] ok    %s\n' "$BOARD" "$*"; }
+bad() { fail=$((fail + 1)); printf '[qemu %s] FAIL  %s\n' "$BOARD" "$*"; }
 # The output of command N: the lines between its @@CMD and @@RC markers.
 output_of() { awk -v n="$1" '$1 == "@@CMD" && $2 == n { on = 1; next } $1 == "@@RC" && $2 == n { exit } $1 == "@@CMD" { if (on) exit } on' "$log"; }
 indent() { head -n "${1:-15}" | sed 's/^/        | /'; }
@@ -71,7 +71,8 @@ while IFS= read -r line; do
 		output_of "$n" | tail -n 15 | indent
 		continue
 	fi
-	rc=${rcline##* }
+	set -- $rcline
+	rc=$3 took=${4:-?}
 	out=$(output_of "$n")
 	reasons=()
 	if [ "$rc" != "$want_rc" ]; then
@@ -86,9 +87,9 @@ while IFS= read -r line; do
 		grep -qF -- "$x" <<<"$out" || reasons+=("output lacks '$x'")
 	done
 	if [ ${#reasons[@]} = 0 ]; then
-		ok "$label"
+		ok "$label (${took}s)"
 	else
-		bad "$label: $(IFS=';'; echo "${reasons[*]}" | sed 's/;/; /g')"
+		bad "$label (${took}s): $(IFS=';'; echo "${reasons[*]}" | sed 's/;/; /g')"
 		printf '%s\n' "$out" | indent 15
 	fi
 done <"$session"
@@ -101,9 +102,9 @@ fi
 
 echo "$pass $fail" >"$OUT/check-result"
 if [ "$fail" -gt 0 ]; then
-	echo "[qemu $ARCH] --- last 40 lines of ${log#"$REPO"/} ---"
+	echo "[qemu $BOARD] --- last 40 lines of ${log#"$REPO"/} ---"
 	tail -n 40 "$log" | sed 's/^/    /'
-	echo "[qemu $ARCH] --- end of transcript ---"
+	echo "[qemu $BOARD] --- end of transcript ---"
 	exit 1
 fi
 exit 0

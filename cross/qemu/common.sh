@@ -1,10 +1,14 @@
 # Shared settings for the qemu board harness; sourced by the other scripts.
-# Input: ARCH (aarch64 | armv7 | x86_64). Sets the Debian names, the qemu
-# command line pieces and the paths of the kernel cache and cross/out.
+# Input: ARCH (aarch64 | armv7 | x86_64) and KERNEL (6.1 | 5.10 | 6.12 |
+# 6.12-16k | 6.1-rt; default 6.1), or ARCH=ARCH:KERNEL (a board's name as
+# test.sh takes it). Sets the Debian names (suite, flavour), the qemu command
+# line pieces and the paths of the kernel cache and cross/out.
 
 QEMU_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$QEMU_DIR/../.." && pwd)
 ARCH=${ARCH:-aarch64}
+case "$ARCH" in *:*) KERNEL=${ARCH#*:} ARCH=${ARCH%%:*} ;; esac
+KERNEL=${KERNEL:-6.1}
 
 case "$ARCH" in
 aarch64 | arm64)
@@ -45,17 +49,56 @@ x86_64 | amd64)
 	;;
 esac
 
+# The kernel: which Debian suite, which flavour (linux-image-FLAVOUR is the
+# metapackage fetch.sh resolves). bookworm comes from the host's own apt
+# sources (the host is bookworm); the other suites from sources lists and
+# apt state of their own (fetch.sh).
+SUITE=bookworm
+case "$ARCH:$KERNEL" in
+*:6.1) ;;
+aarch64:5.10 | armv7:5.10) SUITE=bullseye ;;
+aarch64:6.12 | x86_64:6.12) SUITE=trixie ;;
+aarch64:6.12-16k)
+	SUITE=trixie
+	KFLAVOUR=arm64-16k
+	# 16 KiB pages: cortex-a57 has only the 4 and 64 KiB granules. max has
+	# them all; pauth-impdef=on swaps QARMA pointer authentication, which
+	# TCG emulates slowly, for qemu's own cheap algorithm.
+	QEMU_MACHINE=(-M virt -cpu max,pauth-impdef=on)
+	;;
+aarch64:6.1-rt | armv7:6.1-rt) KFLAVOUR=rt-$KFLAVOUR ;;
+*)
+	echo "qemu: no board $ARCH:$KERNEL (boards: aarch64, armv7, x86_64 with 6.1;" \
+		"aarch64 and armv7 with 5.10 and 6.1-rt; aarch64 and x86_64 with 6.12; aarch64 with 6.12-16k)" >&2
+	exit 2
+	;;
+esac
+# The board's name: the architecture alone for the default 6.1 kernel (so
+# the caches and cross/out paths of the first boards stay as they were),
+# ARCH-KERNEL for the others.
+BOARD=$ARCH
+[ "$KERNEL" = 6.1 ] || BOARD=$ARCH-$KERNEL
+# The whole session runs on the boards in QEMU_FULL_BOARDS (names as in
+# test.sh; default: the three 6.1 boards; 'all' for every board); the
+# others run the lines marked '## boards: all', which use every applet, so
+# that `make test` fits its time (README.md: timings).
+SESSION_FULL=0
+for b in ${QEMU_FULL_BOARDS:-aarch64 armv7 x86_64}; do
+	case "$b" in all | "$BOARD" | "$ARCH:$KERNEL") SESSION_FULL=1 ;; esac
+done
+
 # The kernel cache is shared by every clone on the machine (a fresh clone
 # boots without downloading again).
-CACHE=${QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trbox/qemu}/$ARCH
-OUT=${QEMU_OUT:-$REPO/cross/out}/$ARCH
+CACHE_BASE=${QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trbox/qemu}
+CACHE=$CACHE_BASE/$BOARD
+OUT=${QEMU_OUT:-$REPO/cross/out}/$BOARD
 # The static binary from `make cross` (which honours CARGO_TARGET_DIR).
 TRBOX_BIN=${TRBOX_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/$TRIPLE/release/trbox}
 QEMU_MEM=${QEMU_MEM:-512}
 QEMU_SMP=${QEMU_SMP:-${DEFAULT_SMP:-2}}
 
 # Prefix every progress line so it is easy to tell from guest output.
-say() { printf '[qemu %s] %s\n' "$ARCH" "$*" >&2; }
+say() { printf '[qemu %s] %s\n' "$BOARD" "$*" >&2; }
 die() { say "error: $*"; exit 2; }
 
 # The kernel command line. nokaslr keeps addresses stable between boots

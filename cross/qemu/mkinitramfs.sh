@@ -19,7 +19,12 @@ install -m 0755 "$TRBOX_BIN" "$root/bin/trbox"
 install -m 0755 "$QEMU_DIR/guest/init" "$root/init"
 install -m 0755 "$QEMU_DIR/guest/run-session" "$root/etc/trbox/run-session"
 install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtures"
-install -m 0644 "${SESSION:-$QEMU_DIR/session}" "$root/etc/trbox/session"
+if [ "$SESSION_FULL" = 1 ]; then
+	install -m 0644 "${SESSION:-$QEMU_DIR/session}" "$root/etc/trbox/session"
+else
+	# The short session: comments and the lines marked '## boards: all'.
+	grep -E '^(#|$)|## boards: all( |$)' "${SESSION:-$QEMU_DIR/session}" >"$root/etc/trbox/session"
+fi
 
 case "${BREAK:-}" in
 '' | 0) ;;
@@ -37,4 +42,4 @@ esac
 mkdir -p "$OUT"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet) | gzip -1 >"$OUT/initramfs.gz.tmp"
 mv -f "$OUT/initramfs.gz.tmp" "$OUT/initramfs.gz"
-say "initramfs ${OUT#"$REPO"/}/initramfs.gz ($(($(stat -c %s "$OUT/initramfs.gz") / 1024)) KiB${BREAK:+, BREAK=$BREAK})"
+say "initramfs ${OUT#"$REPO"/}/initramfs.gz ($(($(stat -c %s "$OUT/initramfs.gz") / 1024)) KiB, $([ "$SESSION_FULL" = 1 ] && echo full || echo short) session${BREAK:+, BREAK=$BREAK})"
