@@ -184,6 +184,14 @@ pub fn not_mine(st: &mut State, follow: Follow) -> Result<NotMine, Error> {
     Ok(mine)
 }
 
+/// `-P` and `-- CMD` both choose whom a run traces: only one may be given.
+pub fn one_target(pids: &[u32], cmd: &[String]) -> Result<(), Error> {
+    if !pids.is_empty() && !cmd.is_empty() {
+        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
+    }
+    Ok(())
+}
+
 /// Whose records a run keeps, in the pid filters `follow` names: the
 /// command's (and its forks'), else the `-P` pids', else everyone's but
 /// trbox's own ([`not_mine`]). Call it before the events are enabled, so

@@ -72,9 +72,7 @@ struct Args {
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let a: Args = cli::parse("tr-event", own)?;
-    if !a.pid.is_empty() && !cmd.is_empty() {
-        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
-    }
+    command::one_target(&a.pid, cmd)?;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     let all = t.list_events()?;
     if a.list {

@@ -60,9 +60,7 @@ struct Args {
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let a: Args = cli::parse("tr-graph", own)?;
-    if a.pid.is_some() && !cmd.is_empty() {
-        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
-    }
+    command::one_target(a.pid.as_slice(), cmd)?;
     if a.folded && a.top.is_some() {
         return Err(Error::usage("--folded and --top are alternatives").hint("run tr-graph twice, or on a recorded file (-i)"));
     }

@@ -112,11 +112,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             .hint("modes: wakeup, irq, syscall, timerlat, osnoise"));
     };
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise);
-    if !a.pid.is_empty() && !cmd.is_empty() {
-        return Err(Error::usage(
-            "-P and -- CMD both choose the traced pids: give one of them",
-        ));
-    }
+    command::one_target(&a.pid, cmd)?;
     if tracer && (!a.pid.is_empty() || !cmd.is_empty()) {
         return Err(Error::usage(format!(
             "{} measures CPUs, not processes: no -P and no -- CMD",

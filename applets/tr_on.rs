@@ -98,9 +98,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("--reset and --off switch the state for good: not with -- CMD or -t")
             .hint("run 'tr-on --reset' first, then 'tr-on ... -- CMD'"));
     }
-    if !a.pid.is_empty() && !cmd.is_empty() {
-        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
-    }
+    command::one_target(&a.pid, cmd)?;
     if a.buffer == Some(0) {
         return Err(Error::usage("-b needs a size in KiB above 0"));
     }

@@ -69,9 +69,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if !a.event.is_empty() && a.func.is_some() {
         return Err(Error::usage("-e and --func are alternatives"));
     }
-    if !a.pid.is_empty() && !cmd.is_empty() {
-        return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
-    }
+    command::one_target(&a.pid, cmd)?;
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let limit = a.time.map(|s| s.0);
     let opts = |follow: bool, since| RawOpts::all(follow, false, limit, since);
