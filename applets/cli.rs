@@ -77,11 +77,7 @@ pub fn split_common(args: &[String]) -> Result<(Common, Vec<String>), Error> {
         let mut value_of = |long: &str, short: &str| -> Result<Option<String>, Error> {
             if a == long || a == short {
                 i += 1;
-                return args
-                    .get(i)
-                    .cloned()
-                    .map(Some)
-                    .ok_or_else(|| Error::usage(format!("option {a} needs a value")));
+                return args.get(i).cloned().map(Some).ok_or_else(|| Error::usage(format!("option {a} needs a value")));
             }
             if let Some(v) = a.strip_prefix(long).and_then(|v| v.strip_prefix('=')) {
                 return Ok(Some(v.to_string()));

@@ -43,7 +43,8 @@ impl Command {
         let Some((prog, rest)) = cmd.split_first() else {
             return Ok(Command { child: RefCell::new(None), name: String::new() });
         };
-        let c = Paused::spawn(prog, rest).map_err(|e| Error::runtime(format!("cannot start '{prog}': {}", describe(&e))))?;
+        let c = Paused::spawn(prog, rest)
+            .map_err(|e| Error::runtime(format!("cannot start '{prog}': {}", describe(&e))))?;
         let pid = c.pid().to_string();
         let me = Command { child: RefCell::new(Some(c)), name: prog.clone() };
         let t = st.tracefs();
@@ -66,7 +67,8 @@ impl Command {
     pub fn release(&self) -> Result<(), Error> {
         match self.child.borrow_mut().as_mut() {
             Some(c) => c.release().map_err(|e| {
-                Error::runtime(format!("cannot run '{}': {}", self.name, describe(&e))).hint("check the command name and PATH")
+                Error::runtime(format!("cannot run '{}': {}", self.name, describe(&e)))
+                    .hint("check the command name and PATH")
             }),
             None => Ok(()),
         }

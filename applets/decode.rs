@@ -3,24 +3,24 @@
 
 use crate::cli::Error;
 use crate::emit::{Emitter, Plain};
-use crate::out::Out;
 pub use crate::emit::{Filter, RawOpts};
+use crate::out::Out;
 use std::io::Write as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 use trbox::format::Endian;
+use trbox::format::EventTable;
+use trbox::graph::{GraphOpts, GraphRenderer, IrqText};
 use trbox::merge::{self, Merger};
 use trbox::page::PageLayout;
+use trbox::printfmt::SymbolLookup;
 use trbox::printk::PrintkFormats;
 use trbox::render::{clock_in_ns, Cmdlines, CommonFields, Renderer};
 use trbox::sys::events::{guess_endian, header_page, load_events, LazyKallsyms};
 use trbox::sys::raw::RawPages;
-use std::path::Path;
-use trbox::format::EventTable;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
-use trbox::graph::{GraphOpts, GraphRenderer, IrqText};
-use trbox::printfmt::SymbolLookup;
-use trbox::tracedat::{Instance, TraceDat};
 use trbox::sys::{signals, Tracefs};
+use trbox::tracedat::{Instance, TraceDat};
 
 /// The byte order of the pages: native when live; for a copy (which may
 /// come from a big-endian board), the first page that tells.
@@ -147,7 +147,8 @@ impl<'t> Input<'t> {
     pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
         let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
         let mut f = std::fs::File::open(path).map_err(io)?;
-        let td = TraceDat::read(&mut f).map_err(|e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display())))?;
+        let td = TraceDat::read(&mut f)
+            .map_err(|e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display())))?;
         for w in &td.warnings {
             log::warn!("{}: {w}", path.display());
         }
@@ -156,8 +157,12 @@ impl<'t> Input<'t> {
         if chosen.is_empty() {
             if let Some(name) = instance {
                 let names: Vec<&str> = td.instances.iter().map(|i| buffer_name(&i.name)).collect();
-                return Err(Error::runtime(format!("{}: no buffer '{name}' (it has: {})", path.display(), names.join(", ")))
-                    .hint("-B NAME picks one; -B '' the top buffer; without -B every buffer is shown"));
+                return Err(Error::runtime(format!(
+                    "{}: no buffer '{name}' (it has: {})",
+                    path.display(),
+                    names.join(", ")
+                ))
+                .hint("-B NAME picks one; -B '' the top buffer; without -B every buffer is shown"));
             }
             // No buffer holds data: the note below names them all.
             chosen = td.instances.iter().collect();
@@ -166,7 +171,9 @@ impl<'t> Input<'t> {
         chosen.sort_by_key(|i| !i.name.is_empty());
         let on_cpus = if o.only.is_some() { " on the CPUs of --cpu" } else { "" };
         let empty_note = Some(match chosen.as_slice() {
-            [one] if one.name.is_empty() => format!("{applet}: {}: no events in the top buffer{on_cpus}", path.display()),
+            [one] if one.name.is_empty() => {
+                format!("{applet}: {}: no events in the top buffer{on_cpus}", path.display())
+            }
             [one] => format!("{applet}: {}: no events in buffer '{}'{on_cpus}", path.display(), one.name),
             all => {
                 let names: Vec<&str> = all.iter().map(|i| buffer_name(&i.name)).collect();
@@ -195,7 +202,8 @@ impl<'t> Input<'t> {
                 streams.push(s);
             }
         }
-        let clock_of = |i: &Instance| i.clock.clone().or_else(|| td.options.clock.clone()).unwrap_or_else(|| "local".into());
+        let clock_of =
+            |i: &Instance| i.clock.clone().or_else(|| td.options.clock.clone()).unwrap_or_else(|| "local".into());
         let clock = chosen.first().map_or_else(|| "local".into(), |i| clock_of(i));
         if chosen.iter().any(|i| clock_of(i) != clock) {
             log::warn!("{}: the buffers use different trace clocks: merged by raw timestamp", path.display());
@@ -292,8 +300,11 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         empty_note,
     } = input;
     let kernel = Kernel { version, top: kernel_top, live, consts: Default::default() };
-    let graph_ids: Vec<u32> =
-        ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"].iter().filter_map(|n| events.by_name(n)).map(|e| e.id).collect();
+    let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
+        .iter()
+        .filter_map(|n| events.by_name(n))
+        .map(|e| e.id)
+        .collect();
     let graph_cmdlines = cmdlines.clone();
     let graph = graph.map(|opts| {
         let irq = syms.table().map_or(IrqText::Fallback, IrqText::from_kallsyms);
@@ -315,14 +326,23 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         buffers: &buffers,
         labels: &labels,
     };
-    let mut em = Emitter { p: plain(), graph, graph_on: !graph_auto, graph_ids: &graph_ids, scratch: Vec::new(), text: Out::memory(), cpus: ncpus.max(1) };
+    let mut em = Emitter {
+        p: plain(),
+        graph,
+        graph_on: !graph_auto,
+        graph_ids: &graph_ids,
+        scratch: Vec::new(),
+        text: Out::memory(),
+        cpus: ncpus.max(1),
+    };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     // A buffer read to its end (a file, a copy, a drain) renders on every
     // CPU; a followed one prints each line as it comes. The graph layout
     // folds records in order, so it stays on this thread.
     let draining = !streams.iter().any(|s| s.follow);
-    let threads = if draining { o.threads.unwrap_or_else(|| trbox::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
+    let threads =
+        if draining { o.threads.unwrap_or_else(|| trbox::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
     if threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {
         let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
         let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
@@ -349,9 +369,19 @@ const MAX_THREADS: usize = 8;
 /// One kept record (or a loss) of a collecting run, in merged order.
 /// `buffer` indexes [`Meta::buffers`].
 pub enum Item<'a> {
-    Record { buffer: u32, cpu: u32, ts: u64, payload: &'a [u8] },
+    Record {
+        buffer: u32,
+        cpu: u32,
+        ts: u64,
+        payload: &'a [u8],
+    },
     /// `count`: how many, when the page header said.
-    Lost { buffer: u32, cpu: u32, ts: u64, count: Option<u64> },
+    Lost {
+        buffer: u32,
+        cpu: u32,
+        ts: u64,
+        count: Option<u64>,
+    },
 }
 
 /// What a collector needs besides the records, and gets back at the end to
@@ -380,9 +410,20 @@ impl Meta {
 
 /// Like [`run`], but hand every kept record to `f` instead of printing it
 /// (aggregations print at the end). Returns the metadata for the names.
-pub fn collect(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool, f: &mut dyn FnMut(&Meta, Item<'_>)) -> Result<Meta, Error> {
-    let Input { long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, buffers, empty_note, ncpus, .. } = input;
-    let mut c = Collector { meta: Meta { events, cmdlines, syms, endian, long_size, in_ns, buffers, cpus: ncpus.max(1) }, f, o };
+pub fn collect(
+    input: Input<'_>,
+    o: &RawOpts,
+    done: &dyn Fn() -> bool,
+    f: &mut dyn FnMut(&Meta, Item<'_>),
+) -> Result<Meta, Error> {
+    let Input {
+        long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, buffers, empty_note, ncpus, ..
+    } = input;
+    let mut c = Collector {
+        meta: Meta { events, cmdlines, syms, endian, long_size, in_ns, buffers, cpus: ncpus.max(1) },
+        f,
+        o,
+    };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
@@ -482,7 +523,9 @@ impl Consumer for Collector<'_> {
                 }
                 (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });
             }
-            Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => (self.f)(m, Item::Lost { buffer, cpu, ts, count }),
+            Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => {
+                (self.f)(m, Item::Lost { buffer, cpu, ts, count })
+            }
             Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
             _ => {}
         }
@@ -553,7 +596,9 @@ fn note_version(version: Option<(u32, u32)>, from: &str) {
         trbox::printfmt::SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
     };
     match version {
-        Some((major, minor)) => log::info!("kernel version {major}.{minor} ({from}): syscall events in the style of kernels {style}"),
+        Some((major, minor)) => {
+            log::info!("kernel version {major}.{minor} ({from}): syscall events in the style of kernels {style}")
+        }
         None => log::info!("kernel version unknown ({from}): syscall events in the style of kernels {style}"),
     }
 }

@@ -6,9 +6,9 @@
 use crate::out::Out;
 use std::io::Write as _;
 use std::time::Duration;
-use trbox::names::glob_match;
 use trbox::format::{Endian, EventFormat, EventTable};
 use trbox::graph::{GraphRenderer, Outcome};
+use trbox::names::glob_match;
 use trbox::render::{write_json, write_lost, Cmdlines, Renderer};
 use trbox::sys::stream::{CpuPages, Next};
 
@@ -47,7 +47,15 @@ pub struct RawOpts {
 impl RawOpts {
     /// Every CPU, no output filter: what the tracing applets stream.
     pub fn all(follow: bool, json: bool, limit: Option<Duration>, since: Option<u64>) -> Self {
-        RawOpts { only: None, filter: Filter { pid: None, comm: None, events: Vec::new() }, follow, json, limit, since, threads: None }
+        RawOpts {
+            only: None,
+            filter: Filter { pid: None, comm: None, events: Vec::new() },
+            follow,
+            json,
+            limit,
+            since,
+            threads: None,
+        }
     }
 }
 

@@ -19,8 +19,19 @@ const BATCH: usize = 1024;
 #[derive(Clone, Copy)]
 enum Piece {
     /// Payload at `arena[start..end]`.
-    Record { buffer: u32, cpu: u32, ts: u64, start: u32, end: u32 },
-    Lost { buffer: u32, cpu: u32, ts: u64, count: Option<u64> },
+    Record {
+        buffer: u32,
+        cpu: u32,
+        ts: u64,
+        start: u32,
+        end: u32,
+    },
+    Lost {
+        buffer: u32,
+        cpu: u32,
+        ts: u64,
+        count: Option<u64>,
+    },
 }
 
 /// Records copied out of their pages, and the text made of them.
@@ -201,7 +212,13 @@ pub fn run<'a>(
     })
 }
 
-fn produce(p: &mut Producer<'_, '_, '_>, streams: &mut [CpuPages], merger: &mut Merger, graph: Option<&dyn Fn(&[u8]) -> bool>, out: &mut Out) {
+fn produce(
+    p: &mut Producer<'_, '_, '_>,
+    streams: &mut [CpuPages],
+    merger: &mut Merger,
+    graph: Option<&dyn Fn(&[u8]) -> bool>,
+    out: &mut Out,
+) {
     let mut cur = p.batch();
     while !out.broken() {
         let merge::Next::Cpu(i) = merger.next(streams) else { break };

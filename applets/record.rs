@@ -24,7 +24,8 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() {
-        return Err(Error::usage("-o records the live tracefs, not a copy").hint("drop -T, or decode the copy with tr-cat --raw"));
+        return Err(Error::usage("-o records the live tracefs, not a copy")
+            .hint("drop -T, or decode the copy with tr-cat --raw"));
     }
     let events = if r.events.is_empty() { Vec::new() } else { resolve_all(&t.list_events()?, r.events)? };
     if let Some(i) = &common.instance {
@@ -101,13 +102,24 @@ fn print_summary(path: &Path, s: &Summary) {
         s.elapsed.subsec_millis() / 10
     );
     let evicted = s.cpus.iter().any(|c| c.evicted > 0);
-    o += &format!("{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}", "cpu", "events", "pages", "bytes", "lost:pages", "lost:stats");
+    o += &format!(
+        "{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}",
+        "cpu", "events", "pages", "bytes", "lost:pages", "lost:stats"
+    );
     o += if evicted { "  dropped:-m\n" } else { "\n" };
     for c in &s.cpus {
         let d = &c.data;
         let lost = if d.lost_unknown > 0 { format!("{}+?", d.lost) } else { d.lost.to_string() };
         let stats = c.lost_stats.map_or("-".into(), |n| n.to_string());
-        o += &format!("{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}", c.cpu, d.records, d.pages, d.pages * s.page_size as u64, lost, stats);
+        o += &format!(
+            "{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}",
+            c.cpu,
+            d.records,
+            d.pages,
+            d.pages * s.page_size as u64,
+            lost,
+            stats
+        );
         if evicted {
             o += &format!("  {:>10}", c.evicted);
         }

@@ -79,7 +79,11 @@ impl Stats {
         }
         // Several buffers: which one each CPU row is of.
         let several = m.buffers.len() > 1;
-        o += if several { "\n\n  buffer            cpu       events         lost\n" } else { "\n\n  cpu       events         lost\n" };
+        o += if several {
+            "\n\n  buffer            cpu       events         lost\n"
+        } else {
+            "\n\n  cpu       events         lost\n"
+        };
         for &(k, n) in &self.cpus.0 {
             let lost = self.lost.get(k);
             let l = if self.unknown.get(k) > 0 { format!("{lost}+?") } else { lost.to_string() };
@@ -92,7 +96,10 @@ impl Stats {
         }
         o += "\n      events  event\n";
         for (id, n) in self.by_event.ranked() {
-            let name = u32::try_from(id).ok().and_then(|i| m.events.get(i)).map_or(format!("id {id}"), |e| format!("{}:{}", e.system, e.name));
+            let name = u32::try_from(id)
+                .ok()
+                .and_then(|i| m.events.get(i))
+                .map_or(format!("id {id}"), |e| format!("{}:{}", e.system, e.name));
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
         }
         o += "\n      events  task\n";

@@ -2,10 +2,10 @@
 //! trace.dat, or record the raw pages into one (-o, see record.rs).
 
 use crate::cli::{self, Common, Error};
+use crate::decode::{self, Filter, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
-use crate::decode::{self, Filter, RawOpts};
 use trbox::sys::Tracefs;
 
 #[derive(FromArgs)]
@@ -97,7 +97,8 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw -f'"));
     }
     if a.stats && !a.raw {
-        return Err(Error::usage("--stats counts raw pages or a file").hint("try 'tr-cat --raw --stats' or 'tr-cat --stats FILE'"));
+        return Err(Error::usage("--stats counts raw pages or a file")
+            .hint("try 'tr-cat --raw --stats' or 'tr-cat --stats FILE'"));
     }
     if a.raw {
         let mut o = opts(a.follow);
@@ -112,7 +113,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 } else {
                     "no event in the buffer passes the filters"
                 };
-                crate::cli::note(&Error::runtime(what).hint("record with tr-event, tr-on or tr-cat -o; tr-on shows what is enabled"));
+                crate::cli::note(
+                    &Error::runtime(what).hint("record with tr-event, tr-on or tr-cat -o; tr-on shows what is enabled"),
+                );
             }
             Ok(())
         }
@@ -140,4 +143,3 @@ fn parse_cpus(s: Option<&str>) -> Result<Option<Vec<u32>>, Error> {
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
 }
-

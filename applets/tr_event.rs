@@ -3,8 +3,8 @@
 //! Everything it changes is put back on the way out.
 
 use crate::cli::{self, Common, Error};
-use argh::FromArgs;
 use crate::command::{self, resolve, resolve_all, Follow};
+use argh::FromArgs;
 use std::io::Write as _;
 use trbox::names::glob_match;
 use trbox::probe::{Def, Kind, GROUP};
@@ -142,7 +142,11 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let names = events.join(", ");
         let empty = |w: &str| {
             let e = Error::runtime(format!("no events were recorded {w} ({names})"));
-            e.hint(if a.filter.is_some() { "the filter (-f) may reject them all; or they did not happen" } else { "did they happen? try a longer -t" })
+            e.hint(if a.filter.is_some() {
+                "the filter (-f) may reject them all; or they did not happen"
+            } else {
+                "did they happen? try a longer -t"
+            })
         };
         let r = command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run, Some(&empty));
         command::unmine(&t, a.keep, notrace);
@@ -195,8 +199,11 @@ fn probes(a: &Args, top: &Tracefs) -> Result<Vec<Probe>, Error> {
                     let loc = elf::resolve(&file, sym).map_err(in_context)?;
                     // The kernel splits the definition at white space.
                     let Some(p) = file.to_str().filter(|p| !p.contains(char::is_whitespace)) else {
-                        return Err(Error::runtime(format!("{opt}: '{}': the kernel cannot take a path with spaces", file.display()))
-                            .hint("probe it through a symbolic link without spaces"));
+                        return Err(Error::runtime(format!(
+                            "{opt}: '{}': the kernel cannot take a path with spaces",
+                            file.display()
+                        ))
+                        .hint("probe it through a symbolic link without spaces"));
                     };
                     log::info!("{sym} in {p}: address 0x{:x}, file offset 0x{:x}", loc.vaddr, loc.offset);
                     format!("{p}:0x{:x}", loc.offset)
@@ -217,7 +224,8 @@ fn probes(a: &Args, top: &Tracefs) -> Result<Vec<Probe>, Error> {
 /// `base`, or `base_2`, `base_3`… if the kernel or this run already has an
 /// event of that name in `group`.
 fn unused_name(top: &Tracefs, group: &str, base: &str, made: &[Probe]) -> String {
-    let taken = |n: &str| top.exists(&format!("events/{group}/{n}")) || made.iter().any(|p| p.group == group && p.event == n);
+    let taken =
+        |n: &str| top.exists(&format!("events/{group}/{n}")) || made.iter().any(|p| p.group == group && p.event == n);
     let mut name = base.to_string();
     let mut i = 2;
     while taken(&name) && i < 1000 {
@@ -237,6 +245,9 @@ fn no_probes(top: &Tracefs, kind: Kind) -> Error {
     if top.exists(probe_file(other)) {
         works = format!("{works}, and so do {other_opt}");
     }
-    Error::runtime(format!("this kernel has no {what}: tracefs has no {} (it was built without {config})", probe_file(kind)))
-        .hint(works)
+    Error::runtime(format!(
+        "this kernel has no {what}: tracefs has no {} (it was built without {config})",
+        probe_file(kind)
+    ))
+    .hint(works)
 }

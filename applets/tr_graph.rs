@@ -62,7 +62,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let a: Args = cli::parse("tr-graph", own)?;
     command::one_target(a.pid.as_slice(), cmd)?;
     if a.folded && a.top.is_some() {
-        return Err(Error::usage("--folded and --top are alternatives").hint("run tr-graph twice, or on a recorded file (-i)"));
+        return Err(
+            Error::usage("--folded and --top are alternatives").hint("run tr-graph twice, or on a recorded file (-i)")
+        );
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let opts = |follow: bool, since| RawOpts::all(follow, false, a.time.map(|s| s.0), since);
@@ -104,10 +106,12 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             need(&t, "tracing_thresh")?;
             st.set("tracing_thresh", &us.to_string())?;
         }
-        let (child, notrace) = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
+        let (child, notrace) =
+            command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
         st.set_tracer("function_graph")?;
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);
-        let r = command::stream(&t, &mut st, &child, false, a.time.map(|s| s.0), &show, Some(&|w| none_recorded(&a, w)));
+        let r =
+            command::stream(&t, &mut st, &child, false, a.time.map(|s| s.0), &show, Some(&|w| none_recorded(&a, w)));
         command::unmine(&t, a.keep, notrace);
         r?
     };
@@ -156,7 +160,9 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     let mut stats: Option<Stats> = None;
     let meta = decode::collect(input, o, done, &mut |m, it| {
         if let Item::Record { payload, .. } = it {
-            stats.get_or_insert_with(|| Stats::new(&m.events, m.endian, m.long_size, false)).record(payload, &m.cmdlines);
+            stats
+                .get_or_insert_with(|| Stats::new(&m.events, m.endian, m.long_size, false))
+                .record(payload, &m.cmdlines);
         }
     })?;
     let Some(s) = stats.filter(|s| s.calls() > 0) else {

@@ -6,27 +6,19 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
-use trbox::sys::event_dir;
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use argh::FromArgs;
 use std::cell::Cell;
 use std::io::Write as _;
 use trbox::lat::{self, Lat, Mode, Table, Unit};
+use trbox::sys::event_dir;
 use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
 /// The kernel's max-latency tracers: not measured by tr-lat yet.
-const MAX_TRACERS: &[&str] = &[
-    "wakeup_rt",
-    "wakeup",
-    "wakeup_dl",
-    "irqsoff",
-    "preemptoff",
-    "preemptirqsoff",
-    "hwlat",
-];
+const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "preemptoff", "preemptirqsoff", "hwlat"];
 
 #[derive(FromArgs)]
 /// Real-time latency. From plain tracepoints (no latency tracer needed):
@@ -108,27 +100,20 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             return Err(Error::usage(format!("tr-lat {}: the max-latency tracers are not measured by tr-lat yet", a.mode))
                 .hint(format!("run it with 'tr-on -t {} -- CMD' and read tracing_max_latency; tr-lat wakeup --rt measures wakeups from tracepoints", a.mode)));
         }
-        return Err(Error::usage(format!("unknown mode '{}'", a.mode))
-            .hint("modes: wakeup, irq, syscall, timerlat, osnoise"));
+        return Err(
+            Error::usage(format!("unknown mode '{}'", a.mode)).hint("modes: wakeup, irq, syscall, timerlat, osnoise")
+        );
     };
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise);
     command::one_target(&a.pid, cmd)?;
     if tracer && (!a.pid.is_empty() || !cmd.is_empty()) {
-        return Err(Error::usage(format!(
-            "{} measures CPUs, not processes: no -P and no -- CMD",
-            a.mode
-        ))
-        .hint("use -c CPUS, and -t S"));
+        return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode))
+            .hint("use -c CPUS, and -t S"));
     }
-    let tracer_opts = a.period.is_some()
-        || a.cpus.is_some()
-        || a.irq_us.is_some()
-        || a.total_us.is_some()
-        || a.stack_us.is_some();
+    let tracer_opts =
+        a.period.is_some() || a.cpus.is_some() || a.irq_us.is_some() || a.total_us.is_some() || a.stack_us.is_some();
     if !tracer && tracer_opts {
-        return Err(Error::usage(
-            "-p, -c, -i, --total-us and -s set the timerlat/osnoise tracers: not for this mode",
-        ));
+        return Err(Error::usage("-p, -c, -i, --total-us and -s set the timerlat/osnoise tracers: not for this mode"));
     }
     if a.rt && mode != Mode::Wakeup {
         return Err(Error::usage("--rt is for the wakeup mode"));
@@ -139,29 +124,18 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if a.stack_us.is_some() && mode != Mode::Timerlat {
         return Err(Error::usage("-s (print_stack) is a timerlat option"));
     }
-    signals::install()
-        .map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let limit = a.time.map(|s| s.0);
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() || a.read {
         if !cmd.is_empty() || tracer_opts {
-            return Err(Error::usage(
-                "a copy of a tracefs tree (or -r) is only read: no -- CMD and no tracer options",
-            ));
+            return Err(Error::usage("a copy of a tracefs tree (or -r) is only read: no -- CMD and no tracer options"));
         }
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
         let o = RawOpts::all(false, a.json, None, None);
-        let shown = measure(
-            Input::tree(&t, &o)?,
-            &a,
-            mode,
-            &o,
-            &|| false,
-            &Cell::new(false),
-            &[],
-        )?;
+        let shown = measure(Input::tree(&t, &o)?, &a, mode, &o, &|| false, &Cell::new(false), &[])?;
         if !shown {
             cli::note(&none_measured(&a, mode, "in the buffer"));
         }
@@ -192,15 +166,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         if tracer {
             tracer_settings(&mut global, &a, mode)?;
         }
-        let (child, notrace) = command::whom(
-            &mut st,
-            cmd,
-            &a.pid,
-            Follow {
-                events: !tracer,
-                functions: false,
-            },
-        )?;
+        let (child, notrace) = command::whom(&mut st, cmd, &a.pid, Follow { events: !tracer, functions: false })?;
         if tracer {
             st.set_tracer(&a.mode)?;
         } else {
@@ -211,11 +177,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let on = t.tracing_on_file();
         // The tasks whose wakeups count: the command (its children follow
         // through sched_process_fork), or -P.
-        let only: Vec<u32> = child
-            .pid()
-            .into_iter()
-            .chain(a.pid.iter().copied())
-            .collect();
+        let only: Vec<u32> = child.pid().into_iter().chain(a.pid.iter().copied()).collect();
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| {
             // A stop threshold: the kernel switches tracing off itself.
             let kernel_stop = || {
@@ -233,15 +195,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             };
             measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
-        let r = command::stream(
-            &t,
-            &mut st,
-            &child,
-            a.json,
-            limit,
-            &show,
-            Some(&|w| none_measured(&a, mode, w)),
-        );
+        let r = command::stream(&t, &mut st, &child, a.json, limit, &show, Some(&|w| none_measured(&a, mode, w)));
         command::unmine(&t, a.keep, notrace);
         drop(st);
         drop(global);
@@ -254,10 +208,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
 /// is missing, and what works instead.
 fn need_events(t: &Tracefs, mode: Mode) -> Result<(), Error> {
     for spec in mode.events().iter().filter(|s| !s.starts_with('?')) {
-        if !spec
-            .split('|')
-            .any(|e| t.exists(&format!("{}/format", event_dir(e))))
-        {
+        if !spec.split('|').any(|e| t.exists(&format!("{}/format", event_dir(e)))) {
             let name = spec.replace('|', " or ");
             let other = match mode {
                 Mode::Wakeup => "tr-lat irq and syscall need no sched events",
@@ -290,9 +241,7 @@ fn wanted_events(t: &Tracefs, mode: Mode) -> Vec<String> {
     mode.events()
         .iter()
         .filter_map(|spec| {
-            spec.trim_start_matches('?')
-                .split('|')
-                .find(|e| t.exists(&format!("{}/enable", event_dir(e))))
+            spec.trim_start_matches('?').split('|').find(|e| t.exists(&format!("{}/enable", event_dir(e))))
         })
         .map(String::from)
         .collect()
@@ -301,27 +250,18 @@ fn wanted_events(t: &Tracefs, mode: Mode) -> Vec<String> {
 /// The osnoise/ files a timerlat or osnoise run sets (through `st`:
 /// restored). Only what the kernel has: a missing file is named.
 fn tracer_settings(st: &mut State, a: &Args, mode: Mode) -> Result<(), Error> {
-    let period = if mode == Mode::Timerlat {
-        "osnoise/timerlat_period_us"
-    } else {
-        "osnoise/period_us"
-    };
+    let period = if mode == Mode::Timerlat { "osnoise/timerlat_period_us" } else { "osnoise/period_us" };
     let wanted = [
         (period, a.period.map(|v| v.to_string())),
         ("osnoise/cpus", a.cpus.clone()),
         ("osnoise/stop_tracing_us", a.irq_us.map(|v| v.to_string())),
-        (
-            "osnoise/stop_tracing_total_us",
-            a.total_us.map(|v| v.to_string()),
-        ),
+        ("osnoise/stop_tracing_total_us", a.total_us.map(|v| v.to_string())),
         ("osnoise/print_stack", a.stack_us.map(|v| v.to_string())),
     ];
     for (file, v) in wanted {
         let Some(v) = v else { continue };
         if !st.tracefs().exists(file) {
-            return Err(Error::runtime(format!(
-                "this kernel has no {file} (too old for this option)"
-            )));
+            return Err(Error::runtime(format!("this kernel has no {file} (too old for this option)")));
         }
         st.set(file, &v)?;
     }
@@ -342,10 +282,7 @@ fn measure(
     let unit = Unit { ns: a.ns };
     let scale = if a.ns { 1 } else { 1000 };
     let hist = (a.hist || a.json && (a.bucket.is_some() || a.entries.is_some())).then(|| {
-        (
-            a.bucket.unwrap_or(1).saturating_mul(scale).max(1),
-            a.entries.unwrap_or(256).clamp(1, lat::MAX_ENTRIES),
-        )
+        (a.bucket.unwrap_or(1).saturating_mul(scale).max(1), a.entries.unwrap_or(256).clamp(1, lat::MAX_ENTRIES))
     });
     let mut acc: Option<Result<Lat, lat::Missing>> = None;
     let mut live = Out::stdout();
@@ -361,9 +298,7 @@ fn measure(
             return;
         };
         match it {
-            Item::Record {
-                cpu, ts, payload, ..
-            } => {
+            Item::Record { cpu, ts, payload, .. } => {
                 if let Some(s) = l.record(cpu, ts, payload) {
                     if a.samples {
                         line.clear();
@@ -379,10 +314,8 @@ fn measure(
     let l = match acc {
         None => return Ok(false),
         Some(Err(e)) => {
-            return Err(
-                Error::runtime(format!("cannot measure {}: {e}", mode_name(mode)))
-                    .hint("is this a trace of the right events?"),
-            )
+            return Err(Error::runtime(format!("cannot measure {}: {e}", mode_name(mode)))
+                .hint("is this a trace of the right events?"))
         }
         Some(Ok(l)) => l,
     };
@@ -402,22 +335,14 @@ fn measure(
     out.finish()?;
     if !meta.in_ns {
         cli::note(
-            &Error::runtime(
-                "the trace clock does not count nanoseconds: the values are in its own ticks",
-            )
-            .hint("set trace_clock to local, global or mono"),
+            &Error::runtime("the trace clock does not count nanoseconds: the values are in its own ticks")
+                .hint("set trace_clock to local, global or mono"),
         );
     }
     if l.lost > 0 {
-        log::warn!(
-            "{} losses on the ring buffer: what was open then is not counted",
-            l.lost
-        );
+        log::warn!("{} losses on the ring buffer: what was open then is not counted", l.lost);
     }
-    log::info!(
-        "{} begins or ends without their pair (the window cut them, or a loss): not counted",
-        l.unpaired
-    );
+    log::info!("{} begins or ends without their pair (the window cut them, or a loss): not counted", l.unpaired);
     if stopped.get() {
         stop_report(&l, a, mode, unit);
     }
@@ -426,29 +351,18 @@ fn measure(
 
 /// The kernel stopped tracing at a threshold: which CPU, how long.
 fn stop_report(l: &Lat, a: &Args, mode: Mode, unit: Unit) {
-    let worst = [
-        Table::TimerIrq,
-        Table::TimerThread,
-        Table::TimerUser,
-        Table::Noise,
-    ]
-    .iter()
-    .filter_map(|&t| l.worst(t).map(|(k, r)| (t, k, r.stat.max)))
-    .max_by_key(|w| w.2);
+    let worst = [Table::TimerIrq, Table::TimerThread, Table::TimerUser, Table::Noise]
+        .iter()
+        .filter_map(|&t| l.worst(t).map(|(k, r)| (t, k, r.stat.max)))
+        .max_by_key(|w| w.2);
     let mut msg = String::from("the kernel stopped tracing at a threshold");
     if let Some((t, cpu, max)) = worst {
         let mut v = String::new();
         let _ = unit.write(&mut v, max);
-        msg.push_str(&format!(
-            ": CPU {cpu}, {} {v} {}",
-            t.name().replace('_', " "),
-            unit.name()
-        ));
+        msg.push_str(&format!(": CPU {cpu}, {} {v} {}", t.name().replace('_', " "), unit.name()));
     }
     let hint = match mode {
-        Mode::Timerlat if a.stack_us.is_some() => {
-            "the kernel stack is in the buffer: tr-cat shows it"
-        }
+        Mode::Timerlat if a.stack_us.is_some() => "the kernel stack is in the buffer: tr-cat shows it",
         _ => "tr-cat shows the records leading up to it (run with -k to keep the buffer as it is)",
     };
     cli::note(&Error::runtime(msg).hint(hint));
@@ -457,34 +371,20 @@ fn stop_report(l: &Lat, a: &Args, mode: Mode, unit: Unit) {
 /// Nothing measured (`when`: how long the window was open).
 fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
     let (what, hint) = match mode {
-        Mode::Wakeup if a.rt => (
-            "no wakeup of a real-time task was measured",
-            "is an RT task running? (chrt -f 50 CMD)",
-        ),
-        Mode::Wakeup => (
-            "no wakeup was measured",
-            "did the traced task sleep and wake up?",
-        ),
+        Mode::Wakeup if a.rt => {
+            ("no wakeup of a real-time task was measured", "is an RT task running? (chrt -f 50 CMD)")
+        }
+        Mode::Wakeup => ("no wakeup was measured", "did the traced task sleep and wake up?"),
         Mode::Irq => ("no IRQ handler or softirq was measured", "try a longer -t"),
-        Mode::Syscall => (
-            "no system call was measured",
-            "did the traced task make system calls?",
-        ),
-        Mode::Timerlat => (
-            "no timerlat sample was recorded",
-            "is the timerlat tracer allowed to run on these CPUs (-c)?",
-        ),
-        Mode::Osnoise => (
-            "no osnoise sample was recorded",
-            "a period lasts osnoise/period_us: try a longer -t",
-        ),
+        Mode::Syscall => ("no system call was measured", "did the traced task make system calls?"),
+        Mode::Timerlat => {
+            ("no timerlat sample was recorded", "is the timerlat tracer allowed to run on these CPUs (-c)?")
+        }
+        Mode::Osnoise => ("no osnoise sample was recorded", "a period lasts osnoise/period_us: try a longer -t"),
     };
     let whom = match a.pid.as_slice() {
         [] => String::new(),
-        p => format!(
-            " (pid {})",
-            p.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-        ),
+        p => format!(" (pid {})", p.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
     };
     Error::runtime(format!("{what} {when}{whom}")).hint(hint)
 }

@@ -137,7 +137,8 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let follow = Follow { events: t.exists("set_event_pid"), functions };
         // -P was applied with the other settings; a run without it or a
         // command keeps trbox's own work out.
-        let (child, notrace) = command::whom(&mut st, cmd, &[], if a.pid.is_empty() { follow } else { Follow::default() })?;
+        let (child, notrace) =
+            command::whom(&mut st, cmd, &[], if a.pid.is_empty() { follow } else { Follow::default() })?;
         st.keep = a.keep;
         let tracer = tracer.trim().to_string();
         let empty = |w: &str| {
@@ -247,11 +248,17 @@ fn apply(st: &mut State<'_>, a: &Args) -> Result<(), Error> {
     if let Some(tr) = &a.tracer {
         st.set_tracer(tr).map_err(|e| {
             let near = match &e {
-                trbox::sys::Error::NoTracer { available, .. } => trbox::names::closest(tr, available.iter().map(String::as_str), 2).join(", "),
+                trbox::sys::Error::NoTracer { available, .. } => {
+                    trbox::names::closest(tr, available.iter().map(String::as_str), 2).join(", ")
+                }
                 _ => String::new(),
             };
             let err = Error::from(e);
-            if near.is_empty() { err } else { err.hint(format!("did you mean: {near}")) }
+            if near.is_empty() {
+                err
+            } else {
+                err.hint(format!("did you mean: {near}"))
+            }
         })?;
     }
     Ok(())
@@ -325,8 +332,18 @@ fn report(t: &Tracefs, st: &Status) -> String {
     });
     line(&mut o, "tracer", tracer);
     let on = st.tracing_on.clone().map(|(v, old)| {
-        let s = if v == "1" { "on" } else if v == "0" { "off" } else { v.as_str() };
-        if old { format!("{s} (tracing_enabled)") } else { s.to_string() }
+        let s = if v == "1" {
+            "on"
+        } else if v == "0" {
+            "off"
+        } else {
+            v.as_str()
+        };
+        if old {
+            format!("{s} (tracing_enabled)")
+        } else {
+            s.to_string()
+        }
     });
     line(&mut o, "tracing", on);
     line(&mut o, "clock", st.clock.clone());
@@ -415,7 +432,11 @@ fn cpus(o: &mut String, st: &Status) {
         Ok(c) if c.is_empty() => return line(o, "per-CPU", Ok("no per_cpu directories".into())),
         Ok(c) => c,
     };
-    let _ = writeln!(o, "\n{:>4} {:>10} {:>10} {:>10} {:>10}  buffer", "CPU", "entries", "overrun", "commit-ovr", "dropped");
+    let _ = writeln!(
+        o,
+        "\n{:>4} {:>10} {:>10} {:>10} {:>10}  buffer",
+        "CPU", "entries", "overrun", "commit-ovr", "dropped"
+    );
     let (mut ent, mut ovr, mut cov, mut drp) = (0u64, 0u64, 0u64, 0u64);
     for c in cpus {
         match &c.stats {
@@ -424,7 +445,10 @@ fn cpus(o: &mut String, st: &Status) {
                 ovr += s.overrun.unwrap_or(0);
                 cov += s.commit_overrun.unwrap_or(0);
                 drp += s.dropped.unwrap_or(0);
-                let kb = c.buffer_kb.clone().map_or_else(|u| why(&u), |k| format!("{} KiB", k.split(' ').next().unwrap_or(&k)));
+                let kb = c
+                    .buffer_kb
+                    .clone()
+                    .map_or_else(|u| why(&u), |k| format!("{} KiB", k.split(' ').next().unwrap_or(&k)));
                 let _ = writeln!(
                     o,
                     "{:>4} {:>10} {:>10} {:>10} {:>10}  {kb}",

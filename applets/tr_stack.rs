@@ -10,8 +10,8 @@ use crate::out::Out;
 use argh::FromArgs;
 use std::io::Write as _;
 use std::time::Duration;
-use trbox::names::glob_match;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
+use trbox::names::glob_match;
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::lock::Lock;
 use trbox::sys::state::{ftrace_refused, State};
@@ -144,7 +144,15 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             st.set("options/func_stack_trace", "1")?;
         }
         // count_stacks says itself that nothing came (an error: no table).
-        let r = command::stream(&t, &mut st, &child, false, limit, &|i, o, done| count_stacks(i, &a, o, done).map(|()| true), None);
+        let r = command::stream(
+            &t,
+            &mut st,
+            &child,
+            false,
+            limit,
+            &|i, o, done| count_stacks(i, &a, o, done).map(|()| true),
+            None,
+        );
         command::unmine(&t, a.keep, notrace);
         r?
     };
@@ -161,13 +169,17 @@ fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool
             Item::Lost { buffer, cpu, .. } => c.lost(m.slot(buffer, cpu)),
         }
     })?;
-    let mut rows = counts.as_ref().map(|c| c.rows(&meta.events, Some(&meta.syms as &dyn SymbolLookup))).unwrap_or_default();
+    let mut rows =
+        counts.as_ref().map(|c| c.rows(&meta.events, Some(&meta.syms as &dyn SymbolLookup))).unwrap_or_default();
     // On recorded data -e picks the stacks of those events (or functions).
-    let wanted: Vec<&str> = a.event.iter().flat_map(|e| e.split(',')).chain(a.func.as_deref()).filter(|s| !s.is_empty()).collect();
+    let wanted: Vec<&str> =
+        a.event.iter().flat_map(|e| e.split(',')).chain(a.func.as_deref()).filter(|s| !s.is_empty()).collect();
     if !wanted.is_empty() {
         rows.retain(|r| {
             let bare = r.origin.rsplit(':').next().unwrap_or("");
-            wanted.iter().any(|w| glob_match(w, &r.origin) || glob_match(w, bare) || glob_match(&format!("{w}:*"), &r.origin))
+            wanted
+                .iter()
+                .any(|w| glob_match(w, &r.origin) || glob_match(w, bare) || glob_match(&format!("{w}:*"), &r.origin))
         });
     }
     if rows.is_empty() {

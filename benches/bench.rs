@@ -97,14 +97,19 @@ fn main() {
         c
     });
     let have_tc = Command::new("trace-cmd").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
-    let rate = |s: f64| format!("{:>6.2} s  {:>5.2} M events/s  {:>5.0} MB/s", s, events as f64 / 1e6 / s, bytes as f64 / 1e6 / s);
+    let rate = |s: f64| {
+        format!("{:>6.2} s  {:>5.2} M events/s  {:>5.0} MB/s", s, events as f64 / 1e6 / s, bytes as f64 / 1e6 / s)
+    };
     let (t1, rss1) = best_of(3, || {
         let mut c = Command::new(&trbox);
         c.args(["tr-cat", "-j", "1", file]);
         c
     });
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("text output (best of 3, stdout to /dev/null; MB/s of pages; tr-cat = target/release/trbox, {} KiB):", size / 1024);
+    println!(
+        "text output (best of 3, stdout to /dev/null; MB/s of pages; tr-cat = target/release/trbox, {} KiB):",
+        size / 1024
+    );
     println!("  tr-cat ({ncpu} CPUs)    {}  peak RSS {:>6} KiB", rate(ts), trss);
     println!("  tr-cat -j 1       {}  peak RSS {:>6} KiB", rate(t1), rss1);
     if have_tc {
@@ -114,7 +119,11 @@ fn main() {
             c
         });
         println!("  trace-cmd report  {}  peak RSS {:>6} KiB", rate(cs), crss);
-        println!("ratio:       tr-cat is {:.1}x trace-cmd report's events/s (goal: 10x); on one thread {:.1}x", cs / ts, cs / t1);
+        println!(
+            "ratio:       tr-cat is {:.1}x trace-cmd report's events/s (goal: 10x); on one thread {:.1}x",
+            cs / ts,
+            cs / t1
+        );
     } else {
         println!("trace-cmd not installed: no comparison (bash cross/setup.sh installs it)");
     }
@@ -275,7 +284,8 @@ fn read_report(report: &Path) -> (f64, i64) {
 fn rec_run(recorder: Command, out: &Path) -> RecRun {
     let enable = Path::new("/sys/kernel/tracing/events/raw_syscalls/sys_enter/enable");
     let report = out.with_extension("usage");
-    let child = measured(&recorder, &report).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the recorder");
+    let child =
+        measured(&recorder, &report).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the recorder");
     let pid = child.id() as i32;
     let t = Instant::now();
     while fs::read_to_string(enable).map_or(true, |s| s.trim() != "1") && t.elapsed().as_secs() < 30 {
@@ -334,7 +344,10 @@ pub fn record_bench(trbox: &Path) {
          CPU = user+system of the recorder and its helpers",
         2 * REC_LOAD_BYTES
     );
-    println!("  {:<22} {:>9} {:>7} {:>7} {:>8} {:>9} {:>9} {:>8}", "recorder", "events", "MB", "CPU s", "CPU ms/MB", "lost:stat", "lost:page", "RSS KiB");
+    println!(
+        "  {:<22} {:>9} {:>7} {:>7} {:>8} {:>9} {:>9} {:>8}",
+        "recorder", "events", "MB", "CPU s", "CPU ms/MB", "lost:stat", "lost:page", "RSS KiB"
+    );
     let tb = dir.join("trbox.dat");
     let mut c = Command::new(trbox);
     c.args(["tr-cat", "-o", tb.to_str().unwrap(), "-e", REC_EVENT]);
@@ -349,8 +362,16 @@ pub fn record_bench(trbox: &Path) {
     if have_tc {
         let tc = dir.join("trace-cmd.dat");
         let mut c = Command::new("unshare");
-        c.args(["-m", "--propagation", "private", "sh", "-c", TC_SHADOW, "sh"])
-            .args(["trace-cmd", "record", "--file-version", "6", "-o", tc.to_str().unwrap(), "-e", REC_EVENT]);
+        c.args(["-m", "--propagation", "private", "sh", "-c", TC_SHADOW, "sh"]).args([
+            "trace-cmd",
+            "record",
+            "--file-version",
+            "6",
+            "-o",
+            tc.to_str().unwrap(),
+            "-e",
+            REC_EVENT,
+        ]);
         rec_print("trace-cmd record (v6)", &rec_run(c, &tc));
         println!(
             "  (trace-cmd ran in `unshare -m` with /proc/sys/kernel/ftrace_enabled, set_ftrace_filter, \
@@ -366,7 +387,10 @@ pub fn record_bench(trbox: &Path) {
     let mut c = Command::new(trbox);
     c.args(["tr-cat", tb.to_str().unwrap()]);
     let (secs, _, rss) = run_measured(&c, &report);
-    println!("reading:   tr-cat FILE ({:.0} MB)     {secs:>6.2} s  peak RSS {rss:>7} KiB (goal <= 32768)", size as f64 / 1e6);
+    println!(
+        "reading:   tr-cat FILE ({:.0} MB)     {secs:>6.2} s  peak RSS {rss:>7} KiB (goal <= 32768)",
+        size as f64 / 1e6
+    );
     if have_tc {
         let mut c = Command::new("trace-cmd");
         c.args(["report", tb.to_str().unwrap()]);

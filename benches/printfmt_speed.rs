@@ -14,9 +14,12 @@ fn load(name: &str) -> EventFormat {
 }
 
 fn main() {
-    let ks = Kallsyms::parse("ffffffff81000000 T _stext\nffffffff81100000 T process_timeout\nffffffff82000000 T _etext\n");
+    let ks =
+        Kallsyms::parse("ffffffff81000000 T _stext\nffffffff81100000 T process_timeout\nffffffff82000000 T _etext\n");
     let ctx = Ctx { endian: Endian::Little, long_size: 8, syms: Some(&ks), strings: None };
-    for name in ["sched_sched_switch", "timer_timer_start", "kmem_kmalloc", "irq_softirq_entry", "sock_inet_sock_set_state"] {
+    for name in
+        ["sched_sched_switch", "timer_timer_start", "kmem_kmalloc", "irq_softirq_entry", "sock_inet_sock_set_state"]
+    {
         let ev = load(name);
         let p = Program::compile(&ev, 8);
         let mut rec = vec![0u8; 160];
@@ -35,7 +38,13 @@ fn main() {
         }
         let dt = t.elapsed();
         let mut line = String::new();
-        let _ = write!(line, "{name:<28} {:>7.0} ns/record {:>6.1} M records/s  ({} B/line)", dt.as_nanos() as f64 / n as f64, n as f64 / dt.as_secs_f64() / 1e6, bytes / n);
+        let _ = write!(
+            line,
+            "{name:<28} {:>7.0} ns/record {:>6.1} M records/s  ({} B/line)",
+            dt.as_nanos() as f64 / n as f64,
+            n as f64 / dt.as_secs_f64() / 1e6,
+            bytes / n
+        );
         println!("{line}");
     }
 }

@@ -447,7 +447,12 @@ impl Btf {
 
     /// Walk `own` (with `base` and its record offsets for id/name
     /// resolution) into a sorted table.
-    fn index(&mut self, base: Option<(Blob<'_>, &[u32])>, own: Blob<'_>, keep: &dyn Fn(&str) -> bool) -> Result<Table, BtfError> {
+    fn index(
+        &mut self,
+        base: Option<(Blob<'_>, &[u32])>,
+        own: Blob<'_>,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<Table, BtfError> {
         let strs = Strs { base: base.map(|b| b.0.strs), own: own.strs, own_start: own.str_base };
         let mut long_size = self.long_size;
         let mut offs = Vec::with_capacity(own.types.b.len() / 40);
@@ -627,7 +632,11 @@ pub struct BtfInfo {
 
 impl fmt::Debug for BtfInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BtfInfo").field("btf", &self.btf).field("known", &self.known).field("reader", &self.reader.is_some()).finish()
+        f.debug_struct("BtfInfo")
+            .field("btf", &self.btf)
+            .field("known", &self.known)
+            .field("reader", &self.reader.is_some())
+            .finish()
     }
 }
 
@@ -762,7 +771,8 @@ mod tests {
         }
         fn blob(&self, extra_hdr: u32) -> Vec<u8> {
             let mut o = Vec::new();
-            let w = |o: &mut Vec<u8>, v: u32| o.extend_from_slice(&if self.be { v.to_be_bytes() } else { v.to_le_bytes() });
+            let w =
+                |o: &mut Vec<u8>, v: u32| o.extend_from_slice(&if self.be { v.to_be_bytes() } else { v.to_le_bytes() });
             let m = if self.be { MAGIC.to_be_bytes() } else { MAGIC.to_le_bytes() };
             o.extend_from_slice(&m);
             o.push(1);

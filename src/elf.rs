@@ -13,8 +13,8 @@
 //! touched here are read); every offset and size in the file is checked, no
 //! input can make it panic.
 
-use crate::names::closest;
 use crate::format::Endian;
+use crate::names::closest;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
@@ -97,8 +97,12 @@ impl Error {
     pub fn hint(&self) -> Option<String> {
         let by_offset = "probe by file offset instead (PATH:0xOFFSET)";
         match self {
-            Error::NotFound { near, .. } if !near.is_empty() => Some(alloc::format!("did you mean: {}", near.join(", "))),
-            Error::NotFound { .. } => Some("check the name (a C++ name must be given mangled, as the symbol table has it)".into()),
+            Error::NotFound { near, .. } if !near.is_empty() => {
+                Some(alloc::format!("did you mean: {}", near.join(", ")))
+            }
+            Error::NotFound { .. } => {
+                Some("check the name (a C++ name must be given mangled, as the symbol table has it)".into())
+            }
             Error::Stripped { near, .. } if !near.is_empty() => Some(alloc::format!(
                 "did you mean: {}? Or use an unstripped copy of the same build (offsets are the same), or {by_offset}",
                 near.join(", ")
@@ -107,7 +111,9 @@ impl Error {
                 Some(alloc::format!("use an unstripped copy of the same build (offsets are the same), or {by_offset}"))
             }
             Error::Ambiguous { .. } => Some(alloc::format!("pick one: {by_offset}")),
-            Error::Ifunc { .. } => Some("probe the implementation it picks (e.g. __memcpy_avx_unaligned_erms for memcpy), or the caller".into()),
+            Error::Ifunc { .. } => Some(
+                "probe the implementation it picks (e.g. __memcpy_avx_unaligned_erms for memcpy), or the caller".into(),
+            ),
             _ => None,
         }
     }
@@ -232,7 +238,8 @@ impl Header {
         let (e, is64, kind, machine) = Self::ident(data)?;
         let hdr = Error::Truncated("header");
         let u16_at = |o: usize| e.uint(data, o, 2).map(|v| v as u16).ok_or(hdr.clone());
-        let word = |o32: usize, o64: usize| if is64 { e.uint(data, o64, 8) } else { e.uint(data, o32, 4) }.ok_or(hdr.clone());
+        let word =
+            |o32: usize, o64: usize| if is64 { e.uint(data, o64, 8) } else { e.uint(data, o32, 4) }.ok_or(hdr.clone());
         let (phoff, shoff) = (word(28, 32)?, word(32, 40)?);
         let b = if is64 { 54 } else { 42 };
         let (phentsize, phnum, shentsize, shnum) = (u16_at(b)?, u16_at(b + 2)?, u16_at(b + 4)?, u16_at(b + 6)?);
@@ -242,7 +249,11 @@ impl Header {
     /// A 4-byte (ELF32) or 8-byte (ELF64) field of a header entry.
     #[inline]
     pub fn word(&self, b: &[u8], o32: usize, o64: usize) -> Option<u64> {
-        if self.is64 { self.endian.uint(b, o64, 8) } else { self.endian.uint(b, o32, 4) }
+        if self.is64 {
+            self.endian.uint(b, o64, 8)
+        } else {
+            self.endian.uint(b, o32, 4)
+        }
     }
 
     /// Where the program header table is: (file offset, length in bytes);
@@ -270,7 +281,13 @@ impl Header {
             if self.endian.uint(h, 0, 4) != Some(PT_LOAD) {
                 continue;
             }
-            let s = (|| Some(Segment { offset: self.word(h, 4, 8)?, vaddr: self.word(h, 8, 16)?, filesz: self.word(h, 16, 32)? }))();
+            let s = (|| {
+                Some(Segment {
+                    offset: self.word(h, 4, 8)?,
+                    vaddr: self.word(h, 8, 16)?,
+                    filesz: self.word(h, 16, 32)?,
+                })
+            })();
             segments.push(s.ok_or(Error::Truncated("program header table"))?);
         }
         Ok(segments)
@@ -354,7 +371,11 @@ impl<'a> Elf<'a> {
 
     /// A 4-byte (ELF32) or 8-byte (ELF64) field of a header entry.
     fn word(&self, b: &[u8], o32: usize, o64: usize) -> Option<u64> {
-        if self.is64 { self.e.uint(b, o64, 8) } else { self.e.uint(b, o32, 4) }
+        if self.is64 {
+            self.e.uint(b, o64, 8)
+        } else {
+            self.e.uint(b, o32, 4)
+        }
     }
 
     fn section(&self, kind: u64) -> Option<&Section> {
@@ -375,7 +396,8 @@ impl<'a> Elf<'a> {
             Some(s) => {
                 let syms = range(self.data, s.offset, s.size).ok_or(Error::Truncated("symbol table"))?;
                 let strtab = usize_of(s.link).and_then(|l| self.sections.get(l));
-                let strtab = strtab.and_then(|t| range(self.data, t.offset, t.size)).ok_or(Error::Truncated("string table"))?;
+                let strtab =
+                    strtab.and_then(|t| range(self.data, t.offset, t.size)).ok_or(Error::Truncated("string table"))?;
                 let entsize = usize_of(s.entsize).filter(|&n| n >= min).unwrap_or(min);
                 (syms, strtab, entsize)
             }
@@ -384,9 +406,21 @@ impl<'a> Elf<'a> {
         let versions = if table == Table::Dynsym { self.versions() } else { Versions::default() };
         Ok(syms.chunks_exact(entsize).enumerate().filter_map(move |(i, s)| {
             let (name, value, size, info, shndx) = if self.is64 {
-                (self.e.uint(s, 0, 4)?, self.e.uint(s, 8, 8)?, self.e.uint(s, 16, 8)?, *s.get(4)?, self.e.uint(s, 6, 2)?)
+                (
+                    self.e.uint(s, 0, 4)?,
+                    self.e.uint(s, 8, 8)?,
+                    self.e.uint(s, 16, 8)?,
+                    *s.get(4)?,
+                    self.e.uint(s, 6, 2)?,
+                )
             } else {
-                (self.e.uint(s, 0, 4)?, self.e.uint(s, 4, 4)?, self.e.uint(s, 8, 4)?, *s.get(12)?, self.e.uint(s, 14, 2)?)
+                (
+                    self.e.uint(s, 0, 4)?,
+                    self.e.uint(s, 4, 4)?,
+                    self.e.uint(s, 8, 4)?,
+                    *s.get(12)?,
+                    self.e.uint(s, 14, 2)?,
+                )
             };
             Some(Symbol {
                 name: cstr(strtab, name)?,
@@ -407,8 +441,10 @@ impl<'a> Elf<'a> {
         let mut v = Versions::default();
         let Some(sym) = self.section(SHT_GNU_VERSYM) else { return v };
         let Some(def) = self.section(SHT_GNU_VERDEF) else { return v };
-        let strtab = usize_of(def.link).and_then(|l| self.sections.get(l)).and_then(|t| range(self.data, t.offset, t.size));
-        let (Some(versym), Some(verdef), Some(strtab)) = (range(self.data, sym.offset, sym.size), range(self.data, def.offset, def.size), strtab)
+        let strtab =
+            usize_of(def.link).and_then(|l| self.sections.get(l)).and_then(|t| range(self.data, t.offset, t.size));
+        let (Some(versym), Some(verdef), Some(strtab)) =
+            (range(self.data, sym.offset, sym.size), range(self.data, def.offset, def.size), strtab)
         else {
             return v;
         };
@@ -450,7 +486,9 @@ impl<'a> Elf<'a> {
             return Ok(Location { offset, vaddr: offset, table: None });
         }
         let (symbol, add) = match spec.split_once('+') {
-            Some((s, o)) => (s.trim(), parse_num(o.trim()).ok_or(Error::BadSpec("the +OFFSET must be a decimal or 0x hex number"))?),
+            Some((s, o)) => {
+                (s.trim(), parse_num(o.trim()).ok_or(Error::BadSpec("the +OFFSET must be a decimal or 0x hex number"))?)
+            }
             None => (spec, 0),
         };
         if symbol.is_empty() {
@@ -761,7 +799,8 @@ mod tests {
             let mut dynstr_index = 0;
             for (kind, syms) in [(SHT_SYMTAB, &self.symtab), (SHT_DYNSYM, &self.dynsym)] {
                 let Some(syms) = syms else { continue };
-                let names: Vec<&'static str> = syms.iter().map(|s| s.0).chain(self.verdefs.iter().map(|v| v.1)).collect();
+                let names: Vec<&'static str> =
+                    syms.iter().map(|s| s.0).chain(self.verdefs.iter().map(|v| v.1)).collect();
                 let (st, offs) = strtab(names.into_iter());
                 w.align(8);
                 let str_off = w.b.len() as u64;
@@ -1019,7 +1058,10 @@ mod tests {
         for n in 0..200 {
             let _ = h.loads(&img[64..64 + n]);
         }
-        assert_eq!(segment_offset(&[Segment { vaddr: u64::MAX - 8, offset: u64::MAX, filesz: 8 }], u64::MAX - 4, 4), None);
+        assert_eq!(
+            segment_offset(&[Segment { vaddr: u64::MAX - 8, offset: u64::MAX, filesz: 8 }], u64::MAX - 4, 4),
+            None
+        );
         assert_eq!(segment_offset(&[Segment { vaddr: u64::MAX - 8, offset: 0, filesz: 8 }], u64::MAX - 4, 8), None);
     }
 
@@ -1032,7 +1074,11 @@ mod tests {
             for big in [false, true] {
                 let mut img = Image::new(is64, big);
                 img.verdefs = vec![(2, "V1"), (3, "V2")];
-                img.dynsym = Some(vec![S("f", 0x11600, 8, 1, 0x8002), S("f", 0x11700, 8, 1, 3), S("ifn", 0x11800, 8, 1, 0x4003)]);
+                img.dynsym = Some(vec![
+                    S("f", 0x11600, 8, 1, 0x8002),
+                    S("f", 0x11700, 8, 1, 3),
+                    S("ifn", 0x11800, 8, 1, 0x4003),
+                ]);
                 let mut b = vec![0u8];
                 b.extend(img.bytes());
                 std::fs::write(alloc::format!("{dir}/synth-{is64}-{big}"), b).unwrap();

@@ -74,7 +74,11 @@ impl Endian {
             }
             8 => {
                 let a: [u8; 8] = s.try_into().ok()?;
-                if le { u64::from_le_bytes(a) } else { u64::from_be_bytes(a) }
+                if le {
+                    u64::from_le_bytes(a)
+                } else {
+                    u64::from_be_bytes(a)
+                }
             }
             _ => return None,
         })
@@ -122,7 +126,11 @@ impl Endian {
     /// Big endian when `big`.
     #[inline]
     pub const fn big_if(big: bool) -> Endian {
-        if big { Endian::Big } else { Endian::Little }
+        if big {
+            Endian::Big
+        } else {
+            Endian::Little
+        }
     }
 }
 
@@ -359,8 +367,8 @@ pub fn c_type_size(ty: &str, long_size: u32) -> Option<u32> {
             "u16" | "s16" | "__u16" | "__s16" | "__le16" | "__be16" | "uint16_t" | "int16_t" => 2,
             "u32" | "s32" | "__u32" | "__s32" | "__le32" | "__be32" | "uint32_t" | "int32_t" | "pid_t" | "uid_t"
             | "gid_t" | "gfp_t" | "dev_t" | "umode_t" | "__wsum" | "fmode_t" => 4,
-            "u64" | "s64" | "__u64" | "__s64" | "__le64" | "__be64" | "uint64_t" | "int64_t" | "loff_t" | "sector_t"
-            | "ktime_t" | "blkcnt_t" | "u_int64_t" => 8,
+            "u64" | "s64" | "__u64" | "__s64" | "__le64" | "__be64" | "uint64_t" | "int64_t" | "loff_t"
+            | "sector_t" | "ktime_t" | "blkcnt_t" | "u_int64_t" => 8,
             "size_t" | "ssize_t" | "uintptr_t" | "intptr_t" | "off_t" | "ptrdiff_t" | "phys_addr_t" | "time_t"
             | "clock_t" | "ino_t" => long_size,
             _ => return None,
@@ -378,8 +386,27 @@ fn infer_signed(ty: &str) -> bool {
     let base = ty.split_whitespace().rfind(|w| !matches!(*w, "const" | "volatile")).unwrap_or("");
     matches!(
         base,
-        "int" | "long" | "short" | "signed" | "s8" | "s16" | "s32" | "s64" | "__s8" | "__s16" | "__s32" | "__s64"
-            | "int8_t" | "int16_t" | "int32_t" | "int64_t" | "pid_t" | "ssize_t" | "loff_t" | "ktime_t" | "off_t"
+        "int"
+            | "long"
+            | "short"
+            | "signed"
+            | "s8"
+            | "s16"
+            | "s32"
+            | "s64"
+            | "__s8"
+            | "__s16"
+            | "__s32"
+            | "__s64"
+            | "int8_t"
+            | "int16_t"
+            | "int32_t"
+            | "int64_t"
+            | "pid_t"
+            | "ssize_t"
+            | "loff_t"
+            | "ktime_t"
+            | "off_t"
     )
 }
 
@@ -404,12 +431,8 @@ fn build_field(raw: RawField<'_>, no: usize, long_size: u32) -> Result<Field, Fo
         decl = d[..open].trim_end();
     }
     // The name: the trailing identifier.
-    let name_start = decl
-        .char_indices()
-        .rev()
-        .take_while(|&(_, c)| c.is_ascii_alphanumeric() || c == '_')
-        .last()
-        .map(|(i, _)| i);
+    let name_start =
+        decl.char_indices().rev().take_while(|&(_, c)| c.is_ascii_alphanumeric() || c == '_').last().map(|(i, _)| i);
     let Some(ns) = name_start else { return Err(err(no, FormatErrorKind::MissingFieldName)) };
     let name = &decl[ns..];
     let mut ty = decl[..ns].trim();

@@ -141,14 +141,8 @@ impl GraphOpts {
 /// greater than 1 s `$`, 100 ms `@`, 10 ms `*`, 1 ms `#`, 100 µs `!`,
 /// 10 µs `+`, else a space.
 pub fn overhead_mark(ns: u64) -> char {
-    const MARKS: [(u64, char); 6] = [
-        (1_000_000_000, '$'),
-        (100_000_000, '@'),
-        (10_000_000, '*'),
-        (1_000_000, '#'),
-        (100_000, '!'),
-        (10_000, '+'),
-    ];
+    const MARKS: [(u64, char); 6] =
+        [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*'), (1_000_000, '#'), (100_000, '!'), (10_000, '+')];
     MARKS.iter().find(|m| ns > m.0).map_or(' ', |m| m.1)
 }
 
@@ -787,7 +781,9 @@ impl<'a> GraphRenderer<'a> {
         self.slot = slot;
         let Some(id) = self.ev.record_id(payload) else { return Ok(Outcome::NotGraph) };
         match self.ev.decode(payload) {
-            Some(GraphRec::Entry { pid, func, depth }) => self.entry(w, cpu, ts, payload, pid, func, depth, next_same_cpu),
+            Some(GraphRec::Entry { pid, func, depth }) => {
+                self.entry(w, cpu, ts, payload, pid, func, depth, next_same_cpu)
+            }
             Some(GraphRec::Exit { func, depth, overrun, calltime, rettime, retval, .. }) => {
                 self.exit(w, cpu, ts, payload, func, depth, overrun, rettime.wrapping_sub(calltime), retval)?;
                 Ok(Outcome::Done)
@@ -835,7 +831,9 @@ impl<'a> GraphRenderer<'a> {
                 return None;
             }
             match self.ev.decode(np)? {
-                GraphRec::Exit { pid: npid, func: nfunc, calltime, rettime, retval, .. } if npid == pid && nfunc == func => {
+                GraphRec::Exit { pid: npid, func: nfunc, calltime, rettime, retval, .. }
+                    if npid == pid && nfunc == func =>
+                {
                     Some((rettime.wrapping_sub(calltime), retval, nfunc))
                 }
                 _ => None,
@@ -935,7 +933,14 @@ impl<'a> GraphRenderer<'a> {
 
     /// `print_graph_comment`: any other event as `/* body */` at the current
     /// depth.
-    fn comment<W: Write + ?Sized>(&mut self, w: &mut W, cpu: u32, ts: u64, p: &[u8], id: u32) -> Result<Outcome, fmt::Error> {
+    fn comment<W: Write + ?Sized>(
+        &mut self,
+        w: &mut W,
+        cpu: u32,
+        ts: u64,
+        p: &[u8],
+        id: u32,
+    ) -> Result<Outcome, fmt::Error> {
         let events = self.events;
         let Some(ev) = events.get(id) else { return Ok(Outcome::NotGraph) };
         let ftrace = ev.system == "ftrace";
@@ -1122,12 +1127,16 @@ mod tests {
     fn header_default() {
         let mut s = String::new();
         write_header(&mut s, &GraphOpts::default()).unwrap();
-        assert_eq!(s, "# CPU  DURATION                  FUNCTION CALLS\n# |     |   |                     |   |   |   |\n");
+        assert_eq!(
+            s,
+            "# CPU  DURATION                  FUNCTION CALLS\n# |     |   |                     |   |   |   |\n"
+        );
     }
 
     #[test]
     fn options_parse() {
-        let o = GraphOpts::from_trace_options("print-parent funcgraph-proc nofuncgraph-cpu funcgraph-tail nocontext-info");
+        let o =
+            GraphOpts::from_trace_options("print-parent funcgraph-proc nofuncgraph-cpu funcgraph-tail nocontext-info");
         assert!(o.proc_ && !o.cpu && o.tail && !o.context_info && o.duration);
         assert_eq!(GraphOpts::from_trace_options(""), GraphOpts::default());
         let _ = "x".to_string();
@@ -1352,7 +1361,8 @@ mod tests {
         let syms = Syms;
         let opts = GraphOpts { retval: true, ..GraphOpts::default() };
         let mut g = GraphRenderer::new(&t, &cl, Endian::Big, 4, Some(&syms)).with_opts(opts).with_cpu_count(12);
-        let recs = [e(1, 0x100, 0), e(1, 0x300, 1), r(1, 0x300, 1, 0, 0, 1500), r(1, 0x100, (-22i32) as u32, 0, 0, 4000)];
+        let recs =
+            [e(1, 0x100, 0), e(1, 0x300, 1), r(1, 0x300, 1, 0, 0, 1500), r(1, 0x100, (-22i32) as u32, 0, 0, 4000)];
         let mut out = String::new();
         assert_eq!(g.record(&mut out, 3, 0, &recs[0], Some((0, &recs[1]))).unwrap(), Outcome::Done);
         assert_eq!(g.record(&mut out, 3, 0, &recs[1], Some((0, &recs[2]))).unwrap(), Outcome::SkipNext);
@@ -1361,8 +1371,12 @@ mod tests {
             out,
             "  3)               |  outer() {\n  3)   1.500 us    |    leaf(); /* ret=0x1 */\n  3)   4.000 us    |  } /* outer ret=-22 */\n"
         );
-        let mut h = GraphRenderer::new(&t, &cl, Endian::Big, 4, Some(&syms))
-            .with_opts(GraphOpts { retval: true, retval_hex: true, tail: true, ..GraphOpts::default() });
+        let mut h = GraphRenderer::new(&t, &cl, Endian::Big, 4, Some(&syms)).with_opts(GraphOpts {
+            retval: true,
+            retval_hex: true,
+            tail: true,
+            ..GraphOpts::default()
+        });
         let mut out = String::new();
         h.record(&mut out, 0, 0, &recs[3], None).unwrap();
         assert_eq!(out, " 0)   4.000 us    |  } /* outer ret=0xffffffea */\n");

@@ -51,7 +51,11 @@ impl Kallsyms {
     /// lines, absolute symbols and all-zero addresses (kptr_restrict) are
     /// skipped.
     pub fn parse(text: &str) -> Kallsyms {
-        let mut k = Kallsyms { blob: String::with_capacity(text.len() / 2), syms: Vec::with_capacity(text.len() / 40), ..Default::default() };
+        let mut k = Kallsyms {
+            blob: String::with_capacity(text.len() / 2),
+            syms: Vec::with_capacity(text.len() / 40),
+            ..Default::default()
+        };
         let (mut stext, mut etext, mut sinit, mut einit, mut end) = (None, None, None, None, None);
         let (mut kretprobe, mut rethook, mut old_kretprobe) = (None, None, false);
         let mut last_mod: &[u8] = &[];
@@ -260,7 +264,10 @@ mod tests {
         let x86 = "ffffffff81076840 T arch_rethook_trampoline\nffffffff81076860 t arch_rethook_fixup_return\n";
         assert_eq!(t(x86), Some(KretprobeTrampoline::At(0xffffffff81076840)));
         // Both: kretprobes not on rethook (rethook only for fprobe).
-        assert_eq!(t(&format!("{x86}ffffffff81076900 T __kretprobe_trampoline\n")), Some(KretprobeTrampoline::At(0xffffffff81076900)));
+        assert_eq!(
+            t(&format!("{x86}ffffffff81076900 T __kretprobe_trampoline\n")),
+            Some(KretprobeTrampoline::At(0xffffffff81076900))
+        );
         assert_eq!(t("ffffffff81050000 T kretprobe_trampoline\n"), Some(KretprobeTrampoline::Named));
         assert_eq!(t("ffffffff81050000 T schedule\nffffffffc0001000 t kretprobe_trampoline\t[m]\n"), None);
     }
@@ -276,7 +283,9 @@ mod tests {
             let hit = write_ip_symbol(&mut o, a, offset, Some(k as &dyn SymbolLookup)).unwrap();
             (hit, o)
         };
-        let k = Kallsyms::parse("ffff8000080381c4 T __kretprobe_trampoline\nffff8000080381f0 T kprobe_breakpoint_handler\n");
+        let k = Kallsyms::parse(
+            "ffff8000080381c4 T __kretprobe_trampoline\nffff8000080381f0 T kprobe_breakpoint_handler\n",
+        );
         assert_eq!(s(&k, 0xffff8000080381c4, false), (true, "[unknown/kretprobe'd]".into()));
         assert_eq!(s(&k, 0xffff8000080381c4, true), (true, "[unknown/kretprobe'd]".into()));
         // Inside it but not the address itself: the symbol.

@@ -41,7 +41,8 @@ mod tests {
 
     #[test]
     fn jiffies_line() {
-        let t = "Tick Device: mode:     1\nclock event device: lapic\n .idle_jiffies   : 4297477899\njiffies: 4297517350\n";
+        let t =
+            "Tick Device: mode:     1\nclock event device: lapic\n .idle_jiffies   : 4297477899\njiffies: 4297517350\n";
         assert_eq!(jiffies_from_timer_list(t), Some(4297517350));
         assert_eq!(jiffies_from_timer_list("  .last_jiffies   : 1\n"), None);
     }

@@ -157,19 +157,12 @@ impl Hist {
     /// `width` ns per bucket (at least 1), `entries` buckets (at most
     /// [`MAX_ENTRIES`], at least 1).
     pub fn new(width: u64, entries: usize) -> Self {
-        Hist {
-            width: width.max(1),
-            buckets: alloc::vec![0; entries.clamp(1, MAX_ENTRIES)],
-            over: 0,
-        }
+        Hist { width: width.max(1), buckets: alloc::vec![0; entries.clamp(1, MAX_ENTRIES)], over: 0 }
     }
 
     pub fn add(&mut self, v: u64) {
         let i = v / self.width;
-        match usize::try_from(i)
-            .ok()
-            .and_then(|i| self.buckets.get_mut(i))
-        {
+        match usize::try_from(i).ok().and_then(|i| self.buckets.get_mut(i)) {
             Some(b) => *b += 1,
             None => self.over += 1,
         }
@@ -207,17 +200,10 @@ impl Mode {
     /// preferred. Optional ones (softirqs) start with `?`.
     pub fn events(self) -> &'static [&'static str] {
         match self {
-            Mode::Wakeup => &[
-                "sched:sched_waking|sched:sched_wakeup",
-                "sched:sched_switch",
-                "?sched:sched_process_fork",
-            ],
-            Mode::Irq => &[
-                "irq:irq_handler_entry",
-                "irq:irq_handler_exit",
-                "?irq:softirq_entry",
-                "?irq:softirq_exit",
-            ],
+            Mode::Wakeup => {
+                &["sched:sched_waking|sched:sched_wakeup", "sched:sched_switch", "?sched:sched_process_fork"]
+            }
+            Mode::Irq => &["irq:irq_handler_entry", "irq:irq_handler_exit", "?irq:softirq_entry", "?irq:softirq_exit"],
             Mode::Syscall => &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"],
             Mode::Timerlat => &["ftrace:timerlat"],
             Mode::Osnoise => &["ftrace:osnoise"],
@@ -268,15 +254,9 @@ impl Table {
     /// The table's title line (without the unit) and its key column.
     fn title(self) -> (&'static str, &'static str) {
         match self {
-            Table::Task => (
-                "wakeup latency per task (sched_waking -> sched_switch)",
-                "TASK-PID",
-            ),
+            Table::Task => ("wakeup latency per task (sched_waking -> sched_switch)", "TASK-PID"),
             Table::Class => ("wakeup latency per priority class", "CLASS"),
-            Table::HardIrq => (
-                "hard IRQ handler duration (irq_handler_entry -> exit)",
-                "IRQ",
-            ),
+            Table::HardIrq => ("hard IRQ handler duration (irq_handler_entry -> exit)", "IRQ"),
             Table::SoftIrq => ("softirq duration (softirq_entry -> exit)", "SOFTIRQ"),
             Table::Syscall => ("system call duration (sys_enter -> sys_exit)", "SYSCALL"),
             Table::SyscallTask => ("system call duration per task", "TASK-PID"),
@@ -301,9 +281,8 @@ const CLASSES: [&str; 3] = ["deadline", "rt", "normal"];
 
 /// The kernel's softirq vector names (include/linux/interrupt.h; IRQ_POLL
 /// was BLOCK_IOPOLL before 4.5).
-const SOFTIRQS: [&str; 10] = [
-    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
-];
+const SOFTIRQS: [&str; 10] =
+    ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 /// One row: the name seen in the records (a comm, an IRQ's name), the
 /// statistics and the histogram.
@@ -364,16 +343,12 @@ impl Ev {
     fn of(ev: &EventFormat, names: &[&str]) -> Result<Ev, Missing> {
         let mut fields = Vec::new();
         for n in names {
-            let f = ev.field(n).ok_or_else(|| {
-                Missing::Field(alloc::format!("{}:{}", ev.system, ev.name), n.to_string())
-            })?;
+            let f = ev
+                .field(n)
+                .ok_or_else(|| Missing::Field(alloc::format!("{}:{}", ev.system, ev.name), n.to_string()))?;
             fields.push(f.clone());
         }
-        Ok(Ev {
-            id: ev.id,
-            fields,
-            common: CommonFields::of(ev),
-        })
+        Ok(Ev { id: ev.id, fields, common: CommonFields::of(ev) })
     }
 
     fn int(&self, i: usize, p: &[u8], e: Endian) -> Option<i64> {
@@ -461,11 +436,9 @@ impl Lat {
         hist: Option<(u64, usize)>,
     ) -> Result<Lat, Missing> {
         let fields: &[&[&str]] = match mode {
-            Mode::Wakeup => &[
-                &["pid", "prio", "comm"],
-                &["next_pid", "next_prio", "next_comm"],
-                &["parent_pid", "child_pid"],
-            ],
+            Mode::Wakeup => {
+                &[&["pid", "prio", "comm"], &["next_pid", "next_prio", "next_comm"], &["parent_pid", "child_pid"]]
+            }
             Mode::Irq => &[&["irq", "name"], &["irq"], &["vec"], &["vec"]],
             Mode::Syscall => &[&["id"], &["id"]],
             Mode::Timerlat => &[&["seqnum", "context", "timer_latency"]],
@@ -536,9 +509,7 @@ impl Lat {
     }
 
     fn which(&self, id: u32) -> Option<usize> {
-        self.evs
-            .iter()
-            .position(|e| e.as_ref().is_some_and(|e| e.id == id))
+        self.evs.iter().position(|e| e.as_ref().is_some_and(|e| e.id == id))
     }
 
     fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) {
@@ -576,14 +547,7 @@ impl Lat {
         let id = u32::from(e.uint(p, 0, 2)? as u16);
         let which = self.which(id)?;
         let ev = self.evs.get(which)?.as_ref()?;
-        let sample = |table, key, begin: u64| Sample {
-            table,
-            key,
-            cpu,
-            begin,
-            end: ts,
-            ns: ts.saturating_sub(begin),
-        };
+        let sample = |table, key, begin: u64| Sample { table, key, cpu, begin, end: ts, ns: ts.saturating_sub(begin) };
         match (self.mode, which) {
             (Mode::Wakeup, BEGIN) => {
                 let pid = ev.int(0, p, e)?;
@@ -613,11 +577,7 @@ impl Lat {
             }
             (Mode::Wakeup, FORK) => {
                 let (parent, child) = (ev.int(0, p, e)?, ev.int(1, p, e)?);
-                if let Some(o) = self
-                    .only
-                    .as_mut()
-                    .filter(|o| o.contains_key(&parent) && o.len() < MAX_OPEN)
-                {
+                if let Some(o) = self.only.as_mut().filter(|o| o.contains_key(&parent) && o.len() < MAX_OPEN) {
                     o.insert(child, ());
                 }
                 None
@@ -633,22 +593,11 @@ impl Lat {
                     } else if self.rows.len() < MAX_OPEN && !name.is_empty() {
                         // Name it now: the exit carries no name.
                         let hist = self.hist.map(|(w, n)| Hist::new(w, n));
-                        self.rows.insert(
-                            (Table::HardIrq, n),
-                            Row {
-                                name,
-                                stat: Stat::default(),
-                                hist,
-                            },
-                        );
+                        self.rows.insert((Table::HardIrq, n), Row { name, stat: Stat::default(), hist });
                     }
                 }
                 let slot = self.cpu_slot(cpu)?;
-                let open = if which == BEGIN {
-                    &mut slot.0
-                } else {
-                    &mut slot.1
-                };
+                let open = if which == BEGIN { &mut slot.0 } else { &mut slot.1 };
                 if open.replace((n, ts)).is_some() {
                     self.unpaired += 1;
                 }
@@ -657,18 +606,10 @@ impl Lat {
             (Mode::Irq, END | SOFT_END) => {
                 let n = ev.int(0, p, e)?;
                 let slot = self.cpu_slot(cpu)?;
-                let open = if which == END {
-                    &mut slot.0
-                } else {
-                    &mut slot.1
-                };
+                let open = if which == END { &mut slot.0 } else { &mut slot.1 };
                 match open.take() {
                     Some((m, begin)) if m == n => {
-                        let table = if which == END {
-                            Table::HardIrq
-                        } else {
-                            Table::SoftIrq
-                        };
+                        let table = if which == END { Table::HardIrq } else { Table::SoftIrq };
                         let s = sample(table, n, begin);
                         self.add(table, n, None, s.ns);
                         Some(s)
@@ -722,21 +663,11 @@ impl Lat {
                     }
                 }
                 self.add(table, i64::from(cpu), None, ns);
-                Some(Sample {
-                    table,
-                    key: i64::from(cpu),
-                    cpu,
-                    begin: ts,
-                    end: ts,
-                    ns,
-                })
+                Some(Sample { table, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
             }
             (Mode::Osnoise, BEGIN) => {
-                let v: Vec<u64> = (0..8)
-                    .map(|i| ev.int(i, p, e).unwrap_or(0) as u64)
-                    .collect();
-                let &[runtime, noise, max_sample, hw, nmi, irq, softirq, thread] = v.as_slice()
-                else {
+                let v: Vec<u64> = (0..8).map(|i| ev.int(i, p, e).unwrap_or(0) as u64).collect();
+                let &[runtime, noise, max_sample, hw, nmi, irq, softirq, thread] = v.as_slice() else {
                     return None;
                 };
                 if !self.noise.contains_key(&cpu) && self.noise.len() >= MAX_OPEN {
@@ -758,14 +689,7 @@ impl Lat {
                 }
                 let ns = noise.saturating_mul(1000);
                 self.add(Table::Noise, i64::from(cpu), None, ns);
-                Some(Sample {
-                    table: Table::Noise,
-                    key: i64::from(cpu),
-                    cpu,
-                    begin: ts,
-                    end: ts,
-                    ns,
-                })
+                Some(Sample { table: Table::Noise, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
             }
             _ => None,
         }
@@ -781,10 +705,7 @@ impl Lat {
 
     /// The rows, by table then key.
     pub fn rows(&self) -> impl Iterator<Item = (Table, i64, &Row)> {
-        self.rows
-            .iter()
-            .filter(|(_, r)| r.stat.count > 0)
-            .map(|(&(t, k), r)| (t, k, r))
+        self.rows.iter().filter(|(_, r)| r.stat.count > 0).map(|(&(t, k), r)| (t, k, r))
     }
 
     /// Latencies measured (rows of the first table of the mode).
@@ -804,19 +725,14 @@ impl Lat {
             first
         };
         self.rows()
-            .filter(|(t, _, _)| {
-                *t == first || *t == also || (self.mode == Mode::Timerlat && *t == Table::TimerUser)
-            })
+            .filter(|(t, _, _)| *t == first || *t == also || (self.mode == Mode::Timerlat && *t == Table::TimerUser))
             .map(|(_, _, r)| r.stat.count)
             .sum()
     }
 
     /// The row with the largest maximum of `table`, if any.
     pub fn worst(&self, table: Table) -> Option<(i64, &Row)> {
-        self.rows()
-            .filter(|(t, _, _)| *t == table)
-            .max_by_key(|(_, _, r)| r.stat.max)
-            .map(|(_, k, r)| (k, r))
+        self.rows().filter(|(t, _, _)| *t == table).max_by_key(|(_, _, r)| r.stat.max).map(|(_, k, r)| (k, r))
     }
 }
 
@@ -861,13 +777,7 @@ pub fn key_name(table: Table, key: i64, row: &Row, cmdlines: &Cmdlines) -> Strin
     };
     match table {
         Table::Task | Table::SyscallTask => alloc::format!("{}-{key}", comm(key)),
-        Table::Class => String::from(
-            usize::try_from(key)
-                .ok()
-                .and_then(|i| CLASSES.get(i))
-                .copied()
-                .unwrap_or("?"),
-        ),
+        Table::Class => String::from(usize::try_from(key).ok().and_then(|i| CLASSES.get(i)).copied().unwrap_or("?")),
         Table::HardIrq if !row.name.is_empty() => alloc::format!("{key} {}", row.name),
         Table::SoftIrq => match usize::try_from(key).ok().and_then(|i| SOFTIRQS.get(i)) {
             Some(n) => alloc::format!("{key} {n}"),
@@ -882,12 +792,7 @@ const KEY_WIDTH: usize = 24;
 
 /// Every table of `lat`: a title with the unit, then one line per key
 /// (sorted by key; tasks by their maximum, worst first).
-pub fn write_tables<W: Write + ?Sized>(
-    w: &mut W,
-    lat: &Lat,
-    unit: Unit,
-    cmdlines: &Cmdlines,
-) -> fmt::Result {
+pub fn write_tables<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
     let mut tables: Vec<Table> = lat.rows().map(|(t, _, _)| t).collect();
     tables.dedup();
     for (i, t) in tables.iter().enumerate() {
@@ -896,16 +801,8 @@ pub fn write_tables<W: Write + ?Sized>(
             w.write_char('\n')?;
         }
         writeln!(w, "# {title}, {}", unit.name())?;
-        writeln!(
-            w,
-            "{key:<KEY_WIDTH$} {:>8} {:>10} {:>10} {:>10} {:>12}",
-            "COUNT", "MIN", "AVG", "MAX", "TOTAL"
-        )?;
-        let mut rows: Vec<(i64, &Row)> = lat
-            .rows()
-            .filter(|(u, _, _)| u == t)
-            .map(|(_, k, r)| (k, r))
-            .collect();
+        writeln!(w, "{key:<KEY_WIDTH$} {:>8} {:>10} {:>10} {:>10} {:>12}", "COUNT", "MIN", "AVG", "MAX", "TOTAL")?;
+        let mut rows: Vec<(i64, &Row)> = lat.rows().filter(|(u, _, _)| u == t).map(|(_, k, r)| (k, r)).collect();
         if matches!(t, Table::Task | Table::SyscallTask) {
             rows.sort_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
         }
@@ -935,10 +832,7 @@ pub fn write_tables<W: Write + ?Sized>(
 /// The osnoise tracer's per-CPU table, as `rtla osnoise top` shows it
 /// (runtime and noise in µs, as the tracer reports them).
 fn write_noise<W: Write + ?Sized>(w: &mut W, lat: &Lat) -> fmt::Result {
-    writeln!(
-        w,
-        "\n# osnoise per CPU: runtime, noise and max single noise in us"
-    )?;
+    writeln!(w, "\n# osnoise per CPU: runtime, noise and max single noise in us")?;
     writeln!(w, "CPU   PERIODS      RUNTIME      NOISE  %AVAIL  MAXSINGLE      HW     NMI     IRQ SOFTIRQ  THREAD")?;
     for (cpu, n) in lat.noise.iter() {
         let a = n.available_mpct();
@@ -963,12 +857,7 @@ fn write_noise<W: Write + ?Sized>(w: &mut W, lat: &Lat) -> fmt::Result {
 
 /// Every histogram: per key, the non-empty buckets (`FROM-TO COUNT`) and
 /// the overflow row.
-pub fn write_hists<W: Write + ?Sized>(
-    w: &mut W,
-    lat: &Lat,
-    unit: Unit,
-    cmdlines: &Cmdlines,
-) -> fmt::Result {
+pub fn write_hists<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
     let mut first = true;
     for (t, k, r) in lat.rows() {
         let Some(h) = &r.hist else { continue };
@@ -977,13 +866,7 @@ pub fn write_hists<W: Write + ?Sized>(
         }
         first = false;
         let (title, _) = t.title();
-        writeln!(
-            w,
-            "# {title}: {} ({} samples), {}",
-            key_name(t, k, r, cmdlines),
-            r.stat.count,
-            unit.name()
-        )?;
+        writeln!(w, "# {title}: {} ({} samples), {}", key_name(t, k, r, cmdlines), r.stat.count, unit.name())?;
         for (i, n) in h.buckets.iter().enumerate().filter(|(_, n)| **n > 0) {
             let from = (i as u64).saturating_mul(h.width);
             let mut s = String::new();
@@ -1001,27 +884,12 @@ pub fn write_hists<W: Write + ?Sized>(
 
 /// One JSON object per row (and per osnoise CPU), one a line; values in
 /// `unit`, with `"unit"` saying which.
-pub fn write_json<W: Write + ?Sized>(
-    w: &mut W,
-    lat: &Lat,
-    unit: Unit,
-    cmdlines: &Cmdlines,
-) -> fmt::Result {
+pub fn write_json<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
     for (t, k, r) in lat.rows() {
         write!(w, "{{\"table\":\"{}\",\"key\":{k},\"name\":", t.name())?;
         json_str(w, &key_name(t, k, r, cmdlines))?;
-        write!(
-            w,
-            ",\"unit\":\"{}\",\"count\":{}",
-            unit.name(),
-            r.stat.count
-        )?;
-        for (n, v) in [
-            ("min", r.stat.min),
-            ("avg", r.stat.avg()),
-            ("max", r.stat.max),
-            ("sum", r.stat.sum),
-        ] {
+        write!(w, ",\"unit\":\"{}\",\"count\":{}", unit.name(), r.stat.count)?;
+        for (n, v) in [("min", r.stat.min), ("avg", r.stat.avg()), ("max", r.stat.max), ("sum", r.stat.sum)] {
             write!(w, ",\"{n}\":")?;
             unit.write(w, v)?;
         }
@@ -1104,14 +972,8 @@ mod tests {
             s.add(v);
             h.add(v);
         }
-        assert_eq!(
-            (s.count, s.min, s.max, s.sum, s.avg(), s.last),
-            (5, 0, 35, 80, 16, 0)
-        );
-        assert_eq!(
-            (h.buckets.clone(), h.over, h.total()),
-            (alloc::vec![2, 1, 1], 1, 5)
-        );
+        assert_eq!((s.count, s.min, s.max, s.sum, s.avg(), s.last), (5, 0, 35, 80, 16, 0));
+        assert_eq!((h.buckets.clone(), h.over, h.total()), (alloc::vec![2, 1, 1], 1, 5));
         let mut h = Hist::new(0, 0);
         h.add(u64::MAX);
         assert_eq!((h.width, h.buckets.len(), h.over), (1, 1, 1));
@@ -1121,43 +983,19 @@ mod tests {
     fn wakeup_pairs_the_first_waking_with_the_switch_in() {
         let t = table(&[("sched", WAKING), ("sched", SWITCH)]);
         let mut l = Lat::new(Mode::Wakeup, &t, Endian::Little, false, Some((1000, 4))).unwrap();
-        let wake = |pid: i32, prio: i32| {
-            rec(
-                5,
-                &[
-                    (8, b"sleeper\0"),
-                    (24, &pid.to_le_bytes()),
-                    (28, &prio.to_le_bytes()),
-                ],
-                36,
-            )
-        };
+        let wake =
+            |pid: i32, prio: i32| rec(5, &[(8, b"sleeper\0"), (24, &pid.to_le_bytes()), (28, &prio.to_le_bytes())], 36);
         let sw = |pid: i32, prio: i32| {
-            rec(
-                6,
-                &[
-                    (40, b"sleeper\0"),
-                    (56, &pid.to_le_bytes()),
-                    (60, &prio.to_le_bytes()),
-                ],
-                64,
-            )
+            rec(6, &[(40, b"sleeper\0"), (56, &pid.to_le_bytes()), (60, &prio.to_le_bytes())], 64)
         };
         assert_eq!(l.record(0, 1000, &wake(42, 120)), None);
         assert_eq!(l.record(1, 1500, &wake(42, 120)), None);
         let s = l.record(1, 4500, &sw(42, 120)).unwrap();
         assert_eq!((s.ns, s.begin, s.end, s.key), (3500, 1000, 4500, 42));
-        assert_eq!(
-            l.record(1, 5000, &sw(42, 120)),
-            None,
-            "no second latency without a wakeup"
-        );
+        assert_eq!(l.record(1, 5000, &sw(42, 120)), None, "no second latency without a wakeup");
         l.record(0, 6000, &wake(7, 10));
         l.record(0, 6100, &sw(7, 10));
-        let rows: Vec<_> = l
-            .rows()
-            .map(|(t, k, r)| (t, k, r.stat.count, r.stat.max))
-            .collect();
+        let rows: Vec<_> = l.rows().map(|(t, k, r)| (t, k, r.stat.count, r.stat.max)).collect();
         assert_eq!(
             rows,
             alloc::vec![
@@ -1174,20 +1012,12 @@ mod tests {
         let mut only = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None).unwrap();
         only.only(&[42]);
         only.record(0, 0, &wake(7, 120));
-        assert_eq!(
-            only.record(0, 10, &sw(7, 120)),
-            None,
-            "a task the pid filter does not name"
-        );
+        assert_eq!(only.record(0, 10, &sw(7, 120)), None, "a task the pid filter does not name");
         only.record(0, 20, &wake(42, 120));
         assert!(only.record(0, 30, &sw(42, 120)).is_some());
         let mut rt = Lat::new(Mode::Wakeup, &t, Endian::Little, true, None).unwrap();
         rt.record(0, 0, &wake(42, 120));
-        assert_eq!(
-            rt.record(0, 10, &sw(42, 120)),
-            None,
-            "--rt skips normal tasks"
-        );
+        assert_eq!(rt.record(0, 10, &sw(42, 120)), None, "--rt skips normal tasks");
     }
 
     #[test]
@@ -1195,15 +1025,7 @@ mod tests {
         let t = table(&[("ftrace", TIMERLAT)]);
         let mut l = Lat::new(Mode::Timerlat, &t, Endian::Little, false, None).unwrap();
         let e = |seq: u32, ctx: i32, lat: u64| {
-            rec(
-                18,
-                &[
-                    (8, &seq.to_le_bytes()),
-                    (12, &ctx.to_le_bytes()),
-                    (16, &lat.to_le_bytes()),
-                ],
-                24,
-            )
+            rec(18, &[(8, &seq.to_le_bytes()), (12, &ctx.to_le_bytes()), (16, &lat.to_le_bytes())], 24)
         };
         l.record(0, 1, &e(1, 0, 900));
         l.record(0, 2, &e(1, 1, 4000));
@@ -1211,32 +1033,15 @@ mod tests {
         l.record(0, 4, &e(4, 0, 100));
         assert_eq!(l.seq_gaps, 1);
         let w = l.worst(Table::TimerIrq).unwrap();
-        assert_eq!(
-            (
-                w.0,
-                w.1.stat.count,
-                w.1.stat.min,
-                w.1.stat.max,
-                w.1.stat.last
-            ),
-            (0, 3, 100, 1100, 100)
-        );
+        assert_eq!((w.0, w.1.stat.count, w.1.stat.min, w.1.stat.max, w.1.stat.last), (0, 3, 100, 1100, 100));
         assert_eq!(l.measured(), 4);
-        assert!(
-            l.record(0, 5, &e(1, 0, 1)[..10]).is_none(),
-            "a short record is skipped"
-        );
+        assert!(l.record(0, 5, &e(1, 0, 1)[..10]).is_none(), "a short record is skipped");
     }
 
     #[test]
     fn a_mode_without_its_events_says_which() {
         let t = table(&[("sched", SWITCH)]);
-        let e = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None)
-            .err()
-            .unwrap();
-        assert_eq!(
-            e.to_string(),
-            "no sched:sched_waking or sched:sched_wakeup event"
-        );
+        let e = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None).err().unwrap();
+        assert_eq!(e.to_string(), "no sched:sched_waking or sched:sched_wakeup event");
     }
 }

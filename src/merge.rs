@@ -369,10 +369,8 @@ mod tests {
     use alloc::vec;
 
     fn check(inputs: &[Vec<u64>], heap: bool) {
-        let iters: Vec<_> = inputs
-            .iter()
-            .map(|v| v.iter().enumerate().map(|(i, &t)| (t, i)).collect::<Vec<_>>().into_iter())
-            .collect();
+        let iters: Vec<_> =
+            inputs.iter().map(|v| v.iter().enumerate().map(|(i, &t)| (t, i)).collect::<Vec<_>>().into_iter()).collect();
         let out: Vec<(usize, (u64, usize))> = merge_with_mode(iters, heap).collect();
         // Reference: a stable sort by (ts, cpu) of all items in per-CPU order.
         let mut want: Vec<(u64, usize, usize)> = Vec::new();
@@ -496,8 +494,9 @@ mod tests {
         b.push(Ev::Data { delta: 0, payload: b"b1__", force_long: false });
         let (pa, pb) = (a.finish(Missed::None, None), b.finish(Missed::Count(3), None));
         let (pa, pb) = (Page::parse(&pa, &l, Endian::Little).unwrap(), Page::parse(&pb, &l, Endian::Little).unwrap());
-        let out: Vec<(usize, u64)> =
-            merge([pa.items().map(Result::unwrap), pb.items().map(Result::unwrap)]).map(|(c, i)| (c, i.timestamp())).collect();
+        let out: Vec<(usize, u64)> = merge([pa.items().map(Result::unwrap), pb.items().map(Result::unwrap)])
+            .map(|(c, i)| (c, i.timestamp()))
+            .collect();
         assert_eq!(out, [(0, 101), (1, 105), (1, 105), (0, 111)]);
     }
 }

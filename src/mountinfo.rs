@@ -132,12 +132,8 @@ pub fn tracefs_candidates(text: &str) -> Vec<Candidate> {
                 let rank = if m.mount_point == "/sys/kernel/tracing" { 0 } else { 1 };
                 (rank, Candidate { path: m.mount_point.clone(), kind: Kind::Tracefs })
             }
-            "debugfs" if m.root == "/" => {
-                (2, Candidate { path: join(&m.mount_point, "tracing"), kind: Kind::Debugfs })
-            }
-            "debugfs" if m.root == "/tracing" => {
-                (2, Candidate { path: m.mount_point.clone(), kind: Kind::Debugfs })
-            }
+            "debugfs" if m.root == "/" => (2, Candidate { path: join(&m.mount_point, "tracing"), kind: Kind::Debugfs }),
+            "debugfs" if m.root == "/tracing" => (2, Candidate { path: m.mount_point.clone(), kind: Kind::Debugfs }),
             _ => continue,
         };
         if !out.iter().any(|(_, c)| c.path == cand.1.path) {
@@ -233,8 +229,8 @@ mod tests {
     fn no_optional_fields_and_many_optional_fields() {
         let a = parse_line("25 22 0:12 / /t rw - tracefs tracefs rw").unwrap();
         assert_eq!(a.fstype, "tracefs");
-        let b = parse_line("25 22 0:12 / /t rw shared:1 master:2 propagate_from:3 unbindable - tracefs nodev rw")
-            .unwrap();
+        let b =
+            parse_line("25 22 0:12 / /t rw shared:1 master:2 propagate_from:3 unbindable - tracefs nodev rw").unwrap();
         assert_eq!((b.fstype.as_str(), b.source.as_str()), ("tracefs", "nodev"));
     }
 

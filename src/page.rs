@@ -148,7 +148,10 @@ pub struct Record<'a> {
 pub enum Item<'a> {
     /// Events were lost before this page (first item of the page; `ts` is
     /// the page timestamp). `count` is `None` when the kernel did not store it.
-    Lost { ts: u64, count: Option<u64> },
+    Lost {
+        ts: u64,
+        count: Option<u64>,
+    },
     Record(Record<'a>),
 }
 
@@ -198,7 +201,8 @@ impl<'a> Page<'a> {
             return Err(e(PageErrorKind::ShortPage, bytes.len()));
         }
         let timestamp = endian.u64(bytes, l.ts_offset).ok_or(e(PageErrorKind::ShortPage, l.ts_offset))?;
-        let word = endian.uint(bytes, l.commit_offset, l.commit_size).ok_or(e(PageErrorKind::ShortPage, l.commit_offset))?;
+        let word =
+            endian.uint(bytes, l.commit_offset, l.commit_size).ok_or(e(PageErrorKind::ShortPage, l.commit_offset))?;
         // Flags are bits 31/30 of the low 32 bits for both word sizes.
         let word = word as u32;
         let len = word & COMMIT_MASK;
@@ -219,15 +223,7 @@ impl<'a> Page<'a> {
         } else {
             Missed::Unknown
         };
-        Ok(Page {
-            timestamp,
-            len,
-            missed,
-            data,
-            truncated: avail < end,
-            data_offset: l.data_offset as u32,
-            endian,
-        })
+        Ok(Page { timestamp, len, missed, data, truncated: avail < end, data_offset: l.data_offset as u32, endian })
     }
 
     /// The committed event bytes (shorter than `len` if truncated).
@@ -610,7 +606,8 @@ pub mod build {
                     }
                 }
             }
-            let word64 = if word & RB_MISSED_EVENTS != 0 { u64::from(word) | 0xffff_ffff_0000_0000 } else { u64::from(word) };
+            let word64 =
+                if word & RB_MISSED_EVENTS != 0 { u64::from(word) | 0xffff_ffff_0000_0000 } else { u64::from(word) };
             let put = |page: &mut Vec<u8>, off: usize, v: u64, size: usize| {
                 let b8 = match self.endian {
                     Endian::Little => v.to_le_bytes(),
@@ -717,11 +714,9 @@ mod tests {
                 let l = PageLayout::new(long, 4096);
                 let mut b = PageBuilder::new(l, e, 77);
                 b.push(data(1, b"abcd"));
-                for (m, want) in [
-                    (Missed::None, None),
-                    (Missed::Unknown, Some(None)),
-                    (Missed::Count(12345), Some(Some(12345))),
-                ] {
+                for (m, want) in
+                    [(Missed::None, None), (Missed::Unknown, Some(None)), (Missed::Count(12345), Some(Some(12345)))]
+                {
                     let page = b.finish(m, None);
                     let p = Page::parse(&page, &l, e).unwrap();
                     assert_eq!(p.missed, m);

@@ -192,7 +192,10 @@ mod tests {
     #[test]
     fn kprobes() {
         let d = Def::parse(Kind::Kprobe, false, "do_sys_openat2 path=+0($arg2):ustring").unwrap();
-        assert_eq!((d.ret, d.group, d.event, d.place, d.args), (false, None, None, "do_sys_openat2", "path=+0($arg2):ustring"));
+        assert_eq!(
+            (d.ret, d.group, d.event, d.place, d.args),
+            (false, None, None, "do_sys_openat2", "path=+0($arg2):ustring")
+        );
         assert_eq!(d.default_name(), "do_sys_openat2");
         assert_eq!(d.line(GROUP, "open", d.place), "p:trbox/open do_sys_openat2 path=+0($arg2):ustring");
         let d = Def::parse(Kind::Kprobe, false, "p:my/open do_sys_openat2+0x4 dfd=%di").unwrap();
@@ -223,7 +226,10 @@ mod tests {
         assert_eq!((d.ret, d.group, d.event, d.place), (true, Some("u"), Some("rl"), "/bin/bash:readline"));
         let d = Def::parse(Kind::Uprobe, false, "/lib/libc.so.6:0x9be70").unwrap();
         assert_eq!(d.default_name(), "libc_so_6_0x9be70");
-        assert_eq!(Def::parse(Kind::Uprobe, false, "/lib/libc.so.6:memcpy@@GLIBC_2.14").unwrap().default_name(), "memcpy");
+        assert_eq!(
+            Def::parse(Kind::Uprobe, false, "/lib/libc.so.6:memcpy@@GLIBC_2.14").unwrap().default_name(),
+            "memcpy"
+        );
         assert_eq!(Def::parse(Kind::Uprobe, false, "bash").unwrap_err(), DefError::NoPath);
         assert_eq!(Def::parse(Kind::Uprobe, false, "/bin/bash:").unwrap_err(), DefError::NoSymbol);
         assert_eq!(Def::parse(Kind::Uprobe, false, ":main").unwrap_err(), DefError::NoPath);

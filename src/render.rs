@@ -6,7 +6,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use crate::printfmt::digits::{Stage, StackBuf, LINE};
+use crate::printfmt::digits::{StackBuf, Stage, LINE};
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 #[derive(Debug, Default, Clone)]
@@ -381,11 +381,17 @@ use crate::printfmt::{StringLookup, SymbolLookup};
 /// How an event's body is produced.
 enum Body {
     /// ftrace's own records, printed by dedicated kernel functions.
-    Function { ip: (usize, usize), parent: (usize, usize) },
+    Function {
+        ip: (usize, usize),
+        parent: (usize, usize),
+    },
     KernelStack,
     /// The print fmt program; `named` puts `name: ` before it (all events
     /// but ftrace's print/bputs/bprint, which start with their ip).
-    Fmt { prog: crate::printfmt::Program, named: bool },
+    Fmt {
+        prog: crate::printfmt::Program,
+        named: bool,
+    },
 }
 
 /// Turns records into the kernel's `trace` lines. Programs are compiled on
@@ -521,7 +527,14 @@ impl<'a> Renderer<'a> {
 
     /// [`record`](Self::record) for a record whose event the caller has
     /// looked up already.
-    pub fn record_of<W: Write>(&mut self, w: &mut W, ev: &EventFormat, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
+    pub fn record_of<W: Write>(
+        &mut self,
+        w: &mut W,
+        ev: &EventFormat,
+        cpu: u32,
+        ts: u64,
+        payload: &[u8],
+    ) -> fmt::Result {
         let e = self.endian;
         // The common fields are laid out alike in every event of a kernel.
         let common = match self.common {
@@ -592,7 +605,13 @@ impl<'a> Renderer<'a> {
 }
 
 /// Push the comm-pid column of `pid`, from the cache when it is there.
-fn comm_col<W: Write>(cols: &mut Vec<(i32, StackBuf<COL_MAX>)>, cmdlines: &Cmdlines, w: &mut W, b: &mut StackBuf<PREFIX>, pid: i32) -> fmt::Result {
+fn comm_col<W: Write>(
+    cols: &mut Vec<(i32, StackBuf<COL_MAX>)>,
+    cmdlines: &Cmdlines,
+    w: &mut W,
+    b: &mut StackBuf<PREFIX>,
+    pid: i32,
+) -> fmt::Result {
     let slot = pid as u32 as usize % COLS;
     if let Some(c) = cols.get(slot).filter(|c| c.0 == pid && c.1.len() > 0) {
         b.push_buf(&c.1);
@@ -685,7 +704,9 @@ pub fn write_json<W: Write + ?Sized>(
             }
             (k, Some(b)) => {
                 let es = match k {
-                    FieldKind::Array { elem_size, .. } | FieldKind::DataLoc { elem_size } | FieldKind::RelLoc { elem_size } => elem_size as usize,
+                    FieldKind::Array { elem_size, .. }
+                    | FieldKind::DataLoc { elem_size }
+                    | FieldKind::RelLoc { elem_size } => elem_size as usize,
                     FieldKind::Scalar => 1,
                 };
                 let es = if matches!(es, 1 | 2 | 4 | 8) { es } else { 1 };

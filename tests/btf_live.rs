@@ -75,7 +75,9 @@ fn live_btf_resolves_format_identifiers() {
     eprintln!("BTF: {} bytes parsed in {dt:?}; {} names, {} heap bytes", raw.len(), btf.len(), btf.heap_bytes());
 
     // The inode state flags of writeback events (values changed in 6.x).
-    for n in ["I_NEW", "I_SYNC", "I_DIRTY_SYNC", "I_DIRTY_DATASYNC", "I_DIRTY_PAGES", "I_WILL_FREE", "I_FREEING", "I_CLEAR"] {
+    for n in
+        ["I_NEW", "I_SYNC", "I_DIRTY_SYNC", "I_DIRTY_DATASYNC", "I_DIRTY_PAGES", "I_WILL_FREE", "I_FREEING", "I_CLEAR"]
+    {
         let v = btf.enum_value(n).unwrap_or_else(|| panic!("{n} not in BTF"));
         assert!(v > 0 && (v as u64).is_power_of_two(), "{n} = {v:#x}");
     }
@@ -177,7 +179,8 @@ fn live_vmemmap_base_matches_kernel_text() {
     common::assert_same_state(&before, &common::snapshot(&root));
     let lines: Vec<&str> = text.lines().filter(|l| l.contains("mm_page_alloc: page=")).collect();
     eprintln!("{} mm_page_alloc lines, e.g. {:?}", lines.len(), lines.first());
-    let pfns: std::collections::BTreeSet<&str> = lines.iter().filter_map(|l| l.split(" pfn=").nth(1)?.split(' ').next()).collect();
+    let pfns: std::collections::BTreeSet<&str> =
+        lines.iter().filter_map(|l| l.split(" pfn=").nth(1)?.split(' ').next()).collect();
     assert!(pfns.len() >= 2, "need two distinct pfns to check sizeof(struct page)");
     let learned = vmemmap_base_from_trace(&text, page).expect("every line agrees on vmemmap_base");
     // A wrong struct size would not be consistent across pfns.

@@ -26,7 +26,9 @@ fn load() {
         let _ = std::fs::write(&f, vec![i as u8; 8192]);
         let _ = std::fs::read(&f);
     }
-    let _ = Command::new("sh").args(["-c", "ls -l /proc/self/ >/dev/null; echo x | cat >/dev/null; sleep 0.01; kill -0 $$"]).status();
+    let _ = Command::new("sh")
+        .args(["-c", "ls -l /proc/self/ >/dev/null; echo x | cat >/dev/null; sleep 0.01; kill -0 $$"])
+        .status();
     if let Ok(l) = std::net::TcpListener::bind("127.0.0.1:0") {
         if let Ok(a) = l.local_addr() {
             if let Ok(mut c) = std::net::TcpStream::connect(a) {
@@ -161,7 +163,9 @@ fn raw_decode_equals_kernel_text() {
             let overrun: u64 = std::fs::read_dir(root.join("per_cpu"))
                 .unwrap()
                 .flatten()
-                .map(|c| trbox::ctl::CpuStats::parse(&std::fs::read_to_string(c.path().join("stats")).unwrap_or_default()))
+                .map(|c| {
+                    trbox::ctl::CpuStats::parse(&std::fs::read_to_string(c.path().join("stats")).unwrap_or_default())
+                })
                 .map(|s| s.overrun.unwrap_or(0))
                 .sum();
             let kernel = std::fs::read_to_string(root.join("trace")).unwrap();

@@ -174,7 +174,10 @@ fn arm_thumb_programs() {
     }
     let d = TempDir::new("elf-arm");
     let src = "int helper(int x) { return x + 1; }\n__attribute__((noinline)) int trbox_probe_me(int x) { return helper(x) * 3; }\nvoid _start(void) { trbox_probe_me(4); for (;;) ; }\n";
-    for (name, flags) in [("thumb", &["-O1", "-nostdlib", "-static", "-mthumb"][..]), ("arm", &["-O1", "-nostdlib", "-fPIE", "-pie", "-marm"][..])] {
+    for (name, flags) in [
+        ("thumb", &["-O1", "-nostdlib", "-static", "-mthumb"][..]),
+        ("arm", &["-O1", "-nostdlib", "-fPIE", "-pie", "-marm"][..]),
+    ] {
         let bin = d.path().join(name);
         if cprog::cc(cc, src, flags, &bin) {
             assert!(cross_check(&bin, true, 100) >= 2, "{name}");

@@ -34,7 +34,11 @@ fn board_formats() {
             walk(&dir.join("events"), "", long, &mut evs);
             assert!(!evs.is_empty());
             for ev in &evs {
-                assert!(ev.common.iter().any(|f| f.name == "common_type" && f.offset == 0 && f.size == 2), "{}", ev.name);
+                assert!(
+                    ev.common.iter().any(|f| f.name == "common_type" && f.offset == 0 && f.size == 2),
+                    "{}",
+                    ev.name
+                );
                 for f in ev.all_fields() {
                     if let FieldKind::Array { elem_size, count } = f.kind {
                         assert_eq!(elem_size * count, f.size, "{arch} {}: {}", ev.name, f.name);

@@ -108,7 +108,8 @@ fn compare(dir: &Path) -> (usize, Vec<String>) {
     for i in 0..k.len().max(o.len()) {
         let (a, b) = (k.get(i).copied().unwrap_or("<none>"), o.get(i).copied().unwrap_or("<none>"));
         if a != b {
-            let ctx: Vec<String> = (i.saturating_sub(3)..i).map(|j| format!("      {}", k.get(j).unwrap_or(&""))).collect();
+            let ctx: Vec<String> =
+                (i.saturating_sub(3)..i).map(|j| format!("      {}", k.get(j).unwrap_or(&""))).collect();
             bad.push(format!("{}:{}:\n{}\n  kernel: {a}\n  trbox:  {b}", dir.display(), i + 1, ctx.join("\n")));
         }
     }
@@ -133,7 +134,11 @@ fn graph_text_matches_the_kernel() {
     let mut failures = Vec::new();
     for d in fixtures() {
         let (n, bad) = compare(&d);
-        println!("{:<45} {n:>6} lines, {} differ", d.display().to_string().rsplit("fixtures/").next().unwrap_or(""), bad.len());
+        println!(
+            "{:<45} {n:>6} lines, {} differ",
+            d.display().to_string().rsplit("fixtures/").next().unwrap_or(""),
+            bad.len()
+        );
         failures.extend(bad.into_iter().take(5));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -189,7 +194,6 @@ fn folded_and_top_agree_with_the_graph() {
     }
 }
 
-
 /// Real records cut short, corrupted and shuffled: the renderer and the
 /// aggregations never panic.
 #[test]
@@ -205,12 +209,13 @@ fn damaged_fixture_records_never_panic() {
         seed
     };
     for round in 0..4 {
-        let mut g = GraphRenderer::new(&t.table, &t.cmdlines, Endian::Little, t.long, Some(&t.syms)).with_opts(GraphOpts {
-            irqs: round % 2 == 0,
-            proc_: round > 1,
-            abstime: round > 1,
-            ..GraphOpts::default()
-        });
+        let mut g =
+            GraphRenderer::new(&t.table, &t.cmdlines, Endian::Little, t.long, Some(&t.syms)).with_opts(GraphOpts {
+                irqs: round % 2 == 0,
+                proc_: round > 1,
+                abstime: round > 1,
+                ..GraphOpts::default()
+            });
         let mut s = Stats::new(&t.table, Endian::Little, t.long, true);
         let mut out = String::new();
         let damaged: Vec<Vec<u8>> = recs

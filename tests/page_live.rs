@@ -85,7 +85,6 @@ impl Drop for Guard {
     }
 }
 
-
 /// Every page of one CPU, read with exactly sub-buffer-sized non-blocking reads.
 fn read_pages(path: &Path, subbuf: usize) -> Vec<Vec<u8>> {
     let mut f = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).unwrap();
@@ -161,7 +160,8 @@ fn live_pages_match_trace_file() {
     guard.filled = true;
     let load: usize = std::env::var("TRBOX_PAGE_LOAD").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     for i in 0..load {
-        let _ = std::process::Command::new("/bin/sh").args(["-c", &format!("echo {i} > /dev/null; exec true")]).status();
+        let _ =
+            std::process::Command::new("/bin/sh").args(["-c", &format!("echo {i} > /dev/null; exec true")]).status();
     }
     std::thread::sleep(std::time::Duration::from_millis(50));
     write(&dir.join("tracing_on"), "0").unwrap();
@@ -176,7 +176,8 @@ fn live_pages_match_trace_file() {
     let mut bodies: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut nlines = 0usize;
     for line in trace.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-        let (cpu, us, name) = common::trace_text::parse_event(line).unwrap_or_else(|| panic!("unparsed trace line: {line}"));
+        let (cpu, us, name) =
+            common::trace_text::parse_event(line).unwrap_or_else(|| panic!("unparsed trace line: {line}"));
         want.entry(cpu).or_default().push((us, name));
         bodies.entry(cpu).or_default().push(line.to_string());
         nlines += 1;
@@ -199,9 +200,9 @@ fn live_pages_match_trace_file() {
             for item in p.items() {
                 match item.expect("page decodes") {
                     Item::Record(r) => {
-                        let ev = table
-                            .event_of(r.payload, Endian::NATIVE)
-                            .unwrap_or_else(|| panic!("unknown common_type {:?}", table.record_id(r.payload, Endian::NATIVE)));
+                        let ev = table.event_of(r.payload, Endian::NATIVE).unwrap_or_else(|| {
+                            panic!("unknown common_type {:?}", table.record_id(r.payload, Endian::NATIVE))
+                        });
                         assert!(r.payload.len() as u32 >= ev.min_record_size(), "{} record too short", ev.name);
                         let i = got.get(&cpu).map_or(0, Vec::len);
                         if let Some(line) = bodies.get(&cpu).and_then(|b| b.get(i)) {

@@ -31,7 +31,6 @@ fn formats(dir: &Path, sys: &str, long: u32, table: &mut EventTable) {
     }
 }
 
-
 /// Does the kernel's text `rest` (after the timestamp) belong to event `ev`?
 /// Syscall events print as `sys_NAME(args)` / `sys_NAME -> ret`; ftrace's
 /// print/bprint/bputs as `SYMBOL: text`.
@@ -71,7 +70,11 @@ fn qemu_fixture_pages_decode_exactly() {
     }
     let mut report = String::new();
     for dir in &trees {
-        let name = dir.strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")).unwrap().display().to_string();
+        let name = dir
+            .strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
+            .unwrap()
+            .display()
+            .to_string();
         let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("events/header_page")).unwrap()).unwrap();
         let layout = PageLayout::from(&hp);
         let sb = hp.subbuf_size() as usize;

@@ -59,7 +59,12 @@ fn coverage_of_local_formats() {
         let mut list = evs.clone();
         list.sort();
         let shown: Vec<&str> = list.iter().take(6).map(|s| s.as_str()).collect();
-        println!("  {:5}  partly, unknown {r}: {}{}", evs.len(), shown.join(" "), if evs.len() > 6 { " …" } else { "" });
+        println!(
+            "  {:5}  partly, unknown {r}: {}{}",
+            evs.len(),
+            shown.join(" "),
+            if evs.len() > 6 { " …" } else { "" }
+        );
     }
     for (r, evs) in &reasons {
         let mut list = evs.clone();

@@ -85,7 +85,11 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
             }
         }
     }
-    let names: HashMap<&str, String> = fmts.values().filter(|f| f.system != "ftrace").map(|f| (f.name.as_str(), format!("{}:{}", f.system, f.name))).collect();
+    let names: HashMap<&str, String> = fmts
+        .values()
+        .filter(|f| f.system != "ftrace")
+        .map(|f| (f.name.as_str(), format!("{}:{}", f.system, f.name)))
+        .collect();
     let text = std::fs::read_to_string(root.join("trace")).unwrap_or_default();
     let mut kernel: HashMap<(u32, String), Vec<String>> = HashMap::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
@@ -150,7 +154,12 @@ fn fixture_bodies_equal_kernel_text() {
             grand.0 += total;
             grand.1 += bad;
         }
-        println!("{} (kernel {:?}): {total} event lines, {bad} differ, {} event types", arch.file_name().to_string_lossy(), ver, per_event.len());
+        println!(
+            "{} (kernel {:?}): {total} event lines, {bad} differ, {} event types",
+            arch.file_name().to_string_lossy(),
+            ver,
+            per_event.len()
+        );
         for (ev, t) in &per_event {
             if t.bad > 0 {
                 println!("  {ev:<40} {:>6} {:>6}", t.total, t.bad);

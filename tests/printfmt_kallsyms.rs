@@ -37,7 +37,9 @@ fn lookup_rules() {
 
 #[test]
 fn printk_formats_unescape() {
-    let t = PrintkFormats::parse("0xffffffff82000000 : \"a\\tb\\nc \\\"q\\\" \\x\"\n0xffffffff81000000 : \"first\"\nnonsense\n");
+    let t = PrintkFormats::parse(
+        "0xffffffff82000000 : \"a\\tb\\nc \\\"q\\\" \\x\"\n0xffffffff81000000 : \"first\"\nnonsense\n",
+    );
     assert_eq!(t.get(0xffffffff82000000), Some("a\tb\nc \"q\" \\x"));
     assert_eq!(t.get(0xffffffff81000000), Some("first"));
     assert_eq!(t.get(0xffffffff81000001), None);
@@ -68,7 +70,12 @@ fn build_time_and_live_lookups() {
     let t = Instant::now();
     let k = Kallsyms::parse(&text);
     let dt = t.elapsed();
-    println!("kallsyms: {:.1} MB (sorted, as the kernel lists it) built in {:.1} ms ({:.0} MB/s)", text.len() as f64 / 1e6, dt.as_secs_f64() * 1e3, text.len() as f64 / 1e6 / dt.as_secs_f64());
+    println!(
+        "kallsyms: {:.1} MB (sorted, as the kernel lists it) built in {:.1} ms ({:.0} MB/s)",
+        text.len() as f64 / 1e6,
+        dt.as_secs_f64() * 1e3,
+        text.len() as f64 / 1e6 / dt.as_secs_f64()
+    );
     // Every text symbol resolves to itself or an alias at the same address.
     let mut n = 0;
     let t = Instant::now();

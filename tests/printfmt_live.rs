@@ -38,7 +38,9 @@ fn load(root: &Path) {
         let _ = std::fs::write(&f, vec![i as u8; 4096]);
         let _ = std::fs::read(&f);
     }
-    let _ = Command::new("sh").args(["-c", "ls /proc/self/ >/dev/null; echo x | cat >/dev/null; sleep 0.02; kill -0 $$"]).status();
+    let _ = Command::new("sh")
+        .args(["-c", "ls /proc/self/ >/dev/null; echo x | cat >/dev/null; sleep 0.02; kill -0 $$"])
+        .status();
     if let Ok(l) = std::net::TcpListener::bind("127.0.0.1:0") {
         if let Ok(a) = l.local_addr() {
             if let Ok(mut c) = std::net::TcpStream::connect(a) {
@@ -58,7 +60,9 @@ fn load(root: &Path) {
 
 fn read_raw(root: &Path, cpu: u32, subbuf: usize) -> Vec<Vec<u8>> {
     let p = root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-    let Ok(mut f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p) else { return Vec::new() };
+    let Ok(mut f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p) else {
+        return Vec::new();
+    };
     let mut pages = Vec::new();
     loop {
         let mut buf = vec![0u8; subbuf];
@@ -106,7 +110,19 @@ fn bodies_equal_kernel_text() {
     let batches: &[&[&str]] = &[
         &["sched", "irq", "timer", "workqueue", "signal", "task", "irq_vectors", "power", "ftrace/print"],
         &["kmem", "net", "sock", "skb", "tcp", "block", "writeback", "rcu", "filemap", "ftrace/print"],
-        &["syscalls/sys_enter_openat", "syscalls/sys_exit_openat", "syscalls/sys_enter_read", "syscalls/sys_exit_read", "syscalls/sys_enter_write", "ext4", "jbd2", "mmap", "pagemap", "migrate", "ftrace/print"],
+        &[
+            "syscalls/sys_enter_openat",
+            "syscalls/sys_exit_openat",
+            "syscalls/sys_enter_read",
+            "syscalls/sys_exit_read",
+            "syscalls/sys_enter_write",
+            "ext4",
+            "jbd2",
+            "mmap",
+            "pagemap",
+            "migrate",
+            "ftrace/print",
+        ],
     ];
     let ids = format_paths(&root);
     let mut formats: HashMap<u32, EventFormat> = HashMap::new();
@@ -147,7 +163,9 @@ fn bodies_equal_kernel_text() {
                     let Some(id) = endian.uint(rec.payload, 0, 2) else { continue };
                     let id = id as u32;
                     if let std::collections::hash_map::Entry::Vacant(v) = formats.entry(id) {
-                        if let Some(f) = ids.get(&id).and_then(|(sys, p)| EventFormat::parse(&std::fs::read_to_string(p).ok()?, sys, u32::from(long)).ok()) {
+                        if let Some(f) = ids.get(&id).and_then(|(sys, p)| {
+                            EventFormat::parse(&std::fs::read_to_string(p).ok()?, sys, u32::from(long)).ok()
+                        }) {
                             v.insert(f);
                         }
                     }
@@ -169,7 +187,11 @@ fn bodies_equal_kernel_text() {
             }
         }
         // Kernel lines, grouped the same way (by CPU and event).
-        let names: HashMap<String, String> = formats.values().filter(|f| f.system != "ftrace").map(|f| (f.name.clone(), format!("{}:{}", f.system, f.name))).collect();
+        let names: HashMap<String, String> = formats
+            .values()
+            .filter(|f| f.system != "ftrace")
+            .map(|f| (f.name.clone(), format!("{}:{}", f.system, f.name)))
+            .collect();
         let mut kernel: HashMap<(u32, String), Vec<String>> = HashMap::new();
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let Some((cpu, rest)) = common::trace_text::split_line(line) else { continue };
@@ -185,8 +207,12 @@ fn bodies_equal_kernel_text() {
             };
             kernel.entry((cpu, key)).or_default().push(rest.to_string());
         }
-        let partial: std::collections::HashSet<String> =
-            programs.iter().filter(|(_, p)| !p.unknown_parts().is_empty() || p.is_fallback()).filter_map(|(id, _)| formats.get(id)).map(|f| format!("{}:{}", f.system, f.name)).collect();
+        let partial: std::collections::HashSet<String> = programs
+            .iter()
+            .filter(|(_, p)| !p.unknown_parts().is_empty() || p.is_fallback())
+            .filter_map(|(id, _)| formats.get(id))
+            .map(|f| format!("{}:{}", f.system, f.name))
+            .collect();
         for ((cpu, ev), klines) in &kernel {
             let t = per_event.entry(ev.clone()).or_default();
             t.partial |= partial.contains(ev);
@@ -217,7 +243,10 @@ fn bodies_equal_kernel_text() {
     let ftotal: usize = per_event.values().filter(|t| !t.partial).map(|t| t.total).sum();
     let fbad: usize = per_event.values().filter(|t| !t.partial).map(|t| t.bad).sum();
     println!("print-fmt bodies vs kernel text: {total} lines, {bad} differ ({:.3}% equal), {} event types, lost-event pages: {lost}", 100.0 * (total - bad) as f64 / total.max(1) as f64, per_event.len());
-    println!("  events whose print fmt compiles completely: {ftotal} lines, {fbad} differ ({:.3}% equal)", 100.0 * (ftotal - fbad) as f64 / ftotal.max(1) as f64);
+    println!(
+        "  events whose print fmt compiles completely: {ftotal} lines, {fbad} differ ({:.3}% equal)",
+        100.0 * (ftotal - fbad) as f64 / ftotal.max(1) as f64
+    );
     println!("{:<44} {:>7} {:>7}", "event (* = has parts we cannot compute)", "lines", "differ");
     for (ev, t) in &per_event {
         if t.bad > 0 {
@@ -227,7 +256,8 @@ fn bodies_equal_kernel_text() {
             }
         }
     }
-    let clean: Vec<String> = per_event.iter().filter(|(_, t)| t.bad == 0).map(|(e, t)| format!("{e}({})", t.total)).collect();
+    let clean: Vec<String> =
+        per_event.iter().filter(|(_, t)| t.bad == 0).map(|(e, t)| format!("{e}({})", t.total)).collect();
     println!("identical: {}", clean.join(" "));
     assert!(total > 100, "too few events to judge: {total}");
     assert!(fbad * 1000 <= ftotal, "more than 0.1% of bodies of completely compiled events differ");
@@ -237,7 +267,8 @@ fn bodies_equal_kernel_text() {
 /// versions whose header_page parser rejects this kernel's text.
 fn header_page_fallback(t: &str) -> (PageLayout, u8) {
     let num = |line: &str, key: &str| -> Option<u32> { line.split(key).nth(1)?.split(';').next()?.trim().parse().ok() };
-    let find = |name: &str| t.lines().find(|l| l.contains(name)).and_then(|l| Some((num(l, "offset:")?, num(l, "size:")?)));
+    let find =
+        |name: &str| t.lines().find(|l| l.contains(name)).and_then(|l| Some((num(l, "offset:")?, num(l, "size:")?)));
     let (_, commit) = find(" commit;").unwrap_or((8, 8));
     let (doff, dsize) = find(" data;").unwrap_or((16, 4080));
     (PageLayout::new(commit, doff + dsize), commit as u8)

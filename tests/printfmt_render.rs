@@ -114,10 +114,22 @@ fn sched_switch() {
             .int("next_prio", 120)
             .b
     };
-    assert_eq!(render(&ev, &r(1)), "prev_comm=bash prev_pid=4324 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120");
-    assert_eq!(render(&ev, &r(0)), "prev_comm=bash prev_pid=4324 prev_prio=120 prev_state=R ==> next_comm=swapper/0 next_pid=0 next_prio=120");
-    assert_eq!(render(&ev, &r(0x100)), "prev_comm=bash prev_pid=4324 prev_prio=120 prev_state=R+ ==> next_comm=swapper/0 next_pid=0 next_prio=120");
-    assert_eq!(render(&ev, &r(0x82)), "prev_comm=bash prev_pid=4324 prev_prio=120 prev_state=D|I ==> next_comm=swapper/0 next_pid=0 next_prio=120");
+    assert_eq!(
+        render(&ev, &r(1)),
+        "prev_comm=bash prev_pid=4324 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120"
+    );
+    assert_eq!(
+        render(&ev, &r(0)),
+        "prev_comm=bash prev_pid=4324 prev_prio=120 prev_state=R ==> next_comm=swapper/0 next_pid=0 next_prio=120"
+    );
+    assert_eq!(
+        render(&ev, &r(0x100)),
+        "prev_comm=bash prev_pid=4324 prev_prio=120 prev_state=R+ ==> next_comm=swapper/0 next_pid=0 next_prio=120"
+    );
+    assert_eq!(
+        render(&ev, &r(0x82)),
+        "prev_comm=bash prev_pid=4324 prev_prio=120 prev_state=D|I ==> next_comm=swapper/0 next_pid=0 next_prio=120"
+    );
 }
 
 #[test]
@@ -272,7 +284,14 @@ fn inet_addresses() {
     s4[..2].copy_from_slice(&2u16.to_le_bytes());
     s4[2..4].copy_from_slice(&80u16.to_be_bytes());
     s4[4..8].copy_from_slice(&[192, 168, 1, 20]);
-    let r = Rec::new(&ev).int("family", 10).bytes("saddr", &s6).bytes("daddr", &s4).int("mark", 0).int("snd_nxt", 0xdeadbeef).int("sock_cookie", 0x2a).b;
+    let r = Rec::new(&ev)
+        .int("family", 10)
+        .bytes("saddr", &s6)
+        .bytes("daddr", &s4)
+        .int("mark", 0)
+        .int("snd_nxt", 0xdeadbeef)
+        .int("sock_cookie", 0x2a)
+        .b;
     let s = render(&ev, &r);
     assert!(s.starts_with("family=AF_INET6 src=[2001:db8::1]:443 dest=192.168.1.20:80 mark=0x0 data_len=0 snd_nxt=0xdeadbeef snd_una=0x0 "), "{s}");
     assert!(s.ends_with("sock_cookie=2a skbaddr=0000000000000000 skaddr=0000000000000000"), "{s}");
@@ -414,7 +433,10 @@ fn vsprintf_semantics() {
     assert_eq!(fmt("%5s|%-5s|", b"ab\0cd\0"), "   ab|cd   |");
     assert_eq!(fmt("%3c|%-3c|", b"xy"), "  x|y  |");
     assert_eq!(fmt("100%%", &[]), "100%");
-    assert_eq!(fmt("%px %p", &[0xffff8880u64.to_le_bytes(), 0u64.to_le_bytes()].concat()), "00000000ffff8880 0000000000000000");
+    assert_eq!(
+        fmt("%px %p", &[0xffff8880u64.to_le_bytes(), 0u64.to_le_bytes()].concat()),
+        "00000000ffff8880 0000000000000000"
+    );
     assert_eq!(fmt("%lu %ld", &[u64::MAX.to_le_bytes(), u64::MAX.to_le_bytes()].concat()), "18446744073709551615 -1");
     // The short path for small widths, and the long one past it.
     assert_eq!(fmt("%5d|%3u|%05d|%02x", &[i(-3), i(12345), i(0), i(0xab)].concat()), "   -3|12345|00000|ab");
@@ -462,7 +484,12 @@ fn kernel_info_resolves_vmemmap() {
     let wb = load("writeback_writeback_dirty_inode_start");
     let p2 = Program::compile_with(&wb, 8, &Info);
     let mut t = String::new();
-    p2.render(&mut t, &Rec::new(&wb).int("state", 16).int("flags", 0x30).b, &Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None }).unwrap();
+    p2.render(
+        &mut t,
+        &Rec::new(&wb).int("state", 16).int("flags", 0x30).b,
+        &Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None },
+    )
+    .unwrap();
     assert!(t.ends_with("state=I_DIRTY_SYNC flags=I_DIRTY_SYNC|0x20"), "{t}");
     let r = Rec::new(&ev).int("pfn", -1).b;
     s.clear();

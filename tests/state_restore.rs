@@ -24,7 +24,8 @@ enum End {
 /// tr-on settings that show up in files (checked to know it is running).
 const ON: &[&str] = &["tr-on", "-O", "sym-offset", "-O", "noirq-info", "-C", "global", "-b", "2000", "-c"];
 /// tr-event settings: enable, filter, trigger.
-const EV: &[&str] = &["tr-event", "sched:sched_switch,sched:sched_process_exit", "-f", "common_pid >= 0", "-R", "stacktrace"];
+const EV: &[&str] =
+    &["tr-event", "sched:sched_switch,sched:sched_process_exit", "-f", "common_pid >= 0", "-R", "stacktrace"];
 
 fn args<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(more).copied().collect()
@@ -73,7 +74,8 @@ fn scenario(root: &Path, name: &str, argv: &[&str], end: End, rc: Option<i32>) {
                 exe = trbox().display(),
                 line = line.join(" ")
             );
-            let o = Command::new("timeout").args(["60", "bash", "-c", &sh]).env_remove("TRBOX_TRACEFS").output().unwrap();
+            let o =
+                Command::new("timeout").args(["60", "bash", "-c", &sh]).env_remove("TRBOX_TRACEFS").output().unwrap();
             stdout(&o).trim().parse().ok()
         }
     };
@@ -103,7 +105,13 @@ fn every_way_out_restores_everything() {
     scenario(root, "tr-on killed CMD", &args(ON, kill_self), End::Exit, Some(137));
     // tr-event
     scenario(root, "tr-event -- CMD", &args(EV, &["--", "sh", "-c", "exit 4"]), End::Exit, Some(4));
-    scenario(root, "tr-event bad filter", &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-R", "stacktrace", "-f", "prev_pid ==", "-t", "1"], End::Exit, Some(2));
+    scenario(
+        root,
+        "tr-event bad filter",
+        &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-R", "stacktrace", "-f", "prev_pid ==", "-t", "1"],
+        End::Exit,
+        Some(2),
+    );
     scenario(root, "tr-event bad trigger", &args(EV, &["-R", "nosuchtrigger", "-t", "1"]), End::Exit, Some(2));
     scenario(root, "tr-event SIGINT", &args(EV, t30), End::Signal(libc::SIGINT), Some(0));
     scenario(root, "tr-event SIGTERM", &args(EV, t30), End::Signal(libc::SIGTERM), Some(0));
@@ -111,6 +119,18 @@ fn every_way_out_restores_everything() {
     scenario(root, "tr-event | head -1", &args(EV, t30), End::Pipe, Some(0));
     scenario(root, "tr-event killed CMD", &args(EV, kill_self), End::Exit, Some(137));
     // In an instance trbox creates: gone again afterwards.
-    scenario(root, "tr-on -B -- CMD", &args(&["tr-on", "-B", "trbox-restore", "-O", "sym-offset"], &["--", "true"]), End::Exit, Some(0));
-    scenario(root, "tr-event -B -t", &["tr-event", "-B", "trbox-restore", "sched:sched_switch", "-t", "1"], End::Exit, Some(0));
+    scenario(
+        root,
+        "tr-on -B -- CMD",
+        &args(&["tr-on", "-B", "trbox-restore", "-O", "sym-offset"], &["--", "true"]),
+        End::Exit,
+        Some(0),
+    );
+    scenario(
+        root,
+        "tr-event -B -t",
+        &["tr-event", "-B", "trbox-restore", "sched:sched_switch", "-t", "1"],
+        End::Exit,
+        Some(0),
+    );
 }

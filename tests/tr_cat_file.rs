@@ -179,7 +179,14 @@ fn several_buffers_merge_like_trace_cmd_report() {
         let json = stdout(&j);
         let inst = json.lines().filter(|l| l.contains(",\"buffer\":\"inst1\",")).count();
         let top = json.lines().filter(|l| l.contains(",\"buffer\":\"\",")).count();
-        assert_eq!((top, inst), (theirs.iter().filter(|l| !l.starts_with("inst1: ")).count(), theirs.iter().filter(|l| l.starts_with("inst1: ")).count()), "{path} --json");
+        assert_eq!(
+            (top, inst),
+            (
+                theirs.iter().filter(|l| !l.starts_with("inst1: ")).count(),
+                theirs.iter().filter(|l| l.starts_with("inst1: ")).count()
+            ),
+            "{path} --json"
+        );
     }
     println!("{same}/{total} lines identical");
     assert!(same as f64 >= 0.999 * total as f64, "{}", bad.join("\n"));
@@ -241,7 +248,12 @@ fn graph_and_stats_read_instance_only_files() {
         assert!(st.contains("\n  cpu       events         lost\n"), "{path}: {st}");
         for l in counts.lines() {
             let w: Vec<&str> = l.split_whitespace().collect();
-            assert!(st.contains(&format!("{:>5} {:>12} {:>12}\n", w[1], w[2], 0)), "{path}: cpu {} {}: {st}", w[1], w[2]);
+            assert!(
+                st.contains(&format!("{:>5} {:>12} {:>12}\n", w[1], w[2], 0)),
+                "{path}: cpu {} {}: {st}",
+                w[1],
+                w[2]
+            );
         }
     }
     // Several buffers: a row per (buffer, CPU), as trace-cmd counted them.

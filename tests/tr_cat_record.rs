@@ -37,8 +37,12 @@ struct Line {
 
 /// The summary's per-CPU lines and its total of events.
 fn summary(err: &str) -> (u64, Vec<Line>) {
-    let head = err.lines().find(|l| l.starts_with("tr-cat: ") && l.contains(" events, ")).unwrap_or_else(|| panic!("no summary in:\n{err}"));
-    let total: u64 = head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
+    let head = err
+        .lines()
+        .find(|l| l.starts_with("tr-cat: ") && l.contains(" events, "))
+        .unwrap_or_else(|| panic!("no summary in:\n{err}"));
+    let total: u64 =
+        head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
     let mut lines = Vec::new();
     let mut in_table = false;
     for l in err.lines() {
@@ -83,7 +87,16 @@ fn trace_cmd_count(f: &Path) -> Option<u64> {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success() && err.trim().is_empty(), "trace-cmd report: {err}");
     let out = String::from_utf8_lossy(&o.stdout);
-    Some(out.lines().filter(|l| !l.starts_with("cpus=") && !l.contains("EVENTS DROPPED]") && !l.trim_start().starts_with("=>") && !l.trim().is_empty()).count() as u64)
+    Some(
+        out.lines()
+            .filter(|l| {
+                !l.starts_with("cpus=")
+                    && !l.contains("EVENTS DROPPED]")
+                    && !l.trim_start().starts_with("=>")
+                    && !l.trim().is_empty()
+            })
+            .count() as u64,
+    )
 }
 
 fn check_file(f: &Path, events: u64) {
@@ -155,9 +168,11 @@ fn stop_with(sig: i32) {
     let Some((_l, root, before)) = live() else { return };
     let dir = TempDir::new("rec-sig");
     let f = dir.path().join("t.dat");
-    let mut c = spawn(cmd(&trbox(), &["tr-cat", "-o", f.to_str().unwrap(), "-e", "sched:sched_switch,raw_syscalls:sys_enter"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped()));
+    let mut c = spawn(
+        cmd(&trbox(), &["tr-cat", "-o", f.to_str().unwrap(), "-e", "sched:sched_switch,raw_syscalls:sys_enter"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
     let t = std::time::Instant::now();
     while !enabled(&root, "sched/sched_switch") && t.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
@@ -189,7 +204,11 @@ struct Tmpfs(TempDir);
 impl Tmpfs {
     fn new(size: &str) -> Option<Tmpfs> {
         let d = TempDir::new("rec-tmpfs");
-        let ok = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "trbox-test"]).arg(d.path()).status().is_ok_and(|s| s.success());
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "trbox-test"])
+            .arg(d.path())
+            .status()
+            .is_ok_and(|s| s.success());
         if !ok {
             common::skip("cannot mount a tmpfs");
             return None;
@@ -269,7 +288,11 @@ fn max_kb_keeps_the_newest_pages() {
     let text = stdout(&run(&["tr-cat", f.to_str().unwrap()]));
     // The newest data: the command's last syscall (exit_group = 231 on
     // x86_64, 94 on arm64) is in the file.
-    assert!(text.lines().rev().take(200).any(|l| l.contains("NR 231") || l.contains("NR 94")), "{}", &text[text.len().saturating_sub(3000)..]);
+    assert!(
+        text.lines().rev().take(200).any(|l| l.contains("NR 231") || l.contains("NR 94")),
+        "{}",
+        &text[text.len().saturating_sub(3000)..]
+    );
     let data = std::fs::metadata(&f).unwrap().len();
     let t = trbox::tracedat::TraceDat::read(&mut std::fs::File::open(&f).unwrap()).unwrap();
     let kept: u64 = t.instances[0].cpus.iter().map(|c| c.size).sum();
@@ -305,7 +328,11 @@ fn stats_of_a_file_and_of_the_live_buffer() {
     let Some((_l, root, before)) = live() else { return };
     let dir = TempDir::new("rec-stats");
     let f = dir.path().join("t.dat");
-    let o = record(&args(f.to_str().unwrap(), &["-e", "sched:sched_process_exec,sched:sched_process_exit"], &["sh", "-c", "ls / >/dev/null"]));
+    let o = record(&args(
+        f.to_str().unwrap(),
+        &["-e", "sched:sched_process_exec,sched:sched_process_exit"],
+        &["sh", "-c", "ls / >/dev/null"],
+    ));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     check_stats(&f, summary(&stderr(&o)).0);
     // Live: three markers in an emptied buffer.
@@ -352,7 +379,11 @@ fn output_follows_no_symlink_and_truncates_no_file_not_ours() {
     ] {
         let o = record(&["-o", out(name).to_str().unwrap(), "-t", "0.1"]);
         assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
-        assert!(stderr(&o).contains(&format!("{}: exists and {why}: not overwritten", out(name).display())), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("{}: exists and {why}: not overwritten", out(name).display())),
+            "{name}: {}",
+            stderr(&o)
+        );
         assert!(stderr(&o).contains("hint: remove it first, or record to another name"), "{name}: {}", stderr(&o));
     }
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");

@@ -34,7 +34,11 @@ fn threads_print_what_one_thread_prints() {
     assert!(lines as u64 >= n - n / 10 && lost > 5 && graph > 100, "the file does not exercise what it should");
     for j in ["2", "3", "8"] {
         let many = tr_cat(&["-j", j, file]);
-        assert!(many == one, "-j {j}: output differs from -j 1 (first differing line {:?})", many.lines().zip(one.lines()).position(|(a, b)| a != b));
+        assert!(
+            many == one,
+            "-j {j}: output differs from -j 1 (first differing line {:?})",
+            many.lines().zip(one.lines()).position(|(a, b)| a != b)
+        );
     }
     // Filters and JSON take the same path.
     for args in [&["--json"][..], &["-e", "timer:*"][..], &["--pid", "0"][..]] {

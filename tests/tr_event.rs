@@ -25,7 +25,13 @@ fn ev(args: &[&str]) -> std::process::Output {
 #[test]
 fn command_and_its_forks_are_traced_and_its_status_returned() {
     let Some((_l, root, before)) = live() else { return };
-    let o = ev(&["sched:sched_process_exec,sched:sched_process_exit", "--", "sh", "-c", "ls / >/dev/null; sleep 0.1; exit 3"]);
+    let o = ev(&[
+        "sched:sched_process_exec,sched:sched_process_exit",
+        "--",
+        "sh",
+        "-c",
+        "ls / >/dev/null; sleep 0.1; exit 3",
+    ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("sched_process_exec: filename=/usr/bin/ls") || out.contains("filename=/bin/ls"), "{out}");
@@ -114,9 +120,11 @@ fn wait_until(f: impl Fn() -> bool) -> bool {
 /// Stop a streaming run with `sig` after a moment: status and state.
 fn stop_with(sig: i32) {
     let Some((_l, root, before)) = live() else { return };
-    let mut c = spawn(cmd(&trbox(), &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-f", "common_pid >= 0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped()));
+    let mut c = spawn(
+        cmd(&trbox(), &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-f", "common_pid >= 0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
     // Wait (under any load) until it has set things up and streams.
     assert!(wait_until(|| enabled(&root, "sched/sched_switch")), "tr-event never enabled the event");
     std::thread::sleep(Duration::from_millis(300));
@@ -208,7 +216,10 @@ impl Planted {
         for dir in ["/run/lock", "/run", "/tmp"] {
             for n in names {
                 let p = std::path::Path::new(dir).join(n);
-                if std::path::Path::new(dir).is_dir() && p.symlink_metadata().is_err() && std::os::unix::fs::symlink(victim, &p).is_ok() {
+                if std::path::Path::new(dir).is_dir()
+                    && p.symlink_metadata().is_err()
+                    && std::os::unix::fs::symlink(victim, &p).is_ok()
+                {
                     v.push(p);
                 }
             }

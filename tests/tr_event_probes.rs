@@ -61,7 +61,8 @@ fn uprobe_by_symbol_shows_the_argument_and_return_value() {
         assert!(out.contains("127\n"), "{out}");
         let hit = out.lines().find(|l| l.contains(&format!(" {FUNC}: ("))).unwrap_or_else(|| panic!("no hit:\n{out}"));
         assert!(hit.ends_with(" arg=42"), "{hit}");
-        let ret = out.lines().find(|l| l.contains(&format!(" {FUNC}_ret: ("))).unwrap_or_else(|| panic!("no return:\n{out}"));
+        let ret =
+            out.lines().find(|l| l.contains(&format!(" {FUNC}_ret: ("))).unwrap_or_else(|| panic!("no return:\n{out}"));
         assert!(ret.contains(" <- 0x") && ret.ends_with(" ret=127"), "{ret}");
         if bin == &p.nopie {
             // Not relocated: the kernel's `(0x%lx)` is the symbol's address.
@@ -80,8 +81,8 @@ fn uprobe_by_offset_with_its_own_name_and_in_an_instance() {
     let d = TempDir::new("uprobe-off");
     let Some(p) = progs(&d) else { return };
     let b = s(&p.pie);
-    let off = cprog::objdump_offset(&p.pie, FUNC)
-        .unwrap_or_else(|| trbox::sys::elf::resolve(&p.pie, FUNC).unwrap().offset);
+    let off =
+        cprog::objdump_offset(&p.pie, FUNC).unwrap_or_else(|| trbox::sys::elf::resolve(&p.pie, FUNC).unwrap().offset);
     let o = ev(&["--uprobe", &format!("p:mygrp/hit {b}:{off:#x} x=%di:u32"), "-B", "trbox_probe_test", "--", b, "5"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}\n{out}", stderr(&o));
@@ -120,18 +121,34 @@ fn uprobe_bad_input() {
     // (definition, exit code, what stderr must say)
     let cases: Vec<(String, i32, Vec<String>)> = vec![
         (format!("{}:{FUNC}", missing.display()), 2, vec![format!("{}: no such file (ENOENT)", missing.display())]),
-        (format!("{pie}:trbox_probe_mee"), 2, vec!["no function 'trbox_probe_mee' in its symbol table".into(), format!("did you mean: {FUNC}")]),
+        (
+            format!("{pie}:trbox_probe_mee"),
+            2,
+            vec!["no function 'trbox_probe_mee' in its symbol table".into(), format!("did you mean: {FUNC}")],
+        ),
         (
             format!("{stripped}:{FUNC}"),
             2,
-            vec!["stripped binary: no symbol table (.symtab)".into(), "use an unstripped copy of the same build".into()],
+            vec![
+                "stripped binary: no symbol table (.symtab)".into(),
+                "use an unstripped copy of the same build".into(),
+            ],
         ),
         (
             format!("{pie}:{FUNC} arg=%nosuchreg"),
             2,
-            vec!["the kernel rejected".into(), "Invalid register name".into(), "Command: p:trbox/trbox_probe_me".into(), "^".into()],
+            vec![
+                "the kernel rejected".into(),
+                "Invalid register name".into(),
+                "Command: p:trbox/trbox_probe_me".into(),
+                "^".into(),
+            ],
         ),
-        (format!("{pie}:{FUNC}+zz"), 2, vec!["bad probe place (the +OFFSET must be a decimal or 0x hex number)".into()]),
+        (
+            format!("{pie}:{FUNC}+zz"),
+            2,
+            vec!["bad probe place (the +OFFSET must be a decimal or 0x hex number)".into()],
+        ),
         ("no-colon-here".into(), 1, vec!["a uprobe place is PATH:SYMBOL[+OFFSET]".into()]),
         ("/etc/hostname:main".into(), 2, vec!["/etc/hostname: not an ELF file".into()]),
     ];
@@ -156,9 +173,11 @@ fn probes_are_removed_after_ctrl_c() {
     let Some((_l, root, before)) = live() else { return };
     let d = TempDir::new("uprobe-int");
     let Some(p) = progs(&d) else { return };
-    let mut c = spawn(cmd(&trbox(), &["tr-event", "--uprobe", &format!("{}:{FUNC}", s(&p.pie)), "sched:sched_process_exec"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped()));
+    let mut c = spawn(
+        cmd(&trbox(), &["tr-event", "--uprobe", &format!("{}:{FUNC}", s(&p.pie)), "sched:sched_process_exec"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped()),
+    );
     let enable = root.join(format!("events/trbox/{FUNC}/enable"));
     let t = std::time::Instant::now();
     while std::fs::read_to_string(&enable).map_or(true, |s| s.trim() != "1") {
@@ -223,7 +242,8 @@ fn filter_goes_to_the_named_events_or_to_probes_alone() {
 #[test]
 fn uprobe_on_a_library_by_its_bare_name() {
     let Some((_l, root, before)) = live() else { return };
-    let o = std::process::Command::new("sh").args(["-c", "ldd /bin/true | awk '/libc.so/ {print $1}'"]).output().unwrap();
+    let o =
+        std::process::Command::new("sh").args(["-c", "ldd /bin/true | awk '/libc.so/ {print $1}'"]).output().unwrap();
     let name = String::from_utf8_lossy(&o.stdout).trim().to_string();
     if name.is_empty() {
         common::skip("/bin/true is not linked with a shared libc");

@@ -111,7 +111,11 @@ fn folded_adds_up_to_the_graphs_top_level_time() {
         let top: Vec<&(u32, usize, String, u64)> = lines.iter().filter(|l| l.1 == 0).collect();
         let want: u64 = top.iter().map(|l| l.3).sum();
         assert!(!top.is_empty());
-        assert!(sum.abs_diff(want) <= top.len() as u64 * 1000, "{}: folded {sum} ns, graph top level {want} ns", d.display());
+        assert!(
+            sum.abs_diff(want) <= top.len() as u64 * 1000,
+            "{}: folded {sum} ns, graph top level {want} ns",
+            d.display()
+        );
         println!("{}: {} folded lines, {} ns = graph top level {} ns", d.display(), folded.lines().count(), sum, want);
     }
 }
@@ -204,7 +208,12 @@ fn trace_dat_input_gives_the_same_graph() {
         let path = tmp.path().join("g.dat");
         let read = |p: &str| std::fs::read(d.join(p)).unwrap_or_default();
         let formats = |dir: &Path| -> Vec<Vec<u8>> {
-            let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path().join("format")).filter(|p| p.is_file()).collect();
+            let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path().join("format"))
+                .filter(|p| p.is_file())
+                .collect();
             v.sort();
             v.iter().map(|p| std::fs::read(p).unwrap()).collect()
         };
@@ -228,7 +237,15 @@ fn trace_dat_input_gives_the_same_graph() {
         let data: Vec<Vec<u8>> = (0..2).map(|c| read(&format!("per_cpu/cpu{c}/trace_pipe_raw"))).collect();
         w.cpus(data.len() as u32).unwrap();
         let clock = String::from_utf8(read("trace_clock")).unwrap();
-        w.options(&WriteOptions { trace_clock: Some(clock.trim()), uname: Some("Linux board 6.1.0 test"), ..Default::default() }, None).unwrap();
+        w.options(
+            &WriteOptions {
+                trace_clock: Some(clock.trim()),
+                uname: Some("Linux board 6.1.0 test"),
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap();
         let fly = w.flyrecord().unwrap();
         let mut f = std::fs::File::create(&path).unwrap();
         f.write_all(&w.take()).unwrap();
@@ -271,12 +288,19 @@ fn no_function_graph_tracer_here() {
     }
     let _l = TracefsLock::take();
     let before = snapshot(&root);
-    for args in [&["do_sys_openat2", "-d", "3", "-t", "1"][..], &["--folded", "--", "true"], &["-P", "1", "--min-us", "5", "-t", "1"]] {
+    for args in [
+        &["do_sys_openat2", "-d", "3", "-t", "1"][..],
+        &["--folded", "--", "true"],
+        &["-P", "1", "--min-us", "5", "-t", "1"],
+    ] {
         let o = graph(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         let e = stderr(&o);
         assert_eq!(e.lines().count(), 1, "{e}");
-        assert!(e.starts_with("tr-graph: this kernel has no function_graph tracer (CONFIG_FUNCTION_GRAPH_TRACER"), "{e}");
+        assert!(
+            e.starts_with("tr-graph: this kernel has no function_graph tracer (CONFIG_FUNCTION_GRAPH_TRACER"),
+            "{e}"
+        );
         for t in avail.split_whitespace() {
             assert!(e.contains(t), "{e}");
         }

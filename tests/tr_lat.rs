@@ -38,7 +38,13 @@ fn samples(out: &str) -> BTreeMap<Pair, u64> {
     out.lines()
         .filter(|l| l.contains("\"begin\":"))
         .map(|l| {
-            let p = (field(l, "table").unwrap().to_string(), num(l, "key"), num(l, "cpu") as u32, us(num(l, "begin")), us(num(l, "end")));
+            let p = (
+                field(l, "table").unwrap().to_string(),
+                num(l, "key"),
+                num(l, "cpu") as u32,
+                us(num(l, "begin")),
+                us(num(l, "end")),
+            );
             (p, num(l, "ns") as u64)
         })
         .collect()
@@ -99,7 +105,12 @@ fn text_pairs(trace: &str) -> BTreeSet<Pair> {
                 }
             }
             "sched_switch" => {
-                let next = rest.rsplit(" next_pid=").next().and_then(|r| r.split(' ').next()).and_then(|p| p.parse().ok()).unwrap();
+                let next = rest
+                    .rsplit(" next_pid=")
+                    .next()
+                    .and_then(|r| r.split(' ').next())
+                    .and_then(|p| p.parse().ok())
+                    .unwrap();
                 if let Some(b) = waking.remove(&next) {
                     out.insert(("task".into(), next, cpu, b, us));
                 }
@@ -140,7 +151,10 @@ fn same_as_text(mode: &str, events: &[&str], work: &str) {
         let got_pairs: BTreeSet<Pair> = got.keys().cloned().collect();
         let missing: Vec<_> = want.difference(&got_pairs).take(5).collect();
         let extra: Vec<_> = got_pairs.difference(&want).take(5).collect();
-        assert!(missing.is_empty() && extra.is_empty(), "{mode}: not in tr-lat: {missing:?}; not in the text: {extra:?}");
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{mode}: not in tr-lat: {missing:?}; not in the text: {extra:?}"
+        );
         assert!(want.len() >= 10, "{mode}: only {} pairs in the text", want.len());
         for ((t, k, _, b, e), ns) in &got {
             let text_ns = (e - b) * 1000;
@@ -202,7 +216,8 @@ fn a_command_is_measured_and_its_status_returned() {
     let o = lat(&["wakeup", "--json", "--", "sh", "-c", "for i in $(seq 10); do sleep 0.02; done; exit 3"]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let r = rows(&stdout(&o));
-    let task = |n: &str| r.iter().filter(|x| x.0 == "task" && x.2.starts_with(&format!("{n}-"))).map(|x| x.3).sum::<i64>();
+    let task =
+        |n: &str| r.iter().filter(|x| x.0 == "task" && x.2.starts_with(&format!("{n}-"))).map(|x| x.3).sum::<i64>();
     // The shell woke as each sleep ended, each sleep by its timer: 20 at
     // least. (Seen once in CI: every wakeup under the shell's pid and none
     // under a sleep's — the split between them is not asserted until that
@@ -275,7 +290,10 @@ fn missing_tracers_are_named_with_what_works() {
         let e = stderr(&o);
         let first = e.lines().next().unwrap();
         assert!(first.starts_with(&format!("tr-lat: this kernel has no {m} tracer")), "{e}");
-        assert!(first.ends_with(&format!("its tracers: {}", have.split_whitespace().collect::<Vec<_>>().join(" "))), "{e}");
+        assert!(
+            first.ends_with(&format!("its tracers: {}", have.split_whitespace().collect::<Vec<_>>().join(" "))),
+            "{e}"
+        );
         assert!(e.contains("hint: tr-lat wakeup, irq and syscall"), "{e}");
     }
     let o = lat(&["wakeup_rt"]);

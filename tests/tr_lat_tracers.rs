@@ -33,7 +33,10 @@ fn tree(dir: &Path, tracer: &str, records: &dyn Fn(&EventFormat, u32) -> Vec<Vec
         std::fs::write(p, text).unwrap();
     };
     w("events/header_page", HEADER_PAGE);
-    w("events/header_event", "# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n\tarray       :   32 bits\n");
+    w(
+        "events/header_event",
+        "# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n\tarray       :   32 bits\n",
+    );
     let tl = format("timerlat", 18, TIMERLAT);
     let on = format("osnoise", 17, OSNOISE);
     w("events/ftrace/timerlat/format", &tl);
@@ -92,7 +95,11 @@ fn timerlat_tables_are_the_entries_per_cpu_and_context() {
     // from a fixed formula (ns); every 97th thread sample is a spike.
     let lat = |cpu: u32, i: u64, ctx: u64| -> u64 {
         let base = 1000 + (i * 37 + u64::from(cpu) * 11) % 900 + ctx * 2500;
-        if ctx == 1 && i % 97 == 0 { base + 40_000 } else { base }
+        if ctx == 1 && i % 97 == 0 {
+            base + 40_000
+        } else {
+            base
+        }
     };
     tree(d.path(), "timerlat", &|ev, cpu| {
         (0..500u64)
@@ -128,7 +135,10 @@ fn timerlat_tables_are_the_entries_per_cpu_and_context() {
     assert!(out.contains("# timerlat IRQ latency per CPU, us\n"), "{out}");
     assert!(out.contains("# timerlat thread latency per CPU, us\n"), "{out}");
     let max1: u64 = (0..500).map(|i| lat(1, i, 1)).max().unwrap();
-    assert!(out.lines().any(|l| l.starts_with("1 ") && l.contains(&format!(" {}.{:03} ", max1 / 1000, max1 % 1000))), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("1 ") && l.contains(&format!(" {}.{:03} ", max1 / 1000, max1 % 1000))),
+        "{out}"
+    );
     // --hist: the buckets and the overflow row add up to the count.
     let o = run(&["tr-lat", "timerlat", "-T", p, "--hist", "-b", "1", "-E", "10"]);
     let out = stdout(&o);
@@ -173,7 +183,16 @@ fn osnoise_table_sums_the_periods_per_cpu() {
         let l = out.lines().find(|l| l.contains("\"osnoise_cpu\"") && field(l, "key") == cpu.to_string()).unwrap();
         let total: u64 = (0..50).map(|i| noise(cpu, i)).sum();
         let single = (0..50).map(|i| noise(cpu, i) / 2 + 1).max().unwrap();
-        for (k, w) in [("periods", 50), ("runtime", 50_000_000), ("noise", total), ("max_single", single), ("hw", 25), ("irq", 500), ("softirq", 150), ("thread", 50)] {
+        for (k, w) in [
+            ("periods", 50),
+            ("runtime", 50_000_000),
+            ("noise", total),
+            ("max_single", single),
+            ("hw", 25),
+            ("irq", 500),
+            ("softirq", 150),
+            ("thread", 50),
+        ] {
             assert_eq!(field(l, k).parse::<u64>().unwrap(), w, "cpu {cpu} {k}: {l}");
         }
         let avail = (50_000_000 - total) as f64 * 100.0 / 50_000_000.0;

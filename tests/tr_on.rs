@@ -62,7 +62,10 @@ fn synthetic_tree_full_report() {
     let out = stdout(&o);
     assert_eq!(field(&out, "tracer"), "nop  (available: blk function nop)");
     assert_eq!(field(&out, "events"), "1 enabled");
-    assert!(out.contains("  sched:sched_switch\n    filter: prev_pid == 0\n    trigger: stacktrace:unlimited\n"), "{out}");
+    assert!(
+        out.contains("  sched:sched_switch\n    filter: prev_pid == 0\n    trigger: stacktrace:unlimited\n"),
+        "{out}"
+    );
     assert!(out.contains("dynamic\n  p:kprobes/myprobe do_sys_openat2 dfd=%di\n"), "{out}");
     assert!(out.contains("   1        101          7          0          3  1408 KiB\n"), "{out}");
     assert!(out.contains("LOST EVENTS: 10 (overrun 7, commit overrun 0, dropped 3)"), "{out}");
@@ -209,10 +212,18 @@ fn instance_names_must_be_plain() {
     let t = d.path().to_str().unwrap();
     // ('' is the top-level buffer, as for a trace.dat's unnamed one.)
     for name in ["..", ".", "../instances", "-k"] {
-        for argv in [&["tr-on", "-T", t, "-B", name][..], &["tr-event", "-T", t, "-B", name, "sched:sched_switch"], &["tr-cat", "-T", t, "-B", name]] {
+        for argv in [
+            &["tr-on", "-T", t, "-B", name][..],
+            &["tr-event", "-T", t, "-B", name, "sched:sched_switch"],
+            &["tr-cat", "-T", t, "-B", name],
+        ] {
             let o = run(argv);
             assert_eq!(o.status.code(), Some(1), "{argv:?}: {}", stderr(&o));
-            assert!(stderr(&o).contains(&format!("-B '{name}': not a plain instance name")), "{argv:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(&format!("-B '{name}': not a plain instance name")),
+                "{argv:?}: {}",
+                stderr(&o)
+            );
             assert!(o.stdout.is_empty(), "{argv:?}: {}", stdout(&o));
         }
     }
@@ -242,7 +253,11 @@ fn a_copied_tree_is_only_read() {
     ] {
         let o = run(argv);
         assert_eq!(o.status.code(), Some(1), "{argv:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(&format!("{t}: a copy of a tracefs tree, not the kernel's: it is only read")), "{argv:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("{t}: a copy of a tracefs tree, not the kernel's: it is only read")),
+            "{argv:?}: {}",
+            stderr(&o)
+        );
     }
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "[local] global\n");
     assert!(!d.path().join("t/instances/x").exists());
@@ -283,8 +298,20 @@ fn switch_keeps_settings_and_a_failed_switch_keeps_none() {
     let before = snapshot(&root);
     let o = on(&["-O", "sym-offset", "-O", "noirq-info", "-C", "global", "-P", "1", "-c", "--off"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let changed = ["options/sym-offset", "options/irq-info", "trace_clock", "set_event_pid", "options/event-fork", "options/function-fork", "tracing_on"];
-    let got: Vec<String> = ["options/sym-offset", "options/irq-info", "set_event_pid", "options/event-fork", "tracing_on"].iter().map(|f| rd(&root, f)).collect();
+    let changed = [
+        "options/sym-offset",
+        "options/irq-info",
+        "trace_clock",
+        "set_event_pid",
+        "options/event-fork",
+        "options/function-fork",
+        "tracing_on",
+    ];
+    let got: Vec<String> =
+        ["options/sym-offset", "options/irq-info", "set_event_pid", "options/event-fork", "tracing_on"]
+            .iter()
+            .map(|f| rd(&root, f))
+            .collect();
     let clock = rd(&root, "trace_clock");
     put_back(&root, &before, &changed);
     assert_eq!(got, ["1", "0", "1", "1", "0"]);
@@ -301,8 +328,15 @@ fn switch_keeps_settings_and_a_failed_switch_keeps_none() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     if rd(&root, "set_ftrace_filter").is_empty() && std::fs::read(root.join("set_ftrace_filter")).is_err() {
-        assert!(e.contains("the kernel refuses dynamic ftrace (writing set_ftrace_filter: operation not permitted)"), "{e}");
-        assert!(e.contains("hint: function tracers and function filters are unavailable") && e.contains("events (tr-event)"), "{e}");
+        assert!(
+            e.contains("the kernel refuses dynamic ftrace (writing set_ftrace_filter: operation not permitted)"),
+            "{e}"
+        );
+        assert!(
+            e.contains("hint: function tracers and function filters are unavailable")
+                && e.contains("events (tr-event)"),
+            "{e}"
+        );
     } else {
         assert!(e.contains("rejected 'no_such_function_xyz'"), "{e}");
     }
@@ -323,7 +357,11 @@ fn unknown_names_get_the_closest() {
     assert_eq!(e.lines().count(), 2, "{e}");
     let o = on(&["-C", "globl"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("unknown clock 'globl'") && stderr(&o).contains("did you mean: global"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown clock 'globl'") && stderr(&o).contains("did you mean: global"),
+        "{}",
+        stderr(&o)
+    );
     let o = on(&["-O", "nosym-ofset"]);
     assert!(stderr(&o).contains("did you mean: nosym-offset"), "{}", stderr(&o));
     if !avail.split_whitespace().any(|t| t == "function_graph") {
@@ -359,7 +397,11 @@ fn run_traces_the_command_then_restores() {
     let _l = TracefsLock::take();
     let before = snapshot(&root);
     let marker = root.join("trace_marker");
-    let script = format!("cat {0}/options/sym-offset {0}/set_event_pid; echo trbox-run-marker > {1}; exit 3", root.display(), marker.display());
+    let script = format!(
+        "cat {0}/options/sym-offset {0}/set_event_pid; echo trbox-run-marker > {1}; exit 3",
+        root.display(),
+        marker.display()
+    );
     let o = on(&["-O", "sym-offset", "-C", "global", "--", "sh", "-c", &script]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let out = stdout(&o);
@@ -384,7 +426,9 @@ fn reset_returns_to_a_clean_default() {
     let Some(root) = live_tracefs() else { return };
     let _l = TracefsLock::take();
     let before = snapshot(&root);
-    let clean = rd(&root, "current_tracer") == "nop" && rd(&root, "events/enable") == "0" && rd(&root, "dynamic_events").is_empty();
+    let clean = rd(&root, "current_tracer") == "nop"
+        && rd(&root, "events/enable") == "0"
+        && rd(&root, "dynamic_events").is_empty();
     let w = |f: &str, v: &str| std::fs::write(root.join(f), v).map_err(|e| format!("{f}: {e}"));
     let mut dirt = vec![
         w("events/sched/sched_switch/enable", "1"),
@@ -402,7 +446,10 @@ fn reset_returns_to_a_clean_default() {
     }
     if root.join("uprobe_events").exists() {
         let f = std::fs::OpenOptions::new().append(true).open(root.join("uprobe_events"));
-        dirt.push(f.and_then(|mut f| std::io::Write::write_all(&mut f, b"p:trbox_reset/probe /bin/true:0x10\n")).map_err(|e| e.to_string()));
+        dirt.push(
+            f.and_then(|mut f| std::io::Write::write_all(&mut f, b"p:trbox_reset/probe /bin/true:0x10\n"))
+                .map_err(|e| e.to_string()),
+        );
     }
     let o = on(&["--reset"]);
     let after = snapshot(&root);
@@ -410,10 +457,22 @@ fn reset_returns_to_a_clean_default() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // EPERM files are named as skipped, on one line.
     if std::fs::read(root.join("set_ftrace_filter")).is_err() {
-        assert!(stderr(&o).contains("--reset skipped what this kernel refuses (EPERM): ") && stderr(&o).contains("set_ftrace_filter"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--reset skipped what this kernel refuses (EPERM): ")
+                && stderr(&o).contains("set_ftrace_filter"),
+            "{}",
+            stderr(&o)
+        );
     }
-    for (f, v) in [("current_tracer", "nop"), ("tracing_on", "1"), ("events/enable", "0"), ("set_event_pid", ""), ("options/sym-offset", "0"),
-        ("events/sched/sched_switch/filter", "none"), ("dynamic_events", "")] {
+    for (f, v) in [
+        ("current_tracer", "nop"),
+        ("tracing_on", "1"),
+        ("events/enable", "0"),
+        ("set_event_pid", ""),
+        ("options/sym-offset", "0"),
+        ("events/sched/sched_switch/filter", "none"),
+        ("dynamic_events", ""),
+    ] {
         assert_eq!(rd(&root, f), v, "{f}");
     }
     assert!(!rd(&root, "events/sched/sched_wakeup/trigger").lines().any(|l| !l.starts_with('#')));
@@ -429,7 +488,16 @@ fn instances_for_runs_and_switches() {
     let Some(root) = live_tracefs() else { return };
     let _l = TracefsLock::take();
     let before = snapshot(&root);
-    let o = on(&["-B", "trbox-tron", "-O", "sym-offset", "--", "sh", "-c", &format!("cat {}/instances/trbox-tron/options/sym-offset", root.display())]);
+    let o = on(&[
+        "-B",
+        "trbox-tron",
+        "-O",
+        "sym-offset",
+        "--",
+        "sh",
+        "-c",
+        &format!("cat {}/instances/trbox-tron/options/sym-offset", root.display()),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("1\n"), "{}", stdout(&o));
     assert!(!root.join("instances/trbox-tron").exists());
@@ -498,7 +566,10 @@ fn unprivileged_switch_and_absent_tracefs() {
     if let Some(o) = as_nobody(&["tr-on", "-O", "sym-offset", "--", "true"]) {
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         let e = stderr(&o);
-        assert!(e.contains("permission denied (EACCES)") && e.contains("hint: tracefs is readable by root only"), "{e}");
+        assert!(
+            e.contains("permission denied (EACCES)") && e.contains("hint: tracefs is readable by root only"),
+            "{e}"
+        );
     }
     let d = TempDir::new("empty");
     let o = on(&["-T", d.path().to_str().unwrap(), "nop"]);

@@ -153,7 +153,12 @@ fn what_this_kernel_lacks_is_named() {
         let o = stack(&["--func", "do_sys_openat2", "-t", "1"]);
         assert_eq!(o.status.code(), Some(2));
         let e = stderr(&o);
-        assert!(e.starts_with("tr-stack: the kernel refuses dynamic ftrace (writing set_ftrace_filter: operation not permitted)"), "{e}");
+        assert!(
+            e.starts_with(
+                "tr-stack: the kernel refuses dynamic ftrace (writing set_ftrace_filter: operation not permitted)"
+            ),
+            "{e}"
+        );
     }
     assert_same_state(&before, &snapshot(&root));
 }
@@ -188,14 +193,33 @@ fn sched_switch_stacks_live() {
 
     // Folded, with a filter and a command (the kernel keeps one stacktrace
     // trigger per event: not while another run's is there).
-    if std::fs::read_to_string(root.join("events/sched/sched_switch/trigger")).unwrap().lines().any(|l| l.starts_with("stacktrace")) {
+    if std::fs::read_to_string(root.join("events/sched/sched_switch/trigger"))
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("stacktrace"))
+    {
         common::skip("sched_switch has a stacktrace trigger already");
         return;
     }
-    let o = stack(&["-e", "sched:sched_switch", "-f", "prev_pid > 0", "--folded", "--wait", "--", "sh", "-c", "sleep 0.2; exit 4"]);
+    let o = stack(&[
+        "-e",
+        "sched:sched_switch",
+        "-f",
+        "prev_pid > 0",
+        "--folded",
+        "--wait",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.2; exit 4",
+    ]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.lines().count() > 0 && out.lines().all(|l| l.contains(";__schedule;") && l.rsplit_once(' ').unwrap().1.parse::<u64>().is_ok()), "{out}");
+    assert!(
+        out.lines().count() > 0
+            && out.lines().all(|l| l.contains(";__schedule;") && l.rsplit_once(' ').unwrap().1.parse::<u64>().is_ok()),
+        "{out}"
+    );
     assert_same_state(&before, &snapshot(&root));
 }
 
@@ -228,12 +252,24 @@ fn set_up_idle_one_window_closed_before_the_read_out() {
         let is = |w: &(usize, String, &str), f: &str, v: &str| w.1 == f && w.2 == format!("{v}\\n");
         let seq = || writes.iter().map(|w| format!("{} {}", w.1, w.2)).collect::<Vec<_>>().join("\n");
         assert!(is(&writes[0], "tracing_on", "0"), "{name}: not idle first:\n{}", seq());
-        let open = writes.iter().position(|w| is(w, "tracing_on", "1")).unwrap_or_else(|| panic!("{name}: no window:\n{}", seq()));
-        assert!(writes[1..open].iter().any(|w| w.1.ends_with("/trigger")), "{name}: set-up not before the window:\n{}", seq());
+        let open = writes
+            .iter()
+            .position(|w| is(w, "tracing_on", "1"))
+            .unwrap_or_else(|| panic!("{name}: no window:\n{}", seq()));
+        assert!(
+            writes[1..open].iter().any(|w| w.1.ends_with("/trigger")),
+            "{name}: set-up not before the window:\n{}",
+            seq()
+        );
         assert!(writes[1..open].iter().all(|w| w.1 != "tracing_on"), "{name}:\n{}", seq());
         let close = &writes[open + 1];
         assert!(is(close, "tracing_on", "0"), "{name}: the stop did not close the window first:\n{}", seq());
-        let read_out = io.iter().enumerate().filter(|(_, x)| !x.write && x.path.ends_with("/trace_pipe_raw")).map(|(i, _)| i).max();
+        let read_out = io
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| !x.write && x.path.ends_with("/trace_pipe_raw"))
+            .map(|(i, _)| i)
+            .max();
         assert!(read_out.is_some_and(|i| i > close.0), "{name}: no read-out after the window closed");
         let last = writes.len() - 1;
         assert!(writes[open + 2..last].iter().all(|w| !is(w, "tracing_on", "1")), "{name}: opened again:\n{}", seq());

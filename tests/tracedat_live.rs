@@ -77,15 +77,25 @@ fn record_live_pages_into_trace_dat() {
         let layout = PageLayout::from(&hp);
         let page = layout.subbuf_size();
         let cpus = common::cpu_numbers(&inst);
-        let data: Vec<Vec<u8>> = cpus.iter().map(|c| drain(&inst.join(format!("per_cpu/cpu{c}/trace_pipe_raw")), page)).collect();
+        let data: Vec<Vec<u8>> =
+            cpus.iter().map(|c| drain(&inst.join(format!("per_cpu/cpu{c}/trace_pipe_raw")), page)).collect();
         let stats: Vec<String> = cpus
             .iter()
-            .map(|c| cpustat_text(*c, &String::from_utf8_lossy(&common::read_whole(&inst.join(format!("per_cpu/cpu{c}/stats"))))))
+            .map(|c| {
+                cpustat_text(
+                    *c,
+                    &String::from_utf8_lossy(&common::read_whole(&inst.join(format!("per_cpu/cpu{c}/stats")))),
+                )
+            })
             .collect();
         // Events per CPU as the page decoder sees them.
         let counts: Vec<usize> = data
             .iter()
-            .map(|d| d.chunks(page).map(|p| Page::parse(p, &layout, Endian::NATIVE).unwrap().records().filter(|r| r.is_ok()).count()).sum())
+            .map(|d| {
+                d.chunks(page)
+                    .map(|p| Page::parse(p, &layout, Endian::NATIVE).unwrap().records().filter(|r| r.is_ok()).count())
+                    .sum()
+            })
             .collect();
         assert!(counts.iter().sum::<usize>() > 0, "no events recorded");
 
@@ -99,8 +109,17 @@ fn record_live_pages_into_trace_dat() {
         w.saved_cmdlines(&common::read_whole(&root.join("saved_cmdlines"))).unwrap();
         w.cpus(cpus.len() as u32).unwrap();
         let clock = String::from_utf8_lossy(&common::read_whole(&inst.join("trace_clock"))).trim().to_string();
-        w.options(&WriteOptions { trace_clock: Some(&clock), uname: Some("Linux test"), version: Some("trbox"), cpustat: &stats, ..Default::default() }, None)
-            .unwrap();
+        w.options(
+            &WriteOptions {
+                trace_clock: Some(&clock),
+                uname: Some("Linux test"),
+                version: Some("trbox"),
+                cpustat: &stats,
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap();
         let fly = w.flyrecord().unwrap();
         f.write_all(&w.take()).unwrap();
         let sizes: Vec<u64> = data.iter().map(|d| d.len() as u64).collect();
@@ -143,7 +162,8 @@ fn record_live_pages_into_trace_dat() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut per_cpu = vec![0usize; events_per_cpu.len()];
     for l in stdout.lines().filter(|l| l.contains("sched_switch:") || l.contains("sched_wakeup:")) {
-        let cpu: usize = l.split('[').nth(1).and_then(|s| s.split(']').next()).and_then(|s| s.trim().parse().ok()).unwrap();
+        let cpu: usize =
+            l.split('[').nth(1).and_then(|s| s.split(']').next()).and_then(|s| s.trim().parse().ok()).unwrap();
         per_cpu[cpu] += 1;
     }
     assert_eq!(per_cpu, events_per_cpu, "events per CPU: trace-cmd report vs trbox");

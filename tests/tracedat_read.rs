@@ -70,7 +70,11 @@ fn check_buffers(file: &str, version: u32, buffers: &[&str]) -> TraceDat {
     assert!(std::str::from_utf8(&td.header_page).unwrap().contains("commit"));
     assert!(std::str::from_utf8(&td.header_event).unwrap().contains("type_len"));
     assert!(!td.ftrace_formats.is_empty());
-    assert!(td.systems.iter().any(|s| s.name == "sched"), "{:?}", td.systems.iter().map(|s| &s.name).collect::<Vec<_>>());
+    assert!(
+        td.systems.iter().any(|s| s.name == "sched"),
+        "{:?}",
+        td.systems.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
     assert!(!td.kallsyms.is_empty());
     assert!(!td.saved_cmdlines.is_empty());
     assert_eq!(td.options.clock.as_deref(), Some("local"));

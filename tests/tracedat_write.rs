@@ -42,7 +42,8 @@ fn live_meta(root: &Path) -> Meta {
         .map(|s| (s.to_string(), common::formats(&root.join("events").join(s))))
         .filter(|(_, f)| !f.is_empty())
         .collect();
-    let hp = HeaderPage::parse(std::str::from_utf8(&header_page).unwrap()).unwrap_or_else(|e| panic!("{e:?} {:?}", String::from_utf8_lossy(&header_page)));
+    let hp = HeaderPage::parse(std::str::from_utf8(&header_page).unwrap())
+        .unwrap_or_else(|e| panic!("{e:?} {:?}", String::from_utf8_lossy(&header_page)));
     let text = fs::read_to_string(root.join("events/sched/sched_switch/format")).unwrap();
     let sched_switch = EventFormat::parse(&text, "sched", hp.long_size()).unwrap();
     Meta {
@@ -136,7 +137,13 @@ fn write_file(meta: &Meta, dir: &Path, page_size: u32) -> Written {
     let uname = "Linux trbox 6.0 x86_64";
     let instances = ["extra"];
     // Provisional options: CPUSTAT not known yet; reserve room.
-    let provisional = WriteOptions { trace_clock: Some(clock), uname: Some(uname), version: Some("trbox-test"), instances: &instances, ..Default::default() };
+    let provisional = WriteOptions {
+        trace_clock: Some(clock),
+        uname: Some(uname),
+        version: Some("trbox-test"),
+        instances: &instances,
+        ..Default::default()
+    };
     let slot = w.options(&provisional, Some(2048)).unwrap();
     let fly = w.flyrecord().unwrap();
     f.write_all(&w.take()).unwrap();
@@ -144,7 +151,8 @@ fn write_file(meta: &Meta, dir: &Path, page_size: u32) -> Written {
     assert_eq!(fly.data_start % page_size as u64, 0);
 
     // Top buffer data, page-aligned per CPU.
-    let data: Vec<Vec<u8>> = events.iter().enumerate().map(|(c, &n)| pages(meta, &layout, n, 1_000_000 + c as u64, c as u32)).collect();
+    let data: Vec<Vec<u8>> =
+        events.iter().enumerate().map(|(c, &n)| pages(meta, &layout, n, 1_000_000 + c as u64, c as u32)).collect();
     let sizes: Vec<u64> = data.iter().map(|d| d.len() as u64).collect();
     let table = data_layout(fly.data_start, page_size, &sizes);
     for (d, &(off, _)) in data.iter().zip(&table) {
@@ -222,7 +230,11 @@ fn check_read_back(meta: &Meta, wr: &Written) {
 }
 
 fn trace_cmd() -> bool {
-    Command::new("trace-cmd").arg("--version").output().map(|o| o.status.success() || !o.stdout.is_empty()).unwrap_or(false)
+    Command::new("trace-cmd")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success() || !o.stdout.is_empty())
+        .unwrap_or(false)
 }
 
 fn check_trace_cmd(wr: &Written) {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::btf::{vmemmap_base_from_trace, Btf, KernelConsts, BtfInfo};
+use trbox::btf::{vmemmap_base_from_trace, Btf, BtfInfo, KernelConsts};
 
 const NAMES: &[&str] = &["", "I_NEW", "I_DIRTY_SYNC", "page", "gfp_t", "loff_t", "a", "int", "long int"];
 

@@ -8,7 +8,16 @@ use libfuzzer_sys::fuzz_target;
 use trbox::elf::{Elf, Table};
 use trbox::probe::{Def, Kind, GROUP};
 
-const SPECS: &[&str] = &["main", "main+0x10", "memcpy@@GLIBC_2.14", "memcpy@GLIBC_2.2.5", "f@V1", "0x1000", "x+99999999999999999999", "trbox_probe_me"];
+const SPECS: &[&str] = &[
+    "main",
+    "main+0x10",
+    "memcpy@@GLIBC_2.14",
+    "memcpy@GLIBC_2.2.5",
+    "f@V1",
+    "0x1000",
+    "x+99999999999999999999",
+    "trbox_probe_me",
+];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else { return };

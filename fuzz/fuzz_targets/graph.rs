@@ -61,10 +61,34 @@ fn table(kind: u8) -> (EventTable, u32) {
             long,
         )),
     };
-    t.insert(ev("print", 5, &[("unsigned long ip", 8, l, 0), ("char buf[]", 8 + l, 0, 0)], "\"%ps: %s\", (void *)REC->ip, REC->buf", long));
-    t.insert(ev("function", 1, &[("unsigned long ip", 8, l, 0), ("unsigned long parent_ip", 8 + l, l, 0)], "\" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip", long));
-    t.insert(ev("kernel_stack", 12, &[("int size", 8, 4, 1), ("unsigned long caller[8]", 8 + l, 8 * l, 0)], "\"\\t=> %ps\\n\", (void *)REC->caller[0]", long));
-    t.insert(ev("user_event", 30, &[("int value", 8, 4, 1), ("__data_loc char[] name", 12, 4, 0)], "\"value=%d name=%s\", REC->value, __get_str(name)", long));
+    t.insert(ev(
+        "print",
+        5,
+        &[("unsigned long ip", 8, l, 0), ("char buf[]", 8 + l, 0, 0)],
+        "\"%ps: %s\", (void *)REC->ip, REC->buf",
+        long,
+    ));
+    t.insert(ev(
+        "function",
+        1,
+        &[("unsigned long ip", 8, l, 0), ("unsigned long parent_ip", 8 + l, l, 0)],
+        "\" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip",
+        long,
+    ));
+    t.insert(ev(
+        "kernel_stack",
+        12,
+        &[("int size", 8, 4, 1), ("unsigned long caller[8]", 8 + l, 8 * l, 0)],
+        "\"\\t=> %ps\\n\", (void *)REC->caller[0]",
+        long,
+    ));
+    t.insert(ev(
+        "user_event",
+        30,
+        &[("int value", 8, 4, 1), ("__data_loc char[] name", 12, 4, 0)],
+        "\"value=%d name=%s\", REC->value, __get_str(name)",
+        long,
+    ));
     (t, long)
 }
 
@@ -82,10 +106,14 @@ fuzz_target!(|data: &[u8]| {
         overrun: sel & 0x80 != 0,
         ..GraphOpts::default()
     };
-    let syms = Kallsyms::parse("0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n");
+    let syms =
+        Kallsyms::parse("0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n");
     let cmd = Cmdlines::parse("1 sh\n2 a-very-long-name\n");
     let irq = if sel & 0x10 != 0 { IrqText::Range(0x100, 0x180) } else { IrqText::Fallback };
-    let mut g = GraphRenderer::new(&table, &cmd, e, long, Some(&syms)).with_opts(opts).with_irq_text(irq).with_cpu_count(u32::from(sel));
+    let mut g = GraphRenderer::new(&table, &cmd, e, long, Some(&syms))
+        .with_opts(opts)
+        .with_irq_text(irq)
+        .with_cpu_count(u32::from(sel));
     let mut stats = Stats::new(&table, e, long, sel & 1 == 0);
     let mut recs: Vec<(u32, &[u8])> = Vec::new();
     while let Some((&n, r)) = rest.split_first() {
@@ -147,7 +175,9 @@ fuzz_target!(|data: &[u8]| {
         }
         let slot = slot_of(recs[i].1);
         let nj = (i + 1..recs.len()).find(|&j| !done[j] && slot_of(recs[j].1) == slot);
-        if let Ok(Outcome::SkipNext) = g3.record_in(&mut out2, slot, recs[i].0, 0, recs[i].1, nj.map(|j| (0, recs[j].1))) {
+        if let Ok(Outcome::SkipNext) =
+            g3.record_in(&mut out2, slot, recs[i].0, 0, recs[i].1, nj.map(|j| (0, recs[j].1)))
+        {
             done[nj.expect("SkipNext without a next record")] = true;
         }
     }

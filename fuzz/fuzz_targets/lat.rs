@@ -30,18 +30,8 @@ fuzz_target!(|data: &[u8]| {
     // replaces the first event of the mode; then records: [cpu, len, ts
     // delta, bytes...] (len 0: a loss).
     let [sel, h, rest @ ..] = data else { return };
-    let mode = [
-        Mode::Wakeup,
-        Mode::Irq,
-        Mode::Syscall,
-        Mode::Timerlat,
-        Mode::Osnoise,
-    ][usize::from(sel & 7) % 5];
-    let e = if sel & 8 == 0 {
-        Endian::Little
-    } else {
-        Endian::Big
-    };
+    let mode = [Mode::Wakeup, Mode::Irq, Mode::Syscall, Mode::Timerlat, Mode::Osnoise][usize::from(sel & 7) % 5];
+    let e = if sel & 8 == 0 { Endian::Little } else { Endian::Big };
     let mut t = EventTable::new();
     for (sys, name, id, fields) in EVENTS {
         let text = format!("name: {name}\nID: {id}\nformat:\n{COMMON}{fields}\nprint fmt: \"x\"\n");
@@ -86,9 +76,7 @@ fuzz_target!(|data: &[u8]| {
         }
         rest = &more[n..];
     }
-    let unit = Unit {
-        ns: sel & 0x20 != 0,
-    };
+    let unit = Unit { ns: sel & 0x20 != 0 };
     let c = Cmdlines::default();
     out.clear();
     let _ = write_tables(&mut out, &lat, unit, &c);

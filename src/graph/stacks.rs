@@ -128,7 +128,8 @@ impl StackCounts {
                 // The record may hold more entries than `caller[8]` says;
                 // the list ends at `size` entries or a ULONG_MAX marker.
                 let long = self.long;
-                let frames = (0..n.min(MAX_FRAMES)).map_while(|i| e.uint(payload, start + i * long, long).filter(|&a| a != end));
+                let frames =
+                    (0..n.min(MAX_FRAMES)).map_while(|i| e.uint(payload, start + i * long, long).filter(|&a| a != end));
                 let slot = self.counts.entry(path_key(origin.encode().into_iter().chain(frames))).or_insert(0);
                 *slot += 1;
                 self.total += 1;
@@ -201,7 +202,9 @@ impl StackCounts {
             })
             .collect();
         // The keys are unique: an unstable sort is deterministic (and smaller).
-        v.sort_unstable_by(|a, b| b.count.cmp(&a.count).then_with(|| (&a.origin, &a.frames).cmp(&(&b.origin, &b.frames))));
+        v.sort_unstable_by(|a, b| {
+            b.count.cmp(&a.count).then_with(|| (&a.origin, &a.frames).cmp(&(&b.origin, &b.frames)))
+        });
         v
     }
 }

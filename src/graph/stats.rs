@@ -275,7 +275,13 @@ impl Stats {
     }
 
     /// The top table, 80 columns: calls, total, self, max (µs), function.
-    pub fn write_top<W: Write + ?Sized>(&self, w: &mut W, syms: Option<&dyn SymbolLookup>, n: usize, by: TopBy) -> fmt::Result {
+    pub fn write_top<W: Write + ?Sized>(
+        &self,
+        w: &mut W,
+        syms: Option<&dyn SymbolLookup>,
+        n: usize,
+        by: TopBy,
+    ) -> fmt::Result {
         writeln!(w, "{:>9} {:>13} {:>13} {:>12}  FUNCTION", "CALLS", "TOTAL(us)", "SELF(us)", "MAX(us)")?;
         for r in self.top(syms, n, by) {
             write!(w, "{:>9} ", r.stat.count)?;

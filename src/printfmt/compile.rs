@@ -70,7 +70,11 @@ fn err<T>(what: &'static str) -> R<T> {
 /// Size and sign of a C type name as written in casts, declarations and
 /// `sizeof`; `None` for names we do not know.
 pub(crate) fn type_of(words: &[&str], stars: usize, long_size: u8) -> Option<Ty> {
-    let words: Vec<&str> = words.iter().copied().filter(|w| !matches!(*w, "const" | "volatile" | "__user" | "__iomem" | "__rcu" | "__force")).collect();
+    let words: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !matches!(*w, "const" | "volatile" | "__user" | "__iomem" | "__rcu" | "__force"))
+        .collect();
     if stars > 0 {
         let bytes = match words.as_slice() {
             ["void"] | ["char"] | ["unsigned", "char"] | ["signed", "char"] | ["u8"] | ["s8"] | ["__u8"] => 1,
@@ -89,12 +93,14 @@ pub(crate) fn type_of(words: &[&str], stars: usize, long_size: u8) -> Option<Ty>
             "short" | "s16" | "__s16" | "int16_t" => t(2, true),
             "u16" | "__u16" | "uint16_t" | "__be16" | "__le16" | "umode_t" => t(2, false),
             "int" | "signed" | "s32" | "__s32" | "int32_t" | "pid_t" | "__kernel_rwf_t" | "clockid_t" => t(4, true),
-            "unsigned" | "u32" | "__u32" | "uint32_t" | "uint" | "gfp_t" | "__be32" | "__le32" | "dev_t" | "uid_t" | "gid_t" | "fmode_t" | "blk_opf_t"
-            | "slab_flags_t" | "xfs_agnumber_t" | "xfs_agblock_t" | "xfs_extlen_t" => t(4, false),
+            "unsigned" | "u32" | "__u32" | "uint32_t" | "uint" | "gfp_t" | "__be32" | "__le32" | "dev_t" | "uid_t"
+            | "gid_t" | "fmode_t" | "blk_opf_t" | "slab_flags_t" | "xfs_agnumber_t" | "xfs_agblock_t"
+            | "xfs_extlen_t" => t(4, false),
             "long" => t(ls, true),
             "s64" | "__s64" | "int64_t" | "loff_t" | "ktime_t" | "time64_t" | "__kernel_loff_t" => t(8, true),
-            "u64" | "__u64" | "uint64_t" | "__be64" | "__le64" | "sector_t" | "blkcnt_t" | "xfs_ino_t" | "xfs_fsblock_t" | "xfs_off_t" | "xfs_daddr_t"
-            | "xfs_fileoff_t" | "xfs_filblks_t" | "dma_addr_t" | "phys_addr_t" | "resource_size_t" => t(8, w.starts_with("xfs_off") || w.starts_with("xfs_daddr")),
+            "u64" | "__u64" | "uint64_t" | "__be64" | "__le64" | "sector_t" | "blkcnt_t" | "xfs_ino_t"
+            | "xfs_fsblock_t" | "xfs_off_t" | "xfs_daddr_t" | "xfs_fileoff_t" | "xfs_filblks_t" | "dma_addr_t"
+            | "phys_addr_t" | "resource_size_t" => t(8, w.starts_with("xfs_off") || w.starts_with("xfs_daddr")),
             "ulong" | "size_t" | "uintptr_t" | "ino_t" | "pgoff_t" | "unsigned_long" => t(ls, false),
             "ssize_t" | "intptr_t" | "ptrdiff_t" | "off_t" | "time_t" => t(ls, true),
             _ => None,
@@ -107,8 +113,12 @@ pub(crate) fn type_of(words: &[&str], stars: usize, long_size: u8) -> Option<Ty>
         ["unsigned", "int"] => t(4, false),
         ["long", "int"] | ["signed", "long"] | ["long", "signed"] | ["signed", "long", "int"] => t(ls, true),
         ["unsigned", "long"] | ["unsigned", "long", "int"] | ["long", "unsigned"] => t(ls, false),
-        ["long", "long"] | ["long", "long", "int"] | ["signed", "long", "long"] | ["signed", "long", "long", "int"] => t(8, true),
-        ["unsigned", "long", "long"] | ["unsigned", "long", "long", "int"] | ["long", "long", "unsigned"] => t(8, false),
+        ["long", "long"] | ["long", "long", "int"] | ["signed", "long", "long"] | ["signed", "long", "long", "int"] => {
+            t(8, true)
+        }
+        ["unsigned", "long", "long"] | ["unsigned", "long", "long", "int"] | ["long", "long", "unsigned"] => {
+            t(8, false)
+        }
         _ => None,
     }
 }
@@ -156,8 +166,23 @@ fn known_constant(name: &str) -> Option<u64> {
 }
 
 fn is_type_word(w: &str) -> bool {
-    matches!(w, "const" | "volatile" | "unsigned" | "signed" | "char" | "short" | "int" | "long" | "void" | "struct" | "union" | "enum" | "bool" | "_Bool")
-        || type_of(&[w], 0, 8).is_some()
+    matches!(
+        w,
+        "const"
+            | "volatile"
+            | "unsigned"
+            | "signed"
+            | "char"
+            | "short"
+            | "int"
+            | "long"
+            | "void"
+            | "struct"
+            | "union"
+            | "enum"
+            | "bool"
+            | "_Bool"
+    ) || type_of(&[w], 0, 8).is_some()
 }
 
 impl<'t, 'e> P<'t, 'e> {
@@ -316,7 +341,13 @@ impl<'t, 'e> P<'t, 'e> {
                 self.last_struct_size = self.info.sizeof_struct(name).filter(|&n| n > 0).map(u64::from);
             }
         }
-        let from_info = || match words.iter().copied().filter(|w| !matches!(*w, "const" | "volatile")).collect::<Vec<_>>().as_slice() {
+        let from_info = || match words
+            .iter()
+            .copied()
+            .filter(|w| !matches!(*w, "const" | "volatile"))
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
             [w] if stars == 0 => match self.info.typedef(w) {
                 Some((size @ (1 | 2 | 4 | 8), signed)) => Some(Ty::int(size as u8, signed)),
                 _ => None,
@@ -336,7 +367,9 @@ impl<'t, 'e> P<'t, 'e> {
             return false;
         }
         match self.peek_at(1) {
-            Some(Tok::Ident(w)) => (is_type_word(w) || self.info.typedef(w).is_some()) && !self.scopes.iter().any(|(n, _)| *n == w),
+            Some(Tok::Ident(w)) => {
+                (is_type_word(w) || self.info.typedef(w).is_some()) && !self.scopes.iter().any(|(n, _)| *n == w)
+            }
             _ => false,
         }
     }
@@ -607,7 +640,12 @@ impl<'t, 'e> P<'t, 'e> {
 
     fn call(&mut self, name: &str) -> R<Id> {
         match name {
-            "__get_str" | "__get_rel_str" | "__get_dynamic_array" | "__get_rel_dynamic_array" | "__get_sockaddr" | "__get_rel_sockaddr" => {
+            "__get_str"
+            | "__get_rel_str"
+            | "__get_dynamic_array"
+            | "__get_rel_dynamic_array"
+            | "__get_sockaddr"
+            | "__get_rel_sockaddr" => {
                 let f = self.field_arg()?;
                 self.push(Node::Bytes(f.loc()), Kind::Str)
             }
@@ -777,7 +815,9 @@ impl<'t, 'e> P<'t, 'e> {
                     }
                     words.push(w);
                 }
-                let (Some(name), Some(ty)) = (name, type_of(&words, 0, self.long_size)) else { return err("declaration") };
+                let (Some(name), Some(ty)) = (name, type_of(&words, 0, self.long_size)) else {
+                    return err("declaration");
+                };
                 self.expect("=")?;
                 let init = self.expr()?;
                 self.int_ty(init)?;
@@ -821,7 +861,20 @@ impl<'t, 'e> P<'t, 'e> {
 pub(crate) fn compile(ev: &EventFormat, long_size: u8, info: &dyn super::KernelInfo) -> Result<Prog, (Error, String)> {
     let src = ev.print_fmt.trim();
     let toks = lex(src).ok_or((Error::Unsupported("tokens"), String::new()))?;
-    let mut p = P { toks: &toks, pos: 0, ev, long_size, prog: Prog::default(), kinds: Vec::new(), scopes: Vec::new(), next_slot: 0, depth: 0, info, elem: Vec::new(), last_struct_size: None };
+    let mut p = P {
+        toks: &toks,
+        pos: 0,
+        ev,
+        long_size,
+        prog: Prog::default(),
+        kinds: Vec::new(),
+        scopes: Vec::new(),
+        next_slot: 0,
+        depth: 0,
+        info,
+        elem: Vec::new(),
+        last_struct_size: None,
+    };
     match compile_in(&mut p) {
         Ok(()) => Ok(p.prog),
         Err(e) => {

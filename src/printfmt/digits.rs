@@ -372,7 +372,29 @@ mod tests {
 
     #[test]
     fn all_bases() {
-        for v in [0u64, 1, 7, 8, 9, 10, 15, 16, 99, 100, 101, 255, 256, 999, 1000, 0xfff, 0x1000, 12345, u32::MAX as u64, u64::MAX, 1 << 63] {
+        for v in [
+            0u64,
+            1,
+            7,
+            8,
+            9,
+            10,
+            15,
+            16,
+            99,
+            100,
+            101,
+            255,
+            256,
+            999,
+            1000,
+            0xfff,
+            0x1000,
+            12345,
+            u32::MAX as u64,
+            u64::MAX,
+            1 << 63,
+        ] {
             assert_eq!(s(v, 10, false), alloc::format!("{v}"));
             assert_eq!(s(v, 16, false), alloc::format!("{v:x}"));
             assert_eq!(s(v, 16, true), alloc::format!("{v:X}"));

@@ -3,8 +3,8 @@
 use core::cell::Cell;
 use core::fmt::{self, Write};
 
-use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::digits::Stage;
+use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
 use crate::format::Endian;
 
@@ -147,7 +147,9 @@ impl<'a, 'e> Frame<'a, 'e> {
                 self.val(result)
             }
             Node::Unknown => V::Bad,
-            Node::Flags { .. } | Node::Symbolic { .. } | Node::Hex { .. } | Node::Array { .. } | Node::Bitmask(_) => V::T(id),
+            Node::Flags { .. } | Node::Symbolic { .. } | Node::Hex { .. } | Node::Array { .. } | Node::Bitmask(_) => {
+                V::T(id)
+            }
         }
     }
 
@@ -205,7 +207,9 @@ impl<'a, 'e> Frame<'a, 'e> {
                 }
             }
             Node::Hex { buf, len, concat } => {
-                let (V::B(b), Some(n)) = (self.val(buf), self.int(len)) else { return w.write_str(super::vsprintf::BAD) };
+                let (V::B(b), Some(n)) = (self.val(buf), self.int(len)) else {
+                    return w.write_str(super::vsprintf::BAD);
+                };
                 let n = (n as i32).max(0) as usize;
                 let b = &b[..n.min(b.len())];
                 for (i, chunk) in b.chunks(16).enumerate() {
@@ -279,7 +283,9 @@ impl<'a, 'e> Frame<'a, 'e> {
                 Item::Conv(p) => {
                     let spec = self.spec(p);
                     let v = self.arg(p, &spec);
-                    if let Some(d) = v.and_then(|v| if let V::I(x) = v { plain_number(x, &spec, &self.ctx) } else { None }) {
+                    if let Some(d) =
+                        v.and_then(|v| if let V::I(x) = v { plain_number(x, &spec, &self.ctx) } else { None })
+                    {
                         st.push(d.as_str())?;
                         continue;
                     }

@@ -80,9 +80,17 @@ pub(crate) enum Node {
     /// A constant, already normalised to its type.
     Const(u64, Ty),
     /// A scalar field.
-    Field { off: u32, ty: Ty },
+    Field {
+        off: u32,
+        ty: Ty,
+    },
     /// `REC->arr[i]` of a fixed array.
-    Elem { off: u32, count: u32, ty: Ty, idx: Id },
+    Elem {
+        off: u32,
+        count: u32,
+        ty: Ty,
+        idx: Id,
+    },
     /// The bytes of an array / `__data_loc` / `__rel_loc` field (a pointer
     /// to memory inside the record).
     Bytes(Loc),
@@ -91,7 +99,11 @@ pub(crate) enum Node {
     /// A string literal in the pool.
     Lit(u32, u32),
     /// `bytes[i]` (`__get_str(x)[0]`).
-    ByteAt { base: Id, idx: Id, ty: Ty },
+    ByteAt {
+        base: Id,
+        idx: Id,
+        ty: Ty,
+    },
     Unary(UOp, Id, Ty),
     Binary(BOp, Id, Id, Ty),
     /// `&&` (true) / `||` (false).
@@ -101,11 +113,32 @@ pub(crate) enum Node {
     Cast(Ty, Id),
     Local(u8),
     /// A GNU statement expression: locals in `decls[first..first+n]`.
-    Block { first: u32, n: u32, result: Id },
-    Flags { val: Id, delim: (u32, u32), tab: (u32, u32), wide: bool },
-    Symbolic { val: Id, tab: (u32, u32), wide: bool },
-    Hex { buf: Id, len: Id, concat: bool },
-    Array { buf: Id, count: Id, elsize: Id },
+    Block {
+        first: u32,
+        n: u32,
+        result: Id,
+    },
+    Flags {
+        val: Id,
+        delim: (u32, u32),
+        tab: (u32, u32),
+        wide: bool,
+    },
+    Symbolic {
+        val: Id,
+        tab: (u32, u32),
+        wide: bool,
+    },
+    Hex {
+        buf: Id,
+        len: Id,
+        concat: bool,
+    },
+    Array {
+        buf: Id,
+        count: Id,
+        elsize: Id,
+    },
     Bitmask(Loc),
     /// An argument that could not be compiled: prints a marker.
     Unknown,

@@ -6,7 +6,12 @@ use alloc::vec::Vec;
 pub(crate) enum Tok<'a> {
     /// Integer literal: value, has a `u` suffix, number of `l`s, written
     /// in hex/octal (which lets it take an unsigned type).
-    Num { v: u64, unsigned: bool, longs: u8, radix: bool },
+    Num {
+        v: u64,
+        unsigned: bool,
+        longs: u8,
+        radix: bool,
+    },
     /// The raw text between double quotes (escapes not yet decoded).
     Str(&'a str),
     /// A character literal's value.
@@ -16,8 +21,8 @@ pub(crate) enum Tok<'a> {
 }
 
 const PUNCTS: [&str; 32] = [
-    "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "(", ")", "{", "}", "[", "]", ",", ";", "?", ":", "+", "-", "*", "/", "%", "&", "|", "^", "~",
-    "!", "<", ">", "=",
+    "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "(", ")", "{", "}", "[", "]", ",", ";", "?", ":", "+", "-",
+    "*", "/", "%", "&", "|", "^", "~", "!", "<", ">", "=",
 ];
 
 /// Decode one escape sequence after a backslash; returns the byte and how

@@ -27,10 +27,10 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use crate::format::{Endian, EventFormat, Field, FieldKind};
-use digits::{Stage, StackBuf};
+use digits::{StackBuf, Stage};
 use ir::{Loc, Prog};
-pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 use vsprintf::{write_bytes, Fwd};
+pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 
 /// How the syscall tracer prints a `sys_enter_*` argument
 /// (`print_syscall_enter()`, kernel/trace/trace_syscalls.c): its own text,
@@ -146,27 +146,53 @@ enum Body {
     Prog(Prog),
     Fallback(Error, String),
     /// `ftrace/bprint`: ip, fmt pointer, binary args from `buf`.
-    Bprint { ip: Loc, fmt: Loc, buf: u32 },
+    Bprint {
+        ip: Loc,
+        fmt: Loc,
+        buf: u32,
+    },
     /// `ftrace/bputs`: ip, string pointer.
-    Bputs { ip: Loc, s: Loc },
+    Bputs {
+        ip: Loc,
+        s: Loc,
+    },
     /// `ftrace/print`: ip, inline text.
-    Print { ip: Loc, buf: u32 },
+    Print {
+        ip: Loc,
+        buf: u32,
+    },
     /// `syscalls/sys_enter_*`: printed by the syscall tracer itself as
     /// `sys_NAME(arg: VALUE, …)` (the print fmt is not used); VALUE is `%lu`
     /// below 10, else `0x%lx` (6.17+), or `%lx` on older kernels.
-    SysEnter { name: (u32, u32), args: Vec<((u32, u32), Loc)>, small_decimal: bool },
+    SysEnter {
+        name: (u32, u32),
+        args: Vec<((u32, u32), Loc)>,
+        small_decimal: bool,
+    },
     /// A kprobe (`ip` set) or kretprobe (`func`, `ret`) event: the kernel
     /// prints `(sym+off/size)` / `(ret_sym+off/size <- func_sym)` itself,
     /// then the arguments as the print fmt says from item `first` on (a
     /// literal starting with `)`, whose first byte is skipped).
-    Probe { prog: Prog, ip: Option<Loc>, func: Option<Loc>, ret: Option<Loc>, first: usize },
+    Probe {
+        prog: Prog,
+        ip: Option<Loc>,
+        func: Option<Loc>,
+        ret: Option<Loc>,
+        first: usize,
+    },
     /// `syscalls/sys_exit_*`: `sys_NAME -> 0x%lx`.
-    SysExit { name: (u32, u32), ret: Loc },
+    SysExit {
+        name: (u32, u32),
+        ret: Loc,
+    },
     /// `ftrace/raw_data` (trace_marker_raw): `trace_raw_data()` prints
     /// `# %x buf:` of the id, then ` %02x` for every byte of the record
     /// from `buf` to its end — the whole reserved length, padding included
     /// (4-byte granules; 6.1 reserves at least 13 bytes after the header).
-    RawData { id: Loc, buf: u32 },
+    RawData {
+        id: Loc,
+        buf: u32,
+    },
 }
 
 /// A compiled print fmt.
@@ -209,17 +235,30 @@ impl Program {
             names.push_str(&f.name);
             let elem_size = match f.kind {
                 FieldKind::Scalar => f.size,
-                FieldKind::Array { elem_size, .. } | FieldKind::DataLoc { elem_size } | FieldKind::RelLoc { elem_size } => elem_size,
+                FieldKind::Array { elem_size, .. }
+                | FieldKind::DataLoc { elem_size }
+                | FieldKind::RelLoc { elem_size } => elem_size,
             };
             let t = f.type_name.as_str();
             let text = elem_size == 1 && f.kind != FieldKind::Scalar && t.contains("char");
-            let hex = t.contains('*') || (t.contains("unsigned long") && !t.contains("long long")) || t == "long unsigned int";
-            fields.push(FieldInfo { name: (start, f.name.len() as u32), loc: f.loc(), elem_size, signed: f.signed, hex, text });
+            let hex = t.contains('*')
+                || (t.contains("unsigned long") && !t.contains("long long"))
+                || t == "long unsigned int";
+            fields.push(FieldInfo {
+                name: (start, f.name.len() as u32),
+                loc: f.loc(),
+                elem_size,
+                signed: f.signed,
+                hex,
+                text,
+            });
         }
         let new_syscalls = syscall_style(info.kernel_version()) == SyscallStyle::Since6_17;
-        let body = Self::special(ev, &mut names, new_syscalls).unwrap_or_else(|| match compile::compile(ev, long_size, info) {
-            Ok(p) => Self::probe(ev, p),
-            Err((e, at)) => Body::Fallback(e, at),
+        let body = Self::special(ev, &mut names, new_syscalls).unwrap_or_else(|| {
+            match compile::compile(ev, long_size, info) {
+                Ok(p) => Self::probe(ev, p),
+                Err((e, at)) => Body::Fallback(e, at),
+            }
         });
         Program { long_size, body, names, fields }
     }
@@ -258,7 +297,8 @@ impl Program {
             };
             if let Some(sc) = ev.name.strip_prefix("sys_enter_") {
                 let n = name(&alloc::format!("sys_{sc}"));
-                let args = ev.fields.iter().filter(|f| f.name != "__syscall_nr").map(|f| (name(&f.name), f.loc())).collect();
+                let args =
+                    ev.fields.iter().filter(|f| f.name != "__syscall_nr").map(|f| (name(&f.name), f.loc())).collect();
                 return Some(Body::SysEnter { name: n, args, small_decimal: new_syscalls });
             }
             if let Some(sc) = ev.name.strip_prefix("sys_exit_") {
@@ -518,7 +558,12 @@ fn hex<W: Write + ?Sized>(w: &mut W, v: u64) -> fmt::Result {
 /// a kretprobe has replaced that return address, 5.15+ by address, older
 /// kernels by name). `Ok(false)`: no symbol, nothing written; the caller
 /// prints the address its own way.
-pub fn write_ip_symbol<W: Write + ?Sized>(w: &mut W, addr: u64, offset: bool, syms: Option<&dyn SymbolLookup>) -> Result<bool, fmt::Error> {
+pub fn write_ip_symbol<W: Write + ?Sized>(
+    w: &mut W,
+    addr: u64,
+    offset: bool,
+    syms: Option<&dyn SymbolLookup>,
+) -> Result<bool, fmt::Error> {
     let Some(table) = syms else { return Ok(false) };
     let sym = table.lookup(addr).filter(|s| !s.name.is_empty());
     let kretprobed = match table.kretprobe_trampoline() {
@@ -578,7 +623,13 @@ fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt:
 
 /// Convenience: the `name=value` rendering of `rec` without compiling the
 /// print fmt.
-pub fn render_fields<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], e: Endian, long_size: u8) -> fmt::Result {
+pub fn render_fields<W: Write + ?Sized>(
+    w: &mut W,
+    ev: &EventFormat,
+    rec: &[u8],
+    e: Endian,
+    long_size: u8,
+) -> fmt::Result {
     let mut ev2 = EventFormat { print_fmt: String::new(), ..ev.clone() };
     ev2.system.clear();
     Program::compile(&ev2, long_size).render_fields(w, rec, e)

@@ -138,7 +138,8 @@ pub fn next_token(f: &[u8]) -> Option<(Token<'_>, usize)> {
         }
         i += 1;
     }
-    let mut spec = Spec { flags, width: -1, width_star: false, prec: -1, prec_star: false, qual: Qual::None, conv: Conv::Percent };
+    let mut spec =
+        Spec { flags, width: -1, width_star: false, prec: -1, prec_star: false, qual: Qual::None, conv: Conv::Percent };
     match f.get(i) {
         Some(c) if c.is_ascii_digit() => spec.width = skip_atoi(f, &mut i),
         Some(b'*') => {
@@ -279,7 +280,10 @@ impl PtrFmt {
     /// Whether the argument is the pointer value itself (true) or the
     /// memory it points at (false).
     pub fn takes_value(self) -> bool {
-        matches!(self, PtrFmt::Plain | PtrFmt::Hex | PtrFmt::Restricted | PtrFmt::Sym { .. } | PtrFmt::Backtrace | PtrFmt::Other)
+        matches!(
+            self,
+            PtrFmt::Plain | PtrFmt::Hex | PtrFmt::Restricted | PtrFmt::Sym { .. } | PtrFmt::Backtrace | PtrFmt::Other
+        )
     }
 }
 
@@ -721,7 +725,9 @@ fn symbol<W: Write + ?Sized>(w: &mut W, v: u64, offset: bool, back: bool, spec: 
     let v = v & ctx.long_mask();
     let look = if back { v.wrapping_sub(1) } else { v };
     let found = ctx.syms.and_then(|s| s.lookup(look));
-    if let (Some(s), false, None, true, true) = (found, offset || back, found.and_then(|s| s.module), spec.width <= 0, spec.prec < 0) {
+    if let (Some(s), false, None, true, true) =
+        (found, offset || back, found.and_then(|s| s.module), spec.width <= 0, spec.prec < 0)
+    {
         // `%ps` as it mostly is: the name.
         return w.write_str(s.name);
     }
@@ -830,7 +836,13 @@ fn ptr_mem<W: Write + ?Sized>(w: &mut W, b: &[u8], pf: PtrFmt, spec: &Spec, ctx:
         }
         PtrFmt::Ip6 { colons, compress } => {
             let Some(a) = b.get(..16) else { return short(w) };
-            padded(w, spec.width, spec.prec, spec.flags, |w| if compress { ip6_compressed(w, a) } else { ip6_full(w, a, colons) })
+            padded(w, spec.width, spec.prec, spec.flags, |w| {
+                if compress {
+                    ip6_compressed(w, a)
+                } else {
+                    ip6_full(w, a, colons)
+                }
+            })
         }
         PtrFmt::IpSock { colons, port, compress, flow, scope, reverse, zeros } => {
             let Some(fam) = ctx.endian.uint(b, 0, 2) else { return short(w) };
@@ -1022,7 +1034,9 @@ pub fn emit(w: &mut dyn Write, spec: &Spec, arg: ArgVal<'_, '_>, ctx: &Ctx) -> f
         (Conv::Ptr(pf), ArgVal::Int(v)) => match pf {
             PtrFmt::Sym { offset } => symbol(w, v, offset, false, spec, ctx),
             PtrFmt::Backtrace => symbol(w, v, true, true, spec, ctx),
-            PtrFmt::Plain | PtrFmt::Hex | PtrFmt::Restricted | PtrFmt::Other => pointer_string(w, v & ctx.long_mask(), spec, ctx.long_size),
+            PtrFmt::Plain | PtrFmt::Hex | PtrFmt::Restricted | PtrFmt::Other => {
+                pointer_string(w, v & ctx.long_mask(), spec, ctx.long_size)
+            }
             _ => {
                 if v == 0 {
                     error_string(w, "(null)", spec)
@@ -1033,7 +1047,9 @@ pub fn emit(w: &mut dyn Write, spec: &Spec, arg: ArgVal<'_, '_>, ctx: &Ctx) -> f
             }
         },
         (Conv::Ptr(pf), ArgVal::Bytes(b)) => ptr_mem(w, b, pf, spec, ctx),
-        (Conv::Ptr(_), ArgVal::Text(f)) | (Conv::Int { .. }, ArgVal::Text(f)) | (Conv::Char, ArgVal::Text(f)) => f(&mut Fwd(w)),
+        (Conv::Ptr(_), ArgVal::Text(f)) | (Conv::Int { .. }, ArgVal::Text(f)) | (Conv::Char, ArgVal::Text(f)) => {
+            f(&mut Fwd(w))
+        }
         (_, ArgVal::Bytes(_)) => w.write_str(BAD),
     }
 }

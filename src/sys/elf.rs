@@ -10,15 +10,35 @@ use std::path::{Path, PathBuf};
 /// Debian's multiarch tuple (`/lib/<tuple>`) for the architecture trbox
 /// was built for.
 #[cfg(target_arch = "x86_64")]
-macro_rules! multiarch { () => { "x86_64-linux-gnu" } }
+macro_rules! multiarch {
+    () => {
+        "x86_64-linux-gnu"
+    };
+}
 #[cfg(target_arch = "aarch64")]
-macro_rules! multiarch { () => { "aarch64-linux-gnu" } }
+macro_rules! multiarch {
+    () => {
+        "aarch64-linux-gnu"
+    };
+}
 #[cfg(target_arch = "arm")]
-macro_rules! multiarch { () => { "arm-linux-gnueabihf" } }
+macro_rules! multiarch {
+    () => {
+        "arm-linux-gnueabihf"
+    };
+}
 #[cfg(target_arch = "x86")]
-macro_rules! multiarch { () => { "i386-linux-gnu" } }
+macro_rules! multiarch {
+    () => {
+        "i386-linux-gnu"
+    };
+}
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "arm", target_arch = "x86")))]
-macro_rules! multiarch { () => { "riscv64-linux-gnu" } }
+macro_rules! multiarch {
+    () => {
+        "riscv64-linux-gnu"
+    };
+}
 
 /// A file's bytes: a read-only private mapping, or a copy.
 pub struct FileBytes {
@@ -38,7 +58,8 @@ impl FileBytes {
         if len > 0 && meta.is_file() {
             // SAFETY: a fresh mapping of an open file; the pointer is only
             // used within `len` and unmapped once, on drop.
-            let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0) };
+            let p =
+                unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0) };
             if p != libc::MAP_FAILED {
                 return Ok(FileBytes { map: Some((p, len)), copy: Vec::new() });
             }
@@ -106,7 +127,8 @@ pub fn locate(name: &str) -> Result<PathBuf, Error> {
 /// Debian/Ubuntu multiarch directories of this architecture, the 64-bit
 /// ones of other distributions, then the plain ones (musl, Buildroot,
 /// Yocto). /etc/ld.so.conf is not read: boards rarely add to it.
-pub const LIB_DIRS: &str = concat!("/lib/", multiarch!(), ":/usr/lib/", multiarch!(), ":/lib64:/usr/lib64:/lib:/usr/lib");
+pub const LIB_DIRS: &str =
+    concat!("/lib/", multiarch!(), ":/usr/lib/", multiarch!(), ":/lib64:/usr/lib64:/lib:/usr/lib");
 
 /// `SYMBOL[+OFF]` (or a file offset) in the ELF file at `path` → where a
 /// uprobe goes.

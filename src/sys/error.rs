@@ -205,14 +205,24 @@ mod tests {
     fn eexist_reads_as_a_name_already_taken() {
         let e = || io::Error::from_raw_os_error(libc::EEXIST);
         assert_eq!(describe(&e()), "already exists (EEXIST)");
-        let r = Error::Rejected { path: "/sys/kernel/tracing/uprobe_events".into(), value: "p:uprobes/x /bin/true:0x10".into(), err: e(), kernel: None };
+        let r = Error::Rejected {
+            path: "/sys/kernel/tracing/uprobe_events".into(),
+            value: "p:uprobes/x /bin/true:0x10".into(),
+            err: e(),
+            kernel: None,
+        };
         assert_eq!(r.to_string(), "the kernel rejected 'p:uprobes/x /bin/true:0x10' in /sys/kernel/tracing/uprobe_events: already exists (EEXIST)");
         assert!(r.hint().unwrap().contains("already there"));
         let m = Error::io("/sys/kernel/tracing/instances/a", e());
         assert_eq!(m.to_string(), "/sys/kernel/tracing/instances/a: already exists (EEXIST)");
         assert!(m.hint().is_some());
         // The kernel's own error_log line says it better.
-        let k = Error::Rejected { path: "x".into(), value: "v".into(), err: e(), kernel: Some("Event already exists".into()) };
+        let k = Error::Rejected {
+            path: "x".into(),
+            value: "v".into(),
+            err: e(),
+            kernel: Some("Event already exists".into()),
+        };
         assert!(k.hint().is_none());
     }
 }

@@ -71,7 +71,10 @@ impl LiveVars {
 
     /// The value (`sizeof(long)` bytes) of the kernel variable `name`.
     pub fn read(&self, name: &str) -> Option<u64> {
-        let syms = self.syms.get_or_init(|| std::fs::read_to_string("/proc/kallsyms").ok().map(|t| Kallsyms::parse(&t))).as_ref()?;
+        let syms = self
+            .syms
+            .get_or_init(|| std::fs::read_to_string("/proc/kallsyms").ok().map(|t| Kallsyms::parse(&t)))
+            .as_ref()?;
         let from_core = || {
             let addr = syms.address_of(name)?;
             let core = self.core.get_or_init(|| Core::open(Path::new("/proc/kcore"))).as_ref()?;
@@ -108,9 +111,12 @@ pub fn load_btf_dir(dir: &Path) -> Option<Btf> {
             return None;
         }
     };
-    let mut mods: Vec<_> = std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n != "vmlinux")).collect()).unwrap_or_default();
+    let mut mods: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n != "vmlinux")).collect())
+        .unwrap_or_default();
     mods.sort();
-    let raws: Vec<(PathBuf, Vec<u8>)> = mods.into_iter().filter_map(|m| Some((std::fs::read(&m).ok()?, m))).map(|(r, m)| (m, r)).collect();
+    let raws: Vec<(PathBuf, Vec<u8>)> =
+        mods.into_iter().filter_map(|m| Some((std::fs::read(&m).ok()?, m))).map(|(r, m)| (m, r)).collect();
     let slices: Vec<&[u8]> = raws.iter().map(|(_, r)| r.as_slice()).collect();
     for ((m, _), r) in raws.iter().zip(btf.add_splits(&base, &slices)) {
         if let Err(e) = r {

@@ -13,8 +13,8 @@ pub mod reset;
 pub mod signals;
 pub mod state;
 pub mod status;
-pub mod thread;
 pub mod stream;
+pub mod thread;
 mod tracedat;
 mod tracefs;
 

@@ -131,7 +131,8 @@ pub fn reset(t: &Tracefs) -> Vec<Error> {
     }
     // Dynamic events are global (no such files in an instance); truncating
     // the file removes them all, now that none is enabled.
-    let dyn_files: &[&str] = if t.exists("dynamic_events") { &["dynamic_events"] } else { &["kprobe_events", "uprobe_events"] };
+    let dyn_files: &[&str] =
+        if t.exists("dynamic_events") { &["dynamic_events"] } else { &["kprobe_events", "uprobe_events"] };
     for rel in dyn_files {
         if t.read(rel).is_ok_and(|d| ctl::entries(&d).next().is_some()) {
             note(t.write(rel, "").map(|()| true));

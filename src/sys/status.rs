@@ -111,8 +111,7 @@ impl Status {
         };
         Status {
             tracer: rd("current_tracer").map(|s| s.trim().to_string()),
-            available_tracers: rd("available_tracers")
-                .map(|s| s.split_whitespace().map(String::from).collect()),
+            available_tracers: rd("available_tracers").map(|s| s.split_whitespace().map(String::from).collect()),
             tracing_on,
             clock: rd("trace_clock").map(|s| ctl::selected(&s).unwrap_or(s.trim()).to_string()),
             buffer_kb: rd("buffer_size_kb").map(|s| s.trim().to_string()),
@@ -126,11 +125,7 @@ impl Status {
             ftrace_pid: lines(rd("set_ftrace_pid")),
             event_pid: lines(rd("set_event_pid")),
             dynamic_events: lines(dynamic_events),
-            instances: if t.instance.is_some() {
-                Err(Unavailable::Absent)
-            } else {
-                item(t.instances())
-            },
+            instances: if t.instance.is_some() { Err(Unavailable::Absent) } else { item(t.instances()) },
             cpus: read_cpus(t),
         }
     }

@@ -12,7 +12,10 @@ use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record, Walk};
 #[derive(Debug)]
 pub enum Next<'a> {
     /// Events were lost before the page that follows (`ts`: its time).
-    Lost { ts: u64, count: Option<u64> },
+    Lost {
+        ts: u64,
+        count: Option<u64>,
+    },
     Record(Record<'a>),
     /// A page could not be decoded (the rest of it is skipped).
     Damaged(PageError),
@@ -33,9 +36,16 @@ pub struct Counts {
 /// What is waiting to be taken.
 #[derive(Clone, Copy)]
 enum Peeked {
-    Lost { ts: u64, count: Option<u64> },
+    Lost {
+        ts: u64,
+        count: Option<u64>,
+    },
     /// The record's payload is `page[start..end]`.
-    Record { ts: u64, start: usize, end: usize },
+    Record {
+        ts: u64,
+        start: usize,
+        end: usize,
+    },
     Damaged(PageError),
 }
 
@@ -72,7 +82,11 @@ pub struct FilePages {
 impl PageSource for FilePages {
     fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
         let path = &self.path;
-        self.pages.next_page(&mut self.file).map_err(|e| Error::Format { path: path.clone(), line: 0, what: format!("{e}") })
+        self.pages.next_page(&mut self.file).map_err(|e| Error::Format {
+            path: path.clone(),
+            line: 0,
+            what: format!("{e}"),
+        })
     }
     fn is_live(&self) -> bool {
         false

@@ -79,7 +79,15 @@ impl Tracefs {
     }
 
     fn new(top: PathBuf, found: Found) -> Self {
-        Tracefs { dir: top.clone(), top, found, instance: None, keep_mount: false, created_instance: None, keep_instance: false }
+        Tracefs {
+            dir: top.clone(),
+            top,
+            found,
+            instance: None,
+            keep_mount: false,
+            created_instance: None,
+            keep_instance: false,
+        }
     }
 
     /// Find the live tracing root: mountinfo first, then the well-known
@@ -272,7 +280,10 @@ impl Tracefs {
         let mut v = Vec::new();
         for sys in self.list_dir("events")? {
             for ev in self.list_dir(&format!("events/{sys}")).unwrap_or_default() {
-                if self.exists(&format!("events/{sys}/{ev}/enable")) && !ev.contains('.') && self.path(&format!("events/{sys}/{ev}")).is_dir() {
+                if self.exists(&format!("events/{sys}/{ev}/enable"))
+                    && !ev.contains('.')
+                    && self.path(&format!("events/{sys}/{ev}")).is_dir()
+                {
                     v.push(format!("{sys}:{ev}"));
                 }
             }
@@ -283,13 +294,22 @@ impl Tracefs {
 
     /// `tracing_on`, or `tracing_enabled` on kernels before 2.6.37-ish.
     pub fn tracing_on_file(&self) -> &'static str {
-        if self.exists("tracing_on") { "tracing_on" } else { "tracing_enabled" }
+        if self.exists("tracing_on") {
+            "tracing_on"
+        } else {
+            "tracing_enabled"
+        }
     }
 
     /// The trace clock now (the oldest CPU's view), so that what was already in
     /// the buffer is not shown as if this run had caused it.
     pub fn now(&self) -> Option<u64> {
-        self.cpus().ok()?.iter().filter_map(|c| self.read(&format!("per_cpu/cpu{c}/stats")).ok()).filter_map(|s| CpuStats::parse(&s).now).min()
+        self.cpus()
+            .ok()?
+            .iter()
+            .filter_map(|c| self.read(&format!("per_cpu/cpu{c}/stats")).ok())
+            .filter_map(|s| CpuStats::parse(&s).now)
+            .min()
     }
 }
 
@@ -388,7 +408,11 @@ fn mount(fstype: &str, target: &Path) -> io::Result<()> {
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     // SAFETY: all pointers are valid NUL-terminated strings for the call.
     let r = unsafe { libc::mount(src.as_ptr(), t.as_ptr(), fs.as_ptr(), flags, std::ptr::null()) };
-    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 fn unmount(target: &Path) -> io::Result<()> {
@@ -396,5 +420,9 @@ fn unmount(target: &Path) -> io::Result<()> {
     // Lazy: a child of ours may still hold a file open below it.
     // SAFETY: valid NUL-terminated path.
     let r = unsafe { libc::umount2(t.as_ptr(), libc::MNT_DETACH) };
-    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }

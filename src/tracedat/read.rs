@@ -5,8 +5,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::compress::{decompress, Compression};
-use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
 use super::{opt, Endian, Error, ErrorKind, IoError, Source, MAGIC};
+use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
 
 /// Longest NUL-terminated string accepted in metadata (names, clocks).
 const MAX_CSTR: usize = 4096;
@@ -173,7 +173,11 @@ impl<'s, S: Source + ?Sized> Stream<'s, S> {
             None => MAX_BLOB,
         };
         if n > limit {
-            return Err(if self.len.is_some() { self.err(ErrorKind::Truncated) } else { self.err(ErrorKind::TooLarge(n)) });
+            return Err(if self.len.is_some() {
+                self.err(ErrorKind::Truncated)
+            } else {
+                self.err(ErrorKind::TooLarge(n))
+            });
         }
         Ok(())
     }
@@ -468,14 +472,7 @@ struct OptState {
 }
 
 /// Interpret one option. `v7` selects the BUFFER layout.
-fn handle_option(
-    id: u16,
-    data: &[u8],
-    at: u64,
-    v7: bool,
-    td: &mut TraceDat,
-    st: &mut OptState,
-) -> Result<(), Error> {
+fn handle_option(id: u16, data: &[u8], at: u64, v7: bool, td: &mut TraceDat, st: &mut OptState) -> Result<(), Error> {
     let e = td.endian;
     let o = &mut td.options;
     let u64_at = |off: usize| e.u64(data, off);
@@ -659,7 +656,12 @@ fn read_v6<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
     cmdlines(r, td)?;
     r.section("cpu count");
     td.cpus = r.u32()?;
-    let mut st = OptState { v6_buffers: Vec::new(), v7_sections: Vec::new(), sections: Sections::default(), has_traceclock: false };
+    let mut st = OptState {
+        v6_buffers: Vec::new(),
+        v7_sections: Vec::new(),
+        sections: Sections::default(),
+        has_traceclock: false,
+    };
     r.section("options");
     let mut tag = [0u8; 10];
     r.fill(&mut tag)?;
@@ -703,7 +705,12 @@ fn read_v6<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
 }
 
 /// A v6 extra instance at `offset`: optional options, then flyrecord.
-fn v6_instance<S: Source + ?Sized>(r: &mut Stream<'_, S>, offset: u64, ncpus: u32, inst: &mut Instance) -> Result<(), Error> {
+fn v6_instance<S: Source + ?Sized>(
+    r: &mut Stream<'_, S>,
+    offset: u64,
+    ncpus: u32,
+    inst: &mut Instance,
+) -> Result<(), Error> {
     r.seek(offset);
     r.section("instance");
     let mut tag = [0u8; 10];
@@ -769,7 +776,11 @@ fn v6_data<S: Source + ?Sized>(
 }
 
 /// Read a v7 section header at `off`: (id, flags, size).
-fn section_header<S: Source + ?Sized>(r: &mut Stream<'_, S>, off: u64, what: &'static str) -> Result<(u16, u16, u64), Error> {
+fn section_header<S: Source + ?Sized>(
+    r: &mut Stream<'_, S>,
+    off: u64,
+    what: &'static str,
+) -> Result<(u16, u16, u64), Error> {
     r.seek(off);
     r.section(what);
     let id = r.u16()?;
@@ -814,7 +825,12 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
     td.compression = Some((algo, ver));
     r.section("options offset");
     let mut next = r.u64()?;
-    let mut st = OptState { v6_buffers: Vec::new(), v7_sections: Vec::new(), sections: Sections::default(), has_traceclock: false };
+    let mut st = OptState {
+        v6_buffers: Vec::new(),
+        v7_sections: Vec::new(),
+        sections: Sections::default(),
+        has_traceclock: false,
+    };
     let mut seen = 0usize;
     while next != 0 {
         seen += 1;
@@ -1000,7 +1016,12 @@ impl CpuPages {
         }
     }
 
-    fn read_exact<S: Source + ?Sized>(src: &mut S, off: u64, buf: &mut [u8], label: &'static str) -> Result<usize, Error> {
+    fn read_exact<S: Source + ?Sized>(
+        src: &mut S,
+        off: u64,
+        buf: &mut [u8],
+        label: &'static str,
+    ) -> Result<usize, Error> {
         src.read_at(off, buf).map_err(|IoError(e)| Error::new(ErrorKind::Io(e), label, off))
     }
 
@@ -1023,7 +1044,11 @@ impl CpuPages {
         Ok(Some((0, got)))
     }
 
-    fn next_compressed<S: Source + ?Sized>(&mut self, src: &mut S, algo: &Compression) -> Result<Option<(usize, usize)>, Error> {
+    fn next_compressed<S: Source + ?Sized>(
+        &mut self,
+        src: &mut S,
+        algo: &Compression,
+    ) -> Result<Option<(usize, usize)>, Error> {
         loop {
             if self.in_buf < self.buf.len() {
                 let start = self.in_buf;

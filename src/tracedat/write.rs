@@ -202,7 +202,11 @@ fn put_str_opt(out: &mut Vec<u8>, e: Endian, id: u16, s: &str, pad: usize) {
 /// text of the last CPUSTAT option, or of a VERSION option); an error if
 /// it does not fit. Also returns the offsets, relative to the block, of
 /// each BUFFER option's u64 flyrecord offset.
-pub fn encode_options(e: Endian, o: &WriteOptions<'_>, fixed_len: Option<usize>) -> Result<(Vec<u8>, Vec<u64>), WriteError> {
+pub fn encode_options(
+    e: Endian,
+    o: &WriteOptions<'_>,
+    fixed_len: Option<usize>,
+) -> Result<(Vec<u8>, Vec<u64>), WriteError> {
     let build = |pad: usize, fixed: bool| {
         let mut v = Vec::new();
         let mut bufs = Vec::new();
@@ -308,7 +312,17 @@ impl V6Writer {
         });
         out.push(long_size);
         put32(&mut out, e, page_size);
-        V6Writer { e, page_size, out, flushed: 0, stage: Stage::Start, cpus: 0, clock: None, blob: None, systems_left: (0, 0) }
+        V6Writer {
+            e,
+            page_size,
+            out,
+            flushed: 0,
+            stage: Stage::Start,
+            cpus: 0,
+            clock: None,
+            blob: None,
+            systems_left: (0, 0),
+        }
     }
 
     /// File offset of the next byte this writer produces.

@@ -57,10 +57,13 @@ pub fn build(dir: &Path) -> Option<Progs> {
         return None;
     }
     let p = Progs { pie: dir.join("pie"), nopie: dir.join("nopie"), stripped: dir.join("stripped") };
-    if !cc("gcc", SOURCE, &["-O1", "-fPIE", "-pie"], &p.pie) || !cc("gcc", SOURCE, &["-O1", "-fno-pie", "-no-pie"], &p.nopie) {
+    if !cc("gcc", SOURCE, &["-O1", "-fPIE", "-pie"], &p.pie)
+        || !cc("gcc", SOURCE, &["-O1", "-fno-pie", "-no-pie"], &p.nopie)
+    {
         return None;
     }
-    let ok = Command::new("strip").arg("-o").arg(&p.stripped).arg(&p.pie).status().map(|s| s.success()).unwrap_or(false);
+    let ok =
+        Command::new("strip").arg("-o").arg(&p.stripped).arg(&p.pie).status().map(|s| s.success()).unwrap_or(false);
     ok.then_some(p)
 }
 

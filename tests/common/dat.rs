@@ -23,13 +23,17 @@ fn fixture_pages(dir: &Path, layout: &PageLayout) -> Vec<Vec<Vec<u8>>> {
             break;
         }
         let raw = read(&p);
-        cpus.push(raw.chunks(layout.subbuf_size()).filter(|c| c.len() == layout.subbuf_size()).map(<[u8]>::to_vec).collect());
+        cpus.push(
+            raw.chunks(layout.subbuf_size()).filter(|c| c.len() == layout.subbuf_size()).map(<[u8]>::to_vec).collect(),
+        );
     }
     cpus
 }
 
 fn records(page: &[u8], layout: &PageLayout) -> Vec<u64> {
-    Page::parse(page, layout, Endian::Little).map(|p| p.records().filter_map(Result::ok).map(|r| r.ts).collect()).unwrap_or_default()
+    Page::parse(page, layout, Endian::Little)
+        .map(|p| p.records().filter_map(Result::ok).map(|r| r.ts).collect())
+        .unwrap_or_default()
 }
 
 /// One run of copies of a fixture's pages.
@@ -109,8 +113,16 @@ pub fn build(meta: &Path, parts: &[Part<'_>], out: &Path) -> (u64, Vec<Vec<u8>>)
     w.saved_cmdlines(&read(&meta.join("saved_cmdlines"))).unwrap();
     w.cpus(data.len() as u32).unwrap();
     let clock = String::from_utf8_lossy(&read(&meta.join("trace_clock"))).trim().to_string();
-    w.options(&WriteOptions { trace_clock: Some(&clock), uname: Some("Linux bench 6.1 x86_64"), version: Some("trbox-bench"), ..Default::default() }, None)
-        .unwrap();
+    w.options(
+        &WriteOptions {
+            trace_clock: Some(&clock),
+            uname: Some("Linux bench 6.1 x86_64"),
+            version: Some("trbox-bench"),
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
     let fly = w.flyrecord().unwrap();
     let mut f = fs::File::create(out).unwrap();
     f.write_all(&w.take()).unwrap();

@@ -65,7 +65,8 @@ pub fn live_tracefs() -> Option<PathBuf> {
         skip("not root, no live tracefs");
         return None;
     }
-    let ok = Command::new("mount").args(["-t", "tracefs", "nodev", LIVE]).status().map(|s| s.success()).unwrap_or(false);
+    let ok =
+        Command::new("mount").args(["-t", "tracefs", "nodev", LIVE]).status().map(|s| s.success()).unwrap_or(false);
     if ok && p.join("events").is_dir() {
         Some(p.into())
     } else {
@@ -186,12 +187,35 @@ pub fn snapshot(root: &Path) -> Vec<(String, String)> {
 
 /// Files whose content changes by itself (statistics, buffers, logs) or that
 /// are directories handled apart.
-const VOLATILE: &[&str] = &["trace", "trace_pipe", "per_cpu", "events", "instances", "options",
-    "free_buffer", "trace_marker", "trace_marker_raw", "saved_cmdlines", "saved_tgids",
-    "error_log", "available_filter_functions", "available_filter_functions_addrs",
-    "touched_functions", "enabled_functions", "dyn_ftrace_total_info", "printk_formats",
-    "snapshot", "trace_stat", "uprobe_profile", "kprobe_profile", "hwlat_detector", "osnoise",
-    "stack_trace", "stack_max_size", "README"];
+const VOLATILE: &[&str] = &[
+    "trace",
+    "trace_pipe",
+    "per_cpu",
+    "events",
+    "instances",
+    "options",
+    "free_buffer",
+    "trace_marker",
+    "trace_marker_raw",
+    "saved_cmdlines",
+    "saved_tgids",
+    "error_log",
+    "available_filter_functions",
+    "available_filter_functions_addrs",
+    "touched_functions",
+    "enabled_functions",
+    "dyn_ftrace_total_info",
+    "printk_formats",
+    "snapshot",
+    "trace_stat",
+    "uprobe_profile",
+    "kprobe_profile",
+    "hwlat_detector",
+    "osnoise",
+    "stack_trace",
+    "stack_max_size",
+    "README",
+];
 
 fn read_state(p: &Path) -> String {
     match std::fs::read(p) {
@@ -395,7 +419,13 @@ pub fn read_whole(p: &Path) -> Vec<u8> {
 /// The `format` file of every event directory below `dir` (an `events/SYS`
 /// directory), in name order.
 pub fn formats(dir: &Path) -> Vec<Vec<u8>> {
-    let mut names: Vec<_> = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.join("format").is_file()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("format").is_file())
+        .collect();
     names.sort();
     names.iter().map(|p| read_whole(&p.join("format"))).collect()
 }

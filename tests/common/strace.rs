@@ -26,7 +26,8 @@ pub fn run_io(prefix: &[&str], args: &[&str], under: &[&str]) -> Option<(Output,
     let d = TempDir::new("strace");
     let log = d.path().join("log");
     let exe = trbox();
-    let mut argv = vec!["-k", "5", "60", "strace", "-f", "-y", "-qq", "-s", "32", "-e", "trace=read,write", "-e", "signal=none"];
+    let mut argv =
+        vec!["-k", "5", "60", "strace", "-f", "-y", "-qq", "-s", "32", "-e", "trace=read,write", "-e", "signal=none"];
     argv.extend(["-o", log.to_str().unwrap()]);
     argv.extend_from_slice(prefix);
     argv.push(exe.to_str().unwrap());
@@ -50,6 +51,7 @@ fn parse(line: &str, under: &[&str]) -> Option<Io> {
     if !under.iter().any(|u| path.starts_with(u)) {
         return None;
     }
-    let data = if write { rest.strip_prefix('"').and_then(|r| r.split_once("\", ")).map_or("", |(d, _)| d) } else { "" };
+    let data =
+        if write { rest.strip_prefix('"').and_then(|r| r.split_once("\", ")).map_or("", |(d, _)| d) } else { "" };
     Some(Io { write, path: path.to_string(), data: data.to_string() })
 }

@@ -5,7 +5,9 @@
 
 use super::super::error::Error;
 use super::super::tracefs::{read_text, Tracefs};
-use crate::tracedat::{cpustat_text, encode_options, encode_u32, Endian, FlyrecordSlot, OptionsSlot, V6Writer, WriteOptions};
+use crate::tracedat::{
+    cpustat_text, encode_options, encode_u32, Endian, FlyrecordSlot, OptionsSlot, V6Writer, WriteOptions,
+};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
@@ -30,7 +32,15 @@ const CMDLINE_MAX: usize = 24;
 /// data page. `cpus` is the length of the flyrecord table; `more_systems`
 /// are stored besides those with an enabled event (the run enables them
 /// after this).
-pub fn write_header(t: &Tracefs, file: &mut File, path: &Path, page_size: u32, long_size: u8, cpus: u32, more_systems: &[String]) -> Result<Slots, Error> {
+pub fn write_header(
+    t: &Tracefs,
+    file: &mut File,
+    path: &Path,
+    page_size: u32,
+    long_size: u8,
+    cpus: u32,
+    more_systems: &[String],
+) -> Result<Slots, Error> {
     let e = Endian::NATIVE;
     let top = t.top();
     let mut w = V6Writer::new(e, long_size, page_size);
@@ -84,7 +94,13 @@ pub fn write_header(t: &Tracefs, file: &mut File, path: &Path, page_size: u32, l
     w.cpus(cpus).map_err(bad)?;
     let clock = t.read_opt("trace_clock")?.unwrap_or_else(|| "[local]".into()).trim().to_string();
     let uname = uname();
-    let provisional = WriteOptions { trace_clock: Some(&clock), uname: Some(&uname), version: Some(VERSION), cpucount: Some(cpus), ..Default::default() };
+    let provisional = WriteOptions {
+        trace_clock: Some(&clock),
+        uname: Some(&uname),
+        version: Some(VERSION),
+        cpucount: Some(cpus),
+        ..Default::default()
+    };
     // Room for one CPUSTAT per CPU (about 200 bytes each).
     let options = w.options(&provisional, Some(1024 + 320 * cpus as usize)).map_err(bad)?;
     let fly = w.flyrecord().map_err(bad)?;
@@ -98,7 +114,14 @@ const VERSION: &str = concat!("trbox ", env!("CARGO_PKG_VERSION"));
 /// Write the parts known only at the end: saved_cmdlines, the options with
 /// each CPU's stats text (`stats`: per CPU of the table, its number and
 /// `per_cpu/cpuN/stats`), and the flyrecord table.
-pub fn finish_header(file: &File, path: &Path, s: &Slots, t: &Tracefs, stats: &[(u32, String)], table: &[(u64, u64)]) -> Result<(), Error> {
+pub fn finish_header(
+    file: &File,
+    path: &Path,
+    s: &Slots,
+    t: &Tracefs,
+    stats: &[(u32, String)],
+    table: &[(u64, u64)],
+) -> Result<(), Error> {
     let e = s.endian;
     let mut cl = t.read_top_opt("saved_cmdlines")?.unwrap_or_default().into_bytes();
     if cl.len() > s.cmdlines.1 {
@@ -121,9 +144,11 @@ pub fn finish_header(file: &File, path: &Path, s: &Slots, t: &Tracefs, stats: &[
     let block = match encode_options(e, &o, Some(s.options.len)) {
         Ok((b, _)) => b,
         // Stats larger than the room: the file stays valid without them.
-        Err(_) => encode_options(e, &WriteOptions { cpustat: &[], ..o }, Some(s.options.len))
-            .map_err(|w| Error::Format { path: t.top().into(), line: 0, what: w.to_string() })?
-            .0,
+        Err(_) => {
+            encode_options(e, &WriteOptions { cpustat: &[], ..o }, Some(s.options.len))
+                .map_err(|w| Error::Format { path: t.top().into(), line: 0, what: w.to_string() })?
+                .0
+        }
     };
     file.write_all_at(&block, s.options.pos).map_err(io)?;
     file.write_all_at(&crate::tracedat::encode_flyrecord_table(e, table), s.fly.table_pos).map_err(io)?;
@@ -156,9 +181,19 @@ fn formats_of(dir: &Path) -> Vec<std::path::PathBuf> {
 /// event (`set_event`), all of them when that cannot be told. `ftrace` is
 /// stored apart.
 fn systems_to_store(t: &Tracefs) -> Vec<String> {
-    let all: Vec<String> = t.list_dir("events").unwrap_or_default().into_iter().filter(|s| s != "ftrace" && t.path(&format!("events/{s}")).is_dir()).collect();
+    let all: Vec<String> = t
+        .list_dir("events")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s != "ftrace" && t.path(&format!("events/{s}")).is_dir())
+        .collect();
     let Ok(Some(set)) = t.read_opt("set_event") else { return all };
-    let mut on: Vec<String> = set.lines().filter_map(|l| l.split_once(':')).map(|(s, _)| s.trim().to_string()).filter(|s| all.contains(s)).collect();
+    let mut on: Vec<String> = set
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(s, _)| s.trim().to_string())
+        .filter(|s| all.contains(s))
+        .collect();
     on.sort();
     on.dedup();
     on
@@ -179,6 +214,8 @@ fn uname() -> String {
     if unsafe { libc::uname(&mut u) } != 0 {
         return String::new();
     }
-    let f = |s: &[libc::c_char]| String::from_utf8_lossy(&s.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned();
+    let f = |s: &[libc::c_char]| {
+        String::from_utf8_lossy(&s.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned()
+    };
     format!("{} {} {} {} {}", f(&u.sysname), f(&u.nodename), f(&u.release), f(&u.version), f(&u.machine))
 }

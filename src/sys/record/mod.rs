@@ -158,12 +158,24 @@ impl Recorder {
         let mut cpus = Vec::new();
         for cpu in t.cpus()? {
             let p = t.path(&format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-            let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p).map_err(|e| Error::io(&p, e))?;
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&p)
+                .map_err(|e| Error::io(&p, e))?;
             cpus.push(Cpu { cpu, file, error: None });
         }
         let stats0 = Vec::new();
         let mut file = create_output(path)?;
-        let slots = match meta::write_header(t, &mut file, path, ps as u32, hp.long_size() as u8, cpus.len() as u32, &o.systems) {
+        let slots = match meta::write_header(
+            t,
+            &mut file,
+            path,
+            ps as u32,
+            hp.long_size() as u8,
+            cpus.len() as u32,
+            &o.systems,
+        ) {
             Ok(s) => s,
             Err(e) => {
                 // Not even the header fits: no half file left behind.
@@ -200,7 +212,11 @@ impl Recorder {
 
     /// The recording starts now: the stats the losses are counted from.
     pub fn start(&mut self, t: &Tracefs) {
-        self.stats0 = self.cpus.iter().map(|c| CpuStats::parse(&t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default())).collect();
+        self.stats0 = self
+            .cpus
+            .iter()
+            .map(|c| CpuStats::parse(&t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default()))
+            .collect();
         self.started = Instant::now();
     }
 
@@ -279,7 +295,16 @@ impl Recorder {
         let ps = self.layout.subbuf_size();
         let src = self.cpus[i].file.as_raw_fd();
         // SAFETY: plain fds; no user memory involved.
-        let n = unsafe { libc::splice(src, std::ptr::null_mut(), wr, std::ptr::null_mut(), cap, libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE) };
+        let n = unsafe {
+            libc::splice(
+                src,
+                std::ptr::null_mut(),
+                wr,
+                std::ptr::null_mut(),
+                cap,
+                libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE,
+            )
+        };
         if n < 0 {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
@@ -309,7 +334,9 @@ impl Recorder {
             let mut left = ps;
             while left > 0 {
                 // SAFETY: off is a valid loff_t the call updates.
-                let m = unsafe { libc::splice(rd, std::ptr::null_mut(), self.file.as_raw_fd(), &mut off, left, libc::SPLICE_F_MOVE) };
+                let m = unsafe {
+                    libc::splice(rd, std::ptr::null_mut(), self.file.as_raw_fd(), &mut off, left, libc::SPLICE_F_MOVE)
+                };
                 if m > 0 {
                     left -= m as usize;
                     continue;
@@ -414,7 +441,11 @@ impl Recorder {
                 Err(_) => d.damaged += 1,
             })
             .map_err(|e| Error::io(&self.path, e))?;
-        let stats: Vec<(u32, String)> = self.cpus.iter().map(|c| (c.cpu, t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default())).collect();
+        let stats: Vec<(u32, String)> = self
+            .cpus
+            .iter()
+            .map(|c| (c.cpu, t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default()))
+            .collect();
         let table: Vec<(u64, u64)> = data.iter().map(|d| (d.offset, d.pages * ps as u64)).collect();
         meta::finish_header(&self.file, &self.path, &self.slots, t, &stats, &table)?;
         // A failed write may have left part of a page past the end.
@@ -429,7 +460,9 @@ impl Recorder {
                 cpu: c.cpu,
                 data: d,
                 evicted: evicted.get(i).copied().unwrap_or(0),
-                lost_stats: lost(&CpuStats::parse(st)).zip(self.stats0.get(i).and_then(lost)).map(|(a, b)| a.saturating_sub(b)),
+                lost_stats: lost(&CpuStats::parse(st))
+                    .zip(self.stats0.get(i).and_then(lost))
+                    .map(|(a, b)| a.saturating_sub(b)),
                 read_error: c.error.as_ref().map(super::describe),
             })
             .collect();
@@ -460,4 +493,3 @@ fn make_pipe(ps: usize) -> io::Result<(i32, i32, usize)> {
     let cap = (cap.max(0) as usize / ps).max(1) * ps;
     Ok((fds[0], fds[1], cap))
 }
-

@@ -118,7 +118,11 @@ impl Pool {
     /// Put each CPU's pages together, in CPU order, from `data_start` on;
     /// `page(cpu, bytes, data)` sees every kept page once (to count events).
     /// Returns each CPU's `(offset, size)` in the file and the end of the data.
-    pub fn finish(self, file: &File, mut page: impl FnMut(usize, &[u8], &mut CpuData)) -> io::Result<(Vec<CpuData>, u64)> {
+    pub fn finish(
+        self,
+        file: &File,
+        mut page: impl FnMut(usize, &[u8], &mut CpuData),
+    ) -> io::Result<(Vec<CpuData>, u64)> {
         let ps = self.page_size;
         let n = self.used as usize;
         // dest[slot] = final position (u32::MAX: free slot).
@@ -208,10 +212,12 @@ mod tests {
             }
             let evicted: u64 = pool.evicted.iter().sum();
             let mut seen = vec![0; 3];
-            let (cpus, end) = pool.finish(&f, |c, _, d| {
-                seen[c] += 1;
-                d.records += 1;
-            }).unwrap();
+            let (cpus, end) = pool
+                .finish(&f, |c, _, d| {
+                    seen[c] += 1;
+                    d.records += 1;
+                })
+                .unwrap();
             let total: usize = kept.iter().map(Vec::len).sum();
             assert_eq!(total as u64 - evicted, cpus.iter().map(|c| c.pages).sum::<u64>(), "max {max:?}");
             assert_eq!(end, 128 + (total as u64 - evicted) * ps as u64);
