@@ -16,7 +16,7 @@
 #   *.counts           events per (instance, CPU) as `trace-cmd report` shows
 #                      them: "INSTANCE CPU COUNT", "-" for the top buffer
 #   v7-zlib-inst.report  `trace-cmd report -N` of v7-zlib-inst.dat, the
-#                      reference tests/tr_cat_file.rs uses where the system
+#                      reference tests/applets/tr_cat_file.rs uses where the system
 #                      trace-cmd cannot read zlib
 #
 # Each *-inst.dat records sched:sched_switch + sched:sched_wakeup in the top

@@ -10,7 +10,7 @@
 //! are listed with the reason and counted apart too. At least 99.9% of all
 //! lines, and of the lines renderable from tracefs, must be identical.
 
-mod common;
+use crate::common;
 use common::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! counts them, Ctrl-C/SIGTERM mid-recording, a full disk, `-- CMD`, `-m`;
 //! and tracefs left exactly as found every time.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -4,7 +4,7 @@
 //! guests). Events the line renderer prints itself (function, graph,
 //! kernel_stack) are left out. Prints a per-event mismatch table.
 
-mod common;
+use crate::common;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 

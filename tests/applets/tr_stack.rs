@@ -6,7 +6,7 @@
 //! for what this kernel lacks (stack tracer, dynamic ftrace), with the
 //! tracefs state restored every time.
 
-mod common;
+use crate::common;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,7 +85,7 @@ fn event_stacks_of_every_board_match_the_kernels_text() {
         assert!(rows.iter().all(|r| r.1 == "sched:sched_switch"));
         let ours: BTreeMap<Vec<String>, u64> = rows.iter().map(|r| (r.2.clone(), r.0)).collect();
         // x86_64: the kernel's stacks show an ftrace trampoline the cut-down
-        // kallsyms cannot place (tests/decode_fixtures.rs): compare counts only.
+        // kallsyms cannot place (tests/core/decode_fixtures.rs): compare counts only.
         if arch != "x86_64" {
             assert_eq!(ours, kernel, "{arch}");
         } else {

@@ -1,6 +1,6 @@
 //! tr-cat: options, filters, JSON, follow mode and clean exits.
 
-mod common;
+use crate::common;
 use common::*;
 use std::process::{Command, Stdio};
 

@@ -8,7 +8,7 @@
 //! Needs root and a live tracefs; holds the shared tracefs lock and restores
 //! everything it changed (Drop guard), also when an assertion fails.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;

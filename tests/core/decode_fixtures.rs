@@ -2,7 +2,7 @@
 //! trees recorded in the qemu boards (tests/fixtures/ARCH/SCENARIO, see
 //! tests/fixtures/README.md): arm64, armv7 (32-bit) and x86_64 kernels.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 

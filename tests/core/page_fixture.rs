@@ -1,9 +1,9 @@
-//! Decode real x86_64 pages recorded by tests/page_live.rs
+//! Decode real x86_64 pages recorded by tests/live/page_live.rs
 //! (`TRBOX_SAVE_PAGES`: a tracefs-shaped copy) and compare with the kernel's
 //! own `trace` text of the same buffer: CPU, µs timestamp and event name per
 //! line, and some fields read through the parsed formats. Runs without root.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

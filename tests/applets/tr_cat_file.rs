@@ -4,7 +4,7 @@
 //! without events): the same events, with the same bodies, every buffer by
 //! default.
 
-mod common;
+use crate::common;
 use common::*;
 use std::process::Command;
 

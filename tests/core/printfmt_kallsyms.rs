@@ -2,7 +2,7 @@
 //! 10 MB text (this machine's /proc/kallsyms, repeated), printed with
 //! `-- --nocapture` (use `--release` for representative numbers).
 
-mod common;
+use crate::common;
 use std::time::Instant;
 
 use trbox::kallsyms::Kallsyms;

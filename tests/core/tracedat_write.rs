@@ -4,7 +4,7 @@
 //! reader, and checked with `trace-cmd report` / `trace-cmd dump --summary`
 //! (no warnings, every event shown) when trace-cmd is installed.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

@@ -6,7 +6,7 @@
 //! tracers this kernel lacks are named in one line with what works; the
 //! tracefs state is the same before and after every run.
 
-mod common;
+use crate::common;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;

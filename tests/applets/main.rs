@@ -1,0 +1,18 @@
+//! The trbox binary, applet by applet, as a user runs it (live tracefs where the applet needs one).
+//! One test binary per layer: 2 cores link three binaries much faster than 35.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod multicall;
+mod tr_cat;
+mod tr_cat_file;
+mod tr_cat_record;
+mod tr_cat_threads;
+mod tr_event;
+mod tr_event_probes;
+mod tr_graph;
+mod tr_lat;
+mod tr_lat_tracers;
+mod tr_on;
+mod tr_stack;

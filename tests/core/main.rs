@@ -1,0 +1,22 @@
+//! Decoders and writers on recorded fixtures and synthetic input: no kernel needed.
+//! One test binary per layer: 2 cores link three binaries much faster than 35.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod decode_fixtures;
+mod elf_files;
+mod format_fixtures;
+mod graph_fixtures;
+mod module_cycles;
+mod page_fixture;
+mod page_qemu_fixtures;
+mod page_synthetic;
+mod page_throughput;
+mod printfmt_coverage;
+mod printfmt_fixtures;
+mod printfmt_kallsyms;
+mod printfmt_render;
+mod tracedat_read;
+mod tracedat_synth;
+mod tracedat_write;

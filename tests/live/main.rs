@@ -1,0 +1,14 @@
+//! The library against this machine's live tracefs (root; skips say why, and fail under TRBOX_REQUIRE_LIVE=1).
+//! One test binary per layer: 2 cores link three binaries much faster than 35.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod btf_live;
+mod decode_live;
+mod format_live;
+mod page_live;
+mod printfmt_live;
+mod state_live;
+mod state_restore;
+mod tracedat_live;
