@@ -9,7 +9,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host check-nostd bench clean
+.PHONY: all build setup test test-host check-nostd lint bench clean
 
 all: build
 
@@ -20,9 +20,16 @@ build:
 check-nostd:
 	$(CARGO) build --lib --no-default-features
 
-test-host: check-nostd
+# The formatting and lint contract: rustfmt.toml's style, clippy with no
+# warning, for every target (library, binary, tests, benches).
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(CARGO) clippy --release --lib --no-default-features -- -D warnings
+
+test-host: check-nostd lint
 	$(CARGO) build --release
-	$(CARGO) test --release
+	$(CARGO) test --release --no-fail-fast
 
 # What the build and the tests need (apt packages, rustup targets, the nightly
 # with rust-src, the board harness's qemu): installed when missing, a quiet

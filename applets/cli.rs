@@ -177,7 +177,7 @@ impl log::Log for Logger {
 
 fn init_log(verbose: u8) {
     let from_env = std::env::var("RUST_LOG").ok().and_then(|v| {
-        v.split(',').filter_map(|d| d.rsplit('=').next()?.trim().parse::<log::LevelFilter>().ok()).last()
+        v.split(',').filter_map(|d| d.rsplit('=').next()?.trim().parse::<log::LevelFilter>().ok()).next_back()
     });
     let level = from_env.unwrap_or(match verbose {
         0 => log::LevelFilter::Warn,

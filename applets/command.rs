@@ -49,7 +49,7 @@ impl Command {
         let me = Command { child: RefCell::new(Some(c)), name: prog.clone() };
         let t = st.tracefs();
         if follow.events {
-            st.set_list("set_event_pid", &[pid.clone()])?;
+            st.set_list("set_event_pid", std::slice::from_ref(&pid))?;
             if t.exists("options/event-fork") {
                 st.set("options/event-fork", "1")?;
             }

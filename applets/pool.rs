@@ -175,6 +175,10 @@ impl<'a> Producer<'_, '_, 'a> {
     }
 }
 
+/// Does this record start a function_graph layout (the predicate the merge
+/// loop stops at)?
+type GraphStart<'g> = &'g dyn Fn(&[u8]) -> bool;
+
 /// Merge `streams` and print them with `threads` renderers (this thread
 /// among them) until they end, the reader goes away, or — with `graph` —
 /// a record that may start the graph layout comes up: everything before it
@@ -182,7 +186,7 @@ impl<'a> Producer<'_, '_, 'a> {
 pub fn run<'a>(
     streams: &mut [CpuPages],
     merger: &mut Merger,
-    graph: Option<&dyn Fn(&[u8]) -> bool>,
+    graph: Option<GraphStart>,
     threads: usize,
     make: &(dyn Fn() -> Plain<'a> + Sync),
     out: &mut Out,
@@ -216,7 +220,7 @@ fn produce(
     p: &mut Producer<'_, '_, '_>,
     streams: &mut [CpuPages],
     merger: &mut Merger,
-    graph: Option<&dyn Fn(&[u8]) -> bool>,
+    graph: Option<GraphStart>,
     out: &mut Out,
 ) {
     let mut cur = p.batch();

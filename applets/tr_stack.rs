@@ -132,7 +132,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             st.set(&format!("{dir}/enable"), "1")?;
         }
         if let Some(g) = &a.func {
-            st.set_functions("set_ftrace_filter", &[g.clone()])?;
+            st.set_functions("set_ftrace_filter", std::slice::from_ref(g))?;
         }
         // Tracing is idle until the window opens: the order of the set-up
         // does not matter to what is recorded, and the function filter
@@ -211,7 +211,7 @@ fn stack_tracer(t: &Tracefs, a: &Args, limit: Option<Duration>) -> Result<(), Er
     let mut st = State::new(t);
     st.keep = a.keep;
     if let Some(g) = &a.limit {
-        st.set_functions("stack_trace_filter", &[g.clone()])?;
+        st.set_functions("stack_trace_filter", std::slice::from_ref(g))?;
     }
     if a.reset {
         // The maximum is a measurement, not a setting: not put back.

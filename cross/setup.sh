@@ -9,7 +9,8 @@
 #           build musl-dev:armhf (crt objects, libc.a) + gcc-arm-linux-gnueabihf
 #           (libgcc, libgcc_eh).
 #   rustup: x86_64/aarch64-unknown-linux-musl on the default toolchain (musl's
-#           libc.a and crt objects for cross/build.sh), a nightly toolchain with
+#           libc.a and crt objects for cross/build.sh), rustfmt and clippy
+#           (make test checks both), a nightly toolchain with
 #           rust-src (-Zbuild-std; armv7 has no prebuilt std).
 #   then:   cross/qemu/setup.sh (the board harness's own packages), if present.
 set -euo pipefail
@@ -70,6 +71,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     say "rustup target add ${missing[*]}"
     rustup target add "${missing[@]}" >&2 || die "rustup target add ${missing[*]} failed"
 fi
+
+for c in rustfmt clippy; do
+    if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        say "rustup component add $c"
+        rustup component add "$c" >&2 || die "rustup component add $c failed (make test runs cargo fmt --check and cargo clippy)"
+    fi
+done
 
 if ! rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1; then
     say "rustup toolchain install $NIGHTLY (minimal, with rust-src)"

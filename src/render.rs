@@ -379,6 +379,9 @@ use crate::format::{Endian, EventFormat, EventTable};
 use crate::printfmt::{StringLookup, SymbolLookup};
 
 /// How an event's body is produced.
+// One per event type, built once: the size does not matter, and boxing the
+// program would add a pointer chase to every record's hot path.
+#[allow(clippy::large_enum_variant)]
 enum Body {
     /// ftrace's own records, printed by dedicated kernel functions.
     Function {

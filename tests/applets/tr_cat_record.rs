@@ -6,11 +6,11 @@
 
 use crate::common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-fn live() -> Option<(TracefsLock, PathBuf, Vec<(String, String)>)> {
+fn live() -> Option<common::Live> {
     let root = live_tracefs()?;
     let l = TracefsLock::take();
     let before = snapshot(&root);

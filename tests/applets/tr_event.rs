@@ -7,7 +7,7 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn live() -> Option<(TracefsLock, std::path::PathBuf, Vec<(String, String)>)> {
+fn live() -> Option<common::Live> {
     let root = live_tracefs()?;
     let l = TracefsLock::take();
     let before = snapshot(&root);

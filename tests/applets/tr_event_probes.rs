@@ -10,7 +10,7 @@ use common::cprog::{self, Progs, FUNC};
 use common::*;
 use std::path::Path;
 
-fn live() -> Option<(TracefsLock, std::path::PathBuf, Vec<(String, String)>)> {
+fn live() -> Option<common::Live> {
     if !live_tracefs()?.join("uprobe_events").exists() {
         common::skip_absent("this kernel has no uprobe_events");
         return None;

@@ -23,10 +23,12 @@ fn fixture(arch: &str, s: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(arch).join(s)
 }
 
-/// The table parsed back: (count, origin, frames) per block, and the
-/// summary's (stacks, distinct).
-fn parse_table(out: &str) -> (Vec<(u64, String, Vec<String>)>, (u64, usize)) {
-    let mut rows: Vec<(u64, String, Vec<String>)> = Vec::new();
+/// One block of the table: (count, origin, frames).
+type Block = (u64, String, Vec<String>);
+
+/// The table parsed back: the blocks, and the summary's (stacks, distinct).
+fn parse_table(out: &str) -> (Vec<Block>, (u64, usize)) {
+    let mut rows: Vec<Block> = Vec::new();
     let mut summary = None;
     for l in out.lines() {
         if let Some(f) = l.strip_prefix("          => ") {

@@ -75,9 +75,12 @@ pub fn live_tracefs() -> Option<PathBuf> {
     }
 }
 
-/// For a test that changes the live tracefs: the lock, the root and the
-/// state before (compare it with [`snapshot`] afterwards).
-pub fn live_with_snapshot() -> Option<(TracefsLock, PathBuf, Vec<(String, String)>)> {
+/// What a test that changes the live tracefs holds: the lock, the root and
+/// the state before (compare it with [`snapshot`] afterwards).
+pub type Live = (TracefsLock, PathBuf, Vec<(String, String)>);
+
+/// For a test that changes the live tracefs: see [`Live`].
+pub fn live_with_snapshot() -> Option<Live> {
     let root = live_tracefs()?;
     let l = TracefsLock::take();
     let before = snapshot(&root);

@@ -76,7 +76,7 @@ fn record_live_pages_into_trace_dat() {
         let hp = HeaderPage::parse(std::str::from_utf8(&header_page).unwrap()).unwrap();
         let layout = PageLayout::from(&hp);
         let page = layout.subbuf_size();
-        let cpus = common::cpu_numbers(&inst);
+        let cpus = common::cpu_numbers(inst);
         let data: Vec<Vec<u8>> =
             cpus.iter().map(|c| drain(&inst.join(format!("per_cpu/cpu{c}/trace_pipe_raw")), page)).collect();
         let stats: Vec<String> = cpus

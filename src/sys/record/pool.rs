@@ -211,7 +211,7 @@ mod tests {
                 kept[c].push(tag);
             }
             let evicted: u64 = pool.evicted.iter().sum();
-            let mut seen = vec![0; 3];
+            let mut seen = [0; 3];
             let (cpus, end) = pool
                 .finish(&f, |c, _, d| {
                     seen[c] += 1;
