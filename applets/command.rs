@@ -178,9 +178,17 @@ pub struct NotMine(Vec<(&'static str, String)>);
 pub fn not_mine(st: &mut State, follow: Follow) -> Result<NotMine, Error> {
     let mut mine = NotMine::default();
     let me = [std::process::id().to_string()];
-    for (on, file) in [(follow.functions, "set_ftrace_notrace_pid"), (follow.events, "set_event_notrace_pid")] {
+    for (on, file, fork) in [
+        (follow.functions, "set_ftrace_notrace_pid", "options/function-fork"),
+        (follow.events, "set_event_notrace_pid", "options/event-fork"),
+    ] {
         let Some(old) = on.then(|| st.tracefs().read_opt(file)).transpose()?.flatten() else { continue };
         ftrace_write(st.set_list(file, &me))?;
+        // trbox's threads (the live buffers' readers) are its forks: the
+        // kernel adds them to the list as they start (5.8+, as the list).
+        if st.tracefs().exists(fork) {
+            st.set(fork, "1")?;
+        }
         mine.0.push((file, trbox::ctl::entries(&old).filter(|l| *l != "no pid").collect::<Vec<_>>().join("\n")));
     }
     Ok(mine)

@@ -95,7 +95,10 @@ impl<'t> Input<'t> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let mut s = CpuPages::new(cpu, Box::new(src), layout, endian);
+            // Following the live buffer: read ahead on a thread of its own,
+            // so that rendering behind the kernel does not lose events.
+            let src = if o.follow && t.is_live() { trbox::sys::prefetch::read_ahead(src) } else { Box::new(src) };
+            let mut s = CpuPages::new(cpu, src, layout, endian);
             s.follow = o.follow;
             streams.push(s);
         }

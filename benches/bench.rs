@@ -54,6 +54,10 @@ fn main() {
     launcher();
     // cargo bench passes --bench; nothing else to parse.
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // TRBOX_BENCH=stream: only the live-streaming section (a quick look).
+    if std::env::var("TRBOX_BENCH").as_deref() == Ok("stream") {
+        return stream_bench(&root.join("target/release/trbox"));
+    }
     let dir = root.join(FIXTURE);
     // Per process: two benches at once must not share (or delete) a file.
     let out = std::env::temp_dir().join(format!("trbox-bench-{}.dat", std::process::id()));
@@ -131,6 +135,7 @@ fn main() {
         let _ = fs::remove_file(&out);
     }
     record_bench(&trbox);
+    stream_bench(&trbox);
 }
 
 // ---------------------------------------------------------------------------
@@ -328,6 +333,58 @@ fn rec_print(name: &str, r: &RecRun) {
         if r.lost_unknown > 0 { format!("{}+{}?", r.lost_pages, r.lost_unknown) } else { r.lost_pages.to_string() },
         r.rss_kib
     );
+}
+
+/// The live-streaming section of `make bench`: a workload followed as text
+/// (stdout counted, not kept) by `tr-event` and by `trace-cmd stream`;
+/// events shown, loss markers, wall time. Goal: >= 1 M events/s, 0 lost.
+pub fn stream_bench(trbox: &Path) {
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/events").is_dir() {
+        println!("streaming: skipped (needs root and the live tracefs)");
+        return;
+    }
+    let _lock = rec_lock();
+    let dd = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=200k"];
+    let mix = ["sh", "-c", "i=0; while [ $i -lt 2000 ]; do /bin/true; sleep 0; i=$((i+1)); done"];
+    let have_tc = Command::new("trace-cmd").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    println!("streaming: the workload's events followed as text (stdout counted), wall time start to last line");
+    println!("  {:<44} {:>9} {:>6} {:>7} {:>10}", "streamer", "events", "losses", "wall s", "events/s");
+    for (what, events, load) in [
+        ("syscalls:* during dd bs=1 count=200k", &["syscalls:*"][..], &dd[..]),
+        ("sched, irq, timer during 2000 execs", &["sched:*", "irq:*", "timer:*"][..], &mix[..]),
+    ] {
+        let mut c = Command::new(trbox);
+        c.arg("tr-event").args(events).arg("--").args(load);
+        stream_print(&format!("tr-event ({what})"), &mut c);
+        if have_tc {
+            let mut c = Command::new("unshare");
+            c.args(["-m", "--propagation", "private", "sh", "-c", TC_SHADOW, "sh", "trace-cmd", "stream"]);
+            for e in events {
+                c.args(["-e", e.trim_end_matches(":*")]);
+            }
+            c.arg("-F").args(load);
+            stream_print(&format!("trace-cmd stream ({what})"), &mut c);
+        }
+    }
+}
+
+/// Run a streamer to its end: its lines, loss markers (trbox's `[LOST`,
+/// trace-cmd's `DROPPED]`) and wall time.
+fn stream_print(name: &str, c: &mut Command) {
+    use std::io::BufRead;
+    let t = Instant::now();
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("start the streamer");
+    let (mut lines, mut lost) = (0u64, 0u64);
+    for l in std::io::BufReader::new(child.stdout.take().unwrap()).split(b'\n').map_while(Result::ok) {
+        if l.windows(5).any(|w| w == b"[LOST") || l.ends_with(b"DROPPED]") {
+            lost += 1;
+        } else {
+            lines += 1;
+        }
+    }
+    let _ = child.wait();
+    let wall = t.elapsed().as_secs_f64();
+    println!("  {name:<44} {lines:>9} {lost:>6} {wall:>7.2} {:>10.0}", lines as f64 / wall);
 }
 
 /// The recording section of `make bench`.

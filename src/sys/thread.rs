@@ -59,6 +59,26 @@ pub fn scope<'a, R>(jobs: Vec<Job<'a>>, main: impl FnOnce(usize) -> R) -> R {
     // before anything the jobs borrow goes away.
 }
 
+/// A thread that outlives the call that starts it (a live buffer's reader):
+/// joined when dropped, so its owner decides how long it runs.
+pub struct Worker(libc::pthread_t);
+
+impl Worker {
+    /// Start `job` on a thread of its own; `None` when no thread could be
+    /// created (the caller then does the work itself).
+    pub fn spawn(job: Job<'static>) -> Option<Worker> {
+        start(job).map(Worker)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // SAFETY: the id came from a successful pthread_create and is
+        // joined exactly once, here.
+        unsafe { libc::pthread_join(self.0, core::ptr::null_mut()) };
+    }
+}
+
 fn start(job: Job<'_>) -> Option<libc::pthread_t> {
     extern "C" fn entry(arg: *mut libc::c_void) -> *mut libc::c_void {
         // SAFETY: `arg` is the pointer `start` leaked for this thread alone;
