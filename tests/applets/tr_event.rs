@@ -345,10 +345,10 @@ fn dash_p_traces_another_process_only() {
     assert_same_state(&before, &snapshot(&root));
 }
 
-/// A syscall storm followed as text: dd's 400k syscalls (two events each)
-/// are written far faster than they are rendered; the live buffers are read
-/// ahead (sys::prefetch), so every event shows and no loss is reported.
-/// (Before, about 70% were lost to overruns.)
+/// A syscall storm followed as text: dd's 100k syscalls (two events each,
+/// ~7 MB, over twice the default buffers) are written far faster than they
+/// are rendered; the live buffers are read ahead (sys::prefetch), so every
+/// event shows and no loss is reported. (Before, most were lost.)
 #[test]
 fn a_syscall_storm_is_followed_without_loss() {
     let Some((_l, root, before)) = live() else { return };
@@ -363,20 +363,20 @@ fn a_syscall_storm_is_followed_without_loss() {
         "if=/dev/zero",
         "of=/dev/null",
         "bs=1",
-        "count=200k",
+        "count=50k",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     let lost: Vec<&str> = out.lines().filter(|l| l.contains("[LOST")).collect();
     assert!(lost.is_empty(), "{} loss lines, e.g. {:?}; stderr: {}", lost.len(), lost.first(), stderr(&o));
     let n = |what: &str| out.lines().filter(|l| l.contains(what)).count();
-    // 200k one-byte reads and writes, plus dd's own few.
+    // 50k one-byte reads and writes, plus dd's own few.
     assert!(
-        n("sys_read(") >= 200 * 1024 && n("sys_write(") >= 200 * 1024,
+        n("sys_read(") >= 50 * 1024 && n("sys_write(") >= 50 * 1024,
         "reads {}, writes {}",
         n("sys_read("),
         n("sys_write(")
     );
-    assert!(n("sys_read ->") >= 200 * 1024, "read exits {}", n("sys_read ->"));
+    assert!(n("sys_read ->") >= 50 * 1024, "read exits {}", n("sys_read ->"));
     assert_same_state(&before, &snapshot(&root));
 }
