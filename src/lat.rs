@@ -19,7 +19,10 @@
 //! - `osnoise`: the osnoise tracer's `ftrace/osnoise` entries, one per
 //!   period and CPU: `runtime`, `noise` and `max_sample` in µs
 //!   (kernel/trace/trace_osnoise.c stores them with `time_to_us`), and the
-//!   HW / NMI / IRQ / softirq / thread interference counts.
+//!   HW / NMI / IRQ / softirq / thread interference counts; with the
+//!   `osnoise:sample_threshold` event, each single noise over the threshold.
+//! - `hwlat`: the hwlat tracer's `ftrace/hwlat` samples, per CPU: the
+//!   inner and outer `duration` (µs, as the entries give them).
 //!
 //! Every field is read through the event's format file, never at a fixed
 //! offset. A begin whose end is lost (or an end without a begin) is counted
@@ -182,6 +185,7 @@ pub enum Mode {
     Syscall,
     Timerlat,
     Osnoise,
+    Hwlat,
 }
 
 impl Mode {
@@ -192,6 +196,7 @@ impl Mode {
             "syscall" => Mode::Syscall,
             "timerlat" => Mode::Timerlat,
             "osnoise" => Mode::Osnoise,
+            "hwlat" => Mode::Hwlat,
             _ => return None,
         })
     }
@@ -206,7 +211,8 @@ impl Mode {
             Mode::Irq => &["irq:irq_handler_entry", "irq:irq_handler_exit", "?irq:softirq_entry", "?irq:softirq_exit"],
             Mode::Syscall => &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"],
             Mode::Timerlat => &["ftrace:timerlat"],
-            Mode::Osnoise => &["ftrace:osnoise"],
+            Mode::Osnoise => &["ftrace:osnoise", "?osnoise:sample_threshold"],
+            Mode::Hwlat => &["ftrace:hwlat"],
         }
     }
 }
@@ -232,6 +238,12 @@ pub enum Table {
     TimerUser,
     /// osnoise, per CPU: the noise of each period.
     Noise,
+    /// osnoise, per CPU: single noises over the threshold (the
+    /// `osnoise:sample_threshold` event, when enabled).
+    Single,
+    /// hwlat, per CPU: the inner and outer loop's sample.
+    HwInner,
+    HwOuter,
 }
 
 impl Table {
@@ -248,6 +260,9 @@ impl Table {
             Table::TimerThread => "timerlat_thread",
             Table::TimerUser => "timerlat_user",
             Table::Noise => "osnoise",
+            Table::Single => "osnoise_single",
+            Table::HwInner => "hwlat_inner",
+            Table::HwOuter => "hwlat_outer",
         }
     }
 
@@ -264,6 +279,9 @@ impl Table {
             Table::TimerThread => ("timerlat thread latency per CPU", "CPU"),
             Table::TimerUser => ("timerlat user-return latency per CPU", "CPU"),
             Table::Noise => ("osnoise: noise per period, per CPU", "CPU"),
+            Table::Single => ("osnoise: single noise over the threshold (sample_threshold), per CPU", "CPU"),
+            Table::HwInner => ("hwlat: inner-loop samples per CPU", "CPU"),
+            Table::HwOuter => ("hwlat: outer-loop samples per CPU", "CPU"),
         }
     }
 }
@@ -442,16 +460,20 @@ impl Lat {
             Mode::Irq => &[&["irq", "name"], &["irq"], &["vec"], &["vec"]],
             Mode::Syscall => &[&["id"], &["id"]],
             Mode::Timerlat => &[&["seqnum", "context", "timer_latency"]],
-            Mode::Osnoise => &[&[
-                "runtime",
-                "noise",
-                "max_sample",
-                "hw_count",
-                "nmi_count",
-                "irq_count",
-                "softirq_count",
-                "thread_count",
-            ]],
+            Mode::Osnoise => &[
+                &[
+                    "runtime",
+                    "noise",
+                    "max_sample",
+                    "hw_count",
+                    "nmi_count",
+                    "irq_count",
+                    "softirq_count",
+                    "thread_count",
+                ],
+                &["duration"],
+            ],
+            Mode::Hwlat => &[&["duration", "outer_duration"]],
         };
         let mut evs: [Option<Ev>; 4] = [None, None, None, None];
         for (i, spec) in mode.events().iter().enumerate() {
@@ -691,6 +713,18 @@ impl Lat {
                 self.add(Table::Noise, i64::from(cpu), None, ns);
                 Some(Sample { table: Table::Noise, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
             }
+            (Mode::Hwlat, BEGIN) => {
+                let inner = (ev.int(0, p, e)? as u64).saturating_mul(1000);
+                let outer = (ev.int(1, p, e)? as u64).saturating_mul(1000);
+                self.add(Table::HwOuter, i64::from(cpu), None, outer);
+                self.add(Table::HwInner, i64::from(cpu), None, inner);
+                Some(Sample { table: Table::HwInner, key: i64::from(cpu), cpu, begin: ts, end: ts, ns: inner })
+            }
+            (Mode::Osnoise, END) => {
+                let ns = ev.int(0, p, e)? as u64;
+                self.add(Table::Single, i64::from(cpu), None, ns);
+                Some(Sample { table: Table::Single, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
+            }
             _ => None,
         }
     }
@@ -716,6 +750,7 @@ impl Lat {
             Mode::Syscall => Table::Syscall,
             Mode::Timerlat => Table::TimerIrq,
             Mode::Osnoise => Table::Noise,
+            Mode::Hwlat => Table::HwInner,
         };
         let also = if self.mode == Mode::Irq {
             Table::SoftIrq
