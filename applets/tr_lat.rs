@@ -93,7 +93,8 @@ struct Args {
     /// wakeup tracer; the others need no --max)
     #[argh(switch)]
     max: bool,
-    /// max-latency tracers: save each maximum as DIR/1.txt, 2.txt...
+    /// max-latency tracers: save each maximum as DIR/1.txt, 2.txt... (DIR
+    /// exists)
     #[argh(option, short = 'o')]
     out: Option<String>,
     /// timerlat: save the kernel stack when a thread latency exceeds US
@@ -203,6 +204,8 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             if stop_armed(&a, mode) && t.exists("events/osnoise/enable") {
                 st.set("events/osnoise/enable", "1")?;
             }
+            // The tracers raise it at each new maximum: put back after.
+            st.set("tracing_max_latency", "0")?;
             st.set_tracer(&a.mode)?;
         } else {
             for e in wanted_events(&t, mode) {
@@ -355,14 +358,6 @@ fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
     t.require_tracer(name).map_err(|e| Error::from(e).hint(instead(name)))?;
     let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let _lock = Lock::take(t.dir(), a.wait)?;
-    if let Some(d) = &a.out {
-        match std::fs::create_dir(d) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                return Err(Error::runtime(format!("cannot create {d}: {e}")))
-            }
-            _ => {}
-        }
-    }
     let mut st = State::new(&t);
     st.keep = a.keep;
     command::idle(&mut st)?;
@@ -381,17 +376,20 @@ fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
         if v == 0 || !told && v == last || signals::stop_requested().is_some() {
             continue;
         }
+        // The kernel raises the value before it swaps the max buffer in: a
+        // trace without its "# latency: N us" line is read again. N, not
+        // the value read before, goes with the trace.
+        let text = t.read("trace")?;
+        let Some(v) = text.split("# latency: ").nth(1).and_then(|r| r.split(' ').next()?.parse::<u64>().ok()) else {
+            continue;
+        };
         last = v;
         n += 1;
-        let text = t.read("trace")?;
         let file = a.out.as_ref().map(|d| format!("{d}/{n}.txt"));
         if let Some(f) = &file {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(f)
-                .and_then(|mut o| o.write_all(text.as_bytes()))
-                .map_err(|e| Error::runtime(format!("cannot write {f}: {e}")))?;
+            // Created (never a symlink followed, nor a file not ours written over).
+            trbox::sys::record::create_output(f.as_ref())
+                .and_then(|mut o| o.write_all(text.as_bytes()).map_err(|e| trbox::sys::Error::io(f, e)))?;
         }
         let _ = if a.json {
             let (k, body) = file.as_deref().map_or(("trace", text.as_str()), |f| ("file", f));
