@@ -304,17 +304,15 @@ fn tracer_settings(st: &mut State, a: &Args, mode: Mode) -> Result<(), Error> {
         pair.reverse();
     }
     let us = |v: Option<u64>| v.map(|v| v.to_string());
-    let mut wanted = pair.map(|(f, v)| (f, us(v))).to_vec();
-    if mode == Mode::Hwlat {
-        wanted.push(("tracing_thresh", us(a.irq_us)));
-    } else {
-        wanted.extend([
-            ("osnoise/cpus", a.cpus.clone()),
-            ("osnoise/stop_tracing_us", us(a.irq_us)),
-            ("osnoise/stop_tracing_total_us", us(a.total_us)),
-            ("osnoise/print_stack", us(a.stack_us)),
-        ]);
-    }
+    let [(f0, v0), (f1, v1)] = pair;
+    let wanted = [
+        (f0, us(v0)),
+        (f1, us(v1)),
+        ("osnoise/cpus", a.cpus.clone()),
+        (if mode == Mode::Hwlat { "tracing_thresh" } else { "osnoise/stop_tracing_us" }, us(a.irq_us)),
+        ("osnoise/stop_tracing_total_us", us(a.total_us)),
+        ("osnoise/print_stack", us(a.stack_us)),
+    ];
     for (file, v) in wanted {
         let Some(v) = v else { continue };
         if !st.tracefs().exists(file) {
