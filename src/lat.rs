@@ -1073,6 +1073,33 @@ mod tests {
         assert!(l.record(0, 5, &e(1, 0, 1)[..10]).is_none(), "a short record is skipped");
     }
 
+    /// The 6.1-rt arm64 board's format: common_preempt_lazy_count shifts
+    /// the fields (read by name, never at a fixed offset).
+    const HWLAT: &str = "name: hwlat\nID: 14\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\tfield:unsigned char common_preempt_lazy_count;\toffset:8;\tsize:1;\tsigned:0;\n\n\tfield:u64 duration;\toffset:16;\tsize:8;\tsigned:0;\n\tfield:u64 outer_duration;\toffset:24;\tsize:8;\tsigned:0;\n\tfield:unsigned int count;\toffset:64;\tsize:4;\tsigned:0;\n\nprint fmt: \"x\"\n";
+
+    #[test]
+    fn hwlat_samples_per_cpu_inner_and_outer() {
+        let t = table(&[("ftrace", HWLAT)]);
+        let mut l = Lat::new(Mode::Hwlat, &t, Endian::Little, false, None).unwrap();
+        let e = |inner: u64, outer: u64| rec(14, &[(16, &inner.to_le_bytes()), (24, &outer.to_le_bytes())], 68);
+        let s = l.record(1, 10, &e(12, 30)).unwrap();
+        assert_eq!((s.table, s.key, s.ns), (Table::HwInner, 1, 12_000));
+        l.record(1, 20, &e(8, 5));
+        l.record(0, 30, &e(100, 0));
+        let rows: Vec<_> = l.rows().map(|(t, k, r)| (t, k, r.stat.count, r.stat.min, r.stat.max)).collect();
+        assert_eq!(
+            rows,
+            alloc::vec![
+                (Table::HwInner, 0, 1, 100_000, 100_000),
+                (Table::HwInner, 1, 2, 8_000, 12_000),
+                (Table::HwOuter, 0, 1, 0, 0),
+                (Table::HwOuter, 1, 2, 5_000, 30_000)
+            ]
+        );
+        assert_eq!(l.measured(), 3);
+        assert!(l.record(0, 40, &e(1, 1)[..20]).is_none(), "a short record is skipped");
+    }
+
     #[test]
     fn a_mode_without_its_events_says_which() {
         let t = table(&[("sched", SWITCH)]);
