@@ -17,21 +17,30 @@ use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
-/// The kernel's max-latency tracers: not measured by tr-lat yet.
-const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "preemptoff", "preemptirqsoff", "hwlat"];
+/// The kernel's max-latency tracers (hwlat is a mode: its samples are
+/// records). `wakeup` names the tracepoint mode: the kernel's wakeup
+/// tracer is `wakeup --max`.
+const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "preemptoff", "preemptirqsoff"];
 
 #[derive(FromArgs)]
 /// Real-time latency. From plain tracepoints (no latency tracer needed):
 /// wakeup (sched_waking -> sched_switch, per task and priority class), irq
 /// (hard IRQ and softirq handler durations), syscall (sys_enter -> sys_exit,
 /// per syscall and task). From the kernel's tracers: timerlat (per-CPU IRQ
-/// and thread timer latency, as rtla timerlat top) and osnoise (per-CPU
-/// noise, as rtla osnoise top). Values in us (-n: ns).
+/// and thread timer latency, as rtla timerlat top), osnoise (per-CPU
+/// noise, as rtla osnoise top), hwlat (per-CPU samples), and the
+/// max-latency tracers, whose each new maximum (or each latency over -i)
+/// is printed, or saved as DIR/N.txt, as the kernel's trace text. Values
+/// in us (-n: ns).
 /// Usage: tr-lat wakeup|irq|syscall [--rt] [-P PID] [-t S] [--hist] [-- CMD]
 ///        tr-lat timerlat|osnoise [-p US] [-c CPUS] [-i US] [--total-us US] [-t S]
+///        tr-lat hwlat [-p WINDOW_US] [--width US] [-i US] [-t S]
+///        tr-lat wakeup_rt|wakeup_dl|irqsoff|preemptoff|preemptirqsoff [-i US] [-o DIR] [-t S]
+///        tr-lat wakeup --max ...   (the kernel's wakeup tracer, all tasks)
 ///        tr-lat MODE -r   (what the buffer holds now; also on a copy, -T)
 struct Args {
-    /// wakeup, irq, syscall, timerlat or osnoise
+    /// wakeup, irq, syscall, timerlat, osnoise, hwlat, or a max-latency
+    /// tracer
     #[argh(positional)]
     mode: String,
     /// wakeup: real-time (and deadline) tasks only
@@ -77,6 +86,17 @@ struct Args {
     /// which is trbox's --tracefs)
     #[argh(option)]
     total_us: Option<u64>,
+    /// hwlat: the busy loop's time of each window (hwlat_detector/width)
+    #[argh(option)]
+    width: Option<u64>,
+    /// the kernel's max-latency tracer of that name (wakeup --max: its
+    /// wakeup tracer; the others need no --max)
+    #[argh(switch)]
+    max: bool,
+    /// max-latency tracers: save each maximum as DIR/1.txt, 2.txt... (DIR
+    /// exists)
+    #[argh(option, short = 'o')]
+    out: Option<String>,
     /// timerlat: save the kernel stack when a thread latency exceeds US
     /// (osnoise/print_stack)
     #[argh(option, short = 's')]
@@ -95,23 +115,35 @@ struct Args {
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let a: Args = cli::parse("tr-lat", own)?;
-    let Some(mode) = Mode::parse(&a.mode) else {
-        if MAX_TRACERS.contains(&a.mode.as_str()) {
-            return Err(Error::usage(format!("tr-lat {}: the max-latency tracers are not measured by tr-lat yet", a.mode))
-                .hint(format!("run it with 'tr-on -t {} -- CMD' and read tracing_max_latency; tr-lat wakeup --rt measures wakeups from tracepoints", a.mode)));
+    if a.max || a.mode != "wakeup" && MAX_TRACERS.contains(&a.mode.as_str()) {
+        if !MAX_TRACERS.contains(&a.mode.as_str()) {
+            return Err(Error::usage(format!("--max: {} is no max-latency tracer", a.mode)));
         }
-        return Err(
-            Error::usage(format!("unknown mode '{}'", a.mode)).hint("modes: wakeup, irq, syscall, timerlat, osnoise")
-        );
+        return max_latency(common, &a, cmd);
+    }
+    let Some(mode) = Mode::parse(&a.mode) else {
+        return Err(Error::usage(format!("unknown mode '{}'", a.mode)).hint(
+            "modes: wakeup, irq, syscall, timerlat, osnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
+        ));
     };
-    let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise);
+    let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
+    if a.out.is_some() {
+        return Err(Error::usage("-o DIR saves the max traces of the max-latency tracers (wakeup_rt, irqsoff...)"));
+    }
+    if a.width.is_some() && mode != Mode::Hwlat || mode == Mode::Hwlat && (a.total_us.is_some() || a.cpus.is_some()) {
+        return Err(Error::usage("--width is a hwlat option; -c and --total-us are not"));
+    }
     command::one_target(&a.pid, cmd)?;
     if tracer && (!a.pid.is_empty() || !cmd.is_empty()) {
         return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode))
             .hint("use -c CPUS, and -t S"));
     }
-    let tracer_opts =
-        a.period.is_some() || a.cpus.is_some() || a.irq_us.is_some() || a.total_us.is_some() || a.stack_us.is_some();
+    let tracer_opts = a.period.is_some()
+        || a.cpus.is_some()
+        || a.irq_us.is_some()
+        || a.total_us.is_some()
+        || a.stack_us.is_some()
+        || a.width.is_some();
     if !tracer && tracer_opts {
         return Err(Error::usage("-p, -c, -i, --total-us and -s set the timerlat/osnoise tracers: not for this mode"));
     }
@@ -142,9 +174,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Ok(());
     }
     if tracer {
-        t.require_tracer(&a.mode).map_err(|e| {
-            Error::from(e).hint("tr-lat wakeup, irq and syscall measure latencies from plain tracepoints, without it")
-        })?;
+        t.require_tracer(&a.mode).map_err(|e| Error::from(e).hint(instead(&a.mode)))?;
     } else {
         need_events(&t, mode)?;
     }
@@ -168,6 +198,14 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         }
         let (child, notrace) = command::whom(&mut st, cmd, &a.pid, Follow { events: !tracer, functions: false })?;
         if tracer {
+            // A stop threshold: the osnoise events too (which IRQ, softirq,
+            // thread or single noise came before the stop), as rtla's
+            // auto-analysis enables them.
+            if stop_armed(&a, mode) && t.exists("events/osnoise/enable") {
+                st.set("events/osnoise/enable", "1")?;
+            }
+            // The tracers raise it at each new maximum: put back after.
+            st.set("tracing_max_latency", "0")?;
             st.set_tracer(&a.mode)?;
         } else {
             for e in wanted_events(&t, mode) {
@@ -232,6 +270,7 @@ fn mode_name(m: Mode) -> &'static str {
         Mode::Syscall => "syscall",
         Mode::Timerlat => "timerlat",
         Mode::Osnoise => "osnoise",
+        Mode::Hwlat => "hwlat",
     }
 }
 
@@ -250,13 +289,29 @@ fn wanted_events(t: &Tracefs, mode: Mode) -> Vec<String> {
 /// The osnoise/ files a timerlat or osnoise run sets (through `st`:
 /// restored). Only what the kernel has: a missing file is named.
 fn tracer_settings(st: &mut State, a: &Args, mode: Mode) -> Result<(), Error> {
-    let period = if mode == Mode::Timerlat { "osnoise/timerlat_period_us" } else { "osnoise/period_us" };
+    // -p sets a period and the part of it that runs: osnoise runtime_us
+    // (the whole period, as by default), hwlat width (--width). The kernel
+    // wants the part no longer than the period: shrinking the period below
+    // the part as it is now, the part goes first.
+    let (big, small, small_v) = match mode {
+        Mode::Timerlat => ("osnoise/timerlat_period_us", "osnoise/runtime_us", None),
+        Mode::Osnoise => ("osnoise/period_us", "osnoise/runtime_us", a.period),
+        _ => ("hwlat_detector/window", "hwlat_detector/width", a.width),
+    };
+    let now = st.tracefs().read(small).ok().and_then(|r| r.trim().parse::<u64>().ok());
+    let mut pair = [(big, a.period), (small, small_v)];
+    if small_v.is_some() && a.period.is_some_and(|v| now.is_some_and(|s| v < s)) {
+        pair.reverse();
+    }
+    let us = |v: Option<u64>| v.map(|v| v.to_string());
+    let [(f0, v0), (f1, v1)] = pair;
     let wanted = [
-        (period, a.period.map(|v| v.to_string())),
+        (f0, us(v0)),
+        (f1, us(v1)),
         ("osnoise/cpus", a.cpus.clone()),
-        ("osnoise/stop_tracing_us", a.irq_us.map(|v| v.to_string())),
-        ("osnoise/stop_tracing_total_us", a.total_us.map(|v| v.to_string())),
-        ("osnoise/print_stack", a.stack_us.map(|v| v.to_string())),
+        (if mode == Mode::Hwlat { "tracing_thresh" } else { "osnoise/stop_tracing_us" }, us(a.irq_us)),
+        ("osnoise/stop_tracing_total_us", us(a.total_us)),
+        ("osnoise/print_stack", us(a.stack_us)),
     ];
     for (file, v) in wanted {
         let Some(v) = v else { continue };
@@ -268,8 +323,100 @@ fn tracer_settings(st: &mut State, a: &Args, mode: Mode) -> Result<(), Error> {
     Ok(())
 }
 
+/// A stop threshold is set: the kernel may stop tracing by itself.
+fn stop_armed(a: &Args, mode: Mode) -> bool {
+    mode != Mode::Hwlat && (a.irq_us.is_some() || a.total_us.is_some())
+}
+
+/// The tracepoint mode that works where the kernel lacks `tracer`.
+fn instead(tracer: &str) -> &'static str {
+    match tracer.as_bytes().first() {
+        Some(b'w') => "tr-lat wakeup [--rt] measures wakeup latency from the sched tracepoints, without it",
+        Some(b'i' | b'p') => "tr-lat irq measures IRQ and softirq handler times from the irq tracepoints, without it",
+        _ => "tr-lat wakeup, irq and syscall measure latencies from plain tracepoints, without it",
+    }
+}
+
+/// The max-latency tracers (wakeup_rt, irqsoff...): the tracer runs (with
+/// tracing_thresh = -i US); each new maximum, or each latency over the
+/// threshold, is noticed through tracing_max_latency (inotify, which the
+/// kernel sends since 5.5; a read every 100 ms before) and printed, or
+/// saved as DIR/N.txt, as the kernel's `trace` text of the max buffer
+/// (snapshot_raw is EBUSY for these tracers: the text is all there is).
+fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
+    let name = a.mode.as_str();
+    if !cmd.is_empty() || !a.pid.is_empty() || a.read || a.hist || a.period.is_some() || a.cpus.is_some() {
+        return Err(Error::usage(format!("tr-lat {name} traces the whole system: only -i US, -o DIR, -t S, --json")));
+    }
+    let t = Tracefs::open(common.tracefs.as_deref())?;
+    command::require_live(&t)?;
+    if common.instance.is_some() {
+        return Err(Error::usage(format!("tr-lat {name} runs at the top level (the max buffer is the top level's)")));
+    }
+    t.require_tracer(name).map_err(|e| Error::from(e).hint(instead(name)))?;
+    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    let _lock = Lock::take(t.dir(), a.wait)?;
+    let mut st = State::new(&t);
+    st.keep = a.keep;
+    command::idle(&mut st)?;
+    if let Some(us) = a.irq_us {
+        st.set("tracing_thresh", &us.to_string())?;
+    }
+    st.set("tracing_max_latency", "0")?;
+    st.set_tracer(name)?;
+    let w = command::Window::open(&mut st, t.tracing_on_file(), a.time.map(|s| s.0))?;
+    let watch = trbox::sys::watch::Watch::new(&t.path("tracing_max_latency"));
+    let (mut last, mut n) = (0, 0);
+    let mut out = Out::stdout();
+    while signals::stop_requested().is_none() && !out.broken() {
+        let told = watch.wait(wake, 100);
+        let v = t.read("tracing_max_latency").ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0);
+        if v == 0 || !told && v == last || signals::stop_requested().is_some() {
+            continue;
+        }
+        // The kernel raises the value before it swaps the max buffer in: a
+        // trace without its "# latency: N us" line is read again. N, not
+        // the value read before, goes with the trace.
+        let text = t.read("trace")?;
+        let Some(v) = text.split("# latency: ").nth(1).and_then(|r| r.split(' ').next()?.parse::<u64>().ok()) else {
+            continue;
+        };
+        last = v;
+        n += 1;
+        let file = a.out.as_ref().map(|d| format!("{d}/{n}.txt"));
+        if let Some(f) = &file {
+            // Created (never a symlink followed, nor a file not ours written over).
+            trbox::sys::record::create_output(f.as_ref())
+                .and_then(|mut o| o.write_all(text.as_bytes()).map_err(|e| trbox::sys::Error::io(f, e)))?;
+        }
+        let _ = if a.json {
+            let (k, body) = file.as_deref().map_or(("trace", text.as_str()), |f| ("file", f));
+            let _ = write!(out, "{{\"tracer\":\"{name}\",\"n\":{n},\"unit\":\"us\",\"latency\":{v},\"{k}\":");
+            let _ = trbox::render::json_str(&mut out, body);
+            writeln!(out, "}}")
+        } else {
+            match &file {
+                Some(f) => writeln!(out, "{name} maximum {n}: {v} us, saved as {f}"),
+                None => writeln!(out, "# {name} maximum {n}: {v} us (tracing_max_latency)\n{text}"),
+            }
+        };
+        out.line_done();
+    }
+    drop(w);
+    drop(st);
+    out.finish()?;
+    if n == 0 {
+        let over = a.irq_us.map(|us| format!(" over {us} us")).unwrap_or_default();
+        cli::note(&Error::runtime(format!("no {name} latency{over} was recorded")).hint("try a longer -t, under load"));
+    }
+    Ok(())
+}
+
+/// Records kept per CPU to show what led to a kernel stop.
+const TAIL: usize = 24;
+
 /// Feed the records into the accumulators, print as the options say;
-/// whether anything was measured.
+/// whether anything was measured (or a stop reported).
 fn measure(
     input: Input<'_>,
     a: &Args,
@@ -287,7 +434,21 @@ fn measure(
     let mut acc: Option<Result<Lat, lat::Missing>> = None;
     let mut live = Out::stdout();
     let mut line = String::new();
+    // With a stop threshold: the last records and latency of each CPU.
+    let mut tail: Vec<Tail> = Vec::new();
+    let keep_tail = stop_armed(a, mode) && !a.read;
     let meta = decode::collect(input, o, done, &mut |m, it| {
+        if let (true, Item::Record { cpu, ts, payload, .. }) = (keep_tail, &it) {
+            let i = *cpu as usize;
+            if tail.len() <= i {
+                tail.resize_with(i + 1, Default::default);
+            }
+            let q = &mut tail[i].0;
+            if q.len() == TAIL {
+                q.remove(0);
+            }
+            q.push((*ts, payload.to_vec()));
+        }
         let Ok(l) = acc.get_or_insert_with(|| {
             let mut l = Lat::new(mode, &m.events, m.endian, a.rt, hist)?;
             if !only.is_empty() {
@@ -300,6 +461,9 @@ fn measure(
         match it {
             Item::Record { cpu, ts, payload, .. } => {
                 if let Some(s) = l.record(cpu, ts, payload) {
+                    if let Some(t) = tail.get_mut(cpu as usize) {
+                        t.1 = Some(s);
+                    }
                     if a.samples {
                         line.clear();
                         let _ = lat::write_sample(&mut line, &s);
@@ -319,7 +483,8 @@ fn measure(
         }
         Some(Ok(l)) => l,
     };
-    if l.measured() == 0 {
+    let shown = l.measured() > 0;
+    if !shown && !stopped.get() {
         return Ok(false);
     }
     let mut text = String::new();
@@ -344,29 +509,48 @@ fn measure(
     }
     log::info!("{} begins or ends without their pair (the window cut them, or a loss): not counted", l.unpaired);
     if stopped.get() {
-        stop_report(&l, a, mode, unit);
+        stop_report(&meta, &tail, a, unit)?;
     }
     Ok(true)
 }
 
-/// The kernel stopped tracing at a threshold: which CPU, how long.
-fn stop_report(l: &Lat, a: &Args, mode: Mode, unit: Unit) {
-    let worst = [Table::TimerIrq, Table::TimerThread, Table::TimerUser, Table::Noise]
-        .iter()
-        .filter_map(|&t| l.worst(t).map(|(k, r)| (t, k, r.stat.max)))
-        .max_by_key(|w| w.2);
-    let mut msg = String::from("the kernel stopped tracing at a threshold");
-    if let Some((t, cpu, max)) = worst {
-        let mut v = String::new();
-        let _ = unit.write(&mut v, max);
-        msg.push_str(&format!(": CPU {cpu}, {} {v} {}", t.name().replace('_', " "), unit.name()));
-    }
-    let hint = match mode {
-        Mode::Timerlat if a.stack_us.is_some() => "the kernel stack is in the buffer: tr-cat shows it",
-        _ => "tr-cat shows the records leading up to it (run with -k to keep the buffer as it is)",
+/// The kernel stopped tracing at a threshold: which CPU (the one whose
+/// last latency is over its threshold, the latest if several: the kernel's
+/// own "stop tracing hit on cpu N" goes through the trace_printk buffers,
+/// which a kernel without trace_printk users, like Debian's, never
+/// allocates), how long, and its records up to the stop, stacks included.
+fn stop_report(meta: &decode::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result<(), Error> {
+    let over = |s: &lat::Sample| {
+        let us = if matches!(s.table, Table::TimerIrq | Table::Single) { a.irq_us } else { a.total_us };
+        us.is_some_and(|us| s.ns >= us.saturating_mul(1000))
     };
-    cli::note(&Error::runtime(msg).hint(hint));
+    let found = tail
+        .iter()
+        .enumerate()
+        .filter_map(|(cpu, (q, last))| last.filter(over).map(|s| (cpu, q, s)))
+        .max_by_key(|w| w.2.end);
+    let msg = "the kernel stopped tracing at a threshold";
+    let Some((cpu, q, s)) = found else {
+        cli::note(&Error::runtime(msg).hint("no latency over it was among the records read (a loss?)"));
+        return Ok(());
+    };
+    let mut out = Out::stdout();
+    let _ = write!(out, "\n# CPU {cpu}: its last records, up to the stop\n");
+    let mut r =
+        trbox::render::Renderer::new(&meta.events, meta.cmdlines.clone(), meta.endian, meta.long_size, meta.in_ns)
+            .with_symbols(&meta.syms);
+    for (ts, p) in q {
+        let _ = r.record(&mut out, cpu as u32, *ts, p);
+    }
+    out.finish()?;
+    let mut v = String::new();
+    let _ = unit.write(&mut v, s.ns);
+    cli::note(&Error::runtime(format!("{msg}: CPU {cpu}, {} {v} {}", s.table.name().replace('_', " "), unit.name())));
+    Ok(())
 }
+
+/// The last records of one CPU and its last latency.
+type Tail = (Vec<(u64, Vec<u8>)>, Option<lat::Sample>);
 
 /// Nothing measured (`when`: how long the window was open).
 fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
@@ -381,6 +565,7 @@ fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
             ("no timerlat sample was recorded", "is the timerlat tracer allowed to run on these CPUs (-c)?")
         }
         Mode::Osnoise => ("no osnoise sample was recorded", "a period lasts osnoise/period_us: try a longer -t"),
+        Mode::Hwlat => ("no hwlat sample was recorded", "hwlat records only samples over tracing_thresh (-i US)"),
     };
     let whom = match a.pid.as_slice() {
         [] => String::new(),

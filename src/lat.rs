@@ -19,7 +19,10 @@
 //! - `osnoise`: the osnoise tracer's `ftrace/osnoise` entries, one per
 //!   period and CPU: `runtime`, `noise` and `max_sample` in µs
 //!   (kernel/trace/trace_osnoise.c stores them with `time_to_us`), and the
-//!   HW / NMI / IRQ / softirq / thread interference counts.
+//!   HW / NMI / IRQ / softirq / thread interference counts; with the
+//!   `osnoise:sample_threshold` event, each single noise over the threshold.
+//! - `hwlat`: the hwlat tracer's `ftrace/hwlat` samples, per CPU: the
+//!   inner and outer `duration` (µs, as the entries give them).
 //!
 //! Every field is read through the event's format file, never at a fixed
 //! offset. A begin whose end is lost (or an end without a begin) is counted
@@ -182,6 +185,7 @@ pub enum Mode {
     Syscall,
     Timerlat,
     Osnoise,
+    Hwlat,
 }
 
 impl Mode {
@@ -192,6 +196,7 @@ impl Mode {
             "syscall" => Mode::Syscall,
             "timerlat" => Mode::Timerlat,
             "osnoise" => Mode::Osnoise,
+            "hwlat" => Mode::Hwlat,
             _ => return None,
         })
     }
@@ -206,7 +211,8 @@ impl Mode {
             Mode::Irq => &["irq:irq_handler_entry", "irq:irq_handler_exit", "?irq:softirq_entry", "?irq:softirq_exit"],
             Mode::Syscall => &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"],
             Mode::Timerlat => &["ftrace:timerlat"],
-            Mode::Osnoise => &["ftrace:osnoise"],
+            Mode::Osnoise => &["ftrace:osnoise", "?osnoise:sample_threshold"],
+            Mode::Hwlat => &["ftrace:hwlat"],
         }
     }
 }
@@ -232,6 +238,12 @@ pub enum Table {
     TimerUser,
     /// osnoise, per CPU: the noise of each period.
     Noise,
+    /// osnoise, per CPU: single noises over the threshold (the
+    /// `osnoise:sample_threshold` event, when enabled).
+    Single,
+    /// hwlat, per CPU: the inner and outer loop's sample.
+    HwInner,
+    HwOuter,
 }
 
 impl Table {
@@ -248,6 +260,9 @@ impl Table {
             Table::TimerThread => "timerlat_thread",
             Table::TimerUser => "timerlat_user",
             Table::Noise => "osnoise",
+            Table::Single => "osnoise_single",
+            Table::HwInner => "hwlat_inner",
+            Table::HwOuter => "hwlat_outer",
         }
     }
 
@@ -264,6 +279,9 @@ impl Table {
             Table::TimerThread => ("timerlat thread latency per CPU", "CPU"),
             Table::TimerUser => ("timerlat user-return latency per CPU", "CPU"),
             Table::Noise => ("osnoise: noise per period, per CPU", "CPU"),
+            Table::Single => ("osnoise: single noise over the threshold (sample_threshold), per CPU", "CPU"),
+            Table::HwInner => ("hwlat: inner-loop samples per CPU", "CPU"),
+            Table::HwOuter => ("hwlat: outer-loop samples per CPU", "CPU"),
         }
     }
 }
@@ -442,16 +460,20 @@ impl Lat {
             Mode::Irq => &[&["irq", "name"], &["irq"], &["vec"], &["vec"]],
             Mode::Syscall => &[&["id"], &["id"]],
             Mode::Timerlat => &[&["seqnum", "context", "timer_latency"]],
-            Mode::Osnoise => &[&[
-                "runtime",
-                "noise",
-                "max_sample",
-                "hw_count",
-                "nmi_count",
-                "irq_count",
-                "softirq_count",
-                "thread_count",
-            ]],
+            Mode::Osnoise => &[
+                &[
+                    "runtime",
+                    "noise",
+                    "max_sample",
+                    "hw_count",
+                    "nmi_count",
+                    "irq_count",
+                    "softirq_count",
+                    "thread_count",
+                ],
+                &["duration"],
+            ],
+            Mode::Hwlat => &[&["duration", "outer_duration"]],
         };
         let mut evs: [Option<Ev>; 4] = [None, None, None, None];
         for (i, spec) in mode.events().iter().enumerate() {
@@ -691,6 +713,18 @@ impl Lat {
                 self.add(Table::Noise, i64::from(cpu), None, ns);
                 Some(Sample { table: Table::Noise, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
             }
+            (Mode::Hwlat, BEGIN) => {
+                let inner = (ev.int(0, p, e)? as u64).saturating_mul(1000);
+                let outer = (ev.int(1, p, e)? as u64).saturating_mul(1000);
+                self.add(Table::HwOuter, i64::from(cpu), None, outer);
+                self.add(Table::HwInner, i64::from(cpu), None, inner);
+                Some(Sample { table: Table::HwInner, key: i64::from(cpu), cpu, begin: ts, end: ts, ns: inner })
+            }
+            (Mode::Osnoise, END) => {
+                let ns = ev.int(0, p, e)? as u64;
+                self.add(Table::Single, i64::from(cpu), None, ns);
+                Some(Sample { table: Table::Single, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
+            }
             _ => None,
         }
     }
@@ -716,6 +750,7 @@ impl Lat {
             Mode::Syscall => Table::Syscall,
             Mode::Timerlat => Table::TimerIrq,
             Mode::Osnoise => Table::Noise,
+            Mode::Hwlat => Table::HwInner,
         };
         let also = if self.mode == Mode::Irq {
             Table::SoftIrq
@@ -1036,6 +1071,33 @@ mod tests {
         assert_eq!((w.0, w.1.stat.count, w.1.stat.min, w.1.stat.max, w.1.stat.last), (0, 3, 100, 1100, 100));
         assert_eq!(l.measured(), 4);
         assert!(l.record(0, 5, &e(1, 0, 1)[..10]).is_none(), "a short record is skipped");
+    }
+
+    /// The 6.1-rt arm64 board's format: common_preempt_lazy_count shifts
+    /// the fields (read by name, never at a fixed offset).
+    const HWLAT: &str = "name: hwlat\nID: 14\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\tfield:unsigned char common_preempt_lazy_count;\toffset:8;\tsize:1;\tsigned:0;\n\n\tfield:u64 duration;\toffset:16;\tsize:8;\tsigned:0;\n\tfield:u64 outer_duration;\toffset:24;\tsize:8;\tsigned:0;\n\tfield:unsigned int count;\toffset:64;\tsize:4;\tsigned:0;\n\nprint fmt: \"x\"\n";
+
+    #[test]
+    fn hwlat_samples_per_cpu_inner_and_outer() {
+        let t = table(&[("ftrace", HWLAT)]);
+        let mut l = Lat::new(Mode::Hwlat, &t, Endian::Little, false, None).unwrap();
+        let e = |inner: u64, outer: u64| rec(14, &[(16, &inner.to_le_bytes()), (24, &outer.to_le_bytes())], 68);
+        let s = l.record(1, 10, &e(12, 30)).unwrap();
+        assert_eq!((s.table, s.key, s.ns), (Table::HwInner, 1, 12_000));
+        l.record(1, 20, &e(8, 5));
+        l.record(0, 30, &e(100, 0));
+        let rows: Vec<_> = l.rows().map(|(t, k, r)| (t, k, r.stat.count, r.stat.min, r.stat.max)).collect();
+        assert_eq!(
+            rows,
+            alloc::vec![
+                (Table::HwInner, 0, 1, 100_000, 100_000),
+                (Table::HwInner, 1, 2, 8_000, 12_000),
+                (Table::HwOuter, 0, 1, 0, 0),
+                (Table::HwOuter, 1, 2, 5_000, 30_000)
+            ]
+        );
+        assert_eq!(l.measured(), 3);
+        assert!(l.record(0, 40, &e(1, 1)[..20]).is_none(), "a short record is skipped");
     }
 
     #[test]

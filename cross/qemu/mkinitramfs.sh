@@ -19,12 +19,19 @@ install -m 0755 "$TRBOX_BIN" "$root/bin/trbox"
 install -m 0755 "$QEMU_DIR/guest/init" "$root/init"
 install -m 0755 "$QEMU_DIR/guest/run-session" "$root/etc/trbox/run-session"
 install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtures"
-if [ "$SESSION_FULL" = 1 ]; then
-	install -m 0644 "${SESSION:-$QEMU_DIR/session}" "$root/etc/trbox/session"
-else
-	# The short session: comments and the lines marked '## boards: all'.
-	grep -E '^(#|$)|## boards: all( |$)' "${SESSION:-$QEMU_DIR/session}" >"$root/etc/trbox/session"
-fi
+# The whole session (SESSION_FULL) or the short one: comments, and the
+# lines whose '## boards: LIST' names this board -- 'all', the board
+# (aarch64:6.1-rt) or its kernel (6.1-rt: lines for what only that kernel
+# has, such as the RT tracers); unmarked lines run in the whole session only.
+awk -v full="$SESSION_FULL" -v board="$ARCH:$KERNEL" -v kernel="$KERNEL" '
+/^(#|$)/ { print; next }
+{
+	i = index($0, "## boards: ")
+	if (!i) { if (full == 1) print; next }
+	n = split(substr($0, i + 11), w, " ")
+	for (j = 1; j <= n && w[j] != "##"; j++)
+		if (w[j] == "all" || w[j] == board || w[j] == kernel) { print; next }
+}' "${SESSION:-$QEMU_DIR/session}" >"$root/etc/trbox/session"
 
 case "${BREAK:-}" in
 '' | 0) ;;

@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     // replaces the first event of the mode; then records: [cpu, len, ts
     // delta, bytes...] (len 0: a loss).
     let [sel, h, rest @ ..] = data else { return };
-    let mode = [Mode::Wakeup, Mode::Irq, Mode::Syscall, Mode::Timerlat, Mode::Osnoise][usize::from(sel & 7) % 5];
+    let mode = [Mode::Wakeup, Mode::Irq, Mode::Syscall, Mode::Timerlat, Mode::Osnoise, Mode::Hwlat][usize::from(sel & 7) % 6];
     let e = if sel & 8 == 0 { Endian::Little } else { Endian::Big };
     let mut t = EventTable::new();
     for (sys, name, id, fields) in EVENTS {

@@ -18,6 +18,7 @@ pub mod stream;
 pub mod thread;
 mod tracedat;
 mod tracefs;
+pub mod watch;
 
 pub use error::{describe, Error};
 pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Tracefs};

@@ -281,12 +281,26 @@ fn a_system_wide_run_sees_the_load_and_not_itself() {
 fn missing_tracers_are_named_with_what_works() {
     let Some((_l, root, before)) = live_with_snapshot() else { return };
     let have = std::fs::read_to_string(root.join("available_tracers")).unwrap();
-    for m in ["timerlat", "osnoise"] {
+    // The tracer modes, then the max-latency tracers: each hint names the
+    // tracepoint mode that works instead.
+    for (m, instead) in [
+        ("timerlat", "hint: tr-lat wakeup, irq and syscall"),
+        ("osnoise", "hint: tr-lat wakeup, irq and syscall"),
+        ("hwlat", "hint: tr-lat wakeup, irq and syscall"),
+        ("wakeup_rt", "hint: tr-lat wakeup [--rt] measures wakeup latency from the sched tracepoints"),
+        ("wakeup", "hint: tr-lat wakeup [--rt]"),
+        ("wakeup_dl", "hint: tr-lat wakeup [--rt]"),
+        ("irqsoff", "hint: tr-lat irq measures IRQ and softirq handler times"),
+        ("preemptoff", "hint: tr-lat irq"),
+        ("preemptirqsoff", "hint: tr-lat irq"),
+    ] {
         if have.split_whitespace().any(|t| t == m) {
             continue;
         }
-        let o = lat(&[m, "-t", "1"]);
-        assert_eq!(o.status.code(), Some(2));
+        // `wakeup` is the tracepoint mode; the kernel's wakeup tracer is
+        // `wakeup --max`.
+        let o = if m == "wakeup" { lat(&[m, "--max", "-t", "1"]) } else { lat(&[m, "-t", "1"]) };
+        assert_eq!(o.status.code(), Some(2), "{m}");
         let e = stderr(&o);
         let first = e.lines().next().unwrap();
         assert!(first.starts_with(&format!("tr-lat: this kernel has no {m} tracer")), "{e}");
@@ -294,11 +308,9 @@ fn missing_tracers_are_named_with_what_works() {
             first.ends_with(&format!("its tracers: {}", have.split_whitespace().collect::<Vec<_>>().join(" "))),
             "{e}"
         );
-        assert!(e.contains("hint: tr-lat wakeup, irq and syscall"), "{e}");
+        assert!(e.contains(instead), "{e}");
+        assert_eq!(e.lines().count(), 2, "{e}");
     }
-    let o = lat(&["wakeup_rt"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("tr-lat wakeup --rt"), "{}", stderr(&o));
     assert_same_state(&before, &snapshot(&root));
 }
 
@@ -310,6 +322,11 @@ fn usage_errors() {
         (&["wakeup", "-p", "100"][..], "-p, -c, -i"),
         (&["timerlat", "-P", "1"][..], "measures CPUs, not processes"),
         (&["syscall", "--samples"][..], "--samples goes with --json"),
+        (&["timerlat", "-o", "/tmp/x"][..], "-o DIR saves the max traces"),
+        (&["osnoise", "--width", "10"][..], "--width is a hwlat option"),
+        (&["hwlat", "--total-us", "10"][..], "--width is a hwlat option"),
+        (&["wakeup_rt", "-P", "1"][..], "traces the whole system"),
+        (&["irq", "--max"][..], "--max: irq is no max-latency tracer"),
     ] {
         let o = lat(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");

@@ -107,7 +107,7 @@ impl Summary {
 /// a regular file of our own uid with one link — an earlier recording —
 /// as fstat shows it on the descriptor opened without following a symlink.
 /// Anything else is refused with what it is.
-fn create_output(path: &Path) -> Result<File, Error> {
+pub fn create_output(path: &Path) -> Result<File, Error> {
     let open = |o: &mut std::fs::OpenOptions| o.read(true).write(true).open(path);
     match open(std::fs::OpenOptions::new().create_new(true).mode(0o644)) {
         Ok(f) => return Ok(f),
