@@ -47,20 +47,20 @@ fn load(dir: &Path) -> Tree {
     Tree { trace, opts: GraphOpts::from_trace_options(&read(&dir.join("trace_options"))), cpus }
 }
 
+/// The tree's graph renderer, default options.
+fn renderer(t: &Tree) -> GraphRenderer<'_> {
+    let tr = &t.trace;
+    GraphRenderer::new(&tr.events, &tr.cmdlines, Endian::Little, tr.long_size(), Some(&tr.symbols))
+}
+
 /// Records in the kernel's order (graph::render_streams: smallest
 /// timestamp first, lowest CPU on ties, next record of the same CPU peeked).
 fn render(t: &Tree) -> String {
-    let mut g = GraphRenderer::new(
-        &t.trace.events,
-        &t.trace.cmdlines,
-        Endian::Little,
-        t.trace.long_size(),
-        Some(&t.trace.symbols),
-    )
-    .with_strings(&t.trace.printk)
-    .with_opts(t.opts)
-    .with_cpu_count(t.cpus.len() as u32)
-    .with_irq_text(IrqText::from_kallsyms(&t.trace.symbols));
+    let mut g = renderer(t)
+        .with_strings(&t.trace.printk)
+        .with_opts(t.opts)
+        .with_cpu_count(t.cpus.len() as u32)
+        .with_irq_text(IrqText::from_kallsyms(&t.trace.symbols));
     let mut streams: Vec<_> = t.cpus.iter().map(|c| c.iter().map(|(ts, p)| (*ts, p.as_slice())).peekable()).collect();
     let mut out = String::new();
     // The fixtures hold no function/kernel_stack records; the applet renders
@@ -184,14 +184,7 @@ fn damaged_fixture_records_never_panic() {
         seed
     };
     for round in 0..4 {
-        let mut g = GraphRenderer::new(
-            &t.trace.events,
-            &t.trace.cmdlines,
-            Endian::Little,
-            t.trace.long_size(),
-            Some(&t.trace.symbols),
-        )
-        .with_opts(GraphOpts {
+        let mut g = renderer(&t).with_opts(GraphOpts {
             irqs: round % 2 == 0,
             proc_: round > 1,
             abstime: round > 1,
