@@ -17,7 +17,7 @@ use trbox::render::{Cmdlines, CommonFields, Renderer};
 use trbox::sys::events::LazyKallsyms;
 use trbox::sys::raw::RawPages;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
-use trbox::sys::trace::{open_dat, open_tree, KernelFacts, Opened};
+use trbox::sys::trace::{dat_session, open_tree, read_dat, KernelFacts, Opened};
 use trbox::sys::{signals, Tracefs};
 use trbox::tracedat::Instance;
 
@@ -71,7 +71,7 @@ impl<'t> Input<'t> {
         let graph = (tracer.trim() == "function_graph")
             .then(|| GraphOpts::from_trace_options(&t.read_opt("trace_options").ok().flatten().unwrap_or_default()));
         Ok(Input {
-            kernel: KernelFacts::new(&trace.kernel, Some(t)),
+            kernel: KernelFacts::new(trace.kernel.version, Some(t.top().to_path_buf()), t.is_live()),
             trace,
             graph,
             graph_auto: false,
@@ -87,7 +87,8 @@ impl<'t> Input<'t> {
     /// default every buffer that holds data, merged by time. `applet` names
     /// who says so on stderr when they hold no event.
     pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
-        let (mut trace, td) = open_dat(path)?;
+        let mut td = read_dat(path)?;
+        let mut trace = dat_session(&mut td, path)?;
         let shown = |i: &&Instance| -> bool { instance.map_or(i.data_bytes() > 0, |n| i.name == n) };
         let mut chosen: Vec<&Instance> = td.instances.iter().filter(shown).collect();
         if chosen.is_empty() {
@@ -154,7 +155,7 @@ impl<'t> Input<'t> {
             (Vec::new(), Vec::new())
         };
         Ok(Input {
-            kernel: KernelFacts::new(&trace.kernel, None),
+            kernel: KernelFacts::new(trace.kernel.version, None, false),
             trace,
             // trace.dat keeps no tracer name: graph records mean a graph trace.
             graph: Some(GraphOpts::default()),

@@ -13,6 +13,7 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
+use core::fmt;
 
 use crate::format::{Abi, Endian, EventFormat, EventTable, FormatError, HeaderPage};
 use crate::kallsyms::Kallsyms;
@@ -36,29 +37,29 @@ pub struct KernelProfile {
 impl KernelProfile {
     /// The profile of a `uname -a`, `/proc/version` or release text (`None`:
     /// nothing to read), found at `source`.
-    pub fn from_text(text: Option<&str>, source: &str) -> KernelProfile {
-        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source: source.to_string() }
+    pub fn from_text(text: Option<&str>, source: String) -> KernelProfile {
+        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source }
     }
 
     /// How the syscall tracer prints `sys_enter_*` arguments on this kernel.
     pub fn syscall_style(&self) -> SyscallStyle {
         syscall_style(self.version)
     }
+}
 
-    /// One line for `-v`: the version, where it came from, and the text it
-    /// implies.
-    pub fn describe(&self) -> String {
+/// One line for `-v`: the version, where it came from, and the text it
+/// implies.
+impl fmt::Display for KernelProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let style = match self.syscall_style() {
             SyscallStyle::Before6_17 => "before 6.17 (`arg: %lx`)",
             SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
         };
-        let from = &self.source;
         match self.version {
-            Some((major, minor)) => {
-                format!("kernel version {major}.{minor} ({from}): syscall events in the style of kernels {style}")
-            }
-            None => format!("kernel version unknown ({from}): syscall events in the style of kernels {style}"),
+            Some((major, minor)) => write!(f, "kernel version {major}.{minor}")?,
+            None => f.write_str("kernel version unknown")?,
         }
+        write!(f, " ({}): syscall events in the style of kernels {style}", self.source)
     }
 }
 
@@ -90,16 +91,11 @@ pub struct Trace<S = Kallsyms> {
     pub cpus: u32,
 }
 
-impl Trace<Kallsyms> {
-    /// A session with the layout of the `header_page` text, in byte order
-    /// `endian`; see [`Trace::new`].
-    pub fn from_header_page(text: &str, endian: Endian) -> Result<Self, FormatError> {
-        Ok(Trace::new(HeaderPage::parse(text)?, endian))
-    }
-
-    /// A session of `header`'s layout in byte order `endian`, with no event,
-    /// comm, string or symbol yet, the `local` clock and an unknown kernel.
-    pub fn new(header: HeaderPage, endian: Endian) -> Self {
+impl<S> Trace<S> {
+    /// A session of `header`'s layout in byte order `endian`, with its
+    /// symbols from `symbols`, no event, comm or string yet, the `local`
+    /// clock and an unknown kernel.
+    pub fn new(header: HeaderPage, endian: Endian, symbols: S) -> Self {
         Trace {
             layout: PageLayout::from(&header),
             header,
@@ -107,19 +103,19 @@ impl Trace<Kallsyms> {
             events: EventTable::new(),
             cmdlines: Cmdlines::default(),
             printk: PrintkFormats::default(),
-            symbols: Kallsyms::default(),
+            symbols,
             clock: "local".to_string(),
             kernel: KernelProfile::default(),
             cpus: 0,
         }
     }
 
-    /// The session a trace.dat describes (its symbols still as text in
-    /// `td.kallsyms`), and the formats that did not parse. The clock is the
-    /// file's (`trace_clock` option), `local` when it has none; `name` names
-    /// the file in [`KernelProfile::source`].
-    pub fn from_dat(td: &TraceDat, name: &str) -> Result<(Self, Vec<BadFormat>), FormatError> {
-        let mut t = Trace::new(td.header_page()?, td.endian);
+    /// The session a trace.dat describes, with symbols from `symbols` (the
+    /// file's are the text `td.kallsyms`), and the formats that did not
+    /// parse. The clock is the file's (`trace_clock` option), `local` when
+    /// it has none; `name` names the file in [`KernelProfile::source`].
+    pub fn from_dat(td: &TraceDat, name: &str, symbols: S) -> Result<(Self, Vec<BadFormat>), FormatError> {
+        let mut t = Trace::new(td.header_page()?, td.endian, symbols);
         let mut bad = Vec::new();
         for (i, (sys, text)) in td.formats().enumerate() {
             if let Err(e) = t.add_format(sys, &String::from_utf8_lossy(text)) {
@@ -133,17 +129,10 @@ impl Trace<Kallsyms> {
         }
         t.cpus = td.cpus;
         t.kernel = match &td.options.uname {
-            Some(u) => KernelProfile::from_text(Some(u), &format!("from the UNAME option of {name}")),
-            None => KernelProfile::from_text(None, &format!("{name} has no UNAME option")),
+            Some(u) => KernelProfile::from_text(Some(u), format!("from the UNAME option of {name}")),
+            None => KernelProfile::from_text(None, format!("{name} has no UNAME option")),
         };
         Ok((t, bad))
-    }
-}
-
-impl<S> Trace<S> {
-    /// The same session with symbols from `symbols`.
-    pub fn with_symbols<T>(self, symbols: T) -> Trace<T> {
-        self.map_symbols(|_| symbols)
     }
 
     /// The same session with its symbols turned into others (parsed now…).
@@ -171,5 +160,39 @@ impl<S> Trace<S> {
     /// Whether the clock counts nanoseconds (else raw counts).
     pub fn in_ns(&self) -> bool {
         clock_in_ns(&self.clock)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_version_picks_the_syscall_style() {
+        let board = KernelProfile::from_text(Some("Linux trbox 6.1.0-50-arm64 #1 SMP"), "from uname".into());
+        assert_eq!(board.version, Some((6, 1)));
+        assert_eq!(board.syscall_style(), SyscallStyle::Before6_17);
+        assert_eq!(
+            board.to_string(),
+            "kernel version 6.1 (from uname): syscall events in the style of kernels before 6.17 (`arg: %lx`)"
+        );
+        let new = KernelProfile::from_text(Some("6.18.2"), "uname(2)".into());
+        assert_eq!(new.syscall_style(), SyscallStyle::Since6_17);
+        let unknown = KernelProfile::from_text(None, "no uname".into());
+        assert_eq!(unknown.syscall_style(), SyscallStyle::Before6_17);
+        assert!(unknown.to_string().starts_with("kernel version unknown (no uname): "));
+    }
+
+    #[test]
+    fn a_session_parses_its_formats_with_the_kernels_long_size() {
+        let mut t = Trace::new(HeaderPage::new(4, 4096), Endian::Big, ());
+        assert_eq!(t.abi(), Abi { endian: Endian::Big, long_size: 4 });
+        let text = "name: f\nID: 7\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\tfield:unsigned long ip;\toffset:4;\tsize:4;\tsigned:0;\n\nprint fmt: \"%lx\", REC->ip\n";
+        t.add_format("ftrace", text).unwrap();
+        assert_eq!(t.events.by_name("ftrace:f").map(|e| e.id), Some(7));
+        assert!(t.add_format("ftrace", "garbage").is_err());
+        assert!(t.in_ns());
+        t.clock = "counter".into();
+        assert!(!t.in_ns());
     }
 }

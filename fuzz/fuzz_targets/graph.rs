@@ -29,9 +29,11 @@ fn ev(name: &str, id: u32, fields: &[(&str, u32, u32, u32)], fmt: &str) -> Strin
 /// The session of the layout `kind`, in byte order `e`.
 fn trace(kind: u8, e: Endian) -> Trace {
     let long = if kind == 1 { 4 } else { 8 };
-    let mut trace = Trace::new(HeaderPage::new(long, 4096), e).with_symbols(Kallsyms::parse(
-        "0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n",
-    ));
+    let mut trace = Trace::new(
+        HeaderPage::new(long, 4096),
+        e,
+        Kallsyms::parse("0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n"),
+    );
     trace.cmdlines = Cmdlines::parse("1 sh\n2 a-very-long-name\n");
     let mut add = |text: String| trace.add_format("ftrace", &text).expect("format");
     let (l, u64a) = (long, if kind == 1 { 4 } else { 8 });

@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
     let [sel, h, rest @ ..] = data else { return };
     let mode = [Mode::Wakeup, Mode::Irq, Mode::Syscall, Mode::Timerlat, Mode::Osnoise][usize::from(sel & 7) % 5];
     let e = if sel & 8 == 0 { Endian::Little } else { Endian::Big };
-    let mut trace = Trace::new(HeaderPage::new(8, 4096), e);
+    let mut trace = Trace::new(HeaderPage::new(8, 4096), e, ());
     for (sys, name, id, fields) in EVENTS {
         let text = format!("name: {name}\nID: {id}\nformat:\n{COMMON}{fields}\nprint fmt: \"x\"\n");
         let _ = trace.add_format(sys, &text);

@@ -40,7 +40,7 @@ pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
 pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
     let header = header_page(t)?;
     let endian = detect_endian(t, &PageLayout::from(&header))?;
-    let mut trace = Trace::new(header, endian).with_symbols(LazyKallsyms::for_tree(t));
+    let mut trace = Trace::new(header, endian, LazyKallsyms::for_tree(t));
     add_formats(t, &mut trace)?;
     trace.cmdlines = Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default());
     trace.printk = PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default());
@@ -48,35 +48,47 @@ pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
     trace.clock = crate::ctl::selected(&clock).unwrap_or("local").to_string();
     trace.cpus = t.cpus().map_or(0, |c| c.len() as u32);
     trace.kernel = if t.is_live() {
-        KernelProfile::from_text(super::uname().as_ref().map(|u| u[2].as_str()), "uname(2)")
+        KernelProfile::from_text(super::uname().as_ref().map(|u| u[2].as_str()), "uname(2)".into())
     } else {
         let top = t.top().display();
         match ["uname", "version"].iter().find_map(|f| Some((*f, t.read_top_opt(f).ok().flatten()?))) {
-            Some((f, text)) => KernelProfile::from_text(Some(&text), &format!("from {top}/{f}")),
-            None => KernelProfile::from_text(None, &format!("no uname or version file in {top}")),
+            Some((f, text)) => KernelProfile::from_text(Some(&text), format!("from {top}/{f}")),
+            None => KernelProfile::from_text(None, format!("no uname or version file in {top}")),
         }
     };
-    log::info!("{}", trace.kernel.describe());
+    log::info!("{}", trace.kernel);
     Ok(trace)
 }
 
 /// The session of a trace.dat file, and the file's sections (its buffers
 /// and their pages).
 pub fn open_dat(path: &Path) -> Result<(Opened, TraceDat), Error> {
+    let mut td = read_dat(path)?;
+    Ok((dat_session(&mut td, path)?, td))
+}
+
+/// A trace.dat file's sections, its warnings logged.
+pub fn read_dat(path: &Path) -> Result<TraceDat, Error> {
     let bad = |what: String| Error::TraceDat { path: path.into(), what };
     let mut f = std::fs::File::open(path).map_err(|e| bad(describe(&e)))?;
-    let mut td = TraceDat::read(&mut f).map_err(|e| bad(format!("not a readable trace.dat: {e}")))?;
+    let td = TraceDat::read(&mut f).map_err(|e| bad(format!("not a readable trace.dat: {e}")))?;
     for w in &td.warnings {
         log::warn!("{}: {w}", path.display());
     }
-    let (trace, skipped) =
-        Trace::from_dat(&td, &path.display().to_string()).map_err(|e| bad(format!("header_page: {e:?}")))?;
+    Ok(td)
+}
+
+/// The session `td` (read from `path`) describes; its symbols text moves
+/// into the session.
+pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
+    let syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
+    let (trace, skipped) = Trace::from_dat(td, &path.display().to_string(), syms)
+        .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e:?}") })?;
     for (sys, i, e) in skipped {
         log::debug!("format {i} of {sys}: {e:?}");
     }
-    log::info!("{}", trace.kernel.describe());
-    let syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
-    Ok((trace.with_symbols(syms), td))
+    log::info!("{}", trace.kernel);
+    Ok(trace)
 }
 
 /// Every `events/SYS/EVENT/format` below the top level. Formats that do not
@@ -135,14 +147,10 @@ pub struct KernelFacts {
 }
 
 impl KernelFacts {
-    /// For a session opened from `tree` (`None`: a trace.dat).
-    pub fn new(kernel: &KernelProfile, tree: Option<&Tracefs>) -> Self {
-        KernelFacts {
-            version: kernel.version,
-            top: tree.map(|t| t.top().to_path_buf()),
-            live: tree.is_some_and(Tracefs::is_live),
-            consts: Default::default(),
-        }
+    /// For the kernel `version` of a session opened from the tree at `top`
+    /// (live or not; `None`: a trace.dat).
+    pub fn new(version: Option<(u32, u32)>, top: Option<PathBuf>, live: bool) -> Self {
+        KernelFacts { version, top, live, consts: Default::default() }
     }
 
     fn consts(&self) -> Option<&crate::btf::BtfInfo> {
@@ -154,10 +162,6 @@ impl KernelFacts {
             })
             .as_ref()
     }
-
-    fn with_consts(&self) -> Option<crate::printfmt::FromConsts<'_, crate::btf::BtfInfo>> {
-        Some(crate::printfmt::FromConsts { consts: self.consts()?, version: None })
-    }
 }
 
 impl crate::printfmt::KernelInfo for KernelFacts {
@@ -165,15 +169,15 @@ impl crate::printfmt::KernelInfo for KernelFacts {
         self.version
     }
     fn enum_value(&self, name: &str) -> Option<i64> {
-        self.with_consts()?.enum_value(name)
+        crate::printfmt::FromConsts { consts: self.consts()?, version: None }.enum_value(name)
     }
     fn variable(&self, name: &str) -> Option<u64> {
-        self.with_consts()?.variable(name)
+        crate::printfmt::FromConsts { consts: self.consts()?, version: None }.variable(name)
     }
     fn sizeof_struct(&self, name: &str) -> Option<u32> {
-        self.with_consts()?.sizeof_struct(name)
+        crate::printfmt::FromConsts { consts: self.consts()?, version: None }.sizeof_struct(name)
     }
     fn typedef(&self, name: &str) -> Option<(u32, bool)> {
-        self.with_consts()?.typedef(name)
+        crate::printfmt::FromConsts { consts: self.consts()?, version: None }.typedef(name)
     }
 }

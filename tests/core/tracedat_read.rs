@@ -17,7 +17,7 @@ fn data(name: &str) -> PathBuf {
 
 /// (instance, cpu) -> events, and the total of lost-event marks.
 pub fn count_events(td: &TraceDat, src: &mut std::fs::File) -> BTreeMap<(String, u32), u64> {
-    let (trace, bad) = Trace::from_dat(td, "").unwrap();
+    let (trace, bad) = Trace::from_dat(td, "", ()).unwrap();
     let (layout, table) = (trace.layout, &trace.events);
     assert!(bad.is_empty(), "formats that do not parse: {bad:?}");
     let mut out = BTreeMap::new();
