@@ -17,7 +17,7 @@ use trbox::render::{Cmdlines, CommonFields, Renderer};
 use trbox::sys::events::LazyKallsyms;
 use trbox::sys::raw::RawPages;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
-use trbox::sys::trace::{dat_session, open_tree, read_dat, KernelFacts, Opened};
+use trbox::sys::trace::{dat_file, dat_session, open_tree, read_dat, KernelFacts, Opened};
 use trbox::sys::{signals, Tracefs};
 use trbox::tracedat::Instance;
 
@@ -126,9 +126,7 @@ impl<'t> Input<'t> {
                     continue;
                 }
                 let Some(pages) = td.pages(inst, idx) else { continue };
-                let io =
-                    |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
-                let file = std::fs::File::open(path).map_err(io)?;
+                let file = dat_file(path)?;
                 let src = FilePages { file, pages, path: path.into() };
                 let mut s = CpuPages::new(c.cpu, Box::new(src), trace.layout, trace.endian);
                 s.buffer = b as u32;

@@ -56,8 +56,13 @@ pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
             None => KernelProfile::from_text(None, format!("no uname or version file in {top}")),
         }
     };
+    Ok(noted(trace))
+}
+
+/// Say (under -v) which kernel the session is of, and what that means.
+fn noted(trace: Opened) -> Opened {
     log::info!("{}", trace.kernel);
-    Ok(trace)
+    trace
 }
 
 /// The session of a trace.dat file, and the file's sections (its buffers
@@ -69,9 +74,9 @@ pub fn open_dat(path: &Path) -> Result<(Opened, TraceDat), Error> {
 
 /// A trace.dat file's sections, its warnings logged.
 pub fn read_dat(path: &Path) -> Result<TraceDat, Error> {
-    let bad = |what: String| Error::TraceDat { path: path.into(), what };
-    let mut f = std::fs::File::open(path).map_err(|e| bad(describe(&e)))?;
-    let td = TraceDat::read(&mut f).map_err(|e| bad(format!("not a readable trace.dat: {e}")))?;
+    let mut f = dat_file(path)?;
+    let td = TraceDat::read(&mut f)
+        .map_err(|e| Error::TraceDat { path: path.into(), what: format!("not a readable trace.dat: {e}") })?;
     for w in &td.warnings {
         log::warn!("{}: {w}", path.display());
     }
@@ -87,8 +92,13 @@ pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
     for (sys, i, e) in skipped {
         log::debug!("format {i} of {sys}: {e:?}");
     }
-    log::info!("{}", trace.kernel);
-    Ok(trace)
+    Ok(noted(trace))
+}
+
+/// The trace.dat file at `path`, opened for reading (once for its sections,
+/// once more for each CPU's pages).
+pub fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
+    std::fs::File::open(path).map_err(|e| Error::TraceDat { path: path.into(), what: describe(&e) })
 }
 
 /// Every `events/SYS/EVENT/format` below the top level. Formats that do not
