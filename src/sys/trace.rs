@@ -87,7 +87,7 @@ pub fn read_dat(path: &Path) -> Result<TraceDat, Error> {
 /// into the session.
 pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
     let syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
-    let (trace, skipped) = Trace::from_dat(td, &path.display().to_string(), syms)
+    let (trace, skipped) = Trace::from_dat(td, &path.to_string_lossy(), syms)
         .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e:?}") })?;
     for (sys, i, e) in skipped {
         log::debug!("format {i} of {sys}: {e:?}");
