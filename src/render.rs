@@ -378,7 +378,9 @@ impl CommonFields {
 use crate::format::{Endian, EventFormat, EventTable, FieldLoc};
 use crate::printfmt::{StringLookup, SymbolLookup};
 
-/// How an event's body is produced.
+/// How an event's body is produced. One per event, kept for the run:
+/// boxing the program would cost a pointer chase on every record.
+#[allow(clippy::large_enum_variant)]
 enum Body {
     /// ftrace's own records, printed by dedicated kernel functions.
     Function {
