@@ -378,8 +378,9 @@ impl CommonFields {
 use crate::format::{Endian, EventFormat, EventTable, FieldLoc};
 use crate::printfmt::{StringLookup, SymbolLookup};
 
-/// How an event's body is produced. One per event, kept for the run:
-/// boxing the program would cost a pointer chase on every record.
+/// How an event's body is produced.
+// One per event type, built once: the size does not matter, and boxing the
+// program would add a pointer chase to every record's hot path.
 #[allow(clippy::large_enum_variant)]
 enum Body {
     /// ftrace's own records, printed by dedicated kernel functions.
