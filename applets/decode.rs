@@ -12,58 +12,28 @@ use trbox::format::Endian;
 use trbox::format::EventTable;
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText};
 use trbox::merge::{self, Merger};
-use trbox::page::PageLayout;
 use trbox::printfmt::SymbolLookup;
-use trbox::printk::PrintkFormats;
-use trbox::render::{clock_in_ns, Cmdlines, CommonFields, Renderer};
-use trbox::sys::events::{guess_endian, header_page, load_events, LazyKallsyms};
+use trbox::render::{Cmdlines, CommonFields, Renderer};
+use trbox::sys::events::LazyKallsyms;
 use trbox::sys::raw::RawPages;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
+use trbox::sys::trace::{dat_file, dat_session, open_tree, read_dat, KernelFacts, Opened};
 use trbox::sys::{signals, Tracefs};
-use trbox::tracedat::{Instance, TraceDat};
+use trbox::tracedat::Instance;
 
-/// The byte order of the pages: native when live; for a copy (which may
-/// come from a big-endian board), the first page that tells.
-fn detect_endian(t: &Tracefs, layout: &PageLayout) -> Result<Endian, Error> {
-    if t.is_live() {
-        return Ok(Endian::NATIVE);
-    }
-    for cpu in t.cpus()? {
-        let p = t.path(&format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-        let Ok(mut src) = RawPages::open(&p, layout.subbuf_size(), false) else { continue };
-        while let Some(page) = src.next_page()? {
-            if let Some(e) = guess_endian(layout, page) {
-                return Ok(e);
-            }
-        }
-    }
-    Ok(Endian::NATIVE)
-}
-
-/// What the decode loop works on: the metadata and one page stream per CPU,
-/// from a tracefs tree (live or a copy) or from a trace.dat.
+/// What the decode loop works on: the trace session and one page stream
+/// per CPU, from a tracefs tree (live or a copy) or from a trace.dat.
 pub struct Input<'t> {
-    long_size: u32,
-    events: EventTable,
-    cmdlines: Cmdlines,
-    in_ns: bool,
-    syms: LazyKallsyms,
-    printk: PrintkFormats,
-    endian: Endian,
+    trace: Opened,
+    /// BTF and kernel variables, for the print fmts that need them.
+    kernel: KernelFacts,
     streams: Vec<CpuPages>,
     /// The live tree, to refresh comms while following.
     tree: Option<&'t Tracefs>,
     /// Render the function_graph layout (the tracer was function_graph).
     graph: Option<GraphOpts>,
-    /// The traced kernel's (major, minor), when known.
-    version: Option<(u32, u32)>,
     /// Only switch to the graph layout once a funcgraph record shows up.
     graph_auto: bool,
-    ncpus: u32,
-    /// Where BTF comes from when a format needs it (a tree's top; None for
-    /// trace.dat), and whether that is the running kernel.
-    kernel_top: Option<std::path::PathBuf>,
-    live: bool,
     /// Names of the buffers the streams come from (`CpuPages::buffer`
     /// indexes them), when there are several; else empty.
     buffers: Vec<String>,
@@ -77,16 +47,14 @@ pub struct Input<'t> {
 impl<'t> Input<'t> {
     /// The per-CPU raw pages of a tracefs tree.
     pub fn tree(t: &'t Tracefs, o: &RawOpts) -> Result<Self, Error> {
-        let hp = header_page(t)?;
-        let layout = PageLayout::from(&hp);
-        let endian = detect_endian(t, &layout)?;
+        let trace = open_tree(t)?;
         let mut streams = Vec::new();
         for cpu in t.cpus()? {
             if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
                 continue;
             }
             let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
-            let src = match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
+            let src = match RawPages::open(&t.path(&rel), trace.layout.subbuf_size(), t.is_live()) {
                 Ok(s) => s,
                 // A copy may hold only some CPUs.
                 Err(e) if e.errno() == Some(libc::ENOENT) => {
@@ -98,46 +66,20 @@ impl<'t> Input<'t> {
             // Following the live buffer: read ahead on a thread of its own,
             // so that rendering behind the kernel does not lose events.
             let src = if o.follow && t.is_live() { trbox::sys::prefetch::read_ahead(src) } else { Box::new(src) };
-            let mut s = CpuPages::new(cpu, src, layout, endian);
+            let mut s = CpuPages::new(cpu, src, trace.layout, trace.endian);
             s.follow = o.follow;
             streams.push(s);
         }
-        let clock = t.read_opt("trace_clock")?.unwrap_or_default();
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         let graph = (tracer.trim() == "function_graph")
             .then(|| GraphOpts::from_trace_options(&t.read_opt("trace_options").ok().flatten().unwrap_or_default()));
-        let ncpus = t.cpus()?.len() as u32;
-        // Live: uname(2); a copy: its `uname` or `version` file.
-        let version = if t.is_live() {
-            let v = live_version();
-            note_version(v, "uname(2)");
-            v
-        } else {
-            let found = ["uname", "version"].iter().find_map(|f| Some((*f, t.read_top_opt(f).ok().flatten()?)));
-            let v = found.as_ref().and_then(|(_, text)| trbox::ctl::kernel_version(text));
-            let top = t.top().display();
-            match found {
-                Some((f, _)) => note_version(v, &format!("from {top}/{f}")),
-                None => note_version(v, &format!("no uname or version file in {top}")),
-            }
-            v
-        };
         Ok(Input {
+            kernel: KernelFacts::new(trace.kernel.version, Some(t.top().to_path_buf()), t.is_live()),
+            trace,
             graph,
-            version,
             graph_auto: false,
-            ncpus,
-            long_size: hp.long_size(),
-            events: load_events(t, hp.long_size())?,
-            cmdlines: Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default()),
-            in_ns: clock_in_ns(trbox::ctl::selected(&clock).unwrap_or("local")),
-            syms: LazyKallsyms::for_tree(t),
-            printk: PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default()),
-            endian,
             streams,
             tree: t.is_live().then_some(t),
-            kernel_top: Some(t.top().to_path_buf()),
-            live: t.is_live(),
             buffers: Vec::new(),
             labels: Vec::new(),
             empty_note: None,
@@ -148,13 +90,8 @@ impl<'t> Input<'t> {
     /// default every buffer that holds data, merged by time. `applet` names
     /// who says so on stderr when they hold no event.
     pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
-        let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
-        let mut f = std::fs::File::open(path).map_err(io)?;
-        let td = TraceDat::read(&mut f)
-            .map_err(|e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display())))?;
-        for w in &td.warnings {
-            log::warn!("{}: {w}", path.display());
-        }
+        let mut td = read_dat(path)?;
+        let mut trace = dat_session(&mut td, path)?;
         let shown = |i: &&Instance| -> bool { instance.map_or(i.data_bytes() > 0, |n| i.name == n) };
         let mut chosen: Vec<&Instance> = td.instances.iter().filter(shown).collect();
         if chosen.is_empty() {
@@ -183,12 +120,6 @@ impl<'t> Input<'t> {
                 format!("{applet}: {}: no events in any of its buffers{on_cpus}: {}", path.display(), names.join(", "))
             }
         });
-        let hp = td.header_page().map_err(|e| Error::runtime(format!("{}: header_page: {e:?}", path.display())))?;
-        let layout = PageLayout::from(&hp);
-        let (events, bad) = td.event_table(hp.long_size());
-        for (sys, i, e) in bad {
-            log::debug!("format {i} of {sys}: {e:?}");
-        }
         // The streams of all buffers in one merge, the top buffer first:
         // equal timestamps go to it, as in `trace-cmd report`.
         let mut streams = Vec::new();
@@ -198,19 +129,20 @@ impl<'t> Input<'t> {
                     continue;
                 }
                 let Some(pages) = td.pages(inst, idx) else { continue };
-                let file = std::fs::File::open(path).map_err(io)?;
+                let file = dat_file(path)?;
                 let src = FilePages { file, pages, path: path.into() };
-                let mut s = CpuPages::new(c.cpu, Box::new(src), layout, td.endian);
+                let mut s = CpuPages::new(c.cpu, Box::new(src), trace.layout, trace.endian);
                 s.buffer = b as u32;
                 streams.push(s);
             }
         }
-        let clock_of =
-            |i: &Instance| i.clock.clone().or_else(|| td.options.clock.clone()).unwrap_or_else(|| "local".into());
+        // Each buffer may have its own clock; the file's is the default.
+        let clock_of = |i: &Instance| i.clock.clone().unwrap_or_else(|| trace.clock.clone());
         let clock = chosen.first().map_or_else(|| "local".into(), |i| clock_of(i));
         if chosen.iter().any(|i| clock_of(i) != clock) {
             log::warn!("{}: the buffers use different trace clocks: merged by raw timestamp", path.display());
         }
+        trace.clock = clock;
         let (buffers, labels) = if chosen.len() > 1 {
             // `trace-cmd report`: the name right-aligned to the longest
             // instance name of the file, then ": "; blanks for the top.
@@ -223,28 +155,14 @@ impl<'t> Input<'t> {
         } else {
             (Vec::new(), Vec::new())
         };
-        let version = td.options.uname.as_deref().and_then(trbox::ctl::kernel_version);
-        match td.options.uname {
-            Some(_) => note_version(version, &format!("from the UNAME option of {}", path.display())),
-            None => note_version(version, &format!("{} has no UNAME option", path.display())),
-        }
         Ok(Input {
+            kernel: KernelFacts::new(trace.kernel.version, None, false),
+            trace,
             // trace.dat keeps no tracer name: graph records mean a graph trace.
             graph: Some(GraphOpts::default()),
-            version,
             graph_auto: true,
-            ncpus: td.cpus,
-            long_size: hp.long_size(),
-            events,
-            cmdlines: Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines)),
-            in_ns: clock_in_ns(&clock),
-            syms: LazyKallsyms::from_text(td.kallsyms.clone()),
-            printk: PrintkFormats::parse(&String::from_utf8_lossy(&td.printk_formats)),
-            endian: td.endian,
             streams,
             tree: None,
-            kernel_top: None,
-            live: false,
             buffers,
             labels,
             empty_note,
@@ -282,27 +200,9 @@ impl Input<'_> {
 /// following, until Ctrl-C, the time limit or `done()` says so.
 /// Print the records; whether anything (a record, a loss) was printed.
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
-    let Input {
-        long_size,
-        events,
-        cmdlines,
-        in_ns,
-        syms,
-        printk,
-        endian,
-        mut streams,
-        tree,
-        graph,
-        graph_auto,
-        ncpus,
-        version,
-        kernel_top,
-        live,
-        buffers,
-        labels,
-        empty_note,
-    } = input;
-    let kernel = Kernel { version, top: kernel_top, live, consts: Default::default() };
+    let Input { trace, kernel, mut streams, tree, graph, graph_auto, buffers, labels, empty_note } = input;
+    let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
+    let (endian, ncpus, long_size, in_ns) = (*endian, *ncpus, trace.long_size(), trace.in_ns());
     let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
         .iter()
         .filter_map(|n| events.by_name(n))
@@ -311,19 +211,19 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
     let graph_cmdlines = cmdlines.clone();
     let graph = graph.map(|opts| {
         let irq = syms.table().map_or(IrqText::Fallback, IrqText::from_kallsyms);
-        GraphRenderer::new(&events, &graph_cmdlines, endian, long_size, Some(&syms as &dyn SymbolLookup))
-            .with_strings(&printk)
+        GraphRenderer::new(events, &graph_cmdlines, endian, long_size, Some(syms as &dyn SymbolLookup))
+            .with_strings(printk)
             .with_kernel(&kernel)
             .with_opts(opts)
             .with_cpu_count(ncpus)
             .with_irq_text(irq)
     });
     let plain = || Plain {
-        r: Renderer::new(&events, cmdlines.clone(), endian, long_size, in_ns)
-            .with_strings(&printk)
-            .with_symbols(&syms)
+        r: Renderer::new(events, cmdlines.clone(), endian, long_size, in_ns)
+            .with_strings(printk)
+            .with_symbols(syms)
             .with_kernel(&kernel),
-        events: &events,
+        events,
         endian,
         o,
         buffers: &buffers,
@@ -419,9 +319,9 @@ pub fn collect(
     done: &dyn Fn() -> bool,
     f: &mut dyn FnMut(&Meta, Item<'_>),
 ) -> Result<Meta, Error> {
-    let Input {
-        long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, buffers, empty_note, ncpus, ..
-    } = input;
+    let Input { trace, mut streams, tree, buffers, empty_note, .. } = input;
+    let (long_size, in_ns) = (trace.long_size(), trace.in_ns());
+    let Opened { events, cmdlines, symbols: syms, endian, cpus: ncpus, .. } = trace;
     let mut c = Collector {
         meta: Meta { events, cmdlines, syms, endian, long_size, in_ns, buffers, cpus: ncpus.max(1) },
         f,
@@ -547,71 +447,4 @@ impl Consumer for Emitter<'_> {
     fn cmdlines(&mut self, c: Cmdlines) {
         self.p.r.set_cmdlines(c);
     }
-}
-
-/// What the print-fmt compiler may ask beyond the format files: the kernel
-/// version, and — only for formats that name them, so most runs never pay
-/// for it — enum values, struct sizes and typedefs from BTF, and kernel
-/// variables of the live system (trbox::sys::kvars). A copy of a tree uses only
-/// its own `btf/` directory, never this machine's.
-struct Kernel {
-    version: Option<(u32, u32)>,
-    top: Option<std::path::PathBuf>,
-    live: bool,
-    consts: std::sync::OnceLock<Option<trbox::btf::BtfInfo>>,
-}
-
-impl Kernel {
-    fn consts(&self) -> Option<&trbox::btf::BtfInfo> {
-        self.consts
-            .get_or_init(|| {
-                let k = trbox::sys::kvars::load_for_tree(self.top.as_deref()?, self.live);
-                log::debug!("kernel constants: {}", if k.is_some() { "BTF loaded" } else { "none available" });
-                k
-            })
-            .as_ref()
-    }
-}
-
-impl trbox::printfmt::KernelInfo for Kernel {
-    fn kernel_version(&self) -> Option<(u32, u32)> {
-        self.version
-    }
-    fn enum_value(&self, name: &str) -> Option<i64> {
-        trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.enum_value(name)
-    }
-    fn variable(&self, name: &str) -> Option<u64> {
-        trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.variable(name)
-    }
-    fn sizeof_struct(&self, name: &str) -> Option<u32> {
-        trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.sizeof_struct(name)
-    }
-    fn typedef(&self, name: &str) -> Option<(u32, bool)> {
-        trbox::printfmt::FromConsts { consts: self.consts()?, version: None }.typedef(name)
-    }
-}
-
-/// Say (under -v) which syscall event layout the kernel version gives, and
-/// where the version came from.
-fn note_version(version: Option<(u32, u32)>, from: &str) {
-    let style = match trbox::printfmt::syscall_style(version) {
-        trbox::printfmt::SyscallStyle::Before6_17 => "before 6.17 (`arg: %lx`)",
-        trbox::printfmt::SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
-    };
-    match version {
-        Some((major, minor)) => {
-            log::info!("kernel version {major}.{minor} ({from}): syscall events in the style of kernels {style}")
-        }
-        None => log::info!("kernel version unknown ({from}): syscall events in the style of kernels {style}"),
-    }
-}
-
-fn live_version() -> Option<(u32, u32)> {
-    // SAFETY: uname fills a zeroed struct.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return None;
-    }
-    let rel: Vec<u8> = u.release.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-    trbox::ctl::kernel_version(&String::from_utf8_lossy(&rel))
 }

@@ -17,18 +17,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
-use trbox::format::{Endian, HeaderPage};
-use trbox::page::{Page, PageLayout};
+use trbox::format::Endian;
+use trbox::page::Page;
 
 const FIXTURE: &str = "tests/fixtures/x86_64/events";
 const MIN_EVENTS: u64 = 1_000_000;
 
 #[path = "../tests/common/dat.rs"]
 mod dat;
-
-fn read(p: &Path) -> Vec<u8> {
-    fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 /// Write the big file; returns (events, page bytes per CPU).
 fn build(dir: &Path, out: &Path) -> (u64, Vec<Vec<u8>>) {
@@ -66,8 +62,7 @@ fn main() {
     println!("data: {events} events, {:.1} MB of pages, {}", bytes as f64 / 1e6, out.display());
 
     // Raw decode in memory, best of 5.
-    let hp = HeaderPage::parse(&String::from_utf8_lossy(&read(&dir.join("events/header_page")))).unwrap();
-    let layout = PageLayout::from(&hp);
+    let layout = trbox::sys::trace::open(&dir).unwrap().layout;
     let mut best = f64::MAX;
     let mut n = 0u64;
     for _ in 0..5 {
@@ -202,8 +197,7 @@ fn run_measured(c: &Command, report: &Path) -> (f64, f64, i64) {
 fn rec_file_counts(path: &Path) -> (u64, u64, u64, u64, u64) {
     let mut f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let td = trbox::tracedat::TraceDat::read(&mut f).expect("readable trace.dat");
-    let hp = td.header_page().unwrap();
-    let layout = PageLayout::from(&hp);
+    let layout = trbox::Trace::from_dat(&td, "", ()).unwrap().0.layout;
     let (mut events, mut bytes, mut lost_pages, mut unknown) = (0, 0, 0, 0);
     let inst = &td.instances[0];
     for c in &inst.cpus {

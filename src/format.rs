@@ -134,6 +134,14 @@ impl Endian {
     }
 }
 
+/// The traced kernel's ABI as the decoder sees it: byte order and
+/// `sizeof(long)` (4 or 8, from `events/header_page`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Abi {
+    pub endian: Endian,
+    pub long_size: u32,
+}
+
 /// Where a field is in a record and how it reads: what every reader of a
 /// field needs (the format's [`Field`] without its names). The one field
 /// locator of the decoder: the print-fmt programs, the graph records and

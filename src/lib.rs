@@ -28,7 +28,10 @@ pub mod printfmt;
 pub mod printk;
 pub mod probe;
 pub mod render;
+pub mod trace;
 pub mod tracedat;
+
+pub use trace::Trace;
 
 #[cfg(feature = "std")]
 pub mod sys;

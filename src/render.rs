@@ -375,7 +375,7 @@ impl CommonFields {
     }
 }
 
-use crate::format::{Endian, EventFormat, EventTable};
+use crate::format::{Endian, EventFormat, EventTable, FieldLoc};
 use crate::printfmt::{StringLookup, SymbolLookup};
 
 /// How an event's body is produced.
@@ -385,8 +385,8 @@ use crate::printfmt::{StringLookup, SymbolLookup};
 enum Body {
     /// ftrace's own records, printed by dedicated kernel functions.
     Function {
-        ip: (usize, usize),
-        parent: (usize, usize),
+        ip: FieldLoc,
+        parent: FieldLoc,
     },
     KernelStack,
     /// The print fmt program; `named` puts `name: ` before it (all events
@@ -481,7 +481,7 @@ impl<'a> Renderer<'a> {
     }
 
     fn body_for(&self, ev: &EventFormat) -> Body {
-        let loc = |n: &str| ev.field(n).map(|f| (f.offset as usize, f.size as usize));
+        let loc = |n: &str| ev.field(n).map(crate::format::Field::loc);
         if ev.system == "ftrace" {
             match ev.name.as_str() {
                 "function" => {
@@ -574,8 +574,8 @@ impl<'a> Renderer<'a> {
             }
             Body::Function { ip, parent } => {
                 w.write_str(self.pre.as_str())?;
-                let ip_v = e.uint(payload, ip.0, ip.1).unwrap_or(0);
-                let par = e.uint(payload, parent.0, parent.1).unwrap_or(0);
+                let ip_v = ip.uint(payload, e).unwrap_or(0);
+                let par = parent.uint(payload, e).unwrap_or(0);
                 self.ip_sym(w, ip_v)?;
                 if par != 0 {
                     w.write_str(" <-")?;

@@ -7,33 +7,41 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::{Endian, EventFormat, EventTable};
+use trbox::format::{Endian, HeaderPage};
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
 use trbox::graph::stats::{Stats, TopBy};
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use trbox::kallsyms::Kallsyms;
 use trbox::render::Cmdlines;
+use trbox::Trace;
 
 const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
 
-fn ev(name: &str, id: u32, fields: &[(&str, u32, u32, u32)], fmt: &str, long: u32) -> EventFormat {
+fn ev(name: &str, id: u32, fields: &[(&str, u32, u32, u32)], fmt: &str) -> String {
     let mut t = format!("name: {name}\nID: {id}\nformat:\n{COMMON}");
     for (decl, off, size, signed) in fields {
         t.push_str(&format!("\tfield:{decl};\toffset:{off};\tsize:{size};\tsigned:{signed};\n"));
     }
     t.push_str(&format!("\nprint fmt: {fmt}\n"));
-    EventFormat::parse(&t, "ftrace", long).expect("format")
+    t
 }
 
-fn table(kind: u8) -> (EventTable, u32) {
-    let mut t = EventTable::new();
+/// The session of the layout `kind`, in byte order `e`.
+fn trace(kind: u8, e: Endian) -> Trace {
     let long = if kind == 1 { 4 } else { 8 };
+    let mut trace = Trace::new(
+        HeaderPage::new(long, 4096),
+        e,
+        Kallsyms::parse("0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n"),
+    );
+    trace.cmdlines = Cmdlines::parse("1 sh\n2 a-very-long-name\n");
+    let mut add = |text: String| trace.add_format("ftrace", &text).expect("format");
     let (l, u64a) = (long, if kind == 1 { 4 } else { 8 });
     let ent = "\"--> %ps (%d)\", (void *)REC->func, REC->depth";
     let ret = "\"<-- %ps (%d)\", (void *)REC->func, REC->depth";
-    t.insert(ev("funcgraph_entry", 11, &[("unsigned long func", 8, l, 0), ("int depth", 8 + l, 4, 1)], ent, long));
+    add(ev("funcgraph_entry", 11, &[("unsigned long func", 8, l, 0), ("int depth", 8 + l, 4, 1)], ent));
     match kind {
-        2 => t.insert(ev(
+        2 => add(ev(
             "funcgraph_exit",
             10,
             &[
@@ -45,9 +53,8 @@ fn table(kind: u8) -> (EventTable, u32) {
                 ("unsigned long long rettime", 40, 8, 0),
             ],
             ret,
-            long,
         )),
-        _ => t.insert(ev(
+        _ => add(ev(
             "funcgraph_exit",
             10,
             &[
@@ -58,44 +65,41 @@ fn table(kind: u8) -> (EventTable, u32) {
                 ("unsigned long long rettime", 16 + l + u64a.max(8), 8, 0),
             ],
             ret,
-            long,
         )),
     };
-    t.insert(ev(
+    add(ev(
         "print",
         5,
         &[("unsigned long ip", 8, l, 0), ("char buf[]", 8 + l, 0, 0)],
         "\"%ps: %s\", (void *)REC->ip, REC->buf",
-        long,
     ));
-    t.insert(ev(
+    add(ev(
         "function",
         1,
         &[("unsigned long ip", 8, l, 0), ("unsigned long parent_ip", 8 + l, l, 0)],
         "\" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip",
-        long,
     ));
-    t.insert(ev(
+    add(ev(
         "kernel_stack",
         12,
         &[("int size", 8, 4, 1), ("unsigned long caller[8]", 8 + l, 8 * l, 0)],
         "\"\\t=> %ps\\n\", (void *)REC->caller[0]",
-        long,
     ));
-    t.insert(ev(
+    add(ev(
         "user_event",
         30,
         &[("int value", 8, 4, 1), ("__data_loc char[] name", 12, 4, 0)],
         "\"value=%d name=%s\", REC->value, __get_str(name)",
-        long,
     ));
-    (t, long)
+    trace
 }
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, mut rest)) = data.split_first() else { return };
-    let (table, long) = table(sel % 3);
     let e = if sel & 0x04 == 0 { Endian::Little } else { Endian::Big };
+    let trace = trace(sel % 3, e);
+    let long = trace.long_size();
+    let Trace { events: table, symbols: syms, cmdlines: cmd, .. } = trace;
     let opts = GraphOpts {
         irqs: sel & 0x08 == 0,
         proc_: sel & 0x10 != 0,
@@ -106,9 +110,6 @@ fuzz_target!(|data: &[u8]| {
         overrun: sel & 0x80 != 0,
         ..GraphOpts::default()
     };
-    let syms =
-        Kallsyms::parse("0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n");
-    let cmd = Cmdlines::parse("1 sh\n2 a-very-long-name\n");
     let irq = if sel & 0x10 != 0 { IrqText::Range(0x100, 0x180) } else { IrqText::Fallback };
     let mut g = GraphRenderer::new(&table, &cmd, e, long, Some(&syms))
         .with_opts(opts)

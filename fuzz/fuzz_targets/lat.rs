@@ -5,9 +5,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::{Endian, EventFormat, EventTable};
+use trbox::format::{Endian, HeaderPage};
 use trbox::lat::{write_hists, write_json, write_sample, write_tables, Lat, Mode, Unit};
 use trbox::render::Cmdlines;
+use trbox::Trace;
 
 const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
 
@@ -32,12 +33,10 @@ fuzz_target!(|data: &[u8]| {
     let [sel, h, rest @ ..] = data else { return };
     let mode = [Mode::Wakeup, Mode::Irq, Mode::Syscall, Mode::Timerlat, Mode::Osnoise, Mode::Hwlat][usize::from(sel & 7) % 6];
     let e = if sel & 8 == 0 { Endian::Little } else { Endian::Big };
-    let mut t = EventTable::new();
+    let mut trace = Trace::new(HeaderPage::new(8, 4096), e, ());
     for (sys, name, id, fields) in EVENTS {
         let text = format!("name: {name}\nID: {id}\nformat:\n{COMMON}{fields}\nprint fmt: \"x\"\n");
-        if let Ok(ev) = EventFormat::parse(&text, sys, 8) {
-            t.insert(ev);
-        }
+        let _ = trace.add_format(sys, &text);
     }
     let mut rest = rest;
     if sel & 0x80 != 0 {
@@ -48,13 +47,11 @@ fuzz_target!(|data: &[u8]| {
             Mode::Syscall => "raw_syscalls",
             _ => "ftrace",
         };
-        if let Ok(ev) = EventFormat::parse(&String::from_utf8_lossy(&rest[..i]), sys, 8) {
-            t.insert(ev);
-        }
+        let _ = trace.add_format(sys, &String::from_utf8_lossy(&rest[..i]));
         rest = rest.get(i + 1..).unwrap_or(&[]);
     }
     let hist = (h & 1 != 0).then(|| (u64::from(h >> 4), usize::from(h & 0x0e) * 3));
-    let Ok(mut lat) = Lat::new(mode, &t, e, sel & 0x10 != 0, hist) else {
+    let Ok(mut lat) = Lat::new(mode, &trace.events, e, sel & 0x10 != 0, hist) else {
         return;
     };
     if sel & 0x40 != 0 {

@@ -1,23 +1,19 @@
 //! The trace.dat reader on arbitrary bytes: metadata (v6 and v7, options,
 //! instances, compressed sections when the decompressors are built in),
-//! then every page of every CPU through the page decoder. Seeds: the
+//! the trace session it describes, then every page of every CPU through the page decoder. Seeds: the
 //! fixtures in tests/data/tracedat/*.dat.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::HeaderPage;
 use trbox::page::{Page, PageLayout};
 use trbox::tracedat::{CpuPages, TraceDat};
+use trbox::Trace;
 
 fuzz_target!(|data: &[u8]| {
     let mut src = data;
     let Ok(td) = TraceDat::read(&mut src) else { return };
-    let layout = core::str::from_utf8(&td.header_page)
-        .ok()
-        .and_then(|t| HeaderPage::parse(t).ok())
-        .map(|h| PageLayout::from(&h))
-        .unwrap_or_else(|| PageLayout::new(8, 4096));
-    let _ = td.formats().count();
+    // The session (header_page, every format, cmdlines, printk formats).
+    let layout = Trace::from_dat(&td, "fuzz", ()).map_or_else(|_| PageLayout::new(8, 4096), |(t, _)| t.layout);
     for inst in &td.instances {
         for c in inst.cpus.iter().take(64) {
             let mut pages = CpuPages::new(&td, inst, c);

@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use super::stats::{key_path, path_key};
-use crate::format::{Endian, EventTable};
+use crate::format::{Endian, EventTable, FieldLoc};
 use crate::printfmt::SymbolLookup;
 
 /// Frames kept per stack (the kernel stores at most a page of them).
@@ -71,10 +71,10 @@ pub struct StackRow {
 pub struct StackCounts {
     endian: Endian,
     long: usize,
-    /// kernel_stack: (id, caller offset, size field (offset, size)).
-    stack: Option<(u32, usize, (usize, usize))>,
-    /// ftrace function: (id, ip (offset, size)).
-    function: Option<(u32, (usize, usize))>,
+    /// kernel_stack: (id, caller offset, size field).
+    stack: Option<(u32, usize, FieldLoc)>,
+    /// ftrace function: (id, ip field).
+    function: Option<(u32, FieldLoc)>,
     /// Per CPU: what the next stack on it was taken for.
     last: Vec<Origin>,
     /// [origin tag, origin value, frames…] as a [`path_key`] → count.
@@ -84,7 +84,6 @@ pub struct StackCounts {
 
 impl StackCounts {
     pub fn new(events: &EventTable, endian: Endian, long_size: u32) -> Self {
-        let loc = |f: &crate::format::Field| (f.offset as usize, f.size as usize);
         let mut s = StackCounts {
             endian,
             long: if long_size == 4 { 4 } else { 8 },
@@ -101,10 +100,10 @@ impl StackCounts {
             match ev.name.as_str() {
                 "kernel_stack" => {
                     if let (Some(c), Some(n)) = (ev.field("caller"), ev.field("size")) {
-                        s.stack = Some((ev.id, c.offset as usize, loc(n)));
+                        s.stack = Some((ev.id, c.offset as usize, n.loc()));
                     }
                 }
-                "function" => s.function = ev.field("ip").map(|f| (ev.id, loc(f))),
+                "function" => s.function = ev.field("ip").map(|f| (ev.id, f.loc())),
                 _ => {}
             }
         }
@@ -121,9 +120,9 @@ impl StackCounts {
         let e = self.endian;
         let Some(id) = events.record_id(payload, e) else { return };
         match self.stack {
-            Some((sid, start, (so, sn))) if sid == id => {
+            Some((sid, start, size)) if sid == id => {
                 let origin = self.take_last(cpu);
-                let n = e.uint(payload, so, sn).unwrap_or(0) as usize;
+                let n = size.uint(payload, e).unwrap_or(0) as usize;
                 let end = if self.long == 4 { u64::from(u32::MAX) } else { u64::MAX };
                 // The record may hold more entries than `caller[8]` says;
                 // the list ends at `size` entries or a ULONG_MAX marker.
@@ -136,7 +135,7 @@ impl StackCounts {
             }
             _ => {
                 let origin = match self.function {
-                    Some((fid, (o, n))) if fid == id => Origin::Function(e.uint(payload, o, n).unwrap_or(0)),
+                    Some((fid, ip)) if fid == id => Origin::Function(ip.uint(payload, e).unwrap_or(0)),
                     _ => Origin::Event(id),
                 };
                 if let Some(slot) = self.last_slot(cpu) {

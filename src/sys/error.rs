@@ -40,6 +40,8 @@ pub enum Error {
     /// An ELF file (a uprobe's target) without the wanted function, or not
     /// readable as ELF.
     Elf { path: PathBuf, err: crate::elf::Error },
+    /// A trace.dat file that cannot be opened or read (`what`: why).
+    TraceDat { path: PathBuf, what: String },
 }
 
 impl Error {
@@ -84,7 +86,7 @@ impl Error {
             Error::FtraceRefused { .. } => Some(
                 "function tracers and function filters are unavailable (a locked-down kernel, or sysctl kernel.ftrace_enabled=0); events (tr-event), uprobes, the nop tracer and tr-cat still work",
             ),
-            Error::Elf { .. } => None,
+            Error::Elf { .. } | Error::TraceDat { .. } => None,
             Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
             Error::Io { err, .. } => match err.raw_os_error() {
                 Some(libc::EACCES) => Some("tracefs is readable by root only: run as root (e.g. with sudo)"),
@@ -166,6 +168,7 @@ impl fmt::Display for Error {
                 write!(f, "the kernel refuses dynamic ftrace (writing {short}: operation not permitted)")
             }
             Error::Elf { path, err } => write!(f, "{}: {err}", path.display()),
+            Error::TraceDat { path, what } => write!(f, "{}: {what}", path.display()),
         }
     }
 }

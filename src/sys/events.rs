@@ -1,39 +1,10 @@
-//! Loading what the decoder needs from a tracefs tree (live or a copy):
-//! header_page, every event format, saved_cmdlines, the clock, and — only
-//! when asked — kallsyms and printk_formats.
+//! Parts of a trace session read from a tracefs tree (live or a copy):
+//! header_page, the byte order of a copy's pages, and kallsyms, read only
+//! when a record needs a symbol. `sys::trace` assembles them.
 
 use super::error::Error;
 use super::tracefs::Tracefs;
-use crate::format::{EventFormat, EventTable, HeaderPage};
-
-/// Every `events/SYS/EVENT/format` below the top level, parsed. Formats that
-/// do not parse are skipped with a debug log (their records fall back to a
-/// generic line).
-pub fn load_events(t: &Tracefs, long_size: u32) -> Result<EventTable, Error> {
-    let mut table = EventTable::new();
-    let top = t.top();
-    let events = top.join("events");
-    let systems = std::fs::read_dir(&events).map_err(|e| Error::io(&events, e))?;
-    for sys in systems.flatten() {
-        let Ok(ft) = sys.file_type() else { continue };
-        if !ft.is_dir() {
-            continue;
-        }
-        let sys_name = sys.file_name().to_string_lossy().into_owned();
-        let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
-        for ev in evs.flatten() {
-            let path = ev.path().join("format");
-            let Ok(text) = super::read_text(&path) else { continue };
-            match EventFormat::parse(&text, &sys_name, long_size) {
-                Ok(f) => {
-                    table.insert(f);
-                }
-                Err(e) => log::debug!("{}: {e:?}", path.display()),
-            }
-        }
-    }
-    Ok(table)
-}
+use crate::format::HeaderPage;
 
 /// `events/header_page` of the top level.
 pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
@@ -71,6 +42,12 @@ impl LazyKallsyms {
     /// The table, read now if it was not yet.
     pub fn table(&self) -> Option<&crate::kallsyms::Kallsyms> {
         self.get()
+    }
+
+    /// The table (empty when there are no symbols), read now if it was not.
+    pub fn into_table(self) -> crate::kallsyms::Kallsyms {
+        self.get();
+        self.table.into_inner().flatten().unwrap_or_default()
     }
 
     fn get(&self) -> Option<&crate::kallsyms::Kallsyms> {

@@ -16,6 +16,7 @@ pub mod state;
 pub mod status;
 pub mod stream;
 pub mod thread;
+pub mod trace;
 mod tracedat;
 mod tracefs;
 pub mod watch;
@@ -27,4 +28,17 @@ pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Tracefs};
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// `uname(2)`: sysname, nodename, release, version, machine.
+pub fn uname() -> Option<[String; 5]> {
+    // SAFETY: uname fills a zeroed struct.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let f = |s: &[libc::c_char]| {
+        String::from_utf8_lossy(&s.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned()
+    };
+    Some([f(&u.sysname), f(&u.nodename), f(&u.release), f(&u.version), f(&u.machine)])
 }

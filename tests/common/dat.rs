@@ -6,7 +6,7 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use trbox::format::{Endian, HeaderPage};
+use trbox::format::Endian;
 use trbox::page::{Page, PageLayout, RB_MISSED_EVENTS};
 use trbox::tracedat::{data_layout, encode_flyrecord_table, V6Writer, WriteOptions};
 
@@ -52,8 +52,8 @@ pub struct Part<'p> {
 /// number of events and the page bytes per CPU.
 pub fn build(meta: &Path, parts: &[Part<'_>], out: &Path) -> (u64, Vec<Vec<u8>>) {
     let hp_text = read(&meta.join("events/header_page"));
-    let hp = HeaderPage::parse(&String::from_utf8_lossy(&hp_text)).unwrap();
-    let layout = PageLayout::from(&hp);
+    let trace = trbox::sys::trace::open(meta).unwrap();
+    let layout = trace.layout;
     let mut data: Vec<Vec<u8>> = Vec::new();
     let mut events = 0;
     let mut base = 0u64;
@@ -104,7 +104,7 @@ pub fn build(meta: &Path, parts: &[Part<'_>], out: &Path) -> (u64, Vec<Vec<u8>>)
     }
     let page = layout.subbuf_size() as u32;
     let e = Endian::Little;
-    let mut w = V6Writer::new(e, hp.long_size() as u8, page);
+    let mut w = V6Writer::new(e, trace.long_size() as u8, page);
     w.header_files(&hp_text, &read(&meta.join("events/header_event"))).unwrap();
     w.ftrace_formats(&ftrace).unwrap();
     w.event_systems(&systems).unwrap();

@@ -6,20 +6,14 @@
 
 use std::path::Path;
 
-use trbox::format::{Endian, EventFormat, EventTable, HeaderPage};
+use trbox::format::Endian;
 use trbox::graph::stats::{Stats, TopBy};
 use trbox::graph::{render_streams, GraphEvents, GraphOpts, GraphRec, GraphRenderer, IrqText};
-use trbox::kallsyms::Kallsyms;
-use trbox::page::{Item, Page, PageLayout};
-use trbox::printk::PrintkFormats;
-use trbox::render::Cmdlines;
+use trbox::page::{Item, Page};
+use trbox::Trace;
 
 struct Tree {
-    table: EventTable,
-    long: u32,
-    cmdlines: Cmdlines,
-    syms: Kallsyms,
-    printk: PrintkFormats,
+    trace: Trace,
     opts: GraphOpts,
     /// Per CPU: (ts, payload).
     cpus: Vec<Vec<(u64, Vec<u8>)>>,
@@ -30,25 +24,8 @@ fn read(p: &Path) -> String {
 }
 
 fn load(dir: &Path) -> Tree {
-    let hp = HeaderPage::parse(&read(&dir.join("events/header_page"))).unwrap();
-    let long = hp.long_size();
-    let mut table = EventTable::new();
-    for sys in std::fs::read_dir(dir.join("events")).unwrap().flatten() {
-        if !sys.path().is_dir() {
-            continue;
-        }
-        let sname = sys.file_name().to_string_lossy().into_owned();
-        for ev in std::fs::read_dir(sys.path()).unwrap().flatten() {
-            let f = ev.path().join("format");
-            if f.exists() {
-                if let Ok(e) = EventFormat::parse(&read(&f), &sname, long) {
-                    table.insert(e);
-                }
-            }
-        }
-    }
-    let layout = PageLayout::from(&hp);
-    let sb = hp.subbuf_size() as usize;
+    let trace = trbox::sys::trace::open_parsed(dir).unwrap();
+    let sb = trace.layout.subbuf_size();
     let mut cpus = Vec::new();
     for n in 0.. {
         let f = dir.join(format!("per_cpu/cpu{n}/trace_pipe_raw"));
@@ -58,7 +35,7 @@ fn load(dir: &Path) -> Tree {
         let bytes = std::fs::read(&f).unwrap();
         let mut recs = Vec::new();
         for page in bytes.chunks(sb) {
-            let Ok(p) = Page::parse(page, &layout, Endian::Little) else { continue };
+            let Ok(p) = Page::parse(page, &trace.layout, Endian::Little) else { continue };
             for it in p.items() {
                 if let Ok(Item::Record(r)) = it {
                     recs.push((r.ts, r.payload.to_vec()));
@@ -67,25 +44,23 @@ fn load(dir: &Path) -> Tree {
         }
         cpus.push(recs);
     }
-    Tree {
-        table,
-        long,
-        cmdlines: Cmdlines::parse(&read(&dir.join("saved_cmdlines"))),
-        syms: Kallsyms::parse(&read(&dir.join("kallsyms"))),
-        printk: PrintkFormats::parse(&read(&dir.join("printk_formats"))),
-        opts: GraphOpts::from_trace_options(&read(&dir.join("trace_options"))),
-        cpus,
-    }
+    Tree { trace, opts: GraphOpts::from_trace_options(&read(&dir.join("trace_options"))), cpus }
+}
+
+/// The tree's graph renderer, default options.
+fn renderer(t: &Tree) -> GraphRenderer<'_> {
+    let tr = &t.trace;
+    GraphRenderer::new(&tr.events, &tr.cmdlines, Endian::Little, tr.long_size(), Some(&tr.symbols))
 }
 
 /// Records in the kernel's order (graph::render_streams: smallest
 /// timestamp first, lowest CPU on ties, next record of the same CPU peeked).
 fn render(t: &Tree) -> String {
-    let mut g = GraphRenderer::new(&t.table, &t.cmdlines, Endian::Little, t.long, Some(&t.syms))
-        .with_strings(&t.printk)
+    let mut g = renderer(t)
+        .with_strings(&t.trace.printk)
         .with_opts(t.opts)
         .with_cpu_count(t.cpus.len() as u32)
-        .with_irq_text(IrqText::from_kallsyms(&t.syms));
+        .with_irq_text(IrqText::from_kallsyms(&t.trace.symbols));
     let mut streams: Vec<_> = t.cpus.iter().map(|c| c.iter().map(|(ts, p)| (*ts, p.as_slice())).peekable()).collect();
     let mut out = String::new();
     // The fixtures hold no function/kernel_stack records; the applet renders
@@ -150,7 +125,7 @@ fn graph_text_matches_the_kernel() {
 fn folded_and_top_agree_with_the_graph() {
     for d in fixtures() {
         let t = load(&d);
-        let ev = GraphEvents::new(&t.table, Endian::Little, t.long);
+        let ev = GraphEvents::new(&t.trace.events, Endian::Little, t.trace.long_size());
         let mut per_func: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
         // The per-task stacks need the records in time order across CPUs
         // (tasks migrate).
@@ -159,25 +134,25 @@ fn folded_and_top_agree_with_the_graph() {
             all.extend(recs.iter().map(|(ts, p)| (*ts, c, p)));
         }
         all.sort_by_key(|x| (x.0, x.1));
-        let mut s = Stats::new(&t.table, Endian::Little, t.long, true);
+        let mut s = Stats::new(&t.trace.events, Endian::Little, t.trace.long_size(), true);
         for (_, _, p) in &all {
-            s.record(p, &t.cmdlines);
+            s.record(p, &t.trace.cmdlines);
             if let Some(GraphRec::Exit { func, calltime, rettime, .. }) = ev.decode(p) {
-                let name = t.syms.lookup(func).map_or(format!("0x{func:x}"), |s| s.name.to_string());
+                let name = t.trace.symbols.lookup(func).map_or(format!("0x{func:x}"), |s| s.name.to_string());
                 let e = per_func.entry(name).or_default();
                 e.0 += 1;
                 e.1 += rettime - calltime;
             }
         }
-        let folded = s.folded(Some(&t.syms));
+        let folded = s.folded(Some(&t.trace.symbols));
         let sum: u64 = folded.iter().map(|x| x.1).sum();
         assert_eq!(sum, s.roots_total(), "{}", d.display());
         assert!(s.calls() > 50, "{}: {} calls", d.display(), s.calls());
         let mut text = String::new();
-        s.write_folded(&mut text, Some(&t.syms)).unwrap();
+        s.write_folded(&mut text, Some(&t.trace.symbols)).unwrap();
         let parsed: u64 = text.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
         assert_eq!(parsed, s.roots_total());
-        let rows = s.functions(Some(&t.syms), TopBy::Total);
+        let rows = s.functions(Some(&t.trace.symbols), TopBy::Total);
         assert_eq!(rows.len(), per_func.len());
         for r in &rows {
             let (count, total) = per_func[&r.name];
@@ -189,7 +164,7 @@ fn folded_and_top_agree_with_the_graph() {
         let self_sum: u64 = rows.iter().map(|r| r.stat.self_).sum();
         assert_eq!(self_sum, sum, "{}", d.display());
         let mut top = String::new();
-        s.write_top(&mut top, Some(&t.syms), 10, TopBy::Total).unwrap();
+        s.write_top(&mut top, Some(&t.trace.symbols), 10, TopBy::Total).unwrap();
         println!("{}\n{top}", d.display());
     }
 }
@@ -209,14 +184,13 @@ fn damaged_fixture_records_never_panic() {
         seed
     };
     for round in 0..4 {
-        let mut g =
-            GraphRenderer::new(&t.table, &t.cmdlines, Endian::Little, t.long, Some(&t.syms)).with_opts(GraphOpts {
-                irqs: round % 2 == 0,
-                proc_: round > 1,
-                abstime: round > 1,
-                ..GraphOpts::default()
-            });
-        let mut s = Stats::new(&t.table, Endian::Little, t.long, true);
+        let mut g = renderer(&t).with_opts(GraphOpts {
+            irqs: round % 2 == 0,
+            proc_: round > 1,
+            abstime: round > 1,
+            ..GraphOpts::default()
+        });
+        let mut s = Stats::new(&t.trace.events, Endian::Little, t.trace.long_size(), true);
         let mut out = String::new();
         let damaged: Vec<Vec<u8>> = recs
             .iter()
@@ -240,9 +214,9 @@ fn damaged_fixture_records_never_panic() {
         for (i, p) in damaged.iter().enumerate() {
             let next = damaged.get(i + 1).map(|n| (0u64, n.as_slice()));
             let _ = g.record(&mut out, (rnd() % 3) as u32, i as u64, p, next);
-            s.record(p, &t.cmdlines);
+            s.record(p, &t.trace.cmdlines);
         }
-        let sum = s.folded(Some(&t.syms)).iter().fold(0u64, |a, x| a.saturating_add(x.1));
+        let sum = s.folded(Some(&t.trace.symbols)).iter().fold(0u64, |a, x| a.saturating_add(x.1));
         assert_eq!(sum, s.roots_total());
     }
 }

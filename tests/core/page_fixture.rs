@@ -8,34 +8,27 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use trbox::format::{Endian, EventFormat, EventTable, HeaderPage};
+use trbox::format::Endian;
 use trbox::merge::merge;
 use trbox::page::{Item, Page, PageLayout};
+use trbox::Trace;
 
-pub fn load(dir: &Path) -> (HeaderPage, EventTable, BTreeMap<u32, Vec<u8>>) {
-    let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("events/header_page")).unwrap()).unwrap();
-    let mut table = EventTable::new();
-    for sys in std::fs::read_dir(dir.join("events")).unwrap().flatten().filter(|e| e.path().is_dir()) {
-        let sysname = sys.file_name().to_string_lossy().into_owned();
-        for ev in std::fs::read_dir(sys.path()).unwrap().flatten() {
-            let text = std::fs::read_to_string(ev.path().join("format")).unwrap();
-            table.insert(EventFormat::parse(&text, &sysname, hp.long_size()).unwrap());
-        }
-    }
+pub fn load(dir: &Path) -> (Trace, BTreeMap<u32, Vec<u8>>) {
+    let trace = trbox::sys::trace::open_parsed(dir).unwrap();
     let mut raw = BTreeMap::new();
     for e in std::fs::read_dir(dir.join("per_cpu")).unwrap().flatten() {
         let cpu: u32 = e.file_name().to_string_lossy().strip_prefix("cpu").unwrap().parse().unwrap();
         raw.insert(cpu, std::fs::read(e.path().join("trace_pipe_raw")).unwrap());
     }
-    (hp, table, raw)
+    (trace, raw)
 }
 
 #[test]
 fn x86_64_fixture_matches_kernel_text() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
-    let (hp, table, raw) = load(&dir);
-    let layout = PageLayout::from(&hp);
-    let sb = hp.subbuf_size() as usize;
+    let (trace, raw) = load(&dir);
+    let (table, layout) = (&trace.events, trace.layout);
+    let sb = layout.subbuf_size();
     let trace = std::fs::read_to_string(dir.join("trace")).unwrap();
     let mut per: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut lines: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
@@ -82,9 +75,9 @@ fn fixture_reencoded_other_layouts() {
     use trbox::page::build::{Ev, PageBuilder};
     use trbox::page::Missed;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
-    let (hp, _, raw) = load(&dir);
-    let layout = PageLayout::from(&hp);
-    let sb = hp.subbuf_size() as usize;
+    let (trace, raw) = load(&dir);
+    let layout = trace.layout;
+    let sb = layout.subbuf_size();
     let mut recs: Vec<(u64, Vec<u8>)> = Vec::new();
     for page in raw.values().next().unwrap().chunks(sb) {
         let p = Page::parse(page, &layout, Endian::Little).unwrap();

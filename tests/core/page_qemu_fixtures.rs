@@ -15,21 +15,8 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use trbox::format::{Endian, EventFormat, EventTable, HeaderPage};
-use trbox::page::{Item, Page, PageLayout};
-
-fn formats(dir: &Path, sys: &str, long: u32, table: &mut EventTable) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.join("format").is_file() {
-            let text = std::fs::read_to_string(p.join("format")).unwrap();
-            let ev = EventFormat::parse(&text, sys, long).unwrap_or_else(|err| panic!("{}: {err}", p.display()));
-            table.insert(ev);
-        } else if p.is_dir() && sys.is_empty() {
-            formats(&p, &e.file_name().to_string_lossy(), long, table);
-        }
-    }
-}
+use trbox::format::Endian;
+use trbox::page::{Item, Page};
 
 /// Does the kernel's text `rest` (after the timestamp) belong to event `ev`?
 /// Syscall events print as `sys_NAME(args)` / `sys_NAME -> ret`; ftrace's
@@ -75,11 +62,9 @@ fn qemu_fixture_pages_decode_exactly() {
             .unwrap()
             .display()
             .to_string();
-        let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("events/header_page")).unwrap()).unwrap();
-        let layout = PageLayout::from(&hp);
-        let sb = hp.subbuf_size() as usize;
-        let mut table = EventTable::new();
-        formats(&dir.join("events"), "", hp.long_size(), &mut table);
+        let trace = trbox::sys::trace::open(dir).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let (layout, table) = (trace.layout, &trace.events);
+        let sb = layout.subbuf_size();
         let e = Endian::Little; // all three boards are little endian (README)
         let mut got: BTreeMap<u32, Vec<(u64, String)>> = BTreeMap::new();
         let (mut nrec, mut npages) = (0usize, 0usize);
@@ -137,7 +122,7 @@ fn qemu_fixture_pages_decode_exactly() {
         }
         report.push_str(&format!(
             "{name:30} long={} subbuf={} pages={npages:4} records={nrec:6} {compared}\n",
-            hp.long_size(),
+            trace.long_size(),
             sb
         ));
     }

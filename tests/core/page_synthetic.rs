@@ -117,8 +117,7 @@ fn big_subbuffers_full() {
 #[test]
 fn corrupted_and_truncated_real_pages() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
-    let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("events/header_page")).unwrap()).unwrap();
-    let l = PageLayout::from(&hp);
+    let l = trbox::sys::trace::open(&dir).unwrap().layout;
     let raw = std::fs::read(dir.join("per_cpu/cpu0/trace_pipe_raw")).unwrap();
     let page0 = &raw[..4096];
     let clean = Page::parse(page0, &l, Endian::Little).unwrap().records().count();

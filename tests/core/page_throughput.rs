@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use trbox::format::{Endian, HeaderPage};
+use trbox::format::Endian;
 use trbox::merge::merge_with_mode;
 use trbox::page::{Item, Page, PageLayout};
 
@@ -22,7 +22,7 @@ fn cpu_now() -> f64 {
 
 fn fixture_pages() -> (PageLayout, Vec<u8>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
-    let hp = HeaderPage::parse(&std::fs::read_to_string(dir.join("events/header_page")).unwrap()).unwrap();
+    let layout = trbox::sys::trace::open(&dir).unwrap().layout;
     let mut all = Vec::new();
     for cpu in 0.. {
         match std::fs::read(dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"))) {
@@ -30,7 +30,7 @@ fn fixture_pages() -> (PageLayout, Vec<u8>) {
             Err(_) => break,
         }
     }
-    (PageLayout::from(&hp), all)
+    (layout, all)
 }
 
 #[test]

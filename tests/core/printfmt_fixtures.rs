@@ -8,33 +8,10 @@ use crate::common;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use trbox::format::{Endian, EventFormat, HeaderPage};
-use trbox::kallsyms::Kallsyms;
-use trbox::page::{decode, Item, PageLayout};
-use trbox::printfmt::{Ctx, KernelInfo, Program};
-use trbox::printk::PrintkFormats;
-
-struct Version(Option<(u32, u32)>);
-impl KernelInfo for Version {
-    fn kernel_version(&self) -> Option<(u32, u32)> {
-        self.0
-    }
-}
-
-fn formats(root: &Path, long: u32) -> HashMap<u32, EventFormat> {
-    let mut m = HashMap::new();
-    let Ok(systems) = std::fs::read_dir(root.join("events")) else { return m };
-    for sys in systems.flatten() {
-        let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
-        for ev in evs.flatten() {
-            let Ok(t) = std::fs::read_to_string(ev.path().join("format")) else { continue };
-            if let Ok(f) = EventFormat::parse(&t, &sys.file_name().to_string_lossy(), long) {
-                m.insert(f.id, f);
-            }
-        }
-    }
-    m
-}
+use trbox::format::Endian;
+use trbox::page::{decode, Item};
+use trbox::printfmt::{Ctx, Program};
+use trbox::trace::KernelProfile;
 
 #[derive(Default)]
 struct Tally {
@@ -51,15 +28,12 @@ fn version(arch_dir: &Path) -> Option<(u32, u32)> {
 }
 
 fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String, Tally>) {
-    let Ok(hp) = std::fs::read_to_string(root.join("events/header_page")) else { return };
-    let Ok(hp) = HeaderPage::parse(&hp) else { return };
-    let layout = PageLayout::from(&hp);
-    let long = hp.long_size() as u8;
+    let Ok(trace) = trbox::sys::trace::open_parsed(root) else { return };
+    let (layout, fmts) = (trace.layout, &trace.events);
+    let long = trace.long_size() as u8;
     let e = Endian::Little;
-    let ks = Kallsyms::parse(&std::fs::read_to_string(root.join("kallsyms")).unwrap_or_default());
-    let pk = PrintkFormats::parse(&std::fs::read_to_string(root.join("printk_formats")).unwrap_or_default());
-    let ctx = Ctx { endian: e, long_size: long, syms: Some(&ks), strings: Some(&pk) };
-    let fmts = formats(root, u32::from(long));
+    let ctx = Ctx { endian: e, long_size: long, syms: Some(&trace.symbols), strings: Some(&trace.printk) };
+    let kernel = KernelProfile { version: ver, source: String::new() };
     let mut progs: HashMap<u32, Program> = HashMap::new();
     let mut ours: HashMap<(u32, String), Vec<String>> = HashMap::new();
     for cpu in 0..64u32 {
@@ -69,11 +43,11 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
             for it in items {
                 let Ok(Item::Record(rec)) = it else { continue };
                 let Some(id) = e.uint(rec.payload, 0, 2) else { continue };
-                let Some(ev) = fmts.get(&(id as u32)) else { continue };
+                let Some(ev) = fmts.get(id as u32) else { continue };
                 if ev.system == "ftrace" && !matches!(ev.name.as_str(), "print" | "bprint" | "bputs") {
                     continue;
                 }
-                let p = progs.entry(id as u32).or_insert_with(|| Program::compile_with(ev, long, &Version(ver)));
+                let p = progs.entry(id as u32).or_insert_with(|| Program::compile_with(ev, long, &kernel));
                 let mut s = String::new();
                 if ev.system != "ftrace" && p.name_prefix() {
                     s.push_str(&ev.name);
@@ -86,7 +60,7 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
         }
     }
     let names: HashMap<&str, String> = fmts
-        .values()
+        .iter()
         .filter(|f| f.system != "ftrace")
         .map(|f| (f.name.as_str(), format!("{}:{}", f.system, f.name)))
         .collect();

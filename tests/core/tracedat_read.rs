@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use trbox::page::{Page, PageLayout};
+use trbox::page::Page;
 use trbox::tracedat::{CpuPages, TraceDat};
+use trbox::Trace;
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/tracedat").join(name)
@@ -16,9 +17,8 @@ fn data(name: &str) -> PathBuf {
 
 /// (instance, cpu) -> events, and the total of lost-event marks.
 pub fn count_events(td: &TraceDat, src: &mut std::fs::File) -> BTreeMap<(String, u32), u64> {
-    let hp = td.header_page().unwrap();
-    let layout = PageLayout::from(&hp);
-    let (table, bad) = td.event_table(hp.long_size());
+    let (trace, bad) = Trace::from_dat(td, "", ()).unwrap();
+    let (layout, table) = (trace.layout, &trace.events);
     assert!(bad.is_empty(), "formats that do not parse: {bad:?}");
     let mut out = BTreeMap::new();
     for inst in &td.instances {

@@ -19,6 +19,7 @@ use trbox::tracedat::{
     cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u64, CpuPages,
     TraceDat, V6Writer, WriteOptions,
 };
+use trbox::Trace;
 
 struct Meta {
     header_page: Vec<u8>,
@@ -214,7 +215,7 @@ fn check_read_back(meta: &Meta, wr: &Written) {
     assert!(td.options.cpustat[1].starts_with("CPU: 1\nentries: 0\n"));
     assert_eq!(td.instances.len(), 2);
     assert_eq!(td.instances[1].name, "extra");
-    let layout = PageLayout::from(&HeaderPage::parse(std::str::from_utf8(&td.header_page).unwrap()).unwrap());
+    let layout = Trace::from_dat(&td, "", ()).unwrap().0.layout;
     for (inst, want) in td.instances.iter().zip([&wr.events, &wr.inst_events]) {
         let mut got = Vec::new();
         for c in &inst.cpus {

@@ -123,8 +123,8 @@ fn raw_decode_equals_kernel_text() {
     let mut tally = Tally { total: 0, bad: 0, per_event: BTreeMap::new(), examples: BTreeMap::new() };
     // Events the decoder knows it cannot render completely from tracefs.
     let t = trbox::sys::Tracefs::at(&root).unwrap();
-    let long = trbox::sys::events::header_page(&t).unwrap().long_size();
-    let table = trbox::sys::events::load_events(&t, long).unwrap();
+    let trace = trbox::sys::trace::open_tree(&t).unwrap();
+    let (long, table) = (trace.long_size(), &trace.events);
     // With what trbox itself uses: BTF and the live system's variables.
     let consts = trbox::sys::kvars::load_for_tree(&root, true).unwrap_or_default();
     let kernel = trbox::printfmt::FromConsts { consts: &consts, version: None };

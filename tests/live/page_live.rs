@@ -21,9 +21,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use trbox::format::{Endian, EventFormat, EventTable, HeaderPage};
+use trbox::format::Endian;
 use trbox::merge::merge;
-use trbox::page::{Item, Page, PageLayout};
+use trbox::page::{Item, Page};
 
 const EVENTS: &[&str] = &[
     "sched/sched_switch",
@@ -128,10 +128,9 @@ fn live_pages_match_trace_file() {
     }
     let dir = guard.dir.clone();
 
-    let hp = HeaderPage::parse(&read_text(&root.join("events/header_page"))).expect("header_page");
-    let layout = PageLayout::from(&hp);
-    let subbuf = hp.subbuf_size() as usize;
-    let mut table = EventTable::new();
+    let trace = trbox::sys::trace::open_tree(&trbox::sys::Tracefs::at(&root).unwrap()).expect("session");
+    let (layout, table) = (trace.layout, &trace.events);
+    let subbuf = layout.subbuf_size();
     let mut formats = Vec::new();
     for ev in EVENTS {
         let p = root.join("events").join(ev).join("format");
@@ -140,7 +139,7 @@ fn live_pages_match_trace_file() {
         }
         let text = read_text(&p);
         let sys = ev.split('/').next().unwrap();
-        table.insert(EventFormat::parse(&text, sys, hp.long_size()).expect("format"));
+        assert!(table.get_by_name(sys, ev.rsplit('/').next().unwrap()).is_some(), "{ev}: format");
         formats.push((ev.to_string(), text));
     }
 

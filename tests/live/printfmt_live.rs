@@ -13,22 +13,12 @@ use crate::common;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use trbox::format::{Endian, EventFormat, HeaderPage};
-use trbox::kallsyms::Kallsyms;
-use trbox::page::{decode, Item, PageLayout};
+use trbox::format::EventFormat;
+use trbox::page::{decode, Item};
 use trbox::printfmt::{Ctx, Program};
-use trbox::printk::PrintkFormats;
-
-/// The running kernel's version (the syscall events' layout depends on it).
-struct Running;
-impl trbox::printfmt::KernelInfo for Running {
-    fn kernel_version(&self) -> Option<(u32, u32)> {
-        trbox::ctl::kernel_version(&std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?)
-    }
-}
 
 fn load(root: &Path) {
     let dir = std::env::temp_dir().join(format!("trbox-pf-load-{}", std::process::id()));
@@ -96,15 +86,10 @@ fn bodies_equal_kernel_text() {
     }
     let _lock = common::TracefsLock::take();
     let before = common::snapshot(&root);
-    let hp_text = std::fs::read_to_string(root.join("events/header_page")).unwrap();
-    let (layout, long) = match HeaderPage::parse(&hp_text) {
-        Ok(hp) => (PageLayout::from(&hp), hp.long_size() as u8),
-        Err(_) => header_page_fallback(&hp_text),
-    };
-    let endian = if cfg!(target_endian = "big") { Endian::Big } else { Endian::Little };
-    let ks = Kallsyms::parse(&std::fs::read_to_string("/proc/kallsyms").unwrap_or_default());
-    let pk = PrintkFormats::parse(&std::fs::read_to_string(root.join("printk_formats")).unwrap_or_default());
-    let ctx = Ctx { endian, long_size: long, syms: Some(&ks), strings: Some(&pk) };
+    // The running kernel's session: its version decides the syscall events' layout.
+    let trace = trbox::sys::trace::open_tree(&trbox::sys::Tracefs::at(&root).unwrap()).unwrap();
+    let (layout, long, endian) = (trace.layout, trace.long_size() as u8, trace.endian);
+    let ctx = Ctx { endian, long_size: long, syms: Some(&trace.symbols), strings: Some(&trace.printk) };
     let ncpu = (0..1024).take_while(|c| root.join(format!("per_cpu/cpu{c}")).is_dir()).count() as u32;
 
     let batches: &[&[&str]] = &[
@@ -124,7 +109,6 @@ fn bodies_equal_kernel_text() {
             "ftrace/print",
         ],
     ];
-    let ids = format_paths(&root);
     let mut formats: HashMap<u32, EventFormat> = HashMap::new();
     let mut programs: HashMap<u32, Program> = HashMap::new();
     let mut per_event: BTreeMap<String, Tally> = BTreeMap::new();
@@ -163,10 +147,8 @@ fn bodies_equal_kernel_text() {
                     let Some(id) = endian.uint(rec.payload, 0, 2) else { continue };
                     let id = id as u32;
                     if let std::collections::hash_map::Entry::Vacant(v) = formats.entry(id) {
-                        if let Some(f) = ids.get(&id).and_then(|(sys, p)| {
-                            EventFormat::parse(&std::fs::read_to_string(p).ok()?, sys, u32::from(long)).ok()
-                        }) {
-                            v.insert(f);
+                        if let Some(f) = trace.events.get(id) {
+                            v.insert(f.clone());
                         }
                     }
                     let Some(ev) = formats.get(&id) else { continue };
@@ -174,7 +156,7 @@ fn bodies_equal_kernel_text() {
                     if ev.system == "ftrace" && !matches!(ev.name.as_str(), "print" | "bprint" | "bputs") {
                         continue;
                     }
-                    let prog = programs.entry(id).or_insert_with(|| Program::compile_with(ev, long, &Running));
+                    let prog = programs.entry(id).or_insert_with(|| Program::compile_with(ev, long, &trace.kernel));
                     if ev.system != "ftrace" && prog.name_prefix() {
                         s.push_str(&ev.name);
                         s.push_str(": ");
@@ -261,31 +243,4 @@ fn bodies_equal_kernel_text() {
     println!("identical: {}", clean.join(" "));
     assert!(total > 100, "too few events to judge: {total}");
     assert!(fbad * 1000 <= ftotal, "more than 0.1% of bodies of completely compiled events differ");
-}
-
-/// `offset:`/`size:` of the `commit` and `data` lines, for format.rs
-/// versions whose header_page parser rejects this kernel's text.
-fn header_page_fallback(t: &str) -> (PageLayout, u8) {
-    let num = |line: &str, key: &str| -> Option<u32> { line.split(key).nth(1)?.split(';').next()?.trim().parse().ok() };
-    let find =
-        |name: &str| t.lines().find(|l| l.contains(name)).and_then(|l| Some((num(l, "offset:")?, num(l, "size:")?)));
-    let (_, commit) = find(" commit;").unwrap_or((8, 8));
-    let (doff, dsize) = find(" data;").unwrap_or((16, 4080));
-    (PageLayout::new(commit, doff + dsize), commit as u8)
-}
-
-/// Event id → (system, format file path), for every event.
-fn format_paths(root: &Path) -> HashMap<u32, (String, PathBuf)> {
-    let mut m = HashMap::new();
-    let Ok(systems) = std::fs::read_dir(root.join("events")) else { return m };
-    for sys in systems.flatten() {
-        let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
-        for ev in evs.flatten() {
-            let Ok(t) = std::fs::read_to_string(ev.path().join("id")) else { continue };
-            if let Ok(id) = t.trim().parse() {
-                m.insert(id, (sys.file_name().to_string_lossy().into_owned(), ev.path().join("format")));
-            }
-        }
-    }
-    m
 }

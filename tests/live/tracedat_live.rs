@@ -15,6 +15,7 @@ use std::process::Command;
 use trbox::format::{Endian, HeaderPage};
 use trbox::page::{Page, PageLayout};
 use trbox::tracedat::{cpustat_text, data_layout, encode_flyrecord_table, CpuPages, TraceDat, V6Writer, WriteOptions};
+use trbox::Trace;
 
 const INSTANCE: &str = "trbox-tracedat-test";
 
@@ -137,7 +138,7 @@ fn record_live_pages_into_trace_dat() {
     let td = TraceDat::read(&mut f).unwrap();
     assert_eq!(td.options.cpustat, stats_texts);
     let top = td.top().unwrap();
-    let layout = PageLayout::from(&HeaderPage::parse(std::str::from_utf8(&td.header_page).unwrap()).unwrap());
+    let layout = Trace::from_dat(&td, "", ()).unwrap().0.layout;
     let got: Vec<usize> = top
         .cpus
         .iter()

@@ -209,13 +209,5 @@ fn kallsyms_path(t: &Tracefs) -> std::path::PathBuf {
 
 /// `sysname nodename release version machine`, as trace-cmd stores it.
 fn uname() -> String {
-    // SAFETY: uname fills a zeroed struct.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return String::new();
-    }
-    let f = |s: &[libc::c_char]| {
-        String::from_utf8_lossy(&s.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned()
-    };
-    format!("{} {} {} {} {}", f(&u.sysname), f(&u.nodename), f(&u.release), f(&u.version), f(&u.machine))
+    super::super::uname().map(|u| u.join(" ")).unwrap_or_default()
 }

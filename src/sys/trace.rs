@@ -1,0 +1,193 @@
+//! Opening a trace session ([`crate::trace::Trace`]): from the live tracefs,
+//! a copy of a tracefs tree (`events/`, `header_page`, `kallsyms`,
+//! `printk_formats`, `saved_cmdlines`, `uname`…) or a trace.dat file. The
+//! parsing is the core's; this only reads the files.
+
+use super::error::{describe, Error};
+use super::events::{guess_endian, header_page, LazyKallsyms};
+use super::raw::RawPages;
+use super::tracefs::Tracefs;
+use crate::format::Endian;
+use crate::page::PageLayout;
+use crate::printk::PrintkFormats;
+use crate::render::Cmdlines;
+use crate::trace::{KernelProfile, Trace};
+use crate::tracedat::TraceDat;
+use std::path::{Path, PathBuf};
+
+/// A session read from files: symbols are parsed on first use.
+pub type Opened = Trace<LazyKallsyms>;
+
+/// A tracefs tree given as a directory (a copy, or the live one), or a
+/// trace.dat file.
+pub fn open(path: &Path) -> Result<Opened, Error> {
+    if path.is_dir() {
+        open_tree(&Tracefs::at(path)?)
+    } else {
+        open_dat(path).map(|(t, _)| t)
+    }
+}
+
+/// Like [`open`], with the symbols read and parsed now.
+pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
+    Ok(open(path)?.map_symbols(LazyKallsyms::into_table))
+}
+
+/// The session of a tracefs tree: the live one, or a copy (whose pages may
+/// come from a big-endian board, and whose kernel is the one in its
+/// `uname` or `version` file, never this machine's). The clock is that of
+/// `t`'s instance; the rest is the top level's.
+pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
+    let header = header_page(t)?;
+    let endian = detect_endian(t, &PageLayout::from(&header))?;
+    let mut trace = Trace::new(header, endian, LazyKallsyms::for_tree(t));
+    add_formats(t, &mut trace)?;
+    trace.cmdlines = Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default());
+    trace.printk = PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default());
+    let clock = t.read_opt("trace_clock")?.unwrap_or_default();
+    trace.clock = crate::ctl::selected(&clock).unwrap_or("local").to_string();
+    trace.cpus = t.cpus().map_or(0, |c| c.len() as u32);
+    trace.kernel = if t.is_live() {
+        KernelProfile::from_text(super::uname().as_ref().map(|u| u[2].as_str()), "uname(2)".into())
+    } else {
+        let top = t.top().display();
+        match ["uname", "version"].iter().find_map(|f| Some((*f, t.read_top_opt(f).ok().flatten()?))) {
+            Some((f, text)) => KernelProfile::from_text(Some(&text), format!("from {top}/{f}")),
+            None => KernelProfile::from_text(None, format!("no uname or version file in {top}")),
+        }
+    };
+    Ok(noted(trace))
+}
+
+/// Say (under -v) which kernel the session is of, and what that means.
+fn noted(trace: Opened) -> Opened {
+    log::info!("{}", trace.kernel);
+    trace
+}
+
+/// The session of a trace.dat file, and the file's sections (its buffers
+/// and their pages).
+pub fn open_dat(path: &Path) -> Result<(Opened, TraceDat), Error> {
+    let mut td = read_dat(path)?;
+    Ok((dat_session(&mut td, path)?, td))
+}
+
+/// A trace.dat file's sections, its warnings logged.
+pub fn read_dat(path: &Path) -> Result<TraceDat, Error> {
+    let mut f = dat_file(path)?;
+    let td = TraceDat::read(&mut f)
+        .map_err(|e| Error::TraceDat { path: path.into(), what: format!("not a readable trace.dat: {e}") })?;
+    for w in &td.warnings {
+        log::warn!("{}: {w}", path.display());
+    }
+    Ok(td)
+}
+
+/// The session `td` (read from `path`) describes; its symbols text moves
+/// into the session.
+pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
+    let syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
+    let (trace, skipped) = Trace::from_dat(td, &path.to_string_lossy(), syms)
+        .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e:?}") })?;
+    for (sys, i, e) in skipped {
+        log::debug!("format {i} of {sys}: {e:?}");
+    }
+    Ok(noted(trace))
+}
+
+/// The trace.dat file at `path`, opened for reading (once for its sections,
+/// once more for each CPU's pages).
+pub fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
+    std::fs::File::open(path).map_err(|e| Error::TraceDat { path: path.into(), what: describe(&e) })
+}
+
+/// Every `events/SYS/EVENT/format` below the top level. Formats that do not
+/// parse are skipped with a debug log (their records fall back to a
+/// generic line).
+fn add_formats(t: &Tracefs, trace: &mut Opened) -> Result<(), Error> {
+    let events = t.top().join("events");
+    let systems = std::fs::read_dir(&events).map_err(|e| Error::io(&events, e))?;
+    for sys in systems.flatten() {
+        let Ok(ft) = sys.file_type() else { continue };
+        if !ft.is_dir() {
+            continue;
+        }
+        let sys_name = sys.file_name().to_string_lossy().into_owned();
+        let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
+        for ev in evs.flatten() {
+            let path = ev.path().join("format");
+            let Ok(text) = super::read_text(&path) else { continue };
+            if let Err(e) = trace.add_format(&sys_name, &text) {
+                log::debug!("{}: {e:?}", path.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The byte order of the pages: native when live; for a copy (which may
+/// come from a big-endian board), the first page that tells.
+fn detect_endian(t: &Tracefs, layout: &PageLayout) -> Result<Endian, Error> {
+    if t.is_live() {
+        return Ok(Endian::NATIVE);
+    }
+    // A copy without per_cpu/ has no pages to read in any order.
+    for cpu in t.cpus().unwrap_or_default() {
+        let p = t.path(&format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+        let Ok(mut src) = RawPages::open(&p, layout.subbuf_size(), false) else { continue };
+        while let Some(page) = src.next_page()? {
+            if let Some(e) = guess_endian(layout, page) {
+                return Ok(e);
+            }
+        }
+    }
+    Ok(Endian::NATIVE)
+}
+
+/// What the print-fmt compiler may ask beyond the format files: the kernel
+/// version, and — only for formats that name them, so most runs never pay
+/// for it — enum values, struct sizes and typedefs from BTF, and kernel
+/// variables of the live system (`sys::kvars`). A copy of a tree uses only
+/// its own `btf/` directory, never this machine's; a trace.dat has none.
+pub struct KernelFacts {
+    version: Option<(u32, u32)>,
+    top: Option<PathBuf>,
+    live: bool,
+    consts: std::sync::OnceLock<Option<crate::btf::BtfInfo>>,
+}
+
+impl KernelFacts {
+    /// For the kernel `version` of a session opened from the tree at `top`
+    /// (live or not; `None`: a trace.dat).
+    pub fn new(version: Option<(u32, u32)>, top: Option<PathBuf>, live: bool) -> Self {
+        KernelFacts { version, top, live, consts: Default::default() }
+    }
+
+    fn consts(&self) -> Option<&crate::btf::BtfInfo> {
+        self.consts
+            .get_or_init(|| {
+                let k = super::kvars::load_for_tree(self.top.as_deref()?, self.live);
+                log::debug!("kernel constants: {}", if k.is_some() { "BTF loaded" } else { "none available" });
+                k
+            })
+            .as_ref()
+    }
+}
+
+impl crate::printfmt::KernelInfo for KernelFacts {
+    fn kernel_version(&self) -> Option<(u32, u32)> {
+        self.version
+    }
+    fn enum_value(&self, name: &str) -> Option<i64> {
+        crate::printfmt::FromConsts { consts: self.consts()?, version: None }.enum_value(name)
+    }
+    fn variable(&self, name: &str) -> Option<u64> {
+        crate::printfmt::FromConsts { consts: self.consts()?, version: None }.variable(name)
+    }
+    fn sizeof_struct(&self, name: &str) -> Option<u32> {
+        crate::printfmt::FromConsts { consts: self.consts()?, version: None }.sizeof_struct(name)
+    }
+    fn typedef(&self, name: &str) -> Option<(u32, bool)> {
+        crate::printfmt::FromConsts { consts: self.consts()?, version: None }.typedef(name)
+    }
+}

@@ -1,0 +1,198 @@
+//! One trace session: everything a reader of a trace needs besides the
+//! ring-buffer pages themselves — the page layout and byte order
+//! (`events/header_page`), the event formats, `saved_cmdlines`,
+//! `printk_formats`, the symbols (`kallsyms`), the trace clock and the
+//! traced kernel's profile (its version and what that version means for
+//! the text).
+//!
+//! Sans-IO: a [`Trace`] is assembled from texts already read (a tracefs
+//! tree, a copy of one, or a trace.dat: `sys::trace` opens them). The
+//! symbols are a type parameter so that a reader may parse them only when
+//! a record needs them (a board's kallsyms is megabytes).
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::format::{Abi, Endian, EventFormat, EventTable, FormatError, HeaderPage};
+use crate::kallsyms::Kallsyms;
+use crate::page::PageLayout;
+use crate::printfmt::{syscall_style, KernelInfo, SyscallStyle};
+use crate::printk::PrintkFormats;
+use crate::render::{clock_in_ns, Cmdlines};
+use crate::tracedat::TraceDat;
+
+/// The traced kernel as far as the text of a trace depends on it: its
+/// version, and where that came from (`uname(2)`, a copy's `uname` file,
+/// a trace.dat's UNAME option).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KernelProfile {
+    /// (major, minor); `None`: unknown.
+    pub version: Option<(u32, u32)>,
+    /// Where the version was looked for, as a person reads it.
+    pub source: String,
+}
+
+impl KernelProfile {
+    /// The profile of a `uname -a`, `/proc/version` or release text (`None`:
+    /// nothing to read), found at `source`.
+    pub fn from_text(text: Option<&str>, source: String) -> KernelProfile {
+        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source }
+    }
+
+    /// How the syscall tracer prints `sys_enter_*` arguments on this kernel.
+    pub fn syscall_style(&self) -> SyscallStyle {
+        syscall_style(self.version)
+    }
+}
+
+/// One line for `-v`: the version, where it came from, and the text it
+/// implies.
+impl fmt::Display for KernelProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let style = match self.syscall_style() {
+            SyscallStyle::Before6_17 => "before 6.17 (`arg: %lx`)",
+            SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
+        };
+        match self.version {
+            Some((major, minor)) => write!(f, "kernel version {major}.{minor}")?,
+            None => f.write_str("kernel version unknown")?,
+        }
+        write!(f, " ({}): syscall events in the style of kernels {style}", self.source)
+    }
+}
+
+impl KernelInfo for KernelProfile {
+    fn kernel_version(&self) -> Option<(u32, u32)> {
+        self.version
+    }
+}
+
+/// A format that did not parse: (system, its index in the source's order,
+/// why). Its records fall back to a generic line.
+pub type BadFormat = (String, usize, FormatError);
+
+/// What every reader of one trace needs. `S` is where symbols come from:
+/// a parsed [`Kallsyms`], or a reader that parses on first use.
+pub struct Trace<S = Kallsyms> {
+    /// `events/header_page`: the sub-buffer header and the kernel's long size.
+    pub header: HeaderPage,
+    pub layout: PageLayout,
+    pub endian: Endian,
+    pub events: EventTable,
+    pub cmdlines: Cmdlines,
+    pub printk: PrintkFormats,
+    pub symbols: S,
+    /// The trace clock's name (`local`, `mono`, `counter`…).
+    pub clock: String,
+    pub kernel: KernelProfile,
+    /// CPUs of the traced machine.
+    pub cpus: u32,
+}
+
+impl<S> Trace<S> {
+    /// A session of `header`'s layout in byte order `endian`, with its
+    /// symbols from `symbols`, no event, comm or string yet, the `local`
+    /// clock and an unknown kernel.
+    pub fn new(header: HeaderPage, endian: Endian, symbols: S) -> Self {
+        Trace {
+            layout: PageLayout::from(&header),
+            header,
+            endian,
+            events: EventTable::new(),
+            cmdlines: Cmdlines::default(),
+            printk: PrintkFormats::default(),
+            symbols,
+            clock: "local".to_string(),
+            kernel: KernelProfile::default(),
+            cpus: 0,
+        }
+    }
+
+    /// The session a trace.dat describes, with symbols from `symbols` (the
+    /// file's are the text `td.kallsyms`), and the formats that did not
+    /// parse. The clock is the file's (`trace_clock` option), `local` when
+    /// it has none; `name` names the file in [`KernelProfile::source`].
+    pub fn from_dat(td: &TraceDat, name: &str, symbols: S) -> Result<(Self, Vec<BadFormat>), FormatError> {
+        let mut t = Trace::new(td.header_page()?, td.endian, symbols);
+        let mut bad = Vec::new();
+        for (i, (sys, text)) in td.formats().enumerate() {
+            if let Err(e) = t.add_format(sys, &String::from_utf8_lossy(text)) {
+                bad.push((sys.to_string(), i, e));
+            }
+        }
+        t.cmdlines = Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines));
+        t.printk = PrintkFormats::parse(&String::from_utf8_lossy(&td.printk_formats));
+        if let Some(c) = &td.options.clock {
+            t.clock = c.clone();
+        }
+        t.cpus = td.cpus;
+        t.kernel = match &td.options.uname {
+            Some(u) => KernelProfile::from_text(Some(u), format!("from the UNAME option of {name}")),
+            None => KernelProfile::from_text(None, format!("{name} has no UNAME option")),
+        };
+        Ok((t, bad))
+    }
+
+    /// The same session with its symbols turned into others (parsed now…).
+    pub fn map_symbols<T>(self, f: impl FnOnce(S) -> T) -> Trace<T> {
+        let Trace { header, layout, endian, events, cmdlines, printk, symbols, clock, kernel, cpus } = self;
+        Trace { header, layout, endian, events, cmdlines, printk, symbols: f(symbols), clock, kernel, cpus }
+    }
+
+    /// Parse one `events/SYSTEM/EVENT/format` text into the event table.
+    pub fn add_format(&mut self, system: &str, text: &str) -> Result<(), FormatError> {
+        self.events.insert(EventFormat::parse(text, system, self.long_size())?);
+        Ok(())
+    }
+
+    /// The kernel's `sizeof(long)`: 4 or 8.
+    pub fn long_size(&self) -> u32 {
+        self.header.long_size()
+    }
+
+    /// Byte order and long size of the traced kernel.
+    pub fn abi(&self) -> Abi {
+        Abi { endian: self.endian, long_size: self.long_size() }
+    }
+
+    /// Whether the clock counts nanoseconds (else raw counts).
+    pub fn in_ns(&self) -> bool {
+        clock_in_ns(&self.clock)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_version_picks_the_syscall_style() {
+        let board = KernelProfile::from_text(Some("Linux trbox 6.1.0-50-arm64 #1 SMP"), "from uname".into());
+        assert_eq!(board.version, Some((6, 1)));
+        assert_eq!(board.syscall_style(), SyscallStyle::Before6_17);
+        assert_eq!(
+            board.to_string(),
+            "kernel version 6.1 (from uname): syscall events in the style of kernels before 6.17 (`arg: %lx`)"
+        );
+        let new = KernelProfile::from_text(Some("6.18.2"), "uname(2)".into());
+        assert_eq!(new.syscall_style(), SyscallStyle::Since6_17);
+        let unknown = KernelProfile::from_text(None, "no uname".into());
+        assert_eq!(unknown.syscall_style(), SyscallStyle::Before6_17);
+        assert!(unknown.to_string().starts_with("kernel version unknown (no uname): "));
+    }
+
+    #[test]
+    fn a_session_parses_its_formats_with_the_kernels_long_size() {
+        let mut t = Trace::new(HeaderPage::new(4, 4096), Endian::Big, ());
+        assert_eq!(t.abi(), Abi { endian: Endian::Big, long_size: 4 });
+        let text = "name: f\nID: 7\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\tfield:unsigned long ip;\toffset:4;\tsize:4;\tsigned:0;\n\nprint fmt: \"%lx\", REC->ip\n";
+        t.add_format("ftrace", text).unwrap();
+        assert_eq!(t.events.by_name("ftrace:f").map(|e| e.id), Some(7));
+        assert!(t.add_format("ftrace", "garbage").is_err());
+        assert!(t.in_ns());
+        t.clock = "counter".into();
+        assert!(!t.in_ns());
+    }
+}
