@@ -55,6 +55,8 @@ pub struct Input<'t> {
     tree: Option<&'t Tracefs>,
     /// Render the function_graph layout (the tracer was function_graph).
     graph: Option<GraphOpts>,
+    /// The `irq-info` option (a tree's `trace_options`; on elsewhere).
+    irq_info: bool,
     /// The traced kernel's (major, minor), when known.
     version: Option<(u32, u32)>,
     /// Only switch to the graph layout once a funcgraph record shows up.
@@ -101,8 +103,9 @@ impl<'t> Input<'t> {
         }
         let clock = t.read_opt("trace_clock")?.unwrap_or_default();
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
-        let graph = (tracer.trim() == "function_graph")
-            .then(|| GraphOpts::from_trace_options(&t.read_opt("trace_options").ok().flatten().unwrap_or_default()));
+        let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
+        let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));
+        let irq_info = !options.split_ascii_whitespace().any(|o| o == "noirq-info");
         let ncpus = t.cpus()?.len() as u32;
         // Live: uname(2); a copy: its `uname` or `version` file.
         let version = if t.is_live() {
@@ -121,6 +124,7 @@ impl<'t> Input<'t> {
         };
         Ok(Input {
             graph,
+            irq_info,
             version,
             graph_auto: false,
             ncpus,
@@ -228,6 +232,7 @@ impl<'t> Input<'t> {
         Ok(Input {
             // trace.dat keeps no tracer name: graph records mean a graph trace.
             graph: Some(GraphOpts::default()),
+            irq_info: true,
             version,
             graph_auto: true,
             ncpus: td.cpus,
@@ -290,6 +295,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         mut streams,
         tree,
         graph,
+        irq_info,
         graph_auto,
         ncpus,
         version,
@@ -319,7 +325,8 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         r: Renderer::new(&events, cmdlines.clone(), endian, long_size, in_ns)
             .with_strings(&printk)
             .with_symbols(&syms)
-            .with_kernel(&kernel),
+            .with_kernel(&kernel)
+            .with_irq_info(irq_info),
         events: &events,
         endian,
         o,

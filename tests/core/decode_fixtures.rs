@@ -1,28 +1,73 @@
-//! `tr-cat --raw -T <fixture>` against the kernel's own `trace` text, for the
-//! trees recorded in the qemu boards (tests/fixtures/ARCH/SCENARIO, see
-//! tests/fixtures/README.md): arm64, armv7 (32-bit) and x86_64 kernels.
+//! `tr-cat --raw -T <fixture>` and `tr-cat FILE` (a trace.dat of the same
+//! pages) against the kernel's own `trace` text, for the trees recorded in
+//! the qemu boards (tests/fixtures/BOARD/SCENARIO, see
+//! tests/fixtures/README.md): Debian 12's 6.1 on arm64, armv7 (32-bit) and
+//! x86_64, and arm64 boards with 5.10, 6.1 PREEMPT_RT, 6.12 and 6.12 with
+//! 16 KiB pages. Second renderings (`trace.OPT`: the same buffer printed
+//! with one option changed, `trace_options.OPT` the options then) are
+//! compared too.
 
 use crate::common;
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Compare every event line; on mismatch print the first differences.
-fn check(dir: &Path) -> (usize, Vec<String>) {
-    let kernel = std::fs::read_to_string(dir.join("trace")).unwrap();
-    let o = run(&["tr-cat", "--raw", "-T", dir.to_str().unwrap()]);
-    assert!(o.status.success(), "{}: {}", dir.display(), stderr(&o));
-    assert!(stderr(&o).is_empty(), "{}: warnings: {}", dir.display(), stderr(&o));
-    let ours = stdout(&o);
+/// The boards with fixture trees: tests/fixtures/BOARD, named as
+/// cross/qemu/common.sh names boards (ARCH for Debian 12's 6.1 kernels,
+/// ARCH-KERNEL for the others).
+pub const BOARDS: &[&str] =
+    &["aarch64", "armv7", "x86_64", "aarch64-5.10", "aarch64-6.1-rt", "aarch64-6.12", "aarch64-6.12-16k"];
+
+/// Line-by-line differences of our text from the kernel's (its `#` header
+/// lines left out).
+fn compare(what: &str, kernel: &str, ours: &str) -> (usize, Vec<String>) {
     let k: Vec<&str> = kernel.lines().filter(|l| !l.starts_with('#')).collect();
     let t: Vec<&str> = ours.lines().collect();
     let mut bad = Vec::new();
     for i in 0..k.len().max(t.len()) {
         let (a, b) = (k.get(i).copied().unwrap_or("<none>"), t.get(i).copied().unwrap_or("<none>"));
         if a != b {
-            bad.push(format!("{}:{}:\n  kernel: {a}\n  trbox:  {b}", dir.display(), i + 1));
+            bad.push(format!("{what}:{}:\n  kernel: {a}\n  trbox:  {b}", i + 1));
         }
     }
     (k.len(), bad)
+}
+
+/// `tr-cat --raw -T DIR` against DIR/trace.
+fn check(dir: &Path) -> (usize, Vec<String>) {
+    let kernel = std::fs::read_to_string(dir.join("trace")).unwrap();
+    let o = run(&["tr-cat", "--raw", "-T", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}: {}", dir.display(), stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}: warnings: {}", dir.display(), stderr(&o));
+    compare(&dir.display().to_string(), &kernel, &stdout(&o))
+}
+
+/// `tr-cat FILE` of a trace.dat holding DIR's pages and metadata
+/// (common::dat, one copy, timestamps as recorded) against DIR/trace.
+fn check_file(dir: &Path) -> (usize, Vec<String>) {
+    let kernel = std::fs::read_to_string(dir.join("trace")).unwrap();
+    let tmp = TempDir::new("fxdat");
+    let f = tmp.path().join("trace.dat");
+    common::dat::build(dir, &[common::dat::Part { dir, min_events: 1, lost_every: None }], &f);
+    let o = run(&["tr-cat", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}: {}", dir.display(), stderr(&o));
+    compare(&format!("{} (trace.dat)", dir.display()), &kernel, &stdout(&o))
+}
+
+/// The second renderings of DIR: (OPT, a copy of DIR whose `trace` and
+/// `trace_options` are those of `trace.OPT` and `trace_options.OPT`).
+fn renderings(dir: &Path, tmp: &TempDir) -> Vec<(String, PathBuf)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(opt) = name.strip_prefix("trace.") else { continue };
+        let d = tmp.path().join(opt);
+        copy_tree(dir, &d);
+        std::fs::copy(e.path(), d.join("trace")).unwrap();
+        std::fs::copy(dir.join(format!("trace_options.{opt}")), d.join("trace_options")).unwrap();
+        v.push((opt.to_string(), d));
+    }
+    v.sort();
+    v
 }
 
 /// The x86_64 board's kernel (Debian 6.1.176 amd64 under TCG) prints every
@@ -32,24 +77,45 @@ fn check(dir: &Path) -> (usize, Vec<String>) {
 /// `prev_comm= ` of its sched_switch lines).
 const X86_64_BROKEN_TEXT: &[&str] = &["events", "stack"];
 
+/// Outside function_graph, `latency-format` prints each record's time since
+/// the buffer was last cleared (`lat_print_timestamp()`: `iter->ts -
+/// time_start`) and the time to the next record; `time_start` is in no
+/// file of a copy or trace.dat, so that rendering cannot be reproduced.
+const FLAT_LATENCY_FORMAT: &str = "times are relative to the buffer's last reset (time_start), which no file holds";
+
+/// Compare the scenarios on every board that has them: `tr-cat --raw`,
+/// `tr-cat FILE` and the second renderings (`--raw`).
 fn scenarios(names: &[&str]) {
     let root = Path::new("tests/fixtures");
     let mut failures = Vec::new();
     let mut total = 0;
-    for arch in ["aarch64", "armv7", "x86_64"] {
+    for board in BOARDS {
         for s in names {
-            if arch == "x86_64" && X86_64_BROKEN_TEXT.contains(s) {
-                println!("{arch:<8} {s:<22} not compared: the kernel's own text is defective (see X86_64_BROKEN_TEXT)");
+            if *board == "x86_64" && X86_64_BROKEN_TEXT.contains(s) {
+                println!(
+                    "{board:<17} {s:<22} not compared: the kernel's own text is defective (see X86_64_BROKEN_TEXT)"
+                );
                 continue;
             }
-            let d = root.join(arch).join(s);
+            let d = root.join(board).join(s);
             if !d.join("trace").exists() {
                 panic!("fixture missing: {}", d.display());
             }
-            let (n, bad) = check(&d);
-            println!("{arch:<8} {s:<22} {n:>6} lines, {} differ", bad.len());
-            total += n;
-            failures.extend(bad.into_iter().take(5));
+            let tmp = TempDir::new("fxopt");
+            let mut runs = vec![("raw".to_string(), check(&d)), ("file".to_string(), check_file(&d))];
+            let graph = std::fs::read_to_string(d.join("current_tracer")).is_ok_and(|t| t.trim() == "function_graph");
+            for (opt, copy) in renderings(&d, &tmp) {
+                if opt == "latency-format" && !graph {
+                    println!("{board:<17} {s:<22} raw {opt:<20} not compared: {FLAT_LATENCY_FORMAT}");
+                    continue;
+                }
+                runs.push((format!("raw {opt}"), check(&copy)));
+            }
+            for (how, (n, bad)) in runs {
+                println!("{board:<17} {s:<22} {how:<24} {n:>6} lines, {} differ", bad.len());
+                total += n;
+                failures.extend(bad.into_iter().take(5));
+            }
         }
     }
     assert!(total > 0);
