@@ -42,15 +42,83 @@ fn check(dir: &Path) -> (usize, Vec<String>) {
 }
 
 /// `tr-cat FILE` of a trace.dat holding DIR's pages and metadata
-/// (common::dat, one copy, timestamps as recorded) against DIR/trace.
-fn check_file(dir: &Path) -> (usize, Vec<String>) {
+/// (common::dat, one copy, timestamps as recorded) against DIR/trace; and
+/// `trace-cmd report` of that file where it applies ([`check_trace_cmd`]).
+fn check_file(dir: &Path) -> ((usize, Vec<String>), Option<(usize, Vec<String>)>) {
     let kernel = std::fs::read_to_string(dir.join("trace")).unwrap();
     let tmp = TempDir::new("fxdat");
     let f = tmp.path().join("trace.dat");
     common::dat::build(dir, &[common::dat::Part { dir, min_events: 1, lost_every: None }], &f);
     let o = run(&["tr-cat", f.to_str().unwrap()]);
     assert!(o.status.success(), "{}: {}", dir.display(), stderr(&o));
-    compare(&format!("{} (trace.dat)", dir.display()), &kernel, &stdout(&o))
+    let graph = std::fs::read_to_string(dir.join("current_tracer")).is_ok_and(|t| t.trim() == "function_graph");
+    let tc = if graph { None } else { check_trace_cmd(dir, &f) };
+    (compare(&format!("{} (trace.dat)", dir.display()), &kernel, &stdout(&o)), tc)
+}
+
+/// `tr-cat` of trace-cmd's own rewrite of that trace.dat (`trace-cmd
+/// convert --file-version 7`, compressed when trace-cmd can) against
+/// DIR/trace; `None` without trace-cmd.
+fn check_converted(dir: &Path) -> Option<(usize, Vec<String>)> {
+    let kernel = std::fs::read_to_string(dir.join("trace")).unwrap();
+    let tmp = TempDir::new("fxv7");
+    let (f, v7) = (tmp.path().join("trace.dat"), tmp.path().join("v7.dat"));
+    common::dat::build(dir, &[common::dat::Part { dir, min_events: 1, lost_every: None }], &f);
+    let c = std::process::Command::new("trace-cmd")
+        .args(["convert", "--file-version", "7", "-i"])
+        .arg(&f)
+        .arg("-o")
+        .arg(&v7)
+        .output()
+        .ok()?;
+    assert!(c.status.success(), "{}: trace-cmd convert: {}", dir.display(), String::from_utf8_lossy(&c.stderr));
+    let o = run(&["tr-cat", v7.to_str().unwrap()]);
+    assert!(o.status.success(), "{}: {}", dir.display(), stderr(&o));
+    Some(compare(&format!("{} (trace-cmd's v7)", dir.display()), &kernel, &stdout(&o)))
+}
+
+/// Per CPU, the (µs timestamp, pid) of every line with a `[CPU]` column
+/// and a `S.US:` time after it: the kernel's text, tr-cat's and `trace-cmd
+/// report`'s (which has no flags column) alike.
+fn stamps(text: &str) -> std::collections::BTreeMap<u32, Vec<(String, String)>> {
+    let mut m = std::collections::BTreeMap::<u32, Vec<(String, String)>>::new();
+    for line in text.lines() {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        let Some(c) = t.iter().position(|w| w.len() > 2 && w.starts_with('[') && w.ends_with(']')) else { continue };
+        let Ok(cpu) = t[c][1..t[c].len() - 1].parse::<u32>() else { continue };
+        let Some(ts) = t[c + 1..].iter().take(2).find(|w| w.ends_with(':') && w.contains('.')) else { continue };
+        let pid = t.get(c.wrapping_sub(1)).and_then(|w| w.rsplit('-').next()).unwrap_or("");
+        m.entry(cpu).or_default().push((ts.to_string(), pid.to_string()));
+    }
+    m
+}
+
+/// `trace-cmd report` of the same trace.dat (when trace-cmd is installed):
+/// per CPU the same records (timestamp, pid) as the kernel's text. Only for
+/// the scenarios whose text has one prefixed line per record (not the
+/// function_graph layout).
+fn check_trace_cmd(dir: &Path, dat: &Path) -> Option<(usize, Vec<String>)> {
+    let o = std::process::Command::new("trace-cmd").args(["report", "-i"]).arg(dat).output().ok()?;
+    let kernel = std::fs::read_to_string(dir.join("trace")).unwrap();
+    if !o.status.success() {
+        return Some((
+            0,
+            vec![format!("{}: trace-cmd report failed: {}", dir.display(), String::from_utf8_lossy(&o.stderr))],
+        ));
+    }
+    let (k, t) = (stamps(&kernel), stamps(&String::from_utf8_lossy(&o.stdout)));
+    let n = k.values().map(Vec::len).sum();
+    let bad = if k == t {
+        Vec::new()
+    } else {
+        let first = k.iter().find_map(|(cpu, v)| {
+            let w = t.get(cpu).cloned().unwrap_or_default();
+            let i = v.iter().zip(&w).position(|(a, b)| a != b).unwrap_or(v.len().min(w.len()));
+            (v != &w).then(|| format!("cpu{cpu} record {i}: kernel {:?}, trace-cmd {:?}", v.get(i), w.get(i)))
+        });
+        vec![format!("{} (trace-cmd report): {}", dir.display(), first.unwrap_or_default())]
+    };
+    Some((n, bad))
 }
 
 /// The second renderings of DIR: (OPT, a copy of DIR whose `trace` and
@@ -102,7 +170,14 @@ fn scenarios(names: &[&str]) {
                 panic!("fixture missing: {}", d.display());
             }
             let tmp = TempDir::new("fxopt");
-            let mut runs = vec![("raw".to_string(), check(&d)), ("file".to_string(), check_file(&d))];
+            let (file, tc) = check_file(&d);
+            let mut runs = vec![("raw".to_string(), check(&d)), ("file".to_string(), file)];
+            if let Some(tc) = tc {
+                runs.push(("trace-cmd report".to_string(), tc));
+            }
+            if let Some(v7) = check_converted(&d) {
+                runs.push(("trace-cmd's v7".to_string(), v7));
+            }
             let graph = std::fs::read_to_string(d.join("current_tracer")).is_ok_and(|t| t.trim() == "function_graph");
             for (opt, copy) in renderings(&d, &tmp) {
                 if opt == "latency-format" && !graph {
