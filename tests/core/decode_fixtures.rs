@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// cross/qemu/common.sh names boards (ARCH for Debian 12's 6.1 kernels,
 /// ARCH-KERNEL for the others).
 pub const BOARDS: &[&str] =
-    &["aarch64", "armv7", "x86_64", "aarch64-5.10", "aarch64-6.1-rt", "aarch64-6.12", "aarch64-6.12-16k"];
+    &["aarch64", "armv7", "x86_64", "aarch64-5.10", "armv7-5.10", "aarch64-6.1-rt", "aarch64-6.12", "aarch64-6.12-16k"];
 
 /// Line-by-line differences of our text from the kernel's (its `#` header
 /// lines left out).
