@@ -82,6 +82,6 @@ qemu-selfcheck: cross
 
 # Fixtures are recorded on the three 6.1 boards and arm64 with each other
 # kernel (tests/fixtures/BOARD).
-QEMU_FIXTURE_ARCHS ?= aarch64 armv7 x86_64 aarch64:5.10 armv7:5.10 aarch64:6.1-rt aarch64:6.12 aarch64:6.12-16k
+QEMU_FIXTURE_ARCHS ?= aarch64 armv7 x86_64 aarch64:5.10 armv7:5.10 aarch64:6.1-rt aarch64:6.12 aarch64:6.12-16k x86_64:6.12
 qemu-fixtures: setup cross
 	FIXTURES='$(FIXTURES)' $(QEMU_SH)/fixtures.sh $(QEMU_FIXTURE_ARCHS)

@@ -741,6 +741,10 @@ impl<'a> Renderer<'a> {
                         break;
                     }
                     w.write_str(" => ")?;
+                    if a == FTRACE_TRAMPOLINE_MARKER {
+                        w.write_str("[FTRACE TRAMPOLINE]\n")?;
+                        continue;
+                    }
                     self.ip_sym(w, a)?;
                     w.write_char('\n')?;
                 }
@@ -749,6 +753,13 @@ impl<'a> Renderer<'a> {
         }
     }
 }
+
+/// What the stack tracer stores for a return address inside an ftrace
+/// trampoline (kernel/trace/trace.h `FTRACE_TRAMPOLINE_MARKER`, INT_MAX; the
+/// 6.12 x86_64 board's stacks have it); `trace_stack_print()` prints
+/// `[FTRACE TRAMPOLINE]` for it. No kernel text lives there on any
+/// architecture, so older kernels' stacks never hold it.
+const FTRACE_TRAMPOLINE_MARKER: u64 = 0x7fff_ffff;
 
 /// Push the comm-pid column of `pid`, from the cache when it is there.
 fn comm_col<W: Write>(
