@@ -32,6 +32,8 @@ pub struct Input<'t> {
     tree: Option<&'t Tracefs>,
     /// Render the function_graph layout (the tracer was function_graph).
     graph: Option<GraphOpts>,
+    /// The `irq-info` option (a tree's `trace_options`; on elsewhere).
+    irq_info: bool,
     /// Only switch to the graph layout once a funcgraph record shows up.
     graph_auto: bool,
     /// Names of the buffers the streams come from (`CpuPages::buffer`
@@ -71,12 +73,14 @@ impl<'t> Input<'t> {
             streams.push(s);
         }
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
-        let graph = (tracer.trim() == "function_graph")
-            .then(|| GraphOpts::from_trace_options(&t.read_opt("trace_options").ok().flatten().unwrap_or_default()));
+        let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
+        let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));
+        let irq_info = !options.split_ascii_whitespace().any(|o| o == "noirq-info");
         Ok(Input {
             kernel: KernelFacts::new(trace.kernel.version, Some(t.top().to_path_buf()), t.is_live()),
             trace,
             graph,
+            irq_info,
             graph_auto: false,
             streams,
             tree: t.is_live().then_some(t),
@@ -160,6 +164,7 @@ impl<'t> Input<'t> {
             trace,
             // trace.dat keeps no tracer name: graph records mean a graph trace.
             graph: Some(GraphOpts::default()),
+            irq_info: true,
             graph_auto: true,
             streams,
             tree: None,
@@ -200,7 +205,7 @@ impl Input<'_> {
 /// following, until Ctrl-C, the time limit or `done()` says so.
 /// Print the records; whether anything (a record, a loss) was printed.
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
-    let Input { trace, kernel, mut streams, tree, graph, graph_auto, buffers, labels, empty_note } = input;
+    let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note } = input;
     let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
     let (endian, ncpus, long_size, in_ns) = (*endian, *ncpus, trace.long_size(), trace.in_ns());
     let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
@@ -222,7 +227,8 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         r: Renderer::new(events, cmdlines.clone(), endian, long_size, in_ns)
             .with_strings(printk)
             .with_symbols(syms)
-            .with_kernel(&kernel),
+            .with_kernel(&kernel)
+            .with_irq_info(irq_info),
         events,
         endian,
         o,

@@ -33,6 +33,10 @@ struct Args {
     /// buffer size per CPU in KiB
     #[argh(option, short = 'b')]
     buffer: Option<u64>,
+    /// sub-buffer size in KiB (buffer_subbuf_size_kb, kernels 6.8+; the
+    /// kernel rounds it up to a power-of-two number of pages)
+    #[argh(option, short = 'S')]
+    subbuf: Option<u64>,
     /// trace clock (one of trace_clock: local, global, mono...)
     #[argh(option, short = 'C')]
     clock: Option<String>,
@@ -191,6 +195,13 @@ fn apply(st: &mut State<'_>, a: &Args) -> Result<(), Error> {
     let t = st.tracefs();
     if let Some(kb) = a.buffer {
         st.set("buffer_size_kb", &kb.to_string())?;
+    }
+    if let Some(kb) = a.subbuf {
+        if !t.exists("buffer_subbuf_size_kb") {
+            return Err(Error::usage("-S: this kernel has no buffer_subbuf_size_kb (sub-buffer sizes came in 6.8)")
+                .hint("its sub-buffers are one page; -b sets the buffer size"));
+        }
+        st.set("buffer_subbuf_size_kb", &kb.to_string())?;
     }
     if let Some(c) = &a.clock {
         let text = t.read("trace_clock")?;

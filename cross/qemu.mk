@@ -80,8 +80,8 @@ qemu-test: setup cross
 qemu-selfcheck: cross
 	$(QEMU_SH)/selfcheck.sh
 
-# Fixtures are recorded on the three 6.1 boards; the other kernels' boards
-# have no fixture trees yet.
-QEMU_FIXTURE_ARCHS ?= aarch64 armv7 x86_64
+# Fixtures are recorded on the three 6.1 boards and arm64 with each other
+# kernel (tests/fixtures/BOARD).
+QEMU_FIXTURE_ARCHS ?= aarch64 armv7 x86_64 aarch64:5.10 armv7:5.10 aarch64:6.1-rt aarch64:6.12 aarch64:6.12-16k x86_64:6.12
 qemu-fixtures: setup cross
 	FIXTURES='$(FIXTURES)' $(QEMU_SH)/fixtures.sh $(QEMU_FIXTURE_ARCHS)

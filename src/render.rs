@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use crate::printfmt::digits::{StackBuf, Stage, LINE};
+use crate::printfmt::LatColumns;
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 #[derive(Debug, Default, Clone)]
@@ -72,29 +73,38 @@ const PREEMPT_RESCHED: u8 = 0x20;
 const NMI: u8 = 0x40;
 const BH_OFF: u8 = 0x80;
 
-/// The five latency columns (`d..2.`): irqs-off (`D`/`b` with BH disabled), need-resched,
-/// hardirq/softirq, preempt depth, migrate-disable depth.
-pub fn write_lat_flags<W: Write + ?Sized>(w: &mut W, flags: u8, preempt: u8) -> fmt::Result {
-    w.write_str(core::str::from_utf8(&lat_flags(flags, preempt)).unwrap_or("....."))
+/// The latency columns (`d..2.`; `d..2` before 5.13, `d...2..` on 6.1-rt):
+/// irqs-off (`D`/`b` with BH disabled), need-resched, hardirq/softirq,
+/// preempt depth, migrate-disable depth ([`LatColumns`]). `lazy`: the
+/// record's `common_preempt_lazy_count` (RT kernels with it).
+pub fn write_lat_flags<W: Write + ?Sized>(
+    w: &mut W,
+    flags: u8,
+    preempt: u8,
+    lazy: u8,
+    cols: LatColumns,
+) -> fmt::Result {
+    let (b, n) = lat_flags(flags, preempt, lazy, cols);
+    w.write_str(b.get(..n).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("....."))
 }
 
-fn lat_flags(flags: u8, preempt: u8) -> [u8; 5] {
-    let irqs_off = match (flags & IRQS_OFF != 0, flags & BH_OFF != 0) {
-        (true, true) => b'D',
-        (true, false) => b'd',
-        (false, true) => b'b',
-        _ => b'.',
+/// `%x` of a count, or `.` for 0, into `b` at `n`; the new length.
+fn push_count(b: &mut [u8; 8], n: usize, v: u8) -> usize {
+    let (digits, len) = match v {
+        0 => ([b'.', 0], 1),
+        1..=15 => ([hex(v), 0], 1),
+        _ => ([hex(v >> 4), hex(v & 0xf)], 2),
     };
-    let need_resched = match flags & (NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED) {
-        x if x == NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED => b'B',
-        x if x == NEED_RESCHED | PREEMPT_RESCHED => b'N',
-        x if x == NEED_RESCHED_LAZY | PREEMPT_RESCHED => b'L',
-        x if x == NEED_RESCHED | NEED_RESCHED_LAZY => b'b',
-        NEED_RESCHED => b'n',
-        PREEMPT_RESCHED => b'p',
-        NEED_RESCHED_LAZY => b'l',
-        _ => b'.',
-    };
+    for (i, &d) in digits.iter().take(len).enumerate() {
+        if let Some(slot) = b.get_mut(n + i) {
+            *slot = d;
+        }
+    }
+    n + len
+}
+
+/// The columns' bytes and how many of them are used.
+fn lat_flags(flags: u8, preempt: u8, lazy: u8, cols: LatColumns) -> ([u8; 8], usize) {
     let (nmi, hard, soft) = (flags & NMI != 0, flags & HARDIRQ != 0, flags & SOFTIRQ != 0);
     let hardsoft = match (nmi, hard, soft) {
         (true, true, _) => b'Z',
@@ -104,14 +114,79 @@ fn lat_flags(flags: u8, preempt: u8) -> [u8; 5] {
         (false, false, true) => b's',
         _ => b'.',
     };
-    [irqs_off, need_resched, hardsoft, hex_or_dot(preempt & 0xf), hex_or_dot(preempt >> 4)]
+    // 0x02 was IRQS_NOSUPPORT before 6.13.
+    let irqs_off = match (flags & IRQS_OFF != 0, flags & BH_OFF != 0) {
+        (true, true) => b'D',
+        (true, false) => b'd',
+        (false, true) => b'b',
+        _ if cols != LatColumns::Five && flags & NEED_RESCHED_LAZY != 0 => b'X',
+        _ => b'.',
+    };
+    let mut b = [b'.'; 8];
+    match cols {
+        LatColumns::Four => {
+            // No BH_OFF flag yet.
+            b[0] = match flags & (IRQS_OFF | NEED_RESCHED_LAZY) {
+                0 => b'.',
+                x if x & IRQS_OFF != 0 => b'd',
+                _ => b'X',
+            };
+            b[1] = match flags & (NEED_RESCHED | PREEMPT_RESCHED) {
+                x if x == NEED_RESCHED | PREEMPT_RESCHED => b'N',
+                NEED_RESCHED => b'n',
+                PREEMPT_RESCHED => b'p',
+                _ => b'.',
+            };
+            b[2] = hardsoft;
+            let n = push_count(&mut b, 3, preempt);
+            (b, n)
+        }
+        LatColumns::RtLazy => {
+            // PREEMPT_RESCHED is 0 there and 0x20 is NEED_RESCHED_LAZY.
+            b[0] = irqs_off;
+            b[1] = if flags & NEED_RESCHED != 0 { b'n' } else { b'.' };
+            b[2] = if flags & PREEMPT_RESCHED != 0 { b'L' } else { b'.' };
+            b[3] = hardsoft;
+            b[4] = hex_or_dot(preempt & 0xf);
+            let n = push_count(&mut b, 5, lazy);
+            if let Some(slot) = b.get_mut(n) {
+                *slot = hex_or_dot(preempt >> 4);
+            }
+            (b, n + 1)
+        }
+        LatColumns::Five => {
+            b[0] = irqs_off;
+            b[1] = match flags & (NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED) {
+                x if x == NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED => b'B',
+                x if x == NEED_RESCHED | PREEMPT_RESCHED => b'N',
+                x if x == NEED_RESCHED_LAZY | PREEMPT_RESCHED => b'L',
+                x if x == NEED_RESCHED | NEED_RESCHED_LAZY => b'b',
+                NEED_RESCHED => b'n',
+                PREEMPT_RESCHED => b'p',
+                NEED_RESCHED_LAZY => b'l',
+                _ => b'.',
+            };
+            b[2] = hardsoft;
+            b[3] = hex_or_dot(preempt & 0xf);
+            b[4] = hex_or_dot(preempt >> 4);
+            (b, 5)
+        }
+    }
 }
 
 fn hex_or_dot(v: u8) -> u8 {
-    match v {
-        0 => b'.',
-        1..=9 => b'0' + v,
-        _ => b'a' + (v & 0xf) - 10,
+    if v == 0 {
+        b'.'
+    } else {
+        hex(v)
+    }
+}
+
+/// The lower-case hex digit of a nibble.
+fn hex(v: u8) -> u8 {
+    match v & 0xf {
+        d @ 0..=9 => b'0' + d,
+        d => b'a' + d - 10,
     }
 }
 
@@ -174,16 +249,20 @@ fn push_pid<const N: usize>(b: &mut StackBuf<N>, pid: i32) {
     b.fill(b' ', 7usize.saturating_sub(b.len() - n));
 }
 
-/// ` [CPU] flags`: the columns between comm-pid and the timestamp.
-fn lat_col(cpu: u32, flags: u8, preempt: u8) -> Piece {
+/// ` [CPU] flags`: the columns between comm-pid and the timestamp (no
+/// flags with the `irq-info` option off: `cols` `None`).
+fn lat_col(cpu: u32, flags: u8, preempt: u8, lazy: u8, cols: Option<LatColumns>) -> Piece {
     let mut b = Piece::new();
     b.push(b' ');
     b.push(b'[');
     b.push_padded(u64::from(cpu), 3, b'0');
     b.push(b']');
     b.push(b' ');
-    for c in lat_flags(flags, preempt) {
-        b.push(c);
+    if let Some(cols) = cols {
+        let (c, n) = lat_flags(flags, preempt, lazy, cols);
+        for &c in c.iter().take(n) {
+            b.push(c);
+        }
     }
     b
 }
@@ -197,6 +276,8 @@ struct Repeats {
     /// The whole part of the last timestamp, and its text.
     whole: (u64, Piece),
     in_ns: bool,
+    /// The latency columns; `None` with the `irq-info` option off.
+    cols: Option<LatColumns>,
 }
 
 /// Entries of [`Repeats::lat`] (a power of two).
@@ -204,17 +285,29 @@ const LATS: usize = 64;
 
 impl Repeats {
     fn new(in_ns: bool) -> Self {
-        Repeats { lat: alloc::vec![(u64::MAX, Piece::new()); LATS], whole: (0, ts_whole(0, in_ns)), in_ns }
+        Repeats {
+            lat: alloc::vec![(u64::MAX, Piece::new()); LATS],
+            whole: (0, ts_whole(0, in_ns)),
+            in_ns,
+            cols: Some(LatColumns::Five),
+        }
+    }
+
+    /// Change the latency columns (forgets the kept ones).
+    fn set_cols(&mut self, cols: Option<LatColumns>) {
+        self.cols = cols;
+        self.lat.iter_mut().for_each(|e| e.0 = u64::MAX);
     }
 
     /// The columns after comm-pid, up to and including the `": "`.
     #[inline]
-    fn push<const N: usize>(&mut self, b: &mut StackBuf<N>, cpu: u32, flags: u8, preempt: u8, ts: u64) {
-        let key = u64::from(cpu) << 16 | u64::from(flags) << 8 | u64::from(preempt);
+    #[allow(clippy::too_many_arguments)]
+    fn push<const N: usize>(&mut self, b: &mut StackBuf<N>, cpu: u32, flags: u8, preempt: u8, lazy: u8, ts: u64) {
+        let key = u64::from(cpu) << 24 | u64::from(lazy) << 16 | u64::from(flags) << 8 | u64::from(preempt);
         let slot = (key as u32).wrapping_mul(0x9e37_79b1) as usize >> 26 & (LATS - 1);
         if let Some(e) = self.lat.get_mut(slot) {
             if e.0 != key {
-                *e = (key, lat_col(cpu, flags, preempt));
+                *e = (key, lat_col(cpu, flags, preempt, lazy, self.cols));
             }
             b.push_buf(&e.1);
         }
@@ -250,7 +343,7 @@ pub fn write_prefix<W: Write + ?Sized>(
     } else {
         push_comm_pid(&mut b, comm, pid);
     }
-    b.push_buf(&lat_col(cpu, flags, preempt));
+    b.push_buf(&lat_col(cpu, flags, preempt, 0, Some(LatColumns::Five)));
     let (whole, frac) = split_ts(ts, in_ns);
     b.push_buf(&ts_whole(whole, in_ns));
     push_frac(&mut b, frac);
@@ -296,7 +389,7 @@ mod tests {
     fn lat_flags() {
         let f = |flags, pc| {
             let mut s = String::new();
-            write_lat_flags(&mut s, flags, pc).unwrap();
+            write_lat_flags(&mut s, flags, pc, 0, LatColumns::Five).unwrap();
             s
         };
         assert_eq!(f(0, 0), ".....");
@@ -309,6 +402,27 @@ mod tests {
         assert_eq!(f(SOFTIRQ | IRQS_OFF, 3), "d.s3.");
         assert_eq!(f(IRQS_OFF | BH_OFF, 2), "D..2.");
         assert_eq!(f(BH_OFF, 0), "b....");
+        // 5.10: four columns, the whole preempt count in hex.
+        let f = |flags, pc| {
+            let mut s = String::new();
+            write_lat_flags(&mut s, flags, pc, 0, LatColumns::Four).unwrap();
+            s
+        };
+        assert_eq!(f(0, 0), "....");
+        assert_eq!(f(IRQS_OFF | NEED_RESCHED | HARDIRQ, 1), "dnh1");
+        assert_eq!(f(NEED_RESCHED_LAZY | PREEMPT_RESCHED | SOFTIRQ, 0x21), "Xps21");
+        assert_eq!(f(BH_OFF, 0x0f), "...f");
+        assert_eq!(f(0, 0x10), "...10");
+        // 6.1-rt: need-resched-lazy and the lazy count.
+        let f = |flags, pc, lazy| {
+            let mut s = String::new();
+            write_lat_flags(&mut s, flags, pc, lazy, LatColumns::RtLazy).unwrap();
+            s
+        };
+        assert_eq!(f(0, 0, 0), ".......");
+        assert_eq!(f(0, 1, 0), "....1..");
+        assert_eq!(f(IRQS_OFF | NEED_RESCHED | PREEMPT_RESCHED | HARDIRQ, 0x12, 1), "dnLh211");
+        assert_eq!(f(0, 0, 0x1a), ".....1a.");
     }
 
     #[test]
@@ -345,13 +459,28 @@ pub struct CommonFields {
     at: [(u32, u32); 3],
     /// The layout of every kernel: two bytes and an int.
     plain: bool,
+    /// Offset of `common_preempt_lazy_count` (RT kernels with lazy
+    /// preemption, [`LatColumns::RtLazy`]).
+    lazy: Option<u32>,
 }
 
 impl CommonFields {
     pub fn of(ev: &crate::format::EventFormat) -> Self {
         let f = |n: &str| ev.common.iter().find(|f| f.name == n).map_or((0, 0), |f| (f.offset, f.size));
         let at = [f("common_flags"), f("common_preempt_count"), f("common_pid")];
-        CommonFields { at, plain: at[0].1 == 1 && at[1].1 == 1 && at[2].1 == 4 }
+        let lazy = ev.common.iter().find(|f| f.name == "common_preempt_lazy_count").map(|f| f.offset);
+        CommonFields { at, plain: at[0].1 == 1 && at[1].1 == 1 && at[2].1 == 4, lazy }
+    }
+
+    /// Whether the events carry `common_preempt_lazy_count`.
+    pub fn has_lazy_count(&self) -> bool {
+        self.lazy.is_some()
+    }
+
+    /// A record's `common_preempt_lazy_count` (0 without one).
+    #[inline]
+    pub fn lazy_count(&self, p: &[u8]) -> u8 {
+        self.lazy.and_then(|o| p.get(o as usize).copied()).unwrap_or(0)
     }
 
     /// (flags, preempt_count, pid) of a record payload.
@@ -467,7 +596,23 @@ impl<'a> Renderer<'a> {
     /// What the format files leave out (kernel version, enum values…).
     pub fn with_kernel(mut self, k: &'a dyn crate::printfmt::KernelInfo) -> Self {
         self.kernel = Some(k);
+        let cols = self.repeats.cols.map(|_| self.lat_columns());
+        self.repeats.set_cols(cols);
         self
+    }
+
+    /// The `irq-info` option (on by default): off leaves the latency
+    /// columns out of the prefix. Call after [`Renderer::with_kernel`].
+    pub fn with_irq_info(mut self, on: bool) -> Self {
+        let cols = on.then(|| self.lat_columns());
+        self.repeats.set_cols(cols);
+        self
+    }
+
+    /// The latency columns of this kernel ([`crate::printfmt::lat_columns`]).
+    fn lat_columns(&self) -> LatColumns {
+        let lazy = self.common.is_some_and(|c| c.has_lazy_count());
+        crate::printfmt::lat_columns(self.kernel.and_then(|k| k.kernel_version()), lazy)
     }
 
     /// printk_formats for bprint/bputs and string pointers.
@@ -512,7 +657,8 @@ impl<'a> Renderer<'a> {
         let (flags, preempt, pid) = common.read(self.endian, payload);
         self.pre.clear();
         comm_col(&mut self.cols, &self.cmdlines, w, &mut self.pre, pid)?;
-        self.repeats.push(&mut self.pre, cpu, flags, preempt, ts);
+        let lazy = common.lazy_count(payload);
+        self.repeats.push(&mut self.pre, cpu, flags, preempt, lazy, ts);
         Ok(())
     }
 
@@ -598,6 +744,10 @@ impl<'a> Renderer<'a> {
                         break;
                     }
                     w.write_str(" => ")?;
+                    if a == FTRACE_TRAMPOLINE_MARKER {
+                        w.write_str("[FTRACE TRAMPOLINE]\n")?;
+                        continue;
+                    }
                     self.ip_sym(w, a)?;
                     w.write_char('\n')?;
                 }
@@ -606,6 +756,13 @@ impl<'a> Renderer<'a> {
         }
     }
 }
+
+/// What the stack tracer stores for a return address inside an ftrace
+/// trampoline (kernel/trace/trace.h `FTRACE_TRAMPOLINE_MARKER`, INT_MAX; the
+/// 6.12 x86_64 board's stacks have it); `trace_stack_print()` prints
+/// `[FTRACE TRAMPOLINE]` for it. No kernel text lives there on any
+/// architecture, so older kernels' stacks never hold it.
+const FTRACE_TRAMPOLINE_MARKER: u64 = 0x7fff_ffff;
 
 /// Push the comm-pid column of `pid`, from the cache when it is there.
 fn comm_col<W: Write>(

@@ -94,6 +94,76 @@ while IFS= read -r line; do
 	fi
 done <"$session"
 
+# trace-cmd interop: the board's `tr-cat -o` file (with the board's tr-cat
+# text of it) read by the host's trace-cmd report: the same events (CPU,
+# timestamp, pid, name) in the same order; then trace-cmd's own rewrite of it
+# (`trace-cmd convert`, file version 7) read by the host's tr-cat, when
+# there is a host build (target/release/trbox).
+# Each line as "CPU TS PID NAME": the [CPU] token, the next `S.US:` token,
+# the pid at the end of the token before [CPU], the name after the time.
+events_of() {
+	awk '{
+		for (i = 2; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) break
+		if (i > NF) next
+		pid = $(i - 1); sub(/.*-/, "", pid)
+		for (j = i + 1; j <= NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+		if (j >= NF) next
+		name = $(j + 1); sub(/:$/, "", name)
+		print $i, $j, pid, name
+	}' "$1"
+}
+# interop_file DIR NAME: DIR/NAME.dat and the board's DIR/NAME.txt.
+interop_file() {
+	local d=$1 f=$2 n host what
+	what="trace-cmd interop ($f.dat)"
+	cp "$d/$f.dat" "$OUT/$f.dat"
+	events_of "$d/$f.txt" >"$d/$f.board"
+	if ! trace-cmd report -i "$d/$f.dat" >"$d/$f.report" 2>"$d/$f.err"; then
+		bad "$what: trace-cmd report failed on the board's tr-cat -o file ($(head -n1 "$d/$f.err"))"
+	else
+		events_of "$d/$f.report" >"$d/$f.tc"
+		n=$(wc -l <"$d/$f.board")
+		if [ "$n" -gt 0 ] && cmp -s "$d/$f.board" "$d/$f.tc"; then
+			ok "$what: trace-cmd report of the board's tr-cat -o file: the same $n events as tr-cat"
+		else
+			bad "$what: trace-cmd report and the board's tr-cat differ ($n vs $(wc -l <"$d/$f.tc") events)"
+			diff "$d/$f.board" "$d/$f.tc" | head -n 10 | indent
+		fi
+	fi
+	host=${CARGO_TARGET_DIR:-$REPO/target}/release/trbox
+	if [ -x "$host" ] && trace-cmd convert -i "$d/$f.dat" -o "$d/$f.v7" --file-version 7 --compression none >/dev/null 2>&1; then
+		"$host" tr-cat "$d/$f.v7" >"$d/$f.v7.txt" 2>"$d/$f.v7.err"
+		events_of "$d/$f.v7.txt" >"$d/$f.host"
+		if [ -s "$d/$f.host" ] && cmp -s "$d/$f.board" "$d/$f.host"; then
+			ok "$what: the host's tr-cat of trace-cmd's v7 rewrite: the same $(wc -l <"$d/$f.host") events"
+		else
+			bad "$what: tr-cat of trace-cmd's v7 rewrite differs from the board's tr-cat"
+			{ head -n 3 "$d/$f.v7.err"; diff "$d/$f.board" "$d/$f.host" | head -n 10; } | indent
+		fi
+	fi
+}
+interop() {
+	local hdr tmp
+	hdr=$(grep -m1 '^@@FILE-BEGIN t.tgz ' "$log" | tr -d '\r') && [ -n "$hdr" ] || return 0
+	if ! command -v trace-cmd >/dev/null; then
+		ok "trace-cmd interop: skipped (no trace-cmd on the host)"
+		return 0
+	fi
+	tmp=$(mktemp -d "$OUT/.interop.XXXXXX")
+	sed -n '/^@@FILE-BEGIN t.tgz /,/^@@FILE-END/p' "$log" | sed '1d;$d' | tr -d '\r' | base64 -d >"$tmp/t.tgz" 2>/dev/null
+	set -- $hdr
+	if [ "$(md5sum <"$tmp/t.tgz" | cut -d' ' -f1)" != "$3" ] || ! tar -xzf "$tmp/t.tgz" -C "$tmp"; then
+		bad "trace-cmd interop: the recording did not come through the console intact"
+		rm -rf "$tmp"
+		return 0
+	fi
+	for f in t sb; do
+		[ -f "$tmp/$f.dat" ] && interop_file "$tmp" "$f"
+	done
+	rm -rf "$tmp"
+}
+interop
+
 if grep -q '^@@SESSION-DONE' "$log" && grep -q '^@@END' "$log" && [ "$qrc" = 0 ]; then
 	ok "power-off: qemu exited cleanly after $(cat "$OUT/run-seconds" 2>/dev/null || echo '?')s"
 else

@@ -3,8 +3,9 @@
 # bring the recorded trees back over the serial console (base64 tar.gz with
 # an md5), cut /proc/kallsyms down to the symbols each scenario's trace text
 # mentions (plus the symbol after each, so offsets and sizes work), and
-# replace tests/fixtures/ARCH/ with the result. Writes tests/fixtures/ARCH/INFO.
-#   cross/qemu/fixtures.sh [ARCH...]
+# replace tests/fixtures/BOARD/ with the result (BOARD: ARCH for the 6.1
+# kernels, ARCH-KERNEL for the others, common.sh). Writes its INFO.
+#   cross/qemu/fixtures.sh [ARCH[:KERNEL]...]
 # FIXTURES="a b": record only these scenarios and replace only their
 # directories; the other trees stay as they are (INFO is redone over all).
 set -euo pipefail
@@ -16,6 +17,8 @@ for a in "${archs[@]}"; do
 	(
 		export ARCH=$a
 		. "$QEMU_DIR/common.sh"
+		# common.sh split ARCH:KERNEL; the scripts below read both.
+		export KERNEL
 		"$QEMU_DIR/fetch.sh"
 		"$QEMU_DIR/mkinitramfs.sh"
 		"$QEMU_DIR/run.sh" fixtures
@@ -64,7 +67,7 @@ for a in "${archs[@]}"; do
 		rm -f "$fx/kallsyms.full"
 		# Each tree carries the kernel's uname (tr-cat reads the version there).
 		for d in "$fx"/*/; do cp "$fx/uname" "$d"; done
-		dest=$REPO/tests/fixtures/$ARCH
+		dest=$REPO/tests/fixtures/$BOARD
 		if [ -n "${FIXTURES:-}" ]; then
 			mkdir -p "$dest"
 			for d in "$fx"/*/; do
@@ -84,7 +87,7 @@ for a in "${archs[@]}"; do
 		ev=${ev%/}
 		subbuf=$(grep -m1 '^@@FIXTURE kernel ' "$log" | sed 's/.*subbuf=\([0-9]*\).*/\1/')
 		{
-			echo "arch: $ARCH"
+			echo "arch: $ARCH"; echo "board: $BOARD"
 			echo "kernel: $(cut -d' ' -f2 "$CACHE/kver") (Debian linux-image-$kver)"
 			echo "uname: $(head -n1 "$fx/uname")"
 			echo "long (header_page commit size): $(sed -n 's/.*local_t commit;.*size:\([0-9]*\);.*/\1/p' "$ev/events/header_page")"

@@ -576,3 +576,27 @@ fn unprivileged_switch_and_absent_tracefs() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not a tracefs tree (no events/ directory)"), "{}", stderr(&o));
 }
+
+/// `-S KB` sets buffer_subbuf_size_kb (6.8+) for the command and puts it
+/// back; `tr-on` shows it; a kernel without the file gets a usage error.
+#[test]
+fn subbuf_size_is_set_for_the_command_and_restored() {
+    let Some(root) = live_tracefs() else { return };
+    if !root.join("buffer_subbuf_size_kb").exists() {
+        skip_absent("no buffer_subbuf_size_kb (kernel before 6.8)");
+        return;
+    }
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let was = rd(&root, "buffer_subbuf_size_kb");
+    let want = if was == "8" { "16" } else { "8" };
+    let f = root.join("buffer_subbuf_size_kb");
+    let o = on(&["-S", want, "--", "cat", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), want);
+    let exe = trbox();
+    let o = on(&["-S", want, "--", exe.to_str().unwrap(), "tr-on"]);
+    assert!(stdout(&o).contains(&format!(", {want} KiB sub-buffers")), "{}", stdout(&o));
+    assert_eq!(rd(&root, "buffer_subbuf_size_kb"), was);
+    assert_same_state(&before, &snapshot(&root));
+}

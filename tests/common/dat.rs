@@ -113,10 +113,13 @@ pub fn build(meta: &Path, parts: &[Part<'_>], out: &Path) -> (u64, Vec<Vec<u8>>)
     w.saved_cmdlines(&read(&meta.join("saved_cmdlines"))).unwrap();
     w.cpus(data.len() as u32).unwrap();
     let clock = String::from_utf8_lossy(&read(&meta.join("trace_clock"))).trim().to_string();
+    // The kernel's `uname -a` where the tree has it (readers take the
+    // kernel version from it).
+    let uname = fs::read_to_string(meta.join("uname")).ok().and_then(|u| u.lines().next().map(String::from));
     w.options(
         &WriteOptions {
             trace_clock: Some(&clock),
-            uname: Some("Linux bench 6.1 x86_64"),
+            uname: Some(uname.as_deref().unwrap_or("Linux bench 6.1 x86_64")),
             version: Some("trbox-bench"),
             ..Default::default()
         },
