@@ -42,7 +42,10 @@ fn compare(what: &str, kernel: &str, ours: &str) -> (usize, Vec<String>) {
 }
 
 /// `tr-cat --raw -T DIR` against DIR/trace.
-fn check(dir: &Path) -> (usize, Vec<String>) {
+/// A comparison: lines compared, and the differences as text.
+type Diff = (usize, Vec<String>);
+
+fn check(dir: &Path) -> Diff {
     let kernel = std::fs::read_to_string(dir.join("trace")).unwrap();
     let o = run(&["tr-cat", "--raw", "-T", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}: {}", dir.display(), stderr(&o));
@@ -53,7 +56,7 @@ fn check(dir: &Path) -> (usize, Vec<String>) {
 /// `tr-cat FILE` of a trace.dat holding DIR's pages and metadata
 /// (common::dat, one copy, timestamps as recorded) against DIR/trace; and
 /// `trace-cmd report` of that file where it applies ([`check_trace_cmd`]).
-fn check_file(dir: &Path) -> ((usize, Vec<String>), Option<(usize, Vec<String>)>) {
+fn check_file(dir: &Path) -> (Diff, Option<Diff>) {
     let kernel = std::fs::read_to_string(dir.join("trace")).unwrap();
     let tmp = TempDir::new("fxdat");
     let f = tmp.path().join("trace.dat");
