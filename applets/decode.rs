@@ -72,6 +72,10 @@ pub struct Input<'t> {
     labels: Vec<String>,
     /// What to say on stderr when the streams hold nothing at all.
     empty_note: Option<String>,
+    /// For writers of other formats: `uname` (sysname nodename release
+    /// version machine) and the saved_cmdlines text.
+    uname: Option<String>,
+    saved_cmdlines: String,
 }
 
 impl<'t> Input<'t> {
@@ -126,7 +130,9 @@ impl<'t> Input<'t> {
             ncpus,
             long_size: hp.long_size(),
             events: load_events(t, hp.long_size())?,
+            saved_cmdlines: t.read_top_opt("saved_cmdlines")?.unwrap_or_default(),
             cmdlines: Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default()),
+            uname: ["uname", "version"].iter().find_map(|f| t.read_top_opt(f).ok().flatten()),
             in_ns: clock_in_ns(trbox::ctl::selected(&clock).unwrap_or("local")),
             syms: LazyKallsyms::for_tree(t),
             printk: PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default()),
@@ -146,8 +152,17 @@ impl<'t> Input<'t> {
     /// who says so on stderr when they hold no event.
     pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
         let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
-        let mut f = std::fs::File::open(path).map_err(io)?;
-        let td = TraceDat::read(&mut f)
+        // A stream is rebuilt as a trace.dat in an anonymous file, read
+        // like any other (one reader in the binary, not one per source).
+        let mem = match load_stream(path)? {
+            Some(b) => Some(trbox::sys::anonymous_file(&b).map_err(io)?),
+            None => None,
+        };
+        let open = || match &mem {
+            Some(m) => m.try_clone(),
+            None => std::fs::File::open(path),
+        };
+        let td = TraceDat::read(&mut open().map_err(io)?)
             .map_err(|e| Error::runtime(format!("{}: not a readable trace.dat: {e}", path.display())))?;
         for w in &td.warnings {
             log::warn!("{}: {w}", path.display());
@@ -195,8 +210,7 @@ impl<'t> Input<'t> {
                     continue;
                 }
                 let Some(pages) = td.pages(inst, idx) else { continue };
-                let file = std::fs::File::open(path).map_err(io)?;
-                let src = FilePages { file, pages, path: path.into() };
+                let src = FilePages { file: open().map_err(io)?, pages, path: path.into() };
                 let mut s = CpuPages::new(c.cpu, Box::new(src), layout, td.endian);
                 s.buffer = b as u32;
                 streams.push(s);
@@ -234,6 +248,8 @@ impl<'t> Input<'t> {
             long_size: hp.long_size(),
             events,
             cmdlines: Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines)),
+            saved_cmdlines: String::from_utf8_lossy(&td.saved_cmdlines).into_owned(),
+            uname: td.options.uname.clone(),
             in_ns: clock_in_ns(&clock),
             syms: LazyKallsyms::from_text(td.kallsyms.clone()),
             printk: PrintkFormats::parse(&String::from_utf8_lossy(&td.printk_formats)),
@@ -247,6 +263,65 @@ impl<'t> Input<'t> {
             empty_note,
         })
     }
+}
+
+/// A trbox stream (`tr-cat -o -`) at `path` (`-`: standard input), read
+/// whole and turned into the bytes of a trace.dat; None for a file that is
+/// not a stream (a trace.dat, read in place). A stream cut off reads up to
+/// the cut, with warnings.
+pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    use std::io::Read as _;
+    use trbox::tracedat::stream;
+    let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
+    let bytes = if path.as_os_str() == "-" {
+        let mut v = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
+        v
+    } else {
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        let mut head = [0u8; 16];
+        let n = f.read(&mut head).map_err(io)?;
+        if head[..n].starts_with(&trbox::tracedat::MAGIC) {
+            return Ok(None);
+        }
+        std::fs::read(path).map_err(io)?
+    };
+    if bytes.starts_with(&trbox::tracedat::MAGIC) {
+        // A trace.dat on standard input.
+        return Ok(Some(bytes));
+    }
+    let bytes = if stream::is_stream(&bytes) { bytes } else { from_console(path, &bytes)? };
+    let s = stream::parse(&bytes).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+    for w in &s.warnings {
+        log::warn!("{}: {w}", path.display());
+    }
+    let td = stream::to_tracedat(&s)
+        .map_err(|e| Error::runtime(format!("{}: cannot rebuild a trace.dat from the stream: {e}", path.display())))?;
+    Ok(Some(td))
+}
+
+/// The stream in a console log (`tr-cat -o - --console` captured).
+#[cfg(all(feature = "zlib", feature = "host"))]
+fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
+    use trbox::tracedat::console;
+    let d = console::decode(log).map_err(|e| {
+        Error::runtime(format!(
+            "{}: neither a trace.dat, a trbox stream nor a console log with a recording: {e}",
+            path.display()
+        ))
+        .hint("record on the board with: tr-cat -o - --console [-e EV] [-t S] [-- CMD]")
+    })?;
+    for w in &d.warnings {
+        log::warn!("{}: {w}", path.display());
+    }
+    log::info!("{}: {} lines of the recording read, {} damaged", path.display(), d.lines, d.damaged);
+    Ok(d.stream)
+}
+
+#[cfg(not(all(feature = "zlib", feature = "host")))]
+fn from_console(path: &Path, _: &[u8]) -> Result<Vec<u8>, Error> {
+    Err(Error::runtime(format!("{}: not a trace.dat or a trbox stream", path.display()))
+        .hint("a console log (--from-console) is read on the host: this trbox is a board build"))
 }
 
 /// A buffer's name as a person reads it.
@@ -298,6 +373,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         buffers,
         labels,
         empty_note,
+        ..
     } = input;
     let kernel = Kernel { version, top: kernel_top, live, consts: Default::default() };
     let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
@@ -398,6 +474,11 @@ pub struct Meta {
     pub buffers: Vec<String>,
     /// CPUs of the traced machine.
     pub cpus: u32,
+    /// Read by the Perfetto writer (host builds).
+    #[cfg_attr(not(feature = "host"), allow(dead_code))]
+    pub uname: Option<String>,
+    #[cfg_attr(not(feature = "host"), allow(dead_code))]
+    pub saved_cmdlines: String,
 }
 
 impl Meta {
@@ -417,10 +498,34 @@ pub fn collect(
     f: &mut dyn FnMut(&Meta, Item<'_>),
 ) -> Result<Meta, Error> {
     let Input {
-        long_size, events, cmdlines, syms, endian, mut streams, tree, in_ns, buffers, empty_note, ncpus, ..
+        long_size,
+        events,
+        cmdlines,
+        syms,
+        endian,
+        mut streams,
+        tree,
+        in_ns,
+        buffers,
+        empty_note,
+        ncpus,
+        uname,
+        saved_cmdlines,
+        ..
     } = input;
     let mut c = Collector {
-        meta: Meta { events, cmdlines, syms, endian, long_size, in_ns, buffers, cpus: ncpus.max(1) },
+        meta: Meta {
+            events,
+            cmdlines,
+            syms,
+            endian,
+            long_size,
+            in_ns,
+            buffers,
+            cpus: ncpus.max(1),
+            uname,
+            saved_cmdlines,
+        },
         f,
         o,
     };

@@ -13,9 +13,10 @@ use trbox::sys::Tracefs;
 /// or with --raw decode the per-CPU raw pages with trbox's own decoder,
 /// merged by timestamp, until the buffers are empty; or a trace.dat FILE;
 /// or with -o record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
-/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE [-e EV] [-t S] [-m KB] [-- CMD]
+/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE|- [-e EV] [-t S] [-m KB] [-- CMD] | tr-cat STREAM -o trace.dat
 struct Args {
-    /// record the raw pages into this trace.dat (version 6)
+    /// record the raw pages into this trace.dat (version 6); `-`: a stream
+    /// on standard output (see the README); with a stream FILE: convert it
     #[argh(option, short = 'o')]
     output: Option<String>,
     /// with -o: keep at most MAX_KB of trace data, the newest
@@ -52,20 +53,92 @@ struct Args {
     /// with --raw or FILE: render on N threads (default: one per CPU)
     #[argh(option, short = 'j')]
     jobs: Option<usize>,
-    /// a trace.dat to decode (v6/v7, compressed or not): every buffer,
-    /// named before each line when several; -B NAME reads only that one
+    /// a trace.dat to decode (v6/v7, compressed or not), or a stream of
+    /// tr-cat -o - (`-`: standard input): every buffer, named before each
+    /// line when several; -B NAME reads only that one
     #[argh(positional)]
     file: Option<String>,
+    /// the FILE to read, given as an option: `-i -` reads a stream (or a
+    /// trace.dat) from standard input
+    #[argh(option, short = 'i')]
+    input: Option<String>,
+    /// with -o -: write the stream as checksummed text lines that survive
+    /// a serial console
+    #[argh(switch)]
+    console: bool,
+    /// read the recording that tr-cat -o - --console printed, from a
+    /// captured console log (with -o FILE: convert it to a trace.dat)
+    #[argh(option)]
+    from_console: Option<String>,
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
-    let a: Args = cli::parse("tr-cat", own)?;
+    let mut a: Args = cli::parse("tr-cat", own)?;
+    if let Some(i) = a.from_console.take() {
+        if a.file.is_some() || a.input.is_some() {
+            return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
+        }
+        a.file = Some(i);
+    }
+    if let Some(i) = a.input.take() {
+        if a.file.is_some() {
+            return Err(Error::usage("give the file to read once: as FILE or with -i"));
+        }
+        a.file = Some(i);
+    }
+    if let (Some(o), Some(f)) = (&a.output, &a.file) {
+        if o.ends_with(".pftrace") {
+            let mut ro = RawOpts {
+                only: None,
+                filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+                follow: false,
+                json: false,
+                limit: None,
+                since: None,
+                threads: None,
+            };
+            ro.only = parse_cpus(a.cpu.as_deref())?;
+            let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
+            return perfetto(input, &ro, o);
+        }
+        if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
+            return Err(Error::usage(
+                "FILE -o OUT converts a stream; it does not combine with --raw, -f, --json, -e or -- CMD",
+            ));
+        }
+        return convert(f, o);
+    }
+    if let Some(o) = a.output.as_ref().filter(|o| o.ends_with(".pftrace") && a.raw) {
+        // A tree's raw pages (a copy with -T, or the live buffer, consumed).
+        let mut t = Tracefs::open(common.tracefs.as_deref())?;
+        if let Some(i) = &common.instance {
+            t.enter_instance(i)?;
+        }
+        let ro = RawOpts {
+            only: parse_cpus(a.cpu.as_deref())?,
+            filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+            follow: false,
+            json: false,
+            limit: None,
+            since: None,
+            threads: None,
+        };
+        let input = decode::Input::tree(&t, &ro)?;
+        return perfetto(input, &ro, o);
+    }
     if let Some(o) = &a.output {
         if a.raw || a.follow || a.json || a.file.is_some() {
             return Err(Error::usage("-o records; it does not combine with --raw, -f, --json or a FILE to read"));
         }
-        let r = crate::record::Request { path: o, events: &a.event, time: a.time, max_kb: a.max_kb, cmd };
+        let r = crate::record::Request {
+            path: o,
+            events: &a.event,
+            time: a.time,
+            max_kb: a.max_kb,
+            cmd,
+            console: a.console,
+        };
         return crate::record::run(common, r);
     }
     if !cmd.is_empty() {
@@ -125,6 +198,62 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let _ = out.write_all(text.as_bytes());
         out.finish()
     }
+}
+
+/// `tr-cat STREAM -o trace.dat`: the stream (`-`: standard input) as a
+/// version 6 trace.dat.
+fn convert(input: &str, output: &str) -> Result<(), Error> {
+    let inp = std::path::Path::new(input);
+    let Some(bytes) = decode::load_stream(inp)? else {
+        return Err(Error::usage(format!("{input}: not a trbox stream (tr-cat -o - writes one); nothing to convert"))
+            .hint("a trace.dat is read as it is: tr-cat FILE"));
+    };
+    if output == "-" {
+        return Err(Error::usage("the stream is already on standard output's side: give -o a file name"));
+    }
+    let out = std::path::Path::new(output);
+    let mut f = trbox::sys::record::create_output(out)?;
+    f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
+    eprintln!("tr-cat: {output}: {} bytes (trace.dat version 6)", bytes.len());
+    Ok(())
+}
+
+/// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
+#[cfg(not(feature = "host"))]
+fn perfetto(_: decode::Input<'_>, _: &RawOpts, _: &str) -> Result<(), Error> {
+    Err(Error::usage("this trbox is a board build: it writes no Perfetto traces")
+        .hint("convert on the host: tr-cat FILE -o OUT.pftrace"))
+}
+
+/// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
+#[cfg(feature = "host")]
+fn perfetto(input: decode::Input<'_>, o: &RawOpts, output: &str) -> Result<(), Error> {
+    use trbox::render::CommonFields;
+    let mut tr = trbox::perfetto::Trace::new();
+    let meta = decode::collect(input, o, &|| false, &mut |m, it| {
+        if let decode::Item::Record { cpu, ts, payload, .. } = it {
+            if let Some(ev) = m.events.event_of(payload, m.endian) {
+                let pid = CommonFields::of(ev).read(m.endian, payload).2;
+                tr.event(ev, cpu, ts, pid, payload, m.endian);
+            }
+        }
+    })?;
+    let threads: Vec<(i32, &str)> = meta
+        .saved_cmdlines
+        .lines()
+        .filter_map(|l| l.trim().split_once(' ').and_then(|(p, c)| Some((p.parse().ok()?, c.trim()))))
+        .collect();
+    let events = tr.events;
+    let symbol = |a: u64| {
+        use trbox::printfmt::SymbolLookup;
+        // The name alone, as the function_graph tracer prints it (%ps).
+        meta.syms.lookup(a).map(|s| s.name.to_string())
+    };
+    let bytes = tr.finish(&threads, meta.uname.as_deref(), &symbol);
+    let mut f = trbox::sys::record::create_output(std::path::Path::new(output))?;
+    f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
+    eprintln!("tr-cat: {output}: {events} events, {} bytes (Perfetto trace)", bytes.len());
+    Ok(())
 }
 
 /// `--stats`: count everything kept, print the table at the end.

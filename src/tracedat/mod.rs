@@ -20,7 +20,10 @@ use alloc::string::String;
 use core::fmt;
 
 mod compress;
+#[cfg(feature = "zlib")]
+pub mod console;
 pub mod read;
+pub mod stream;
 pub mod write;
 
 pub use compress::{decompress, Compression};

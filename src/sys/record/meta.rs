@@ -109,6 +109,57 @@ pub fn write_header(
     Ok(Slots { endian: e, cmdlines: (cmdlines_pos, reserve), options, fly, clock, uname })
 }
 
+/// The header of a stream (`-o -`), written to `out` as frames: the same
+/// parts as [`write_header`] (saved_cmdlines and the stats come at the
+/// end).
+pub fn write_stream_header(
+    t: &Tracefs,
+    out: &mut dyn FnMut(&[u8]) -> Result<(), Error>,
+    page_size: u32,
+    long_size: u8,
+    cpus: &[u32],
+    more_systems: &[String],
+) -> Result<(), Error> {
+    use crate::tracedat::stream::{frame, kind, named_frame, preamble, start_frame};
+    let put = |out: &mut dyn FnMut(&[u8]) -> Result<(), Error>, b: &[u8]| out(b);
+    let top = t.top();
+    put(out, &preamble())?;
+    put(out, &start_frame(Endian::NATIVE, long_size, page_size, cpus))?;
+    for name in ["header_page", "header_event"] {
+        put(out, &named_frame(kind::META, name, &read_bytes(&top.join("events").join(name))?))?;
+    }
+    let mut systems = systems_to_store(t);
+    systems.extend(more_systems.iter().filter(|s| s.as_str() != "ftrace").cloned());
+    systems.sort();
+    systems.dedup();
+    systems.insert(0, "ftrace".into());
+    for sys in &systems {
+        for f in formats_of(&top.join("events").join(sys)) {
+            // A format that cannot be read now is left out.
+            if let Ok(text) = read_bytes(&f) {
+                put(out, &named_frame(kind::FORMAT, sys, &text))?;
+            }
+        }
+    }
+    if let Ok(mut k) = File::open(kallsyms_path(t)) {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match k.read(&mut buf) {
+                Ok(0) => break,
+                Ok(m) => put(out, &frame(kind::KALLSYMS, &buf[..m]))?,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    let pf = t.read_top_opt("printk_formats")?.unwrap_or_default();
+    put(out, &named_frame(kind::META, "printk_formats", pf.as_bytes()))?;
+    let clock = t.read_opt("trace_clock")?.unwrap_or_else(|| "[local]".into());
+    put(out, &named_frame(kind::META, "trace_clock", clock.trim().as_bytes()))?;
+    put(out, &named_frame(kind::META, "uname", uname().as_bytes()))?;
+    put(out, &named_frame(kind::META, "version", VERSION.as_bytes()))
+}
+
 const VERSION: &str = concat!("trbox ", env!("CARGO_PKG_VERSION"));
 
 /// Write the parts known only at the end: saved_cmdlines, the options with
