@@ -154,7 +154,7 @@ impl<'t> Input<'t> {
         let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
         // A stream is rebuilt as a trace.dat in an anonymous file, read
         // like any other (one reader in the binary, not one per source).
-        let mem = match load_stream(path)? {
+        let mem = match crate::host::load_stream(path)? {
             Some(b) => Some(trbox::sys::anonymous_file(&b).map_err(io)?),
             None => None,
         };
@@ -263,65 +263,6 @@ impl<'t> Input<'t> {
             empty_note,
         })
     }
-}
-
-/// A trbox stream (`tr-cat -o -`) at `path` (`-`: standard input), read
-/// whole and turned into the bytes of a trace.dat; None for a file that is
-/// not a stream (a trace.dat, read in place). A stream cut off reads up to
-/// the cut, with warnings.
-pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
-    use std::io::Read as _;
-    use trbox::tracedat::stream;
-    let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
-    let bytes = if path.as_os_str() == "-" {
-        let mut v = Vec::new();
-        std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
-        v
-    } else {
-        let mut f = std::fs::File::open(path).map_err(io)?;
-        let mut head = [0u8; 16];
-        let n = f.read(&mut head).map_err(io)?;
-        if head[..n].starts_with(&trbox::tracedat::MAGIC) {
-            return Ok(None);
-        }
-        std::fs::read(path).map_err(io)?
-    };
-    if bytes.starts_with(&trbox::tracedat::MAGIC) {
-        // A trace.dat on standard input.
-        return Ok(Some(bytes));
-    }
-    let bytes = if stream::is_stream(&bytes) { bytes } else { from_console(path, &bytes)? };
-    let s = stream::parse(&bytes).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
-    for w in &s.warnings {
-        log::warn!("{}: {w}", path.display());
-    }
-    let td = stream::to_tracedat(&s)
-        .map_err(|e| Error::runtime(format!("{}: cannot rebuild a trace.dat from the stream: {e}", path.display())))?;
-    Ok(Some(td))
-}
-
-/// The stream in a console log (`tr-cat -o - --console` captured).
-#[cfg(all(feature = "zlib", feature = "host"))]
-fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
-    use trbox::tracedat::console;
-    let d = console::decode(log).map_err(|e| {
-        Error::runtime(format!(
-            "{}: neither a trace.dat, a trbox stream nor a console log with a recording: {e}",
-            path.display()
-        ))
-        .hint("record on the board with: tr-cat -o - --console [-e EV] [-t S] [-- CMD]")
-    })?;
-    for w in &d.warnings {
-        log::warn!("{}: {w}", path.display());
-    }
-    log::info!("{}: {} lines of the recording read, {} damaged", path.display(), d.lines, d.damaged);
-    Ok(d.stream)
-}
-
-#[cfg(not(all(feature = "zlib", feature = "host")))]
-fn from_console(path: &Path, _: &[u8]) -> Result<Vec<u8>, Error> {
-    Err(Error::runtime(format!("{}: not a trace.dat or a trbox stream", path.display()))
-        .hint("a console log (--from-console) is read on the host: this trbox is a board build"))
 }
 
 /// A buffer's name as a person reads it.

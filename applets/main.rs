@@ -5,6 +5,7 @@ mod cli;
 mod command;
 mod decode;
 mod emit;
+mod host;
 mod out;
 mod pool;
 mod record;

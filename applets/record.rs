@@ -20,10 +20,15 @@ pub struct Request<'a> {
     pub cmd: &'a [String],
     /// With `-o -`: the console form.
     pub console: bool,
+    /// `-N`: `path` is the HOST:PORT of a trace-cmd listener.
+    pub net: bool,
 }
 
 pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
-    let stream = r.path == "-";
+    let stream = r.path == "-" && !r.net;
+    if r.net && (r.max_kb.is_some() || r.console) {
+        return Err(Error::usage("-N sends as the pages come: it does not combine with -m or --console"));
+    }
     if stream && r.max_kb.is_some() {
         return Err(Error::usage("-m bounds a file; a stream (-o -) cannot take back what it sent")
             .hint("bound the run with -t or -- CMD"));
@@ -48,11 +53,15 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     }
     let _lock = Lock::take(t.dir(), false)?;
     let path = Path::new(if stream { "standard output" } else { r.path });
+    let net = r.net.then(|| r.path.to_string());
     let (summary, status, write_error) = {
         let no_splice = std::env::var_os("TRBOX_NO_SPLICE").is_some();
         let systems = events.iter().filter_map(|e| e.split(':').next()).map(String::from).collect();
-        let mut rec =
-            Recorder::create(&t, path, &Options { max_kb: r.max_kb, no_splice, systems, stream, console: r.console })?;
+        let mut rec = Recorder::create(
+            &t,
+            path,
+            &Options { max_kb: r.max_kb, no_splice, systems, stream, console: r.console, net },
+        )?;
         let mut st = State::new(&t);
         for e in &events {
             st.set(&format!("{}/enable", trbox::sys::event_dir(e)), "1")?;
@@ -87,6 +96,15 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     };
     print_summary(path, &summary);
     if let Some(e) = write_error {
+        if r.net {
+            return Err(Error::runtime(format!(
+                "listener {}: sending stopped: {}; it has the {} pages sent before",
+                r.path,
+                describe(&e),
+                summary.pages()
+            ))
+            .hint("trace-cmd listen keeps only a header when the link drops; tr-cat --listen keeps the pages"));
+        }
         if stream {
             // The reader went away (EPIPE: ssh dropped, the pipe closed).
             return Err(Error::runtime(format!(
@@ -129,13 +147,16 @@ fn print_summary(path: &Path, s: &Summary) {
     if s.stream_bytes > 0 {
         // What the link carries: the console's rate is what matters there.
         // 115200 baud, 8N1: 11520 bytes a second.
+        // Tenths in integers: float formatting alone would cost ~20 KiB.
         let data = s.file_size.saturating_sub(s.header_wire);
+        let tenths = data * 10 / s.events().max(1);
         o += &format!(
-            "tr-cat: on the wire: {} bytes = header {} (formats, kallsyms) + events {} ({:.1} per event; raw pages {}); {} s at 115200 baud\n",
+            "tr-cat: on the wire: {} bytes = header {} (formats, kallsyms) + events {} ({}.{} per event; raw pages {}); {} s at 115200 baud\n",
             s.file_size,
             s.header_wire,
             data,
-            data as f64 / s.events().max(1) as f64,
+            tenths / 10,
+            tenths % 10,
             s.pages() * s.page_size as u64,
             s.file_size / 11520
         );

@@ -13,7 +13,7 @@ use trbox::sys::Tracefs;
 /// or with --raw decode the per-CPU raw pages with trbox's own decoder,
 /// merged by timestamp, until the buffers are empty; or a trace.dat FILE;
 /// or with -o record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
-/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE|- [-e EV] [-t S] [-m KB] [-- CMD] | tr-cat STREAM -o trace.dat
+/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE|- [-e EV] [-t S] [-m KB] [-- CMD] | tr-cat STREAM -o trace.dat | tr-cat -N HOST:PORT [-e EV] [-t S] [-- CMD] | tr-cat --listen PORT [-o DIR]
 struct Args {
     /// record the raw pages into this trace.dat (version 6); `-`: a stream
     /// on standard output (see the README); with a stream FILE: convert it
@@ -60,6 +60,7 @@ struct Args {
     file: Option<String>,
     /// the FILE to read, given as an option: `-i -` reads a stream (or a
     /// trace.dat) from standard input
+    #[cfg(feature = "host")]
     #[argh(option, short = 'i')]
     input: Option<String>,
     /// with -o -: write the stream as checksummed text lines that survive
@@ -68,64 +69,42 @@ struct Args {
     console: bool,
     /// read the recording that tr-cat -o - --console printed, from a
     /// captured console log (with -o FILE: convert it to a trace.dat)
+    #[cfg(feature = "host")]
     #[argh(option)]
     from_console: Option<String>,
+    /// record and send to trace-cmd listen (or tr-cat --listen) at
+    /// HOST:PORT, trace-cmd's protocol
+    #[argh(option, short = 'N')]
+    net: Option<String>,
+    /// receive recordings from tr-cat -N or trace-cmd record -N -t on
+    /// PORT, into trace.HOST:PORT.dat files (in the -o DIR)
+    #[cfg(feature = "host")]
+    #[argh(option)]
+    listen: Option<u16>,
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
+    #[cfg_attr(not(feature = "host"), allow(unused_mut))]
     let mut a: Args = cli::parse("tr-cat", own)?;
-    if let Some(i) = a.from_console.take() {
-        if a.file.is_some() || a.input.is_some() {
-            return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
-        }
-        a.file = Some(i);
+    #[cfg(feature = "host")]
+    if host_side(common, &mut a, cmd)?.is_some() {
+        return Ok(());
     }
-    if let Some(i) = a.input.take() {
-        if a.file.is_some() {
-            return Err(Error::usage("give the file to read once: as FILE or with -i"));
+    if let Some(addr) = &a.net {
+        if a.output.is_some() || a.raw || a.follow || a.json || a.file.is_some() {
+            return Err(Error::usage("-N records and sends; it does not combine with -o, --raw, -f, --json or a FILE"));
         }
-        a.file = Some(i);
-    }
-    if let (Some(o), Some(f)) = (&a.output, &a.file) {
-        if o.ends_with(".pftrace") {
-            let mut ro = RawOpts {
-                only: None,
-                filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
-                follow: false,
-                json: false,
-                limit: None,
-                since: None,
-                threads: None,
-            };
-            ro.only = parse_cpus(a.cpu.as_deref())?;
-            let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
-            return perfetto(input, &ro, o);
-        }
-        if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
-            return Err(Error::usage(
-                "FILE -o OUT converts a stream; it does not combine with --raw, -f, --json, -e or -- CMD",
-            ));
-        }
-        return convert(f, o);
-    }
-    if let Some(o) = a.output.as_ref().filter(|o| o.ends_with(".pftrace") && a.raw) {
-        // A tree's raw pages (a copy with -T, or the live buffer, consumed).
-        let mut t = Tracefs::open(common.tracefs.as_deref())?;
-        if let Some(i) = &common.instance {
-            t.enter_instance(i)?;
-        }
-        let ro = RawOpts {
-            only: parse_cpus(a.cpu.as_deref())?,
-            filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
-            follow: false,
-            json: false,
-            limit: None,
-            since: None,
-            threads: None,
+        let r = crate::record::Request {
+            path: addr,
+            events: &a.event,
+            time: a.time,
+            max_kb: a.max_kb,
+            cmd,
+            console: a.console,
+            net: true,
         };
-        let input = decode::Input::tree(&t, &ro)?;
-        return perfetto(input, &ro, o);
+        return crate::record::run(common, r);
     }
     if let Some(o) = &a.output {
         if a.raw || a.follow || a.json || a.file.is_some() {
@@ -138,6 +117,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             max_kb: a.max_kb,
             cmd,
             console: a.console,
+            net: false,
         };
         return crate::record::run(common, r);
     }
@@ -200,60 +180,67 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
 }
 
-/// `tr-cat STREAM -o trace.dat`: the stream (`-`: standard input) as a
-/// version 6 trace.dat.
-fn convert(input: &str, output: &str) -> Result<(), Error> {
-    let inp = std::path::Path::new(input);
-    let Some(bytes) = decode::load_stream(inp)? else {
-        return Err(Error::usage(format!("{input}: not a trbox stream (tr-cat -o - writes one); nothing to convert"))
-            .hint("a trace.dat is read as it is: tr-cat FILE"));
-    };
-    if output == "-" {
-        return Err(Error::usage("the stream is already on standard output's side: give -o a file name"));
-    }
-    let out = std::path::Path::new(output);
-    let mut f = trbox::sys::record::create_output(out)?;
-    f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
-    eprintln!("tr-cat: {output}: {} bytes (trace.dat version 6)", bytes.len());
-    Ok(())
-}
-
-/// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
-#[cfg(not(feature = "host"))]
-fn perfetto(_: decode::Input<'_>, _: &RawOpts, _: &str) -> Result<(), Error> {
-    Err(Error::usage("this trbox is a board build: it writes no Perfetto traces")
-        .hint("convert on the host: tr-cat FILE -o OUT.pftrace"))
-}
-
-/// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
+/// What only the host build does: read a stream or a console log (`-i`,
+/// `--from-console`), convert (`FILE -o trace.dat`, `-o X.pftrace`),
+/// listen (`--listen`). Some(()) when it was one of those.
 #[cfg(feature = "host")]
-fn perfetto(input: decode::Input<'_>, o: &RawOpts, output: &str) -> Result<(), Error> {
-    use trbox::render::CommonFields;
-    let mut tr = trbox::perfetto::Trace::new();
-    let meta = decode::collect(input, o, &|| false, &mut |m, it| {
-        if let decode::Item::Record { cpu, ts, payload, .. } = it {
-            if let Some(ev) = m.events.event_of(payload, m.endian) {
-                let pid = CommonFields::of(ev).read(m.endian, payload).2;
-                tr.event(ev, cpu, ts, pid, payload, m.endian);
-            }
+fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>, Error> {
+    if let Some(i) = a.from_console.take() {
+        if a.file.is_some() || a.input.is_some() {
+            return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
         }
-    })?;
-    let threads: Vec<(i32, &str)> = meta
-        .saved_cmdlines
-        .lines()
-        .filter_map(|l| l.trim().split_once(' ').and_then(|(p, c)| Some((p.parse().ok()?, c.trim()))))
-        .collect();
-    let events = tr.events;
-    let symbol = |a: u64| {
-        use trbox::printfmt::SymbolLookup;
-        // The name alone, as the function_graph tracer prints it (%ps).
-        meta.syms.lookup(a).map(|s| s.name.to_string())
-    };
-    let bytes = tr.finish(&threads, meta.uname.as_deref(), &symbol);
-    let mut f = trbox::sys::record::create_output(std::path::Path::new(output))?;
-    f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
-    eprintln!("tr-cat: {output}: {events} events, {} bytes (Perfetto trace)", bytes.len());
-    Ok(())
+        a.file = Some(i);
+    }
+    if let Some(i) = a.input.take() {
+        if a.file.is_some() {
+            return Err(Error::usage("give the file to read once: as FILE or with -i"));
+        }
+        a.file = Some(i);
+    }
+    if let (Some(o), Some(f)) = (&a.output, &a.file) {
+        if o.ends_with(".pftrace") {
+            let mut ro = RawOpts {
+                only: None,
+                filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+                follow: false,
+                json: false,
+                limit: None,
+                since: None,
+                threads: None,
+            };
+            ro.only = parse_cpus(a.cpu.as_deref())?;
+            let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
+            return crate::host::perfetto(input, &ro, o).map(Some);
+        }
+        if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
+            return Err(Error::usage(
+                "FILE -o OUT converts a stream; it does not combine with --raw, -f, --json, -e or -- CMD",
+            ));
+        }
+        return crate::host::convert(f, o).map(Some);
+    }
+    if let Some(o) = a.output.as_ref().filter(|o| o.ends_with(".pftrace") && a.raw) {
+        // A tree's raw pages (a copy with -T, or the live buffer, consumed).
+        let mut t = Tracefs::open(common.tracefs.as_deref())?;
+        if let Some(i) = &common.instance {
+            t.enter_instance(i)?;
+        }
+        let ro = RawOpts {
+            only: parse_cpus(a.cpu.as_deref())?,
+            filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+            follow: false,
+            json: false,
+            limit: None,
+            since: None,
+            threads: None,
+        };
+        let input = decode::Input::tree(&t, &ro)?;
+        return crate::host::perfetto(input, &ro, o).map(Some);
+    }
+    if let Some(port) = a.listen {
+        return crate::host::listen(port, a.output.as_deref().unwrap_or(".")).map(Some);
+    }
+    Ok(None)
 }
 
 /// `--stats`: count everything kept, print the table at the end.

@@ -7,6 +7,7 @@ mod error;
 pub mod events;
 pub mod kvars;
 pub mod lock;
+pub mod net;
 pub mod raw;
 pub mod record;
 pub mod reset;

@@ -133,7 +133,7 @@ impl Encoder {
         if self.pending.is_empty() {
             return String::new();
         }
-        let z = miniz_oxide::deflate::compress_to_vec(&self.pending, 6);
+        let z = super::deflate::compress(&self.pending);
         self.pending.clear();
         let mut out = String::with_capacity(z.len() * 4 / 3 + z.len() / LINE_BYTES * 24 + 32);
         let n = z.chunks(LINE_BYTES).len();

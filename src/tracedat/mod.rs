@@ -22,6 +22,8 @@ use core::fmt;
 mod compress;
 #[cfg(feature = "zlib")]
 pub mod console;
+pub mod deflate;
+pub mod msg;
 pub mod read;
 pub mod stream;
 pub mod write;

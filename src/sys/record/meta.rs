@@ -160,6 +160,26 @@ pub fn write_stream_header(
     put(out, &named_frame(kind::META, "version", VERSION.as_bytes()))
 }
 
+/// The header as `trace-cmd listen` takes it (`-N`): a trace.dat up to its
+/// options, with the saved_cmdlines of now (the listener adds the
+/// flyrecord table, its own clock and the data). Built in `file`.
+pub fn net_header(
+    t: &Tracefs,
+    file: &mut File,
+    path: &Path,
+    page_size: u32,
+    long_size: u8,
+    cpus: u32,
+    more_systems: &[String],
+) -> Result<Vec<u8>, Error> {
+    let slots = write_header(t, file, path, page_size, long_size, cpus, more_systems)?;
+    finish_header(file, path, &slots, t, &[], &vec![(0, 0); cpus as usize])?;
+    // The table follows "flyrecord\0".
+    let mut v = vec![0u8; slots.fly.table_pos.saturating_sub(10) as usize];
+    file.read_exact_at(&mut v, 0).map_err(|e| Error::io(path, e))?;
+    Ok(v)
+}
+
 const VERSION: &str = concat!("trbox ", env!("CARGO_PKG_VERSION"));
 
 /// Write the parts known only at the end: saved_cmdlines, the options with

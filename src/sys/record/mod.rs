@@ -45,6 +45,8 @@ pub struct Options {
     pub stream: bool,
     /// The stream as console lines (deflate, base64, checksums).
     pub console: bool,
+    /// Send to `trace-cmd listen` at this HOST:PORT instead (`-N`).
+    pub net: Option<String>,
 }
 
 /// Where a stream goes: standard output, as it is or as console lines.
@@ -57,6 +59,8 @@ struct StreamSink {
     wire: u64,
     /// Bytes written for the header (formats, kallsyms…).
     header_wire: u64,
+    /// `-N`: the listener's connections (`file` then only held the header).
+    net: Option<super::net::Session>,
 }
 
 impl StreamSink {
@@ -230,16 +234,26 @@ impl Recorder {
             cpus.push(Cpu { cpu, file, error: None });
         }
         let stats0 = Vec::new();
-        if o.stream {
-            let file = stdout_stream()?;
+        if o.stream || o.net.is_some() {
             let numbers: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+            let (file, net, header) = match &o.net {
+                Some(addr) => {
+                    let mut f = super::anonymous_file(&[]).map_err(|e| Error::io(path, e))?;
+                    let n = numbers.len() as u32;
+                    let h = meta::net_header(t, &mut f, path, ps as u32, hp.long_size() as u8, n, &o.systems)?;
+                    let session = super::net::connect(addr, n, ps as u32, &h)?;
+                    (f, Some(session), h.len() as u64)
+                }
+                None => (stdout_stream()?, None, 0),
+            };
             let mut sink = StreamSink {
                 file: file.try_clone().map_err(|e| Error::io(path, e))?,
                 #[cfg(feature = "zlib")]
                 console: o.console.then(crate::tracedat::console::Encoder::new),
                 stream: 0,
-                wire: 0,
-                header_wire: 0,
+                wire: header,
+                header_wire: header,
+                net,
             };
             #[cfg(not(feature = "zlib"))]
             if o.console {
@@ -254,16 +268,18 @@ impl Recorder {
                 let b = e.begin();
                 sink.put(b.as_bytes()).map_err(|e| Error::io(path, e))?;
             }
-            meta::write_stream_header(
-                t,
-                &mut |b| sink.send(b).map_err(|e| Error::io(path, e)),
-                ps as u32,
-                hp.long_size() as u8,
-                &numbers,
-                &o.systems,
-            )?;
-            sink.flush().map_err(|e| Error::io(path, e))?;
-            sink.header_wire = sink.wire;
+            if sink.net.is_none() {
+                meta::write_stream_header(
+                    t,
+                    &mut |b| sink.send(b).map_err(|e| Error::io(path, e)),
+                    ps as u32,
+                    hp.long_size() as u8,
+                    &numbers,
+                    &o.systems,
+                )?;
+                sink.flush().map_err(|e| Error::io(path, e))?;
+                sink.header_wire = sink.wire;
+            }
             return Ok(Recorder {
                 path: path.into(),
                 file,
@@ -528,10 +544,20 @@ impl Recorder {
         let full = parsed.as_ref().is_ok_and(|p| p.len as usize * 2 > ps);
         if let Some(sink) = &mut self.sink {
             count_page(&mut self.sent[i], parsed);
-            // Only the bytes read: the reader pads a short page.
-            let mut f = crate::tracedat::stream::data_header(self.cpus[i].cpu, n.min(ps)).to_vec();
-            f.extend_from_slice(&self.buf[..n.min(ps)]);
-            return match sink.send(&f) {
+            let sent = match sink.net.as_mut().and_then(|s| s.cpus.get_mut(i)) {
+                // trace-cmd's listener takes whole sub-buffers, back to back.
+                Some(c) => {
+                    sink.wire += ps as u64;
+                    c.write_all(&self.buf)
+                }
+                None => {
+                    // Only the bytes read: the reader pads a short page.
+                    let mut f = crate::tracedat::stream::data_header(self.cpus[i].cpu, n.min(ps)).to_vec();
+                    f.extend_from_slice(&self.buf[..n.min(ps)]);
+                    sink.send(&f)
+                }
+            };
+            return match sent {
                 Ok(()) => {
                     self.sent[i].pages += 1;
                     Some(full)
@@ -648,7 +674,11 @@ impl Recorder {
             }
             tail.extend(frame(kind::END, b""));
             if let Some(sink) = &mut self.sink {
-                if let Err(e) = sink.send(&tail).and_then(|_| sink.end()) {
+                let sent = match sink.net.take() {
+                    Some(s) => s.close(),
+                    None => sink.send(&tail).and_then(|_| sink.end()),
+                };
+                if let Err(e) = sent {
                     self.write_failed(e);
                 }
             }
