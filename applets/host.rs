@@ -206,18 +206,44 @@ fn receive(mut c: std::net::TcpStream) -> Result<(Vec<u8>, usize), String> {
         listeners.push(l);
     }
     c.write_all(&msg::rinit(&ports)).map_err(e("sending the ports"))?;
+    // A test hook: drop every connection this long after the ports went
+    // out, as a link that fails mid-run would.
+    let drop_at = std::env::var("TRBOX_LISTEN_DROP_MS")
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms));
     let readers: Vec<std::thread::JoinHandle<Vec<u8>>> = listeners
         .into_iter()
         .map(|l| {
             std::thread::spawn(move || {
                 let mut data = Vec::new();
-                if let Ok((mut s, _)) = l.accept() {
+                let Ok((mut s, _)) = l.accept() else { return data };
+                let Some(at) = drop_at else {
                     let _ = s.read_to_end(&mut data);
+                    return data;
+                };
+                let _ = s.set_read_timeout(Some(std::time::Duration::from_millis(20)));
+                let mut buf = vec![0u8; 1 << 16];
+                while std::time::Instant::now() < at {
+                    match s.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => data.extend_from_slice(&buf[..n]),
+                        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                        }
+                        Err(_) => break,
+                    }
                 }
                 data
             })
         })
         .collect();
+    if let Some(at) = drop_at {
+        let c2 = c.try_clone().map_err(e("socket"))?;
+        std::thread::spawn(move || {
+            std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
+            let _ = c2.shutdown(std::net::Shutdown::Both);
+        });
+    }
     let mut header = Vec::new();
     let mut closed = false;
     // The header, then nothing until CLOSE; a recording may last long.

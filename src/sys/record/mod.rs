@@ -370,9 +370,11 @@ impl Recorder {
         // A stream: the reader going away (a pipe's read end closed, the
         // peer of a socket gone) shows as POLLERR/POLLHUP on our end,
         // long before the next page would be written.
-        let out_fd = self.sink.as_ref().map(|s| s.file.as_raw_fd());
+        // With -N, the listener closing its control connection (it quit,
+        // or the link reset) is POLLRDHUP there.
+        let out_fd = self.sink.as_ref().map(|s| s.net.as_ref().map_or(s.file.as_raw_fd(), |n| n.control.as_raw_fd()));
         if let Some(fd) = out_fd {
-            fds.push(libc::pollfd { fd, events: 0, revents: 0 });
+            fds.push(libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 });
         }
         let ms = max.as_millis().min(i32::MAX as u128) as libc::c_int;
         // SAFETY: fds is a valid array of pollfd for the call.
@@ -381,7 +383,7 @@ impl Recorder {
             return 0;
         }
         if let Some(fd) = out_fd {
-            if fds.iter().any(|p| p.fd == fd && p.revents & (libc::POLLERR | libc::POLLHUP) != 0) {
+            if fds.iter().any(|p| p.fd == fd && p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLRDHUP) != 0) {
                 self.write_failed(io::Error::from_raw_os_error(libc::EPIPE));
                 return 0;
             }
