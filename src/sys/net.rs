@@ -37,7 +37,7 @@ fn parse_addr(addr: &str) -> Option<([u8; 4], u16)> {
     if parts.next().is_some() {
         return None;
     }
-    Some((ip, port.parse().ok()?))
+    Some((ip, u16::try_from(port.parse::<u32>().ok()?).ok()?))
 }
 
 /// A TCP connection to `ip:port`; connect and reads give up after
@@ -107,7 +107,12 @@ pub fn connect(addr: &str, cpus: u32, page_size: u32, header: &[u8]) -> Result<S
     let mut h = [0u8; msg::HEADER_LEN];
     c.read_exact(&mut h).map_err(|e| io("waiting for the ports (RINIT)", e))?;
     let h = msg::Header::parse(&h);
-    let mut body = vec![0u8; h.body_len().ok_or_else(|| fail(addr, format!("a malformed message {h:?}")))?];
+    let mut body =
+        vec![
+            0u8;
+            h.body_len()
+                .ok_or_else(|| fail(addr, format!("a malformed message (size {}, command {})", h.size, h.cmd)))?
+        ];
     c.read_exact(&mut body).map_err(|e| io("reading RINIT", e))?;
     let ports = msg::parse_rinit(&h, &body)
         .filter(|p| p.len() == cpus as usize)

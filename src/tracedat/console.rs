@@ -67,6 +67,7 @@ fn base64(data: &[u8], out: &mut String) {
     }
 }
 
+#[cfg(feature = "zlib")]
 fn unbase64(s: &[u8]) -> Option<Vec<u8>> {
     if s.len() % 4 != 0 {
         return None;
@@ -162,6 +163,7 @@ impl Encoder {
     }
 }
 
+#[cfg(feature = "zlib")]
 /// Why no stream could be taken from a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConsoleError {
@@ -171,6 +173,7 @@ pub enum ConsoleError {
     NothingReadable,
 }
 
+#[cfg(feature = "zlib")]
 impl core::fmt::Display for ConsoleError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -182,6 +185,7 @@ impl core::fmt::Display for ConsoleError {
     }
 }
 
+#[cfg(feature = "zlib")]
 /// The stream taken back from a console log.
 #[derive(Debug, Default)]
 pub struct Decoded {
@@ -193,6 +197,7 @@ pub struct Decoded {
     pub warnings: Vec<String>,
 }
 
+#[cfg(feature = "zlib")]
 struct Line<'a> {
     seq: u32,
     first: bool,
@@ -200,6 +205,7 @@ struct Line<'a> {
     data: &'a [u8],
 }
 
+#[cfg(feature = "zlib")]
 /// Parse `trbox:SEQ:FLAG:BASE64:CRC` (from `trbox:` on): None when it is
 /// not such a line at all, Some(Err) when it is one but damaged.
 fn parse_line(l: &[u8]) -> Option<Result<Line<'_>, ()>> {
@@ -226,10 +232,12 @@ fn parse_line(l: &[u8]) -> Option<Result<Line<'_>, ()>> {
     })())
 }
 
+#[cfg(feature = "zlib")]
 fn find(h: &[u8], n: &[u8]) -> Option<usize> {
     h.windows(n.len()).position(|w| w == n)
 }
 
+#[cfg(feature = "zlib")]
 fn trim_end(mut s: &[u8]) -> &[u8] {
     while let [rest @ .., b' ' | b'\t' | b'\r' | b'\n' | 0] = s {
         s = rest;
@@ -237,6 +245,7 @@ fn trim_end(mut s: &[u8]) -> &[u8] {
     s
 }
 
+#[cfg(feature = "zlib")]
 /// Take the last recording out of a console log.
 pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
     let lines: Vec<&[u8]> = log.split(|&b| b == b'\n').collect();
@@ -327,7 +336,7 @@ pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
     Ok(d)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "zlib"))]
 mod tests {
     use super::*;
 

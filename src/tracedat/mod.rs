@@ -20,7 +20,6 @@ use alloc::string::String;
 use core::fmt;
 
 mod compress;
-#[cfg(feature = "zlib")]
 pub mod console;
 pub mod deflate;
 pub mod msg;

@@ -114,7 +114,7 @@ pub fn parse_rinit(h: &Header, body: &[u8]) -> Option<Vec<u16>> {
     let ports: Vec<u16> = data
         .split(|&b| b == 0)
         .take(w[0] as usize)
-        .map(|s| core::str::from_utf8(s).ok()?.parse().ok())
+        .map(|s| u16::try_from(core::str::from_utf8(s).ok()?.parse::<u32>().ok()?).ok())
         .collect::<Option<Vec<u16>>>()?;
     (ports.len() == w[0] as usize).then_some(ports)
 }

@@ -52,7 +52,6 @@ pub struct Options {
 /// Where a stream goes: standard output, as it is or as console lines.
 struct StreamSink {
     file: File,
-    #[cfg(feature = "zlib")]
     console: Option<crate::tracedat::console::Encoder>,
     /// Bytes of the stream, and bytes written (the wire).
     stream: u64,
@@ -67,7 +66,6 @@ impl StreamSink {
     /// Whole frames.
     fn send(&mut self, frames: &[u8]) -> io::Result<()> {
         self.stream += frames.len() as u64;
-        #[cfg(feature = "zlib")]
         if let Some(e) = &mut self.console {
             let lines = e.push(frames);
             return self.put(lines.as_bytes());
@@ -82,7 +80,6 @@ impl StreamSink {
 
     /// Console: write out what is gathered.
     fn flush(&mut self) -> io::Result<()> {
-        #[cfg(feature = "zlib")]
         if let Some(e) = &mut self.console {
             let lines = e.flush();
             return self.put(lines.as_bytes());
@@ -91,7 +88,6 @@ impl StreamSink {
     }
 
     fn end(&mut self) -> io::Result<()> {
-        #[cfg(feature = "zlib")]
         if let Some(e) = &mut self.console {
             let lines = e.end();
             return self.put(lines.as_bytes());
@@ -248,22 +244,12 @@ impl Recorder {
             };
             let mut sink = StreamSink {
                 file: file.try_clone().map_err(|e| Error::io(path, e))?,
-                #[cfg(feature = "zlib")]
                 console: o.console.then(crate::tracedat::console::Encoder::new),
                 stream: 0,
                 wire: header,
                 header_wire: header,
                 net,
             };
-            #[cfg(not(feature = "zlib"))]
-            if o.console {
-                return Err(Error::Format {
-                    path: path.into(),
-                    line: 0,
-                    what: "the console form needs deflate: this trbox is built without the zlib feature".into(),
-                });
-            }
-            #[cfg(feature = "zlib")]
             if let Some(e) = &sink.console {
                 let b = e.begin();
                 sink.put(b.as_bytes()).map_err(|e| Error::io(path, e))?;
