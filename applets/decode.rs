@@ -74,7 +74,9 @@ pub struct Input<'t> {
     empty_note: Option<String>,
     /// For writers of other formats: `uname` (sysname nodename release
     /// version machine) and the saved_cmdlines text.
+    #[cfg(feature = "host")]
     uname: Option<String>,
+    #[cfg(feature = "host")]
     saved_cmdlines: String,
 }
 
@@ -130,8 +132,10 @@ impl<'t> Input<'t> {
             ncpus,
             long_size: hp.long_size(),
             events: load_events(t, hp.long_size())?,
+            #[cfg(feature = "host")]
             saved_cmdlines: t.read_top_opt("saved_cmdlines")?.unwrap_or_default(),
             cmdlines: Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default()),
+            #[cfg(feature = "host")]
             uname: ["uname", "version"].iter().find_map(|f| t.read_top_opt(f).ok().flatten()),
             in_ns: clock_in_ns(trbox::ctl::selected(&clock).unwrap_or("local")),
             syms: LazyKallsyms::for_tree(t),
@@ -248,7 +252,9 @@ impl<'t> Input<'t> {
             long_size: hp.long_size(),
             events,
             cmdlines: Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines)),
+            #[cfg(feature = "host")]
             saved_cmdlines: String::from_utf8_lossy(&td.saved_cmdlines).into_owned(),
+            #[cfg(feature = "host")]
             uname: td.options.uname.clone(),
             in_ns: clock_in_ns(&clock),
             syms: LazyKallsyms::from_text(td.kallsyms.clone()),
@@ -416,9 +422,9 @@ pub struct Meta {
     /// CPUs of the traced machine.
     pub cpus: u32,
     /// Read by the Perfetto writer (host builds).
-    #[cfg_attr(not(feature = "host"), allow(dead_code))]
+    #[cfg(feature = "host")]
     pub uname: Option<String>,
-    #[cfg_attr(not(feature = "host"), allow(dead_code))]
+    #[cfg(feature = "host")]
     pub saved_cmdlines: String,
 }
 
@@ -450,7 +456,9 @@ pub fn collect(
         buffers,
         empty_note,
         ncpus,
+        #[cfg(feature = "host")]
         uname,
+        #[cfg(feature = "host")]
         saved_cmdlines,
         ..
     } = input;
@@ -464,7 +472,9 @@ pub fn collect(
             in_ns,
             buffers,
             cpus: ncpus.max(1),
+            #[cfg(feature = "host")]
             uname,
+            #[cfg(feature = "host")]
             saved_cmdlines,
         },
         f,

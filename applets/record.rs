@@ -96,23 +96,17 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     };
     print_summary(path, &summary);
     if let Some(e) = write_error {
-        if r.net {
+        if stream || r.net {
+            // The reader went away (EPIPE: ssh dropped, the pipe closed, the
+            // listener quit or the link reset).
+            let who = if r.net { "the listener" } else { "the reader" };
             return Err(Error::runtime(format!(
-                "listener {}: sending stopped: {}; it has the {} pages sent before",
-                r.path,
+                "{}: sending stopped: {}; {who} has the {} pages sent before (readable)",
+                path.display(),
                 describe(&e),
                 summary.pages()
             ))
-            .hint("trace-cmd listen keeps only a header when the link drops; tr-cat --listen keeps the pages"));
-        }
-        if stream {
-            // The reader went away (EPIPE: ssh dropped, the pipe closed).
-            return Err(Error::runtime(format!(
-                "standard output: writing stopped: {}; the reader has the {} pages sent before (a cut stream, readable)",
-                describe(&e),
-                summary.pages()
-            ))
-            .hint("check the link or the command reading the stream; tracing was stopped and put back"));
+            .hint("check the link and the receiving side (trace-cmd listen keeps only a header when its sender stops early); tracing was stopped and put back"));
         }
         return Err(Error::runtime(format!(
             "{}: writing stopped: {}; the file holds the {} pages written before (readable)",

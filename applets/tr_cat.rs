@@ -13,7 +13,7 @@ use trbox::sys::Tracefs;
 /// or with --raw decode the per-CPU raw pages with trbox's own decoder,
 /// merged by timestamp, until the buffers are empty; or a trace.dat FILE;
 /// or with -o record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
-/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE|- [-e EV] [-t S] [-m KB] [-- CMD] | tr-cat STREAM -o trace.dat | tr-cat -N HOST:PORT [-e EV] [-t S] [-- CMD] | tr-cat --listen PORT [-o DIR]
+/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE|- | -N IP:PORT [-e EV] [-t S] [-m KB] [-- CMD]
 struct Args {
     /// record the raw pages into this trace.dat (version 6); `-`: a stream
     /// on standard output (see the README); with a stream FILE: convert it
@@ -63,8 +63,7 @@ struct Args {
     #[cfg(feature = "host")]
     #[argh(option, short = 'i')]
     input: Option<String>,
-    /// with -o -: write the stream as checksummed text lines that survive
-    /// a serial console
+    /// with -o -: as text lines for a serial console
     #[argh(switch)]
     console: bool,
     /// read the recording that tr-cat -o - --console printed, from a
@@ -72,8 +71,7 @@ struct Args {
     #[cfg(feature = "host")]
     #[argh(option)]
     from_console: Option<String>,
-    /// record and send to trace-cmd listen (or tr-cat --listen) at
-    /// HOST:PORT, trace-cmd's protocol
+    /// record and send to trace-cmd listen at IP:PORT
     #[argh(option, short = 'N')]
     net: Option<String>,
     /// receive recordings from tr-cat -N or trace-cmd record -N -t on
@@ -91,24 +89,12 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if host_side(common, &mut a, cmd)?.is_some() {
         return Ok(());
     }
-    if let Some(addr) = &a.net {
-        if a.output.is_some() || a.raw || a.follow || a.json || a.file.is_some() {
-            return Err(Error::usage("-N records and sends; it does not combine with -o, --raw, -f, --json or a FILE"));
-        }
-        let r = crate::record::Request {
-            path: addr,
-            events: &a.event,
-            time: a.time,
-            max_kb: a.max_kb,
-            cmd,
-            console: a.console,
-            net: true,
-        };
-        return crate::record::run(common, r);
-    }
-    if let Some(o) = &a.output {
-        if a.raw || a.follow || a.json || a.file.is_some() {
-            return Err(Error::usage("-o records; it does not combine with --raw, -f, --json or a FILE to read"));
+    // -o FILE, -o - or -N HOST:PORT: one recorder.
+    if let Some(o) = a.net.as_ref().or(a.output.as_ref()) {
+        if a.raw || a.follow || a.json || a.file.is_some() || (a.net.is_some() && a.output.is_some()) {
+            return Err(Error::usage(
+                "-o and -N record; they do not combine with each other, --raw, -f, --json or a FILE to read",
+            ));
         }
         let r = crate::record::Request {
             path: o,
@@ -117,7 +103,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             max_kb: a.max_kb,
             cmd,
             console: a.console,
-            net: false,
+            net: a.net.is_some(),
         };
         return crate::record::run(common, r);
     }

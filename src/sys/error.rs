@@ -40,9 +40,6 @@ pub enum Error {
     /// An ELF file (a uprobe's target) without the wanted function, or not
     /// readable as ELF.
     Elf { path: PathBuf, err: crate::elf::Error },
-    /// A trace-cmd listener (`tr-cat -N HOST:PORT`) that could not be
-    /// reached or did not speak its protocol.
-    Listener { addr: String, what: String },
 }
 
 impl Error {
@@ -88,9 +85,6 @@ impl Error {
                 "function tracers and function filters are unavailable (a locked-down kernel, or sysctl kernel.ftrace_enabled=0); events (tr-event), uprobes, the nop tracer and tr-cat still work",
             ),
             Error::Elf { .. } => None,
-            Error::Listener { .. } => Some(
-                "start the listener on the host first (trace-cmd listen -p PORT, or tr-cat --listen PORT) and check HOST:PORT",
-            ),
             Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
             Error::Io { err, .. } => match err.raw_os_error() {
                 Some(libc::EACCES) => Some("tracefs is readable by root only: run as root (e.g. with sudo)"),
@@ -172,7 +166,6 @@ impl fmt::Display for Error {
                 write!(f, "the kernel refuses dynamic ftrace (writing {short}: operation not permitted)")
             }
             Error::Elf { path, err } => write!(f, "{}: {err}", path.display()),
-            Error::Listener { addr, what } => write!(f, "listener {addr}: {what}"),
         }
     }
 }

@@ -22,8 +22,11 @@ pub struct Session {
     pub cpus: Vec<File>,
 }
 
+/// `listener ADDR: WHAT` and what to do (as an I/O error on that name: a
+/// variant of its own costs the board more).
 fn fail(addr: &str, what: String) -> Error {
-    Error::Listener { addr: addr.into(), what }
+    let hint = "; start the listener on the host first (trace-cmd listen -p PORT, or tr-cat --listen PORT)";
+    Error::io(format!("listener {addr}"), io::Error::other(what + hint))
 }
 
 /// `A.B.C.D:PORT`.
@@ -84,36 +87,22 @@ pub fn connect(addr: &str, cpus: u32, page_size: u32, header: &[u8]) -> Result<S
     let (ip, port) =
         parse_addr(addr).ok_or_else(|| fail(addr, "not an IPv4 address and port (A.B.C.D:PORT)".into()))?;
     let mut c = connect_to(ip, port).map_err(|e| io("cannot connect", e))?;
-    let expect = |c: &mut File, want: &[u8], step: &str| {
-        let mut got = vec![0u8; want.len()];
-        match c.read_exact(&mut got) {
-            Ok(()) if got == want => Ok(()),
-            Ok(()) => Err(fail(
-                addr,
-                format!(
-                    "{step}: the listener answered '{}', not trace-cmd's protocol 3",
-                    String::from_utf8_lossy(&got)
-                ),
-            )),
-            Err(e) => Err(io(step, e)),
+    // The handshake, each step a write then the answer expected (the
+    // greeting comes first, unasked).
+    let mut buf = [0u8; 8];
+    for (send, want) in [(&b""[..], &msg::GREETING[..]), (msg::V3_CPU, msg::V3_REPLY), (msg::V3_MAGIC, msg::OK)] {
+        let got = buf.get_mut(..want.len()).unwrap_or_default();
+        c.write_all(send).and_then(|_| c.read_exact(got)).map_err(|e| io("the handshake", e))?;
+        if got != want {
+            return Err(fail(addr, "not trace-cmd's listener (protocol 3)".into()));
         }
-    };
-    expect(&mut c, msg::GREETING, "waiting for its greeting")?;
-    c.write_all(msg::V3_CPU).map_err(|e| io("sending the protocol", e))?;
-    expect(&mut c, msg::V3_REPLY, "agreeing on protocol 3")?;
-    c.write_all(msg::V3_MAGIC).map_err(|e| io("sending the magic", e))?;
-    expect(&mut c, msg::OK, "waiting for its OK")?;
-    c.write_all(&msg::tinit(cpus, page_size)).map_err(|e| io("sending TINIT", e))?;
+    }
+    c.write_all(&msg::tinit(cpus, page_size)).map_err(|e| io("the handshake", e))?;
     let mut h = [0u8; msg::HEADER_LEN];
     c.read_exact(&mut h).map_err(|e| io("waiting for the ports (RINIT)", e))?;
     let h = msg::Header::parse(&h);
-    let mut body =
-        vec![
-            0u8;
-            h.body_len()
-                .ok_or_else(|| fail(addr, format!("a malformed message (size {}, command {})", h.size, h.cmd)))?
-        ];
-    c.read_exact(&mut body).map_err(|e| io("reading RINIT", e))?;
+    let mut body = vec![0u8; h.body_len().unwrap_or(0)];
+    c.read_exact(&mut body).map_err(|e| io("waiting for the ports (RINIT)", e))?;
     let ports = msg::parse_rinit(&h, &body)
         .filter(|p| p.len() == cpus as usize)
         .ok_or_else(|| fail(addr, format!("expected the ports of {cpus} CPUs (RINIT), got message {}", h.cmd)))?;

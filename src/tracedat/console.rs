@@ -25,7 +25,7 @@
 //! around it are kept (blocks hold whole frames, so the stream reads on).
 
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 pub const BEGIN: &str = "trbox-console-begin 1";
@@ -115,7 +115,7 @@ impl Encoder {
 
     /// The begin marker line.
     pub fn begin(&self) -> String {
-        format!("{BEGIN}\n")
+        String::from(BEGIN) + "\n"
     }
 
     /// Take whole frames; returns the lines of a block once enough is
@@ -146,11 +146,19 @@ impl Encoder {
                 (false, false) => '+',
                 (false, true) => '.',
             };
-            let mut body = format!("{}:{flag}:", self.seq);
+            let mut body = self.seq.to_string();
+            body.push(':');
+            body.push(flag);
+            body.push(':');
             base64(part, &mut body);
             out.push_str(PREFIX);
             out.push_str(&body);
-            out.push_str(&format!(":{:08x}\n", crc32(body.as_bytes())));
+            out.push(':');
+            let crc = crc32(body.as_bytes());
+            for i in (0..8).rev() {
+                out.push(char::from(b"0123456789abcdef"[(crc >> (4 * i)) as usize & 15]));
+            }
+            out.push('\n');
         }
         out
     }

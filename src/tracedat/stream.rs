@@ -8,22 +8,23 @@
 //! ([`to_tracedat`]).
 //!
 //! ```text
-//! magic    "trbox-stream\n" then a version byte (1)
+//! magic    "trbox-stream\n" then a version byte (2; 1 is read too)
 //! frame    kind: u8 | len: u32 little-endian | payload: len bytes
 //! ```
 //!
 //! | kind | payload | when |
 //! |------|---------|------|
 //! | `S` start | endian u8 (0 little, 1 big), long size u8, page size u32 LE, CPU count u32 LE, each CPU's number u32 LE | first |
-//! | `M` meta | name, NUL, bytes: `header_page`, `header_event`, `printk_formats`, `trace_clock`, `uname`, `version` | header |
-//! | `F` format | event system, NUL, one `format` text (system `ftrace` for the ftrace events) | header |
-//! | `K` kallsyms | the next piece of `/proc/kallsyms` (the pieces concatenate) | header |
+//! | `K` kallsyms | the next piece of `/proc/kallsyms` (the pieces concatenate; a lost piece loses symbol names only) | header |
+//! | `H` header | a trace.dat version 6 up to its options (header files, formats, an empty kallsyms, printk formats, saved_cmdlines of the start, options): what `tr-cat -N` sends to trace-cmd's listener, kallsyms apart; it ends the header | header |
 //! | `D` data | CPU number u32 LE, one sub-buffer as `trace_pipe_raw` gave it (page size bytes, the board's byte order) | as pages arrive |
-//! | `M` meta | `saved_cmdlines` | end |
+//! | `M` meta | name, NUL, bytes: `saved_cmdlines` | end |
 //! | `T` stats | CPU number u32 LE, `per_cpu/cpuN/stats` text | end |
 //! | `E` end | empty | last |
 //!
-//! A reader skips frames of a kind it does not know. A stream cut off at
+//! Version 1 carried the header as `M` frames (`header_page`,
+//! `header_event`, `printk_formats`, `trace_clock`, `uname`, `version`),
+//! and `F` frames (system NUL format); they are still read. A reader skips frames of a kind it does not know. A stream cut off at
 //! any byte reads up to the last whole frame, with a warning: the pages
 //! that arrived are kept; saved_cmdlines and the stats come only at the
 //! end.
@@ -34,11 +35,11 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::write::{data_layout, encode_flyrecord_table, V6Writer, WriteError, WriteOptions};
-use super::{cpustat_text, Endian};
+use super::{cpustat_text, Endian, TraceDat};
 
 /// The first bytes of a stream: a text line, then the version byte.
 pub const MAGIC: &[u8; 13] = b"trbox-stream\n";
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// The largest sub-buffer size a stream may declare.
 pub const MAX_PAGE_SIZE: u32 = 1 << 24;
 /// Bytes of a frame header: kind and length.
@@ -46,6 +47,7 @@ pub const FRAME_HEADER: usize = 5;
 
 pub mod kind {
     pub const START: u8 = b'S';
+    pub const HEADER: u8 = b'H';
     pub const META: u8 = b'M';
     pub const FORMAT: u8 = b'F';
     pub const KALLSYMS: u8 = b'K';
@@ -152,6 +154,8 @@ pub struct Stream<'a> {
     pub page_size: u32,
     /// CPU numbers, in the order of the flyrecord table.
     pub cpus: Vec<u32>,
+    /// The `H` frame: a trace.dat up to its options.
+    pub header: Option<&'a [u8]>,
     /// `M` frames: (name, bytes), the last of a name wins.
     pub meta: Vec<(&'a str, &'a [u8])>,
     /// `F` frames grouped by system, in order of first appearance.
@@ -170,10 +174,6 @@ impl<'a> Stream<'a> {
     /// The bytes of meta entry `name`, if the stream has it.
     pub fn meta(&self, name: &str) -> Option<&'a [u8]> {
         self.meta.iter().rev().find(|(n, _)| *n == name).map(|(_, b)| *b)
-    }
-
-    fn meta_str(&self, name: &str) -> Option<&'a str> {
-        self.meta(name).and_then(|b| core::str::from_utf8(b).ok())
     }
 
     pub fn page_count(&self) -> usize {
@@ -219,7 +219,7 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
     }
     match bytes.get(MAGIC.len()) {
         None => return Err(StreamError::NoStart),
-        Some(&VERSION) => {}
+        Some(1 | 2) => {}
         Some(&v) => return Err(StreamError::Version(v)),
     }
     let mut s = Stream::default();
@@ -267,6 +267,7 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
                 None => skipped += 1,
             },
             kind::KALLSYMS => s.kallsyms.extend_from_slice(p),
+            kind::HEADER => s.header = Some(p),
             kind::DATA => {
                 let cpu = le32(p, 0);
                 let idx = cpu.and_then(|c| s.cpus.iter().position(|&x| x == c));
@@ -309,15 +310,42 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
 }
 
 /// The stream as a version 6 trace.dat (each CPU's pages contiguous, in
-/// arrival order).
+/// arrival order). The header's parts come from the `H` frame (read back
+/// through [`TraceDat::read`]) or the version 1 frames; the saved_cmdlines
+/// of the end win over those of the start.
 pub fn to_tracedat(s: &Stream<'_>) -> Result<Vec<u8>, WriteError> {
+    let td = s.header.and_then(|h| {
+        let whole = super::msg::assemble(h, s.page_size, &vec![Vec::new(); s.cpus.len()]);
+        TraceDat::read(&mut whole.as_slice()).ok()
+    });
+    let from_td = |name: &str| -> Option<&[u8]> {
+        let t = td.as_ref()?;
+        Some(match name {
+            "header_page" => &t.header_page,
+            "header_event" => &t.header_event,
+            "printk_formats" => &t.printk_formats,
+            "saved_cmdlines" => &t.saved_cmdlines,
+            "trace_clock" => t.options.trace_clock_text.as_deref()?.as_bytes(),
+            "uname" => t.options.uname.as_deref()?.as_bytes(),
+            "version" => t.options.version.as_deref()?.as_bytes(),
+            _ => return None,
+        })
+    };
+    let meta = |name: &str| s.meta(name).or_else(|| from_td(name)).unwrap_or_default();
+    let meta_str = |name: &str| core::str::from_utf8(meta(name)).ok().filter(|t| !t.is_empty());
     let e = s.endian;
     let mut w = V6Writer::new(e, s.long_size, s.page_size);
-    w.header_files(s.meta("header_page").unwrap_or_default(), s.meta("header_event").unwrap_or_default())?;
-    let none = Vec::new();
-    let ftrace = s.systems.iter().find(|(n, _)| *n == "ftrace").map_or(&none, |(_, v)| v);
-    w.ftrace_formats(ftrace)?;
-    let others: Vec<&(&str, Vec<&[u8]>)> = s.systems.iter().filter(|(n, _)| *n != "ftrace").collect();
+    w.header_files(meta("header_page"), meta("header_event"))?;
+    let mut systems: Vec<(&str, Vec<&[u8]>)> = s.systems.iter().map(|(n, f)| (*n, f.clone())).collect();
+    if let Some(t) = &td {
+        systems.push(("ftrace", t.ftrace_formats.iter().map(Vec::as_slice).collect()));
+        systems
+            .extend(t.systems.iter().map(|sys| (sys.name.as_str(), sys.formats.iter().map(Vec::as_slice).collect())));
+    }
+    let ftrace: Vec<&[u8]> =
+        systems.iter().filter(|(n, _)| *n == "ftrace").flat_map(|(_, v)| v.iter().copied()).collect();
+    w.ftrace_formats(&ftrace)?;
+    let others: Vec<&(&str, Vec<&[u8]>)> = systems.iter().filter(|(n, _)| *n != "ftrace").collect();
     w.event_systems_begin(others.len() as u32)?;
     for (name, formats) in others {
         w.event_system(name, formats.len() as u32)?;
@@ -325,16 +353,18 @@ pub fn to_tracedat(s: &Stream<'_>) -> Result<Vec<u8>, WriteError> {
             w.event_format(f)?;
         }
     }
-    w.kallsyms(&s.kallsyms)?;
-    w.printk_formats(s.meta("printk_formats").unwrap_or_default())?;
-    w.saved_cmdlines(s.meta("saved_cmdlines").unwrap_or_default())?;
+    // Version 2 sends kallsyms apart (K frames), an H frame without them.
+    let from_header = td.as_ref().map(|t| &t.kallsyms[..]).filter(|k| !k.is_empty());
+    w.kallsyms(from_header.unwrap_or(&s.kallsyms))?;
+    w.printk_formats(meta("printk_formats"))?;
+    w.saved_cmdlines(meta("saved_cmdlines"))?;
     w.cpus(s.cpus.len() as u32)?;
     let stats: Vec<String> = s.stats.iter().map(|(c, t)| cpustat_text(*c, t)).collect();
-    let clock = s.meta_str("trace_clock").map(ToString::to_string);
+    let clock = meta_str("trace_clock").map(ToString::to_string);
     let o = WriteOptions {
         trace_clock: clock.as_deref(),
-        uname: s.meta_str("uname"),
-        version: s.meta_str("version"),
+        uname: meta_str("uname"),
+        version: meta_str("version"),
         cpucount: Some(s.cpus.len() as u32),
         cpustat: &stats,
         ..Default::default()

@@ -232,38 +232,40 @@ impl Recorder {
         let stats0 = Vec::new();
         if o.stream || o.net.is_some() {
             let numbers: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
-            let (file, net, header) = match &o.net {
-                Some(addr) => {
-                    let mut f = super::anonymous_file(&[]).map_err(|e| Error::io(path, e))?;
-                    let n = numbers.len() as u32;
-                    let h = meta::net_header(t, &mut f, path, ps as u32, hp.long_size() as u8, n, &o.systems)?;
-                    let session = super::net::connect(addr, n, ps as u32, &h)?;
-                    (f, Some(session), h.len() as u64)
-                }
-                None => (stdout_stream()?, None, 0),
+            // One header for both: built in an anonymous file, then sent.
+            let mut f = super::anonymous_file(&[]).map_err(|e| Error::io(path, e))?;
+            let n = numbers.len() as u32;
+            let long = hp.long_size() as u8;
+            let h = meta::net_header(t, &mut f, path, ps as u32, long, n, &o.systems, o.net.is_some())?;
+            let net = match &o.net {
+                Some(addr) => Some(super::net::connect(addr, n, ps as u32, &h)?),
+                None => None,
             };
+            let file = if net.is_some() { f } else { stdout_stream()? };
             let mut sink = StreamSink {
                 file: file.try_clone().map_err(|e| Error::io(path, e))?,
                 console: o.console.then(crate::tracedat::console::Encoder::new),
                 stream: 0,
-                wire: header,
-                header_wire: header,
+                wire: h.len() as u64,
+                header_wire: h.len() as u64,
                 net,
             };
-            if let Some(e) = &sink.console {
-                let b = e.begin();
-                sink.put(b.as_bytes()).map_err(|e| Error::io(path, e))?;
-            }
             if sink.net.is_none() {
-                meta::write_stream_header(
-                    t,
-                    &mut |b| sink.send(b).map_err(|e| Error::io(path, e)),
-                    ps as u32,
-                    hp.long_size() as u8,
-                    &numbers,
-                    &o.systems,
-                )?;
-                sink.flush().map_err(|e| Error::io(path, e))?;
+                use crate::tracedat::stream::{frame, kind, preamble, start_frame};
+                let mut head = preamble().to_vec();
+                head.extend(start_frame(crate::format::Endian::NATIVE, long, ps as u32, &numbers));
+                sink.wire = 0;
+                let console = sink.console.as_ref().map(|e| e.begin());
+                let sent = match console {
+                    Some(b) => sink.put(b.as_bytes()).and_then(|_| sink.send(&head)),
+                    None => sink.send(&head),
+                };
+                sent.map_err(|e| Error::io(path, e))?;
+                // kallsyms first: the H frame ends the header.
+                meta::kallsyms_pieces(t, &mut |p| {
+                    sink.send(&frame(kind::KALLSYMS, p)).map_err(|e| Error::io(path, e))
+                })?;
+                sink.send(&frame(kind::HEADER, &h)).and_then(|_| sink.flush()).map_err(|e| Error::io(path, e))?;
                 sink.header_wire = sink.wire;
             }
             return Ok(Recorder {
@@ -294,6 +296,7 @@ impl Recorder {
             hp.long_size() as u8,
             cpus.len() as u32,
             &o.systems,
+            true,
         ) {
             Ok(s) => s,
             Err(e) => {
@@ -591,31 +594,36 @@ impl Recorder {
         self.pool.pages()
     }
 
-    /// Put the file in order and complete its header; count what is in it.
+    /// Put the file in order and complete its header (a stream: send its
+    /// end); count what is in it.
     pub fn finish(mut self, t: &Tracefs) -> Result<Summary, Error> {
         self.close_pipe();
         let elapsed = self.started.elapsed();
-        if self.slots.is_none() {
-            return self.finish_stream(t, elapsed);
-        }
-        let (layout, endian) = (self.layout, self.endian);
-        let evicted = self.pool.evicted.clone();
         let ps = self.layout.subbuf_size();
-        let pool = std::mem::replace(&mut self.pool, Pool::new(0, ps, 0, None));
-        let (data, end) = pool
-            .finish(&self.file, |_, bytes, d| count_page(d, Page::parse(bytes, &layout, endian)))
-            .map_err(|e| Error::io(&self.path, e))?;
         let stats: Vec<(u32, String)> = self
             .cpus
             .iter()
             .map(|c| (c.cpu, t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default()))
             .collect();
-        let table: Vec<(u64, u64)> = data.iter().map(|d| (d.offset, d.pages * ps as u64)).collect();
-        if let Some(slots) = &self.slots {
-            meta::finish_header(&self.file, &self.path, slots, t, &stats, &table)?;
-        }
-        // A failed write may have left part of a page past the end.
-        self.file.set_len(end).map_err(|e| Error::io(&self.path, e))?;
+        let (data, evicted, file_size) = match self.slots.take() {
+            Some(slots) => {
+                let (layout, endian) = (self.layout, self.endian);
+                let evicted = self.pool.evicted.clone();
+                let pool = std::mem::replace(&mut self.pool, Pool::new(0, ps, 0, None));
+                let (data, end) = pool
+                    .finish(&self.file, |_, bytes, d| count_page(d, Page::parse(bytes, &layout, endian)))
+                    .map_err(|e| Error::io(&self.path, e))?;
+                let table: Vec<(u64, u64)> = data.iter().map(|d| (d.offset, d.pages * ps as u64)).collect();
+                meta::finish_header(&self.file, &self.path, &slots, t, &stats, &table)?;
+                // A failed write may have left part of a page past the end.
+                self.file.set_len(end).map_err(|e| Error::io(&self.path, e))?;
+                (data, evicted, end)
+            }
+            None => {
+                self.end_stream(t, &stats)?;
+                (std::mem::take(&mut self.sent), Vec::new(), self.sink.as_ref().map_or(0, |s| s.wire))
+            }
+        };
         let cpus = self
             .cpus
             .iter()
@@ -632,74 +640,40 @@ impl Recorder {
                 read_error: c.error.as_ref().map(super::describe),
             })
             .collect();
+        let (stream_bytes, header_wire) = self.sink.as_ref().map_or((0, 0), |s| (s.stream, s.header_wire));
         Ok(Summary {
             cpus,
             page_size: ps,
-            file_size: end,
-            stream_bytes: 0,
-            header_wire: 0,
-            elapsed,
-            mover: self.mover.clone(),
-            unsaved: self.unsaved,
-        })
-    }
-}
-
-impl Recorder {
-    /// The end of a stream: saved_cmdlines, each CPU's stats, the end frame.
-    fn finish_stream(mut self, t: &Tracefs, elapsed: Duration) -> Result<Summary, Error> {
-        use crate::tracedat::stream::{frame, kind, named_frame, stats_frame};
-        let stats: Vec<String> =
-            self.cpus.iter().map(|c| t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default()).collect();
-        if self.write_error.is_none() {
-            let mut tail = named_frame(
-                kind::META,
-                "saved_cmdlines",
-                t.read_top_opt("saved_cmdlines")?.unwrap_or_default().as_bytes(),
-            );
-            for (c, st) in self.cpus.iter().zip(&stats) {
-                tail.extend(stats_frame(c.cpu, st));
-            }
-            tail.extend(frame(kind::END, b""));
-            if let Some(sink) = &mut self.sink {
-                let sent = match sink.net.take() {
-                    Some(s) => s.close(),
-                    None => sink.send(&tail).and_then(|_| sink.end()),
-                };
-                if let Err(e) = sent {
-                    self.write_failed(e);
-                }
-            }
-        }
-        let sent = std::mem::take(&mut self.sent);
-        let cpus = self
-            .cpus
-            .iter()
-            .zip(sent)
-            .zip(&stats)
-            .enumerate()
-            .map(|(i, ((c, d), st))| CpuSummary {
-                cpu: c.cpu,
-                data: d,
-                evicted: 0,
-                lost_stats: lost(&CpuStats::parse(st))
-                    .zip(self.stats0.get(i).and_then(lost))
-                    .map(|(a, b)| a.saturating_sub(b)),
-                read_error: c.error.as_ref().map(super::describe),
-            })
-            .collect();
-        let ps = self.layout.subbuf_size();
-        let (stream, wire, header_wire) = self.sink.as_ref().map_or((0, 0, 0), |s| (s.stream, s.wire, s.header_wire));
-        Ok(Summary {
-            cpus,
-            page_size: ps,
-            file_size: wire,
-            stream_bytes: stream,
+            file_size,
+            stream_bytes,
             header_wire,
             elapsed,
             mover: self.mover.clone(),
             unsaved: self.unsaved,
         })
+    }
+
+    /// The end of a stream: saved_cmdlines, each CPU's stats, the end
+    /// frame; of -N: CLOSE.
+    fn end_stream(&mut self, t: &Tracefs, stats: &[(u32, String)]) -> Result<(), Error> {
+        use crate::tracedat::stream::{frame, kind, named_frame, stats_frame};
+        let Some(sink) = self.sink.as_mut().filter(|_| self.write_error.is_none()) else { return Ok(()) };
+        let sent = match sink.net.take() {
+            Some(s) => s.close(),
+            None => {
+                let cl = t.read_top_opt("saved_cmdlines")?.unwrap_or_default();
+                let mut tail = named_frame(kind::META, "saved_cmdlines", cl.as_bytes());
+                for (c, st) in stats {
+                    tail.extend(stats_frame(*c, st));
+                }
+                tail.extend(frame(kind::END, b""));
+                sink.send(&tail).and_then(|_| sink.end())
+            }
+        };
+        if let Err(e) = sent {
+            self.write_failed(e);
+        }
+        Ok(())
     }
 }
 
