@@ -158,7 +158,7 @@ impl<'t> Input<'t> {
         let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
         // A stream is rebuilt as a trace.dat in an anonymous file, read
         // like any other (one reader in the binary, not one per source).
-        let mem = match crate::host::load_stream(path)? {
+        let mem = match crate::stream_in::load_stream(path)? {
             Some(b) => Some(trbox::sys::anonymous_file(&b).map_err(io)?),
             None => None,
         };

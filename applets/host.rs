@@ -1,99 +1,19 @@
-//! The host's side of getting a trace off the board: reading a trbox
-//! stream (`tr-cat -o -`) or a console log (`--console`), converting them
-//! to a trace.dat, writing Perfetto's format. All of it is behind the cargo
-//! feature `host` (on in the default build, off in the board build, which
-//! only writes streams): a board build answers with where to do it instead.
+//! The host's side of getting a trace off the board: converting a stream
+//! or a console log to a trace.dat, writing Perfetto's format, listening
+//! for `tr-cat -N`. The module is behind the cargo feature `host` (on in
+//! the default build, off in the board build, which only writes streams
+//! and sends).
 
 use crate::cli::Error;
-#[cfg(feature = "host")]
 use crate::decode;
 use std::path::Path;
 
-#[cfg(not(feature = "host"))]
-fn on_the_host(what: &str) -> Error {
-    Error::usage(format!("this trbox is a board build: {what} is done on the host"))
-        .hint("copy the file to a machine with the host build of trbox (cargo build --release)")
-}
-
-/// A trbox stream (`tr-cat -o -`) at `path` (`-`: standard input), or a
-/// console log with one, read whole and turned into the bytes of a
-/// trace.dat; None for a file that is not a stream (a trace.dat, read in
-/// place). A stream cut off reads up to the cut, with warnings.
-#[cfg(feature = "host")]
-pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
-    use std::io::Read as _;
-    use trbox::tracedat::stream;
-    let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
-    let bytes = if path.as_os_str() == "-" {
-        let mut v = Vec::new();
-        std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
-        v
-    } else {
-        let mut f = std::fs::File::open(path).map_err(io)?;
-        let mut head = [0u8; 16];
-        let n = f.read(&mut head).map_err(io)?;
-        if head[..n].starts_with(&trbox::tracedat::MAGIC) {
-            return Ok(None);
-        }
-        std::fs::read(path).map_err(io)?
-    };
-    if bytes.starts_with(&trbox::tracedat::MAGIC) {
-        // A trace.dat on standard input.
-        return Ok(Some(bytes));
-    }
-    let bytes = if stream::is_stream(&bytes) { bytes } else { from_console(path, &bytes)? };
-    let s = stream::parse(&bytes).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
-    for w in &s.warnings {
-        log::warn!("{}: {w}", path.display());
-    }
-    let td = stream::to_tracedat(&s)
-        .map_err(|e| Error::runtime(format!("{}: cannot rebuild a trace.dat from the stream: {e}", path.display())))?;
-    Ok(Some(td))
-}
-
-/// A board build reads trace.dat files only (in place): a stream, a
-/// console log or standard input is refused with where to read it.
-#[cfg(not(feature = "host"))]
-pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
-    use std::io::Read as _;
-    let mut head = [0u8; 16];
-    let n = match std::fs::File::open(path) {
-        _ if path.as_os_str() == "-" => 0,
-        Ok(mut f) => f.read(&mut head).unwrap_or(0),
-        // TraceDat's own open says why.
-        Err(_) => return Ok(None),
-    };
-    if head[..n].starts_with(&trbox::tracedat::MAGIC) {
-        return Ok(None);
-    }
-    Err(on_the_host(&format!("reading {} (a stream or a console log?)", path.display())))
-}
-
-/// The stream in a console log (`tr-cat -o - --console` captured).
-#[cfg(feature = "host")]
-fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
-    use trbox::tracedat::console;
-    let d = console::decode(log).map_err(|e| {
-        Error::runtime(format!(
-            "{}: neither a trace.dat, a trbox stream nor a console log with a recording: {e}",
-            path.display()
-        ))
-        .hint("record on the board with: tr-cat -o - --console [-e EV] [-t S] [-- CMD]")
-    })?;
-    for w in &d.warnings {
-        log::warn!("{}: {w}", path.display());
-    }
-    log::info!("{}: {} lines of the recording read, {} damaged", path.display(), d.lines, d.damaged);
-    Ok(d.stream)
-}
-
 /// `tr-cat STREAM -o trace.dat`: the stream (`-`: standard input) as a
 /// version 6 trace.dat.
-#[cfg(feature = "host")]
 pub fn convert(input: &str, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
     let inp = Path::new(input);
-    let Some(bytes) = load_stream(inp)? else {
+    let Some(bytes) = crate::stream_in::load_stream(inp)? else {
         return Err(Error::usage(format!("{input}: not a trbox stream (tr-cat -o - writes one); nothing to convert"))
             .hint("a trace.dat is read as it is: tr-cat FILE"));
     };
@@ -107,7 +27,6 @@ pub fn convert(input: &str, output: &str) -> Result<(), Error> {
 }
 
 /// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
-#[cfg(feature = "host")]
 pub fn perfetto(input: decode::Input<'_>, o: &decode::RawOpts, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
     use trbox::render::CommonFields;
@@ -142,7 +61,6 @@ pub fn perfetto(input: decode::Input<'_>, o: &decode::RawOpts, output: &str) -> 
 /// over TCP), for hosts without trace-cmd. Each recording received becomes
 /// `DIR/trace.HOST:PORT.dat`; one sender at a time, until Ctrl-C. A sender
 /// that drops leaves a file with the pages that arrived.
-#[cfg(feature = "host")]
 pub fn listen(port: u16, dir: &str) -> Result<(), Error> {
     let l = std::net::TcpListener::bind(("0.0.0.0", port))
         .map_err(|e| Error::runtime(format!("--listen {port}: {}", trbox::sys::describe(&e))))?;
@@ -166,7 +84,6 @@ pub fn listen(port: u16, dir: &str) -> Result<(), Error> {
 
 /// One sender: the handshake, the header, each CPU's pages until CLOSE (or
 /// the connection's end); the trace.dat and its page count.
-#[cfg(feature = "host")]
 fn receive(mut c: std::net::TcpStream) -> Result<(Vec<u8>, usize), String> {
     use std::io::{Read as _, Write as _};
     use trbox::tracedat::msg;
