@@ -309,10 +309,11 @@ pub fn stream(
     let opts = RawOpts::all(true, json, None, t.now());
     let command = child.is_some();
     let w = Window::open(st, t.tracing_on_file(), limit)?;
-    child.release()?;
-    // The buffer's readers after the release (it returns once the command
-    // runs): the comms read with them (saved_cmdlines) may name it.
+    // The buffer's readers (threads reading ahead) before the command runs:
+    // a busy command fills the kernel's buffer in milliseconds, less than
+    // opening the tree takes. Its comm is read later (decode's loop).
     let input = Input::tree(t, &opts);
+    child.release()?;
     // The command's end is seen here rather than by the decode loop, so
     // that it closes the window as a signal does.
     let done = || {

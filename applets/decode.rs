@@ -73,7 +73,11 @@ impl<'t> Input<'t> {
             };
             // Following the live buffer: read ahead on a thread of its own,
             // so that rendering behind the kernel does not lose events.
-            let src = if o.follow && t.is_live() { trbox::sys::prefetch::read_ahead(src) } else { Box::new(src) };
+            let src = if o.follow && t.is_live() {
+                trbox::sys::prefetch::read_ahead(src, trace.layout, trace.endian)
+            } else {
+                Box::new(src)
+            };
             let mut s = CpuPages::new(cpu, src, trace.layout, trace.endian);
             s.follow = o.follow;
             streams.push(s);
@@ -422,7 +426,20 @@ fn drive(
     // an event its own reads cause never ends.
     let mut until = None;
     let stopping = || signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l) || done();
+    // Following live, the comms are read again now and then: a busy buffer
+    // may never leave the loop idle (where they are read too), and tasks
+    // born in the window (a command's exec) are named after the first look.
+    let (mut turns, mut comms_at) = (0u32, None::<Instant>);
     loop {
+        turns = turns.wrapping_add(1);
+        if let Some(t) = tree.filter(|_| turns % 1024 == 1) {
+            if comms_at.map_or(true, |at| at.elapsed() >= Duration::from_millis(100)) {
+                if let Ok(Some(text)) = t.read_top_opt("saved_cmdlines") {
+                    c.cmdlines(Cmdlines::parse(&text));
+                }
+                comms_at = Some(Instant::now());
+            }
+        }
         let stop = stopping();
         if out.broken() {
             break;

@@ -15,6 +15,8 @@ use super::error::Error;
 use super::raw::RawPages;
 use super::stream::PageSource;
 use super::thread::Worker;
+use crate::format::Endian;
+use crate::page::{Page, PageLayout};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,11 +35,17 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// (readiness follows `buffer_percent`; a trickle below it still comes).
 const TICK_MS: libc::c_int = 50;
 
+/// The reader threads' nice value (see [`reader`]).
+const READER_NICE: libc::c_int = -10;
+
 struct Queue {
     src: RawPages,
+    /// Each page cut to its committed data: a reader that keeps up takes
+    /// many pages the kernel has barely begun, and a whole sub-buffer for
+    /// each would spend the budget on empty space.
     pages: VecDeque<Vec<u8>>,
-    /// Page buffers the decoder is done with, for the reader to fill again.
-    free: Vec<Vec<u8>>,
+    layout: PageLayout,
+    endian: Endian,
     /// The reader's read error: the decoder reports it after the pages
     /// taken before it.
     err: Option<Error>,
@@ -60,7 +68,7 @@ impl Shared {
 pub struct Prefetch {
     shared: Arc<Shared>,
     fd: i32,
-    /// The page handed out last (recycled on the next call).
+    /// The page handed out last.
     cur: Vec<u8>,
     /// Joined on drop, after `stop` is set.
     worker: Option<Worker>,
@@ -68,10 +76,10 @@ pub struct Prefetch {
 
 /// `src` (a live trace_pipe_raw) with a reader thread of its own; when no
 /// thread can be created, `src` as it is (read by the decoder, as before).
-pub fn read_ahead(src: RawPages) -> Box<dyn PageSource> {
+pub fn read_ahead(src: RawPages, layout: PageLayout, endian: Endian) -> Box<dyn PageSource> {
     let fd = src.fd();
     let shared = Arc::new(Shared {
-        q: Mutex::new(Queue { src, pages: VecDeque::new(), free: Vec::new(), err: None }),
+        q: Mutex::new(Queue { src, pages: VecDeque::new(), layout, endian, err: None }),
         stop: AtomicBool::new(false),
     });
     let s = Arc::clone(&shared);
@@ -91,6 +99,12 @@ pub fn read_ahead(src: RawPages) -> Box<dyn PageSource> {
 /// The reader thread: take every page the kernel has, sleep until there is
 /// more (or the stop), within the budget.
 fn reader(s: &Shared, fd: i32) {
+    // Ahead of the rest of the machine when it is busy (root only; else
+    // as it is): the thread only copies pages, and a late wakeup is a loss
+    // (the rest of the buffer fills in ~10 ms in a syscall storm). On Linux
+    // a thread has its own nice value; who = 0 is this thread.
+    // SAFETY: plain syscall on this thread.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, READER_NICE) };
     while !s.stop.load(Ordering::Relaxed) {
         take_all(s);
         let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
@@ -108,19 +122,21 @@ fn take_all(s: &Shared) {
         if q.err.is_some() {
             return;
         }
-        let mut buf = q.free.pop().unwrap_or_default();
+        let (layout, endian) = (q.layout, q.endian);
         match q.src.next_page() {
             Ok(Some(page)) => {
-                buf.clear();
-                buf.extend_from_slice(page);
+                // The header, the committed data and the lost-events count
+                // that may follow it; a page that does not parse is kept
+                // whole, for the decoder to report.
+                let keep = Page::parse(page, &layout, endian)
+                    .map_or(page.len(), |p| layout.data_offset + p.len as usize + layout.commit_size)
+                    .min(page.len());
+                let buf = page.get(..keep).unwrap_or(page).to_vec();
                 let held = HELD.fetch_add(buf.len(), Ordering::Relaxed) + buf.len();
                 PEAK.fetch_max(held, Ordering::Relaxed);
                 q.pages.push_back(buf);
             }
-            Ok(None) => {
-                q.free.push(buf);
-                return;
-            }
+            Ok(None) => return,
             Err(e) => {
                 q.err = Some(e);
                 return;
@@ -132,10 +148,6 @@ fn take_all(s: &Shared) {
 impl PageSource for Prefetch {
     fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
         let mut q = self.shared.lock();
-        let old = std::mem::take(&mut self.cur);
-        if old.capacity() > 0 {
-            q.free.push(old);
-        }
         if let Some(page) = q.pages.pop_front() {
             HELD.fetch_sub(page.len(), Ordering::Relaxed);
             self.cur = page;
@@ -146,18 +158,13 @@ impl PageSource for Prefetch {
         }
         // Nothing read ahead: read here, under the same lock, so that pages
         // keep their order (the drain at the end of a window comes here).
-        let mut buf = q.free.pop().unwrap_or_default();
         match q.src.next_page()? {
             Some(page) => {
-                buf.clear();
-                buf.extend_from_slice(page);
-                self.cur = buf;
+                self.cur.clear();
+                self.cur.extend_from_slice(page);
                 Ok(Some(&self.cur))
             }
-            None => {
-                q.free.push(buf);
-                Ok(None)
-            }
+            None => Ok(None),
         }
     }
     fn is_live(&self) -> bool {
