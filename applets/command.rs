@@ -309,11 +309,12 @@ pub fn stream(
     let opts = RawOpts::all(true, json, None, t.now());
     let command = child.is_some();
     let w = Window::open(st, t.tracing_on_file(), limit)?;
-    // The buffer's readers (threads reading ahead) before the command runs:
-    // a busy command fills the kernel's buffer in milliseconds, less than
-    // opening the tree takes. Its comm is read later (decode's loop).
-    let input = Input::tree(t, &opts);
-    child.release()?;
+    // The buffer's readers (threads reading ahead) start before the command
+    // runs: a busy command fills the kernel's buffer in milliseconds, less
+    // than opening the tree takes. The rest (the comms, saved_cmdlines) is
+    // read after the release (it returns once the command runs), so that
+    // they name it.
+    let input = Input::tree_then(t, &opts, &|| child.release());
     // The command's end is seen here rather than by the decode loop, so
     // that it closes the window as a signal does.
     let done = || {

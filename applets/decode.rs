@@ -17,7 +17,7 @@ use trbox::render::{Cmdlines, CommonFields, Renderer};
 use trbox::sys::events::LazyKallsyms;
 use trbox::sys::raw::RawPages;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
-use trbox::sys::trace::{dat_file, dat_session, open_tree, read_dat_from, KernelFacts, Opened};
+use trbox::sys::trace::{dat_file, dat_session, open_tree, read_dat_from, tree_layout, KernelFacts, Opened};
 use trbox::sys::{signals, Tracefs};
 use trbox::tracedat::Instance;
 
@@ -55,14 +55,22 @@ pub struct Input<'t> {
 impl<'t> Input<'t> {
     /// The per-CPU raw pages of a tracefs tree.
     pub fn tree(t: &'t Tracefs, o: &RawOpts) -> Result<Self, Error> {
-        let trace = open_tree(t)?;
+        Self::tree_then(t, o, &|| Ok(()))
+    }
+
+    /// [`tree`](Self::tree), calling `reading` once the raw pages are being
+    /// read and before the rest (formats, comms) is: a command released
+    /// there fills no buffer unread, and its comm is already saved when the
+    /// comms are read.
+    pub fn tree_then(t: &'t Tracefs, o: &RawOpts, reading: &dyn Fn() -> Result<(), Error>) -> Result<Self, Error> {
+        let (layout, endian) = tree_layout(t)?;
         let mut streams = Vec::new();
         for cpu in t.cpus()? {
             if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
                 continue;
             }
             let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
-            let src = match RawPages::open(&t.path(&rel), trace.layout.subbuf_size(), t.is_live()) {
+            let src = match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
                 Ok(s) => s,
                 // A copy may hold only some CPUs.
                 Err(e) if e.errno() == Some(libc::ENOENT) => {
@@ -74,14 +82,16 @@ impl<'t> Input<'t> {
             // Following the live buffer: read ahead on a thread of its own,
             // so that rendering behind the kernel does not lose events.
             let src = if o.follow && t.is_live() {
-                trbox::sys::prefetch::read_ahead(src, trace.layout, trace.endian)
+                trbox::sys::prefetch::read_ahead(src, layout, endian)
             } else {
                 Box::new(src)
             };
-            let mut s = CpuPages::new(cpu, src, trace.layout, trace.endian);
+            let mut s = CpuPages::new(cpu, src, layout, endian);
             s.follow = o.follow;
             streams.push(s);
         }
+        reading()?;
+        let trace = open_tree(t)?;
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
         let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));

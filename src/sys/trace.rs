@@ -40,6 +40,17 @@ pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
 pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
     let header = header_page(t)?;
     let endian = detect_endian(t, &PageLayout::from(&header))?;
+    open_tree_with(t, header, endian)
+}
+
+/// What the raw pages of a tree need, and nothing more (header_page and the
+/// byte order): enough to start reading them before the rest is opened.
+pub fn tree_layout(t: &Tracefs) -> Result<(PageLayout, Endian), Error> {
+    let layout = PageLayout::from(&header_page(t)?);
+    Ok((layout, detect_endian(t, &layout)?))
+}
+
+fn open_tree_with(t: &Tracefs, header: crate::format::HeaderPage, endian: Endian) -> Result<Opened, Error> {
     let mut trace = Trace::new(header, endian, LazyKallsyms::for_tree(t));
     add_formats(t, &mut trace)?;
     trace.cmdlines = Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default());
