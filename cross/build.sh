@@ -55,12 +55,13 @@
 #                   budget. The core is built and fuzzed not to panic on any
 #                   input; the host build (make) keeps the messages.
 #   TRBOX_BOARD_FEATURES  cargo features of the board binaries (default
-#                   "std,zlib"): the zstd decoder for compressed trace.dat v7
-#                   (ruzstd, ~20 KiB on aarch64) is left out to keep the binary
-#                   under its 448 KiB budget; boards record v6, and a zstd file
-#                   is read on the desktop (the host build has it) or after
+#                   "std"): the decoders for compressed trace.dat v7 (zstd:
+#                   ruzstd, ~20 KiB on aarch64; zlib: miniz_oxide's inflater,
+#                   ~7.5 KiB) are left out to keep the binary under its
+#                   448 KiB budget; boards record v6, and a compressed file
+#                   is read on the desktop (the host build has both) or after
 #                   `trace-cmd convert --compression none`. "std,zlib,zstd"
-#                   puts it back.
+#                   puts them back.
 #   RUSTFLAGS       appended to the flags above
 #   CROSS_CARGO_ARGS  extra cargo build arguments
 set -euo pipefail
@@ -138,6 +139,6 @@ for t in $TARGETS; do
     RUSTFLAGS="$flags $USER_RUSTFLAGS" CARGO_TARGET_DIR="$TARGET_DIR" \
         cargo "+$NIGHTLY" build --release --target "$t" \
         -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
-        --no-default-features --features "${TRBOX_BOARD_FEATURES:-std,zlib}" ${CROSS_CARGO_ARGS:-}
+        --no-default-features --features "${TRBOX_BOARD_FEATURES:-std}" ${CROSS_CARGO_ARGS:-}
     file "$TARGET_DIR/$t/release/trbox"
 done

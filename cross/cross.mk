@@ -28,7 +28,7 @@ cross:
 	set -e; for t in $(CROSS_TARGETS); do \
 	  cross +$(TRBOX_NIGHTLY) build --release --target $$t \
 	    -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
-	    --no-default-features --features "$${TRBOX_BOARD_FEATURES:-std,zlib}"; \
+	    --no-default-features --features "$${TRBOX_BOARD_FEATURES:-std}"; \
 	done
 else
 cross:

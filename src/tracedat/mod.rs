@@ -159,7 +159,7 @@ impl fmt::Display for Error {
             ErrorKind::TooLarge(n) => write!(f, "size {n} too large")?,
             ErrorKind::UnsupportedCompression(c) => write!(
                 f,
-                "compression {c:?} not supported by this build (board builds leave zstd out; \
+                "compression {c:?} not supported by this build (board builds leave zstd and zlib out; \
                  read the file with a desktop trbox, or convert it: trace-cmd convert --compression none)"
             )?,
             ErrorKind::Decompress(why) => write!(f, "decompression failed ({why})")?,
