@@ -164,8 +164,8 @@ pub fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, Error> {
     r.map_err(|e| trbox::sys::state::ftrace_refused(e).into())
 }
 
-/// The notrace pid lists [`not_mine`] replaced, to put back after a `-k`
-/// run (a dead pid is no setting to keep).
+/// The notrace pid lists (and fork options) [`not_mine`] replaced, to put
+/// back after a `-k` run (a dead pid is no setting to keep).
 #[derive(Default)]
 pub struct NotMine(Vec<(&'static str, String)>);
 
@@ -186,8 +186,11 @@ pub fn not_mine(st: &mut State, follow: Follow) -> Result<NotMine, Error> {
         ftrace_write(st.set_list(file, &me))?;
         // trbox's threads (the live buffers' readers) are its forks: the
         // kernel adds them to the list as they start (5.8+, as the list).
-        if st.tracefs().exists(fork) {
+        // Put back after a -k run too ([`unmine`]): left on, it would make
+        // a later `-P PID` run follow that pid's children.
+        if let Some(was) = st.tracefs().read_opt(fork)? {
             st.set(fork, "1")?;
+            mine.0.push((fork, was.trim().to_string()));
         }
         mine.0.push((file, trbox::ctl::entries(&old).filter(|l| *l != "no pid").collect::<Vec<_>>().join("\n")));
     }
