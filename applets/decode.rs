@@ -17,7 +17,7 @@ use trbox::render::{Cmdlines, CommonFields, Renderer};
 use trbox::sys::events::LazyKallsyms;
 use trbox::sys::raw::RawPages;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
-use trbox::sys::trace::{dat_file, dat_session, open_tree, read_dat, tree_layout, KernelFacts, Opened};
+use trbox::sys::trace::{dat_file, dat_session, open_tree_with, read_dat, tree_header, KernelFacts, Opened};
 use trbox::sys::{signals, Tracefs};
 use trbox::tracedat::Instance;
 
@@ -57,7 +57,8 @@ impl<'t> Input<'t> {
     /// there fills no buffer unread, and its comm is already saved when the
     /// comms are read.
     pub fn tree_then(t: &'t Tracefs, o: &RawOpts, reading: &dyn Fn() -> Result<(), Error>) -> Result<Self, Error> {
-        let (layout, endian) = tree_layout(t)?;
+        let (header, endian) = tree_header(t)?;
+        let layout = trbox::page::PageLayout::from(&header);
         let mut streams = Vec::new();
         for cpu in t.cpus()? {
             if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
@@ -85,7 +86,7 @@ impl<'t> Input<'t> {
             streams.push(s);
         }
         reading()?;
-        let trace = open_tree(t)?;
+        let trace = open_tree_with(t, header, endian)?;
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
         let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));

@@ -74,8 +74,7 @@ pub struct Prefetch {
     worker: Option<Worker>,
 }
 
-/// `src` (a live trace_pipe_raw) with a reader thread of its own; when no
-/// thread can be created, `src` as it is (read by the decoder, as before).
+/// `src` (a live trace_pipe_raw) with a reader thread of its own.
 pub fn read_ahead(src: RawPages, layout: PageLayout, endian: Endian) -> Box<dyn PageSource> {
     let fd = src.fd();
     let shared = Arc::new(Shared {
@@ -83,17 +82,13 @@ pub fn read_ahead(src: RawPages, layout: PageLayout, endian: Endian) -> Box<dyn 
         stop: AtomicBool::new(false),
     });
     let s = Arc::clone(&shared);
-    match Worker::spawn(Box::new(move || reader(&s, fd))) {
-        Some(w) => Box::new(Prefetch { shared, fd, cur: Vec::new(), worker: Some(w) }),
-        None => {
-            log::info!("no reader thread: the buffer is read as it is decoded");
-            match Arc::try_unwrap(shared) {
-                Ok(sh) => Box::new(sh.q.into_inner().unwrap_or_else(|p| p.into_inner()).src),
-                // Unreachable: the job (and its clone) was dropped unstarted.
-                Err(sh) => Box::new(Prefetch { shared: sh, fd, cur: Vec::new(), worker: None }),
-            }
-        }
+    // No thread (none could be created): the decoder reads `src` itself,
+    // through the same queue, as it did before read-ahead.
+    let worker = Worker::spawn(Box::new(move || reader(&s, fd)));
+    if worker.is_none() {
+        log::info!("no reader thread: the buffer is read as it is decoded");
     }
+    Box::new(Prefetch { shared, fd, cur: Vec::new(), worker })
 }
 
 /// The reader thread: take every page the kernel has, sleep until there is

@@ -38,19 +38,21 @@ pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
 /// `uname` or `version` file, never this machine's). The clock is that of
 /// `t`'s instance; the rest is the top level's.
 pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
-    let header = header_page(t)?;
-    let endian = detect_endian(t, &PageLayout::from(&header))?;
+    let (header, endian) = tree_header(t)?;
     open_tree_with(t, header, endian)
 }
 
 /// What the raw pages of a tree need, and nothing more (header_page and the
-/// byte order): enough to start reading them before the rest is opened.
-pub fn tree_layout(t: &Tracefs) -> Result<(PageLayout, Endian), Error> {
-    let layout = PageLayout::from(&header_page(t)?);
-    Ok((layout, detect_endian(t, &layout)?))
+/// byte order): enough to start reading them before the rest is opened
+/// ([`open_tree_with`]).
+pub fn tree_header(t: &Tracefs) -> Result<(crate::format::HeaderPage, Endian), Error> {
+    let header = header_page(t)?;
+    let endian = detect_endian(t, &PageLayout::from(&header))?;
+    Ok((header, endian))
 }
 
-fn open_tree_with(t: &Tracefs, header: crate::format::HeaderPage, endian: Endian) -> Result<Opened, Error> {
+/// [`open_tree`] with the header and byte order [`tree_header`] found.
+pub fn open_tree_with(t: &Tracefs, header: crate::format::HeaderPage, endian: Endian) -> Result<Opened, Error> {
     let mut trace = Trace::new(header, endian, LazyKallsyms::for_tree(t));
     add_formats(t, &mut trace)?;
     trace.cmdlines = Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default());
