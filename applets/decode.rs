@@ -8,13 +8,10 @@ use crate::out::Out;
 use std::io::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use trbox::format::Endian;
-use trbox::format::EventTable;
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText};
 use trbox::merge::{self, Merger};
 use trbox::printfmt::SymbolLookup;
 use trbox::render::{Cmdlines, CommonFields, Renderer};
-use trbox::sys::events::LazyKallsyms;
 use trbox::sys::raw::RawPages;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
 use trbox::sys::trace::{dat_file, dat_session, open_tree_with, read_dat, tree_header, KernelFacts, Opened};
@@ -222,7 +219,7 @@ impl Input<'_> {
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
     let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note } = input;
     let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
-    let (endian, ncpus, long_size, in_ns) = (*endian, *ncpus, trace.long_size(), trace.in_ns());
+    let (endian, ncpus, abi, in_ns) = (*endian, *ncpus, trace.abi(), trace.in_ns());
     let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
         .iter()
         .filter_map(|n| events.by_name(n))
@@ -231,7 +228,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
     let graph_cmdlines = cmdlines.clone();
     let graph = graph.map(|opts| {
         let irq = syms.table().map_or(IrqText::Fallback, IrqText::from_kallsyms);
-        GraphRenderer::new(events, &graph_cmdlines, endian, long_size, Some(syms as &dyn SymbolLookup))
+        GraphRenderer::new(events, &graph_cmdlines, abi, Some(syms as &dyn SymbolLookup))
             .with_strings(printk)
             .with_kernel(&kernel)
             .with_opts(opts)
@@ -239,7 +236,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
             .with_irq_text(irq)
     });
     let plain = || Plain {
-        r: Renderer::new(events, cmdlines.clone(), endian, long_size, in_ns)
+        r: Renderer::new(events, cmdlines.clone(), abi, in_ns)
             .with_strings(printk)
             .with_symbols(syms)
             .with_kernel(&kernel)
@@ -308,27 +305,19 @@ pub enum Item<'a> {
     },
 }
 
-/// What a collector needs besides the records, and gets back at the end to
-/// print names.
+/// What a collector gets besides the records, and back at the end to print
+/// names: the session itself and the buffers' names.
 pub struct Meta {
-    pub events: EventTable,
-    pub cmdlines: Cmdlines,
-    pub syms: LazyKallsyms,
-    pub endian: Endian,
-    pub long_size: u32,
-    /// The trace clock counts nanoseconds (how to print timestamps).
-    pub in_ns: bool,
+    pub trace: Opened,
     /// The names of the buffers the items come from, when several.
     pub buffers: Vec<String>,
-    /// CPUs of the traced machine.
-    pub cpus: u32,
 }
 
 impl Meta {
     /// A dense index for per-CPU state of (buffer, CPU): two buffers have
     /// the same CPUs, and their records interleave in the merge.
     pub fn slot(&self, buffer: u32, cpu: u32) -> u32 {
-        buffer.saturating_mul(self.cpus).saturating_add(cpu)
+        buffer.saturating_mul(self.trace.cpus.max(1)).saturating_add(cpu)
     }
 }
 
@@ -341,13 +330,7 @@ pub fn collect(
     f: &mut dyn FnMut(&Meta, Item<'_>),
 ) -> Result<Meta, Error> {
     let Input { trace, mut streams, tree, buffers, empty_note, .. } = input;
-    let (long_size, in_ns) = (trace.long_size(), trace.in_ns());
-    let Opened { events, cmdlines, symbols: syms, endian, cpus: ncpus, .. } = trace;
-    let mut c = Collector {
-        meta: Meta { events, cmdlines, syms, endian, long_size, in_ns, buffers, cpus: ncpus.max(1) },
-        f,
-        o,
-    };
+    let mut c = Collector { meta: Meta { trace, buffers }, f, o };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
@@ -453,9 +436,10 @@ impl Consumer for Collector<'_> {
         let (buffer, cpu, m, o) = (s.buffer, s.cpu, &self.meta, self.o);
         match s.take() {
             Some(Next::Record(rec)) => {
-                let Some(ev) = m.events.event_of(rec.payload, m.endian) else { return };
-                let pid = CommonFields::of(ev).read(m.endian, rec.payload).2;
-                if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, &m.cmdlines) {
+                let t = &m.trace;
+                let Some(ev) = t.events.event_of(rec.payload, t.endian) else { return };
+                let pid = CommonFields::of(ev).read(t.endian, rec.payload).2;
+                if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, &t.cmdlines) {
                     return;
                 }
                 (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });
@@ -469,7 +453,7 @@ impl Consumer for Collector<'_> {
     }
 
     fn cmdlines(&mut self, c: Cmdlines) {
-        self.meta.cmdlines = c;
+        self.meta.trace.cmdlines = c;
     }
 }
 

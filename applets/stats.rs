@@ -45,9 +45,9 @@ impl Stats {
         let ts = match it {
             Item::Record { buffer, cpu, ts, payload } => {
                 self.cpus.add(cpu_key(buffer, cpu), 1);
-                if let Some(ev) = m.events.event_of(payload, m.endian) {
+                if let Some(ev) = m.trace.events.event_of(payload, m.trace.endian) {
                     self.by_event.add(ev.id.into(), 1);
-                    self.by_pid.add(CommonFields::of(ev).read(m.endian, payload).2.into(), 1);
+                    self.by_pid.add(CommonFields::of(ev).read(m.trace.endian, payload).2.into(), 1);
                 }
                 ts
             }
@@ -70,10 +70,10 @@ impl Stats {
         let _ = write!(o, "{total} events");
         if let Some((a, b)) = self.span {
             o += ", from";
-            let _ = write_timestamp(&mut o, a, m.in_ns);
+            let _ = write_timestamp(&mut o, a, m.trace.in_ns());
             o += " to";
-            let _ = write_timestamp(&mut o, b, m.in_ns);
-            if m.in_ns {
+            let _ = write_timestamp(&mut o, b, m.trace.in_ns());
+            if m.trace.in_ns() {
                 let _ = write!(o, " ({}.{:06} s)", (b - a) / 1_000_000_000, (b - a) % 1_000_000_000 / 1000);
             }
         }
@@ -98,13 +98,13 @@ impl Stats {
         for (id, n) in self.by_event.ranked() {
             let name = u32::try_from(id)
                 .ok()
-                .and_then(|i| m.events.get(i))
+                .and_then(|i| m.trace.events.get(i))
                 .map_or(format!("id {id}"), |e| format!("{}:{}", e.system, e.name));
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
         }
         o += "\n      events  task\n";
         for (pid, n) in self.by_pid.ranked() {
-            let comm = m.cmdlines.comm(pid as i32);
+            let comm = m.trace.cmdlines.comm(pid as i32);
             let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{comm}-{pid}"), 66));
         }
         o

@@ -161,14 +161,14 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     let meta = decode::collect(input, o, done, &mut |m, it| {
         if let Item::Record { payload, .. } = it {
             stats
-                .get_or_insert_with(|| Stats::new(&m.events, m.endian, m.long_size, false))
-                .record(payload, &m.cmdlines);
+                .get_or_insert_with(|| Stats::new(&m.trace.events, m.trace.abi(), false))
+                .record(payload, &m.trace.cmdlines);
         }
     })?;
     let Some(s) = stats.filter(|s| s.calls() > 0) else {
         return Err(none_recorded(a, ""));
     };
-    let syms = Some(&meta.syms as &dyn SymbolLookup);
+    let syms = Some(&meta.trace.symbols as &dyn SymbolLookup);
     let mut text = String::new();
     let _ = match a.top {
         Some(n) => s.write_top(&mut text, syms, n, TopBy::Total),

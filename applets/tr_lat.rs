@@ -450,7 +450,7 @@ fn measure(
             q.push((*ts, payload.to_vec()));
         }
         let Ok(l) = acc.get_or_insert_with(|| {
-            let mut l = Lat::new(mode, &m.events, m.endian, a.rt, hist)?;
+            let mut l = Lat::new(mode, &m.trace.events, m.trace.endian, a.rt, hist)?;
             if !only.is_empty() {
                 l.only(&only.iter().map(|&p| i64::from(p)).collect::<Vec<_>>());
             }
@@ -489,16 +489,16 @@ fn measure(
     }
     let mut text = String::new();
     let _ = if a.json {
-        lat::write_json(&mut text, &l, unit, &meta.cmdlines)
+        lat::write_json(&mut text, &l, unit, &meta.trace.cmdlines)
     } else if a.hist {
-        lat::write_hists(&mut text, &l, unit, &meta.cmdlines)
+        lat::write_hists(&mut text, &l, unit, &meta.trace.cmdlines)
     } else {
-        lat::write_tables(&mut text, &l, unit, &meta.cmdlines)
+        lat::write_tables(&mut text, &l, unit, &meta.trace.cmdlines)
     };
     let mut out = Out::stdout();
     let _ = out.write_all(text.as_bytes());
     out.finish()?;
-    if !meta.in_ns {
+    if !meta.trace.in_ns() {
         cli::note(
             &Error::runtime("the trace clock does not count nanoseconds: the values are in its own ticks")
                 .hint("set trace_clock to local, global or mono"),
@@ -536,9 +536,13 @@ fn stop_report(meta: &decode::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Resu
     };
     let mut out = Out::stdout();
     let _ = write!(out, "\n# CPU {cpu}: its last records, up to the stop\n");
-    let mut r =
-        trbox::render::Renderer::new(&meta.events, meta.cmdlines.clone(), meta.endian, meta.long_size, meta.in_ns)
-            .with_symbols(&meta.syms);
+    let mut r = trbox::render::Renderer::new(
+        &meta.trace.events,
+        meta.trace.cmdlines.clone(),
+        meta.trace.abi(),
+        meta.trace.in_ns(),
+    )
+    .with_symbols(&meta.trace.symbols);
     for (ts, p) in q {
         let _ = r.record(&mut out, cpu as u32, *ts, p);
     }

@@ -163,14 +163,16 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
 fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
     let mut counts: Option<StackCounts> = None;
     let meta = decode::collect(input, o, done, &mut |m, it| {
-        let c = counts.get_or_insert_with(|| StackCounts::new(&m.events, m.endian, m.long_size));
+        let c = counts.get_or_insert_with(|| StackCounts::new(&m.trace.events, m.trace.abi()));
         match it {
-            Item::Record { buffer, cpu, payload, .. } => c.record(&m.events, m.slot(buffer, cpu), payload),
+            Item::Record { buffer, cpu, payload, .. } => c.record(&m.trace.events, m.slot(buffer, cpu), payload),
             Item::Lost { buffer, cpu, .. } => c.lost(m.slot(buffer, cpu)),
         }
     })?;
-    let mut rows =
-        counts.as_ref().map(|c| c.rows(&meta.events, Some(&meta.syms as &dyn SymbolLookup))).unwrap_or_default();
+    let mut rows = counts
+        .as_ref()
+        .map(|c| c.rows(&meta.trace.events, Some(&meta.trace.symbols as &dyn SymbolLookup)))
+        .unwrap_or_default();
     // On recorded data -e picks the stacks of those events (or functions).
     let wanted: Vec<&str> =
         a.event.iter().flat_map(|e| e.split(',')).chain(a.func.as_deref()).filter(|s| !s.is_empty()).collect();

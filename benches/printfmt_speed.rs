@@ -16,7 +16,7 @@ fn load(name: &str) -> EventFormat {
 fn main() {
     let ks =
         Kallsyms::parse("ffffffff81000000 T _stext\nffffffff81100000 T process_timeout\nffffffff82000000 T _etext\n");
-    let ctx = Ctx { endian: Endian::Little, long_size: 8, syms: Some(&ks), strings: None };
+    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: None };
     for name in
         ["sched_sched_switch", "timer_timer_start", "kmem_kmalloc", "irq_softirq_entry", "sock_inet_sock_set_state"]
     {

@@ -142,6 +142,23 @@ pub struct Abi {
     pub long_size: u32,
 }
 
+impl Abi {
+    /// `long_size` is 4 or 8 (the two the kernel has; anything else is 8).
+    pub const fn new(endian: Endian, long_size: u32) -> Abi {
+        Abi { endian, long_size: if long_size == 4 { 4 } else { 8 } }
+    }
+
+    /// The bits of an `unsigned long`.
+    #[inline]
+    pub const fn long_mask(self) -> u64 {
+        if self.long_size == 4 {
+            0xffff_ffff
+        } else {
+            u64::MAX
+        }
+    }
+}
+
 /// Where a field is in a record and how it reads: what every reader of a
 /// field needs (the format's [`Field`] without its names). The one field
 /// locator of the decoder: the print-fmt programs, the graph records and

@@ -34,7 +34,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use crate::format::{Endian, EventFormat, EventTable, Field, FieldLoc as Loc};
+use crate::format::{Abi, Endian, EventFormat, EventTable, Field, FieldLoc as Loc};
 use crate::printfmt::{Ctx, KernelInfo, Program, StringLookup, SymbolLookup};
 use crate::render::{write_lat_flags, Cmdlines, CommonFields};
 
@@ -336,10 +336,10 @@ fn field<'a>(ev: &'a EventFormat, name: &str) -> Option<&'a Field> {
 }
 
 impl GraphEvents {
-    pub fn new(events: &EventTable, endian: Endian, long_size: u32) -> Self {
+    pub fn new(events: &EventTable, abi: Abi) -> Self {
         let mut g = GraphEvents {
-            endian,
-            long_mask: if long_size == 4 { 0xffff_ffff } else { u64::MAX },
+            endian: abi.endian,
+            long_mask: abi.long_mask(),
             ents: Vec::new(),
             rets: Vec::new(),
             common: None,
@@ -499,8 +499,7 @@ pub struct GraphRenderer<'a> {
     ev: GraphEvents,
     events: &'a EventTable,
     cmdlines: &'a Cmdlines,
-    endian: Endian,
-    long_size: u8,
+    abi: Abi,
     syms: Option<&'a dyn SymbolLookup>,
     strings: Option<&'a dyn StringLookup>,
     /// What the format files leave out (the kernel version decides the
@@ -521,19 +520,13 @@ pub struct GraphRenderer<'a> {
 
 impl<'a> GraphRenderer<'a> {
     /// `long_size` is the traced kernel's `sizeof(long)` (4 or 8).
-    pub fn new(
-        events: &'a EventTable,
-        cmdlines: &'a Cmdlines,
-        endian: Endian,
-        long_size: u32,
-        syms: Option<&'a dyn SymbolLookup>,
-    ) -> Self {
+    pub fn new(events: &'a EventTable, cmdlines: &'a Cmdlines, abi: Abi, syms: Option<&'a dyn SymbolLookup>) -> Self {
+        let abi = Abi::new(abi.endian, abi.long_size);
         GraphRenderer {
-            ev: GraphEvents::new(events, endian, long_size),
+            ev: GraphEvents::new(events, abi),
             events,
             cmdlines,
-            endian,
-            long_size: if long_size == 4 { 4 } else { 8 },
+            abi,
             syms,
             strings: None,
             kernel: None,
@@ -616,7 +609,7 @@ impl<'a> GraphRenderer<'a> {
     }
 
     fn ctx(&self) -> Ctx<'a> {
-        Ctx { endian: self.endian, long_size: self.long_size, syms: self.syms, strings: self.strings }
+        Ctx { abi: self.abi, syms: self.syms, strings: self.strings }
     }
 
     /// `%ps` of a function address.
@@ -641,7 +634,7 @@ impl<'a> GraphRenderer<'a> {
 
     fn write_abstime<W: Write + ?Sized>(&self, w: &mut W, ts: u64) -> fmt::Result {
         let mut secs = ts / 1_000_000_000;
-        if self.long_size == 4 {
+        if self.abi.long_size == 4 {
             secs &= 0xffff_ffff;
         }
         let us = (ts % 1_000_000_000) / 1000;
@@ -738,7 +731,7 @@ impl<'a> GraphRenderer<'a> {
         let mut err = 0i64;
         if !self.opts.retval_hex && retval != 0 {
             // A 32-bit error code in a 64-bit register, or a 32-bit long.
-            let v = if self.long_size == 4 || (retval & 0x8000_0000 != 0 && retval >> 32 == 0) {
+            let v = if self.abi.long_size == 4 || (retval & 0x8000_0000 != 0 && retval >> 32 == 0) {
                 i64::from(retval as u32 as i32)
             } else {
                 retval as i64
@@ -850,7 +843,7 @@ impl<'a> GraphRenderer<'a> {
                 *slot = 0;
             }
             if self.opts.duration && self.opts.context_info {
-                write_duration_column(w, dur, self.opts.overhead, u32::from(self.long_size))?;
+                write_duration_column(w, dur, self.opts.overhead, self.abi.long_size)?;
             }
             Self::indent(w, depth)?;
             self.write_sym(w, rfunc)?;
@@ -910,7 +903,7 @@ impl<'a> GraphRenderer<'a> {
         }
         self.prologue(w, cpu, ts, p, None)?;
         if self.opts.duration && self.opts.context_info {
-            write_duration_column(w, dur, self.opts.overhead, u32::from(self.long_size))?;
+            write_duration_column(w, dur, self.opts.overhead, self.abi.long_size)?;
         }
         Self::indent(w, depth)?;
         if self.opts.retval && retval.is_some() {
@@ -971,8 +964,8 @@ impl<'a> GraphRenderer<'a> {
                 if let Some(slot) = self.progs.get_mut(i) {
                     if slot.is_none() {
                         *slot = Some(match self.kernel {
-                            Some(k) => Program::compile_with(ev, self.long_size, k),
-                            None => Program::compile(ev, self.long_size),
+                            Some(k) => Program::compile_with(ev, self.abi.long_size, k),
+                            None => Program::compile(ev, self.abi.long_size),
                         });
                     }
                 }
@@ -986,7 +979,7 @@ impl<'a> GraphRenderer<'a> {
                 }
                 None => {
                     write!(body, "{}: ", ev.name)?;
-                    crate::printfmt::render_fields(&mut body, ev, p, self.endian, self.long_size)?;
+                    crate::printfmt::render_fields(&mut body, ev, p, self.abi)?;
                 }
             }
         }
@@ -1212,7 +1205,7 @@ mod tests {
         let t = table();
         let c = Cmdlines::parse("7 sh\n8 busybox\n");
         let syms = Syms;
-        let mut g = GraphRenderer::new(&t, &c, Endian::Little, 8, Some(&syms)).with_opts(opts);
+        let mut g = GraphRenderer::new(&t, &c, crate::format::Abi::new(Endian::Little, 8), Some(&syms)).with_opts(opts);
         let mut out = String::new();
         let mut i = 0;
         while i < recs.len() {
@@ -1305,7 +1298,7 @@ mod tests {
     fn garbage_never_panics() {
         let t = table();
         let c = Cmdlines::default();
-        let mut g = GraphRenderer::new(&t, &c, Endian::Little, 8, None);
+        let mut g = GraphRenderer::new(&t, &c, crate::format::Abi::new(Endian::Little, 8), None);
         let mut out = String::new();
         let samples: Vec<Vec<u8>> = vec![
             vec![],
@@ -1363,7 +1356,9 @@ mod tests {
         let cl = Cmdlines::default();
         let syms = Syms;
         let opts = GraphOpts { retval: true, ..GraphOpts::default() };
-        let mut g = GraphRenderer::new(&t, &cl, Endian::Big, 4, Some(&syms)).with_opts(opts).with_cpu_count(12);
+        let mut g = GraphRenderer::new(&t, &cl, crate::format::Abi::new(Endian::Big, 4), Some(&syms))
+            .with_opts(opts)
+            .with_cpu_count(12);
         let recs =
             [e(1, 0x100, 0), e(1, 0x300, 1), r(1, 0x300, 1, 0, 0, 1500), r(1, 0x100, (-22i32) as u32, 0, 0, 4000)];
         let mut out = String::new();
@@ -1374,12 +1369,8 @@ mod tests {
             out,
             "  3)               |  outer() {\n  3)   1.500 us    |    leaf(); /* ret=0x1 */\n  3)   4.000 us    |  } /* outer ret=-22 */\n"
         );
-        let mut h = GraphRenderer::new(&t, &cl, Endian::Big, 4, Some(&syms)).with_opts(GraphOpts {
-            retval: true,
-            retval_hex: true,
-            tail: true,
-            ..GraphOpts::default()
-        });
+        let mut h = GraphRenderer::new(&t, &cl, crate::format::Abi::new(Endian::Big, 4), Some(&syms))
+            .with_opts(GraphOpts { retval: true, retval_hex: true, tail: true, ..GraphOpts::default() });
         let mut out = String::new();
         h.record(&mut out, 0, 0, &recs[3], None).unwrap();
         assert_eq!(out, " 0)   4.000 us    |  } /* outer ret=0xffffffea */\n");
@@ -1392,7 +1383,7 @@ mod tests {
         let t = table();
         let c = Cmdlines::parse("7 sh\n8 busybox\n");
         let syms = Syms;
-        let mut g = GraphRenderer::new(&t, &c, Endian::Little, 8, Some(&syms));
+        let mut g = GraphRenderer::new(&t, &c, crate::format::Abi::new(Endian::Little, 8), Some(&syms));
         let a = [ent(7, 0x100, 0), ent(7, 0x300, 1), ret(7, 0x300, 1, 0, 1000), ret(7, 0x100, 0, 0, 5000)];
         let b = [ent(8, 0x200, 0), ret(8, 0x200, 0, 0, 2000)];
         let mut out = String::new();

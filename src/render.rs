@@ -450,26 +450,32 @@ mod tests {
     }
 }
 
-/// Offsets of the common fields every record starts with (read from a format
+/// Where the common fields every record starts with are (read from a format
 /// file, never assumed).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CommonFields {
-    /// (offset, size) of common_flags, common_preempt_count and common_pid;
-    /// size 0 when the field is missing.
-    at: [(u32, u32); 3],
-    /// The layout of every kernel: two bytes and an int.
-    plain: bool,
-    /// Offset of `common_preempt_lazy_count` (RT kernels with lazy
-    /// preemption, [`LatColumns::RtLazy`]).
-    lazy: Option<u32>,
+    /// common_flags, common_preempt_count and common_pid; `None` when the
+    /// field is missing.
+    at: [Option<FieldLoc>; 3],
+    /// The layout of every kernel: two bytes and an int, read without the
+    /// general path.
+    plain: Option<(usize, usize, usize)>,
+    /// `common_preempt_lazy_count` (RT kernels with lazy preemption,
+    /// [`LatColumns::RtLazy`]).
+    lazy: Option<FieldLoc>,
 }
 
 impl CommonFields {
     pub fn of(ev: &crate::format::EventFormat) -> Self {
-        let f = |n: &str| ev.common.iter().find(|f| f.name == n).map_or((0, 0), |f| (f.offset, f.size));
+        let f = |n: &str| ev.common.iter().find(|f| f.name == n).map(|f| f.loc());
         let at = [f("common_flags"), f("common_preempt_count"), f("common_pid")];
-        let lazy = ev.common.iter().find(|f| f.name == "common_preempt_lazy_count").map(|f| f.offset);
-        CommonFields { at, plain: at[0].1 == 1 && at[1].1 == 1 && at[2].1 == 4, lazy }
+        let plain = match at {
+            [Some(f), Some(pc), Some(pid)] if (f.size, pc.size, pid.size) == (1, 1, 4) => {
+                Some((f.offset as usize, pc.offset as usize, pid.offset as usize))
+            }
+            _ => None,
+        };
+        CommonFields { at, plain, lazy: f("common_preempt_lazy_count") }
     }
 
     /// Whether the events carry `common_preempt_lazy_count`.
@@ -480,31 +486,28 @@ impl CommonFields {
     /// A record's `common_preempt_lazy_count` (0 without one).
     #[inline]
     pub fn lazy_count(&self, p: &[u8]) -> u8 {
-        self.lazy.and_then(|o| p.get(o as usize).copied()).unwrap_or(0)
+        self.lazy.and_then(|l| p.get(l.offset as usize).copied()).unwrap_or(0)
     }
 
     /// (flags, preempt_count, pid) of a record payload.
     #[inline]
     pub fn read(&self, e: crate::format::Endian, p: &[u8]) -> (u8, u8, i32) {
-        let [f, pc, pid] = self.at;
-        if !self.plain {
-            return self.read_any(e, p);
-        }
-        let byte = |o: u32| p.get(o as usize).copied().unwrap_or(0);
-        (byte(f.0), byte(pc.0), e.u32(p, pid.0 as usize).unwrap_or(0) as i32)
+        let Some((f, pc, pid)) = self.plain else { return self.read_any(e, p) };
+        let byte = |o: usize| p.get(o).copied().unwrap_or(0);
+        (byte(f), byte(pc), e.u32(p, pid).unwrap_or(0) as i32)
     }
 
     /// [`read`](Self::read) of any layout (apart: the common one needs
     /// few registers).
     #[inline(never)]
     fn read_any(&self, e: crate::format::Endian, p: &[u8]) -> (u8, u8, i32) {
-        let get = |(o, s): (u32, u32)| if s == 0 { 0 } else { e.uint(p, o as usize, s as usize).unwrap_or(0) };
+        let get = |l: Option<FieldLoc>| l.and_then(|l| l.uint(p, e)).unwrap_or(0);
         let [f, pc, pid] = self.at;
         (get(f) as u8, get(pc) as u8, get(pid) as u32 as i32)
     }
 }
 
-use crate::format::{Endian, EventFormat, EventTable, FieldLoc};
+use crate::format::{Abi, Endian, EventFormat, EventTable, FieldLoc};
 use crate::printfmt::{StringLookup, SymbolLookup};
 
 /// How an event's body is produced.
@@ -531,8 +534,7 @@ enum Body {
 pub struct Renderer<'a> {
     events: &'a EventTable,
     cmdlines: Cmdlines,
-    endian: Endian,
-    long_size: u8,
+    abi: Abi,
     syms: Option<&'a dyn SymbolLookup>,
     strings: Option<&'a dyn StringLookup>,
     kernel: Option<&'a dyn crate::printfmt::KernelInfo>,
@@ -553,13 +555,12 @@ const COLS: usize = 256;
 const COL_MAX: usize = 32;
 
 impl<'a> Renderer<'a> {
-    pub fn new(events: &'a EventTable, cmdlines: Cmdlines, endian: Endian, long_size: u32, in_ns: bool) -> Self {
+    pub fn new(events: &'a EventTable, cmdlines: Cmdlines, abi: Abi, in_ns: bool) -> Self {
         let common = events.iter().next().map(CommonFields::of);
         Renderer {
             events,
             cmdlines,
-            endian,
-            long_size: if long_size == 4 { 4 } else { 8 },
+            abi: Abi::new(abi.endian, abi.long_size),
             syms: None,
             strings: None,
             kernel: None,
@@ -573,7 +574,7 @@ impl<'a> Renderer<'a> {
 
     /// The `common_pid` of a record.
     pub fn pid(&self, payload: &[u8]) -> i32 {
-        self.common.map_or(0, |c| c.read(self.endian, payload).2)
+        self.common.map_or(0, |c| c.read(self.abi.endian, payload).2)
     }
 
     /// The pid → comm table in use.
@@ -622,7 +623,7 @@ impl<'a> Renderer<'a> {
     }
 
     fn ctx(&self) -> crate::printfmt::Ctx<'a> {
-        crate::printfmt::Ctx { endian: self.endian, long_size: self.long_size, syms: self.syms, strings: self.strings }
+        crate::printfmt::Ctx { abi: self.abi, syms: self.syms, strings: self.strings }
     }
 
     fn body_for(&self, ev: &EventFormat) -> Body {
@@ -639,8 +640,8 @@ impl<'a> Renderer<'a> {
             }
         }
         let prog = match self.kernel {
-            Some(k) => crate::printfmt::Program::compile_with(ev, self.long_size, k),
-            None => crate::printfmt::Program::compile(ev, self.long_size),
+            Some(k) => crate::printfmt::Program::compile_with(ev, self.abi.long_size, k),
+            None => crate::printfmt::Program::compile(ev, self.abi.long_size),
         };
         let ftrace_text = ev.system == "ftrace" && matches!(ev.name.as_str(), "print" | "bputs" | "bprint");
         Body::Fmt { named: prog.name_prefix() && !ftrace_text, prog }
@@ -654,7 +655,7 @@ impl<'a> Renderer<'a> {
     /// The line prefix up to and including its `": "`, assembled in
     /// `self.pre` (a comm too long for it is written to `w` first).
     fn prefix<W: Write>(&mut self, w: &mut W, common: CommonFields, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
-        let (flags, preempt, pid) = common.read(self.endian, payload);
+        let (flags, preempt, pid) = common.read(self.abi.endian, payload);
         self.pre.clear();
         comm_col(&mut self.cols, &self.cmdlines, w, &mut self.pre, pid)?;
         let lazy = common.lazy_count(payload);
@@ -664,7 +665,7 @@ impl<'a> Renderer<'a> {
 
     /// Write one record's line(s), newline included.
     pub fn record<W: Write>(&mut self, w: &mut W, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
-        let e = self.endian;
+        let e = self.abi.endian;
         let Some(ev) = self.events.event_of(payload, e) else {
             self.prefix(w, self.common.unwrap_or_default(), cpu, ts, payload)?;
             w.write_str(self.pre.as_str())?;
@@ -684,7 +685,7 @@ impl<'a> Renderer<'a> {
         ts: u64,
         payload: &[u8],
     ) -> fmt::Result {
-        let e = self.endian;
+        let e = self.abi.endian;
         // The common fields are laid out alike in every event of a kernel.
         let common = match self.common {
             Some(c) => c,
@@ -700,7 +701,7 @@ impl<'a> Renderer<'a> {
             self.bodies[id] = Some(b);
         }
         let ctx = self.ctx();
-        let long = usize::from(self.long_size);
+        let long = self.abi.long_size as usize;
         let Some(body) = self.bodies[id].as_ref() else { return w.write_str(self.pre.as_str()) };
         match body {
             Body::Fmt { prog, named } => {

@@ -154,7 +154,7 @@ impl<S> Trace<S> {
 
     /// Byte order and long size of the traced kernel.
     pub fn abi(&self) -> Abi {
-        Abi { endian: self.endian, long_size: self.long_size() }
+        Abi::new(self.endian, self.long_size())
     }
 
     /// Whether the clock counts nanoseconds (else raw counts).

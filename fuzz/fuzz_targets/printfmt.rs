@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(text).into_owned();
     let ks = Kallsyms::parse(KALLSYMS);
     let pk = PrintkFormats::parse(PRINTK);
-    let ctx = Ctx { endian, long_size: long, syms: Some(&ks), strings: Some(&pk) };
+    let ctx = Ctx { abi: trbox::format::Abi::new(endian, long), syms: Some(&ks), strings: Some(&pk) };
     let mut out = String::new();
     match sel >> 2 & 3 {
         0 | 1 => {
@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
             let ev = event(text);
             let p = Program::compile(&ev, long);
             let _ = p.render(&mut out, rec, &ctx);
-            let _ = render_fields(&mut out, &ev, rec, endian, long);
+            let _ = render_fields(&mut out, &ev, rec, trbox::format::Abi::new(endian, long));
         }
         2 => {
             // The text is a whole format file.

@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use super::stats::{key_path, path_key};
-use crate::format::{Endian, EventTable, FieldLoc};
+use crate::format::{Abi, Endian, EventTable, FieldLoc};
 use crate::printfmt::SymbolLookup;
 
 /// Frames kept per stack (the kernel stores at most a page of them).
@@ -83,10 +83,10 @@ pub struct StackCounts {
 }
 
 impl StackCounts {
-    pub fn new(events: &EventTable, endian: Endian, long_size: u32) -> Self {
+    pub fn new(events: &EventTable, abi: Abi) -> Self {
         let mut s = StackCounts {
-            endian,
-            long: if long_size == 4 { 4 } else { 8 },
+            endian: abi.endian,
+            long: Abi::new(abi.endian, abi.long_size).long_size as usize,
             stack: None,
             function: None,
             last: Vec::new(),

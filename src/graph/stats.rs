@@ -22,7 +22,7 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use super::{write_name, GraphEvents, GraphRec};
-use crate::format::{Endian, EventTable};
+use crate::format::{Abi, EventTable};
 use crate::printfmt::SymbolLookup;
 use crate::render::Cmdlines;
 
@@ -97,9 +97,9 @@ pub struct Stats {
 
 impl Stats {
     /// `per_comm`: start every folded line with the task's comm.
-    pub fn new(events: &EventTable, endian: Endian, long_size: u32, per_comm: bool) -> Self {
+    pub fn new(events: &EventTable, abi: Abi, per_comm: bool) -> Self {
         Stats {
-            ev: GraphEvents::new(events, endian, long_size),
+            ev: GraphEvents::new(events, abi),
             per_comm,
             stacks: Vec::new(),
             folded: BTreeMap::new(),
@@ -396,7 +396,7 @@ mod tests {
     fn folded_and_top() {
         let t = table();
         let c = Cmdlines::parse("7 sh\n");
-        let mut s = Stats::new(&t, Endian::Little, 8, false);
+        let mut s = Stats::new(&t, crate::format::Abi::new(crate::format::Endian::Little, 8), false);
         for r in [
             ent(7, 0x100, 0),
             ent(7, 0x200, 1),
@@ -432,7 +432,7 @@ mod tests {
         let mut out = String::new();
         s.write_top(&mut out, Some(&Syms), 3, TopBy::Self_).unwrap();
         assert!(out.lines().all(|l| l.len() <= 80), "{out}");
-        let mut pc = Stats::new(&t, Endian::Little, 8, true);
+        let mut pc = Stats::new(&t, crate::format::Abi::new(crate::format::Endian::Little, 8), true);
         pc.record(&ent(7, 0x100, 0), &c);
         pc.record(&ret(7, 0x100, 0, 0, 9), &c);
         let mut out = String::new();
@@ -446,7 +446,7 @@ mod tests {
     fn huge_durations() {
         let t = table();
         let c = Cmdlines::default();
-        let mut s = Stats::new(&t, Endian::Little, 8, false);
+        let mut s = Stats::new(&t, crate::format::Abi::new(crate::format::Endian::Little, 8), false);
         for i in 0..200 {
             s.record(&ent(1, 0x100 + i, i as i32), &c);
         }

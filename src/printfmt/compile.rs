@@ -46,7 +46,8 @@ struct P<'t, 'e> {
     toks: &'t [Tok<'t>],
     pos: usize,
     ev: &'e EventFormat,
-    long_size: u8,
+    /// The traced kernel's `unsigned long` (pointers and `sizeof` too).
+    ulong: Ty,
     prog: Prog,
     kinds: Vec<Kind>,
     scopes: Vec<(&'t str, u8)>,
@@ -69,7 +70,7 @@ fn err<T>(what: &'static str) -> R<T> {
 
 /// Size and sign of a C type name as written in casts, declarations and
 /// `sizeof`; `None` for names we do not know.
-pub(crate) fn type_of(words: &[&str], stars: usize, long_size: u8) -> Option<Ty> {
+pub(crate) fn type_of(words: &[&str], stars: usize, ulong: Ty) -> Option<Ty> {
     let words: Vec<&str> = words
         .iter()
         .copied()
@@ -80,9 +81,9 @@ pub(crate) fn type_of(words: &[&str], stars: usize, long_size: u8) -> Option<Ty>
             ["void"] | ["char"] | ["unsigned", "char"] | ["signed", "char"] | ["u8"] | ["s8"] | ["__u8"] => 1,
             _ => 2,
         };
-        return Some(Ty { size: long_size, signed: false, ptr: bytes });
+        return Some(Ty { size: ulong.size, signed: false, ptr: bytes });
     }
-    let ls = long_size;
+    let ls = ulong.size;
     let t = |size: u8, signed: bool| Some(Ty::int(size, signed));
     match words.as_slice() {
         ["struct" | "union", ..] => None,
@@ -182,7 +183,7 @@ fn is_type_word(w: &str) -> bool {
             | "enum"
             | "bool"
             | "_Bool"
-    ) || type_of(&[w], 0, 8).is_some()
+    ) || type_of(&[w], 0, Ty::int(8, false)).is_some()
 }
 
 impl<'t, 'e> P<'t, 'e> {
@@ -354,7 +355,7 @@ impl<'t, 'e> P<'t, 'e> {
             },
             _ => None,
         };
-        match type_of(&words, stars, self.long_size).or_else(from_info) {
+        match type_of(&words, stars, self.ulong).or_else(from_info) {
             Some(t) => Ok(t),
             None if words.first().is_some_and(|w| matches!(*w, "struct" | "union")) => err("struct type"),
             None => err("unknown type"),
@@ -442,7 +443,7 @@ impl<'t, 'e> P<'t, 'e> {
                         let size = self.elem.iter().find(|e| e.0 == lhs).map(|e| e.1);
                         match size {
                             Some(n) if b.ptr == 0 => {
-                                let ty = Ty::int(self.long_size, false);
+                                let ty = self.ulong;
                                 let c = self.push(Node::Const(n, ty), Kind::Int(ty))?;
                                 rhs = self.push(Node::Binary(BOp::Mul, rhs, c, ty), Kind::Int(ty))?;
                             }
@@ -514,7 +515,7 @@ impl<'t, 'e> P<'t, 'e> {
             let size = if matches!(self.peek(), Some(Tok::Ident(w)) if is_type_word(w)) {
                 let t = self.type_name()?;
                 if t.ptr != 0 {
-                    self.long_size
+                    self.ulong.size
                 } else {
                     t.size
                 }
@@ -526,7 +527,7 @@ impl<'t, 'e> P<'t, 'e> {
                 }
             };
             self.expect(")")?;
-            let ty = Ty::int(self.long_size, false);
+            let ty = self.ulong;
             return self.push(Node::Const(u64::from(size), ty), Kind::Int(ty));
         }
         self.postfix()
@@ -560,7 +561,7 @@ impl<'t, 'e> P<'t, 'e> {
         self.pos += 1;
         match tok {
             Tok::Num { v, unsigned, longs, radix } => {
-                let ls = self.long_size;
+                let ls = self.ulong.size;
                 let fits = |bits: u32, signed: bool| {
                     let b = if signed { bits - 1 } else { bits };
                     b >= 64 || v < (1u64 << b)
@@ -612,7 +613,7 @@ impl<'t, 'e> P<'t, 'e> {
                         return self.push(Node::Const(norm(v as u64, Ty::INT), Ty::INT), Kind::Int(Ty::INT));
                     }
                     if let Some(v) = self.info.variable(name) {
-                        let ty = Ty::int(self.long_size, false);
+                        let ty = self.ulong;
                         return self.push(Node::Const(norm(v, ty), ty), Kind::Int(ty));
                     }
                 }
@@ -815,7 +816,7 @@ impl<'t, 'e> P<'t, 'e> {
                     }
                     words.push(w);
                 }
-                let (Some(name), Some(ty)) = (name, type_of(&words, 0, self.long_size)) else {
+                let (Some(name), Some(ty)) = (name, type_of(&words, 0, self.ulong)) else {
                     return err("declaration");
                 };
                 self.expect("=")?;
@@ -858,14 +859,14 @@ impl<'t, 'e> P<'t, 'e> {
 
 /// Compile `ev.print_fmt`; on failure also returns the index of the token
 /// where it stopped and a few tokens of context.
-pub(crate) fn compile(ev: &EventFormat, long_size: u8, info: &dyn super::KernelInfo) -> Result<Prog, (Error, String)> {
+pub(crate) fn compile(ev: &EventFormat, long_size: u32, info: &dyn super::KernelInfo) -> Result<Prog, (Error, String)> {
     let src = ev.print_fmt.trim();
     let toks = lex(src).ok_or((Error::Unsupported("tokens"), String::new()))?;
     let mut p = P {
         toks: &toks,
         pos: 0,
         ev,
-        long_size,
+        ulong: Ty::int(if long_size == 4 { 4 } else { 8 }, false),
         prog: Prog::default(),
         kinds: Vec::new(),
         scopes: Vec::new(),

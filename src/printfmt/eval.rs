@@ -6,7 +6,7 @@ use core::fmt::{self, Write};
 use super::digits::Stage;
 use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
-use crate::format::Endian;
+use crate::format::{Abi, Endian};
 
 /// A value during evaluation.
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +35,7 @@ impl<'a, 'e> Frame<'a, 'e> {
 
     /// A frame with no record, for folding constants at compile time.
     pub fn constant(prog: &'a Prog) -> Frame<'a, 'static> {
-        Frame::new(prog, &[], Ctx { endian: Endian::Little, long_size: 8, syms: None, strings: None })
+        Frame::new(prog, &[], Ctx { abi: Abi::new(Endian::Little, 8), syms: None, strings: None })
     }
 
     pub fn int(&self, id: Id) -> Option<u64> {
@@ -54,7 +54,7 @@ impl<'a, 'e> Frame<'a, 'e> {
     /// A scalar field of the record, normalised to its type.
     #[inline(always)]
     fn field(&self, off: u32, ty: Ty) -> Option<u64> {
-        let v = self.ctx.endian.uint(self.rec, off as usize, ty.size as usize)?;
+        let v = self.ctx.abi.endian.uint(self.rec, off as usize, ty.size as usize)?;
         Some(norm(v, ty))
     }
 
@@ -84,7 +84,7 @@ impl<'a, 'e> Frame<'a, 'e> {
     }
 
     fn val_inner(&self, id: Id) -> V<'a> {
-        let e = self.ctx.endian;
+        let e = self.ctx.abi.endian;
         let int = |v: Option<u64>| v.map_or(V::Bad, V::I);
         match self.node(id) {
             Node::Const(v, _) => V::I(v),
@@ -160,7 +160,7 @@ impl<'a, 'e> Frame<'a, 'e> {
 
     /// Render a text-producing helper.
     pub fn text(&self, id: Id, w: &mut dyn Write) -> fmt::Result {
-        let e = self.ctx.endian;
+        let e = self.ctx.abi.endian;
         let lm = self.ctx.long_mask();
         match self.node(id) {
             Node::Flags { val, delim, tab, wide } => {
@@ -327,7 +327,7 @@ impl<'a, 'e> Frame<'a, 'e> {
         // expression walk.
         let v = match self.prog.nodes.get(a as usize) {
             Some(&Node::Field { off, ty }) => self.field(off, ty).map_or(V::Bad, V::I),
-            Some(Node::Bytes(loc)) => loc.bytes(self.rec, self.ctx.endian).map_or(V::Bad, V::B),
+            Some(Node::Bytes(loc)) => loc.bytes(self.rec, self.ctx.abi.endian).map_or(V::Bad, V::B),
             _ => self.val(a),
         };
         Some(match v {
@@ -344,7 +344,7 @@ impl<'a, 'e> Frame<'a, 'e> {
         };
         match v {
             V::I(v) => match spec.conv {
-                Conv::Int { .. } => int_conv(w, v, spec, self.ctx.long_size),
+                Conv::Int { .. } => int_conv(w, v, spec, self.ctx.abi.long_size),
                 _ => emit(w, spec, ArgVal::Int(v), &self.ctx),
             },
             V::B(b) => emit(w, spec, ArgVal::Bytes(b), &self.ctx),

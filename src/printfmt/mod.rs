@@ -26,7 +26,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use crate::format::{Endian, EventFormat, Field, FieldKind};
+use crate::format::{Abi, Endian, EventFormat, Field, FieldKind};
 use digits::{StackBuf, Stage};
 use ir::{Loc, Prog};
 use vsprintf::{write_bytes, Fwd};
@@ -230,7 +230,7 @@ enum Body {
 /// A compiled print fmt.
 #[derive(Debug, Clone)]
 pub struct Program {
-    long_size: u8,
+    long_size: u32,
     body: Body,
     names: String,
     fields: Vec<FieldInfo>,
@@ -252,13 +252,13 @@ impl Program {
     /// Compile `ev.print_fmt` for a kernel whose `long` is `long_size`
     /// bytes (4 or 8; byte order comes with each [`Ctx`] at render time).
     /// Never fails: see [`Program::fallback_reason`].
-    pub fn compile(ev: &EventFormat, long_size: u8) -> Program {
+    pub fn compile(ev: &EventFormat, long_size: u32) -> Program {
         Self::compile_with(ev, long_size, &NoKernelInfo)
     }
 
     /// [`compile`](Self::compile) with kernel facts for identifiers and
     /// struct sizes the format file leaves symbolic.
-    pub fn compile_with(ev: &EventFormat, long_size: u8, info: &dyn KernelInfo) -> Program {
+    pub fn compile_with(ev: &EventFormat, long_size: u32, info: &dyn KernelInfo) -> Program {
         let long_size = if long_size == 4 { 4 } else { 8 };
         let mut names = String::new();
         let mut fields = Vec::new();
@@ -428,8 +428,8 @@ impl Program {
     /// [`render`](Self::render) continuing the line `st` holds; what is
     /// left in it is the caller's to write out.
     pub(crate) fn render_staged(&self, w: &mut Stage<'_>, rec: &[u8], ctx: &Ctx) -> fmt::Result {
-        let ctx = Ctx { long_size: self.long_size, ..*ctx };
-        let e = ctx.endian;
+        let ctx = Ctx { abi: Abi::new(ctx.abi.endian, self.long_size), ..*ctx };
+        let e = ctx.abi.endian;
         match &self.body {
             Body::Prog(p) => eval::Frame::new(p, rec, ctx).run_into(w, 0),
             Body::Probe { prog, ip, func, ret, first } => {
@@ -649,22 +649,16 @@ pub fn write_ip_sym<W: Write + ?Sized>(w: &mut W, v: u64, syms: Option<&dyn Symb
 
 /// [`write_ip_sym`] of the address in field `ip` of `rec`.
 fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt::Result {
-    let Some(v) = ip.uint(rec, ctx.endian) else { return w.write_str("<OVERFLOW>") };
+    let Some(v) = ip.uint(rec, ctx.abi.endian) else { return w.write_str("<OVERFLOW>") };
     write_ip_sym(w, v, ctx.syms)
 }
 
 /// Convenience: the `name=value` rendering of `rec` without compiling the
 /// print fmt.
-pub fn render_fields<W: Write + ?Sized>(
-    w: &mut W,
-    ev: &EventFormat,
-    rec: &[u8],
-    e: Endian,
-    long_size: u8,
-) -> fmt::Result {
+pub fn render_fields<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], abi: Abi) -> fmt::Result {
     let mut ev2 = EventFormat { print_fmt: String::new(), ..ev.clone() };
     ev2.system.clear();
-    Program::compile(&ev2, long_size).render_fields(w, rec, e)
+    Program::compile(&ev2, abi.long_size).render_fields(w, rec, abi.endian)
 }
 
 /// The text after `ip_sym: ` of the ftrace `print`, `bputs` and `bprint`
@@ -672,7 +666,7 @@ pub fn render_fields<W: Write + ?Sized>(
 /// `trace_bprint_print` write after the ip). Looks fields up by name;
 /// anything missing prints a marker.
 pub fn render_ftrace_text<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], ctx: &Ctx) -> fmt::Result {
-    let e = ctx.endian;
+    let e = ctx.abi.endian;
     let get = |n: &str| ev.fields.iter().find(|f| f.name == n);
     let ptr = |n: &str| get(n).and_then(|f| f.loc().uint(rec, e));
     match ev.name.as_str() {

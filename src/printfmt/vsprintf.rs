@@ -7,7 +7,7 @@
 use core::fmt::{self, Write};
 
 use super::digits::{Digits, StackBuf, DIGITS};
-use crate::format::Endian;
+use crate::format::{Abi, Endian};
 
 pub(crate) const SIGN: u8 = 1;
 pub(crate) const LEFT: u8 = 2;
@@ -329,20 +329,15 @@ pub trait StringLookup {
 /// What the renderer knows about the traced kernel and its tables.
 #[derive(Clone, Copy)]
 pub struct Ctx<'e> {
-    pub endian: Endian,
-    /// `sizeof(long)` of the traced kernel: 4 or 8.
-    pub long_size: u8,
+    /// Byte order and `sizeof(long)` (4 or 8) of the traced kernel.
+    pub abi: Abi,
     pub syms: Option<&'e dyn SymbolLookup>,
     pub strings: Option<&'e dyn StringLookup>,
 }
 
 impl Ctx<'_> {
     pub fn long_mask(&self) -> u64 {
-        if self.long_size == 4 {
-            0xffff_ffff
-        } else {
-            u64::MAX
-        }
+        self.abi.long_mask()
     }
 }
 
@@ -604,14 +599,14 @@ pub fn string<W: Write + ?Sized>(w: &mut W, s: &[u8], spec: &Spec) -> fmt::Resul
 /// Convert an argument to the width the conversion reads (the varargs
 /// `va_arg(type)` of vsnprintf), sign-extending signed conversions.
 #[inline(always)]
-pub fn convert_int(v: u64, spec: &Spec, long_size: u8) -> u64 {
+pub fn convert_int(v: u64, spec: &Spec, long_size: u32) -> u64 {
     let signed = spec.flags & SIGN != 0;
     let bits = match spec.qual {
         Qual::None => 32,
         Qual::Char => 8,
         Qual::Short => 16,
         Qual::LongLong => 64,
-        Qual::Long | Qual::Size | Qual::PtrDiff => u32::from(long_size) * 8,
+        Qual::Long | Qual::Size | Qual::PtrDiff => long_size * 8,
     };
     // %td is always signed; %zd follows the conversion.
     let signed = signed || spec.qual == Qual::PtrDiff;
@@ -630,7 +625,7 @@ pub fn convert_int(v: u64, spec: &Spec, long_size: u8) -> u64 {
 /// An integer conversion's argument as `va_arg` reads it, its base and
 /// its flags.
 #[inline(always)]
-fn int_arg(v: u64, spec: &Spec, long_size: u8) -> (u64, u8, u8) {
+fn int_arg(v: u64, spec: &Spec, long_size: u32) -> (u64, u8, u8) {
     let base = match spec.conv {
         Conv::Int { base } => base,
         _ => 10,
@@ -643,7 +638,7 @@ fn int_arg(v: u64, spec: &Spec, long_size: u8) -> (u64, u8, u8) {
 }
 
 /// Print an integer conversion.
-pub fn int_conv(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
+pub fn int_conv(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u32) -> fmt::Result {
     let (v, base, flags) = int_arg(v, spec, long_size);
     number(w, v, base, flags, spec.width, spec.prec)
 }
@@ -665,16 +660,16 @@ pub fn char_conv<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec) -> fmt::Resu
 }
 
 /// `pointer_string()`'s flags and width.
-fn ptr_arg(spec: &Spec, long_size: u8) -> (u8, i32) {
+fn ptr_arg(spec: &Spec, long_size: u32) -> (u8, i32) {
     let flags = spec.flags | SMALL;
     if spec.width == -1 {
-        return ((flags | ZEROPAD) & !SIGN, 2 * i32::from(long_size));
+        return ((flags | ZEROPAD) & !SIGN, 2 * long_size as i32);
     }
     (flags & !SIGN, spec.width)
 }
 
 /// `pointer_string()`: `%px`, and `%p` with hashing off.
-pub fn pointer_string(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> fmt::Result {
+pub fn pointer_string(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u32) -> fmt::Result {
     let (flags, width) = ptr_arg(spec, long_size);
     number(w, v, 16, flags, width, spec.prec)
 }
@@ -685,11 +680,11 @@ pub fn pointer_string(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u8) -> 
 pub(crate) fn plain_number(v: u64, spec: &Spec, ctx: &Ctx) -> Option<Digits> {
     match spec.conv {
         Conv::Int { .. } => {
-            let (v, base, flags) = int_arg(v, spec, ctx.long_size);
+            let (v, base, flags) = int_arg(v, spec, ctx.abi.long_size);
             simple_number(v, base, flags, spec.width, spec.prec)
         }
         Conv::Ptr(PtrFmt::Plain | PtrFmt::Hex | PtrFmt::Restricted | PtrFmt::Other) => {
-            let (flags, width) = ptr_arg(spec, ctx.long_size);
+            let (flags, width) = ptr_arg(spec, ctx.abi.long_size);
             simple_number(v & ctx.long_mask(), 16, flags, width, spec.prec)
         }
         _ => None,
@@ -831,7 +826,7 @@ fn ptr_mem<W: Write + ?Sized>(w: &mut W, b: &[u8], pf: PtrFmt, spec: &Spec, ctx:
         PtrFmt::Ip4 { zeros, reverse } => {
             let Some(a) = b.get(..4) else { return short(w) };
             // 'h' means host order: reversed only on little-endian kernels.
-            let rev = reverse && ctx.endian == Endian::Little;
+            let rev = reverse && ctx.abi.endian == Endian::Little;
             padded(w, spec.width, spec.prec, spec.flags, |w| ip4(w, a, zeros, rev))
         }
         PtrFmt::Ip6 { colons, compress } => {
@@ -845,12 +840,12 @@ fn ptr_mem<W: Write + ?Sized>(w: &mut W, b: &[u8], pf: PtrFmt, spec: &Spec, ctx:
             })
         }
         PtrFmt::IpSock { colons, port, compress, flow, scope, reverse, zeros } => {
-            let Some(fam) = ctx.endian.uint(b, 0, 2) else { return short(w) };
+            let Some(fam) = ctx.abi.endian.uint(b, 0, 2) else { return short(w) };
             match fam {
                 2 => {
                     let Some(a) = b.get(4..8) else { return short(w) };
                     let p = u16::from_be_bytes([b[2], b[3]]);
-                    let rev = reverse && ctx.endian == Endian::Little;
+                    let rev = reverse && ctx.abi.endian == Endian::Little;
                     padded(w, spec.width, spec.prec, spec.flags, |w| {
                         ip4(w, a, zeros, rev)?;
                         if port {
@@ -863,7 +858,7 @@ fn ptr_mem<W: Write + ?Sized>(w: &mut W, b: &[u8], pf: PtrFmt, spec: &Spec, ctx:
                     let Some(a) = b.get(8..24) else { return short(w) };
                     let p = u16::from_be_bytes([b[2], b[3]]);
                     let fl = u32::from_be_bytes([b[4], b[5], b[6], b[7]]) & 0x000f_ffff;
-                    let sc = ctx.endian.uint(b, 24, 4).unwrap_or(0);
+                    let sc = ctx.abi.endian.uint(b, 24, 4).unwrap_or(0);
                     let br = port || scope || flow;
                     padded(w, spec.width, spec.prec, spec.flags, |w| {
                         if br {
@@ -947,9 +942,9 @@ fn ptr_mem<W: Write + ?Sized>(w: &mut W, b: &[u8], pf: PtrFmt, spec: &Spec, ctx:
 /// Bit `i` of a kernel bitmap (an array of `unsigned long` in the traced
 /// kernel's byte order).
 fn bit(b: &[u8], i: usize, ctx: &Ctx) -> bool {
-    let ls = usize::from(ctx.long_size);
+    let ls = ctx.abi.long_size as usize;
     let word = i / (ls * 8);
-    let Some(v) = ctx.endian.uint(b, word * ls, ls) else { return false };
+    let Some(v) = ctx.abi.endian.uint(b, word * ls, ls) else { return false };
     v >> (i % (ls * 8)) & 1 == 1
 }
 
@@ -1026,7 +1021,7 @@ pub fn emit(w: &mut dyn Write, spec: &Spec, arg: ArgVal<'_, '_>, ctx: &Ctx) -> f
     match (spec.conv, arg) {
         (Conv::Percent, _) => w.write_char('%'),
         (_, ArgVal::Bad) => w.write_str(BAD),
-        (Conv::Int { .. }, ArgVal::Int(v)) => int_conv(w, v, spec, ctx.long_size),
+        (Conv::Int { .. }, ArgVal::Int(v)) => int_conv(w, v, spec, ctx.abi.long_size),
         (Conv::Char, ArgVal::Int(v)) => char_conv(w, v, spec),
         (Conv::Str, ArgVal::Bytes(b)) => string(w, b, spec),
         (Conv::Str, ArgVal::Text(f)) => padded(w, spec.width, spec.prec, spec.flags, f),
@@ -1035,14 +1030,14 @@ pub fn emit(w: &mut dyn Write, spec: &Spec, arg: ArgVal<'_, '_>, ctx: &Ctx) -> f
             PtrFmt::Sym { offset } => symbol(w, v, offset, false, spec, ctx),
             PtrFmt::Backtrace => symbol(w, v, true, true, spec, ctx),
             PtrFmt::Plain | PtrFmt::Hex | PtrFmt::Restricted | PtrFmt::Other => {
-                pointer_string(w, v & ctx.long_mask(), spec, ctx.long_size)
+                pointer_string(w, v & ctx.long_mask(), spec, ctx.abi.long_size)
             }
             _ => {
                 if v == 0 {
                     error_string(w, "(null)", spec)
                 } else {
                     // A pointer into kernel memory we do not have.
-                    pointer_string(w, v & ctx.long_mask(), spec, ctx.long_size)
+                    pointer_string(w, v & ctx.long_mask(), spec, ctx.abi.long_size)
                 }
             }
         },
@@ -1090,8 +1085,8 @@ impl<'a> BinArgs<'a> {
 /// `bprint` record. Truncated or malformed argument buffers print [`BAD`]
 /// for the missing arguments.
 pub fn bstr_printf<W: Write + ?Sized>(w: &mut W, fmt: &[u8], buf: &[u8], ctx: &Ctx) -> fmt::Result {
-    let mut a = BinArgs { b: buf, pos: 0, e: ctx.endian };
-    let ls = usize::from(ctx.long_size);
+    let mut a = BinArgs { b: buf, pos: 0, e: ctx.abi.endian };
+    let ls = ctx.abi.long_size as usize;
     let mut f = fmt;
     while let Some((tok, n)) = next_token(f) {
         f = &f[n..];

@@ -339,7 +339,7 @@ pub struct TraceDat {
     pub endian: Endian,
     /// Size of a `long` in the recording user space (the kernel's is in
     /// `header_page`).
-    pub long_size: u8,
+    pub long_size: u32,
     /// Page size of the recording machine.
     pub page_size: u32,
     /// v7 compression algorithm (and its version string); `None` for v6.
@@ -577,7 +577,7 @@ impl TraceDat {
             _ => return Err(r.err(ErrorKind::Invalid("endian byte"))),
         };
         r.e = endian;
-        let long_size = b[1];
+        let long_size = u32::from(b[1]);
         let page_size = r.u32()?;
         let mut td = TraceDat { version: v, endian, long_size, page_size, ..Default::default() };
         if v == 6 {

@@ -6,7 +6,7 @@
 //! writes [`encode_flyrecord_table`] at [`FlyrecordSlot::table_pos`].
 //!
 //! ```text
-//! let mut w = V6Writer::new(Endian::Little, 8, 4096);
+//! let mut w = V6Writer::new(trbox::format::Abi::new(Endian::Little, 8), 4096);
 //! w.header_files(hp, he)?; w.ftrace_formats(&ftrace)?; w.event_systems(&systems)?;
 //! w.kallsyms(ksyms)?; w.printk_formats(pf)?; w.saved_cmdlines(cl)?;
 //! w.cpus(ncpu)?; let opts = w.options(&o, None)?; let fly = w.flyrecord()?;
@@ -26,6 +26,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::{opt, Endian, MAGIC};
+use crate::format::Abi;
 
 /// Why a write step was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,9 +301,10 @@ pub struct V6Writer {
 }
 
 impl V6Writer {
-    /// Start a file: `long_size` is the recording user space's long (4 or
-    /// 8), `page_size` the sub-buffer size the data will be cut in.
-    pub fn new(e: Endian, long_size: u8, page_size: u32) -> V6Writer {
+    /// Start a file: `abi` is the recording user space's byte order and
+    /// long (4 or 8), `page_size` the sub-buffer size the data will be cut in.
+    pub fn new(abi: Abi, page_size: u32) -> V6Writer {
+        let e = abi.endian;
         let mut out = Vec::with_capacity(4096);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(b"6\0");
@@ -310,7 +312,7 @@ impl V6Writer {
             Endian::Little => 0,
             Endian::Big => 1,
         });
-        out.push(long_size);
+        out.push(Abi::new(e, abi.long_size).long_size as u8);
         put32(&mut out, e, page_size);
         V6Writer {
             e,

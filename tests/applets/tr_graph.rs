@@ -227,7 +227,7 @@ fn trace_dat_input_gives_the_same_graph() {
                 systems.push((name, formats(&s.path())));
             }
         }
-        let mut w = V6Writer::new(Endian::Little, hp.long_size() as u8, page);
+        let mut w = V6Writer::new(trbox::format::Abi::new(Endian::Little, hp.long_size()), page);
         w.header_files(&hp_text, &read("events/header_event")).unwrap();
         w.ftrace_formats(&formats(&d.join("events/ftrace"))).unwrap();
         w.event_systems(&systems).unwrap();

@@ -2,6 +2,7 @@
 //! the real binary, and snapshots of tracefs state.
 #![allow(dead_code)]
 
+pub mod bodies;
 pub mod cprog;
 pub mod dat;
 pub mod strace;

@@ -50,7 +50,12 @@ fn load(dir: &Path) -> Tree {
 /// The tree's graph renderer, default options.
 fn renderer(t: &Tree) -> GraphRenderer<'_> {
     let tr = &t.trace;
-    GraphRenderer::new(&tr.events, &tr.cmdlines, Endian::Little, tr.long_size(), Some(&tr.symbols))
+    GraphRenderer::new(
+        &tr.events,
+        &tr.cmdlines,
+        trbox::format::Abi::new(Endian::Little, tr.long_size()),
+        Some(&tr.symbols),
+    )
 }
 
 /// Records in the kernel's order (graph::render_streams: smallest
@@ -125,7 +130,7 @@ fn graph_text_matches_the_kernel() {
 fn folded_and_top_agree_with_the_graph() {
     for d in fixtures() {
         let t = load(&d);
-        let ev = GraphEvents::new(&t.trace.events, Endian::Little, t.trace.long_size());
+        let ev = GraphEvents::new(&t.trace.events, trbox::format::Abi::new(Endian::Little, t.trace.long_size()));
         let mut per_func: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
         // The per-task stacks need the records in time order across CPUs
         // (tasks migrate).
@@ -134,7 +139,7 @@ fn folded_and_top_agree_with_the_graph() {
             all.extend(recs.iter().map(|(ts, p)| (*ts, c, p)));
         }
         all.sort_by_key(|x| (x.0, x.1));
-        let mut s = Stats::new(&t.trace.events, Endian::Little, t.trace.long_size(), true);
+        let mut s = Stats::new(&t.trace.events, trbox::format::Abi::new(Endian::Little, t.trace.long_size()), true);
         for (_, _, p) in &all {
             s.record(p, &t.trace.cmdlines);
             if let Some(GraphRec::Exit { func, calltime, rettime, .. }) = ev.decode(p) {
@@ -190,7 +195,7 @@ fn damaged_fixture_records_never_panic() {
             abstime: round > 1,
             ..GraphOpts::default()
         });
-        let mut s = Stats::new(&t.trace.events, Endian::Little, t.trace.long_size(), true);
+        let mut s = Stats::new(&t.trace.events, trbox::format::Abi::new(Endian::Little, t.trace.long_size()), true);
         let mut out = String::new();
         let damaged: Vec<Vec<u8>> = recs
             .iter()

@@ -5,6 +5,7 @@
 //! kernel_stack) are left out. Prints a per-event mismatch table.
 
 use crate::common;
+use crate::common::bodies::{self, Tally};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -12,13 +13,6 @@ use trbox::format::Endian;
 use trbox::page::{decode, Item};
 use trbox::printfmt::{Ctx, Program};
 use trbox::trace::KernelProfile;
-
-#[derive(Default)]
-struct Tally {
-    total: usize,
-    bad: usize,
-    example: Option<(String, String)>,
-}
 
 fn version(arch_dir: &Path) -> Option<(u32, u32)> {
     let info = std::fs::read_to_string(arch_dir.join("INFO")).ok()?;
@@ -30,12 +24,12 @@ fn version(arch_dir: &Path) -> Option<(u32, u32)> {
 fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String, Tally>) {
     let Ok(trace) = trbox::sys::trace::open_parsed(root) else { return };
     let (layout, fmts) = (trace.layout, &trace.events);
-    let long = trace.long_size() as u8;
+    let long = trace.long_size();
     let e = Endian::Little;
-    let ctx = Ctx { endian: e, long_size: long, syms: Some(&trace.symbols), strings: Some(&trace.printk) };
+    let ctx = Ctx { abi: trbox::format::Abi::new(e, long), syms: Some(&trace.symbols), strings: Some(&trace.printk) };
     let kernel = KernelProfile { version: ver, source: String::new() };
     let mut progs: HashMap<u32, Program> = HashMap::new();
-    let mut ours: HashMap<(u32, String), Vec<String>> = HashMap::new();
+    let mut ours = bodies::Lines::new();
     for cpu in 0..64u32 {
         let Ok(raw) = std::fs::read(root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"))) else { break };
         for page in raw.chunks(layout.subbuf_size()) {
@@ -44,63 +38,16 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
                 let Ok(Item::Record(rec)) = it else { continue };
                 let Some(id) = e.uint(rec.payload, 0, 2) else { continue };
                 let Some(ev) = fmts.get(id as u32) else { continue };
-                if ev.system == "ftrace" && !matches!(ev.name.as_str(), "print" | "bprint" | "bputs") {
-                    continue;
-                }
                 let p = progs.entry(id as u32).or_insert_with(|| Program::compile_with(ev, long, &kernel));
-                let mut s = String::new();
-                if ev.system != "ftrace" && p.name_prefix() {
-                    s.push_str(&ev.name);
-                    s.push_str(": ");
-                }
-                p.render(&mut s, rec.payload, &ctx).unwrap();
-                let s = s.strip_suffix('\n').unwrap_or(&s).to_string();
+                let Some(s) = bodies::body(ev, p, rec.payload, &ctx) else { continue };
                 ours.entry((cpu, format!("{}:{}", ev.system, ev.name))).or_default().push(s);
             }
         }
     }
-    let names: HashMap<&str, String> = fmts
-        .iter()
-        .filter(|f| f.system != "ftrace")
-        .map(|f| (f.name.as_str(), format!("{}:{}", f.system, f.name)))
-        .collect();
     let text = std::fs::read_to_string(root.join("trace")).unwrap_or_default();
-    let mut kernel: HashMap<(u32, String), Vec<String>> = HashMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some((cpu, rest)) = common::trace_text::split_line(line) else { continue };
-        let name = rest.split(": ").next().unwrap_or("");
-        let key = match names.get(name) {
-            Some(k) => k.clone(),
-            None => match rest.strip_prefix("sys_").and_then(|r| r.find(['(', ' ']).map(|n| (r, n))) {
-                Some((r, n)) if r[n..].starts_with('(') => format!("syscalls:sys_enter_{}", &r[..n]),
-                Some((r, n)) if r[n..].starts_with(" -> ") => format!("syscalls:sys_exit_{}", &r[..n]),
-                // function / graph / stack lines belong to the line renderer.
-                _ => continue,
-            },
-        };
-        kernel.entry((cpu, key)).or_default().push(rest.to_string());
-    }
-    for ((cpu, ev), klines) in &kernel {
-        let t = per_event.entry(ev.clone()).or_default();
-        let empty = Vec::new();
-        let o = ours.get(&(*cpu, ev.clone())).unwrap_or(&empty);
-        let mut pool: HashMap<&str, usize> = HashMap::new();
-        for s in o {
-            *pool.entry(s.as_str()).or_default() += 1;
-        }
-        for (i, k) in klines.iter().enumerate() {
-            t.total += 1;
-            match pool.get_mut(k.as_str()) {
-                Some(n) if *n > 0 => *n -= 1,
-                _ => {
-                    t.bad += 1;
-                    if t.example.is_none() {
-                        t.example = Some((k.clone(), o.get(i).cloned().unwrap_or_else(|| "<no record>".into())));
-                    }
-                }
-            }
-        }
-    }
+    // function / graph / stack lines belong to the line renderer.
+    let kernel = bodies::kernel_lines(&text, fmts.iter(), None);
+    bodies::tally(&kernel, &ours, &Default::default(), per_event);
 }
 
 #[test]

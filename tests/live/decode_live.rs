@@ -131,7 +131,7 @@ fn raw_decode_equals_kernel_text() {
     let incomplete: BTreeMap<String, String> = table
         .iter()
         .filter_map(|ev| {
-            let p = trbox::printfmt::Program::compile_with(ev, long as u8, &kernel);
+            let p = trbox::printfmt::Program::compile_with(ev, long, &kernel);
             let mut u = p.unknown_parts().to_vec();
             u.sort_unstable();
             u.dedup();

@@ -9,6 +9,7 @@
 //! everything it changed (Drop guard), also when an assertion fails.
 
 use crate::common;
+use crate::common::bodies::{self, Tally};
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -16,7 +17,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use trbox::format::EventFormat;
 use trbox::page::{decode, Item};
 use trbox::printfmt::{Ctx, Program};
 
@@ -67,16 +67,6 @@ fn read_raw(root: &Path, cpu: u32, subbuf: usize) -> Vec<Vec<u8>> {
     pages
 }
 
-#[derive(Default)]
-struct Tally {
-    total: usize,
-    bad: usize,
-    example: Option<(String, String)>,
-    /// The program has parts it cannot compute (kernel variables, enum
-    /// names the format file leaves unexpanded).
-    partial: bool,
-}
-
 #[test]
 fn bodies_equal_kernel_text() {
     let Some(root) = common::live_tracefs() else { return };
@@ -88,8 +78,9 @@ fn bodies_equal_kernel_text() {
     let before = common::snapshot(&root);
     // The running kernel's session: its version decides the syscall events' layout.
     let trace = trbox::sys::trace::open_tree(&trbox::sys::Tracefs::at(&root).unwrap()).unwrap();
-    let (layout, long, endian) = (trace.layout, trace.long_size() as u8, trace.endian);
-    let ctx = Ctx { endian, long_size: long, syms: Some(&trace.symbols), strings: Some(&trace.printk) };
+    let (layout, long, endian) = (trace.layout, trace.long_size(), trace.endian);
+    let ctx =
+        Ctx { abi: trbox::format::Abi::new(endian, long), syms: Some(&trace.symbols), strings: Some(&trace.printk) };
     let ncpu = (0..1024).take_while(|c| root.join(format!("per_cpu/cpu{c}")).is_dir()).count() as u32;
 
     let batches: &[&[&str]] = &[
@@ -109,7 +100,6 @@ fn bodies_equal_kernel_text() {
             "ftrace/print",
         ],
     ];
-    let mut formats: HashMap<u32, EventFormat> = HashMap::new();
     let mut programs: HashMap<u32, Program> = HashMap::new();
     let mut per_event: BTreeMap<String, Tally> = BTreeMap::new();
     let mut lost = 0;
@@ -131,7 +121,7 @@ fn bodies_equal_kernel_text() {
         load(&root);
         std::fs::write(root.join("tracing_on"), "0").unwrap();
         let text = std::fs::read_to_string(root.join("trace")).unwrap_or_default();
-        let mut ours: HashMap<(u32, String), Vec<String>> = HashMap::new();
+        let mut ours = bodies::Lines::new();
         for cpu in 0..ncpu {
             for page in read_raw(&root, cpu, layout.subbuf_size()) {
                 let Ok(items) = decode(&page, &layout, endian) else { continue };
@@ -146,77 +136,17 @@ fn bodies_equal_kernel_text() {
                     };
                     let Some(id) = endian.uint(rec.payload, 0, 2) else { continue };
                     let id = id as u32;
-                    if let std::collections::hash_map::Entry::Vacant(v) = formats.entry(id) {
-                        if let Some(f) = trace.events.get(id) {
-                            v.insert(f.clone());
-                        }
-                    }
-                    let Some(ev) = formats.get(&id) else { continue };
-                    let mut s = String::new();
-                    if ev.system == "ftrace" && !matches!(ev.name.as_str(), "print" | "bprint" | "bputs") {
-                        continue;
-                    }
+                    let Some(ev) = trace.events.get(id) else { continue };
                     let prog = programs.entry(id).or_insert_with(|| Program::compile_with(ev, long, &trace.kernel));
-                    if ev.system != "ftrace" && prog.name_prefix() {
-                        s.push_str(&ev.name);
-                        s.push_str(": ");
-                    }
-                    prog.render(&mut s, rec.payload, &ctx).unwrap();
-                    let s = s.strip_suffix('\n').unwrap_or(&s).to_string();
-                    let key_name = format!("{}:{}", ev.system, ev.name);
-                    ours.entry((cpu, key_name)).or_default().push(s);
+                    let Some(s) = bodies::body(ev, prog, rec.payload, &ctx) else { continue };
+                    ours.entry((cpu, format!("{}:{}", ev.system, ev.name))).or_default().push(s);
                 }
             }
         }
-        // Kernel lines, grouped the same way (by CPU and event).
-        let names: HashMap<String, String> = formats
-            .values()
-            .filter(|f| f.system != "ftrace")
-            .map(|f| (f.name.clone(), format!("{}:{}", f.system, f.name)))
-            .collect();
-        let mut kernel: HashMap<(u32, String), Vec<String>> = HashMap::new();
-        for line in text.lines().filter(|l| !l.starts_with('#')) {
-            let Some((cpu, rest)) = common::trace_text::split_line(line) else { continue };
-            let name = rest.split(": ").next().unwrap_or("");
-            let key = match names.get(name) {
-                Some(k) => k.clone(),
-                None => match rest.strip_prefix("sys_").and_then(|r| r.find(['(', ' ']).map(|n| (r, n))) {
-                    // The syscall tracer's own lines.
-                    Some((r, n)) if r[n..].starts_with('(') => format!("syscalls:sys_enter_{}", &r[..n]),
-                    Some((r, n)) if r[n..].starts_with(" -> ") => format!("syscalls:sys_exit_{}", &r[..n]),
-                    _ => "ftrace:print".to_string(),
-                },
-            };
-            kernel.entry((cpu, key)).or_default().push(rest.to_string());
-        }
-        let partial: std::collections::HashSet<String> = programs
-            .iter()
-            .filter(|(_, p)| !p.unknown_parts().is_empty() || p.is_fallback())
-            .filter_map(|(id, _)| formats.get(id))
-            .map(|f| format!("{}:{}", f.system, f.name))
-            .collect();
-        for ((cpu, ev), klines) in &kernel {
-            let t = per_event.entry(ev.clone()).or_default();
-            t.partial |= partial.contains(ev);
-            let empty = Vec::new();
-            let o = ours.get(&(*cpu, ev.clone())).unwrap_or(&empty);
-            let mut pool: HashMap<&str, usize> = HashMap::new();
-            for s in o {
-                *pool.entry(s.as_str()).or_default() += 1;
-            }
-            for (i, k) in klines.iter().enumerate() {
-                t.total += 1;
-                match pool.get_mut(k.as_str()) {
-                    Some(n) if *n > 0 => *n -= 1,
-                    _ => {
-                        t.bad += 1;
-                        if t.example.is_none() {
-                            t.example = Some((k.clone(), o.get(i).cloned().unwrap_or_else(|| "<no record>".into())));
-                        }
-                    }
-                }
-            }
-        }
+        // Kernel lines, grouped the same way (by CPU and event); what is no
+        // event's is a trace_marker line.
+        let kernel = bodies::kernel_lines(&text, trace.events.iter(), Some("ftrace:print"));
+        bodies::tally(&kernel, &ours, &bodies::partial_events(&programs, &trace.events), &mut per_event);
         drop(g);
     }
     common::assert_same_state(&before, &common::snapshot(&root));

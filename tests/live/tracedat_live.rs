@@ -101,7 +101,8 @@ fn record_live_pages_into_trace_dat() {
         assert!(counts.iter().sum::<usize>() > 0, "no events recorded");
 
         let mut f = fs::File::create(&path).unwrap();
-        let mut w = V6Writer::new(Endian::NATIVE, std::mem::size_of::<usize>() as u8, page as u32);
+        let mut w =
+            V6Writer::new(trbox::format::Abi::new(Endian::NATIVE, std::mem::size_of::<usize>() as u32), page as u32);
         w.header_files(&header_page, &common::read_whole(&root.join("events/header_event"))).unwrap();
         w.ftrace_formats(&common::formats(&root.join("events/ftrace"))).unwrap();
         w.event_systems(&[("sched", common::formats(&root.join("events/sched")))]).unwrap();

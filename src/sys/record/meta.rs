@@ -5,6 +5,7 @@
 
 use super::super::error::Error;
 use super::super::tracefs::{read_text, Tracefs};
+use crate::format::Abi;
 use crate::tracedat::{
     cpustat_text, encode_options, encode_u32, Endian, FlyrecordSlot, OptionsSlot, V6Writer, WriteOptions,
 };
@@ -37,13 +38,13 @@ pub fn write_header(
     file: &mut File,
     path: &Path,
     page_size: u32,
-    long_size: u8,
+    abi: Abi,
     cpus: u32,
     more_systems: &[String],
 ) -> Result<Slots, Error> {
-    let e = Endian::NATIVE;
+    let e = abi.endian;
     let top = t.top();
-    let mut w = V6Writer::new(e, long_size, page_size);
+    let mut w = V6Writer::new(abi, page_size);
     let bad = |what: crate::tracedat::WriteError| Error::Format { path: top.into(), line: 0, what: what.to_string() };
     let hp = read_bytes(&top.join("events/header_page"))?;
     let he = read_bytes(&top.join("events/header_event"))?;

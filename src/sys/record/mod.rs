@@ -172,7 +172,7 @@ impl Recorder {
             &mut file,
             path,
             ps as u32,
-            hp.long_size() as u8,
+            crate::format::Abi::new(crate::format::Endian::NATIVE, hp.long_size()),
             cpus.len() as u32,
             &o.systems,
         ) {
