@@ -661,7 +661,7 @@ impl<'a> GraphRenderer<'a> {
             w.write_char(' ')?;
             let mut lat = heapless::String::<8>::new();
             let lazy = self.ev.common.is_some_and(|c| c.has_lazy_count());
-            let cols = crate::printfmt::lat_columns(self.kernel.and_then(|k| k.kernel_version()), lazy);
+            let cols = crate::kernel::lat_columns(self.kernel.and_then(|k| k.kernel_version()), lazy);
             let lazy_count = self.ev.common.map_or(0, |c| c.lazy_count(p));
             let _ = write_lat_flags(&mut lat, flags, preempt, lazy_count, cols);
             w.write_str(&lat)?;

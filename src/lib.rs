@@ -18,6 +18,7 @@ pub mod elf;
 pub mod format;
 pub mod graph;
 pub mod kallsyms;
+pub mod kernel;
 pub mod kvars;
 pub mod lat;
 pub mod merge;

@@ -6,8 +6,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
+use crate::kernel::LatColumns;
 use crate::printfmt::digits::{StackBuf, Stage, LINE};
-use crate::printfmt::LatColumns;
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 #[derive(Debug, Default, Clone)]
@@ -610,10 +610,10 @@ impl<'a> Renderer<'a> {
         self
     }
 
-    /// The latency columns of this kernel ([`crate::printfmt::lat_columns`]).
+    /// The latency columns of this kernel ([`crate::kernel::lat_columns`]).
     fn lat_columns(&self) -> LatColumns {
         let lazy = self.common.is_some_and(|c| c.has_lazy_count());
-        crate::printfmt::lat_columns(self.kernel.and_then(|k| k.kernel_version()), lazy)
+        crate::kernel::lat_columns(self.kernel.and_then(|k| k.kernel_version()), lazy)
     }
 
     /// printk_formats for bprint/bputs and string pointers.

@@ -13,55 +13,15 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use core::fmt;
 
 use crate::format::{Abi, Endian, EventFormat, EventTable, FormatError, HeaderPage};
 use crate::kallsyms::Kallsyms;
+pub use crate::kernel::KernelProfile;
 use crate::page::PageLayout;
-use crate::printfmt::{syscall_style, KernelInfo, SyscallStyle};
+use crate::printfmt::KernelInfo;
 use crate::printk::PrintkFormats;
 use crate::render::{clock_in_ns, Cmdlines};
 use crate::tracedat::TraceDat;
-
-/// The traced kernel as far as the text of a trace depends on it: its
-/// version, and where that came from (`uname(2)`, a copy's `uname` file,
-/// a trace.dat's UNAME option).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KernelProfile {
-    /// (major, minor); `None`: unknown.
-    pub version: Option<(u32, u32)>,
-    /// Where the version was looked for, as a person reads it.
-    pub source: String,
-}
-
-impl KernelProfile {
-    /// The profile of a `uname -a`, `/proc/version` or release text (`None`:
-    /// nothing to read), found at `source`.
-    pub fn from_text(text: Option<&str>, source: String) -> KernelProfile {
-        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source }
-    }
-
-    /// How the syscall tracer prints `sys_enter_*` arguments on this kernel.
-    pub fn syscall_style(&self) -> SyscallStyle {
-        syscall_style(self.version)
-    }
-}
-
-/// One line for `-v`: the version, where it came from, and the text it
-/// implies.
-impl fmt::Display for KernelProfile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let style = match self.syscall_style() {
-            SyscallStyle::Before6_17 => "before 6.17 (`arg: %lx`)",
-            SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
-        };
-        match self.version {
-            Some((major, minor)) => write!(f, "kernel version {major}.{minor}")?,
-            None => f.write_str("kernel version unknown")?,
-        }
-        write!(f, " ({}): syscall events in the style of kernels {style}", self.source)
-    }
-}
 
 impl KernelInfo for KernelProfile {
     fn kernel_version(&self) -> Option<(u32, u32)> {
@@ -166,22 +126,6 @@ impl<S> Trace<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_kernel_version_picks_the_syscall_style() {
-        let board = KernelProfile::from_text(Some("Linux trbox 6.1.0-50-arm64 #1 SMP"), "from uname".into());
-        assert_eq!(board.version, Some((6, 1)));
-        assert_eq!(board.syscall_style(), SyscallStyle::Before6_17);
-        assert_eq!(
-            board.to_string(),
-            "kernel version 6.1 (from uname): syscall events in the style of kernels before 6.17 (`arg: %lx`)"
-        );
-        let new = KernelProfile::from_text(Some("6.18.2"), "uname(2)".into());
-        assert_eq!(new.syscall_style(), SyscallStyle::Since6_17);
-        let unknown = KernelProfile::from_text(None, "no uname".into());
-        assert_eq!(unknown.syscall_style(), SyscallStyle::Before6_17);
-        assert!(unknown.to_string().starts_with("kernel version unknown (no uname): "));
-    }
 
     #[test]
     fn a_session_parses_its_formats_with_the_kernels_long_size() {

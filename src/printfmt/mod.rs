@@ -32,57 +32,7 @@ use ir::{Loc, Prog};
 use vsprintf::{write_bytes, Fwd};
 pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 
-/// How the syscall tracer prints a `sys_enter_*` argument
-/// (`print_syscall_enter()`, kernel/trace/trace_syscalls.c): its own text,
-/// not the event's print fmt, and no format file tells the versions apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyscallStyle {
-    /// `arg: %lx` (`dfd: ffffffffffffff9c`): kernels before 6.17.
-    Before6_17,
-    /// `arg: %lu` below 10, else `arg: 0x%lx`: 6.17 and later.
-    Since6_17,
-}
-
-/// The syscall argument style of a kernel version. An unknown version
-/// gets the style of the kernels boards run today (before 6.17).
-pub fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
-    match version {
-        Some(v) if v >= (6, 17) => SyscallStyle::Since6_17,
-        _ => SyscallStyle::Before6_17,
-    }
-}
-
-/// The latency columns of the line prefix (`trace_print_lat_fmt()`,
-/// kernel/trace/trace_output.c), which no format file describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LatColumns {
-    /// `d.h2`: irqs-off (`d`; `X` for an architecture without irq flags),
-    /// need-resched (`N`, `n`, `p`), hard/softirq, then the whole preempt
-    /// count as `%x` (two digits from 16 on) or `.`: kernels before 5.13
-    /// (5.10's trace_output.c).
-    Four,
-    /// `d.h2.`: the preempt depth and the migrate-disable depth as one hex
-    /// digit each (5.13 added the migrate-disable column), `b`/`D` with
-    /// bottom halves off (5.18), the lazy need-resched marks (6.13).
-    Five,
-    /// `d.Lh2..`: PREEMPT_RT kernels with the RT patch set's lazy
-    /// preemption (6.1-rt; its events have a `common_preempt_lazy_count`
-    /// field): irqs-off, need-resched (`n` only), need-resched-lazy (`L`,
-    /// flag 0x20), hard/softirq, preempt depth, preempt-lazy depth (`%x`),
-    /// migrate-disable depth.
-    RtLazy,
-}
-
-/// The latency columns of a kernel version and whether its events carry
-/// `common_preempt_lazy_count`; an unknown version gets those of today's
-/// kernels.
-pub fn lat_columns(version: Option<(u32, u32)>, lazy_count: bool) -> LatColumns {
-    match version {
-        _ if lazy_count => LatColumns::RtLazy,
-        Some(v) if v < (5, 13) => LatColumns::Four,
-        _ => LatColumns::Five,
-    }
-}
+use crate::kernel::{syscall_style, SyscallStyle};
 
 /// Why a print fmt could not be compiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +75,7 @@ pub trait KernelInfo {
     }
     /// The traced kernel's (major, minor) version, for output that changed
     /// between versions without a trace in the format files (the syscall
-    /// tracer's argument layout, [`syscall_style`]). `None`: unknown.
+    /// tracer's argument layout, [`crate::kernel::syscall_style`]). `None`: unknown.
     fn kernel_version(&self) -> Option<(u32, u32)> {
         None
     }

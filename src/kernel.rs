@@ -1,0 +1,146 @@
+//! What a kernel version implies for the text of a trace: the facts no
+//! format file carries (they live in the kernel's `trace_output.c`,
+//! `trace_syscalls.c` and `trace_functions_graph.c` of that version), in
+//! one place. The version comes from `uname(2)` (live), a copy's `uname`
+//! file or a trace.dat's UNAME option ([`KernelProfile::source`]); the
+//! renderers ask through [`crate::printfmt::KernelInfo`].
+//!
+//! | fact | versions | kernel source |
+//! |---|---|---|
+//! | [`LatColumns::Four`]: `d.h2` | before 5.13 | 5.10 `trace_print_lat_fmt()` |
+//! | [`LatColumns::Five`]: `d.h2.` (+ migrate-disable) | 5.13 on | 5.13 `trace_print_lat_fmt()` |
+//! | [`LatColumns::RtLazy`]: `d.Lh2..` | RT patch sets with lazy preemption (6.1-rt) | their `trace_output.c` |
+//! | [`SyscallStyle::Since6_17`]: `arg: 0x%lx` | 6.17 on | 6.17 `print_syscall_enter()` |
+
+use alloc::string::String;
+use core::fmt;
+
+/// How the syscall tracer prints a `sys_enter_*` argument
+/// (`print_syscall_enter()`, kernel/trace/trace_syscalls.c): its own text,
+/// not the event's print fmt, and no format file tells the versions apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyscallStyle {
+    /// `arg: %lx` (`dfd: ffffffffffffff9c`): kernels before 6.17.
+    Before6_17,
+    /// `arg: %lu` below 10, else `arg: 0x%lx`: 6.17 and later.
+    Since6_17,
+}
+
+/// The syscall argument style of a kernel version. An unknown version
+/// gets the style of the kernels boards run today (before 6.17).
+pub fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
+    match version {
+        Some(v) if v >= (6, 17) => SyscallStyle::Since6_17,
+        _ => SyscallStyle::Before6_17,
+    }
+}
+
+/// The latency columns of the line prefix (`trace_print_lat_fmt()`,
+/// kernel/trace/trace_output.c), which no format file describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatColumns {
+    /// `d.h2`: irqs-off (`d`; `X` for an architecture without irq flags),
+    /// need-resched (`N`, `n`, `p`), hard/softirq, then the whole preempt
+    /// count as `%x` (two digits from 16 on) or `.`: kernels before 5.13
+    /// (5.10's trace_output.c).
+    Four,
+    /// `d.h2.`: the preempt depth and the migrate-disable depth as one hex
+    /// digit each (5.13 added the migrate-disable column), `b`/`D` with
+    /// bottom halves off (5.18), the lazy need-resched marks (6.13).
+    Five,
+    /// `d.Lh2..`: PREEMPT_RT kernels with the RT patch set's lazy
+    /// preemption (6.1-rt; its events have a `common_preempt_lazy_count`
+    /// field): irqs-off, need-resched (`n` only), need-resched-lazy (`L`,
+    /// flag 0x20), hard/softirq, preempt depth, preempt-lazy depth (`%x`),
+    /// migrate-disable depth.
+    RtLazy,
+}
+
+/// The latency columns of a kernel version and whether its events carry
+/// `common_preempt_lazy_count`; an unknown version gets those of today's
+/// kernels.
+pub fn lat_columns(version: Option<(u32, u32)>, lazy_count: bool) -> LatColumns {
+    match version {
+        _ if lazy_count => LatColumns::RtLazy,
+        Some(v) if v < (5, 13) => LatColumns::Four,
+        _ => LatColumns::Five,
+    }
+}
+
+/// The traced kernel as far as the text of a trace depends on it: its
+/// version, and where that came from (`uname(2)`, a copy's `uname` file,
+/// a trace.dat's UNAME option).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KernelProfile {
+    /// (major, minor); `None`: unknown.
+    pub version: Option<(u32, u32)>,
+    /// Where the version was looked for, as a person reads it.
+    pub source: String,
+}
+
+impl KernelProfile {
+    /// The profile of a `uname -a`, `/proc/version` or release text (`None`:
+    /// nothing to read), found at `source`.
+    pub fn from_text(text: Option<&str>, source: String) -> KernelProfile {
+        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source }
+    }
+
+    /// How the syscall tracer prints `sys_enter_*` arguments on this kernel.
+    pub fn syscall_style(&self) -> SyscallStyle {
+        syscall_style(self.version)
+    }
+
+    /// The latency columns of the line prefix on this kernel; `lazy_count`:
+    /// its events carry `common_preempt_lazy_count`.
+    pub fn lat_columns(&self, lazy_count: bool) -> LatColumns {
+        lat_columns(self.version, lazy_count)
+    }
+}
+
+/// One line for `-v`: the version, where it came from, and the text it
+/// implies.
+impl fmt::Display for KernelProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let style = match self.syscall_style() {
+            SyscallStyle::Before6_17 => "before 6.17 (`arg: %lx`)",
+            SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
+        };
+        match self.version {
+            Some((major, minor)) => write!(f, "kernel version {major}.{minor}")?,
+            None => f.write_str("kernel version unknown")?,
+        }
+        write!(f, " ({}): syscall events in the style of kernels {style}", self.source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    #[test]
+    fn the_kernel_version_picks_the_syscall_style() {
+        let board = KernelProfile::from_text(Some("Linux trbox 6.1.0-50-arm64 #1 SMP"), "from uname".into());
+        assert_eq!(board.version, Some((6, 1)));
+        assert_eq!(board.syscall_style(), SyscallStyle::Before6_17);
+        assert_eq!(
+            board.to_string(),
+            "kernel version 6.1 (from uname): syscall events in the style of kernels before 6.17 (`arg: %lx`)"
+        );
+        let new = KernelProfile::from_text(Some("6.18.2"), "uname(2)".into());
+        assert_eq!(new.syscall_style(), SyscallStyle::Since6_17);
+        let unknown = KernelProfile::from_text(None, "no uname".into());
+        assert_eq!(unknown.syscall_style(), SyscallStyle::Before6_17);
+        assert!(unknown.to_string().starts_with("kernel version unknown (no uname): "));
+    }
+
+    #[test]
+    fn the_kernel_version_picks_the_latency_columns() {
+        let of = |t: &str| KernelProfile::from_text(Some(t), String::new());
+        assert_eq!(of("5.10.0-35-arm64").lat_columns(false), LatColumns::Four);
+        assert_eq!(of("5.13.0").lat_columns(false), LatColumns::Five);
+        assert_eq!(of("6.12.48+deb13-arm64").lat_columns(false), LatColumns::Five);
+        assert_eq!(of("6.1.0-40-rt-arm64").lat_columns(true), LatColumns::RtLazy);
+        assert_eq!(KernelProfile::default().lat_columns(false), LatColumns::Five);
+    }
+}
