@@ -444,3 +444,30 @@ pub fn cpu_numbers(dir: &Path) -> Vec<u32> {
     v.sort();
     v
 }
+
+/// Busy work that fires many kinds of events: processes, files, pipes,
+/// sockets, timers, signals.
+pub fn load() {
+    use std::io::{Read, Write};
+    let dir = std::env::temp_dir().join(format!("trbox-load-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    for i in 0..20 {
+        let f = dir.join(format!("f{i}"));
+        let _ = std::fs::write(&f, vec![i as u8; 8192]);
+        let _ = std::fs::read(&f);
+    }
+    let _ = Command::new("sh")
+        .args(["-c", "ls -l /proc/self/ >/dev/null; echo x | cat >/dev/null; sleep 0.02; kill -0 $$"])
+        .status();
+    if let Ok(l) = std::net::TcpListener::bind("127.0.0.1:0") {
+        if let Ok(mut c) = l.local_addr().and_then(std::net::TcpStream::connect) {
+            let _ = c.write_all(b"hello");
+            if let Ok((mut s, _)) = l.accept() {
+                let _ = s.read(&mut [0u8; 5]);
+            }
+        }
+    }
+    let _ = Command::new("sync").status();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let _ = std::fs::remove_dir_all(&dir);
+}

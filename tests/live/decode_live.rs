@@ -14,33 +14,6 @@ use crate::common;
 use common::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::process::Command;
-
-/// Busy work that fires many kinds of events: processes, files, pipes,
-/// sockets, timers, signals.
-fn load() {
-    let dir = std::env::temp_dir().join(format!("trbox-load-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
-    for i in 0..20 {
-        let f = dir.join(format!("f{i}"));
-        let _ = std::fs::write(&f, vec![i as u8; 8192]);
-        let _ = std::fs::read(&f);
-    }
-    let _ = Command::new("sh")
-        .args(["-c", "ls -l /proc/self/ >/dev/null; echo x | cat >/dev/null; sleep 0.01; kill -0 $$"])
-        .status();
-    if let Ok(l) = std::net::TcpListener::bind("127.0.0.1:0") {
-        if let Ok(a) = l.local_addr() {
-            if let Ok(mut c) = std::net::TcpStream::connect(a) {
-                use std::io::Write;
-                let _ = c.write_all(b"hello");
-            }
-        }
-    }
-    let _ = Command::new("sync").status();
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let _ = std::fs::remove_dir_all(&dir);
-}
 
 /// The event name of a `trace` line (`…: NAME: body`), or `function`-style
 /// lines without a name.
@@ -155,7 +128,7 @@ fn raw_decode_equals_kernel_text() {
                 }
             }
             std::fs::write(root.join("tracing_on"), "1").unwrap();
-            load();
+            common::load();
             std::fs::write(root.join("tracing_on"), "0").unwrap();
             for rel in &enabled {
                 let _ = std::fs::write(root.join(rel), "0");

@@ -15,38 +15,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::process::Command;
 
 use trbox::page::{decode, Item};
 use trbox::printfmt::{Ctx, Program};
-
-fn load(root: &Path) {
-    let dir = std::env::temp_dir().join(format!("trbox-pf-load-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
-    for i in 0..10 {
-        let f = dir.join(format!("f{i}"));
-        let _ = std::fs::write(&f, vec![i as u8; 4096]);
-        let _ = std::fs::read(&f);
-    }
-    let _ = Command::new("sh")
-        .args(["-c", "ls /proc/self/ >/dev/null; echo x | cat >/dev/null; sleep 0.02; kill -0 $$"])
-        .status();
-    if let Ok(l) = std::net::TcpListener::bind("127.0.0.1:0") {
-        if let Ok(a) = l.local_addr() {
-            if let Ok(mut c) = std::net::TcpStream::connect(a) {
-                use std::io::Write;
-                let _ = c.write_all(b"hello");
-                if let Ok((mut s, _)) = l.accept() {
-                    let mut b = [0u8; 5];
-                    let _ = s.read(&mut b);
-                }
-            }
-        }
-    }
-    let _ = std::fs::write(root.join("trace_marker"), "printfmt live marker");
-    let _ = Command::new("sync").status();
-    let _ = std::fs::remove_dir_all(&dir);
-}
 
 fn read_raw(root: &Path, cpu: u32, subbuf: usize) -> Vec<Vec<u8>> {
     let p = root.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
@@ -118,7 +89,8 @@ fn bodies_equal_kernel_text() {
             }
         }
         std::fs::write(root.join("tracing_on"), "1").unwrap();
-        load(&root);
+        common::load();
+        let _ = std::fs::write(root.join("trace_marker"), "printfmt live marker");
         std::fs::write(root.join("tracing_on"), "0").unwrap();
         let text = std::fs::read_to_string(root.join("trace")).unwrap_or_default();
         let mut ours = bodies::Lines::new();
