@@ -54,6 +54,8 @@ fn main() {
     if std::env::var("TRBOX_BENCH").as_deref() == Ok("stream") {
         return stream_bench(&root.join("target/release/trbox"));
     }
+    // TRBOX_BENCH=decode: only the text decode against trace-cmd report.
+    let decode_only = std::env::var("TRBOX_BENCH").as_deref() == Ok("decode");
     let dir = root.join(FIXTURE);
     // Per process: two benches at once must not share (or delete) a file.
     let out = std::env::temp_dir().join(format!("trbox-bench-{}.dat", std::process::id()));
@@ -128,6 +130,9 @@ fn main() {
     }
     if std::env::var_os("TRBOX_BENCH_KEEP").is_none() {
         let _ = fs::remove_file(&out);
+    }
+    if decode_only {
+        return;
     }
     record_bench(&trbox);
     stream_bench(&trbox);
