@@ -129,6 +129,17 @@ interop_file() {
 			bad "$what: trace-cmd report and the board's tr-cat differ ($n vs $(wc -l <"$d/$f.tc") events)"
 			diff "$d/$f.board" "$d/$f.tc" | head -n 10 | indent
 		fi
+		# The file's page size is the board's sub-buffer: its page (16 KiB
+		# on the 16k board), 32 KiB for sb.dat (buffer_subbuf_size_kb 32).
+		local want=4096 got
+		case "$KFLAVOUR" in *-16k) want=16384 ;; esac
+		[ "$f" = sb ] && want=32768
+		got=$(trace-cmd dump -i "$d/$f.dat" --summary 2>/dev/null | awk '/\[Page size/ { print $1; exit }')
+		if [ "$got" = "$want" ]; then
+			ok "$what: page size $got bytes in the file, as the board's sub-buffer"
+		else
+			bad "$what: page size ${got:-unknown} in the file, the board's sub-buffer is $want bytes"
+		fi
 	fi
 	host=${CARGO_TARGET_DIR:-$REPO/target}/release/trbox
 	if [ -x "$host" ] && trace-cmd convert -i "$d/$f.dat" -o "$d/$f.v7" --file-version 7 --compression none >/dev/null 2>&1; then
@@ -160,6 +171,18 @@ interop() {
 	for f in t sb; do
 		[ -f "$tmp/$f.dat" ] && interop_file "$tmp" "$f"
 	done
+	# From 6.8 every kernel has buffer_subbuf_size_kb: the session must have
+	# recorded with larger sub-buffers there (its line passes without on
+	# older kernels).
+	local v=${boot#@@BOOT }
+	v=${v%% *}
+	case "$v" in [0-5].* | 6.[0-7].*) ;; *)
+		if [ -f "$tmp/sb.dat" ]; then
+			ok "sub-buffers: kernel $v recorded with 32 KiB sub-buffers (sb.dat)"
+		else
+			bad "sub-buffers: kernel $v has buffer_subbuf_size_kb, but the board sent no sb.dat"
+		fi ;;
+	esac
 	rm -rf "$tmp"
 }
 interop

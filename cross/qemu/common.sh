@@ -9,6 +9,9 @@ REPO=$(cd "$QEMU_DIR/../.." && pwd)
 ARCH=${ARCH:-aarch64}
 case "$ARCH" in *:*) KERNEL=${ARCH#*:} ARCH=${ARCH%%:*} ;; esac
 KERNEL=${KERNEL:-6.1}
+# Exported: board.sh runs fetch.sh, mkinitramfs.sh and run.sh, which source
+# this file again (ARCH=armv7:6.1-rt alone would reach them as 6.1).
+export ARCH KERNEL
 
 case "$ARCH" in
 aarch64 | arm64)
