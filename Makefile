@@ -49,9 +49,17 @@ test: setup
 # Its own target dir: the bench profile (opt-level 3) must not replace
 # target/release/trbox, the shipped (size-tuned) binary whose text output
 # the bench times against trace-cmd.
+# Then the board part (cross/qemu/bench.sh): rtla against tr-lat on the
+# PREEMPT_RT arm64 board, each collector's CPU time and peak RSS;
+# BENCH_BOARD= (empty) leaves it out.
+BENCH_BOARD ?= aarch64:6.1-rt
 bench:
 	$(CARGO) build --release
 	$(CARGO) bench --bench bench --target-dir target/bench
+ifneq ($(BENCH_BOARD),)
+	$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE_$(firstword $(subst :, ,$(BENCH_BOARD))))
+	BENCH_BOARD=$(BENCH_BOARD) bash cross/qemu/bench.sh
+endif
 
 clean:
 	$(CARGO) clean

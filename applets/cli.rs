@@ -275,6 +275,14 @@ pub fn note(e: &Error) {
     say(APPLET.get().copied().unwrap_or("trbox"), e);
 }
 
+/// Stdout is a terminal that can be cleared (TERM is set and not `dumb`):
+/// where a table may be drawn again in place.
+pub fn is_tty() -> bool {
+    // SAFETY: isatty only looks at the descriptor.
+    let tty = unsafe { libc::isatty(1) } == 1;
+    tty && std::env::var_os("TERM").is_some_and(|t| t != "dumb")
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.msg)

@@ -11,6 +11,7 @@ use crate::out::Out;
 use argh::FromArgs;
 use std::cell::Cell;
 use std::io::Write as _;
+use std::time::{Duration, Instant};
 use trbox::lat::{self, Lat, Mode, Table, Unit};
 use trbox::sys::event_dir;
 use trbox::sys::lock::Lock;
@@ -158,6 +159,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let limit = a.time.map(|s| s.0);
+    let _root: Option<Tracefs>;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() || a.read {
         if !cmd.is_empty() || tracer_opts {
@@ -181,6 +183,12 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if let Some(i) = &common.instance {
         t.enter_or_create_instance(i)?;
         t.keep_instance = a.keep;
+    } else if tracer && !a.keep {
+        if let Some(i) = own_instance(&t, &a.mode) {
+            // The root is kept (a tracefs we mounted is unmounted at its
+            // drop, after the instance's).
+            _root = Some(std::mem::replace(&mut t, i));
+        }
     }
     let top = t.top_level();
     let _lock = Lock::take(t.dir(), a.wait)?;
@@ -218,16 +226,18 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let only: Vec<u32> = child.pid().into_iter().chain(a.pid.iter().copied()).collect();
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| {
             // A stop threshold: the kernel switches tracing off itself.
+            // Looked at every 50 ms (this is called for each record: a read
+            // of tracing_on each time cost more CPU than the decoding).
+            let armed = tracer && stop_armed(&a, mode);
+            let looked = Cell::new(Instant::now());
             let kernel_stop = || {
                 let d = done();
-                if tracer
-                    && !d
-                    && !stopped.get()
-                    && t.read(on).is_ok_and(|v| v.trim() == "0")
-                    && signals::stop_requested().is_none()
-                {
-                    stopped.set(true);
-                    signals::request_stop();
+                if armed && !d && !stopped.get() && looked.get().elapsed() >= Duration::from_millis(50) {
+                    looked.set(Instant::now());
+                    if t.read(on).is_ok_and(|v| v.trim() == "0") && signals::stop_requested().is_none() {
+                        stopped.set(true);
+                        signals::request_stop();
+                    }
                 }
                 d
             };
@@ -240,6 +250,17 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         r?
     };
     command::exit_with(status)
+}
+
+/// An instance of this run's own for `tracer`, where the kernel lets the
+/// tracer run in one (timerlat and osnoise from 5.17: an instance's
+/// available_tracers lists only those), so that the top buffer and its
+/// tracer stay as they are; it is removed at the end. None otherwise (the
+/// top buffer is used, and restored).
+fn own_instance(t: &Tracefs, tracer: &str) -> Option<Tracefs> {
+    let mut i = t.top_level();
+    i.enter_or_create_instance(&format!("trbox-lat-{}", std::process::id())).ok()?;
+    i.read("available_tracers").ok()?.split_whitespace().any(|x| x == tracer).then_some(i)
 }
 
 /// The events of a tracepoint mode exist? Otherwise one line naming what
@@ -437,6 +458,9 @@ fn measure(
     // With a stop threshold: the last records and latency of each CPU.
     let mut tail: Vec<Tail> = Vec::new();
     let keep_tail = stop_armed(a, mode) && !a.read;
+    // On a terminal the table is shown again about once a second (when
+    // records come), in place; elsewhere once, at the end.
+    let mut refreshed = (!a.json && !a.read && cli::is_tty()).then(Instant::now);
     let meta = decode::collect(input, o, done, &mut |m, it| {
         if let (true, Item::Record { cpu, ts, payload, .. }) = (keep_tail, &it) {
             let i = *cpu as usize;
@@ -460,6 +484,12 @@ fn measure(
         };
         match it {
             Item::Record { cpu, ts, payload, .. } => {
+                if let Some(at) = refreshed.as_mut().filter(|at| at.elapsed() >= REFRESH) {
+                    *at = Instant::now();
+                    let mut o = Out::stdout();
+                    let _ = o.write_all(render(a, l, &m.trace.cmdlines, true).as_bytes());
+                    let _ = o.finish();
+                }
                 if let Some(s) = l.record(cpu, ts, payload) {
                     if let Some(t) = tail.get_mut(cpu as usize) {
                         t.1 = Some(s);
@@ -487,16 +517,8 @@ fn measure(
     if !shown && !stopped.get() {
         return Ok(false);
     }
-    let mut text = String::new();
-    let _ = if a.json {
-        lat::write_json(&mut text, &l, unit, &meta.trace.cmdlines)
-    } else if a.hist {
-        lat::write_hists(&mut text, &l, unit, &meta.trace.cmdlines)
-    } else {
-        lat::write_tables(&mut text, &l, unit, &meta.trace.cmdlines)
-    };
     let mut out = Out::stdout();
-    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(render(a, &l, &meta.trace.cmdlines, refreshed.is_some()).as_bytes());
     out.finish()?;
     if !meta.trace.in_ns() {
         cli::note(
@@ -512,6 +534,24 @@ fn measure(
         stop_report(&meta, &tail, a, unit)?;
     }
     Ok(true)
+}
+
+/// How often a terminal's table is drawn again.
+const REFRESH: Duration = Duration::from_secs(1);
+
+/// The tables (or histograms, or JSON lines) of `l`; on a terminal
+/// (`tty`), after the escape that clears it and homes the cursor.
+fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> String {
+    let unit = Unit { ns: a.ns };
+    let mut text = String::from(if tty { "\x1b[H\x1b[2J" } else { "" });
+    let _ = if a.json {
+        lat::write_json(&mut text, l, unit, cmdlines)
+    } else if a.hist {
+        lat::write_hists(&mut text, l, unit, cmdlines)
+    } else {
+        lat::write_tables(&mut text, l, unit, cmdlines)
+    };
+    text
 }
 
 /// The kernel stopped tracing at a threshold: which CPU (the one whose

@@ -19,6 +19,9 @@ install -m 0755 "$TRBOX_BIN" "$root/bin/trbox"
 install -m 0755 "$QEMU_DIR/guest/init" "$root/init"
 install -m 0755 "$QEMU_DIR/guest/run-session" "$root/etc/trbox/run-session"
 install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtures"
+install -m 0755 "$QEMU_DIR/guest/vs-rtla" "$root/etc/trbox/vs-rtla"
+# Debian programs for this board (cross/qemu/debs), with their libraries.
+"$QEMU_DIR/debbin.sh" "$root"
 # The whole session (SESSION_FULL) or the short one: comments, and the
 # lines whose '## boards: LIST' names this board -- 'all', the board
 # (aarch64:6.1-rt) or its kernel (6.1-rt: lines for what only that kernel

@@ -336,3 +336,44 @@ fn usage_errors() {
     assert!(o.status.success());
     assert!(stdout(&o).contains("Usage: tr-lat"));
 }
+
+/// On a terminal the table is drawn again about once a second (cleared,
+/// in place: ESC [H ESC [2J before each), under a load that keeps records
+/// coming; the last one drawn is the final table. Stdout is a pty here.
+#[test]
+fn on_a_tty_the_table_refreshes_about_once_a_second() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    // SAFETY: posix_openpt/grantpt/unlockpt/ptsname on a new descriptor.
+    let (master, slave) = unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(m >= 0 && libc::grantpt(m) == 0 && libc::unlockpt(m) == 0, "no pty here");
+        let name = std::ffi::CStr::from_ptr(libc::ptsname(m)).to_string_lossy().into_owned();
+        (
+            std::fs::File::from(std::os::fd::OwnedFd::from_raw_fd(m)),
+            std::fs::File::options().write(true).open(name).unwrap(),
+        )
+    };
+    use std::os::fd::FromRawFd;
+    let mut bg = spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=512"]));
+    let mut c = cmd(&trbox(), &["tr-lat", "syscall", "-t", "3.5"]);
+    c.env("TERM", "xterm").stdout(slave).stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    // The Command holds the slave too: the reader's EOF (EIO) needs it closed.
+    drop(c);
+    // The pty's reader: the child blocks once its buffer is full otherwise.
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut { master }, &mut all);
+        all
+    });
+    let o = child.wait_with_output().unwrap();
+    bg.signal(libc::SIGKILL);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The slave is closed (the child's end): the reader sees EIO and ends.
+    let text = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    let draws = text.matches("\x1b[H\x1b[2J").count();
+    assert!((3..=6).contains(&draws), "3 redraws in 3.5 s and the final one, got {draws}: {text}");
+    let last = text.rsplit("\x1b[H\x1b[2J").next().unwrap();
+    assert!(last.contains("# system call duration (sys_enter -> sys_exit), us"), "{last}");
+    assert_same_state(&before, &snapshot(&root));
+}

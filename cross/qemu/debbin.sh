@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Put Debian programs with their shared libraries and the dynamic loader
+# into a board's initramfs tree: the lines of cross/qemu/debs (DEBS=FILE)
+# for this board (ARCH, KERNEL as in common.sh).
+#   cross/qemu/debbin.sh ROOT
+# Each package is fetched once, with the packages it depends on (apt-get
+# download, bookworm, the board's Debian architecture: the host's own apt
+# sources and its foreign architectures, set up by setup.sh), into
+# ~/.cache/trbox/qemu/debs/DEBARCH/PACKAGE/ (QEMU_CACHE moves it;
+# QEMU_REFRESH=1 fetches again): the listed files and, found through their
+# ELF NEEDED entries and PT_INTERP (readelf), every library they load, at
+# the paths the packages give them. Copying that tree into ROOT costs no
+# network. Prints nothing for a board without lines.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+root=${1:?usage: debbin.sh ROOT}
+list=${DEBS:-$QEMU_DIR/debs}
+
+# PACKAGE PATH... for this board.
+wanted=$(awk -v board="$ARCH:$KERNEL" -v name="$BOARD" '
+/^(#|$)/ { next }
+$1 == "all" || $1 == board || $1 == name { $1 = ""; sub(/^ +/, ""); print }' "$list")
+[ -n "$wanted" ] || exit 0
+
+# The file NAME among the unpacked packages' library directories.
+find_lib() {
+	local d
+	for d in lib/"$MULTIARCH" usr/lib/"$MULTIARCH" lib usr/lib; do
+		if [ -e "$1/$d/$2" ]; then
+			echo "$d/$2"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# fetch PACKAGE PATH...: the cache tree for PACKAGE.
+fetch() {
+	local pkg=$1 dir=$CACHE_BASE/debs/$DEB_ARCH/$1 dl x f rel lib todo seen
+	shift
+	if [ -z "${QEMU_REFRESH:-}" ] && [ -f "$dir/files" ] && [ "$(cat "$dir/files")" = "$*" ]; then
+		return 0
+	fi
+	command -v readelf >/dev/null || die "readelf not found (binutils): debbin.sh reads the libraries a program needs with it"
+	mkdir -p "$CACHE_BASE/debs/$DEB_ARCH"
+	dl=$(mktemp -d "$CACHE_BASE/debs/$DEB_ARCH/.dl.XXXXXX")
+	# The package and what it depends on, without virtual packages (<name>).
+	local deps
+	deps=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+		--no-replaces --no-enhances "$pkg:$DEB_ARCH" 2>/dev/null | grep -v '^[ <]' | sort -u) ||
+		true
+	[ -n "$deps" ] || die "apt-cache knows no $pkg:$DEB_ARCH (did cross/qemu/setup.sh add the architecture $DEB_ARCH and run apt-get update?)"
+	say "downloading $pkg:$DEB_ARCH and its dependencies ($(echo $deps | sed "s/:$DEB_ARCH//g"); once)"
+	# shellcheck disable=SC2086
+	(cd "$dl" && apt-get download -q -o Acquire::Retries=3 $deps 2>&1 |
+		grep -v '^W: Download is performed unsandboxed\|^Get:\|^Fetched ' >&2; exit "${PIPESTATUS[0]}") ||
+		{ rm -rf "$dl"; die "apt-get download of $pkg:$DEB_ARCH and its dependencies failed"; }
+	x=$dl/x
+	mkdir -p "$x" "$dl/root"
+	for f in "$dl"/*.deb; do
+		dpkg-deb -x "$f" "$x"
+	done
+	# The listed files, then every library named by a NEEDED entry or the
+	# PT_INTERP of a file taken, until nothing new comes.
+	todo=("$@")
+	seen=" "
+	while [ ${#todo[@]} -gt 0 ]; do
+		rel=${todo[0]#/}
+		todo=("${todo[@]:1}")
+		case "$seen" in *" $rel "*) continue ;; esac
+		seen="$seen$rel "
+		[ -e "$x/$rel" ] || { rm -rf "$dl"; die "$pkg:$DEB_ARCH has no /$rel (nor its dependencies)"; }
+		mkdir -p "$dl/root/$(dirname "$rel")"
+		cp -L "$x/$rel" "$dl/root/$rel"
+		f=$(readelf -l "$x/$rel" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
+		[ -z "$f" ] || todo+=("$f")
+		for lib in $(readelf -d "$x/$rel" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+			f=$(find_lib "$x" "$lib") || { rm -rf "$dl"; die "no package of $pkg:$DEB_ARCH's dependencies has $lib (needed by /$rel)"; }
+			todo+=("$f")
+		done
+	done
+	dpkg-deb -f "$dl/$(cd "$dl" && ls "${pkg}"_*.deb | head -n1)" Version >"$dl/root/.version" 2>/dev/null || true
+	rm -rf "$dir"
+	mv "$dl/root" "$dir"
+	printf '%s\n' "$*" >"$dir/files"
+	rm -rf "$dl"
+	say "$pkg $(cat "$dir/.version") cached: $(cd "$dir" && find . -type f ! -name files ! -name .version | sed 's,^\.,,' | tr '\n' ' ')"
+}
+
+case "$DEB_ARCH" in
+arm64) MULTIARCH=aarch64-linux-gnu ;;
+armhf) MULTIARCH=arm-linux-gnueabihf ;;
+amd64) MULTIARCH=x86_64-linux-gnu ;;
+esac
+
+while read -r pkg paths; do
+	# shellcheck disable=SC2086
+	fetch "$pkg" $paths
+	(cd "$CACHE_BASE/debs/$DEB_ARCH/$pkg" && find . -type f ! -name files ! -name .version | cpio -pdm --quiet "$root")
+done <<<"$wanted"
