@@ -21,6 +21,7 @@ pub const BOARDS: &[&str] = &[
     "aarch64-5.10",
     "armv7-5.10",
     "aarch64-6.1-rt",
+    "armv7-6.1-rt",
     "aarch64-6.12",
     "aarch64-6.12-16k",
     "x86_64-6.12",
