@@ -139,6 +139,8 @@ impl Endian {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Abi {
     pub endian: Endian,
+    /// 4 or 8: make one with [`Abi::new`], which keeps it so, and readers
+    /// need not check again.
     pub long_size: u32,
 }
 

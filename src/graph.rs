@@ -521,7 +521,6 @@ pub struct GraphRenderer<'a> {
 impl<'a> GraphRenderer<'a> {
     /// `long_size` is the traced kernel's `sizeof(long)` (4 or 8).
     pub fn new(events: &'a EventTable, cmdlines: &'a Cmdlines, abi: Abi, syms: Option<&'a dyn SymbolLookup>) -> Self {
-        let abi = Abi::new(abi.endian, abi.long_size);
         GraphRenderer {
             ev: GraphEvents::new(events, abi),
             events,

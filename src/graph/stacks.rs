@@ -86,7 +86,7 @@ impl StackCounts {
     pub fn new(events: &EventTable, abi: Abi) -> Self {
         let mut s = StackCounts {
             endian: abi.endian,
-            long: Abi::new(abi.endian, abi.long_size).long_size as usize,
+            long: abi.long_size as usize,
             stack: None,
             function: None,
             last: Vec::new(),

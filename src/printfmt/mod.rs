@@ -378,7 +378,7 @@ impl Program {
     /// [`render`](Self::render) continuing the line `st` holds; what is
     /// left in it is the caller's to write out.
     pub(crate) fn render_staged(&self, w: &mut Stage<'_>, rec: &[u8], ctx: &Ctx) -> fmt::Result {
-        let ctx = Ctx { abi: Abi::new(ctx.abi.endian, self.long_size), ..*ctx };
+        let ctx = Ctx { abi: Abi { endian: ctx.abi.endian, long_size: self.long_size }, ..*ctx };
         let e = ctx.abi.endian;
         match &self.body {
             Body::Prog(p) => eval::Frame::new(p, rec, ctx).run_into(w, 0),

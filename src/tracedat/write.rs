@@ -312,7 +312,7 @@ impl V6Writer {
             Endian::Little => 0,
             Endian::Big => 1,
         });
-        out.push(Abi::new(e, abi.long_size).long_size as u8);
+        out.push(abi.long_size as u8);
         put32(&mut out, e, page_size);
         V6Writer {
             e,
