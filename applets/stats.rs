@@ -69,11 +69,12 @@ impl Stats {
         let total: u64 = self.cpus.0.iter().map(|c| c.1).sum();
         let _ = write!(o, "{total} events");
         if let Some((a, b)) = self.span {
+            let in_ns = m.trace.in_ns();
             o += ", from";
-            let _ = write_timestamp(&mut o, a, m.trace.in_ns());
+            let _ = write_timestamp(&mut o, a, in_ns);
             o += " to";
-            let _ = write_timestamp(&mut o, b, m.trace.in_ns());
-            if m.trace.in_ns() {
+            let _ = write_timestamp(&mut o, b, in_ns);
+            if in_ns {
                 let _ = write!(o, " ({}.{:06} s)", (b - a) / 1_000_000_000, (b - a) % 1_000_000_000 / 1000);
             }
         }
