@@ -311,6 +311,9 @@ pub struct Meta {
     pub trace: Opened,
     /// The names of the buffers the items come from, when several.
     pub buffers: Vec<String>,
+    /// Where the common fields are (the same in every format of a kernel):
+    /// located once, not for each record.
+    common: Option<CommonFields>,
 }
 
 impl Meta {
@@ -318,6 +321,11 @@ impl Meta {
     /// the same CPUs, and their records interleave in the merge.
     pub fn slot(&self, buffer: u32, cpu: u32) -> u32 {
         buffer.saturating_mul(self.trace.cpus.max(1)).saturating_add(cpu)
+    }
+
+    /// The pid of record `payload`, an event `ev`.
+    pub fn pid(&self, ev: &trbox::format::EventFormat, payload: &[u8]) -> i32 {
+        self.common.unwrap_or_else(|| CommonFields::of(ev)).read(self.trace.endian, payload).2
     }
 }
 
@@ -330,7 +338,7 @@ pub fn collect(
     f: &mut dyn FnMut(&Meta, Item<'_>),
 ) -> Result<Meta, Error> {
     let Input { trace, mut streams, tree, buffers, empty_note, .. } = input;
-    let mut c = Collector { meta: Meta { trace, buffers }, f, o };
+    let mut c = Collector { meta: Meta { common: CommonFields::of_table(&trace.events), trace, buffers }, f, o };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
@@ -438,7 +446,7 @@ impl Consumer for Collector<'_> {
             Some(Next::Record(rec)) => {
                 let t = &m.trace;
                 let Some(ev) = t.events.event_of(rec.payload, t.endian) else { return };
-                let pid = CommonFields::of(ev).read(t.endian, rec.payload).2;
+                let pid = m.pid(ev, rec.payload);
                 if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, &t.cmdlines) {
                     return;
                 }

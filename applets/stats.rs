@@ -3,7 +3,7 @@
 
 use crate::decode::{Item, Meta};
 use std::fmt::Write as _;
-use trbox::render::{write_timestamp, CommonFields};
+use trbox::render::write_timestamp;
 
 /// Counts by key, sorted by key. (One small type for every count instead
 /// of a map per key type: this is about binary size.)
@@ -47,7 +47,7 @@ impl Stats {
                 self.cpus.add(cpu_key(buffer, cpu), 1);
                 if let Some(ev) = m.trace.events.event_of(payload, m.trace.endian) {
                     self.by_event.add(ev.id.into(), 1);
-                    self.by_pid.add(CommonFields::of(ev).read(m.trace.endian, payload).2.into(), 1);
+                    self.by_pid.add(m.pid(ev, payload).into(), 1);
                 }
                 ts
             }

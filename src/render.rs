@@ -465,6 +465,12 @@ pub struct CommonFields {
 }
 
 impl CommonFields {
+    /// Those of a kernel's events: every format of one kernel starts with
+    /// the same common fields. `None` for an empty table.
+    pub fn of_table(events: &EventTable) -> Option<Self> {
+        events.iter().next().map(Self::of)
+    }
+
     pub fn of(ev: &crate::format::EventFormat) -> Self {
         let f = |n: &str| ev.common.iter().find(|f| f.name == n).map_or((0, 0), |f| (f.offset, f.size));
         let at = [f("common_flags"), f("common_preempt_count"), f("common_pid")];
@@ -553,7 +559,7 @@ const COL_MAX: usize = 32;
 
 impl<'a> Renderer<'a> {
     pub fn new(events: &'a EventTable, cmdlines: Cmdlines, abi: Abi, in_ns: bool) -> Self {
-        let common = events.iter().next().map(CommonFields::of);
+        let common = CommonFields::of_table(events);
         Renderer {
             events,
             cmdlines,
