@@ -467,12 +467,12 @@ fn measure(
             if tail.len() <= i {
                 tail.resize_with(i + 1, Default::default);
             }
-            // A ring: the oldest record's buffer is reused for the newest.
+            // The oldest record's buffer is reused for the newest.
             let q = &mut tail[i].0;
-            let mut rec = if q.len() == TAIL { q.pop_front().map(|r| r.1).unwrap_or_default() } else { Vec::new() };
+            let mut rec = if q.len() == TAIL { q.remove(0).1 } else { Vec::new() };
             rec.clear();
             rec.extend_from_slice(payload);
-            q.push_back((*ts, rec));
+            q.push((*ts, rec));
         }
         let Ok(l) = acc.get_or_insert_with(|| {
             let mut l = Lat::new(mode, &m.trace.events, m.trace.endian, a.rt, hist)?;
@@ -595,7 +595,7 @@ fn stop_report(meta: &decode::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Resu
 }
 
 /// The last records of one CPU and its last latency.
-type Tail = (std::collections::VecDeque<(u64, Vec<u8>)>, Option<lat::Sample>);
+type Tail = (Vec<(u64, Vec<u8>)>, Option<lat::Sample>);
 
 /// Nothing measured (`when`: how long the window was open).
 fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
