@@ -163,6 +163,31 @@ interop() {
 	rm -rf "$tmp"
 }
 interop
+# The console form (tr-cat -o - --console): what the board printed on its
+# serial console, taken from the transcript and rebuilt by the host's trbox
+# (tr-cat --from-console), holds the events the board's summary counted.
+n=0 cn=
+while IFS= read -r line; do
+	case "$line" in '' | '#'*) continue ;; esac
+	n=$((n + 1))
+	[[ $line == *'--console'* ]] && { cn=$n; break; }
+done <"$session"
+host_bin=${TRBOX_HOST_BIN:-$REPO/target/release/trbox}
+if [ -n "$cn" ] && grep -q "^@@RC $cn " "$log"; then
+	rec=$OUT/console-recording.log
+	output_of "$cn" >"$rec"
+	want=$(grep -o 'standard output: [0-9]* events' "$rec" | grep -o '[0-9][0-9]*' | head -n 1)
+	if [ ! -x "$host_bin" ]; then
+		ok "console recording: not rebuilt ($host_bin missing: cargo build --release)"
+	elif got=$("$host_bin" tr-cat --from-console "$rec" 2>"$rec.err") &&
+		[ -n "$want" ] && [ "$(grep -vc 'LOST' <<<"$got")" = "$want" ] &&
+		grep -q 'sched_process_exec: filename=/bin/busybox' <<<"$got"; then
+		ok "console recording rebuilt on the host: $want events, as the board counted"
+	else
+		bad "console recording: the host read $(grep -vc 'LOST' <<<"$got") events, the board counted '${want}'"
+		indent 10 <"$rec.err"
+	fi
+fi
 
 if grep -q '^@@SESSION-DONE' "$log" && grep -q '^@@END' "$log" && [ "$qrc" = 0 ]; then
 	ok "power-off: qemu exited cleanly after $(cat "$OUT/run-seconds" 2>/dev/null || echo '?')s"
