@@ -64,6 +64,13 @@ pub fn perfetto(input: decode::Input<'_>, o: &decode::RawOpts, output: &str) -> 
 pub fn listen(port: u16, dir: &str) -> Result<(), Error> {
     let l = std::net::TcpListener::bind(("0.0.0.0", port))
         .map_err(|e| Error::runtime(format!("--listen {port}: {}", trbox::sys::describe(&e))))?;
+    // Ctrl-C (or SIGTERM) ends the listener at once: tr-cat's handlers only
+    // set a flag, and the accept loop would never look at it.
+    // SAFETY: resetting two signals to their default action.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
     eprintln!("tr-cat: listening on port {port} (tr-cat -N HOST:{port}, trace-cmd record -N HOST:{port} -t)");
     for c in l.incoming() {
         let Ok(c) = c else { continue };
