@@ -130,25 +130,24 @@ fn receive(mut c: std::net::TcpStream) -> Result<(Vec<u8>, usize), String> {
         listeners.push(l);
     }
     c.write_all(&msg::rinit(&ports)).map_err(e("sending the ports"))?;
-    // A test hook: drop every connection this long after the ports went
-    // out, as a link that fails mid-run would.
-    let drop_at = std::env::var("TRBOX_LISTEN_DROP_MS")
-        .ok()
-        .and_then(|m| m.parse().ok())
-        .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms));
+    // A test hook: drop every connection this long after the header is
+    // complete (FIN_DATA), as a link that fails mid-run would.
+    let drop_ms: Option<u64> = std::env::var("TRBOX_LISTEN_DROP_MS").ok().and_then(|m| m.parse().ok());
+    let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let readers: Vec<std::thread::JoinHandle<Vec<u8>>> = listeners
         .into_iter()
         .map(|l| {
+            let dropped = dropped.clone();
             std::thread::spawn(move || {
                 let mut data = Vec::new();
                 let Ok((mut s, _)) = l.accept() else { return data };
-                let Some(at) = drop_at else {
+                if drop_ms.is_none() {
                     let _ = s.read_to_end(&mut data);
                     return data;
-                };
+                }
                 let _ = s.set_read_timeout(Some(std::time::Duration::from_millis(20)));
                 let mut buf = vec![0u8; 1 << 16];
-                while std::time::Instant::now() < at {
+                while !dropped.load(std::sync::atomic::Ordering::SeqCst) {
                     match s.read(&mut buf) {
                         Ok(0) => break,
                         Ok(n) => data.extend_from_slice(&buf[..n]),
@@ -161,13 +160,6 @@ fn receive(mut c: std::net::TcpStream) -> Result<(Vec<u8>, usize), String> {
             })
         })
         .collect();
-    if let Some(at) = drop_at {
-        let c2 = c.try_clone().map_err(e("socket"))?;
-        std::thread::spawn(move || {
-            std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
-            let _ = c2.shutdown(std::net::Shutdown::Both);
-        });
-    }
     let mut header = Vec::new();
     let mut closed = false;
     // The header, then nothing until CLOSE; a recording may last long.
@@ -175,6 +167,16 @@ fn receive(mut c: std::net::TcpStream) -> Result<(Vec<u8>, usize), String> {
     while let Ok((h, body)) = read_msg(&mut c) {
         match h.cmd {
             msg::SEND_DATA => header.extend_from_slice(body.get(h.cmd_size as usize..).unwrap_or_default()),
+            msg::FIN_DATA => {
+                if let (Some(ms), Ok(c2)) = (drop_ms, c.try_clone()) {
+                    let dropped = dropped.clone();
+                    std::thread::spawn(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(ms));
+                        dropped.store(true, std::sync::atomic::Ordering::SeqCst);
+                        let _ = c2.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
             msg::CLOSE => {
                 closed = true;
                 break;

@@ -132,7 +132,7 @@ net_start() {
 	if [ -x "$NET_HOST_BIN" ]; then
 		"$NET_HOST_BIN" tr-cat --listen "$tb" -o "$NET_DIR/tb" >"$NET_DIR/tb.log" 2>&1 &
 		echo $! >>"$NET_DIR/pids"
-		# The link fails 4 s after the sender's ports went out.
+		# The link fails 4 s after the sender's header arrived.
 		TRBOX_LISTEN_DROP_MS=4000 "$NET_HOST_BIN" tr-cat --listen "$drop" -o "$NET_DIR/drop" >"$NET_DIR/drop.log" 2>&1 &
 		echo $! >>"$NET_DIR/pids"
 	else

@@ -153,6 +153,7 @@ fn every_board_fixture_converts_and_parses_with_the_official_schema() {
     let mut trees = 0;
     let mut graphs = 0;
     for board in std::fs::read_dir(root).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        let before = trees;
         for t in std::fs::read_dir(board.path()).unwrap().flatten().filter(|e| e.path().join("per_cpu").is_dir()) {
             let p = t.path();
             let n = check(&["--raw", "-T", p.to_str().unwrap()], &dir.path().join("t.pftrace"));
@@ -161,6 +162,89 @@ fn every_board_fixture_converts_and_parses_with_the_official_schema() {
                 graphs += 1;
             }
         }
+        // Every board's fixtures, not only some.
+        assert!(trees > before, "{}: no fixture tree converted", board.path().display());
     }
     assert!(trees >= 10 && graphs >= 2, "{trees} trees, {graphs} function_graph trees");
+}
+
+/// Perfetto's text importer on `tr-cat` text (tests/applets/systrace_check.py
+/// applies its sniff and its line pattern): it recognises the text, takes
+/// from each board fixture's tr-cat text the same lines as from the
+/// kernel's own `trace` file, and every tracepoint event's line with its
+/// time, CPU, pid and name. (The function and syscall tracers' own
+/// layouts, `f <-parent` and `sys_x -> 0x0`, are the kernel's and not
+/// the importer's: it skips those lines in both.)
+#[test]
+fn text_output_suits_perfettos_text_importer() {
+    if checker().is_none() {
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/applets/systrace_check.py");
+    let view = |text: &Path| {
+        let o = Command::new("python3").arg(script).arg(text).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let dir = TempDir::new("systrace");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let mut checked = 0;
+    let mut all_read = 0;
+    for board in std::fs::read_dir(root).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        for t in std::fs::read_dir(board.path()).unwrap().flatten().filter(|e| e.path().join("per_cpu").is_dir()) {
+            let p = t.path();
+            let tree = p.to_str().unwrap();
+            let o = run(&["tr-cat", "--raw", "-T", tree]);
+            assert!(o.status.success(), "{tree}: {}", stderr(&o));
+            let txt = dir.path().join("t.txt");
+            std::fs::write(&txt, &o.stdout).unwrap();
+            let ours = view(&txt);
+            if stdout(&o).trim().is_empty() {
+                continue;
+            }
+            assert!(ours.starts_with("SNIFF ok"), "{tree}: the importer does not take tr-cat's text");
+            let lines: Vec<&str> = ours.lines().filter(|l| l.starts_with("E ")).collect();
+            // The kernel's own text of the same buffer, as the importer reads it.
+            if p.join("trace").is_file() {
+                let kernel = view(&p.join("trace"));
+                let theirs: Vec<&str> = kernel.lines().filter(|l| l.starts_with("E ")).collect();
+                assert!(lines == theirs, "{tree}: tr-cat's text and the kernel's read differently by the importer");
+            }
+            // Every tracepoint's line (not the ftrace entries', nor the
+            // syscall tracer's): its time (µs), CPU, pid and name.
+            let mut got = lines.clone();
+            got.sort_unstable();
+            let json = run(&["tr-cat", "--raw", "-T", tree, "--json"]);
+            let mut missed = Vec::new();
+            for l in stdout(&json).lines().filter(|l| l.contains("\"ts_ns\"")) {
+                let event = text(l, "event").unwrap();
+                let (system, name) = event.split_once(':').unwrap_or(("", event));
+                if system == "ftrace" || system == "syscalls" {
+                    continue;
+                }
+                let line = format!(
+                    "E {} {} {} {name}",
+                    // Rounded to µs, as the kernel's text prints it.
+                    (num(l, "ts_ns").unwrap() + 500) / 1000,
+                    num(l, "cpu").unwrap(),
+                    num(l, "pid").unwrap()
+                );
+                if got.binary_search(&line.as_str()).is_err() {
+                    missed.push(line);
+                }
+            }
+            // PREEMPT_RT kernels print 7 flag characters (d......), wider
+            // than the importer's pattern: it then skips the kernel's own
+            // lines as it skips tr-cat's (the same, checked above).
+            assert!(
+                missed.is_empty() || (p.join("trace").is_file() && board.file_name().to_string_lossy().contains("-rt")),
+                "{tree}: the importer does not read {} events, first {}",
+                missed.len(),
+                missed[0]
+            );
+            all_read += usize::from(missed.is_empty());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10 && all_read >= 10, "{checked} fixture trees, {all_read} with every event read");
 }
