@@ -14,7 +14,7 @@ use trbox::printfmt::SymbolLookup;
 use trbox::render::{Cmdlines, CommonFields, Renderer};
 use trbox::sys::raw::RawPages;
 use trbox::sys::stream::{wait_for_data, CpuPages, FilePages, Next};
-use trbox::sys::trace::{dat_file, dat_session, open_tree_with, read_dat, tree_header, KernelFacts, Opened};
+use trbox::sys::trace::{dat_file, dat_session, open_tree_with, read_dat_from, tree_header, KernelFacts, Opened};
 use trbox::sys::{signals, Tracefs};
 use trbox::tracedat::Instance;
 
@@ -41,6 +41,12 @@ pub struct Input<'t> {
     labels: Vec<String>,
     /// What to say on stderr when the streams hold nothing at all.
     empty_note: Option<String>,
+    /// For writers of other formats: `uname` (sysname nodename release
+    /// version machine) and the saved_cmdlines text.
+    #[cfg(feature = "host")]
+    uname: Option<String>,
+    #[cfg(feature = "host")]
+    saved_cmdlines: String,
 }
 
 impl<'t> Input<'t> {
@@ -94,6 +100,10 @@ impl<'t> Input<'t> {
             graph,
             irq_info,
             graph_auto: false,
+            #[cfg(feature = "host")]
+            saved_cmdlines: t.read_top_opt("saved_cmdlines")?.unwrap_or_default(),
+            #[cfg(feature = "host")]
+            uname: ["uname", "version"].iter().find_map(|f| t.read_top_opt(f).ok().flatten()),
             streams,
             tree: t.is_live().then_some(t),
             buffers: Vec::new(),
@@ -106,7 +116,20 @@ impl<'t> Input<'t> {
     /// default every buffer that holds data, merged by time. `applet` names
     /// who says so on stderr when they hold no event.
     pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
-        let mut td = read_dat(path)?;
+        let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
+        // A stream is rebuilt as a trace.dat in an anonymous file, read
+        // like any other (one reader in the binary, not one per source).
+        let mem = match crate::stream_in::load_stream(path)? {
+            Some(b) => Some(trbox::sys::anonymous_file(&b).map_err(io)?),
+            None => None,
+        };
+        let open = || -> Result<std::fs::File, Error> {
+            match &mem {
+                Some(m) => m.try_clone().map_err(io),
+                None => Ok(dat_file(path)?),
+            }
+        };
+        let mut td = read_dat_from(&mut open()?, path)?;
         let mut trace = dat_session(&mut td, path)?;
         let shown = |i: &&Instance| -> bool { instance.map_or(i.data_bytes() > 0, |n| i.name == n) };
         let mut chosen: Vec<&Instance> = td.instances.iter().filter(shown).collect();
@@ -145,8 +168,7 @@ impl<'t> Input<'t> {
                     continue;
                 }
                 let Some(pages) = td.pages(inst, idx) else { continue };
-                let file = dat_file(path)?;
-                let src = FilePages { file, pages, path: path.into() };
+                let src = FilePages { file: open()?, pages, path: path.into() };
                 let mut s = CpuPages::new(c.cpu, Box::new(src), trace.layout, trace.endian);
                 s.buffer = b as u32;
                 streams.push(s);
@@ -178,6 +200,10 @@ impl<'t> Input<'t> {
             graph: Some(GraphOpts::default()),
             irq_info: true,
             graph_auto: true,
+            #[cfg(feature = "host")]
+            saved_cmdlines: String::from_utf8_lossy(&td.saved_cmdlines).into_owned(),
+            #[cfg(feature = "host")]
+            uname: td.options.uname.clone(),
             streams,
             tree: None,
             buffers,
@@ -217,7 +243,8 @@ impl Input<'_> {
 /// following, until Ctrl-C, the time limit or `done()` says so.
 /// Print the records; whether anything (a record, a loss) was printed.
 pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
-    let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note } = input;
+    let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note, .. } =
+        input;
     let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
     let (endian, ncpus, abi, in_ns) = (*endian, *ncpus, trace.abi(), trace.in_ns());
     let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
@@ -314,6 +341,11 @@ pub struct Meta {
     /// Where the common fields are (the same in every format of a kernel):
     /// located once, not for each record.
     common: Option<CommonFields>,
+    /// Read by the Perfetto writer (host builds).
+    #[cfg(feature = "host")]
+    pub uname: Option<String>,
+    #[cfg(feature = "host")]
+    pub saved_cmdlines: String,
 }
 
 impl Meta {
@@ -337,8 +369,28 @@ pub fn collect(
     done: &dyn Fn() -> bool,
     f: &mut dyn FnMut(&Meta, Item<'_>),
 ) -> Result<Meta, Error> {
-    let Input { trace, mut streams, tree, buffers, empty_note, .. } = input;
-    let mut c = Collector { meta: Meta { common: CommonFields::of_table(&trace.events), trace, buffers }, f, o };
+    let Input {
+        trace,
+        mut streams,
+        tree,
+        buffers,
+        empty_note,
+        #[cfg(feature = "host")]
+        uname,
+        #[cfg(feature = "host")]
+        saved_cmdlines,
+        ..
+    } = input;
+    let meta = Meta {
+        common: CommonFields::of_table(&trace.events),
+        trace,
+        buffers,
+        #[cfg(feature = "host")]
+        uname,
+        #[cfg(feature = "host")]
+        saved_cmdlines,
+    };
+    let mut c = Collector { meta, f, o };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;

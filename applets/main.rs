@@ -5,10 +5,13 @@ mod cli;
 mod command;
 mod decode;
 mod emit;
+#[cfg(feature = "host")]
+mod host;
 mod out;
 mod pool;
 mod record;
 mod stats;
+mod stream_in;
 mod tr_cat;
 mod tr_event;
 mod tr_graph;

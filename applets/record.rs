@@ -18,9 +18,29 @@ pub struct Request<'a> {
     pub time: Option<crate::cli::Seconds>,
     pub max_kb: Option<u64>,
     pub cmd: &'a [String],
+    /// With `-o -`: the console form.
+    pub console: bool,
+    /// `-N`: `path` is the HOST:PORT of a trace-cmd listener.
+    pub net: bool,
 }
 
 pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
+    let stream = r.path == "-" && !r.net;
+    if r.net && (r.max_kb.is_some() || r.console) {
+        return Err(Error::usage("-N sends as the pages come: it does not combine with -m or --console"));
+    }
+    if stream && r.max_kb.is_some() {
+        return Err(Error::usage("-m bounds a file; a stream (-o -) cannot take back what it sent")
+            .hint("bound the run with -t or -- CMD"));
+    }
+    // SAFETY: isatty on fd 1.
+    if r.console && !stream {
+        return Err(Error::usage("--console goes with -o -").hint("tr-cat -o - --console [-e EV] [-t S] [-- CMD]"));
+    }
+    if stream && !r.console && unsafe { libc::isatty(1) } == 1 {
+        return Err(Error::usage("-o - writes a binary stream, and standard output is a terminal")
+            .hint("redirect it (tr-cat -o - > rec.trbox; ssh root@board tr-cat -o - > rec.trbox), or add --console for text lines"));
+    }
     let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() {
@@ -32,11 +52,16 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         t.enter_or_create_instance(i)?;
     }
     let _lock = Lock::take(t.dir(), false)?;
-    let path = Path::new(r.path);
+    let path = Path::new(if stream { "standard output" } else { r.path });
+    let net = r.net.then(|| r.path.to_string());
     let (summary, status, write_error) = {
         let no_splice = std::env::var_os("TRBOX_NO_SPLICE").is_some();
         let systems = events.iter().filter_map(|e| e.split(':').next()).map(String::from).collect();
-        let mut rec = Recorder::create(&t, path, &Options { max_kb: r.max_kb, no_splice, systems })?;
+        let mut rec = Recorder::create(
+            &t,
+            path,
+            &Options { max_kb: r.max_kb, no_splice, systems, stream, console: r.console, net },
+        )?;
         let mut st = State::new(&t);
         for e in &events {
             st.set(&format!("{}/enable", trbox::sys::event_dir(e)), "1")?;
@@ -71,6 +96,18 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     };
     print_summary(path, &summary);
     if let Some(e) = write_error {
+        if stream || r.net {
+            // The reader went away (EPIPE: ssh dropped, the pipe closed, the
+            // listener quit or the link reset).
+            let who = if r.net { "the listener" } else { "the reader" };
+            return Err(Error::runtime(format!(
+                "{}: sending stopped: {}; {who} has the {} pages sent before (readable)",
+                path.display(),
+                describe(&e),
+                summary.pages()
+            ))
+            .hint("check the link and the receiving side (trace-cmd listen keeps only a header when its sender stops early); tracing was stopped and put back"));
+        }
         return Err(Error::runtime(format!(
             "{}: writing stopped: {}; the file holds the {} pages written before (readable)",
             path.display(),
@@ -101,6 +138,23 @@ fn print_summary(path: &Path, s: &Summary) {
         s.elapsed.as_secs(),
         s.elapsed.subsec_millis() / 10
     );
+    if s.stream_bytes > 0 {
+        // What the link carries: the console's rate is what matters there.
+        // 115200 baud, 8N1: 11520 bytes a second.
+        // Tenths in integers: float formatting alone would cost ~20 KiB.
+        let data = s.file_size.saturating_sub(s.header_wire);
+        let tenths = data * 10 / s.events().max(1);
+        o += &format!(
+            "tr-cat: on the wire: {} bytes = header {} (formats, kallsyms) + events {} ({}.{} per event; raw pages {}); {} s at 115200 baud\n",
+            s.file_size,
+            s.header_wire,
+            data,
+            tenths / 10,
+            tenths % 10,
+            s.pages() * s.page_size as u64,
+            s.file_size / 11520
+        );
+    }
     let evicted = s.cpus.iter().any(|c| c.evicted > 0);
     o += &format!(
         "{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}",

@@ -13,9 +13,10 @@ use trbox::sys::Tracefs;
 /// or with --raw decode the per-CPU raw pages with trbox's own decoder,
 /// merged by timestamp, until the buffers are empty; or a trace.dat FILE;
 /// or with -o record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
-/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE [-e EV] [-t S] [-m KB] [-- CMD]
+/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE|- | -N IP:PORT [-e EV] [-t S] [-m KB] [-- CMD]
 struct Args {
-    /// record the raw pages into this trace.dat (version 6)
+    /// record the raw pages into this trace.dat (version 6); `-`: a stream
+    /// on standard output (see the README); with a stream FILE: convert it
     #[argh(option, short = 'o')]
     output: Option<String>,
     /// with -o: keep at most MAX_KB of trace data, the newest
@@ -52,20 +53,58 @@ struct Args {
     /// with --raw or FILE: render on N threads (default: one per CPU)
     #[argh(option, short = 'j')]
     jobs: Option<usize>,
-    /// a trace.dat to decode (v6/v7, compressed or not): every buffer,
-    /// named before each line when several; -B NAME reads only that one
+    /// a trace.dat to decode (v6/v7, compressed or not), or a stream of
+    /// tr-cat -o - (`-`: standard input): every buffer, named before each
+    /// line when several; -B NAME reads only that one
     #[argh(positional)]
     file: Option<String>,
+    /// the FILE to read, given as an option: `-i -` reads a stream (or a
+    /// trace.dat) from standard input
+    #[cfg(feature = "host")]
+    #[argh(option, short = 'i')]
+    input: Option<String>,
+    /// with -o -: as text lines for a serial console
+    #[argh(switch)]
+    console: bool,
+    /// read the recording that tr-cat -o - --console printed, from a
+    /// captured console log (with -o FILE: convert it to a trace.dat)
+    #[cfg(feature = "host")]
+    #[argh(option)]
+    from_console: Option<String>,
+    /// record and send to trace-cmd listen at IP:PORT
+    #[argh(option, short = 'N')]
+    net: Option<String>,
+    /// receive recordings from tr-cat -N or trace-cmd record -N -t on
+    /// PORT, into trace.HOST:PORT.dat files (in the -o DIR)
+    #[cfg(feature = "host")]
+    #[argh(option)]
+    listen: Option<u16>,
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
-    let a: Args = cli::parse("tr-cat", own)?;
-    if let Some(o) = &a.output {
-        if a.raw || a.follow || a.json || a.file.is_some() {
-            return Err(Error::usage("-o records; it does not combine with --raw, -f, --json or a FILE to read"));
+    #[cfg_attr(not(feature = "host"), allow(unused_mut))]
+    let mut a: Args = cli::parse("tr-cat", own)?;
+    #[cfg(feature = "host")]
+    if host_side(common, &mut a, cmd)?.is_some() {
+        return Ok(());
+    }
+    // -o FILE, -o - or -N HOST:PORT: one recorder.
+    if let Some(o) = a.net.as_ref().or(a.output.as_ref()) {
+        if a.raw || a.follow || a.json || a.file.is_some() || (a.net.is_some() && a.output.is_some()) {
+            return Err(Error::usage(
+                "-o and -N record; they do not combine with each other, --raw, -f, --json or a FILE to read",
+            ));
         }
-        let r = crate::record::Request { path: o, events: &a.event, time: a.time, max_kb: a.max_kb, cmd };
+        let r = crate::record::Request {
+            path: o,
+            events: &a.event,
+            time: a.time,
+            max_kb: a.max_kb,
+            cmd,
+            console: a.console,
+            net: a.net.is_some(),
+        };
         return crate::record::run(common, r);
     }
     if !cmd.is_empty() {
@@ -125,6 +164,69 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let _ = out.write_all(text.as_bytes());
         out.finish()
     }
+}
+
+/// What only the host build does: read a stream or a console log (`-i`,
+/// `--from-console`), convert (`FILE -o trace.dat`, `-o X.pftrace`),
+/// listen (`--listen`). Some(()) when it was one of those.
+#[cfg(feature = "host")]
+fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>, Error> {
+    if let Some(i) = a.from_console.take() {
+        if a.file.is_some() || a.input.is_some() {
+            return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
+        }
+        a.file = Some(i);
+    }
+    if let Some(i) = a.input.take() {
+        if a.file.is_some() {
+            return Err(Error::usage("give the file to read once: as FILE or with -i"));
+        }
+        a.file = Some(i);
+    }
+    if let (Some(o), Some(f)) = (&a.output, &a.file) {
+        if o.ends_with(".pftrace") {
+            let mut ro = RawOpts {
+                only: None,
+                filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+                follow: false,
+                json: false,
+                limit: None,
+                since: None,
+                threads: None,
+            };
+            ro.only = parse_cpus(a.cpu.as_deref())?;
+            let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
+            return crate::host::perfetto(input, &ro, o).map(Some);
+        }
+        if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
+            return Err(Error::usage(
+                "FILE -o OUT converts a stream; it does not combine with --raw, -f, --json, -e or -- CMD",
+            ));
+        }
+        return crate::host::convert(f, o).map(Some);
+    }
+    if let Some(o) = a.output.as_ref().filter(|o| o.ends_with(".pftrace") && a.raw) {
+        // A tree's raw pages (a copy with -T, or the live buffer, consumed).
+        let mut t = Tracefs::open(common.tracefs.as_deref())?;
+        if let Some(i) = &common.instance {
+            t.enter_instance(i)?;
+        }
+        let ro = RawOpts {
+            only: parse_cpus(a.cpu.as_deref())?,
+            filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+            follow: false,
+            json: false,
+            limit: None,
+            since: None,
+            threads: None,
+        };
+        let input = decode::Input::tree(&t, &ro)?;
+        return crate::host::perfetto(input, &ro, o).map(Some);
+    }
+    if let Some(port) = a.listen {
+        return crate::host::listen(port, a.output.as_deref().unwrap_or(".")).map(Some);
+    }
+    Ok(None)
 }
 
 /// `--stats`: count everything kept, print the table at the end.

@@ -55,13 +55,15 @@
 #                   budget. The core is built and fuzzed not to panic on any
 #                   input; the host build (make) keeps the messages.
 #   TRBOX_BOARD_FEATURES  cargo features of the board binaries (default
-#                   "std"): the decoders for compressed trace.dat v7 (zstd:
-#                   ruzstd, ~20 KiB on aarch64; zlib: miniz_oxide's inflater,
-#                   ~7.5 KiB) are left out to keep the binary under its
-#                   448 KiB budget; boards record v6, and a compressed file
-#                   is read on the desktop (the host build has both) or after
-#                   `trace-cmd convert --compression none`. "std,zlib,zstd"
-#                   puts them back.
+#                   "std"): the decoders for compressed trace.dat v7 (zstd,
+#                   ruzstd ~20 KiB on aarch64; zlib, miniz_oxide's inflater
+#                   ~7.5 KiB) and the `host` feature (reading streams and
+#                   console logs, converting, Perfetto, --listen) are left out
+#                   to keep the binary under its 448 KiB budget; boards record
+#                   v6 and write streams, and compressed files are read on the
+#                   desktop (the host build has it all) or after `trace-cmd
+#                   convert --compression none`. "std,zlib,zstd" puts the
+#                   decoders back.
 #   RUSTFLAGS       appended to the flags above
 #   CROSS_CARGO_ARGS  extra cargo build arguments
 set -euo pipefail

@@ -36,7 +36,7 @@ installed() { # pkg[:arch]
 }
 
 need=()
-for p in qemu-user-static file trace-cmd strace gcc-arm-linux-gnueabihf musl-dev:armhf; do
+for p in qemu-user-static file trace-cmd strace gcc-arm-linux-gnueabihf musl-dev:armhf python3 python3-pip; do
     installed "$p" || need+=("$p")
 done
 
@@ -88,6 +88,16 @@ if [ ! -f "$(rustc "+$NIGHTLY" --print sysroot)/lib/rustlib/src/rust/library/std
     say "rustup component add rust-src --toolchain $NIGHTLY"
     rustup component add rust-src --toolchain "$NIGHTLY" >&2 ||
         die "rustup component add rust-src --toolchain $NIGHTLY failed"
+fi
+
+# ---- Perfetto's schema ----------------------------------------------------
+# tests/applets/perfetto_check.py parses trbox's .pftrace files with Perfetto's own
+# compiled protos (the `perfetto` wheel) and protobuf, from PyPI.
+if ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2, google.protobuf.unknown_fields' 2>/dev/null; then
+    say "pip install perfetto protobuf"
+    python3 -m pip install -q perfetto protobuf >&2 ||
+        python3 -m pip install -q --break-system-packages perfetto protobuf >&2 ||
+        die "pip install perfetto protobuf failed (the Perfetto tests need them)"
 fi
 
 # ---- tracefs -------------------------------------------------------------

@@ -25,6 +25,8 @@ pub mod merge;
 pub mod mountinfo;
 pub mod names;
 pub mod page;
+#[cfg(feature = "host")]
+pub mod perfetto;
 pub mod printfmt;
 pub mod printk;
 pub mod probe;

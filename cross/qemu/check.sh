@@ -112,6 +112,15 @@ events_of() {
 		print $i, $j, pid, name
 	}' "$1"
 }
+# "NAME PID" per event of such a text, the pids renamed p1, p2... in order
+# of first appearance: two runs of the same workload give the same lines.
+shape_of() {
+	events_of "$1" | awk '{ if (!($3 in id)) id[$3] = "p" (++n); print $4, id[$3] }'
+}
+# line_marked NOTE: the number of the session's command marked '## NOTE'.
+line_marked() {
+	awk -v note="## $1" '/^(#|$)/ { next } { n++ } index($0, note) { print n; exit }' "$session"
+}
 # interop_file DIR NAME: DIR/NAME.dat and the board's DIR/NAME.txt.
 interop_file() {
 	local d=$1 f=$2 n host what
@@ -186,6 +195,48 @@ interop() {
 	rm -rf "$tmp"
 }
 interop
+# The console form (tr-cat -o - --console): what the board printed on its
+# serial console, taken from the transcript and rebuilt by the host's trbox
+# (tr-cat --from-console), holds the events the board's summary counted.
+n=0 cn=
+while IFS= read -r line; do
+	case "$line" in '' | '#'*) continue ;; esac
+	n=$((n + 1))
+	[[ $line == *'--console'* ]] && { cn=$n; break; }
+done <"$session"
+host_bin=${TRBOX_HOST_BIN:-$REPO/target/release/trbox}
+if [ -n "$cn" ] && grep -q "^@@RC $cn " "$log"; then
+	rec=$OUT/console-recording.log
+	output_of "$cn" >"$rec"
+	want=$(grep -o 'standard output: [0-9]* events' "$rec" | grep -o '[0-9][0-9]*' | head -n 1)
+	if [ ! -x "$host_bin" ]; then
+		ok "console recording: not rebuilt ($host_bin missing: cargo build --release)"
+	elif got=$("$host_bin" tr-cat --from-console "$rec" 2>"$rec.err") &&
+		[ -n "$want" ] && [ "$(grep -vc 'LOST' <<<"$got")" = "$want" ] &&
+		grep -q 'sched_process_exec: filename=/bin/busybox' <<<"$got"; then
+		ok "console recording rebuilt on the host: $want events, as the board counted"
+		# The same events (names, pids) as the board's local tr-cat -o of
+		# the same workload, the line marked 'console: local'.
+		ln=$(line_marked 'console: local')
+		if [ -n "$ln" ]; then
+			printf '%s\n' "$got" >"$rec.txt"
+			output_of "$ln" >"$rec.local"
+			if [ -s "$rec.local" ] && [ "$(shape_of "$rec.local")" = "$(shape_of "$rec.txt")" ]; then
+				ok "console recording: the same $want events (names, pids) as the board's tr-cat -o"
+			else
+				bad "console recording: not the events of the board's tr-cat -o of the same command"
+				diff <(shape_of "$rec.local") <(shape_of "$rec.txt") | head -n 10 | indent
+			fi
+		fi
+	else
+		bad "console recording: the host read $(grep -vc 'LOST' <<<"$got") events, the board counted '${want}'"
+		indent 10 <"$rec.err"
+	fi
+fi
+
+# The network boards: what the host's listeners received (net.sh).
+. "$QEMU_DIR/net.sh"
+net_check
 
 if grep -q '^@@SESSION-DONE' "$log" && grep -q '^@@END' "$log" && [ "$qrc" = 0 ]; then
 	ok "power-off: qemu exited cleanly after $(cat "$OUT/run-seconds" 2>/dev/null || echo '?')s"

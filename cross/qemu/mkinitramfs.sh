@@ -35,6 +35,9 @@ awk -v full="$SESSION_FULL" -v board="$ARCH:$KERNEL" -v kernel="$KERNEL" '
 	for (j = 1; j <= n && w[j] != "##"; j++)
 		if (w[j] == "all" || w[j] == board || w[j] == kernel) { print; next }
 }' "${SESSION:-$QEMU_DIR/session}" >"$root/etc/trbox/session"
+# The network boards' modules, net-up and session-net lines (net.sh).
+. "$QEMU_DIR/net.sh"
+net_initramfs "$root"
 
 case "${BREAK:-}" in
 '' | 0) ;;

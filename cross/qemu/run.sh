@@ -16,9 +16,14 @@ mode=${1:-demo}
 [ -s "$OUT/initramfs.gz" ] || die "no initramfs: run cross/qemu/mkinitramfs.sh"
 command -v "$QEMU_BIN" >/dev/null || die "$QEMU_BIN not found: run cross/qemu/setup.sh"
 
+# The network boards' NIC and the host's listeners (net.sh); -nic none
+# for the others.
+. "$QEMU_DIR/net.sh"
+case "$mode" in test | demo) net_start && trap net_stop EXIT ;; *) NET=0 ;; esac
+mapfile -t nic < <(net_qemu_args)
 qemu=("$QEMU_BIN" "${QEMU_MACHINE[@]}" -m "$QEMU_MEM" -smp "$QEMU_SMP"
 	-kernel "$CACHE/vmlinuz" -initrd "$OUT/initramfs.gz"
-	-append "$(kernel_append "$mode")" -no-reboot -nic none)
+	-append "$(kernel_append "$mode")$NET_APPEND" -no-reboot "${nic[@]}")
 
 if [ "$mode" = shell ]; then
 	say "interactive shell; 'poweroff' leaves, Ctrl-A x kills qemu"
@@ -74,6 +79,7 @@ timeout -k 10 "$limit" "${qemu[@]}" -display none -monitor none -serial stdio </
 }
 rc=${PIPESTATUS[0]}
 set -e
+net_stop
 printf '%s\n' "$(elapsed)" >"$OUT/run-seconds"
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 	say "time limit (${limit}s) reached: qemu killed"

@@ -7,6 +7,7 @@ mod error;
 pub mod events;
 pub mod kvars;
 pub mod lock;
+pub mod net;
 pub mod prefetch;
 pub mod raw;
 pub mod record;
@@ -23,6 +24,26 @@ pub mod watch;
 
 pub use error::{describe, Error};
 pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Tracefs};
+
+/// `bytes` in an anonymous file (memfd_create; a deleted temporary file
+/// where that is missing), to read like any trace.dat through pread.
+pub fn anonymous_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::Write as _;
+    use std::os::unix::io::FromRawFd;
+    // SAFETY: a NUL-terminated name; the fd is ours.
+    let fd = unsafe { libc::memfd_create(c"trbox-stream".as_ptr(), libc::MFD_CLOEXEC) };
+    let mut f = if fd >= 0 {
+        // SAFETY: a fresh fd nobody else owns.
+        unsafe { std::fs::File::from_raw_fd(fd) }
+    } else {
+        let p = std::env::temp_dir().join(format!("trbox-stream-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&p)?;
+        let _ = std::fs::remove_file(&p);
+        f
+    };
+    f.write_all(bytes)?;
+    Ok(f)
+}
 
 /// Are we root (effective uid 0)?
 pub fn is_root() -> bool {

@@ -87,8 +87,13 @@ pub fn open_dat(path: &Path) -> Result<(Opened, TraceDat), Error> {
 
 /// A trace.dat file's sections, its warnings logged.
 pub fn read_dat(path: &Path) -> Result<TraceDat, Error> {
-    let mut f = dat_file(path)?;
-    let td = TraceDat::read(&mut f)
+    read_dat_from(&mut dat_file(path)?, path)
+}
+
+/// [`read_dat`] of a file already open (a stream rebuilt in memory);
+/// `path` names it in messages.
+pub fn read_dat_from(f: &mut std::fs::File, path: &Path) -> Result<TraceDat, Error> {
+    let td = TraceDat::read(f)
         .map_err(|e| Error::TraceDat { path: path.into(), what: format!("not a readable trace.dat: {e}") })?;
     for w in &td.warnings {
         log::warn!("{}: {w}", path.display());

@@ -20,7 +20,11 @@ use alloc::string::String;
 use core::fmt;
 
 mod compress;
+pub mod console;
+pub mod deflate;
+pub mod msg;
 pub mod read;
+pub mod stream;
 pub mod write;
 
 pub use compress::{decompress, Compression};

@@ -32,7 +32,8 @@ const CMDLINE_MAX: usize = 24;
 /// Write the header to `file` (at its start): everything up to the first
 /// data page. `cpus` is the length of the flyrecord table; `more_systems`
 /// are stored besides those with an enabled event (the run enables them
-/// after this).
+/// after this); without `with_kallsyms` its section is empty.
+#[allow(clippy::too_many_arguments)]
 pub fn write_header(
     t: &Tracefs,
     file: &mut File,
@@ -41,6 +42,7 @@ pub fn write_header(
     abi: Abi,
     cpus: u32,
     more_systems: &[String],
+    with_kallsyms: bool,
 ) -> Result<Slots, Error> {
     let e = abi.endian;
     let top = t.top();
@@ -71,19 +73,11 @@ pub fn write_header(
     }
     // /proc/kallsyms says size 0: stream it, patch its length after.
     let len_pos = w.kallsyms_unsized().map_err(bad)?;
-    if let Ok(mut k) = File::open(kallsyms_path(t)) {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match k.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    w.raw(&buf[..n]);
-                    put(file, path, &mut w)?;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
+    if with_kallsyms {
+        kallsyms_pieces(t, &mut |piece| {
+            w.raw(piece);
+            put(file, path, &mut w)
+        })?;
     }
     let klen = u32::try_from(w.blob_len()).map_err(|_| bad(crate::tracedat::WriteError::TooLarge("kallsyms")))?;
     let pf = t.read_top_opt("printk_formats")?.unwrap_or_default();
@@ -108,6 +102,48 @@ pub fn write_header(
     put(file, path, &mut w)?;
     file.write_all_at(&encode_u32(e, klen), len_pos).map_err(|e| Error::io(path, e))?;
     Ok(Slots { endian: e, cmdlines: (cmdlines_pos, reserve), options, fly, clock, uname })
+}
+
+/// /proc/kallsyms (or the copy's) in pieces of 64 KiB: it says size 0, and
+/// is megabytes on a desktop kernel.
+pub fn kallsyms_pieces(t: &Tracefs, f: &mut dyn FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error> {
+    if let Ok(mut k) = File::open(kallsyms_path(t)) {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match k.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => f(&buf[..n])?,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The header as `trace-cmd listen` takes it (`-N`), and as a stream
+/// (`-o -`) carries it (without kallsyms: the stream sends those in
+/// pieces, so that a damaged console line loses symbols, not the
+/// recording): a trace.dat up to its options, with the saved_cmdlines of
+/// now (the listener, or the host's reader of the stream, adds the
+/// flyrecord table, the clock and the data). Built in `file`.
+#[allow(clippy::too_many_arguments)]
+pub fn net_header(
+    t: &Tracefs,
+    file: &mut File,
+    path: &Path,
+    page_size: u32,
+    abi: Abi,
+    cpus: u32,
+    more_systems: &[String],
+    with_kallsyms: bool,
+) -> Result<Vec<u8>, Error> {
+    let slots = write_header(t, file, path, page_size, abi, cpus, more_systems, with_kallsyms)?;
+    finish_header(file, path, &slots, t, &[], &vec![(0, 0); cpus as usize])?;
+    // The table follows "flyrecord\0".
+    let mut v = vec![0u8; slots.fly.table_pos.saturating_sub(10) as usize];
+    file.read_exact_at(&mut v, 0).map_err(|e| Error::io(path, e))?;
+    Ok(v)
 }
 
 const VERSION: &str = concat!("trbox ", env!("CARGO_PKG_VERSION"));

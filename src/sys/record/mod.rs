@@ -18,7 +18,7 @@ use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
 use pool::{CpuData, Pool};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,60 @@ pub struct Options {
     /// Event systems to store formats for, besides those with an enabled
     /// event now (the events the run will enable).
     pub systems: Vec<String>,
+    /// Write trbox's stream form to standard output (`-o -`) instead of a
+    /// trace.dat at the path.
+    pub stream: bool,
+    /// The stream as console lines (deflate, base64, checksums).
+    pub console: bool,
+    /// Send to `trace-cmd listen` at this HOST:PORT instead (`-N`).
+    pub net: Option<String>,
+}
+
+/// Where a stream goes: standard output, as it is or as console lines.
+struct StreamSink {
+    file: File,
+    console: Option<crate::tracedat::console::Encoder>,
+    /// Bytes of the stream, and bytes written (the wire).
+    stream: u64,
+    wire: u64,
+    /// Bytes written for the header (formats, kallsyms…).
+    header_wire: u64,
+    /// `-N`: the listener's connections (`file` then only held the header).
+    net: Option<super::net::Session>,
+}
+
+impl StreamSink {
+    /// Whole frames.
+    fn send(&mut self, frames: &[u8]) -> io::Result<()> {
+        self.stream += frames.len() as u64;
+        if let Some(e) = &mut self.console {
+            let lines = e.push(frames);
+            return self.put(lines.as_bytes());
+        }
+        self.put(frames)
+    }
+
+    fn put(&mut self, b: &[u8]) -> io::Result<()> {
+        self.wire += b.len() as u64;
+        self.file.write_all(b)
+    }
+
+    /// Console: write out what is gathered.
+    fn flush(&mut self) -> io::Result<()> {
+        if let Some(e) = &mut self.console {
+            let lines = e.flush();
+            return self.put(lines.as_bytes());
+        }
+        Ok(())
+    }
+
+    fn end(&mut self) -> io::Result<()> {
+        if let Some(e) = &mut self.console {
+            let lines = e.end();
+            return self.put(lines.as_bytes());
+        }
+        Ok(())
+    }
 }
 
 struct Cpu {
@@ -53,7 +107,12 @@ pub struct Recorder {
     path: PathBuf,
     file: File,
     layout: PageLayout,
-    slots: meta::Slots,
+    /// The trace.dat's end-of-run slots; None for a stream.
+    slots: Option<meta::Slots>,
+    endian: crate::format::Endian,
+    /// A stream: what each CPU index sent, and the bytes written.
+    sent: Vec<CpuData>,
+    sink: Option<StreamSink>,
     pool: Pool,
     cpus: Vec<Cpu>,
     /// The splice pipe (read end, write end) and its capacity.
@@ -86,6 +145,11 @@ pub struct Summary {
     pub cpus: Vec<CpuSummary>,
     pub page_size: usize,
     pub file_size: u64,
+    /// A stream: its bytes before the console encoding (file_size: the
+    /// bytes written).
+    pub stream_bytes: u64,
+    /// A stream: the bytes written before the first page.
+    pub header_wire: u64,
     pub elapsed: Duration,
     pub mover: Mover,
     pub unsaved: u64,
@@ -166,6 +230,63 @@ impl Recorder {
             cpus.push(Cpu { cpu, file, error: None });
         }
         let stats0 = Vec::new();
+        if o.stream || o.net.is_some() {
+            let numbers: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+            // One header for both: built in an anonymous file, then sent.
+            let mut f = super::anonymous_file(&[]).map_err(|e| Error::io(path, e))?;
+            let n = numbers.len() as u32;
+            let abi = crate::format::Abi::new(crate::format::Endian::NATIVE, hp.long_size());
+            let h = meta::net_header(t, &mut f, path, ps as u32, abi, n, &o.systems, o.net.is_some())?;
+            let net = match &o.net {
+                Some(addr) => Some(super::net::connect(addr, n, ps as u32, &h)?),
+                None => None,
+            };
+            let file = if net.is_some() { f } else { stdout_stream()? };
+            let mut sink = StreamSink {
+                file: file.try_clone().map_err(|e| Error::io(path, e))?,
+                console: o.console.then(crate::tracedat::console::Encoder::new),
+                stream: 0,
+                wire: h.len() as u64,
+                header_wire: h.len() as u64,
+                net,
+            };
+            if sink.net.is_none() {
+                use crate::tracedat::stream::{frame, kind, preamble, start_frame};
+                let mut head = preamble().to_vec();
+                head.extend(start_frame(crate::format::Endian::NATIVE, abi.long_size as u8, ps as u32, &numbers));
+                sink.wire = 0;
+                let console = sink.console.as_ref().map(|e| e.begin());
+                let sent = match console {
+                    Some(b) => sink.put(b.as_bytes()).and_then(|_| sink.send(&head)),
+                    None => sink.send(&head),
+                };
+                sent.map_err(|e| Error::io(path, e))?;
+                // kallsyms first: the H frame ends the header.
+                meta::kallsyms_pieces(t, &mut |p| {
+                    sink.send(&frame(kind::KALLSYMS, p)).map_err(|e| Error::io(path, e))
+                })?;
+                sink.send(&frame(kind::HEADER, &h)).and_then(|_| sink.flush()).map_err(|e| Error::io(path, e))?;
+                sink.header_wire = sink.wire;
+            }
+            return Ok(Recorder {
+                path: path.into(),
+                file,
+                layout,
+                slots: None,
+                endian: crate::format::Endian::NATIVE,
+                sent: vec![CpuData::default(); cpus.len()],
+                sink: Some(sink),
+                pool: Pool::new(0, ps, cpus.len(), None),
+                cpus,
+                pipe: None,
+                mover: Mover::Read("a stream".into()),
+                buf: vec![0; ps],
+                write_error: None,
+                unsaved: 0,
+                stats0,
+                started: Instant::now(),
+            });
+        }
         let mut file = create_output(path)?;
         let slots = match meta::write_header(
             t,
@@ -175,6 +296,7 @@ impl Recorder {
             crate::format::Abi::new(crate::format::Endian::NATIVE, hp.long_size()),
             cpus.len() as u32,
             &o.systems,
+            true,
         ) {
             Ok(s) => s,
             Err(e) => {
@@ -197,7 +319,10 @@ impl Recorder {
             path: path.into(),
             file,
             layout,
-            slots,
+            endian: slots.endian,
+            slots: Some(slots),
+            sent: Vec::new(),
+            sink: None,
             pool,
             cpus,
             pipe,
@@ -231,17 +356,38 @@ impl Recorder {
             .map(|c| libc::pollfd { fd: c.file.as_raw_fd(), events: libc::POLLIN, revents: 0 })
             .collect();
         fds.push(libc::pollfd { fd: wake_fd, events: libc::POLLIN, revents: 0 });
+        // A stream: the reader going away (a pipe's read end closed, the
+        // peer of a socket gone) shows as POLLERR/POLLHUP on our end,
+        // long before the next page would be written.
+        // With -N, the listener closing its control connection (it quit,
+        // or the link reset) is POLLRDHUP there.
+        let out_fd = self.sink.as_ref().map(|s| s.net.as_ref().map_or(s.file.as_raw_fd(), |n| n.control.as_raw_fd()));
+        if let Some(fd) = out_fd {
+            fds.push(libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 });
+        }
         let ms = max.as_millis().min(i32::MAX as u128) as libc::c_int;
         // SAFETY: fds is a valid array of pollfd for the call.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if n <= 0 {
             return 0;
         }
+        if let Some(fd) = out_fd {
+            if fds.iter().any(|p| p.fd == fd && p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLRDHUP) != 0) {
+                self.write_failed(io::Error::from_raw_os_error(libc::EPIPE));
+                return 0;
+            }
+        }
         let ready: Vec<i32> = fds.iter().filter(|p| p.revents & libc::POLLIN != 0).map(|p| p.fd).collect();
         let mut moved = 0;
         for i in 0..self.cpus.len() {
             if ready.contains(&self.cpus[i].file.as_raw_fd()) {
                 moved += self.pump(i, false);
+            }
+        }
+        if moved > 0 && self.write_error.is_none() {
+            // Console lines go out as the pages come, not at the end.
+            if let Some(Err(e)) = self.sink.as_mut().map(StreamSink::flush) {
+                self.write_failed(e);
             }
         }
         if moved == 0 && ready.iter().any(|&fd| fd != wake_fd) {
@@ -385,7 +531,35 @@ impl Recorder {
         }
         self.buf[n.min(ps)..].fill(0);
         // More than half full: the writer had left it (or nearly).
-        let full = Page::parse(&self.buf, &self.layout, self.slots.endian).is_ok_and(|p| p.len as usize * 2 > ps);
+        let parsed = Page::parse(&self.buf, &self.layout, self.endian);
+        let full = parsed.as_ref().is_ok_and(|p| p.len as usize * 2 > ps);
+        if let Some(sink) = &mut self.sink {
+            count_page(&mut self.sent[i], parsed);
+            let sent = match sink.net.as_mut().and_then(|s| s.cpus.get_mut(i)) {
+                // trace-cmd's listener takes whole sub-buffers, back to back.
+                Some(c) => {
+                    sink.wire += ps as u64;
+                    c.write_all(&self.buf)
+                }
+                None => {
+                    // Only the bytes read: the reader pads a short page.
+                    let mut f = crate::tracedat::stream::data_header(self.cpus[i].cpu, n.min(ps)).to_vec();
+                    f.extend_from_slice(&self.buf[..n.min(ps)]);
+                    sink.send(&f)
+                }
+            };
+            return match sent {
+                Ok(()) => {
+                    self.sent[i].pages += 1;
+                    Some(full)
+                }
+                Err(e) => {
+                    self.unsaved += 1;
+                    self.write_failed(e);
+                    None
+                }
+            };
+        }
         let slot = self.pool.take(&self.file);
         match self.file.write_all_at(&self.buf, self.pool.offset(slot)) {
             Ok(()) => {
@@ -420,36 +594,36 @@ impl Recorder {
         self.pool.pages()
     }
 
-    /// Put the file in order and complete its header; count what is in it.
+    /// Put the file in order and complete its header (a stream: send its
+    /// end); count what is in it.
     pub fn finish(mut self, t: &Tracefs) -> Result<Summary, Error> {
         self.close_pipe();
         let elapsed = self.started.elapsed();
-        let (layout, endian) = (self.layout, self.slots.endian);
-        let evicted = self.pool.evicted.clone();
         let ps = self.layout.subbuf_size();
-        let pool = std::mem::replace(&mut self.pool, Pool::new(0, ps, 0, None));
-        let (data, end) = pool
-            .finish(&self.file, |_, bytes, d| match Page::parse(bytes, &layout, endian) {
-                Ok(p) => {
-                    match p.missed {
-                        Missed::None => {}
-                        Missed::Unknown => d.lost_unknown += 1,
-                        Missed::Count(n) => d.lost += n,
-                    }
-                    d.records += p.records().filter(|r| r.is_ok()).count() as u64;
-                }
-                Err(_) => d.damaged += 1,
-            })
-            .map_err(|e| Error::io(&self.path, e))?;
         let stats: Vec<(u32, String)> = self
             .cpus
             .iter()
             .map(|c| (c.cpu, t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default()))
             .collect();
-        let table: Vec<(u64, u64)> = data.iter().map(|d| (d.offset, d.pages * ps as u64)).collect();
-        meta::finish_header(&self.file, &self.path, &self.slots, t, &stats, &table)?;
-        // A failed write may have left part of a page past the end.
-        self.file.set_len(end).map_err(|e| Error::io(&self.path, e))?;
+        let (data, evicted, file_size) = match self.slots.take() {
+            Some(slots) => {
+                let (layout, endian) = (self.layout, self.endian);
+                let evicted = self.pool.evicted.clone();
+                let pool = std::mem::replace(&mut self.pool, Pool::new(0, ps, 0, None));
+                let (data, end) = pool
+                    .finish(&self.file, |_, bytes, d| count_page(d, Page::parse(bytes, &layout, endian)))
+                    .map_err(|e| Error::io(&self.path, e))?;
+                let table: Vec<(u64, u64)> = data.iter().map(|d| (d.offset, d.pages * ps as u64)).collect();
+                meta::finish_header(&self.file, &self.path, &slots, t, &stats, &table)?;
+                // A failed write may have left part of a page past the end.
+                self.file.set_len(end).map_err(|e| Error::io(&self.path, e))?;
+                (data, evicted, end)
+            }
+            None => {
+                self.end_stream(t, &stats)?;
+                (std::mem::take(&mut self.sent), Vec::new(), self.sink.as_ref().map_or(0, |s| s.wire))
+            }
+        };
         let cpus = self
             .cpus
             .iter()
@@ -466,7 +640,71 @@ impl Recorder {
                 read_error: c.error.as_ref().map(super::describe),
             })
             .collect();
-        Ok(Summary { cpus, page_size: ps, file_size: end, elapsed, mover: self.mover.clone(), unsaved: self.unsaved })
+        let (stream_bytes, header_wire) = self.sink.as_ref().map_or((0, 0), |s| (s.stream, s.header_wire));
+        Ok(Summary {
+            cpus,
+            page_size: ps,
+            file_size,
+            stream_bytes,
+            header_wire,
+            elapsed,
+            mover: self.mover.clone(),
+            unsaved: self.unsaved,
+        })
+    }
+
+    /// The end of a stream: saved_cmdlines, each CPU's stats, the end
+    /// frame; of -N: CLOSE.
+    fn end_stream(&mut self, t: &Tracefs, stats: &[(u32, String)]) -> Result<(), Error> {
+        use crate::tracedat::stream::{frame, kind, named_frame, stats_frame};
+        let Some(sink) = self.sink.as_mut().filter(|_| self.write_error.is_none()) else { return Ok(()) };
+        let sent = match sink.net.take() {
+            Some(s) => s.close(),
+            None => {
+                let cl = t.read_top_opt("saved_cmdlines")?.unwrap_or_default();
+                let mut tail = named_frame(kind::META, "saved_cmdlines", cl.as_bytes());
+                for (c, st) in stats {
+                    tail.extend(stats_frame(*c, st));
+                }
+                tail.extend(frame(kind::END, b""));
+                sink.send(&tail).and_then(|_| sink.end())
+            }
+        };
+        if let Err(e) = sent {
+            self.write_failed(e);
+        }
+        Ok(())
+    }
+}
+
+/// Count a page's events and losses into `d`.
+fn count_page(d: &mut CpuData, p: Result<Page<'_>, crate::page::PageError>) {
+    match p {
+        Ok(p) => {
+            match p.missed {
+                Missed::None => {}
+                Missed::Unknown => d.lost_unknown += 1,
+                Missed::Count(n) => d.lost += n,
+            }
+            d.records += p.records().filter(|r| r.is_ok()).count() as u64;
+        }
+        Err(_) => d.damaged += 1,
+    }
+}
+
+/// Standard output as the stream's file: its own descriptor (dup), and fd 1
+/// pointed at stderr from now on, so that nothing else (the traced
+/// command's output, a stray print) lands in the stream.
+fn stdout_stream() -> Result<File, Error> {
+    use std::os::unix::io::FromRawFd;
+    // SAFETY: isatty/dup/dup2 on the standard descriptors.
+    unsafe {
+        let fd = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
+        if fd < 0 {
+            return Err(Error::io("standard output", io::Error::last_os_error()));
+        }
+        libc::dup2(2, 1);
+        Ok(File::from_raw_fd(fd))
     }
 }
 

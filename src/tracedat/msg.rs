@@ -1,0 +1,191 @@
+//! trace-cmd's network protocol between `trace-cmd record -N` and
+//! `trace-cmd listen` (protocol version 3, as in trace-cmd 3.1.6:
+//! lib/trace-cmd/trace-msg.c, tracecmd/trace-listen.c), sans-IO.
+//!
+//! ```text
+//! listener -> sender  "tracecmd"                 (8 bytes)
+//! sender -> listener  "-1V3\0"                   the protocol asked for
+//! listener -> sender  "V3\0"
+//! sender -> listener  "766679\0\0"               the magic
+//! listener -> sender  "OK"
+//! then messages, each {size, cmd, cmd_size: u32 big-endian} + cmd part + data:
+//!   TINIT (1)      cpus, page size, option count; options "tcp\0"
+//!   RINIT (2)      cpus; one port per CPU, as decimal text, each NUL-ended
+//!   SEND_DATA (3)  a piece of the trace.dat header (at most 8192 bytes a message)
+//!   FIN_DATA (4)   the header is complete
+//!   CLOSE (0)      the recording is over
+//! ```
+//!
+//! The header is a trace.dat (version 6 here) up to and including its
+//! options; the listener adds the flyrecord table, the clock and the data.
+//! Each CPU's pages go on their own TCP connection to its port, whole
+//! sub-buffers back to back, nothing else.
+
+use alloc::vec::Vec;
+
+pub const GREETING: &[u8; 8] = b"tracecmd";
+pub const V3_CPU: &[u8; 5] = b"-1V3\0";
+pub const V3_REPLY: &[u8; 3] = b"V3\0";
+/// `sizeof(V3_MAGIC)` of `"766679\0"`: the explicit NUL and C's.
+pub const V3_MAGIC: &[u8; 8] = b"766679\0\0";
+pub const OK: &[u8; 2] = b"OK";
+
+pub const CLOSE: u32 = 0;
+pub const TINIT: u32 = 1;
+pub const RINIT: u32 = 2;
+pub const SEND_DATA: u32 = 3;
+pub const FIN_DATA: u32 = 4;
+pub const NOT_SUPP: u32 = 5;
+
+pub const HEADER_LEN: usize = 12;
+/// The largest message trace-cmd accepts, header included.
+pub const MAX_LEN: usize = 8192;
+/// Header bytes one SEND_DATA carries.
+pub const MAX_DATA: usize = MAX_LEN - HEADER_LEN;
+const TINIT_LEN: usize = 12;
+const RINIT_LEN: usize = 4;
+
+/// A message's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// The whole message, header included.
+    pub size: u32,
+    pub cmd: u32,
+    /// The command's fixed part (after the header, before the data).
+    pub cmd_size: u32,
+}
+
+impl Header {
+    pub fn parse(b: &[u8; HEADER_LEN]) -> Header {
+        let be = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Header { size: be(0), cmd: be(4), cmd_size: be(8) }
+    }
+
+    /// Bytes after the header (fixed part and data), None when the sizes
+    /// do not add up or exceed what trace-cmd allows.
+    pub fn body_len(&self) -> Option<usize> {
+        let n = (self.size as usize).checked_sub(HEADER_LEN)?;
+        (self.size as usize <= MAX_LEN && self.cmd_size as usize <= n).then_some(n)
+    }
+}
+
+/// A message: `cmd`, its fixed part, its data.
+pub fn message(cmd: u32, fixed: &[u32], data: &[u8]) -> Vec<u8> {
+    let cmd_size = 4 * fixed.len();
+    let size = HEADER_LEN + cmd_size + data.len();
+    let mut v = Vec::with_capacity(size);
+    for w in [size as u32, cmd, cmd_size as u32].iter().chain(fixed) {
+        v.extend_from_slice(&w.to_be_bytes());
+    }
+    v.extend_from_slice(data);
+    v
+}
+
+/// TINIT: the CPU count and page size, with the option "tcp" (the pages go
+/// over TCP; without it trace-cmd listens on UDP).
+pub fn tinit(cpus: u32, page_size: u32) -> Vec<u8> {
+    message(TINIT, &[cpus, page_size, 1], b"tcp\0")
+}
+
+/// RINIT: one port per CPU.
+pub fn rinit(ports: &[u16]) -> Vec<u8> {
+    let mut data = Vec::new();
+    for p in ports {
+        data.extend_from_slice(alloc::format!("{p}\0").as_bytes());
+    }
+    message(RINIT, &[ports.len() as u32], &data)
+}
+
+/// The fixed part's words and the data of a message body.
+fn split<'a>(h: &Header, body: &'a [u8], words: usize) -> Option<(Vec<u32>, &'a [u8])> {
+    let fixed = body.get(..h.cmd_size as usize)?;
+    let w = (0..words)
+        .map(|i| fixed.get(4 * i..4 * i + 4).map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]])))
+        .collect::<Option<Vec<u32>>>()?;
+    Some((w, body.get(h.cmd_size as usize..)?))
+}
+
+/// The ports of a RINIT body (None: malformed).
+pub fn parse_rinit(h: &Header, body: &[u8]) -> Option<Vec<u16>> {
+    if h.cmd != RINIT || (h.cmd_size as usize) < RINIT_LEN {
+        return None;
+    }
+    let (w, data) = split(h, body, 1)?;
+    let ports: Vec<u16> = data
+        .split(|&b| b == 0)
+        .take(w[0] as usize)
+        .map(|s| u16::try_from(core::str::from_utf8(s).ok()?.parse::<u32>().ok()?).ok())
+        .collect::<Option<Vec<u16>>>()?;
+    (ports.len() == w[0] as usize).then_some(ports)
+}
+
+/// A TINIT body: (CPUs, page size, options).
+pub fn parse_tinit<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, Vec<&'a [u8]>)> {
+    if h.cmd != TINIT || (h.cmd_size as usize) < TINIT_LEN {
+        return None;
+    }
+    let (w, data) = split(h, body, 3)?;
+    let opts = data.split(|&b| b == 0).filter(|s| !s.is_empty()).take(w[2] as usize).collect();
+    Some((w[0], w[1], opts))
+}
+
+/// The trace.dat a listener puts together: the sender's `header` (up to its
+/// options), the flyrecord table, the clock (the one the header's
+/// TRACECLOCK option selects, as trace-cmd's reader looks for it there),
+/// then each CPU's pages, page-aligned. A CPU's bytes are cut to whole
+/// pages (a connection that dropped may end inside one).
+pub fn assemble(header: &[u8], page_size: u32, cpus: &[Vec<u8>]) -> Vec<u8> {
+    use super::write::{data_layout, encode_flyrecord_header, encode_flyrecord_table};
+    let e = if header.get(12) == Some(&1) { super::Endian::Big } else { super::Endian::Little };
+    let ps = page_size.max(1) as usize;
+    let build = |clock: &str| {
+        let (fly, table_rel) = encode_flyrecord_header(e, cpus.len() as u32, Some(clock));
+        let mut out = header.to_vec();
+        let table_pos = out.len() + table_rel;
+        out.extend_from_slice(&fly);
+        let start = out.len().div_ceil(ps) * ps;
+        let sizes: Vec<u64> = cpus.iter().map(|c| (c.len() / ps * ps) as u64).collect();
+        let table = data_layout(start as u64, page_size, &sizes);
+        for (&(off, size), data) in table.iter().zip(cpus) {
+            out.resize(off as usize, 0);
+            out.extend_from_slice(data.get(..size as usize).unwrap_or_default());
+        }
+        let t = encode_flyrecord_table(e, &table);
+        if let Some(dst) = out.get_mut(table_pos..table_pos + t.len()) {
+            dst.copy_from_slice(&t);
+        }
+        out
+    };
+    let first = build("local");
+    let clock = super::TraceDat::read(&mut first.as_slice())
+        .ok()
+        .and_then(|td| td.options.trace_clock_text.as_deref().and_then(super::selected_clock));
+    match clock {
+        Some(c) if c != "local" => build(&c),
+        _ => first,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(m: &[u8]) -> (Header, &[u8]) {
+        let h = Header::parse(m[..HEADER_LEN].try_into().unwrap());
+        assert_eq!(h.body_len(), Some(m.len() - HEADER_LEN));
+        (h, &m[HEADER_LEN..])
+    }
+
+    #[test]
+    fn init_round_trip() {
+        let m = tinit(4, 4096);
+        let (h, b) = head(&m);
+        assert_eq!(parse_tinit(&h, b), Some((4, 4096, alloc::vec![&b"tcp"[..]])));
+        let m = rinit(&[1500, 1501]);
+        assert_eq!(&m[HEADER_LEN + 4..], b"1500\x001501\x00");
+        let (h, b) = head(&m);
+        assert_eq!(parse_rinit(&h, b), Some(alloc::vec![1500, 1501]));
+        assert_eq!(parse_rinit(&h, &b[..b.len() - 5]), None);
+        assert_eq!(message(FIN_DATA, &[], b""), [0, 0, 0, 12, 0, 0, 0, 4, 0, 0, 0, 0]);
+    }
+}

@@ -1,0 +1,193 @@
+//! `tr-cat -N HOST:PORT` against the live tracefs, over loopback: to
+//! Debian's `trace-cmd listen` and to `tr-cat --listen`, each file read
+//! back (by tr-cat and trace-cmd report) with every event the sender's
+//! summary counted and the traced command's own events; a listener that is
+//! not there (exit 2, a clear error, tracefs as found); a connection that
+//! drops mid-run (the sender stops with exit 2, tracefs as found, the
+//! listener's file holds what arrived and reads).
+
+use crate::common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EVENTS: &str = "sched:sched_switch,sched:sched_process_exec,sched:sched_process_exit";
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Wait until something accepts on `port`.
+fn wait_listening(port: u16) {
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The one `trace.*.dat` that appears in `dir` (a listener writes it when
+/// the sender is done; trace-cmd's waits 2 s first), once it has not
+/// grown for 3 s.
+fn received(dir: &Path) -> PathBuf {
+    let t = Instant::now();
+    let mut last = None;
+    loop {
+        let f = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).find(|p| {
+            p.file_name().unwrap().to_string_lossy().starts_with("trace.") && p.extension().is_some_and(|x| x == "dat")
+        });
+        if let Some(f) = f {
+            let len = std::fs::metadata(&f).unwrap().len();
+            match last {
+                Some((l, since)) if l == len => {
+                    if Instant::now().duration_since(since) >= Duration::from_secs(3) {
+                        return f;
+                    }
+                }
+                _ => last = Some((len, Instant::now())),
+            }
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no file from the listener in {}", dir.display());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The summary's total of events.
+fn total(err: &str) -> u64 {
+    let head = err
+        .lines()
+        .find(|l| l.starts_with("tr-cat: ") && l.contains(" events, "))
+        .unwrap_or_else(|| panic!("no summary in:\n{err}"));
+    head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap()
+}
+
+/// Event lines of `tr-cat FILE` and of `trace-cmd report FILE` (None when
+/// trace-cmd is not installed).
+fn read_back(f: &Path) -> (Vec<String>, Option<usize>) {
+    let o = run(&["tr-cat", f.to_str().unwrap()]);
+    assert!(o.status.success(), "tr-cat {}: {}", f.display(), stderr(&o));
+    let ours: Vec<String> = stdout(&o).lines().filter(|l| !l.contains("[LOST ")).map(String::from).collect();
+    let tc = Command::new("trace-cmd").arg("report").arg(f).output().ok().map(|o| {
+        assert!(o.status.success(), "trace-cmd report: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("cpus=") && !l.trim().is_empty() && !l.contains("[LOST"))
+            .count()
+    });
+    (ours, tc)
+}
+
+/// Send a short recording of `sh -c 'ls /; sleep 0.2'` to the listener on
+/// `port`, then check what `dir` received.
+fn send_and_check(root: &Path, before: &[(String, String)], port: u16, dir: &Path) {
+    let to = format!("127.0.0.1:{port}");
+    let o = run(&["tr-cat", "-N", &to, "-e", EVENTS, "--", "sh", "-c", "ls / >/dev/null; sleep 0.2; exit 3"]);
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(3), "the command's status: {err}");
+    assert_same_state(before, &snapshot(root));
+    let events = total(&err);
+    assert!(events > 0, "{err}");
+    let f = received(dir);
+    let (ours, tc) = read_back(&f);
+    assert_eq!(ours.len() as u64, events, "tr-cat {} vs the sender's summary", f.display());
+    assert!(ours.iter().any(|l| l.contains("sched_process_exec:") && l.contains("/ls")), "{ours:?}");
+    assert_eq!(ours.iter().filter(|l| l.contains("sched_process_exit:")).count(), 3, "sh, ls, sleep: {ours:?}");
+    if let Some(n) = tc {
+        assert_eq!(n as u64, events, "trace-cmd report {}", f.display());
+    }
+}
+
+#[test]
+fn to_trace_cmd_listen() {
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    if Command::new("trace-cmd").arg("-h").output().is_err() {
+        skip_absent("trace-cmd listen: trace-cmd is not installed");
+        return;
+    }
+    let dir = TempDir::new("net-tc");
+    let port = free_port();
+    let mut l = spawn(
+        Command::new("trace-cmd")
+            .args(["listen", "-p", &port.to_string(), "-d"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_listening(port);
+    send_and_check(&root, &before, port, dir.path());
+    l.signal(libc::SIGINT);
+}
+
+#[test]
+fn to_tr_cat_listen() {
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    let dir = TempDir::new("net-trbox");
+    let port = free_port();
+    let mut l = spawn(
+        cmd(&trbox(), &["tr-cat", "--listen", &port.to_string(), "-o", dir.path().to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_listening(port);
+    send_and_check(&root, &before, port, dir.path());
+    l.signal(libc::SIGTERM);
+}
+
+#[test]
+fn listener_absent() {
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    let to = format!("127.0.0.1:{}", free_port());
+    let o = run(&["tr-cat", "-N", &to, "-e", EVENTS, "--", "true"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&to) && err.contains("cannot connect") && err.contains("trace-cmd listen -p"), "{err}");
+    assert_same_state(&before, &snapshot(&root));
+    let o = run(&["tr-cat", "-N", "board:1234", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("A.B.C.D:PORT"), "{}", stderr(&o));
+}
+
+#[test]
+fn connection_dropped_mid_run() {
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    let dir = TempDir::new("net-drop");
+    let port = free_port();
+    let mut l = spawn(
+        cmd(&trbox(), &["tr-cat", "--listen", &port.to_string(), "-o", dir.path().to_str().unwrap()])
+            .env("TRBOX_LISTEN_DROP_MS", "1500")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_listening(port);
+    let to = format!("127.0.0.1:{port}");
+    let t = Instant::now();
+    // Events all along, pages full well before the link drops (the
+    // recorder reads a CPU's buffer once it is half full), and a command
+    // that lasts longer than the link.
+    let load = "i=0; while [ $i -lt 300 ]; do ls / >/dev/null; i=$((i+1)); done; exec sleep 20";
+    let o = run(&["tr-cat", "-N", &to, "-e", "raw_syscalls:sys_enter,raw_syscalls:sys_exit", "--", "sh", "-c", load]);
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("sending stopped"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(15), "the sender went on after the drop: {err}");
+    assert_same_state(&before, &snapshot(&root));
+    let f = received(dir.path());
+    let (ours, tc) = read_back(&f);
+    assert!(!ours.is_empty(), "nothing readable arrived");
+    if let Some(n) = tc {
+        assert_eq!(n, ours.len(), "trace-cmd report vs tr-cat of {}", f.display());
+    }
+    l.signal(libc::SIGTERM);
+}

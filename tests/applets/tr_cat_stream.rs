@@ -1,0 +1,344 @@
+//! `tr-cat -o -` against the live tracefs: the recording as trbox's stream
+//! on standard output reads back (`tr-cat STREAM`, `tr-cat -i -`) with the
+//! events the summary counted, converts into a trace.dat that `trace-cmd
+//! report` reads with the same events, holds what a `tr-cat -o FILE` of
+//! the same kind of run holds, and reads up to any cut with a warning.
+//! tracefs is left as found.
+
+use crate::common;
+use common::*;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const EVENTS: &str = "sched:sched_switch,sched:sched_process_exec,sched:sched_process_exit,sched:sched_process_fork";
+const CMD: &[&str] = &["sh", "-c", "echo from-the-command; ls / >/dev/null; sleep 0.1; exit 3"];
+
+/// The summary's total of events.
+fn total(err: &str) -> u64 {
+    let head = err
+        .lines()
+        .find(|l| l.starts_with("tr-cat: ") && l.contains(" events, "))
+        .unwrap_or_else(|| panic!("no summary in:\n{err}"));
+    head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap()
+}
+
+/// Event lines (loss markers apart) of `tr-cat ARGS…`, which must not warn.
+fn lines(args: &[&str]) -> Vec<String> {
+    let mut a = vec!["tr-cat"];
+    a.extend_from_slice(args);
+    let o = run(&a);
+    assert!(o.status.success() && !stderr(&o).contains("WARN"), "tr-cat {args:?}: {}", stderr(&o));
+    stdout(&o).lines().filter(|l| !l.contains("[LOST ")).map(String::from).collect()
+}
+
+/// Event names in `trace-cmd report`'s lines, if it is installed.
+fn trace_cmd_events(f: &Path) -> Option<Vec<String>> {
+    let o = Command::new("trace-cmd").arg("report").arg(f).output().ok()?;
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.trim().is_empty(), "trace-cmd report: {err}");
+    Some(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("cpus=") && !l.trim().is_empty())
+            .map(event_name)
+            .collect(),
+    )
+}
+
+/// `sched_switch` from a text line of either tool (`…: NAME: …`).
+fn event_name(l: &str) -> String {
+    let after_ts = l.split_once(": ").map_or("", |(_, r)| r);
+    after_ts.split(':').next().unwrap_or("").trim().to_string()
+}
+
+#[test]
+fn stream_reads_back_like_a_trace_dat() {
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    let dir = TempDir::new("stream");
+    let mut a = vec!["tr-cat", "-o", "-", "-e", EVENTS, "--"];
+    a.extend_from_slice(CMD);
+    let o = run(&a);
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(3), "the command's status: {err}");
+    // The command's own output goes to stderr, never into the stream.
+    assert!(err.contains("from-the-command"), "{err}");
+    assert!(o.stdout.starts_with(b"trbox-stream\n"), "not a stream");
+    assert!(!o.stdout.windows(16).any(|w| w == b"from-the-command"));
+    assert_same_state(&before, &snapshot(&root));
+    let events = total(&err);
+    assert!(events > 0, "{err}");
+    let s = dir.path().join("rec.trbox");
+    std::fs::write(&s, &o.stdout).unwrap();
+    let s = s.to_str().unwrap();
+
+    let direct = lines(&[s]);
+    assert_eq!(direct.len() as u64, events, "tr-cat STREAM vs the summary");
+    assert!(direct.iter().any(|l| l.contains("sched_process_exec:") && l.contains("/ls")), "{direct:?}");
+    assert_eq!(direct.iter().filter(|l| l.contains("sched_process_exit:")).count(), 3, "sh, ls and sleep:\n{direct:?}");
+
+    // From standard input.
+    let mut c = cmd(&trbox(), &["tr-cat", "-i", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(&o.stdout).unwrap();
+    let piped = c.wait_with_output().unwrap();
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert_eq!(stdout(&piped).lines().filter(|l| !l.contains("[LOST ")).count(), direct.len(), "tr-cat -i -");
+
+    // Converted: the same lines from the trace.dat, and trace-cmd reads it.
+    let dat = dir.path().join("conv.dat");
+    let c = run(&["tr-cat", s, "-o", dat.to_str().unwrap()]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    assert_eq!(lines(&[dat.to_str().unwrap()]), direct, "tr-cat of the converted file");
+    match trace_cmd_events(&dat) {
+        Some(tc) => assert_eq!(
+            tc,
+            direct.iter().map(|l| event_name(l)).collect::<Vec<_>>(),
+            "trace-cmd report of the converted file"
+        ),
+        None => skip("trace-cmd checks: not installed"),
+    }
+
+    // Perfetto straight from the stream, when the schema is installed.
+    let pf = dir.path().join("rec.pftrace");
+    let c = run(&["tr-cat", s, "-o", pf.to_str().unwrap()]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/applets/perfetto_check.py");
+    match Command::new("python3").arg(script).arg(&pf).output() {
+        Ok(p) if p.status.success() => {
+            let n = String::from_utf8_lossy(&p.stdout).lines().filter(|l| l.starts_with("E ")).count();
+            assert_eq!(n, direct.len(), "events in the .pftrace");
+        }
+        _ => skip("Perfetto check of a stream: python3 with perfetto and protobuf missing"),
+    }
+
+    // A trace.dat of the same kind of run holds the same kinds of events.
+    let f = dir.path().join("direct.dat");
+    let mut a = vec!["tr-cat", "-o", f.to_str().unwrap(), "-e", EVENTS, "--"];
+    a.extend_from_slice(CMD);
+    let o2 = run(&a);
+    assert_eq!(o2.status.code(), Some(3), "{}", stderr(&o2));
+    let file = lines(&[f.to_str().unwrap()]);
+    let kinds = |v: &[String]| {
+        let mut k: Vec<String> = v.iter().filter(|l| l.contains("sched_process_")).map(|l| event_name(l)).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(kinds(&file), kinds(&direct), "process events of -o FILE and -o -");
+    assert_same_state(&before, &snapshot(&root));
+
+    cut_anywhere(dir.path(), &o.stdout, direct.len());
+}
+
+/// Cut at many offsets (the header, kallsyms, inside and between page
+/// frames, the trailer): never a panic; past the start frame the events up
+/// to the cut, with a warning; before it an error that says so.
+fn cut_anywhere(dir: &Path, stream: &[u8], events: usize) {
+    let len = stream.len();
+    let mut cuts: Vec<usize> = (0..120).step_by(7).collect();
+    cuts.extend((1..12).map(|i| i * len / 12));
+    // Around the page data at the end: every 331 bytes of the last 12 KiB.
+    cuts.extend((len.saturating_sub(12 * 1024)..len).step_by(331));
+    cuts.push(len - 1);
+    // Where the header ends (the H frame): a cut before it holds nothing.
+    let mut header_end = 14;
+    while let Some(h) = stream.get(header_end..header_end + 5) {
+        header_end += 5 + u32::from_le_bytes([h[1], h[2], h[3], h[4]]) as usize;
+        if h[0] == b'H' {
+            break;
+        }
+    }
+    cuts.push(header_end - 1);
+    cuts.push(header_end);
+    let p = dir.join("cut.trbox");
+    let mut last = 0;
+    for &n in &cuts {
+        std::fs::write(&p, &stream[..n]).unwrap();
+        let o = run(&["tr-cat", p.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "cut at {n}: {err}");
+        if o.status.success() {
+            assert!(err.contains("cut off") || err.contains("without its end"), "cut at {n}: no warning: {err}");
+            let got = stdout(&o).lines().filter(|l| !l.contains("[LOST ")).count();
+            assert!(got <= events, "cut at {n}: {got} events of {events}");
+            if n > len - 12 * 1024 {
+                assert!(got >= last, "cut at {n}: fewer events than a shorter cut");
+                last = got;
+            }
+        } else {
+            assert_eq!(o.status.code(), Some(2), "cut at {n}: {err}");
+            assert!(n < header_end, "cut at {n} (the header ends at {header_end}): {err}");
+            assert!(err.contains("nothing recorded") || err.contains("trbox stream"), "cut at {n}: {err}");
+        }
+    }
+    assert_eq!(last, events, "a stream cut in its trailer still has every event");
+}
+
+#[test]
+fn stream_refuses_max_kb() {
+    let o = run(&["tr-cat", "-o", "-", "-m", "100", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("-m"), "{}", stderr(&o));
+}
+
+#[test]
+fn converting_a_trace_dat_says_it_is_not_a_stream() {
+    let dir = TempDir::new("stream-conv");
+    let src = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tracedat"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "dat"))
+        .unwrap();
+    let out = dir.path().join("x.dat");
+    let o = run(&["tr-cat", src.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a trbox stream"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
+
+/// `--console`: the lines rebuild the recording; console noise, `\r\n`
+/// and kernel messages between lines change nothing; a damaged line is
+/// named by its log line number and the rest is kept.
+#[test]
+fn console_lines_survive_noise_and_damage() {
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    let dir = TempDir::new("console");
+    let mut a = vec!["tr-cat", "-o", "-", "--console", "-e", EVENTS, "--"];
+    a.extend_from_slice(CMD);
+    let o = run(&a);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert_same_state(&before, &snapshot(&root));
+    assert!(err.contains("on the wire:") && err.contains("per event"), "{err}");
+    let events = total(&err);
+    let log = String::from_utf8(o.stdout.clone()).expect("console lines are text");
+    assert!(
+        log.starts_with("trbox-console-begin 1\n")
+            && log.trim_end().lines().last().unwrap().starts_with("trbox-console-end "),
+        "markers"
+    );
+    assert!(log.lines().all(|l| l.len() <= 120), "lines fit a console");
+
+    let clean = dir.path().join("clean.log");
+    std::fs::write(&clean, &log).unwrap();
+    let want = lines(&["--from-console", clean.to_str().unwrap()]);
+    assert_eq!(want.len() as u64, events, "--from-console vs the summary");
+
+    // As a console capture sees it: a boot log before, \r\n endings, kernel
+    // messages and a prompt between the lines, a time stamp before some.
+    let mut noisy =
+        String::from("U-Boot 2024.01\r\n[    0.000000] Linux version 6.x\r\n# tr-cat -o - --console -- sh\r\n");
+    for (i, l) in log.lines().enumerate() {
+        if i % 97 == 5 {
+            noisy += &format!("[ {i}.123456] random: crng init done\r\n");
+        }
+        if i % 13 == 0 {
+            noisy += "[12:00:01.5] ";
+        }
+        noisy += l;
+        noisy += "\r\n";
+    }
+    noisy += "# \r\n";
+    let p = dir.path().join("noisy.log");
+    std::fs::write(&p, &noisy).unwrap();
+    assert_eq!(lines(&["--from-console", p.to_str().unwrap()]), want, "noise changes nothing");
+    let dat = dir.path().join("console.dat");
+    let c = run(&["tr-cat", "--from-console", p.to_str().unwrap(), "-o", dat.to_str().unwrap()]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    assert_eq!(lines(&[dat.to_str().unwrap()]), want, "the converted trace.dat");
+    if let Some(tc) = trace_cmd_events(&dat) {
+        assert_eq!(tc, want.iter().map(|l| event_name(l)).collect::<Vec<_>>(), "trace-cmd report");
+    }
+
+    // One damaged line in the header's middle (kallsyms): named, every
+    // event still there; one in the last block (pages): named, the
+    // events of the other blocks still there.
+    let nl: Vec<&str> = noisy.split('\n').collect();
+    let trbox_lines: Vec<usize> = nl.iter().enumerate().filter(|(_, l)| l.contains("trbox:")).map(|(i, _)| i).collect();
+    for (what, at) in [("header", trbox_lines[trbox_lines.len() / 3]), ("pages", trbox_lines[trbox_lines.len() - 2])] {
+        let mut d = nl.clone();
+        // A flipped character in the base64 (noise on the line).
+        let mut bad = d[at].as_bytes().to_vec();
+        let k = bad.len() - 15;
+        bad[k] = if bad[k] == b'Q' { b'R' } else { b'Q' };
+        let bad = String::from_utf8(bad).unwrap();
+        d[at] = &bad;
+        let p = dir.path().join("damaged.log");
+        std::fs::write(&p, d.join("\n")).unwrap();
+        let o = run(&["tr-cat", "--from-console", p.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.contains(&format!("log line {}:", at + 1)), "{what}: the damaged line named: {err}");
+        let got: Vec<String> = stdout(&o).lines().filter(|l| !l.contains("[LOST ")).map(String::from).collect();
+        if what == "header" {
+            assert!(o.status.success(), "{err}");
+            assert_eq!(got, want, "a damaged kallsyms line loses no event");
+        } else {
+            // The stream's end is in that block: cut off, with a warning.
+            assert!(got.len() <= want.len() && got.iter().all(|l| want.contains(l)), "{what}: a subset");
+            assert!(err.contains("left out"), "{err}");
+        }
+    }
+}
+
+/// The reader goes away mid-run (ssh dropped): the recorder stops with a
+/// clear error (exit 2) and tracefs is put back.
+#[test]
+fn reader_gone_stops_cleanly() {
+    use std::io::Read as _;
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    let mut c = cmd(
+        &trbox(),
+        &[
+            "tr-cat",
+            "-o",
+            "-",
+            "-e",
+            "sched:sched_switch",
+            "-t",
+            "20",
+            "--",
+            "sh",
+            "-c",
+            "while :; do sleep 0.01; done",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut out = c.stdout.take().unwrap();
+    // Read up to the end of the header (the `H` frame after kallsyms), then
+    // close the pipe.
+    let mut head = [0u8; 14];
+    out.read_exact(&mut head).unwrap();
+    loop {
+        let mut h = [0u8; 5];
+        out.read_exact(&mut h).unwrap();
+        let mut p = vec![0u8; u32::from_le_bytes([h[1], h[2], h[3], h[4]]) as usize];
+        out.read_exact(&mut p).unwrap();
+        if h[0] == b'H' {
+            break;
+        }
+    }
+    drop(out);
+    let start = std::time::Instant::now();
+    let o = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("sending stopped") && !err.contains("panicked"), "{err}");
+    assert!(start.elapsed().as_secs() < 15, "it stopped at the broken pipe, not at -t");
+    assert_same_state(&before, &snapshot(&root));
+}
