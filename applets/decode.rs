@@ -477,7 +477,16 @@ fn drive(
         }
     }
     for s in streams.iter() {
-        log::debug!("cpu{}: {:?}", s.cpu, s.counts);
+        let c = &s.counts;
+        log::debug!(
+            "cpu{}: {} pages, {} records, {} damaged, {} lost (+{} pages with an unknown loss)",
+            s.cpu,
+            c.pages,
+            c.records,
+            c.damaged,
+            c.lost,
+            c.lost_unknown
+        );
     }
     if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
         return Err(e.into());

@@ -4,87 +4,145 @@
 use crate::cli::{self, Common, Error};
 use crate::decode::{self, Filter, RawOpts};
 use crate::out::Out;
-use argh::FromArgs;
 use std::io::Write as _;
 use trbox::sys::Tracefs;
 
-#[derive(FromArgs)]
-/// Print the trace buffer without consuming it (the kernel's `trace` file),
-/// or with --raw decode the per-CPU raw pages with trbox's own decoder,
-/// merged by timestamp, until the buffers are empty; or a trace.dat FILE;
-/// or with -o record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
-/// Usage: tr-cat [--raw [-f]] [-j N] [FILE] | tr-cat -o FILE|- | -N IP:PORT [-e EV] [-t S] [-m KB] [-- CMD]
+const HELP: &str = "\
+Usage: tr-cat [--raw [-f]] [-j N] [FILE]
+       tr-cat -o FILE|- | -N IP:PORT [-e EV] [-t S] [-m KB] [-- CMD]
+
+Print the trace buffer without consuming it (the kernel's `trace` file), or
+with --raw decode the per-CPU raw pages with trbox's own decoder, merged by
+timestamp, until the buffers are empty; or a trace.dat FILE; or with -o
+record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
+
+  FILE               a trace.dat to decode (v6/v7, compressed or not), or a
+                     stream of tr-cat -o - (`-`: standard input): every
+                     buffer, named before each line when several; -B NAME
+                     reads only that one
+  -o, --output FILE  record the raw pages into this trace.dat (version 6);
+                     `-`: a stream on standard output (see the README); with
+                     a stream FILE: convert it
+  -m, --max-kb KB    with -o: keep at most KB of trace data, the newest
+  --raw              decode per_cpu/cpuN/trace_pipe_raw (consumes the
+                     buffer)
+  -f, --follow       with --raw: keep streaming as the buffers fill (Ctrl-C
+                     ends)
+  -t, --time S       stop after S seconds (with --follow or -o)
+  --cpu CPUS         only these CPUs (comma-separated)
+  --pid PID          only events of this pid
+  --comm COMM        only events of tasks with this comm
+  -e, --event SYS:EVENT
+                     only this event (SYS:EVENT, globs allowed; repeatable);
+                     with -o: enable it for the recording
+  --json             one JSON object per event instead of text
+  --stats            with --raw or FILE: counts instead of events (per CPU,
+                     event, task)
+  -j, --jobs N       with --raw or FILE: render on N threads (default: one
+                     per CPU)
+  -i, --input FILE   the FILE to read, given as an option: `-i -` reads a
+                     stream (or a trace.dat) from standard input (host
+                     builds)
+  --console          with -o -: as text lines for a serial console
+  --from-console LOG read the recording that tr-cat -o - --console printed,
+                     from a captured console log (with -o FILE: convert it
+                     to a trace.dat) (host builds)
+  -N, --net IP:PORT  record and send to trace-cmd listen at IP:PORT
+  --listen PORT      receive recordings from tr-cat -N or trace-cmd record
+                     -N -t on PORT, into trace.HOST:PORT.dat files (in the
+                     -o DIR) (host builds)
+  -h, --help         this text
+";
+
+const OPTS: &[cli::Opt] = &[
+    ('o', "output", true),
+    ('m', "max-kb", true),
+    (' ', "raw", false),
+    ('f', "follow", false),
+    ('t', "time", true),
+    (' ', "cpu", true),
+    (' ', "pid", true),
+    (' ', "comm", true),
+    ('e', "event", true),
+    (' ', "json", false),
+    (' ', "stats", false),
+    ('j', "jobs", true),
+    ('i', "input", true),
+    (' ', "console", false),
+    (' ', "from-console", true),
+    ('N', "net", true),
+    (' ', "listen", true),
+];
+
+#[derive(Default)]
 struct Args {
-    /// record the raw pages into this trace.dat (version 6); `-`: a stream
-    /// on standard output (see the README); with a stream FILE: convert it
-    #[argh(option, short = 'o')]
     output: Option<String>,
-    /// with -o: keep at most MAX_KB of trace data, the newest
-    #[argh(option, short = 'm')]
     max_kb: Option<u64>,
-    /// decode per_cpu/cpuN/trace_pipe_raw (consumes the buffer)
-    #[argh(switch)]
     raw: bool,
-    /// with --raw: keep streaming as the buffers fill (Ctrl-C ends)
-    #[argh(switch, short = 'f')]
     follow: bool,
-    /// stop after SECONDS (with --follow or -o)
-    #[argh(option, short = 't')]
     time: Option<cli::Seconds>,
-    /// only these CPUs (comma-separated)
-    #[argh(option)]
     cpu: Option<String>,
-    /// only events of this pid
-    #[argh(option)]
     pid: Option<i32>,
-    /// only events of tasks with this comm
-    #[argh(option)]
     comm: Option<String>,
-    /// only this event (SYS:EVENT, globs allowed; repeatable); with -o:
-    /// enable it for the recording
-    #[argh(option, short = 'e')]
     event: Vec<String>,
-    /// one JSON object per event instead of text
-    #[argh(switch)]
     json: bool,
-    /// with --raw or FILE: counts instead of events (per CPU, event, task)
-    #[argh(switch)]
     stats: bool,
-    /// with --raw or FILE: render on N threads (default: one per CPU)
-    #[argh(option, short = 'j')]
     jobs: Option<usize>,
-    /// a trace.dat to decode (v6/v7, compressed or not), or a stream of
-    /// tr-cat -o - (`-`: standard input): every buffer, named before each
-    /// line when several; -B NAME reads only that one
-    #[argh(positional)]
     file: Option<String>,
-    /// the FILE to read, given as an option: `-i -` reads a stream (or a
-    /// trace.dat) from standard input
     #[cfg(feature = "host")]
-    #[argh(option, short = 'i')]
     input: Option<String>,
-    /// with -o -: as text lines for a serial console
-    #[argh(switch)]
     console: bool,
-    /// read the recording that tr-cat -o - --console printed, from a
-    /// captured console log (with -o FILE: convert it to a trace.dat)
     #[cfg(feature = "host")]
-    #[argh(option)]
     from_console: Option<String>,
-    /// record and send to trace-cmd listen at IP:PORT
-    #[argh(option, short = 'N')]
     net: Option<String>,
-    /// receive recordings from tr-cat -N or trace-cmd record -N -t on
-    /// PORT, into trace.HOST:PORT.dat files (in the -o DIR)
     #[cfg(feature = "host")]
-    #[argh(option)]
     listen: Option<u16>,
+}
+
+impl Args {
+    fn parse(args: &[String]) -> Result<Args, Error> {
+        let mut a = Args::default();
+        let mut p = cli::Parser::new("tr-cat", HELP, OPTS, args);
+        while let Some(o) = p.next()? {
+            match o {
+                "output" => a.output = Some(p.value()),
+                "max-kb" => a.max_kb = Some(p.num()?),
+                "raw" => a.raw = true,
+                "follow" => a.follow = true,
+                "time" => a.time = Some(p.seconds()?),
+                "cpu" => a.cpu = Some(p.value()),
+                "pid" => a.pid = Some(p.num()?),
+                "comm" => a.comm = Some(p.value()),
+                "event" => a.event.push(p.value()),
+                "json" => a.json = true,
+                "stats" => a.stats = true,
+                "jobs" => a.jobs = Some(p.num()?),
+                #[cfg(feature = "host")]
+                "input" => a.input = Some(p.value()),
+                "console" => a.console = true,
+                #[cfg(feature = "host")]
+                "from-console" => a.from_console = Some(p.value()),
+                "net" => a.net = Some(p.value()),
+                #[cfg(feature = "host")]
+                "listen" => a.listen = Some(p.num()?),
+                #[cfg(not(feature = "host"))]
+                "input" | "from-console" | "listen" => {
+                    return Err(Error::usage(format!(
+                        "--{o} is in the host build of trbox only, not in this board build"
+                    )))
+                }
+                _ if a.file.is_none() => a.file = Some(p.value()),
+                _ => return Err(p.extra()),
+            }
+        }
+        Ok(a)
+    }
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
     #[cfg_attr(not(feature = "host"), allow(unused_mut))]
-    let mut a: Args = cli::parse("tr-cat", own)?;
+    let mut a = Args::parse(own)?;
     #[cfg(feature = "host")]
     if host_side(common, &mut a, cmd)?.is_some() {
         return Ok(());

@@ -4,7 +4,6 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, resolve, resolve_all, Follow};
-use argh::FromArgs;
 use std::io::Write as _;
 use trbox::names::glob_match;
 use trbox::probe::{Def, Kind, GROUP};
@@ -12,66 +11,109 @@ use trbox::sys::lock::Lock;
 use trbox::sys::state::{probe_file, State};
 use trbox::sys::{elf, event_dir, signals, Tracefs};
 
-#[derive(FromArgs)]
-/// Enable trace events and stream them decoded until Ctrl-C, -t or the
-/// command after `--` ends; or list events (-l) and show formats (--format).
-/// Usage: tr-event SYS:EVENT[,...] [-f FILTER] [-R TRIGGER] [-P PID] [-t S] [-- CMD]
-/// Probes are made for the run and removed after it, named trbox/FUNCTION
-/// unless the definition starts with p:GROUP/NAME; a uprobe's symbol is
-/// found in the ELF file by trbox, e.g. --uprobe '/bin/bash:readline' or
-/// --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. -f and -R go to
-/// the SYS:EVENT events, or to the probes when no SYS:EVENT is given.
+const HELP: &str = "\
+Usage: tr-event SYS:EVENT[,...] [-f FILTER] [-R TRIGGER] [-P PID] [-t S]
+                [-- CMD]
+
+Enable trace events and stream them decoded until Ctrl-C, -t or the command
+after `--` ends; or list events (-l) and show formats (--format).
+
+  EVENTS...          events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or
+                     repeated)
+  -l, --list         list events (optionally matching GLOB, e.g. 'sched:*')
+  --format SYS:EVENT show the format of SYS:EVENT
+  -f, --filter FILTER
+                     filter for the SYS:EVENT events (the probes when there
+                     are none; the kernel's filter syntax)
+  -R, --trigger TRIGGER
+                     trigger to attach (e.g. stacktrace, 'traceoff if pid ==
+                     1') to the same events as -f; repeatable
+  -P, --pid PID      only events of these processes (set_event_pid);
+                     repeatable
+  -t, --time S       stop after S seconds
+  -k, --keep         leave the events enabled when done
+  --wait             wait for another trbox run to finish instead of failing
+  --json             one JSON object per event
+  --kprobe PROBE     kprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]'
+                     (repeatable)
+  --kretprobe PROBE  kretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]'
+                     (repeatable)
+  --uprobe PROBE     uprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]'
+                     (PATH:0xOFF too; repeatable)
+  --uretprobe PROBE  uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]'
+                     (repeatable)
+  -h, --help         this text
+
+Probes are made for the run and removed after it, named trbox/FUNCTION
+unless the definition starts with p:GROUP/NAME; a uprobe's symbol is found
+in the ELF file by trbox, e.g. --uprobe '/bin/bash:readline' or --kprobe
+'do_sys_openat2 path=+0($arg2):ustring'. -f and -R go to the SYS:EVENT
+events, or to the probes when no SYS:EVENT is given.
+";
+
+const OPTS: &[cli::Opt] = &[
+    ('l', "list", false),
+    (' ', "format", true),
+    ('f', "filter", true),
+    ('R', "trigger", true),
+    ('P', "pid", true),
+    ('t', "time", true),
+    ('k', "keep", false),
+    (' ', "wait", false),
+    (' ', "json", false),
+    (' ', "kprobe", true),
+    (' ', "kretprobe", true),
+    (' ', "uprobe", true),
+    (' ', "uretprobe", true),
+];
+
+#[derive(Default)]
 struct Args {
-    /// list events (optionally matching GLOB, e.g. 'sched:*')
-    #[argh(switch, short = 'l')]
     list: bool,
-    /// show the format of SYS:EVENT
-    #[argh(option)]
     format: Option<String>,
-    /// filter for the SYS:EVENT events (the probes when there are none;
-    /// the kernel's filter syntax)
-    #[argh(option, short = 'f')]
     filter: Option<String>,
-    /// trigger to attach (e.g. stacktrace, 'traceoff if pid == 1') to the
-    /// same events as -f; repeatable
-    #[argh(option, short = 'R')]
     trigger: Vec<String>,
-    /// only events of these processes (set_event_pid); repeatable
-    #[argh(option, short = 'P')]
     pid: Vec<u32>,
-    /// stop after SECONDS
-    #[argh(option, short = 't')]
     time: Option<cli::Seconds>,
-    /// leave the events enabled when done
-    #[argh(switch, short = 'k')]
     keep: bool,
-    /// wait for another trbox run to finish instead of failing
-    #[argh(switch)]
     wait: bool,
-    /// one JSON object per event
-    #[argh(switch)]
     json: bool,
-    /// kprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]' (repeatable)
-    #[argh(option)]
     kprobe: Vec<String>,
-    /// kretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]' (repeatable)
-    #[argh(option)]
     kretprobe: Vec<String>,
-    /// uprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]' (PATH:0xOFF
-    /// too; repeatable)
-    #[argh(option)]
     uprobe: Vec<String>,
-    /// uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]' (repeatable)
-    #[argh(option)]
     uretprobe: Vec<String>,
-    /// events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or repeated)
-    #[argh(positional)]
     events: Vec<String>,
+}
+
+impl Args {
+    fn parse(args: &[String]) -> Result<Args, Error> {
+        let mut a = Args::default();
+        let mut p = cli::Parser::new("tr-event", HELP, OPTS, args);
+        while let Some(o) = p.next()? {
+            match o {
+                "list" => a.list = true,
+                "format" => a.format = Some(p.value()),
+                "filter" => a.filter = Some(p.value()),
+                "trigger" => a.trigger.push(p.value()),
+                "pid" => a.pid.push(p.num()?),
+                "time" => a.time = Some(p.seconds()?),
+                "keep" => a.keep = true,
+                "wait" => a.wait = true,
+                "json" => a.json = true,
+                "kprobe" => a.kprobe.push(p.value()),
+                "kretprobe" => a.kretprobe.push(p.value()),
+                "uprobe" => a.uprobe.push(p.value()),
+                "uretprobe" => a.uretprobe.push(p.value()),
+                _ => a.events.push(p.value()),
+            }
+        }
+        Ok(a)
+    }
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a: Args = cli::parse("tr-event", own)?;
+    let a = Args::parse(own)?;
     command::one_target(&a.pid, cmd)?;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     let all = t.list_events()?;

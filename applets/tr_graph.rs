@@ -6,7 +6,6 @@ use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
-use argh::FromArgs;
 use std::io::Write as _;
 use trbox::graph::stats::{Stats, TopBy};
 use trbox::graph::write_header;
@@ -15,51 +14,86 @@ use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
-#[derive(FromArgs)]
-/// Trace kernel function calls with the function_graph tracer and print the
-/// call graph (durations, the kernel's overhead marks), folded stacks
-/// (--folded) or the functions with the most time (--top N).
-/// Usage: tr-graph [FUNC...] [-d DEPTH] [-P PID] [--min-us N] [-t S] [-- CMD]
-///        tr-graph -i FILE | -T COPY | -r   (recorded data, nothing traced)
+const HELP: &str = "\
+Usage: tr-graph [FUNC...] [-d DEPTH] [-P PID] [--min-us N] [-t S] [-- CMD]
+       tr-graph -i FILE | -T COPY | -r   (recorded data, nothing traced)
+
+Trace kernel function calls with the function_graph tracer and print the
+call graph (durations, the kernel's overhead marks), folded stacks
+(--folded) or the functions with the most time (--top N).
+
+  FUNCS...           graph only below these functions (set_graph_function;
+                     globs allowed)
+  -d, --depth N      nesting depth limit (max_graph_depth)
+  -P, --pid PID      only this process (set_ftrace_pid)
+  --min-us N         only calls that took at least N microseconds
+                     (tracing_thresh)
+  -t, --time S       stop after S seconds
+  --folded           print folded stacks weighted by time (ns) at the end
+  --top N            print the N functions with the most total time at the
+                     end
+  -i, --input FILE   read a trace.dat instead of tracing
+  -r, --read         print what the buffer holds now, changing nothing (e.g.
+                     after -k)
+  -k, --keep         leave the tracer set up when done
+  --wait             wait for another trbox run to finish instead of failing
+  -h, --help         this text
+";
+
+const OPTS: &[cli::Opt] = &[
+    ('d', "depth", true),
+    ('P', "pid", true),
+    (' ', "min-us", true),
+    ('t', "time", true),
+    (' ', "folded", false),
+    (' ', "top", true),
+    ('i', "input", true),
+    ('r', "read", false),
+    ('k', "keep", false),
+    (' ', "wait", false),
+];
+
+#[derive(Default)]
 struct Args {
-    /// graph only below these functions (set_graph_function; globs allowed)
-    #[argh(positional)]
     funcs: Vec<String>,
-    /// nesting depth limit (max_graph_depth)
-    #[argh(option, short = 'd')]
     depth: Option<u32>,
-    /// only this process (set_ftrace_pid)
-    #[argh(option, short = 'P')]
     pid: Option<u32>,
-    /// only calls that took at least N microseconds (tracing_thresh)
-    #[argh(option)]
     min_us: Option<u64>,
-    /// stop after SECONDS
-    #[argh(option, short = 't')]
     time: Option<cli::Seconds>,
-    /// print folded stacks weighted by time (ns) at the end
-    #[argh(switch)]
     folded: bool,
-    /// print the N functions with the most total time at the end
-    #[argh(option)]
     top: Option<usize>,
-    /// read a trace.dat instead of tracing
-    #[argh(option, short = 'i')]
     input: Option<String>,
-    /// print what the buffer holds now, changing nothing (e.g. after -k)
-    #[argh(switch, short = 'r')]
     read: bool,
-    /// leave the tracer set up when done
-    #[argh(switch, short = 'k')]
     keep: bool,
-    /// wait for another trbox run to finish instead of failing
-    #[argh(switch)]
     wait: bool,
+}
+
+impl Args {
+    fn parse(args: &[String]) -> Result<Args, Error> {
+        let mut a = Args::default();
+        let mut p = cli::Parser::new("tr-graph", HELP, OPTS, args);
+        while let Some(o) = p.next()? {
+            match o {
+                "depth" => a.depth = Some(p.num()?),
+                "pid" => a.pid = Some(p.num()?),
+                "min-us" => a.min_us = Some(p.num()?),
+                "time" => a.time = Some(p.seconds()?),
+                "folded" => a.folded = true,
+                "top" => a.top = Some(p.num()?),
+                "input" => a.input = Some(p.value()),
+                "read" => a.read = true,
+                "keep" => a.keep = true,
+                "wait" => a.wait = true,
+                _ => a.funcs.push(p.value()),
+            }
+        }
+        Ok(a)
+    }
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a: Args = cli::parse("tr-graph", own)?;
+    let a = Args::parse(own)?;
     command::one_target(a.pid.as_slice(), cmd)?;
     if a.folded && a.top.is_some() {
         return Err(

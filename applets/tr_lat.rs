@@ -8,7 +8,6 @@ use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
-use argh::FromArgs;
 use std::cell::Cell;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -23,99 +22,154 @@ use trbox::sys::{signals, Tracefs};
 /// tracer is `wakeup --max`.
 const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "preemptoff", "preemptirqsoff"];
 
-#[derive(FromArgs)]
-/// Real-time latency. From plain tracepoints (no latency tracer needed):
-/// wakeup (sched_waking -> sched_switch, per task and priority class), irq
-/// (hard IRQ and softirq handler durations), syscall (sys_enter -> sys_exit,
-/// per syscall and task). From the kernel's tracers: timerlat (per-CPU IRQ
-/// and thread timer latency, as rtla timerlat top), osnoise (per-CPU
-/// noise, as rtla osnoise top), hwlat (per-CPU samples), and the
-/// max-latency tracers, whose each new maximum (or each latency over -i)
-/// is printed, or saved as DIR/N.txt, as the kernel's trace text. Values
-/// in us (-n: ns).
-/// Usage: tr-lat wakeup|irq|syscall [--rt] [-P PID] [-t S] [--hist] [-- CMD]
-///        tr-lat timerlat|osnoise [-p US] [-c CPUS] [-i US] [--total-us US] [-t S]
-///        tr-lat hwlat [-p WINDOW_US] [--width US] [-i US] [-t S]
-///        tr-lat wakeup_rt|wakeup_dl|irqsoff|preemptoff|preemptirqsoff [-i US] [-o DIR] [-t S]
-///        tr-lat wakeup --max ...   (the kernel's wakeup tracer, all tasks)
-///        tr-lat MODE -r   (what the buffer holds now; also on a copy, -T)
+const HELP: &str = "\
+Usage: tr-lat wakeup|irq|syscall [--rt] [-P PID] [-t S] [--hist] [-- CMD]
+       tr-lat timerlat|osnoise [-p US] [-c CPUS] [-i US] [--total-us US] [-t S]
+       tr-lat hwlat [-p WINDOW_US] [--width US] [-i US] [-t S]
+       tr-lat wakeup_rt|wakeup_dl|irqsoff|preemptoff|preemptirqsoff [-i US]
+              [-o DIR] [-t S]
+       tr-lat wakeup --max ...   (the kernel's wakeup tracer, all tasks)
+       tr-lat MODE -r   (what the buffer holds now; also on a copy, -T)
+
+Real-time latency. From plain tracepoints (no latency tracer needed): wakeup
+(sched_waking -> sched_switch, per task and priority class), irq (hard IRQ
+and softirq handler durations), syscall (sys_enter -> sys_exit, per syscall
+and task). From the kernel's tracers: timerlat (per-CPU IRQ and thread timer
+latency, as rtla timerlat top), osnoise (per-CPU noise, as rtla osnoise
+top), hwlat (per-CPU samples), and the max-latency tracers, whose each new
+maximum (or each latency over -i) is printed, or saved as DIR/N.txt, as the
+kernel's trace text. Values in us (-n: ns).
+
+  MODE               wakeup, irq, syscall, timerlat, osnoise, hwlat, or a
+                     max-latency tracer
+  --rt               wakeup: real-time (and deadline) tasks only
+  -P, --pid PID      only these processes (set_event_pid); repeatable
+  -t, --time S       stop after S seconds
+  --hist             print histograms (per key) instead of the tables
+  -b, --bucket WIDTH histogram bucket width, in the unit (default 1 us, or
+                     1000 ns)
+  -E, --entries N    histogram entries (buckets) before the overflow row
+                     (default 256)
+  -n, --ns           print nanoseconds instead of microseconds
+  --json             print JSON: one object per key (per CPU for
+                     timerlat/osnoise)
+  --samples          with --json: also one object per measured latency, as
+                     it comes
+  -p, --period US    timerlat: timer period (osnoise/timerlat_period_us);
+                     osnoise: the sampling period (osnoise/period_us)
+  -c, --cpus CPUS    timerlat/osnoise: only these CPUs (osnoise/cpus, e.g.
+                     0-1,3)
+  -i, --irq-us US    timerlat: stop when an IRQ latency exceeds US; osnoise:
+                     when a single noise does (osnoise/stop_tracing_us)
+  --total-us US      timerlat: stop when a thread latency exceeds US;
+                     osnoise: when the noise of a period does
+                     (osnoise/stop_tracing_total_us; rtla's -T, which is
+                     trbox's --tracefs)
+  --width US         hwlat: the busy loop's time of each window
+                     (hwlat_detector/width)
+  --max              the kernel's max-latency tracer of that name (wakeup
+                     --max: its wakeup tracer; the others need no --max)
+  -o, --out DIR      max-latency tracers: save each maximum as DIR/1.txt,
+                     2.txt... (DIR exists)
+  -s, --stack-us US  timerlat: save the kernel stack when a thread latency
+                     exceeds US (osnoise/print_stack)
+  -r, --read         read what the buffer holds now, changing nothing (e.g.
+                     after -k)
+  -k, --keep         leave the events (or tracer) set up when done
+  --wait             wait for another trbox run to finish instead of failing
+  -h, --help         this text
+";
+
+const OPTS: &[cli::Opt] = &[
+    (' ', "rt", false),
+    ('P', "pid", true),
+    ('t', "time", true),
+    (' ', "hist", false),
+    ('b', "bucket", true),
+    ('E', "entries", true),
+    ('n', "ns", false),
+    (' ', "json", false),
+    (' ', "samples", false),
+    ('p', "period", true),
+    ('c', "cpus", true),
+    ('i', "irq-us", true),
+    (' ', "total-us", true),
+    (' ', "width", true),
+    (' ', "max", false),
+    ('o', "out", true),
+    ('s', "stack-us", true),
+    ('r', "read", false),
+    ('k', "keep", false),
+    (' ', "wait", false),
+];
+
+#[derive(Default)]
 struct Args {
-    /// wakeup, irq, syscall, timerlat, osnoise, hwlat, or a max-latency
-    /// tracer
-    #[argh(positional)]
     mode: String,
-    /// wakeup: real-time (and deadline) tasks only
-    #[argh(switch)]
     rt: bool,
-    /// only these processes (set_event_pid); repeatable
-    #[argh(option, short = 'P')]
     pid: Vec<u32>,
-    /// stop after SECONDS
-    #[argh(option, short = 't')]
     time: Option<cli::Seconds>,
-    /// print histograms (per key) instead of the tables
-    #[argh(switch)]
     hist: bool,
-    /// histogram bucket width, in the unit (default 1 us, or 1000 ns)
-    #[argh(option, short = 'b')]
     bucket: Option<u64>,
-    /// histogram entries (buckets) before the overflow row (default 256)
-    #[argh(option, short = 'E')]
     entries: Option<usize>,
-    /// print nanoseconds instead of microseconds
-    #[argh(switch, short = 'n')]
     ns: bool,
-    /// print JSON: one object per key (per CPU for timerlat/osnoise)
-    #[argh(switch)]
     json: bool,
-    /// with --json: also one object per measured latency, as it comes
-    #[argh(switch)]
     samples: bool,
-    /// timerlat: timer period (osnoise/timerlat_period_us); osnoise: the
-    /// sampling period (osnoise/period_us)
-    #[argh(option, short = 'p')]
     period: Option<u64>,
-    /// timerlat/osnoise: only these CPUs (osnoise/cpus, e.g. 0-1,3)
-    #[argh(option, short = 'c')]
     cpus: Option<String>,
-    /// timerlat: stop when an IRQ latency exceeds US; osnoise: when a single
-    /// noise does (osnoise/stop_tracing_us)
-    #[argh(option, short = 'i')]
     irq_us: Option<u64>,
-    /// timerlat: stop when a thread latency exceeds US; osnoise: when the
-    /// noise of a period does (osnoise/stop_tracing_total_us; rtla's -T,
-    /// which is trbox's --tracefs)
-    #[argh(option)]
     total_us: Option<u64>,
-    /// hwlat: the busy loop's time of each window (hwlat_detector/width)
-    #[argh(option)]
     width: Option<u64>,
-    /// the kernel's max-latency tracer of that name (wakeup --max: its
-    /// wakeup tracer; the others need no --max)
-    #[argh(switch)]
     max: bool,
-    /// max-latency tracers: save each maximum as DIR/1.txt, 2.txt... (DIR
-    /// exists)
-    #[argh(option, short = 'o')]
     out: Option<String>,
-    /// timerlat: save the kernel stack when a thread latency exceeds US
-    /// (osnoise/print_stack)
-    #[argh(option, short = 's')]
     stack_us: Option<u64>,
-    /// read what the buffer holds now, changing nothing (e.g. after -k)
-    #[argh(switch, short = 'r')]
     read: bool,
-    /// leave the events (or tracer) set up when done
-    #[argh(switch, short = 'k')]
     keep: bool,
-    /// wait for another trbox run to finish instead of failing
-    #[argh(switch)]
     wait: bool,
+}
+
+impl Args {
+    fn parse(args: &[String]) -> Result<Args, Error> {
+        let mut a = Args::default();
+        let mut p = cli::Parser::new("tr-lat", HELP, OPTS, args);
+        while let Some(o) = p.next()? {
+            match o {
+                "rt" => a.rt = true,
+                "pid" => a.pid.push(p.num()?),
+                "time" => a.time = Some(p.seconds()?),
+                "hist" => a.hist = true,
+                "bucket" => a.bucket = Some(p.num()?),
+                "entries" => a.entries = Some(p.num()?),
+                "ns" => a.ns = true,
+                "json" => a.json = true,
+                "samples" => a.samples = true,
+                "period" => a.period = Some(p.num()?),
+                "cpus" => a.cpus = Some(p.value()),
+                "irq-us" => a.irq_us = Some(p.num()?),
+                "total-us" => a.total_us = Some(p.num()?),
+                "width" => a.width = Some(p.num()?),
+                "max" => a.max = true,
+                "out" => a.out = Some(p.value()),
+                "stack-us" => a.stack_us = Some(p.num()?),
+                "read" => a.read = true,
+                "keep" => a.keep = true,
+                "wait" => a.wait = true,
+                _ if a.mode.is_empty() => a.mode = p.value(),
+                _ => return Err(p.extra()),
+            }
+        }
+        if a.mode.is_empty() {
+            return Err(
+                Error::usage("which latency? a MODE is needed").hint("e.g. tr-lat wakeup -t 5; see 'tr-lat --help'")
+            );
+        }
+        Ok(a)
+    }
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a: Args = cli::parse("tr-lat", own)?;
+    let a = Args::parse(own)?;
     if a.max || a.mode != "wakeup" && MAX_TRACERS.contains(&a.mode.as_str()) {
         if !MAX_TRACERS.contains(&a.mode.as_str()) {
             return Err(Error::usage(format!("--max: {} is no max-latency tracer", a.mode)));

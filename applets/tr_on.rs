@@ -4,7 +4,6 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
-use argh::FromArgs;
 use std::fmt::Write;
 use trbox::ctl;
 use trbox::sys::lock::Lock;
@@ -12,68 +11,119 @@ use trbox::sys::state::State;
 use trbox::sys::status::{Item, Status, Unavailable};
 use trbox::sys::{reset, signals, Found, Tracefs};
 
-#[derive(FromArgs)]
-/// Show the ftrace state (no arguments), switch it (a TRACER and/or
-/// options: the settings stay, tracing is left on), or trace one run with
-/// them (-- CMD or -t S: the trace is printed, then everything is restored
-/// unless -k; the exit status is CMD's).
-#[argh(
-    example = "tr-on                          status report\ntr-on function -l 'vfs_*' -c -P 42\ntr-on function_graph -- ls /   trace ls only, then restore\ntr-on -O sym-offset -C global -t 5\ntr-on --reset                  back to a clean default",
-    note = "--reset also turns tracing on and clears kprobes/uprobes; what the kernel\nrefuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by\npid too (set_event_pid); -- CMD always follows the command's forks."
-)]
+const HELP: &str = "\
+Usage: tr-on [TRACER] [OPTIONS] [-- CMD]
+
+Show the ftrace state (no arguments), switch it (a TRACER and/or options:
+the settings stay, tracing is left on), or trace one run with them (-- CMD
+or -t S: the trace is printed, then everything is restored unless -k; the
+exit status is CMD's).
+
+  TRACER             the tracer for current_tracer (function,
+                     function_graph, nop...)
+  --off              turn tracing off (the tracer and filters are set up
+                     but idle)
+  --reset            first return to a clean default: tracer nop, no
+                     events, filters, triggers, pid or function filters,
+                     probes; default options and clock; tracing on (buffer
+                     sizes and instances are left alone)
+  -b, --buffer KB    buffer size per CPU in KiB
+  -S, --subbuf KB    sub-buffer size in KiB (buffer_subbuf_size_kb, kernels
+                     6.8+; the kernel rounds it up to a power-of-two
+                     number of pages)
+  -C, --clock CLOCK  trace clock (one of trace_clock: local, global, mono...)
+  -O, --option OPT   set a trace option (OPT) or clear it (noOPT);
+                     repeatable
+  -l, --func GLOB    trace only functions matching GLOB
+                     (set_ftrace_filter); repeatable
+  -n, --notrace GLOB never trace functions matching GLOB
+                     (set_ftrace_notrace); repeatable
+  -P, --pid PID      trace only PID (set_ftrace_pid and set_event_pid);
+                     repeatable
+  -c, --children     follow forks: children of traced pids are traced too
+                     (function-fork, event-fork; always on for -- CMD)
+  -k, --keep         with -- CMD or -t: leave the settings in place
+                     afterwards
+  -t, --time S       run for S seconds with the settings, printing the trace
+  --wait             wait for another trbox run to finish instead of failing
+  --json             with -- CMD or -t: one JSON object per event
+  -h, --help         this text
+
+Examples:
+  tr-on                          status report
+  tr-on function -l 'vfs_*' -c -P 42
+  tr-on function_graph -- ls /   trace ls only, then restore
+  tr-on -O sym-offset -C global -t 5
+  tr-on --reset                  back to a clean default
+
+--reset also turns tracing on and clears kprobes/uprobes; what the kernel
+refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by
+pid too (set_event_pid); -- CMD always follows the command's forks.
+";
+
+const OPTS: &[cli::Opt] = &[
+    (' ', "off", false),
+    (' ', "reset", false),
+    ('b', "buffer", true),
+    ('S', "subbuf", true),
+    ('C', "clock", true),
+    ('O', "option", true),
+    ('l', "func", true),
+    ('n', "notrace", true),
+    ('P', "pid", true),
+    ('c', "children", false),
+    ('k', "keep", false),
+    ('t', "time", true),
+    (' ', "wait", false),
+    (' ', "json", false),
+];
+
+#[derive(Default)]
 struct Args {
-    /// turn tracing off (the tracer and filters are set up but idle)
-    #[argh(switch)]
     off: bool,
-    /// first return to a clean default: tracer nop, no events, filters,
-    /// triggers, pid or function filters, probes; default options and
-    /// clock; tracing on (buffer sizes and instances are left alone)
-    #[argh(switch)]
     reset: bool,
-    /// buffer size per CPU in KiB
-    #[argh(option, short = 'b')]
     buffer: Option<u64>,
-    /// sub-buffer size in KiB (buffer_subbuf_size_kb, kernels 6.8+; the
-    /// kernel rounds it up to a power-of-two number of pages)
-    #[argh(option, short = 'S')]
     subbuf: Option<u64>,
-    /// trace clock (one of trace_clock: local, global, mono...)
-    #[argh(option, short = 'C')]
     clock: Option<String>,
-    /// set a trace option (OPT) or clear it (noOPT); repeatable
-    #[argh(option, short = 'O')]
     option: Vec<String>,
-    /// trace only functions matching GLOB (set_ftrace_filter); repeatable
-    #[argh(option, short = 'l')]
     func: Vec<String>,
-    /// never trace functions matching GLOB (set_ftrace_notrace); repeatable
-    #[argh(option, short = 'n')]
     notrace: Vec<String>,
-    /// trace only PID (set_ftrace_pid and set_event_pid); repeatable
-    #[argh(option, short = 'P')]
     pid: Vec<u32>,
-    /// follow forks: children of traced pids are traced too
-    /// (function-fork, event-fork; always on for -- CMD)
-    #[argh(switch, short = 'c')]
     children: bool,
-    /// with -- CMD or -t: leave the settings in place afterwards
-    #[argh(switch, short = 'k')]
     keep: bool,
-    /// run for SECONDS with the settings, printing the trace
-    #[argh(option, short = 't')]
     time: Option<cli::Seconds>,
-    /// wait for another trbox run to finish instead of failing
-    #[argh(switch)]
     wait: bool,
-    /// with -- CMD or -t: one JSON object per event
-    #[argh(switch)]
     json: bool,
-    /// the tracer for current_tracer (function, function_graph, nop...)
-    #[argh(positional)]
     tracer: Option<String>,
 }
 
 impl Args {
+    fn parse(args: &[String]) -> Result<Args, Error> {
+        let mut a = Args::default();
+        let mut p = cli::Parser::new("tr-on", HELP, OPTS, args);
+        while let Some(o) = p.next()? {
+            match o {
+                "off" => a.off = true,
+                "reset" => a.reset = true,
+                "buffer" => a.buffer = Some(p.num()?),
+                "subbuf" => a.subbuf = Some(p.num()?),
+                "clock" => a.clock = Some(p.value()),
+                "option" => a.option.push(p.value()),
+                "func" => a.func.push(p.value()),
+                "notrace" => a.notrace.push(p.value()),
+                "pid" => a.pid.push(p.num()?),
+                "children" => a.children = true,
+                "keep" => a.keep = true,
+                "time" => a.time = Some(p.seconds()?),
+                "wait" => a.wait = true,
+                "json" => a.json = true,
+                _ if a.tracer.is_none() => a.tracer = Some(p.value()),
+                _ => return Err(p.extra()),
+            }
+        }
+        Ok(a)
+    }
+
     fn changes_something(&self) -> bool {
         self.tracer.is_some()
             || self.off
@@ -90,7 +140,7 @@ impl Args {
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a: Args = cli::parse("tr-on", own)?;
+    let a = Args::parse(own)?;
     let run = !cmd.is_empty() || a.time.is_some();
     if !run && !a.changes_something() {
         if a.keep || a.wait || a.json {

@@ -7,7 +7,6 @@ use crate::cli::{self, Common, Error};
 use crate::command::{self, resolve_all, Follow, Window};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
-use argh::FromArgs;
 use std::io::Write as _;
 use std::time::Duration;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
@@ -20,52 +19,93 @@ use trbox::sys::{event_dir, signals, Tracefs};
 /// The stack tracer's switch (a sysctl, outside tracefs).
 const STACK_SYSCTL: &str = "/proc/sys/kernel/stack_tracer_enabled";
 
-#[derive(FromArgs)]
-/// Kernel stacks: the stack tracer's deepest stack (stack_trace table and
-/// stack_max_size); with -e, the distinct stacks behind an event (stacktrace
-/// trigger) with counts; with --func, who calls a function.
-/// Usage: tr-stack [--reset] [-l GLOB] [-t S]
-///        tr-stack -e SYS:EVENT [-f FILTER] [--folded] [-P PID] [-t S] [-- CMD]
-///        tr-stack --func GLOB [--folded] [-P PID] [-t S] [-- CMD]
+const HELP: &str = "\
+Usage: tr-stack [--reset] [-l GLOB] [-t S]
+       tr-stack -e SYS:EVENT [-f FILTER] [--folded] [-P PID] [-t S] [-- CMD]
+       tr-stack --func GLOB [--folded] [-P PID] [-t S] [-- CMD]
+
+Kernel stacks: the stack tracer's deepest stack (stack_trace table and
+stack_max_size); with -e, the distinct stacks behind an event (stacktrace
+trigger) with counts; with --func, who calls a function.
+
+  -e, --event SYS:EVENT
+                     count the stacks behind these events (repeatable,
+                     comma-separated)
+  -f, --filter FILTER
+                     only events matching this filter (the kernel's filter
+                     syntax)
+  --func GLOB        count the stacks behind calls of these functions
+                     (function tracer)
+  -P, --pid PID      only these processes (set_event_pid / set_ftrace_pid);
+                     repeatable
+  --folded           print folded stacks (for flame graphs) instead of the
+                     table
+  --reset            stack tracer: reset the maximum (stack_max_size) first
+  -l, --limit GLOB   stack tracer: only these functions (stack_trace_filter)
+  -t, --time S       stop after S seconds
+  -i, --input FILE   read a trace.dat (its kernel_stack records) instead of
+                     tracing
+  -k, --keep         leave the settings in place when done
+  --wait             wait for another trbox run to finish instead of failing
+  -h, --help         this text
+";
+
+const OPTS: &[cli::Opt] = &[
+    ('e', "event", true),
+    ('f', "filter", true),
+    (' ', "func", true),
+    ('P', "pid", true),
+    (' ', "folded", false),
+    (' ', "reset", false),
+    ('l', "limit", true),
+    ('t', "time", true),
+    ('i', "input", true),
+    ('k', "keep", false),
+    (' ', "wait", false),
+];
+
+#[derive(Default)]
 struct Args {
-    /// count the stacks behind these events (repeatable, comma-separated)
-    #[argh(option, short = 'e')]
     event: Vec<String>,
-    /// only events matching this filter (the kernel's filter syntax)
-    #[argh(option, short = 'f')]
     filter: Option<String>,
-    /// count the stacks behind calls of these functions (function tracer)
-    #[argh(option)]
     func: Option<String>,
-    /// only these processes (set_event_pid / set_ftrace_pid); repeatable
-    #[argh(option, short = 'P')]
     pid: Vec<u32>,
-    /// print folded stacks (for flame graphs) instead of the table
-    #[argh(switch)]
     folded: bool,
-    /// stack tracer: reset the maximum (stack_max_size) first
-    #[argh(switch)]
     reset: bool,
-    /// stack tracer: only these functions (stack_trace_filter)
-    #[argh(option, short = 'l')]
     limit: Option<String>,
-    /// stop after SECONDS
-    #[argh(option, short = 't')]
     time: Option<cli::Seconds>,
-    /// read a trace.dat (its kernel_stack records) instead of tracing
-    #[argh(option, short = 'i')]
     input: Option<String>,
-    /// leave the settings in place when done
-    #[argh(switch, short = 'k')]
     keep: bool,
-    /// wait for another trbox run to finish instead of failing
-    #[argh(switch)]
     wait: bool,
+}
+
+impl Args {
+    fn parse(args: &[String]) -> Result<Args, Error> {
+        let mut a = Args::default();
+        let mut p = cli::Parser::new("tr-stack", HELP, OPTS, args);
+        while let Some(o) = p.next()? {
+            match o {
+                "event" => a.event.push(p.value()),
+                "filter" => a.filter = Some(p.value()),
+                "func" => a.func = Some(p.value()),
+                "pid" => a.pid.push(p.num()?),
+                "folded" => a.folded = true,
+                "reset" => a.reset = true,
+                "limit" => a.limit = Some(p.value()),
+                "time" => a.time = Some(p.seconds()?),
+                "input" => a.input = Some(p.value()),
+                "keep" => a.keep = true,
+                "wait" => a.wait = true,
+                _ => return Err(p.extra()),
+            }
+        }
+        Ok(a)
+    }
 }
 
 pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a: Args = cli::parse("tr-stack", own)?;
+    let a = Args::parse(own)?;
     if !a.event.is_empty() && a.func.is_some() {
         return Err(Error::usage("-e and --func are alternatives"));
     }

@@ -131,7 +131,7 @@ USER_RUSTFLAGS=${RUSTFLAGS:-}
 for t in $TARGETS; do
     L=$(prepare_link_dir "$t")
     flags="-C force-unwind-tables=no -C relocation-model=static"
-    [ "${TRBOX_IMMEDIATE_ABORT:-1}" = 1 ] && flags+=" -Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none"
+    [ "${TRBOX_IMMEDIATE_ABORT:-1}" = 1 ] && flags+=" -Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none -Zfmt-debug=none"
     flags+=" -C linker=rust-lld -C linker-flavor=ld.lld -C link-self-contained=no -C link-arg=--icf=all -L $L"
     flags+=" -Z pre-link-arg=$L/crt1.o -Z pre-link-arg=$L/crti.o -C link-arg=$L/crtn.o"
     [ "$t" = armv7-unknown-linux-musleabihf ] && flags+=" -C link-arg=$L/libgcc.a -C target-feature=+thumb-mode"

@@ -10,7 +10,11 @@ use crate::format::HeaderPage;
 pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
     let p = t.top().join("events/header_page");
     let text = super::read_text(&p).map_err(|e| Error::io(&p, e))?;
-    HeaderPage::parse(&text).map_err(|e| Error::Format { path: p, line: e.line, what: format!("{:?}", e.kind) })
+    HeaderPage::parse(&text).map_err(|e| Error::Format {
+        path: p,
+        line: e.line,
+        what: crate::format::FormatError { line: 0, ..e }.to_string(),
+    })
 }
 
 /// Symbols, read and parsed on first use only (a board's /proc/kallsyms can

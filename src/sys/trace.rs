@@ -106,9 +106,9 @@ pub fn read_dat_from(f: &mut std::fs::File, path: &Path) -> Result<TraceDat, Err
 pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
     let syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
     let (trace, skipped) = Trace::from_dat(td, &path.to_string_lossy(), syms)
-        .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e:?}") })?;
+        .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e}") })?;
     for (sys, i, e) in skipped {
-        log::debug!("format {i} of {sys}: {e:?}");
+        log::debug!("format {i} of {sys}: {e}");
     }
     Ok(noted(trace))
 }
@@ -136,7 +136,7 @@ fn add_formats(t: &Tracefs, trace: &mut Opened) -> Result<(), Error> {
             let path = ev.path().join("format");
             let Ok(text) = super::read_text(&path) else { continue };
             if let Err(e) = trace.add_format(&sys_name, &text) {
-                log::debug!("{}: {e:?}", path.display());
+                log::debug!("{}: {e}", path.display());
             }
         }
     }
