@@ -92,7 +92,7 @@ pub fn split_common(args: &[String]) -> Result<(Common, Vec<String>), Error> {
         } else if let Some(v) = value_of("--instance", "-B")? {
             // -B '' is the top-level buffer (a trace.dat's unnamed one).
             if let Some(why) = Some(v.as_str()).filter(|v| !v.is_empty()).and_then(trbox::sys::instance_name_problem) {
-                return Err(Error::usage(format!("-B '{}': not a plain instance name: {why}", v.escape_debug()))
+                return Err(Error::usage(format!("-B '{}': not a plain instance name: {why}", v.escape_default()))
                     .hint("an instance is a directory directly in <tracefs>/instances, e.g. -B mytrace"));
             }
             c.instance = Some(v);
@@ -193,7 +193,16 @@ impl<'a> Parser<'a> {
     }
 
     fn help(&self) -> Error {
-        print!("{}\n{COMMON_HELP}", self.help);
+        // The text keeps its columns as tabs (`OPTION\tdescription`,
+        // `\tmore description`): 1.5 KiB of spaces less in the binary.
+        let mut out = String::new();
+        for line in self.help.lines() {
+            match line.split_once('\t') {
+                Some((left, right)) => out.push_str(&format!("  {left:19}{right}\n")),
+                None => out.push_str(&format!("{line}\n")),
+            }
+        }
+        print!("{out}\n{COMMON_HELP}");
         Error { code: EXIT_OK, msg: String::new(), hint: None }
     }
 

@@ -16,42 +16,42 @@ with --raw decode the per-CPU raw pages with trbox's own decoder, merged by
 timestamp, until the buffers are empty; or a trace.dat FILE; or with -o
 record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
 
-  FILE               a trace.dat to decode (v6/v7, compressed or not), or a
-                     stream of tr-cat -o - (`-`: standard input): every
-                     buffer, named before each line when several; -B NAME
-                     reads only that one
-  -o, --output FILE  record the raw pages into this trace.dat (version 6);
-                     `-`: a stream on standard output (see the README); with
-                     a stream FILE: convert it
-  -m, --max-kb KB    with -o: keep at most KB of trace data, the newest
-  --raw              decode per_cpu/cpuN/trace_pipe_raw (consumes the
-                     buffer)
-  -f, --follow       with --raw: keep streaming as the buffers fill (Ctrl-C
-                     ends)
-  -t, --time S       stop after S seconds (with --follow or -o)
-  --cpu CPUS         only these CPUs (comma-separated)
-  --pid PID          only events of this pid
-  --comm COMM        only events of tasks with this comm
+FILE\ta trace.dat to decode (v6/v7, compressed or not), or a
+\tstream of tr-cat -o - (`-`: standard input): every
+\tbuffer, named before each line when several; -B NAME
+\treads only that one
+-o, --output FILE\trecord the raw pages into this trace.dat (version 6);
+\t`-`: a stream on standard output (see the README); with
+\ta stream FILE: convert it
+-m, --max-kb KB\twith -o: keep at most KB of trace data, the newest
+--raw\tdecode per_cpu/cpuN/trace_pipe_raw (consumes the
+\tbuffer)
+-f, --follow\twith --raw: keep streaming as the buffers fill (Ctrl-C
+\tends)
+-t, --time S\tstop after S seconds (with --follow or -o)
+--cpu CPUS\tonly these CPUs (comma-separated)
+--pid PID\tonly events of this pid
+--comm COMM\tonly events of tasks with this comm
   -e, --event SYS:EVENT
-                     only this event (SYS:EVENT, globs allowed; repeatable);
-                     with -o: enable it for the recording
-  --json             one JSON object per event instead of text
-  --stats            with --raw or FILE: counts instead of events (per CPU,
-                     event, task)
-  -j, --jobs N       with --raw or FILE: render on N threads (default: one
-                     per CPU)
-  -i, --input FILE   the FILE to read, given as an option: `-i -` reads a
-                     stream (or a trace.dat) from standard input (host
-                     builds)
-  --console          with -o -: as text lines for a serial console
-  --from-console LOG read the recording that tr-cat -o - --console printed,
-                     from a captured console log (with -o FILE: convert it
-                     to a trace.dat) (host builds)
-  -N, --net IP:PORT  record and send to trace-cmd listen at IP:PORT
-  --listen PORT      receive recordings from tr-cat -N or trace-cmd record
-                     -N -t on PORT, into trace.HOST:PORT.dat files (in the
-                     -o DIR) (host builds)
-  -h, --help         this text
+\tonly this event (SYS:EVENT, globs allowed; repeatable);
+\twith -o: enable it for the recording
+--json\tone JSON object per event instead of text
+--stats\twith --raw or FILE: counts instead of events (per CPU,
+\tevent, task)
+-j, --jobs N\twith --raw or FILE: render on N threads (default: one
+\tper CPU)
+-i, --input FILE\tthe FILE to read, given as an option: `-i -` reads a
+\tstream (or a trace.dat) from standard input (host
+\tbuilds)
+--console\twith -o -: as text lines for a serial console
+--from-console LOG\tread the recording that tr-cat -o - --console printed,
+\tfrom a captured console log (with -o FILE: convert it
+\tto a trace.dat) (host builds)
+-N, --net IP:PORT\trecord and send to trace-cmd listen at IP:PORT
+--listen PORT\treceive recordings from tr-cat -N or trace-cmd record
+\t-N -t on PORT, into trace.HOST:PORT.dat files (in the
+\t-o DIR) (host builds)
+-h, --help\tthis text
 ";
 
 const OPTS: &[cli::Opt] = &[

@@ -18,31 +18,31 @@ Usage: tr-event SYS:EVENT[,...] [-f FILTER] [-R TRIGGER] [-P PID] [-t S]
 Enable trace events and stream them decoded until Ctrl-C, -t or the command
 after `--` ends; or list events (-l) and show formats (--format).
 
-  EVENTS...          events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or
-                     repeated)
-  -l, --list         list events (optionally matching GLOB, e.g. 'sched:*')
-  --format SYS:EVENT show the format of SYS:EVENT
+EVENTS...\tevents: SYS:EVENT, SYS:GLOB or SYS (comma-separated or
+\trepeated)
+-l, --list\tlist events (optionally matching GLOB, e.g. 'sched:*')
+--format SYS:EVENT\tshow the format of SYS:EVENT
   -f, --filter FILTER
-                     filter for the SYS:EVENT events (the probes when there
-                     are none; the kernel's filter syntax)
+\tfilter for the SYS:EVENT events (the probes when there
+\tare none; the kernel's filter syntax)
   -R, --trigger TRIGGER
-                     trigger to attach (e.g. stacktrace, 'traceoff if pid ==
-                     1') to the same events as -f; repeatable
-  -P, --pid PID      only events of these processes (set_event_pid);
-                     repeatable
-  -t, --time S       stop after S seconds
-  -k, --keep         leave the events enabled when done
-  --wait             wait for another trbox run to finish instead of failing
-  --json             one JSON object per event
-  --kprobe PROBE     kprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]'
-                     (repeatable)
-  --kretprobe PROBE  kretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]'
-                     (repeatable)
-  --uprobe PROBE     uprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]'
-                     (PATH:0xOFF too; repeatable)
-  --uretprobe PROBE  uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]'
-                     (repeatable)
-  -h, --help         this text
+\ttrigger to attach (e.g. stacktrace, 'traceoff if pid ==
+\t1') to the same events as -f; repeatable
+-P, --pid PID\tonly events of these processes (set_event_pid);
+\trepeatable
+-t, --time S\tstop after S seconds
+-k, --keep\tleave the events enabled when done
+--wait\twait for another trbox run to finish instead of failing
+--json\tone JSON object per event
+--kprobe PROBE\tkprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]'
+\t(repeatable)
+--kretprobe PROBE\tkretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]'
+\t(repeatable)
+--uprobe PROBE\tuprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]'
+\t(PATH:0xOFF too; repeatable)
+--uretprobe PROBE\tuprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]'
+\t(repeatable)
+-h, --help\tthis text
 
 Probes are made for the run and removed after it, named trbox/FUNCTION
 unless the definition starts with p:GROUP/NAME; a uprobe's symbol is found

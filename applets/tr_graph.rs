@@ -22,22 +22,22 @@ Trace kernel function calls with the function_graph tracer and print the
 call graph (durations, the kernel's overhead marks), folded stacks
 (--folded) or the functions with the most time (--top N).
 
-  FUNCS...           graph only below these functions (set_graph_function;
-                     globs allowed)
-  -d, --depth N      nesting depth limit (max_graph_depth)
-  -P, --pid PID      only this process (set_ftrace_pid)
-  --min-us N         only calls that took at least N microseconds
-                     (tracing_thresh)
-  -t, --time S       stop after S seconds
-  --folded           print folded stacks weighted by time (ns) at the end
-  --top N            print the N functions with the most total time at the
-                     end
-  -i, --input FILE   read a trace.dat instead of tracing
-  -r, --read         print what the buffer holds now, changing nothing (e.g.
-                     after -k)
-  -k, --keep         leave the tracer set up when done
-  --wait             wait for another trbox run to finish instead of failing
-  -h, --help         this text
+FUNCS...\tgraph only below these functions (set_graph_function;
+\tglobs allowed)
+-d, --depth N\tnesting depth limit (max_graph_depth)
+-P, --pid PID\tonly this process (set_ftrace_pid)
+--min-us N\tonly calls that took at least N microseconds
+\t(tracing_thresh)
+-t, --time S\tstop after S seconds
+--folded\tprint folded stacks weighted by time (ns) at the end
+--top N\tprint the N functions with the most total time at the
+\tend
+-i, --input FILE\tread a trace.dat instead of tracing
+-r, --read\tprint what the buffer holds now, changing nothing (e.g.
+\tafter -k)
+-k, --keep\tleave the tracer set up when done
+--wait\twait for another trbox run to finish instead of failing
+-h, --help\tthis text
 ";
 
 const OPTS: &[cli::Opt] = &[

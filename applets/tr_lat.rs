@@ -40,44 +40,44 @@ top), hwlat (per-CPU samples), and the max-latency tracers, whose each new
 maximum (or each latency over -i) is printed, or saved as DIR/N.txt, as the
 kernel's trace text. Values in us (-n: ns).
 
-  MODE               wakeup, irq, syscall, timerlat, osnoise, hwlat, or a
-                     max-latency tracer
-  --rt               wakeup: real-time (and deadline) tasks only
-  -P, --pid PID      only these processes (set_event_pid); repeatable
-  -t, --time S       stop after S seconds
-  --hist             print histograms (per key) instead of the tables
-  -b, --bucket WIDTH histogram bucket width, in the unit (default 1 us, or
-                     1000 ns)
-  -E, --entries N    histogram entries (buckets) before the overflow row
-                     (default 256)
-  -n, --ns           print nanoseconds instead of microseconds
-  --json             print JSON: one object per key (per CPU for
-                     timerlat/osnoise)
-  --samples          with --json: also one object per measured latency, as
-                     it comes
-  -p, --period US    timerlat: timer period (osnoise/timerlat_period_us);
-                     osnoise: the sampling period (osnoise/period_us)
-  -c, --cpus CPUS    timerlat/osnoise: only these CPUs (osnoise/cpus, e.g.
-                     0-1,3)
-  -i, --irq-us US    timerlat: stop when an IRQ latency exceeds US; osnoise:
-                     when a single noise does (osnoise/stop_tracing_us)
-  --total-us US      timerlat: stop when a thread latency exceeds US;
-                     osnoise: when the noise of a period does
-                     (osnoise/stop_tracing_total_us; rtla's -T, which is
-                     trbox's --tracefs)
-  --width US         hwlat: the busy loop's time of each window
-                     (hwlat_detector/width)
-  --max              the kernel's max-latency tracer of that name (wakeup
-                     --max: its wakeup tracer; the others need no --max)
-  -o, --out DIR      max-latency tracers: save each maximum as DIR/1.txt,
-                     2.txt... (DIR exists)
-  -s, --stack-us US  timerlat: save the kernel stack when a thread latency
-                     exceeds US (osnoise/print_stack)
-  -r, --read         read what the buffer holds now, changing nothing (e.g.
-                     after -k)
-  -k, --keep         leave the events (or tracer) set up when done
-  --wait             wait for another trbox run to finish instead of failing
-  -h, --help         this text
+MODE\twakeup, irq, syscall, timerlat, osnoise, hwlat, or a
+\tmax-latency tracer
+--rt\twakeup: real-time (and deadline) tasks only
+-P, --pid PID\tonly these processes (set_event_pid); repeatable
+-t, --time S\tstop after S seconds
+--hist\tprint histograms (per key) instead of the tables
+-b, --bucket WIDTH\thistogram bucket width, in the unit (default 1 us, or
+\t1000 ns)
+-E, --entries N\thistogram entries (buckets) before the overflow row
+\t(default 256)
+-n, --ns\tprint nanoseconds instead of microseconds
+--json\tprint JSON: one object per key (per CPU for
+\ttimerlat/osnoise)
+--samples\twith --json: also one object per measured latency, as
+\tit comes
+-p, --period US\ttimerlat: timer period (osnoise/timerlat_period_us);
+\tosnoise: the sampling period (osnoise/period_us)
+-c, --cpus CPUS\ttimerlat/osnoise: only these CPUs (osnoise/cpus, e.g.
+\t0-1,3)
+-i, --irq-us US\ttimerlat: stop when an IRQ latency exceeds US; osnoise:
+\twhen a single noise does (osnoise/stop_tracing_us)
+--total-us US\ttimerlat: stop when a thread latency exceeds US;
+\tosnoise: when the noise of a period does
+\t(osnoise/stop_tracing_total_us; rtla's -T, which is
+\ttrbox's --tracefs)
+--width US\thwlat: the busy loop's time of each window
+\t(hwlat_detector/width)
+--max\tthe kernel's max-latency tracer of that name (wakeup
+\t--max: its wakeup tracer; the others need no --max)
+-o, --out DIR\tmax-latency tracers: save each maximum as DIR/1.txt,
+\t2.txt... (DIR exists)
+-s, --stack-us US\ttimerlat: save the kernel stack when a thread latency
+\texceeds US (osnoise/print_stack)
+-r, --read\tread what the buffer holds now, changing nothing (e.g.
+\tafter -k)
+-k, --keep\tleave the events (or tracer) set up when done
+--wait\twait for another trbox run to finish instead of failing
+-h, --help\tthis text
 ";
 
 const OPTS: &[cli::Opt] = &[

@@ -19,35 +19,35 @@ the settings stay, tracing is left on), or trace one run with them (-- CMD
 or -t S: the trace is printed, then everything is restored unless -k; the
 exit status is CMD's).
 
-  TRACER             the tracer for current_tracer (function,
-                     function_graph, nop...)
-  --off              turn tracing off (the tracer and filters are set up
-                     but idle)
-  --reset            first return to a clean default: tracer nop, no
-                     events, filters, triggers, pid or function filters,
-                     probes; default options and clock; tracing on (buffer
-                     sizes and instances are left alone)
-  -b, --buffer KB    buffer size per CPU in KiB
-  -S, --subbuf KB    sub-buffer size in KiB (buffer_subbuf_size_kb, kernels
-                     6.8+; the kernel rounds it up to a power-of-two
-                     number of pages)
-  -C, --clock CLOCK  trace clock (one of trace_clock: local, global, mono...)
-  -O, --option OPT   set a trace option (OPT) or clear it (noOPT);
-                     repeatable
-  -l, --func GLOB    trace only functions matching GLOB
-                     (set_ftrace_filter); repeatable
-  -n, --notrace GLOB never trace functions matching GLOB
-                     (set_ftrace_notrace); repeatable
-  -P, --pid PID      trace only PID (set_ftrace_pid and set_event_pid);
-                     repeatable
-  -c, --children     follow forks: children of traced pids are traced too
-                     (function-fork, event-fork; always on for -- CMD)
-  -k, --keep         with -- CMD or -t: leave the settings in place
-                     afterwards
-  -t, --time S       run for S seconds with the settings, printing the trace
-  --wait             wait for another trbox run to finish instead of failing
-  --json             with -- CMD or -t: one JSON object per event
-  -h, --help         this text
+TRACER\tthe tracer for current_tracer (function,
+\tfunction_graph, nop...)
+--off\tturn tracing off (the tracer and filters are set up
+\tbut idle)
+--reset\tfirst return to a clean default: tracer nop, no
+\tevents, filters, triggers, pid or function filters,
+\tprobes; default options and clock; tracing on (buffer
+\tsizes and instances are left alone)
+-b, --buffer KB\tbuffer size per CPU in KiB
+-S, --subbuf KB\tsub-buffer size in KiB (buffer_subbuf_size_kb, kernels
+\t6.8+; the kernel rounds it up to a power-of-two
+\tnumber of pages)
+-C, --clock CLOCK\ttrace clock (one of trace_clock: local, global, mono...)
+-O, --option OPT\tset a trace option (OPT) or clear it (noOPT);
+\trepeatable
+-l, --func GLOB\ttrace only functions matching GLOB
+\t(set_ftrace_filter); repeatable
+-n, --notrace GLOB\tnever trace functions matching GLOB
+\t(set_ftrace_notrace); repeatable
+-P, --pid PID\ttrace only PID (set_ftrace_pid and set_event_pid);
+\trepeatable
+-c, --children\tfollow forks: children of traced pids are traced too
+\t(function-fork, event-fork; always on for -- CMD)
+-k, --keep\twith -- CMD or -t: leave the settings in place
+\tafterwards
+-t, --time S\trun for S seconds with the settings, printing the trace
+--wait\twait for another trbox run to finish instead of failing
+--json\twith -- CMD or -t: one JSON object per event
+-h, --help\tthis text
 
 Examples:
   tr-on                          status report

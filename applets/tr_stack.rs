@@ -29,25 +29,25 @@ stack_max_size); with -e, the distinct stacks behind an event (stacktrace
 trigger) with counts; with --func, who calls a function.
 
   -e, --event SYS:EVENT
-                     count the stacks behind these events (repeatable,
-                     comma-separated)
+\tcount the stacks behind these events (repeatable,
+\tcomma-separated)
   -f, --filter FILTER
-                     only events matching this filter (the kernel's filter
-                     syntax)
-  --func GLOB        count the stacks behind calls of these functions
-                     (function tracer)
-  -P, --pid PID      only these processes (set_event_pid / set_ftrace_pid);
-                     repeatable
-  --folded           print folded stacks (for flame graphs) instead of the
-                     table
-  --reset            stack tracer: reset the maximum (stack_max_size) first
-  -l, --limit GLOB   stack tracer: only these functions (stack_trace_filter)
-  -t, --time S       stop after S seconds
-  -i, --input FILE   read a trace.dat (its kernel_stack records) instead of
-                     tracing
-  -k, --keep         leave the settings in place when done
-  --wait             wait for another trbox run to finish instead of failing
-  -h, --help         this text
+\tonly events matching this filter (the kernel's filter
+\tsyntax)
+--func GLOB\tcount the stacks behind calls of these functions
+\t(function tracer)
+-P, --pid PID\tonly these processes (set_event_pid / set_ftrace_pid);
+\trepeatable
+--folded\tprint folded stacks (for flame graphs) instead of the
+\ttable
+--reset\tstack tracer: reset the maximum (stack_max_size) first
+-l, --limit GLOB\tstack tracer: only these functions (stack_trace_filter)
+-t, --time S\tstop after S seconds
+-i, --input FILE\tread a trace.dat (its kernel_stack records) instead of
+\ttracing
+-k, --keep\tleave the settings in place when done
+--wait\twait for another trbox run to finish instead of failing
+-h, --help\tthis text
 ";
 
 const OPTS: &[cli::Opt] = &[

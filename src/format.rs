@@ -774,9 +774,8 @@ pub struct EventTable {
     /// `common_type` values, so below 65536.
     by_id: Vec<u32>,
     /// `system:name` -> position in `events`, or [`GONE`]: replaced entries
-    /// are marked rather than removed, and the value is a u64, so that this
-    /// is the map type the graph code uses too (one BTreeMap in the binary).
-    by_name: alloc::collections::BTreeMap<String, u64>,
+    /// are marked rather than removed.
+    by_name: crate::strmap::StrMap,
     /// Where `common_type` lives (offset, size), from the first event.
     common_type: Option<(u32, u32)>,
 }
@@ -825,7 +824,7 @@ impl EventTable {
                 *s = pos.saturating_add(1);
             }
         }
-        self.by_name.insert(key, u64::from(pos));
+        *self.by_name.entry(&key, 0) = u64::from(pos);
     }
 
     fn unlink(&mut self, old: &EventFormat) {
@@ -838,7 +837,7 @@ impl EventTable {
     }
 
     fn name_index(&self, key: &str) -> Option<usize> {
-        self.by_name.get(key).filter(|&&i| i != GONE).and_then(|&i| usize::try_from(i).ok())
+        self.by_name.get(key).filter(|&i| i != GONE).and_then(|i| usize::try_from(i).ok())
     }
 
     fn index_of(&self, id: u32) -> Option<usize> {

@@ -31,6 +31,7 @@ pub mod printfmt;
 pub mod printk;
 pub mod probe;
 pub mod render;
+pub mod strmap;
 pub mod trace;
 pub mod tracedat;
 

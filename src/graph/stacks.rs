@@ -11,7 +11,7 @@
 //! first, as flamegraph.pl and speedscope expect, and the origin as the
 //! leaf, so the picture shows who leads to the event or function.
 
-use alloc::collections::BTreeMap;
+use crate::strmap::StrMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -78,7 +78,7 @@ pub struct StackCounts {
     /// Per CPU: what the next stack on it was taken for.
     last: Vec<Origin>,
     /// [origin tag, origin value, frames…] as a [`path_key`] → count.
-    counts: BTreeMap<String, u64>,
+    counts: StrMap,
     total: u64,
 }
 
@@ -90,7 +90,7 @@ impl StackCounts {
             stack: None,
             function: None,
             last: Vec::new(),
-            counts: BTreeMap::new(),
+            counts: StrMap::new(),
             total: 0,
         };
         for ev in events.iter() {
@@ -129,7 +129,7 @@ impl StackCounts {
                 let long = self.long;
                 let frames =
                     (0..n.min(MAX_FRAMES)).map_while(|i| e.uint(payload, start + i * long, long).filter(|&a| a != end));
-                let slot = self.counts.entry(path_key(origin.encode().into_iter().chain(frames))).or_insert(0);
+                let slot = self.counts.entry(&path_key(origin.encode().into_iter().chain(frames)), 0);
                 *slot += 1;
                 self.total += 1;
             }
@@ -174,8 +174,8 @@ impl StackCounts {
     /// frequent first (ties: by origin, then frames).
     pub fn rows(&self, events: &EventTable, syms: Option<&dyn SymbolLookup>) -> Vec<StackRow> {
         // Merged under one key text, origin and frames on lines of their own.
-        let mut m: BTreeMap<String, u64> = BTreeMap::new();
-        for (k, n) in &self.counts {
+        let mut m = StrMap::new();
+        for (k, n) in self.counts.iter() {
             let k: Vec<u64> = key_path(k).collect();
             let (origin, frames) = Origin::decode(&k);
             let mut key = match origin {
@@ -190,14 +190,14 @@ impl StackCounts {
                 key.push('\n');
                 key.push_str(&name(syms, *a));
             }
-            *m.entry(key).or_insert(0) += n;
+            *m.entry(&key, 0) += n;
         }
         let mut v: Vec<StackRow> = m
             .iter()
             .map(|(key, count)| {
                 let mut lines = key.split('\n');
                 let origin = String::from(lines.next().unwrap_or(""));
-                StackRow { origin, frames: lines.map(String::from).collect(), count: *count }
+                StackRow { origin, frames: lines.map(String::from).collect(), count }
             })
             .collect();
         // The keys are unique: an unstable sort is deterministic (and smaller).
@@ -225,7 +225,7 @@ pub fn write_table<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Resu
 /// Folded lines, outermost frame first and the origin last, one per
 /// distinct line (sorted), weighted by count.
 pub fn write_folded<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Result {
-    let mut m: BTreeMap<String, u64> = BTreeMap::new();
+    let mut m = StrMap::new();
     for r in rows {
         let mut line = String::new();
         for f in r.frames.iter().rev() {
@@ -233,9 +233,9 @@ pub fn write_folded<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Res
             line.push(';');
         }
         super::stats::push_frame(&mut line, &r.origin);
-        *m.entry(line).or_insert(0) += r.count;
+        *m.entry(&line, 0) += r.count;
     }
-    for (line, n) in m {
+    for (line, n) in m.sorted() {
         writeln!(w, "{line} {n}")?;
     }
     Ok(())

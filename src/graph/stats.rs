@@ -16,7 +16,7 @@
 //! `tracing_thresh` writes exits only) are placed under the frames of the
 //! same task that are still open above their depth.
 
-use alloc::collections::BTreeMap;
+use crate::strmap::StrMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -87,7 +87,7 @@ pub struct Stats {
     stacks: Vec<(i32, Vec<Frame>)>,
     /// Path of function addresses (after the index of the comm in `comms`
     /// when `per_comm`) as a [`path_key`] → self ns.
-    folded: BTreeMap<String, u64>,
+    folded: StrMap,
     comms: Vec<String>,
     /// Per function address, sorted by it.
     funcs: Vec<(u64, FuncStat)>,
@@ -102,7 +102,7 @@ impl Stats {
             ev: GraphEvents::new(events, abi),
             per_comm,
             stacks: Vec::new(),
-            folded: BTreeMap::new(),
+            folded: StrMap::new(),
             comms: Vec::new(),
             funcs: Vec::new(),
             roots_total: 0,
@@ -177,7 +177,7 @@ impl Stats {
         if children > dur {
             self.roots_total = self.roots_total.saturating_add(children - dur);
         }
-        let slot = self.folded.entry(path).or_insert(0);
+        let slot = self.folded.entry(&path, 0);
         *slot = slot.saturating_add(self_ns);
         let one = FuncStat { count: 1, total: dur, self_: self_ns, max: dur };
         match self.funcs.binary_search_by_key(&func, |f| f.0) {
@@ -208,8 +208,8 @@ impl Stats {
     /// Folded lines, names resolved and merged: `(line without weight,
     /// weight)`, sorted by line.
     pub fn folded(&self, syms: Option<&dyn SymbolLookup>) -> Vec<(String, u64)> {
-        let mut out: BTreeMap<String, u64> = BTreeMap::new();
-        for (key, w) in &self.folded {
+        let mut out = StrMap::new();
+        for (key, w) in self.folded.iter() {
             let mut line = String::new();
             let mut path = key_path(key);
             if self.per_comm {
@@ -226,9 +226,9 @@ impl Stats {
                 let _ = write_name(&mut name, syms, f);
                 push_frame(&mut line, &name);
             }
-            *out.entry(line).or_insert(0) += *w;
+            *out.entry(&line, 0) += w;
         }
-        out.iter().map(|(l, w)| (l.clone(), *w)).collect()
+        out.sorted().into_iter().map(|(l, w)| (String::from(l), w)).collect()
     }
 
     /// Write the folded lines (`a;b;c WEIGHT\n`), zero weights left out.
@@ -246,11 +246,11 @@ impl Stats {
     pub fn functions(&self, syms: Option<&dyn SymbolLookup>, by: TopBy) -> Vec<TopRow> {
         // Functions with the same name (several addresses) are merged.
         let mut v: Vec<TopRow> = Vec::new();
-        let mut at: BTreeMap<String, u64> = BTreeMap::new();
+        let mut at = StrMap::new();
         for (f, s) in &self.funcs {
             let mut name = String::new();
             let _ = write_name(&mut name, syms, *f);
-            let i = *at.entry(name.clone()).or_insert(v.len() as u64) as usize;
+            let i = *at.entry(&name, v.len() as u64) as usize;
             match v.get_mut(i) {
                 Some(r) => r.stat.add(s),
                 None => v.push(TopRow { name, stat: *s }),

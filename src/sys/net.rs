@@ -22,11 +22,11 @@ pub struct Session {
     pub cpus: Vec<File>,
 }
 
-/// `listener ADDR: WHAT` and what to do (as an I/O error on that name: a
-/// variant of its own costs the board more).
+/// `listener ADDR: WHAT` and what to do (said like a file that cannot be
+/// read: a variant of its own, or a boxed io::Error, costs the board more).
 fn fail(addr: &str, what: String) -> Error {
     let hint = "; start the listener on the host first (trace-cmd listen -p PORT, or tr-cat --listen PORT)";
-    Error::io(format!("listener {addr}"), io::Error::other(what + hint))
+    Error::TraceDat { path: format!("listener {addr}").into(), what: what + hint }
 }
 
 /// `A.B.C.D:PORT`.

@@ -158,14 +158,14 @@ impl fmt::Display for Error {
         match &self.kind {
             ErrorKind::Truncated => write!(f, "truncated")?,
             ErrorKind::BadMagic => write!(f, "not a trace.dat file (bad magic)")?,
-            ErrorKind::UnsupportedVersion(v) => write!(f, "unsupported trace.dat version '{}'", v.escape_debug())?,
+            ErrorKind::UnsupportedVersion(v) => write!(f, "unsupported trace.dat version '{}'", v.escape_default())?,
             ErrorKind::Invalid(what) => write!(f, "invalid {what}")?,
             ErrorKind::TooLarge(n) => write!(f, "size {n} too large")?,
             ErrorKind::UnsupportedCompression(c) => write!(
                 f,
                 "compression '{}' not supported by this build (board builds leave zstd and zlib out; \
                  read the file with a desktop trbox, or convert it: trace-cmd convert --compression none)",
-                c.escape_debug()
+                c.escape_default()
             )?,
             ErrorKind::Decompress(why) => write!(f, "decompression failed ({why})")?,
             ErrorKind::Io(e) => write!(f, "read error (errno {e})")?,
