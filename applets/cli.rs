@@ -442,6 +442,63 @@ mod tests {
         }
     }
 
+    const OPTS: &[Opt] = &[('b', "buffer", true), ('c', "children", false), ('k', "keep", false), (' ', "json", false)];
+
+    /// Every option as (name, value), operands as ("", value).
+    fn parse_all(a: &[&str]) -> Result<Vec<(&'static str, String)>, Error> {
+        let args = v(a);
+        let mut p = Parser::new("tr-x", "Usage: tr-x\n-b, --buffer KB\tsize\n", OPTS, &args);
+        let mut got = Vec::new();
+        while let Some(o) = p.next()? {
+            got.push((o, p.value()));
+        }
+        Ok(got)
+    }
+
+    #[test]
+    fn options_read_as_getopt_long_does() {
+        let want = |v: &[(&'static str, &str)]| v.iter().map(|(o, s)| (*o, s.to_string())).collect::<Vec<_>>();
+        for form in [&["-b", "8"][..], &["-b8"], &["--buffer", "8"], &["--buffer=8"]] {
+            assert_eq!(parse_all(form).unwrap(), want(&[("buffer", "8")]), "{form:?}");
+        }
+        // Groups of letters, a value ending a group, operands anywhere, `-`.
+        assert_eq!(
+            parse_all(&["-ck", "x", "-cb16", "--json", "-", "-b", "-1"]).unwrap(),
+            want(&[
+                ("children", ""),
+                ("keep", ""),
+                ("", "x"),
+                ("children", ""),
+                ("buffer", "16"),
+                ("json", ""),
+                ("", "-"),
+                ("buffer", "-1")
+            ])
+        );
+        let err = |a: &[&str]| parse_all(a).unwrap_err();
+        assert_eq!(err(&["-x"]).msg, "unknown option '-x'");
+        assert_eq!(err(&["--nope"]).msg, "unknown option '--nope'");
+        assert_eq!(err(&["-b"]).msg, "option -b needs a value");
+        assert_eq!(err(&["--json=1"]).msg, "option --json takes no value");
+        for e in [err(&["-x"]), err(&["-b"])] {
+            assert_eq!((e.code, e.hint.as_deref()), (EXIT_USAGE, Some("try 'tr-x --help'")));
+        }
+        // --help and -h end the run with 0 (the text went to stdout).
+        assert_eq!(err(&["-k", "--help"]).code, EXIT_OK);
+        assert_eq!(err(&["-h"]).code, EXIT_OK);
+    }
+
+    #[test]
+    fn values_are_checked() {
+        let args = v(&["-b", "x8", "-b", "0.5"]);
+        let mut p = Parser::new("tr-x", "", OPTS, &args);
+        p.next().unwrap();
+        assert_eq!(p.num::<u64>().unwrap_err().msg, "-b: 'x8' is not a valid number");
+        p.next().unwrap();
+        assert_eq!(p.seconds().unwrap().0, Duration::from_millis(500));
+        assert_eq!(p.next().unwrap(), None);
+    }
+
     #[test]
     fn common_options_are_split_off() {
         let (c, r) = split_common(&v(&["-T", "/x", "-vv", "--instance=foo", "-b", "8", "--", "-T", "y"])).unwrap();
