@@ -1,30 +1,48 @@
 #!/usr/bin/env bash
-# make qemu-test: run the board session on each board (default: the three
-# 6.1 boards), one after the other, check it on the host (check.sh) and
-# print "N passed, M failed" over all checks, with each board's boot and
-# run time. Exits 1 on any failure.
+# make qemu-test: run the board session on each board, check it on the host
+# (check.sh) and print "N passed, M failed" over all checks, with each
+# board's boot and run time. Exits 1 on any failure.
 #   cross/qemu/test.sh [BOARD...]      BREAK=bin|cmd|hang|boot for a broken board
 # A board is ARCH or ARCH:KERNEL (aarch64, armv7:5.10, aarch64:6.12-16k, ...;
 # the list is in common.sh and README.md).
+# QEMU_JOBS boards run at a time (default 2): a session spends much of its
+# time in timed runs (-t S, sleeps) that leave the CPU idle, so two boards
+# on two cores take about 60% of the time of one after the other. Each
+# board's output is printed whole when it ends.
 set -uo pipefail
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
 boards=("$@")
 [ ${#boards[@]} -gt 0 ] || boards=(aarch64 armv7 x86_64)
+jobs=${QEMU_JOBS:-2}
+root=$(cd "$QEMU_DIR/../.." && pwd)
 
-pass=0 fail=0 broken=() times=()
 start=$SECONDS
+# Fetch every kernel first, one at a time: boards of one Debian suite share
+# its apt state.
+for b in "${boards[@]}"; do
+	ARCH=$b KERNEL= "$QEMU_DIR/fetch.sh" >/dev/null 2>&1 || true
+done
+
+# One board, start to end, its output in its own log.
+run_board() { # BOARD NAME
+	local b=$1 name=$2 out=$root/cross/out/$2 t0=$SECONDS rc=0
+	mkdir -p "$out"
+	rm -f "$out/check-result" "$out/boot-seconds" "$out/run-seconds" "$out/board-status"
+	ARCH=$b KERNEL= "$QEMU_DIR/board.sh" test >"$out/test.log" 2>&1 || rc=$?
+	echo "$rc $((SECONDS - t0))" >"$out/board-status"
+}
+
+names=()
 for b in "${boards[@]}"; do
 	# The board's directory name (cross/out/NAME), from common.sh.
-	name=$(ARCH=$b KERNEL= bash -c '. "$1/common.sh" && echo "$BOARD"' _ "$QEMU_DIR") || {
-		echo "[qemu $b] FAIL  no such board"
-		fail=$((fail + 1)) broken+=("$b")
-		continue
-	}
-	out=$(cd "$QEMU_DIR/../.." && pwd)/cross/out/$name
-	rm -f "$out/check-result" "$out/boot-seconds" "$out/run-seconds"
-	t0=$SECONDS
-	ARCH=$b KERNEL= "$QEMU_DIR/board.sh" test
-	rc=$?
+	names+=("$(ARCH=$b KERNEL= bash -c '. "$1/common.sh" && echo "$BOARD"' _ "$QEMU_DIR" 2>/dev/null)")
+done
+
+pass=0 fail=0 broken=() times=()
+report() { # INDEX
+	local b=${boards[$1]} name=${names[$1]} out=$root/cross/out/${names[$1]} rc secs p f
+	cat "$out/test.log"
+	read -r rc secs <"$out/board-status"
 	if [ -s "$out/check-result" ]; then
 		read -r p f <"$out/check-result"
 	else
@@ -36,11 +54,35 @@ for b in "${boards[@]}"; do
 	[ "$f" = 0 ] && [ "$rc" = 0 ] || broken+=("$b")
 	times+=("$(printf '%-18s boot %5ss  qemu %6ss  all %4ss  %s' "$name" \
 		"$(cat "$out/boot-seconds" 2>/dev/null || echo '?')" "$(cat "$out/run-seconds" 2>/dev/null || echo '?')" \
-		"$((SECONDS - t0))" "$([ "$f" = 0 ] && [ "$rc" = 0 ] && echo ok || echo FAILED)")")
+		"$secs" "$([ "$f" = 0 ] && [ "$rc" = 0 ] && echo ok || echo FAILED)")")
+}
+
+declare -A running=() # pid -> board index
+for i in "${!boards[@]}"; do
+	if [ -z "${names[$i]}" ]; then
+		echo "[qemu ${boards[$i]}] FAIL  no such board"
+		fail=$((fail + 1)) broken+=("${boards[$i]}")
+		continue
+	fi
+	while [ ${#running[@]} -ge "$jobs" ]; do
+		wait -n
+		for pid in "${!running[@]}"; do
+			kill -0 "$pid" 2>/dev/null && continue
+			report "${running[$pid]}"
+			unset "running[$pid]"
+		done
+	done
+	run_board "${boards[$i]}" "${names[$i]}" &
+	running[$!]=$i
+	echo "[qemu ${names[$i]}] started"
+done
+for pid in "${!running[@]}"; do
+	wait "$pid"
+	report "${running[$pid]}"
 done
 
 echo
 printf '%s\n' "${times[@]}"
-echo "qemu-test: ${#boards[@]} boards in $((SECONDS - start))s${broken:+, failing: ${broken[*]}}"
+echo "qemu-test: ${#boards[@]} boards in $((SECONDS - start))s (${jobs} at a time)${broken:+, failing: ${broken[*]}}"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ] && [ ${#broken[@]} = 0 ]
