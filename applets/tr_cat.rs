@@ -224,6 +224,20 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
 }
 
+/// What a Perfetto conversion reads: the filters, once through.
+#[cfg(feature = "host")]
+fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
+    Ok(RawOpts {
+        only: parse_cpus(a.cpu.as_deref())?,
+        filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+        follow: false,
+        json: false,
+        limit: None,
+        since: None,
+        threads: None,
+    })
+}
+
 /// What only the host build does: read a stream or a console log (`-i`,
 /// `--from-console`), convert (`FILE -o trace.dat`, `-o X.pftrace`),
 /// listen (`--listen`). Some(()) when it was one of those.
@@ -243,16 +257,7 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
     }
     if let (Some(o), Some(f)) = (&a.output, &a.file) {
         if o.ends_with(".pftrace") {
-            let mut ro = RawOpts {
-                only: None,
-                filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
-                follow: false,
-                json: false,
-                limit: None,
-                since: None,
-                threads: None,
-            };
-            ro.only = parse_cpus(a.cpu.as_deref())?;
+            let ro = perfetto_opts(&a)?;
             let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
             return crate::host::perfetto(input, &ro, o).map(Some);
         }
@@ -269,15 +274,7 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
-        let ro = RawOpts {
-            only: parse_cpus(a.cpu.as_deref())?,
-            filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
-            follow: false,
-            json: false,
-            limit: None,
-            since: None,
-            threads: None,
-        };
+        let ro = perfetto_opts(&a)?;
         let input = decode::Input::tree(&t, &ro)?;
         return crate::host::perfetto(input, &ro, o).map(Some);
     }

@@ -54,15 +54,6 @@ fn received(dir: &Path) -> PathBuf {
     }
 }
 
-/// The summary's total of events.
-fn total(err: &str) -> u64 {
-    let head = err
-        .lines()
-        .find(|l| l.starts_with("tr-cat: ") && l.contains(" events, "))
-        .unwrap_or_else(|| panic!("no summary in:\n{err}"));
-    head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap()
-}
-
 /// Event lines of `tr-cat FILE` and of `trace-cmd report FILE` (None when
 /// trace-cmd is not installed).
 fn read_back(f: &Path) -> (Vec<String>, Option<usize>) {
@@ -88,7 +79,7 @@ fn send_and_check(root: &Path, before: &[(String, String)], port: u16, dir: &Pat
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(o.status.code(), Some(3), "the command's status: {err}");
     assert_same_state(before, &snapshot(root));
-    let events = total(&err);
+    let events = common::recorded_total(&err);
     assert!(events > 0, "{err}");
     let f = received(dir);
     let (ours, tc) = read_back(&f);

@@ -14,15 +14,6 @@ use std::process::{Command, Stdio};
 const EVENTS: &str = "sched:sched_switch,sched:sched_process_exec,sched:sched_process_exit,sched:sched_process_fork";
 const CMD: &[&str] = &["sh", "-c", "echo from-the-command; ls / >/dev/null; sleep 0.1; exit 3"];
 
-/// The summary's total of events.
-fn total(err: &str) -> u64 {
-    let head = err
-        .lines()
-        .find(|l| l.starts_with("tr-cat: ") && l.contains(" events, "))
-        .unwrap_or_else(|| panic!("no summary in:\n{err}"));
-    head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap()
-}
-
 /// Event lines (loss markers apart) of `tr-cat ARGS…`, which must not warn.
 fn lines(args: &[&str]) -> Vec<String> {
     let mut a = vec!["tr-cat"];
@@ -69,7 +60,7 @@ fn stream_reads_back_like_a_trace_dat() {
     assert!(o.stdout.starts_with(b"trbox-stream\n"), "not a stream");
     assert!(!o.stdout.windows(16).any(|w| w == b"from-the-command"));
     assert_same_state(&before, &snapshot(&root));
-    let events = total(&err);
+    let events = common::recorded_total(&err);
     assert!(events > 0, "{err}");
     let s = dir.path().join("rec.trbox");
     std::fs::write(&s, &o.stdout).unwrap();
@@ -220,7 +211,7 @@ fn console_lines_survive_noise_and_damage() {
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert_same_state(&before, &snapshot(&root));
     assert!(err.contains("on the wire:") && err.contains("per event"), "{err}");
-    let events = total(&err);
+    let events = common::recorded_total(&err);
     let log = String::from_utf8(o.stdout.clone()).expect("console lines are text");
     assert!(
         log.starts_with("trbox-console-begin 1\n")

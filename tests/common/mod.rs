@@ -471,3 +471,12 @@ pub fn load() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The total of events in a `tr-cat -o` summary on stderr.
+pub fn recorded_total(err: &str) -> u64 {
+    let head = err
+        .lines()
+        .find(|l| l.starts_with("tr-cat: ") && l.contains(" events, "))
+        .unwrap_or_else(|| panic!("no summary in:\n{err}"));
+    head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap()
+}
