@@ -257,7 +257,7 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
     }
     if let (Some(o), Some(f)) = (&a.output, &a.file) {
         if o.ends_with(".pftrace") {
-            let ro = perfetto_opts(&a)?;
+            let ro = perfetto_opts(a)?;
             let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
             return crate::host::perfetto(input, &ro, o).map(Some);
         }
@@ -274,7 +274,7 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
-        let ro = perfetto_opts(&a)?;
+        let ro = perfetto_opts(a)?;
         let input = decode::Input::tree(&t, &ro)?;
         return crate::host::perfetto(input, &ro, o).map(Some);
     }
