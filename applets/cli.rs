@@ -119,7 +119,7 @@ pub type Opt = (char, &'static str, bool);
 /// on aarch64 for six applets, this about 1.
 pub struct Parser<'a> {
     name: &'static str,
-    help: &'static str,
+    help: &'static [&'static str],
     opts: &'static [Opt],
     args: std::slice::Iter<'a, String>,
     /// Letters left of a group (`-ck`: `k` after `c`).
@@ -131,8 +131,9 @@ pub struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    /// `help` is printed for `--help`/`-h`, followed by the common options.
-    pub fn new(name: &'static str, help: &'static str, opts: &'static [Opt], args: &'a [String]) -> Self {
+    /// `help` (its pieces one after the other) is printed for
+    /// `--help`/`-h`, followed by the common options.
+    pub fn new(name: &'static str, help: &'static [&'static str], opts: &'static [Opt], args: &'a [String]) -> Self {
         Parser { name, help, opts, args: args.iter(), group: "", value: None, spelled: String::new() }
     }
 
@@ -196,7 +197,7 @@ impl<'a> Parser<'a> {
         // The text keeps its columns as tabs (`OPTION\tdescription`,
         // `\tmore description`): 1.5 KiB of spaces less in the binary.
         let mut out = String::new();
-        for line in self.help.lines() {
+        for line in self.help.iter().flat_map(|h| h.lines()) {
             match line.split_once('\t') {
                 Some((left, right)) => out.push_str(&format!("  {left:19}{right}\n")),
                 None => out.push_str(&format!("{line}\n")),
@@ -447,7 +448,7 @@ mod tests {
     /// Every option as (name, value), operands as ("", value).
     fn parse_all(a: &[&str]) -> Result<Vec<(&'static str, String)>, Error> {
         let args = v(a);
-        let mut p = Parser::new("tr-x", "Usage: tr-x\n-b, --buffer KB\tsize\n", OPTS, &args);
+        let mut p = Parser::new("tr-x", &["Usage: tr-x\n-b, --buffer KB\tsize\n"], OPTS, &args);
         let mut got = Vec::new();
         while let Some(o) = p.next()? {
             got.push((o, p.value()));
@@ -491,7 +492,7 @@ mod tests {
     #[test]
     fn values_are_checked() {
         let args = v(&["-b", "x8", "-b", "0.5"]);
-        let mut p = Parser::new("tr-x", "", OPTS, &args);
+        let mut p = Parser::new("tr-x", &[], OPTS, &args);
         p.next().unwrap();
         assert_eq!(p.num::<u64>().unwrap_err().msg, "-b: 'x8' is not a valid number");
         p.next().unwrap();
@@ -526,7 +527,9 @@ impl Seconds {
             return Err(bad());
         }
         let secs: u64 = if int.is_empty() { 0 } else { int.parse().map_err(|_| bad())? };
-        let nanos: u32 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().map_err(|_| bad())? };
+        // The digits are checked: at most 9 of them, so no overflow.
+        let nanos =
+            frac.bytes().chain(core::iter::repeat(b'0')).take(9).fold(0u32, |n, d| n * 10 + u32::from(d - b'0'));
         Ok(Seconds(Duration::new(secs, nanos)))
     }
 }

@@ -11,18 +11,14 @@ const HELP: &str = "\
 Usage: tr-cat [--raw [-f]] [-j N] [FILE]
        tr-cat -o FILE|- | -N IP:PORT [-e EV] [-t S] [-m KB] [-- CMD]
 
-Print the trace buffer without consuming it (the kernel's `trace` file), or
-with --raw decode the per-CPU raw pages with trbox's own decoder, merged by
-timestamp, until the buffers are empty; or a trace.dat FILE; or with -o
-record into a trace.dat until Ctrl-C, -t or `-- CMD` ends.
+Print the trace buffer (the kernel's `trace` file, not consumed), its raw
+pages decoded by trbox (--raw) or a trace.dat FILE; or record (-o, -N)
+until Ctrl-C, -t or `-- CMD` ends.
 
-FILE\ta trace.dat to decode (v6/v7, compressed or not), or a
-\tstream of tr-cat -o - (`-`: standard input): every
-\tbuffer, named before each line when several; -B NAME
-\treads only that one
--o, --output FILE\trecord the raw pages into this trace.dat (version 6);
-\t`-`: a stream on standard output (see the README); with
-\ta stream FILE: convert it
+FILE\ta trace.dat (v6/v7) or a stream of tr-cat -o - (`-`:
+\tstandard input); all its buffers, or -B NAME
+-o, --output FILE\trecord the raw pages into this trace.dat; `-`: a
+\tstream on standard output; with a stream FILE: convert
 -m, --max-kb KB\twith -o: keep at most KB of trace data, the newest
 --raw\tdecode per_cpu/cpuN/trace_pipe_raw (consumes the
 \tbuffer)
@@ -40,19 +36,27 @@ FILE\ta trace.dat to decode (v6/v7, compressed or not), or a
 \tevent, task)
 -j, --jobs N\twith --raw or FILE: render on N threads (default: one
 \tper CPU)
--i, --input FILE\tthe FILE to read, given as an option: `-i -` reads a
-\tstream (or a trace.dat) from standard input (host
-\tbuilds)
 --console\twith -o -: as text lines for a serial console
---from-console LOG\tread the recording that tr-cat -o - --console printed,
-\tfrom a captured console log (with -o FILE: convert it
-\tto a trace.dat) (host builds)
 -N, --net IP:PORT\trecord and send to trace-cmd listen at IP:PORT
---listen PORT\treceive recordings from tr-cat -N or trace-cmd record
-\t-N -t on PORT, into trace.HOST:PORT.dat files (in the
-\t-o DIR) (host builds)
 -h, --help\tthis text
 ";
+
+/// The options of the host build only (not in a board's binary).
+#[cfg(feature = "host")]
+const HOST_HELP: &str = "
+In the host build:
+\
+-i, --input FILE\tthe FILE to read, given as an option: `-i -` reads a
+\tstream (or a trace.dat) from standard input
+--from-console LOG\tread the recording that tr-cat -o - --console printed,
+\tfrom a captured console log (with -o FILE: convert it
+\tto a trace.dat)
+--listen PORT\treceive recordings from tr-cat -N or trace-cmd record
+\t-N -t on PORT, into trace.HOST:PORT.dat files (in the
+\t-o DIR)
+";
+#[cfg(not(feature = "host"))]
+const HOST_HELP: &str = "";
 
 const OPTS: &[cli::Opt] = &[
     ('o', "output", true),
@@ -102,7 +106,7 @@ struct Args {
 impl Args {
     fn parse(args: &[String]) -> Result<Args, Error> {
         let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-cat", HELP, OPTS, args);
+        let mut p = cli::Parser::new("tr-cat", &[HELP, HOST_HELP], OPTS, args);
         while let Some(o) = p.next()? {
             match o {
                 "output" => a.output = Some(p.value()),

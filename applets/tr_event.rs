@@ -44,11 +44,9 @@ EVENTS...\tevents: SYS:EVENT, SYS:GLOB or SYS (comma-separated or
 \t(repeatable)
 -h, --help\tthis text
 
-Probes are made for the run and removed after it, named trbox/FUNCTION
-unless the definition starts with p:GROUP/NAME; a uprobe's symbol is found
-in the ELF file by trbox, e.g. --uprobe '/bin/bash:readline' or --kprobe
-'do_sys_openat2 path=+0($arg2):ustring'. -f and -R go to the SYS:EVENT
-events, or to the probes when no SYS:EVENT is given.
+Probes live for the run (trbox/FUNCTION, or p:GROUP/NAME), e.g. --uprobe
+'/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'.
+-f and -R go to the SYS:EVENT events, else to the probes.
 ";
 
 const OPTS: &[cli::Opt] = &[
@@ -88,7 +86,7 @@ struct Args {
 impl Args {
     fn parse(args: &[String]) -> Result<Args, Error> {
         let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-event", HELP, OPTS, args);
+        let mut p = cli::Parser::new("tr-event", &[HELP], OPTS, args);
         while let Some(o) = p.next()? {
             match o {
                 "list" => a.list = true,

@@ -18,9 +18,8 @@ const HELP: &str = "\
 Usage: tr-graph [FUNC...] [-d DEPTH] [-P PID] [--min-us N] [-t S] [-- CMD]
        tr-graph -i FILE | -T COPY | -r   (recorded data, nothing traced)
 
-Trace kernel function calls with the function_graph tracer and print the
-call graph (durations, the kernel's overhead marks), folded stacks
-(--folded) or the functions with the most time (--top N).
+Trace kernel function calls (function_graph) and print the call graph,
+folded stacks (--folded) or the functions with the most time (--top N).
 
 FUNCS...\tgraph only below these functions (set_graph_function;
 \tglobs allowed)
@@ -71,7 +70,7 @@ struct Args {
 impl Args {
     fn parse(args: &[String]) -> Result<Args, Error> {
         let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-graph", HELP, OPTS, args);
+        let mut p = cli::Parser::new("tr-graph", &[HELP], OPTS, args);
         while let Some(o) = p.next()? {
             match o {
                 "depth" => a.depth = Some(p.num()?),

@@ -31,14 +31,10 @@ Usage: tr-lat wakeup|irq|syscall [--rt] [-P PID] [-t S] [--hist] [-- CMD]
        tr-lat wakeup --max ...   (the kernel's wakeup tracer, all tasks)
        tr-lat MODE -r   (what the buffer holds now; also on a copy, -T)
 
-Real-time latency. From plain tracepoints (no latency tracer needed): wakeup
-(sched_waking -> sched_switch, per task and priority class), irq (hard IRQ
-and softirq handler durations), syscall (sys_enter -> sys_exit, per syscall
-and task). From the kernel's tracers: timerlat (per-CPU IRQ and thread timer
-latency, as rtla timerlat top), osnoise (per-CPU noise, as rtla osnoise
-top), hwlat (per-CPU samples), and the max-latency tracers, whose each new
-maximum (or each latency over -i) is printed, or saved as DIR/N.txt, as the
-kernel's trace text. Values in us (-n: ns).
+Real-time latency from plain tracepoints, on any kernel (wakeup, irq,
+syscall), or from the kernel's tracers: timerlat, osnoise and hwlat as rtla
+shows them, and the max-latency tracers' each new maximum as the kernel's
+trace text. Values in us (-n: ns).
 
 MODE\twakeup, irq, syscall, timerlat, osnoise, hwlat, or a
 \tmax-latency tracer
@@ -46,15 +42,11 @@ MODE\twakeup, irq, syscall, timerlat, osnoise, hwlat, or a
 -P, --pid PID\tonly these processes (set_event_pid); repeatable
 -t, --time S\tstop after S seconds
 --hist\tprint histograms (per key) instead of the tables
--b, --bucket WIDTH\thistogram bucket width, in the unit (default 1 us, or
-\t1000 ns)
--E, --entries N\thistogram entries (buckets) before the overflow row
-\t(default 256)
+-b, --bucket WIDTH\thistogram bucket width (default 1 us)
+-E, --entries N\thistogram buckets before the overflow row (256)
 -n, --ns\tprint nanoseconds instead of microseconds
---json\tprint JSON: one object per key (per CPU for
-\ttimerlat/osnoise)
---samples\twith --json: also one object per measured latency, as
-\tit comes
+--json\tJSON: one object per key (or CPU)
+--samples\twith --json: also one object per latency
 -p, --period US\ttimerlat: timer period (osnoise/timerlat_period_us);
 \tosnoise: the sampling period (osnoise/period_us)
 -c, --cpus CPUS\ttimerlat/osnoise: only these CPUs (osnoise/cpus, e.g.
@@ -63,18 +55,15 @@ MODE\twakeup, irq, syscall, timerlat, osnoise, hwlat, or a
 \twhen a single noise does (osnoise/stop_tracing_us)
 --total-us US\ttimerlat: stop when a thread latency exceeds US;
 \tosnoise: when the noise of a period does
-\t(osnoise/stop_tracing_total_us; rtla's -T, which is
-\ttrbox's --tracefs)
+\t(osnoise/stop_tracing_total_us; rtla's -T)
 --width US\thwlat: the busy loop's time of each window
 \t(hwlat_detector/width)
---max\tthe kernel's max-latency tracer of that name (wakeup
-\t--max: its wakeup tracer; the others need no --max)
+--max\twakeup: the kernel's wakeup tracer
 -o, --out DIR\tmax-latency tracers: save each maximum as DIR/1.txt,
 \t2.txt... (DIR exists)
 -s, --stack-us US\ttimerlat: save the kernel stack when a thread latency
 \texceeds US (osnoise/print_stack)
--r, --read\tread what the buffer holds now, changing nothing (e.g.
-\tafter -k)
+-r, --read\tread what the buffer holds now, changing nothing
 -k, --keep\tleave the events (or tracer) set up when done
 --wait\twait for another trbox run to finish instead of failing
 -h, --help\tthis text
@@ -131,7 +120,7 @@ struct Args {
 impl Args {
     fn parse(args: &[String]) -> Result<Args, Error> {
         let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-lat", HELP, OPTS, args);
+        let mut p = cli::Parser::new("tr-lat", &[HELP], OPTS, args);
         while let Some(o) = p.next()? {
             match o {
                 "rt" => a.rt = true,

@@ -14,19 +14,17 @@ use trbox::sys::{reset, signals, Found, Tracefs};
 const HELP: &str = "\
 Usage: tr-on [TRACER] [OPTIONS] [-- CMD]
 
-Show the ftrace state (no arguments), switch it (a TRACER and/or options:
-the settings stay, tracing is left on), or trace one run with them (-- CMD
-or -t S: the trace is printed, then everything is restored unless -k; the
-exit status is CMD's).
+Show the ftrace state (no arguments), switch it (a TRACER and/or options
+stay set), or trace one run with them (-- CMD or -t S: printed, then all
+restored unless -k; the exit status is CMD's).
 
 TRACER\tthe tracer for current_tracer (function,
 \tfunction_graph, nop...)
 --off\tturn tracing off (the tracer and filters are set up
 \tbut idle)
---reset\tfirst return to a clean default: tracer nop, no
-\tevents, filters, triggers, pid or function filters,
-\tprobes; default options and clock; tracing on (buffer
-\tsizes and instances are left alone)
+--reset\tfirst back to a clean default: nop, no events,
+\tfilters, triggers or probes, default options and clock,
+\ttracing on (buffer sizes and instances stay)
 -b, --buffer KB\tbuffer size per CPU in KiB
 -S, --subbuf KB\tsub-buffer size in KiB (buffer_subbuf_size_kb, kernels
 \t6.8+; the kernel rounds it up to a power-of-two
@@ -100,7 +98,7 @@ struct Args {
 impl Args {
     fn parse(args: &[String]) -> Result<Args, Error> {
         let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-on", HELP, OPTS, args);
+        let mut p = cli::Parser::new("tr-on", &[HELP], OPTS, args);
         while let Some(o) = p.next()? {
             match o {
                 "off" => a.off = true,

@@ -24,9 +24,8 @@ Usage: tr-stack [--reset] [-l GLOB] [-t S]
        tr-stack -e SYS:EVENT [-f FILTER] [--folded] [-P PID] [-t S] [-- CMD]
        tr-stack --func GLOB [--folded] [-P PID] [-t S] [-- CMD]
 
-Kernel stacks: the stack tracer's deepest stack (stack_trace table and
-stack_max_size); with -e, the distinct stacks behind an event (stacktrace
-trigger) with counts; with --func, who calls a function.
+Kernel stacks: the stack tracer's deepest stack; with -e, the distinct
+stacks behind an event, counted; with --func, who calls a function.
 
   -e, --event SYS:EVENT
 \tcount the stacks behind these events (repeatable,
@@ -82,7 +81,7 @@ struct Args {
 impl Args {
     fn parse(args: &[String]) -> Result<Args, Error> {
         let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-stack", HELP, OPTS, args);
+        let mut p = cli::Parser::new("tr-stack", &[HELP], OPTS, args);
         while let Some(o) = p.next()? {
             match o {
                 "event" => a.event.push(p.value()),

@@ -517,6 +517,29 @@ use crate::printfmt::{StringLookup, SymbolLookup};
 // One per event type, built once: the size does not matter, and boxing the
 // program would add a pointer chase to every record's hot path.
 #[allow(clippy::large_enum_variant)]
+/// What `trace_timerlat_print` and `trace_osnoise_print` (trace_output.c)
+/// write instead of these entries' print fmts, as print fmts over their
+/// fields. 6.1 prints `thread` for any timerlat context but 0 (and writes
+/// only 0 and 1); 6.5+ has `user-ret` for 2. osnoise's figure is the %
+/// of CPU time left to the workload, in the kernel's u64 arithmetic.
+const TRACER_FMTS: [(&str, &str); 2] = [
+    (
+        "timerlat",
+        "\"#%-5u context %6s timer_latency %9llu ns\\n\", REC->seqnum, \
+         REC->context == 2 ? \"user-ret\" : REC->context ? \"thread\" : \"irq\", REC->timer_latency",
+    ),
+    (
+        "osnoise",
+        "\"%llu %10llu %3llu.%05llu %7llu %6u %6u %6u %6u %6u\\n\", REC->runtime, REC->noise, \
+         REC->runtime ? (REC->runtime - REC->noise) * 10000000 / REC->runtime / 100000 : 0, \
+         REC->runtime ? (REC->runtime - REC->noise) * 10000000 / REC->runtime % 100000 : 0, \
+         REC->max_sample, REC->hw_count, REC->nmi_count, REC->irq_count, REC->softirq_count, REC->thread_count",
+    ),
+];
+
+// The print fmt program is the common case; boxing it would cost a
+// pointer chase on every record.
+#[allow(clippy::large_enum_variant)]
 enum Body {
     /// ftrace's own records, printed by dedicated kernel functions.
     Function {
@@ -524,6 +547,7 @@ enum Body {
         parent: FieldLoc,
     },
     KernelStack,
+    Hwlat,
     /// The print fmt program; `named` puts `name: ` before it (all events
     /// but ftrace's print/bputs/bprint, which start with their ip).
     Fmt {
@@ -639,14 +663,22 @@ impl<'a> Renderer<'a> {
                     }
                 }
                 "kernel_stack" => return Body::KernelStack,
+                "hwlat" => return Body::Hwlat,
                 _ => {}
             }
         }
+        let own = TRACER_FMTS.iter().find(|t| ev.system == "ftrace" && t.0 == ev.name).map(|t| {
+            let mut k = ev.clone();
+            k.print_fmt = String::from(t.1);
+            k
+        });
+        let ev = own.as_ref().unwrap_or(ev);
         let prog = match self.kernel {
             Some(k) => crate::printfmt::Program::compile_with(ev, self.abi.long_size, k),
             None => crate::printfmt::Program::compile(ev, self.abi.long_size),
         };
-        let ftrace_text = ev.system == "ftrace" && matches!(ev.name.as_str(), "print" | "bputs" | "bprint");
+        let ftrace_text =
+            ev.system == "ftrace" && (own.is_some() || matches!(ev.name.as_str(), "print" | "bputs" | "bprint"));
         Body::Fmt { named: prog.name_prefix() && !ftrace_text, prog }
     }
 
@@ -732,6 +764,10 @@ impl<'a> Renderer<'a> {
                     self.ip_sym(w, par)?;
                 }
                 w.write_char('\n')
+            }
+            Body::Hwlat => {
+                w.write_str(self.pre.as_str())?;
+                write_hwlat(w, ev, payload, e)
             }
             Body::KernelStack => {
                 w.write_str(self.pre.as_str())?;
@@ -894,4 +930,51 @@ fn mask(size: u32) -> u64 {
     } else {
         (1u64 << (size * 8)) - 1
     }
+}
+
+/// `trace_hwlat_print` of kernel/trace/trace_output.c. ` count:` came with
+/// the entry's `count` field (5.14), so it is printed where the format has
+/// the field; ` nmi-total:` only where the kernel measures it (not with
+/// CONFIG_GENERIC_SCHED_CLOCK, as on arm and arm64, where it stays 0).
+fn write_hwlat<W: Write>(w: &mut W, ev: &EventFormat, rec: &[u8], e: Endian) -> fmt::Result {
+    // The format lists `struct timespec64 timestamp` as its two members,
+    // and on 32-bit arm (where a s64 is 8-aligned) leaves out the 4 bytes
+    // of padding after `long tv_nsec`: the fields after it are 4 bytes
+    // further on than it says. The record, longer than the format, shows
+    // it (i386 aligns a s64 to 4 and has no padding).
+    let nsec = ev.field("tv_nsec");
+    let end = ev.fields.iter().map(|f| f.offset as usize + f.size as usize).max().unwrap_or(0);
+    let pad = match nsec {
+        Some(f) if f.size == 4 && rec.len() >= end + 4 => 4,
+        _ => 0,
+    };
+    let v = |n: &str| {
+        let f = ev.field(n)?;
+        let mut l = f.loc();
+        if nsec.is_some_and(|t| f.offset > t.offset) {
+            l.offset += pad;
+        }
+        l.int(rec, e)
+    };
+    let v = |n: &str| v(n).unwrap_or(0);
+    write!(
+        w,
+        "#{:<5} inner/outer(us): {:>4}/{:<5} ts:{}.{:09}",
+        v("seqnum") as u32,
+        v("duration") as u64,
+        v("outer_duration") as u64,
+        v("tv_sec"),
+        v("tv_nsec")
+    )?;
+    if ev.field("count").is_some() {
+        write!(w, " count:{}", v("count") as i32)?;
+    }
+    let (nmi, total) = (v("nmi_count") as u32, v("nmi_total_ts") as u64);
+    if nmi != 0 {
+        if total != 0 {
+            write!(w, " nmi-total:{total}")?;
+        }
+        write!(w, " nmi-count:{nmi}")?;
+    }
+    w.write_char('\n')
 }

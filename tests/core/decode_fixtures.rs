@@ -167,10 +167,15 @@ const FLAT_LATENCY_FORMAT: &str = "times are relative to the buffer's last reset
 /// Compare the scenarios on every board that has them: `tr-cat --raw`,
 /// `tr-cat FILE` and the second renderings (`--raw`).
 fn scenarios(names: &[&str]) {
+    scenarios_on(BOARDS, names)
+}
+
+/// [`scenarios`] on `boards` only.
+fn scenarios_on(boards: &[&str], names: &[&str]) {
     let root = Path::new("tests/fixtures");
     let mut failures = Vec::new();
     let mut total = 0;
-    for board in BOARDS {
+    for board in boards {
         for s in names {
             if *board == "x86_64" && X86_64_BROKEN_TEXT.contains(s) {
                 println!(
@@ -208,6 +213,14 @@ fn scenarios(names: &[&str]) {
     }
     assert!(total > 0);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The latency tracers' own entries (timerlat, osnoise, hwlat), which the
+/// kernel prints with trace_output.c's functions rather than their print
+/// fmts: on the PREEMPT_RT boards, the only ones with these tracers.
+#[test]
+fn latency_tracer_entries_match_the_kernel() {
+    scenarios_on(&["aarch64-6.1-rt", "armv7-6.1-rt"], &["timerlat", "osnoise", "hwlat"]);
 }
 
 #[test]
