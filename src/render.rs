@@ -978,3 +978,56 @@ fn write_hwlat<W: Write>(w: &mut W, ev: &EventFormat, rec: &[u8], e: Endian) -> 
     }
     w.write_char('\n')
 }
+
+#[cfg(test)]
+mod tracer_entry_tests {
+    use super::*;
+    use crate::format::Endian;
+
+    const HWLAT: &str = "name: hwlat\nID: 15\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:u64 duration;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:u64 outer_duration;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:u64 nmi_total_ts;\toffset:24;\tsize:8;\tsigned:0;\n\
+\tfield:s64 tv_sec;\toffset:32;\tsize:8;\tsigned:1;\n\
+\tfield:long tv_nsec;\toffset:40;\tsize:8;\tsigned:1;\n\
+\tfield:unsigned int nmi_count;\toffset:48;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned int seqnum;\toffset:52;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned int count;\toffset:56;\tsize:4;\tsigned:0;\n\n\
+print fmt: \"cnt:%u\", REC->seqnum\n";
+
+    /// One hwlat record's body, as trace_hwlat_print writes it.
+    fn body(format: &str, nmi: (u32, u64)) -> String {
+        let mut t = EventTable::new();
+        t.insert(EventFormat::parse(format, "ftrace", 8).unwrap());
+        let mut rec = [0u8; 64];
+        let mut put = |off: usize, v: &[u8]| rec[off..off + v.len()].copy_from_slice(v);
+        put(0, &15u16.to_le_bytes());
+        put(8, &12u64.to_le_bytes());
+        put(16, &3u64.to_le_bytes());
+        put(24, &nmi.1.to_le_bytes());
+        put(32, &100u64.to_le_bytes());
+        put(40, &5u64.to_le_bytes());
+        put(48, &nmi.0.to_le_bytes());
+        put(52, &7u32.to_le_bytes());
+        put(56, &2u32.to_le_bytes());
+        let mut r = Renderer::new(&t, Cmdlines::default(), Abi::new(Endian::Little, 8), true);
+        let mut out = String::new();
+        r.record(&mut out, 0, 1_000_000, &rec).unwrap();
+        String::from(out.split_once(": ").unwrap().1)
+    }
+
+    #[test]
+    fn hwlat_lines_are_the_kernels() {
+        assert_eq!(body(HWLAT, (0, 0)), "#7     inner/outer(us):   12/3     ts:100.000000005 count:2\n");
+        // NMIs: their time only where the kernel measured it (not 0).
+        assert!(body(HWLAT, (1, 40)).ends_with(" count:2 nmi-total:40 nmi-count:1\n"));
+        assert!(body(HWLAT, (2, 0)).ends_with(" count:2 nmi-count:2\n"));
+        // Before 5.14 the entry has no count, and the line none either.
+        let old = HWLAT.replace("\tfield:unsigned int count;\toffset:56;\tsize:4;\tsigned:0;\n", "");
+        assert!(body(&old, (0, 0)).ends_with("ts:100.000000005\n"));
+    }
+}
