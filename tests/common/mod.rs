@@ -226,9 +226,14 @@ fn read_state(p: &Path) -> String {
         Ok(b) => {
             let s = String::from_utf8_lossy(&b).into_owned();
             // buffer_size_kb reads "7 (expanded: 1408)" until the buffer is
-            // first used and "1408" after: the same setting.
+            // first used (the kernel's own one-way change, which any tracing
+            // makes) and then what the expansion allocated: whole pages of
+            // 4080 data bytes (4 KiB less the 16-byte page header), 1410.
             match s.trim().split_once(" (expanded: ") {
-                Some((_, exp)) => format!("{}\n", exp.trim_end_matches(')')),
+                Some((_, exp)) => match exp.trim_end_matches(')').parse::<u64>() {
+                    Ok(kb) => format!("{}\n", (kb * 1024).div_ceil(4080) * 4080 / 1024),
+                    Err(_) => s,
+                },
                 None => s,
             }
         }
