@@ -4,7 +4,7 @@
 //! `Tracefs::list_events`) and the traced window.
 
 use crate::cli::Error;
-use crate::decode::{Input, RawOpts};
+use crate::decode::{Input, RawOpts, Reading};
 use std::cell::RefCell;
 use std::time::Duration;
 use trbox::names::{closest, glob_match};
@@ -141,7 +141,7 @@ pub fn resolve_all(all: &[String], specs: &[String]) -> Result<Vec<String>, Erro
     for spec in specs.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
         events.extend(resolve(all, spec)?);
     }
-    events.sort();
+    events.sort_unstable();
     events.dedup();
     Ok(events)
 }
@@ -299,17 +299,19 @@ pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<boo
 /// command ends (or Ctrl-C / the time limit) and the closed window is read
 /// out; then the command's exit status (None without one). A window that
 /// showed nothing says so on stderr (`empty`: what was traced, for whom;
-/// None where `show` says it itself).
+/// None where `show` says it itself). `reading`: see [`Reading`].
+#[allow(clippy::too_many_arguments)]
 pub fn stream(
     t: &Tracefs,
     st: &mut State,
     child: &Command,
     json: bool,
     limit: Option<Duration>,
+    reading: Reading,
     show: &Show,
     empty: Option<&Empty>,
 ) -> Result<Option<u8>, Error> {
-    let opts = RawOpts::all(true, json, None, t.now());
+    let opts = RawOpts { reading, ..RawOpts::all(true, json, None, t.now()) };
     let command = child.is_some();
     let w = Window::open(st, t.tracing_on_file(), limit)?;
     // The buffer's readers (threads reading ahead) start before the command

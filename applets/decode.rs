@@ -3,7 +3,7 @@
 
 use crate::cli::Error;
 use crate::emit::{Emitter, Plain};
-pub use crate::emit::{Filter, RawOpts};
+pub use crate::emit::{Filter, RawOpts, Reading};
 use crate::out::Out;
 use std::io::Write as _;
 use std::path::Path;
@@ -79,7 +79,7 @@ impl<'t> Input<'t> {
             };
             // Following the live buffer: read ahead on a thread of its own,
             // so that rendering behind the kernel does not lose events.
-            let src = if o.follow && t.is_live() {
+            let src = if o.follow && t.is_live() && o.reading.pace.is_none() {
                 trbox::sys::prefetch::read_ahead(src, layout, endian)
             } else {
                 Box::new(src)
@@ -89,7 +89,7 @@ impl<'t> Input<'t> {
             streams.push(s);
         }
         reading()?;
-        let trace = open_tree_with(t, header, endian)?;
+        let trace = open_tree_with(t, header, endian, o.reading.systems)?;
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
         let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));
@@ -399,6 +399,10 @@ pub fn collect(
     Ok(c.meta)
 }
 
+/// poll() readiness on trace_pipe_raw follows `buffer_percent`: a trickle
+/// below it is still looked for this often.
+const WAIT_TICK: Duration = Duration::from_millis(250);
+
 /// What the drive loop feeds.
 trait Consumer {
     fn emit(&mut self, s: &mut CpuPages, out: &mut Out);
@@ -428,15 +432,16 @@ fn drive(
     // may never leave the loop idle (where they are read too), and tasks
     // born in the window (a command's exec) are named after the first look.
     let (mut turns, mut comms_at) = (0u32, None::<Instant>);
+    let comms = |c: &mut dyn Consumer| {
+        if let Some(Ok(Some(text))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
+            c.cmdlines(Cmdlines::parse(&text));
+        }
+    };
     loop {
         turns = turns.wrapping_add(1);
-        if let Some(t) = tree.filter(|_| turns % 1024 == 1) {
-            if comms_at.map_or(true, |at| at.elapsed() >= Duration::from_millis(100)) {
-                if let Ok(Some(text)) = t.read_top_opt("saved_cmdlines") {
-                    c.cmdlines(Cmdlines::parse(&text));
-                }
-                comms_at = Some(Instant::now());
-            }
+        if turns % 1024 == 1 && comms_at.map_or(true, |at| at.elapsed() >= Duration::from_millis(100)) {
+            comms(c);
+            comms_at = Some(Instant::now());
         }
         let stop = stopping();
         if out.broken() {
@@ -461,11 +466,9 @@ fn drive(
             merge::Next::Pending(_) => {
                 let _ = out.flush();
                 let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
-                wait_for_data(streams, Some(wake), left);
+                wait_for_data(streams, Some(wake), left.min(o.reading.pace.unwrap_or(WAIT_TICK)));
                 // New tasks appeared meanwhile: their comms too.
-                if let Some(Ok(Some(t))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
-                    c.cmdlines(Cmdlines::parse(&t));
-                }
+                comms(c);
                 // An idle CPU must not hold the others back for ever. What
                 // is ready can grow as fast as it is read (events of our own
                 // reads): a stop must still get through.

@@ -42,6 +42,21 @@ pub struct RawOpts {
     /// Threads that render a drained buffer; `None`: one per CPU this
     /// process may run on.
     pub threads: Option<usize>,
+    pub reading: Reading,
+}
+
+/// What a live reader of a few events of its own needs of the tracefs.
+#[derive(Clone, Copy, Default)]
+pub struct Reading {
+    /// Only these event systems' formats (and ftrace's) are read: see
+    /// `sys::trace::open_tree_with`. A record of another is an unknown id.
+    pub systems: Option<&'static [&'static str]>,
+    /// Follow at this pace: the buffer read once per `pace`, by the
+    /// decoder, with no read-ahead threads. For a slow writer (a latency
+    /// tracer's entries, ~80 KB/s per CPU at a 1 ms period) whose reader
+    /// must disturb the measured CPUs least: each read of a page the
+    /// kernel is still writing copies its records with interrupts off.
+    pub pace: Option<Duration>,
 }
 
 impl RawOpts {
@@ -55,6 +70,7 @@ impl RawOpts {
             limit,
             since,
             threads: None,
+            reading: Reading::default(),
         }
     }
 }

@@ -181,6 +181,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         limit: a.time.map(|s| s.0),
         since: None,
         threads: a.jobs.map(|n| n.max(1)),
+        reading: Default::default(),
     };
     if let Some(f) = &a.file {
         // A recorded file needs no tracefs (and no root).
@@ -239,6 +240,7 @@ fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
         limit: None,
         since: None,
         threads: None,
+        reading: Default::default(),
     })
 }
 

@@ -188,7 +188,16 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 "did they happen? try a longer -t"
             })
         };
-        let r = command::stream(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &crate::decode::run, Some(&empty));
+        let r = command::stream(
+            &t,
+            &mut st,
+            &child,
+            a.json,
+            a.time.map(|s| s.0),
+            Default::default(),
+            &crate::decode::run,
+            Some(&empty),
+        );
         command::unmine(&t, a.keep, notrace);
         r?
     };

@@ -143,8 +143,16 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
         st.set_tracer("function_graph")?;
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);
-        let r =
-            command::stream(&t, &mut st, &child, false, a.time.map(|s| s.0), &show, Some(&|w| none_recorded(&a, w)));
+        let r = command::stream(
+            &t,
+            &mut st,
+            &child,
+            false,
+            a.time.map(|s| s.0),
+            Default::default(),
+            &show,
+            Some(&|w| none_recorded(&a, w)),
+        );
         command::unmine(&t, a.keep, notrace);
         r?
     };

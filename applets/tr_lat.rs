@@ -6,7 +6,7 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
-use crate::decode::{self, Input, Item, RawOpts};
+use crate::decode::{self, Input, Item, RawOpts, Reading};
 use crate::out::Out;
 use std::cell::Cell;
 use std::io::Write as _;
@@ -211,7 +211,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
-        let o = RawOpts::all(false, a.json, None, None);
+        let o = RawOpts { reading: reading(mode), ..RawOpts::all(false, a.json, None, None) };
         let shown = measure(Input::tree(&t, &o)?, &a, mode, &o, &|| false, &Cell::new(false), &[])?;
         if !shown {
             cli::note(&none_measured(&a, mode, "in the buffer"));
@@ -286,13 +286,29 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             };
             measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
-        let r = command::stream(&t, &mut st, &child, a.json, limit, &show, Some(&|w| none_measured(&a, mode, w)));
+        let r = command::stream(
+            &t,
+            &mut st,
+            &child,
+            a.json,
+            limit,
+            reading(mode),
+            &show,
+            Some(&|w| none_measured(&a, mode, w)),
+        );
         command::unmine(&t, a.keep, notrace);
         drop(st);
         drop(global);
         r?
     };
     command::exit_with(status)
+}
+
+/// What a run of `mode` reads: its events' systems only; a tracer's
+/// entries once a second (as rtla does), the tracepoints as they come.
+fn reading(mode: Mode) -> Reading {
+    let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
+    Reading { systems: Some(mode.systems()), pace: tracer.then_some(Duration::from_secs(1)) }
 }
 
 /// An instance of this run's own for `tracer`, where the kernel lets the

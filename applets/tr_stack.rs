@@ -189,6 +189,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             &child,
             false,
             limit,
+            Default::default(),
             &|i, o, done| count_stacks(i, &a, o, done).map(|()| true),
             None,
         );

@@ -215,6 +215,19 @@ impl Mode {
             Mode::Hwlat => &["ftrace:hwlat"],
         }
     }
+
+    /// The event systems a run reads: those of [`events`](Self::events)
+    /// (ftrace's always), and osnoise's noise events that a stop threshold
+    /// enables for its report.
+    pub fn systems(self) -> &'static [&'static str] {
+        match self {
+            Mode::Wakeup => &["sched"],
+            Mode::Irq => &["irq"],
+            Mode::Syscall => &["raw_syscalls"],
+            Mode::Timerlat | Mode::Osnoise => &["osnoise"],
+            Mode::Hwlat => &[],
+        }
+    }
 }
 
 /// Which table a row is in.
@@ -839,7 +852,7 @@ pub fn write_tables<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdline
         writeln!(w, "{key:<KEY_WIDTH$} {:>8} {:>10} {:>10} {:>10} {:>12}", "COUNT", "MIN", "AVG", "MAX", "TOTAL")?;
         let mut rows: Vec<(i64, &Row)> = lat.rows().filter(|(u, _, _)| u == t).map(|(_, k, r)| (k, r)).collect();
         if matches!(t, Table::Task | Table::SyscallTask) {
-            rows.sort_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
+            rows.sort_unstable_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
         }
         for (k, r) in rows {
             let mut name = key_name(*t, k, r, cmdlines);

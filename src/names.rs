@@ -65,7 +65,7 @@ fn closest_of<'a>(wanted: &str, names: &mut dyn Iterator<Item = &'a str>, n: usi
         })
         .filter(|(d, _)| *d <= (w_event.len() / 3).max(2))
         .collect();
-    scored.sort();
+    scored.sort_unstable();
     scored.into_iter().take(n).map(|(_, s)| s).collect()
 }
 

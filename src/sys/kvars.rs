@@ -114,7 +114,7 @@ pub fn load_btf_dir(dir: &Path) -> Option<Btf> {
     let mut mods: Vec<_> = std::fs::read_dir(dir)
         .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n != "vmlinux")).collect())
         .unwrap_or_default();
-    mods.sort();
+    mods.sort_unstable();
     let raws: Vec<(PathBuf, Vec<u8>)> =
         mods.into_iter().filter_map(|m| Some((std::fs::read(&m).ok()?, m))).map(|(r, m)| (m, r)).collect();
     let slices: Vec<&[u8]> = raws.iter().map(|(_, r)| r.as_slice()).collect();

@@ -249,12 +249,10 @@ impl crate::merge::CpuStream for CpuPages {
 
 /// Sleep until a CPU buffer may have data, a stop was requested (`wake_fd`
 /// from [`signals::install`](super::signals::install)), or `max` passed.
-/// poll() readiness on trace_pipe_raw follows `buffer_percent`, so the wait
-/// is also bounded by a short tick: data that does not reach the watermark
-/// still shows up within it, without a busy loop.
+/// poll() readiness on trace_pipe_raw follows `buffer_percent`: the caller
+/// bounds the wait (`max`) so that data below the watermark still shows up.
 pub fn wait_for_data(streams: &[CpuPages], wake_fd: Option<i32>, max: std::time::Duration) {
-    let tick = std::time::Duration::from_millis(250);
-    let ms = max.min(tick).as_millis() as libc::c_int;
+    let ms = max.as_millis().min(i32::MAX as u128) as libc::c_int;
     let mut fds: Vec<libc::pollfd> = streams
         .iter()
         .filter_map(|s| s.src.poll_fd())

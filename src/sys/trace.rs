@@ -39,7 +39,7 @@ pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
 /// `t`'s instance; the rest is the top level's.
 pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
     let (header, endian) = tree_header(t)?;
-    open_tree_with(t, header, endian)
+    open_tree_with(t, header, endian, None)
 }
 
 /// What the raw pages of a tree need, and nothing more (header_page and the
@@ -52,9 +52,16 @@ pub fn tree_header(t: &Tracefs) -> Result<(crate::format::HeaderPage, Endian), E
 }
 
 /// [`open_tree`] with the header and byte order [`tree_header`] found.
-pub fn open_tree_with(t: &Tracefs, header: crate::format::HeaderPage, endian: Endian) -> Result<Opened, Error> {
+/// `systems`: only these event systems' formats, and ftrace's (a reader of a
+/// few events of its own spares reading some 1,500 format files).
+pub fn open_tree_with(
+    t: &Tracefs,
+    header: crate::format::HeaderPage,
+    endian: Endian,
+    systems: Option<&[&str]>,
+) -> Result<Opened, Error> {
     let mut trace = Trace::new(header, endian, LazyKallsyms::for_tree(t));
-    add_formats(t, &mut trace)?;
+    add_formats(t, &mut trace, systems)?;
     trace.cmdlines = Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default());
     trace.printk = PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default());
     let clock = t.read_opt("trace_clock")?.unwrap_or_default();
@@ -122,7 +129,7 @@ pub fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
 /// Every `events/SYS/EVENT/format` below the top level. Formats that do not
 /// parse are skipped with a debug log (their records fall back to a
 /// generic line).
-fn add_formats(t: &Tracefs, trace: &mut Opened) -> Result<(), Error> {
+fn add_formats(t: &Tracefs, trace: &mut Opened, only: Option<&[&str]>) -> Result<(), Error> {
     let events = t.top().join("events");
     let systems = std::fs::read_dir(&events).map_err(|e| Error::io(&events, e))?;
     for sys in systems.flatten() {
@@ -131,6 +138,9 @@ fn add_formats(t: &Tracefs, trace: &mut Opened) -> Result<(), Error> {
             continue;
         }
         let sys_name = sys.file_name().to_string_lossy().into_owned();
+        if only.is_some_and(|s| sys_name != "ftrace" && !s.contains(&sys_name.as_str())) {
+            continue;
+        }
         let Ok(evs) = std::fs::read_dir(sys.path()) else { continue };
         for ev in evs.flatten() {
             let path = ev.path().join("format");

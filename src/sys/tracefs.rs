@@ -288,7 +288,7 @@ impl Tracefs {
                 }
             }
         }
-        v.sort();
+        v.sort_unstable();
         Ok(v)
     }
 
@@ -373,7 +373,7 @@ fn list(dir: &Path) -> Result<Vec<String>, Error> {
         Err(e) => return Err(Error::io(dir, e)),
     };
     let mut v: Vec<String> = rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-    v.sort();
+    v.sort_unstable();
     Ok(v)
 }
 

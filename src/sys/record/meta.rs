@@ -57,7 +57,7 @@ pub fn write_header(
     drop(ftrace);
     let mut systems = systems_to_store(t);
     systems.extend(more_systems.iter().filter(|s| s.as_str() != "ftrace").cloned());
-    systems.sort();
+    systems.sort_unstable();
     systems.dedup();
     w.event_systems_begin(systems.len() as u32).map_err(bad)?;
     for sys in &systems {
@@ -210,7 +210,7 @@ fn formats_of(dir: &Path) -> Vec<std::path::PathBuf> {
         .map(|e| e.path().join("format"))
         .filter(|p| p.is_file())
         .collect();
-    v.sort();
+    v.sort_unstable();
     v
 }
 
@@ -231,7 +231,7 @@ fn systems_to_store(t: &Tracefs) -> Vec<String> {
         .map(|(s, _)| s.trim().to_string())
         .filter(|s| all.contains(s))
         .collect();
-    on.sort();
+    on.sort_unstable();
     on.dedup();
     on
 }
