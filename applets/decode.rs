@@ -479,6 +479,9 @@ fn drive(
             }
         }
     }
+    // Tasks born late in the window (a command's exec just before it
+    // ended) are named too.
+    comms(c);
     for s in streams.iter() {
         let c = &s.counts;
         log::debug!(

@@ -146,39 +146,51 @@ fn same_as_text(mode: &str, events: &[&str], work: &str) {
         assert!(st.success());
         std::fs::write(root.join("tracing_on"), "0").unwrap();
         let trace = std::fs::read_to_string(root.join("trace")).unwrap();
-        let want = text_pairs(&trace);
-        let o = lat(&[mode, "-r", "--json", "--samples", "-n"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let got = samples(&stdout(&o));
-        let mut got_pairs: BTreeMap<Pair, usize> = BTreeMap::new();
-        for (p, _) in &got {
-            *got_pairs.entry(p.clone()).or_insert(0) += 1;
-        }
-        let missing: Vec<_> = want.iter().filter(|(p, n)| got_pairs.get(*p) != Some(n)).take(5).collect();
-        let extra: Vec<_> = got_pairs.iter().filter(|(p, n)| want.get(*p) != Some(n)).take(5).collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "{mode}: not in tr-lat: {missing:?}; not in the text: {extra:?}"
-        );
-        assert!(want.len() >= 10, "{mode}: only {} pairs in the text", want.len());
-        for ((t, k, _, b, e), ns) in &got {
-            let text_ns = (e - b) * 1000;
-            assert!(ns.abs_diff(text_ns) <= 1000, "{t} {k}: {ns} ns, the text says {b}..{e} us");
-        }
-        // The tables (from the same kind of buffer) count what the samples
-        // did: every table row's count is the number of its samples.
-        let out = stdout(&o);
-        for r in out.lines().filter(|l| l.contains("\"count\":")) {
-            let (t, k) = (field(r, "table").unwrap(), num(r, "key"));
-            if t == "class" || t == "syscall_task" {
-                continue;
-            }
-            let n = got.iter().filter(|(p, _)| p.0 == t && p.1 == k).count() as i64;
-            assert_eq!(num(r, "count"), n, "{t} {k}: {r}");
-        }
-        eprintln!("{mode}: {} latencies equal the kernel's text", got.len());
+        let n = compare_with_text(mode, &trace, &[mode, "-r", "--json", "--samples", "-n"]);
+        eprintln!("{mode}: {n} latencies equal the kernel's text");
     }
     assert_same_state(&before, &snapshot(&root));
+}
+
+/// `tr-lat ARGS` (a `-r --json --samples -n` read) against the pairs of
+/// the kernel's text `trace` of the same buffer: every latency equal, each
+/// table row counting its samples. How many there were.
+fn compare_with_text(mode: &str, trace: &str, args: &[&str]) -> usize {
+    // The text may hold the events of other modes too: this mode's tables.
+    let tables: &[&str] = match args.iter().find(|a| ["wakeup", "irq", "syscall"].contains(a)) {
+        Some(&"wakeup") => &["task"],
+        Some(&"irq") => &["irq", "softirq"],
+        _ => &["syscall"],
+    };
+    let mut want = text_pairs(trace);
+    want.retain(|p, _| tables.contains(&p.0.as_str()));
+    let o = lat(args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got = samples(&stdout(&o));
+    let mut got_pairs: BTreeMap<Pair, usize> = BTreeMap::new();
+    for (p, _) in &got {
+        *got_pairs.entry(p.clone()).or_insert(0) += 1;
+    }
+    let missing: Vec<_> = want.iter().filter(|(p, n)| got_pairs.get(*p) != Some(n)).take(5).collect();
+    let extra: Vec<_> = got_pairs.iter().filter(|(p, n)| want.get(*p) != Some(n)).take(5).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "{mode}: not in tr-lat: {missing:?}; not in the text: {extra:?}");
+    assert!(want.len() >= 10, "{mode}: only {} pairs in the text", want.len());
+    for ((t, k, _, b, e), ns) in &got {
+        let text_ns = (e - b) * 1000;
+        assert!(ns.abs_diff(text_ns) <= 1000, "{t} {k}: {ns} ns, the text says {b}..{e} us");
+    }
+    // The tables (from the same kind of buffer) count what the samples
+    // did: every table row's count is the number of its samples.
+    let out = stdout(&o);
+    for r in out.lines().filter(|l| l.contains("\"count\":")) {
+        let (t, k) = (field(r, "table").unwrap(), num(r, "key"));
+        if t == "class" || t == "syscall_task" {
+            continue;
+        }
+        let n = got.iter().filter(|(p, _)| p.0 == t && p.1 == k).count() as i64;
+        assert_eq!(num(r, "count"), n, "{t} {k}: {r}");
+    }
+    got.len()
 }
 
 #[test]
@@ -223,12 +235,14 @@ fn a_command_is_measured_and_its_status_returned() {
     let r = rows(&stdout(&o));
     let task =
         |n: &str| r.iter().filter(|x| x.0 == "task" && x.2.starts_with(&format!("{n}-"))).map(|x| x.3).sum::<i64>();
-    // The shell woke as each sleep ended, each sleep by its timer: 20 at
-    // least. (Seen once in CI: every wakeup under the shell's pid and none
-    // under a sleep's — the split between them is not asserted until that
-    // is understood.)
+    // The shell woke as each sleep ended: 10 at least. Each sleep woke by
+    // its timer too, but with a reader following the buffer this machine's
+    // kernel (6.18) at times records the waking of a sleep on an idle CPU
+    // and not the switch from idle to it: `cat trace_pipe` during the same
+    // loop misses those switches as well (0 to 5 of 10), the kernel's
+    // `trace` of the loop with no reader has all 10. Such a wakeup has no
+    // end to measure; the sleeps' rows are not counted here.
     assert!(task("sh") >= 10, "the shell woke 10 times: {r:?}");
-    assert!(task("sh") + task("sleep") >= 20, "the shell and 10 sleeps woke: {r:?}");
     // Only the command's tasks (the shell, its `seq` and sleeps): the kernel's pid filter also lets through
     // the wakeups the command causes in others. (The command's process is
     // still trbox's fork when it is released: its wakeup may come first.)
@@ -238,7 +252,16 @@ fn a_command_is_measured_and_its_status_returned() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("# system call duration (sys_enter -> sys_exit), us"), "{out}");
-    assert!(out.contains("\ncat-"), "the command's child is followed: {out}");
+    // Two tasks: the shell and the child it forks for cat (named cat or,
+    // when the kernel saved its comm before the exec only, sh).
+    let tasks = out
+        .split("per task")
+        .nth(1)
+        .unwrap_or("")
+        .lines()
+        .filter(|l| l.contains('-') && !l.starts_with("TASK"))
+        .count();
+    assert!(tasks >= 2, "the command's child is followed: {out}");
     assert_same_state(&before, &snapshot(&root));
 }
 
@@ -267,13 +290,29 @@ fn a_system_wide_run_sees_the_load_and_not_itself() {
     let Some((_l, root, before)) = live_with_snapshot() else { return };
     let mut bg = spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=512"]));
     let dd = bg.id() as i64;
-    let o = lat(&["syscall", "-t", "1", "--json"]);
+    // Other tests' trbox processes may run meanwhile: only this one and
+    // its threads must be absent.
+    let me = cmd(&trbox(), &["tr-lat", "syscall", "-t", "1", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its threads, while it runs (the reader threads start at once).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mine: Vec<i64> = std::fs::read_dir(format!("/proc/{}/task", me.id()))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    let o = me.wait_with_output().unwrap();
     bg.signal(libc::SIGKILL);
     assert!(o.status.success(), "{}", stderr(&o));
     let r = rows(&stdout(&o));
     let of = |pid: i64| r.iter().find(|x| x.0 == "syscall_task" && x.1 == pid).map_or(0, |x| x.3);
     assert!(of(dd) > 1000, "dd's syscalls: {r:?}");
-    assert!(r.iter().all(|x| !x.2.starts_with("trbox-")), "trbox measured itself: {r:?}");
+    let own = |x: &(String, i64, String, i64)| mine.contains(&x.1);
+    let seen: Vec<_> = r.iter().filter(|x| x.0 == "syscall_task" && own(x)).collect();
+    assert!(seen.is_empty(), "trbox ({mine:?}) measured itself: {seen:?}");
     // The per-syscall rows count what the per-task rows do.
     let sum = |t: &str| r.iter().filter(|x| x.0 == t).map(|x| x.3).sum::<i64>();
     assert_eq!(sum("syscall"), sum("syscall_task"));
@@ -381,4 +420,30 @@ fn on_a_tty_the_table_refreshes_about_once_a_second() {
     let last = text.rsplit("\x1b[H\x1b[2J").next().unwrap();
     assert!(last.contains("# system call duration (sys_enter -> sys_exit), us"), "{last}");
     assert_same_state(&before, &snapshot(&root));
+}
+
+/// The tracepoint modes on every board's kernel (5.10, 6.1, 6.1-rt, 6.12,
+/// 16 KiB pages; aarch64, armv7, x86_64): `tr-lat MODE -T COPY -r` of the
+/// `lat_tracepoints` fixture (cross/qemu/guest/record-fixtures: sleeps
+/// woken by their timers, forks, system calls) equals the kernel's text of
+/// the same buffer, pair by pair.
+#[test]
+fn tracepoint_modes_of_every_board_equal_the_kernels_text() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut boards = 0;
+    for b in std::fs::read_dir(&root).unwrap().flatten() {
+        let dir = b.path().join("lat_tracepoints");
+        let Ok(trace) = std::fs::read_to_string(dir.join("trace")) else { continue };
+        let d = dir.to_str().unwrap();
+        for mode in ["wakeup", "irq", "syscall"] {
+            let n = compare_with_text(
+                &format!("{}: {mode}", b.file_name().to_string_lossy()),
+                &trace,
+                &["-T", d, mode, "-r", "--json", "--samples", "-n"],
+            );
+            eprintln!("{d}: {mode}: {n} latencies equal the kernel's text");
+        }
+        boards += 1;
+    }
+    assert!(boards >= 10, "only {boards} boards have a lat_tracepoints fixture (make qemu-fixtures)");
 }
