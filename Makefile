@@ -51,14 +51,21 @@ test: setup
 # the bench times against trace-cmd.
 # Then the board part (cross/qemu/bench.sh): rtla against tr-lat on the
 # PREEMPT_RT arm64 board, each collector's CPU time and peak RSS;
-# BENCH_BOARD= (empty) leaves it out.
+# BENCH_BOARD= (empty) leaves it out. Last (cross/qemu/bench-decode.sh):
+# `tr-cat FILE` against Debian's `trace-cmd report` on the boards' own CPUs;
+# BENCH_DECODE_BOARDS= (empty) leaves it out.
 BENCH_BOARD ?= aarch64:6.1-rt
+BENCH_DECODE_BOARDS ?= aarch64 armv7
 bench:
 	$(CARGO) build --release
 	$(CARGO) bench --bench bench --target-dir target/bench
 ifneq ($(BENCH_BOARD),)
 	$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE_$(firstword $(subst :, ,$(BENCH_BOARD))))
 	BENCH_BOARD=$(BENCH_BOARD) bash cross/qemu/bench.sh
+endif
+ifneq ($(BENCH_DECODE_BOARDS),)
+	$(MAKE) --no-print-directory cross CROSS_TARGETS="$(foreach b,$(BENCH_DECODE_BOARDS),$(QEMU_TRIPLE_$(firstword $(subst :, ,$(b)))))"
+	BENCH_DECODE_BOARDS="$(BENCH_DECODE_BOARDS)" bash cross/qemu/bench-decode.sh
 endif
 
 clean:

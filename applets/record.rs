@@ -101,7 +101,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
             // listener quit or the link reset).
             let who = if r.net { "the listener" } else { "the reader" };
             return Err(Error::runtime(format!(
-                "{}: sending stopped: {}; {who} has the {} pages sent before (readable)",
+                "{}: sending stopped: {}; {who} has at most the {} pages sent before (readable)",
                 path.display(),
                 describe(&e),
                 summary.pages()

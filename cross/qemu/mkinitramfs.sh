@@ -20,6 +20,7 @@ install -m 0755 "$QEMU_DIR/guest/init" "$root/init"
 install -m 0755 "$QEMU_DIR/guest/run-session" "$root/etc/trbox/run-session"
 install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtures"
 install -m 0755 "$QEMU_DIR/guest/vs-rtla" "$root/etc/trbox/vs-rtla"
+install -m 0755 "$QEMU_DIR/guest/vs-trace-cmd" "$root/etc/trbox/vs-trace-cmd"
 # Debian programs for this board (cross/qemu/debs), with their libraries.
 "$QEMU_DIR/debbin.sh" "$root"
 # The whole session (SESSION_FULL) or the short one: comments, and the

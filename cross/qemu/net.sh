@@ -205,13 +205,15 @@ net_check() {
 		f=$(ls "$NET_DIR"/tb/trace.*.dat 2>/dev/null | head -n1)
 		net_compare tb-trcat "$f" trbox
 		command -v trace-cmd >/dev/null && net_compare tb-report "$f" report
-		# The dropped link: what arrived reads, with every event the sender
-		# counted as sent (its summary, the line marked 'net: drop').
+		# The dropped link: what arrived reads, at most the events the
+		# sender counted as sent (its summary, the line marked 'net: drop'):
+		# what was in flight when the link failed (socket buffers) is lost,
+		# which the sender cannot know.
 		f=$(ls "$NET_DIR"/drop/trace.*.dat 2>/dev/null | head -n1)
 		want=$(output_of "$(line_marked 'net: drop')" | grep -o ': [0-9]* events, ' | grep -o '[0-9][0-9]*' | head -n1)
 		if [ -n "$f" ] && "$NET_HOST_BIN" tr-cat "$f" >"$NET_DIR/drop.txt" 2>"$NET_DIR/drop.err" &&
-			got=$(events_of "$NET_DIR/drop.txt" | wc -l) && [ "$got" -gt 0 ] && [ "$got" = "$want" ]; then
-			ok "network: dropped link: the listener's file reads: the $got events the sender sent"
+			got=$(events_of "$NET_DIR/drop.txt" | wc -l) && [ "$got" -gt 0 ] && [ "$got" -le "${want:-0}" ]; then
+			ok "network: dropped link: the listener's file reads: $got of the $want events the sender sent"
 		else
 			bad "network: dropped link: ${got:-no} events read back, ${want:-?} sent ($(tail -n 2 "$NET_DIR/drop.log" | tr '\n' ' '))"
 		fi
