@@ -289,6 +289,19 @@ impl Drop for Window<'_> {
     }
 }
 
+/// [`stream`] printing the records as text (or JSON), every event's format
+/// read: what tr-event and tr-on show.
+pub fn stream_text(
+    t: &Tracefs,
+    st: &mut State,
+    child: &Command,
+    json: bool,
+    limit: Option<Duration>,
+    empty: &Empty,
+) -> Result<Option<u8>, Error> {
+    stream(t, st, child, json, limit, Reading::default(), &crate::decode::run, Some(empty))
+}
+
 /// What a run does with the records of its window: print them decoded, or
 /// aggregate them (`done` says when to stop following); whether it showed
 /// anything.

@@ -188,16 +188,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 "did they happen? try a longer -t"
             })
         };
-        let r = command::stream(
-            &t,
-            &mut st,
-            &child,
-            a.json,
-            a.time.map(|s| s.0),
-            Default::default(),
-            &crate::decode::run,
-            Some(&empty),
-        );
+        let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
         command::unmine(&t, a.keep, notrace);
         r?
     };

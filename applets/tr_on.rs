@@ -197,16 +197,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             Error::runtime(format!("nothing was recorded {w} (tracer {tracer})"))
                 .hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
         };
-        let r = command::stream(
-            &t,
-            &mut st,
-            &child,
-            a.json,
-            a.time.map(|s| s.0),
-            Default::default(),
-            &crate::decode::run,
-            Some(&empty),
-        );
+        let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
         command::unmine(&t, a.keep, notrace);
         r?
     };

@@ -10,7 +10,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::io::FromRawFd;
 
 /// How long a silent listener is waited for at each step of the handshake.
-const WAIT_S: libc::time_t = 10;
+const WAIT_S: u32 = 10;
 
 /// An open session with a listener. The sockets are plain descriptors in
 /// a `File` (SIGPIPE is ignored: a peer gone is EPIPE on the next write):
@@ -54,7 +54,7 @@ fn connect_to(ip: [u8; 4], port: u16) -> io::Result<File> {
             return Err(io::Error::last_os_error());
         }
         let f = File::from_raw_fd(fd);
-        let tv = libc::timeval { tv_sec: WAIT_S, tv_usec: 0 };
+        let tv = libc::timeval { tv_sec: WAIT_S as _, tv_usec: 0 };
         let set = |opt, tv: &libc::timeval| {
             let p = (tv as *const libc::timeval).cast();
             libc::setsockopt(fd, libc::SOL_SOCKET, opt, p, core::mem::size_of::<libc::timeval>() as libc::socklen_t)

@@ -78,7 +78,8 @@ pub fn stop_after(d: Option<Duration>) -> io::Result<()> {
     let d = d.map_or(Duration::ZERO, |d| d.max(Duration::from_micros(1)));
     handle(libc::SIGALRM, libc::SA_RESTART)?;
     let zero = libc::timeval { tv_sec: 0, tv_usec: 0 };
-    let value = libc::timeval { tv_sec: d.as_secs() as libc::time_t, tv_usec: d.subsec_micros() as libc::suseconds_t };
+    // `as _`: time_t and suseconds_t are the libc crate's (deprecated) aliases.
+    let value = libc::timeval { tv_sec: d.as_secs() as _, tv_usec: d.subsec_micros() as _ };
     let it = libc::itimerval { it_interval: zero, it_value: value };
     // SAFETY: a valid itimerval for the call.
     if unsafe { libc::setitimer(libc::ITIMER_REAL, &it, std::ptr::null_mut()) } != 0 {
