@@ -24,7 +24,8 @@ const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "p
 
 const HELP: &str = "\
 Usage: tr-lat wakeup|irq|syscall [--rt] [-P PID] [-t S] [--hist] [-- CMD]
-       tr-lat timerlat|osnoise [-p US] [-c CPUS] [-i US] [--total-us US] [-t S]
+       tr-lat timerlat|osnoise [-p US] [-c CPUS] [-i US] [--total-us US]
+              [-P f:PRIO|r:PRIO|o:NICE] [-t S]
        tr-lat hwlat [-p WINDOW_US] [--width US] [-i US] [-t S]
        tr-lat wakeup_rt|wakeup_dl|irqsoff|preemptoff|preemptirqsoff [-i US]
               [-o DIR] [-t S]
@@ -39,7 +40,8 @@ trace text. Values in us (-n: ns).
 MODE\twakeup, irq, syscall, timerlat, osnoise, hwlat, or a
 \tmax-latency tracer
 --rt\twakeup: real-time (and deadline) tasks only
--P, --pid PID\tonly these processes (set_event_pid); repeatable
+-P, --pid PID\tonly these processes (set_event_pid); repeatable;
+\ttimerlat/osnoise: the policy of the tracer's threads
 -t, --time S\tstop after S seconds
 --hist\tprint histograms (per key) instead of the tables
 -b, --bucket WIDTH\thistogram bucket width (default 1 us)
@@ -97,6 +99,8 @@ struct Args {
     mode: String,
     rt: bool,
     pid: Vec<u32>,
+    /// timerlat/osnoise: `-P f:PRIO` (rtla's spelling).
+    prio: Option<trbox::sys::sched::Sched>,
     time: Option<cli::Seconds>,
     hist: bool,
     bucket: Option<u64>,
@@ -124,7 +128,10 @@ impl Args {
         while let Some(o) = p.next()? {
             match o {
                 "rt" => a.rt = true,
-                "pid" => a.pid.push(p.num()?),
+                "pid" => match trbox::sys::sched::Sched::parse(&p.value()) {
+                    Some(s) => a.prio = Some(s),
+                    None => a.pid.push(p.num()?),
+                },
                 "time" => a.time = Some(p.seconds()?),
                 "hist" => a.hist = true,
                 "bucket" => a.bucket = Some(p.num()?),
@@ -190,6 +197,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         || a.width.is_some();
     if !tracer && tracer_opts {
         return Err(Error::usage("-p, -c, -i, --total-us and -s set the timerlat/osnoise tracers: not for this mode"));
+    }
+    if a.prio.is_some() && !matches!(mode, Mode::Timerlat | Mode::Osnoise) {
+        return Err(Error::usage("-P f:PRIO is for timerlat and osnoise"));
     }
     if a.rt && mode != Mode::Wakeup {
         return Err(Error::usage("--rt is for the wakeup mode"));
@@ -284,6 +294,12 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 }
                 d
             };
+            // The tracer's threads run now (tracing is on): their policy.
+            if let Some(s) = a.prio {
+                let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
+                trbox::sys::sched::set_threads(prefix, s)
+                    .map_err(|e| Error::runtime(format!("-P: the {prefix}N threads: {e}")))?;
+            }
             measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
         let r = command::stream(

@@ -12,6 +12,7 @@ pub mod prefetch;
 pub mod raw;
 pub mod record;
 pub mod reset;
+pub mod sched;
 pub mod signals;
 pub mod state;
 pub mod status;

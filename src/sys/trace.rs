@@ -192,13 +192,7 @@ impl KernelFacts {
     }
 
     fn consts(&self) -> Option<&crate::btf::BtfInfo> {
-        self.consts
-            .get_or_init(|| {
-                let k = super::kvars::load_for_tree(self.top.as_deref()?, self.live);
-                log::debug!("kernel constants: {}", if k.is_some() { "BTF loaded" } else { "none available" });
-                k
-            })
-            .as_ref()
+        self.consts.get_or_init(|| super::kvars::load_for_tree(self.top.as_deref()?, self.live)).as_ref()
     }
 }
 

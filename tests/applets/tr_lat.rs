@@ -371,6 +371,7 @@ fn usage_errors() {
         (&["hwlat", "--total-us", "10"][..], "--width is a hwlat option"),
         (&["wakeup_rt", "-P", "1"][..], "traces the whole system"),
         (&["irq", "--max"][..], "--max: irq is no max-latency tracer"),
+        (&["wakeup", "-P", "f:10"][..], "-P f:PRIO is for timerlat and osnoise"),
     ] {
         let o = lat(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
