@@ -221,7 +221,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
-        let o = RawOpts { reading: reading(mode), ..RawOpts::all(false, a.json, None, None) };
+        let o = RawOpts { reading: reading(mode, tracer), ..RawOpts::all(false, a.json, None, None) };
         let shown = measure(Input::tree(&t, &o)?, &a, mode, &o, &|| false, &Cell::new(false), &[])?;
         if !shown {
             cli::note(&none_measured(&a, mode, "in the buffer"));
@@ -308,7 +308,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             &child,
             a.json,
             limit,
-            reading(mode),
+            reading(mode, tracer),
             &show,
             Some(&|w| none_measured(&a, mode, w)),
         );
@@ -320,10 +320,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     command::exit_with(status)
 }
 
-/// What a run of `mode` reads: its events' systems only; a tracer's
+/// What a run of `mode` reads: its events' systems only; a `tracer`'s
 /// entries once a second (as rtla does), the tracepoints as they come.
-fn reading(mode: Mode) -> Reading {
-    let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
+fn reading(mode: Mode, tracer: bool) -> Reading {
     Reading { systems: Some(mode.systems()), pace: tracer.then_some(Duration::from_secs(1)) }
 }
 
