@@ -147,7 +147,9 @@ impl<'t> Input<'t> {
             chosen = td.instances.iter().collect();
         }
         // The top buffer first, then the instances in file order.
-        chosen.sort_by_key(|i| !i.name.is_empty());
+        let (mut top, named): (Vec<_>, Vec<_>) = chosen.into_iter().partition(|i| i.name.is_empty());
+        top.extend(named);
+        chosen = top;
         let on_cpus = if o.only.is_some() { " on the CPUs of --cpu" } else { "" };
         let empty_note = Some(match chosen.as_slice() {
             [one] if one.name.is_empty() => {

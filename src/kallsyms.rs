@@ -136,8 +136,10 @@ impl Kallsyms {
             k.blob.push_str(name);
         }
         if !k.syms.windows(2).all(|w| w[0].addr <= w[1].addr) {
-            // Stable: aliases keep file order, so the first listed wins.
-            k.syms.sort_by_key(|e| e.addr);
+            // Aliases keep file order, so the first listed wins: names are
+            // in the blob in file order (an unstable sort with that tie-break
+            // keeps the standard library's stable sort out of the binary).
+            k.syms.sort_unstable_by_key(|e| (e.addr, e.name_off));
         }
         // is_kretprobe_trampoline(): `__kretprobe_trampoline` (5.15+); on
         // kernels whose kretprobes run on rethook (CONFIG_KRETPROBE_ON_RETHOOK:

@@ -140,9 +140,12 @@ pub fn tracefs_candidates(text: &str) -> Vec<Candidate> {
             out.push(cand);
         }
     }
-    // Stable: mount order breaks ties.
-    out.sort_by_key(|(rank, _)| *rank);
-    out.into_iter().map(|(_, c)| c).collect()
+    // By rank, mount order breaking ties (three ranks: no sort needed).
+    let mut by_rank = Vec::with_capacity(out.len());
+    for r in 0..3 {
+        by_rank.extend(out.iter().filter(|(k, _)| *k == r).map(|(_, c)| c.clone()));
+    }
+    by_rank
 }
 
 #[cfg(test)]

@@ -305,12 +305,25 @@ pub(crate) struct Stage<'a> {
     out: &'a mut dyn core::fmt::Write,
     /// The last byte written out (0: none yet).
     sent: u8,
+    /// Something was written out: `buf` no longer holds all of the text.
+    spilled: bool,
 }
 
 impl<'a> Stage<'a> {
     /// A line continuing what `buf` holds.
     pub fn new(buf: &'a mut StackBuf<LINE>, out: &'a mut dyn core::fmt::Write) -> Self {
-        Stage { buf, out, sent: 0 }
+        Stage { buf, out, sent: 0, spilled: false }
+    }
+
+    /// Whether everything added since [`new`](Self::new) is still in the
+    /// buffer.
+    pub fn whole(&self) -> bool {
+        !self.spilled
+    }
+
+    /// The buffer (for a caller that keeps a piece of it).
+    pub fn buf(&self) -> &StackBuf<LINE> {
+        self.buf
     }
 
     /// The last byte of the line so far (0 when there is none).
@@ -344,11 +357,13 @@ impl<'a> Stage<'a> {
             return Ok(());
         }
         self.sent = s.as_bytes().last().copied().unwrap_or(self.sent);
+        self.spilled = true;
         self.out.write_str(s)
     }
 
     /// Write out what is buffered.
     pub fn flush(&mut self) -> core::fmt::Result {
+        self.spilled = true;
         self.sent = self.buf.bytes().last().copied().unwrap_or(self.sent);
         self.out.write_str(self.buf.as_str())?;
         self.buf.clear();

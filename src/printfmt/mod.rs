@@ -336,6 +336,26 @@ impl Program {
         self.fallback_reason().is_some()
     }
 
+    /// The lowest payload offset this body's text can depend on, when its
+    /// text depends on the payload's bytes alone (a print fmt program:
+    /// fields, literals, the symbol and string tables). 0 when a field is
+    /// found through a locator word (`__data_loc`), which may point
+    /// anywhere. `None` for the other bodies. Lets a renderer reuse the
+    /// text of a payload it has seen (`render::Memo`).
+    pub fn reads_from(&self) -> Option<u32> {
+        let Body::Prog(p) = &self.body else { return None };
+        let at = |l: &Loc| if matches!(l.kind, FieldKind::Scalar | FieldKind::Array { .. }) { l.offset } else { 0 };
+        p.nodes
+            .iter()
+            .filter_map(|n| match *n {
+                ir::Node::Field { off, .. } | ir::Node::Elem { off, .. } => Some(off),
+                ir::Node::Bytes(l) | ir::Node::DynLen(l) | ir::Node::Bitmask(l) => Some(at(&l)),
+                _ => None,
+            })
+            .min()
+            .or(Some(u32::MAX))
+    }
+
     /// Whether the kernel prints `event_name: ` before this body. False for
     /// the syscall tracer's events, whose body starts with the syscall
     /// name (`sys_openat(dfd: 0xffffff9c, …)`, `sys_read -> 0x340`).
