@@ -571,7 +571,7 @@ struct Memo {
 /// Direct-mapped entries of [`Memo`] (a power of two).
 const MEMO: usize = 256;
 /// Longest payload (from the first byte the program reads) and text kept.
-const KEY: usize = 48;
+const KEY: usize = 64;
 const TEXT: usize = 104;
 
 #[derive(Clone, Copy)]
