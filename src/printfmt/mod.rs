@@ -340,8 +340,9 @@ impl Program {
     /// text depends on the payload's bytes alone (a print fmt program:
     /// fields, literals, the symbol and string tables). 0 when a field is
     /// found through a locator word (`__data_loc`), which may point
-    /// anywhere. `None` for the other bodies. Lets a renderer reuse the
-    /// text of a payload it has seen (`render::Memo`).
+    /// anywhere. `None` for the other bodies, and for a program that reads
+    /// no field. Lets a renderer reuse the text of a payload it has seen
+    /// (`render::Memo`).
     pub fn reads_from(&self) -> Option<u32> {
         let Body::Prog(p) = &self.body else { return None };
         let at = |l: &Loc| if matches!(l.kind, FieldKind::Scalar | FieldKind::Array { .. }) { l.offset } else { 0 };
@@ -353,7 +354,6 @@ impl Program {
                 _ => None,
             })
             .min()
-            .or(Some(u32::MAX))
     }
 
     /// Whether the kernel prints `event_name: ` before this body. False for
