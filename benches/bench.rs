@@ -58,6 +58,10 @@ fn main() {
     if std::env::var("TRBOX_BENCH").as_deref() == Ok("cost") {
         return cost_bench(&root.join("target/release/trbox"));
     }
+    // TRBOX_BENCH=record: only the recorders' CPU per MB.
+    if std::env::var("TRBOX_BENCH").as_deref() == Ok("record") {
+        return record_bench(&root.join("target/release/trbox"));
+    }
     // TRBOX_BENCH=decode: only the text decode against trace-cmd report.
     let decode_only = std::env::var("TRBOX_BENCH").as_deref() == Ok("decode");
     let dir = root.join(FIXTURE);
