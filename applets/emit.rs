@@ -7,9 +7,10 @@ use crate::out::Out;
 use std::io::Write as _;
 use std::time::Duration;
 use trbox::format::{Endian, EventFormat, EventTable};
-use trbox::graph::{GraphRenderer, Outcome};
+use trbox::graph::{GraphRenderer, IrqText, Outcome};
 use trbox::names::glob_match;
 use trbox::render::{write_json, write_lost, Cmdlines, Renderer};
+use trbox::sys::events::LazyKallsyms;
 use trbox::sys::stream::{CpuPages, Next};
 
 /// What to keep.
@@ -155,6 +156,9 @@ pub struct Emitter<'a> {
     /// the input did not say).
     pub graph_on: bool,
     pub graph_ids: &'a [u32],
+    /// The symbols that say where the irq entry code is, taken on the
+    /// graph layout's first record (finding it parses the table).
+    pub irq_syms: Option<&'a LazyKallsyms>,
     /// The current record, copied so the stream can peek the next one.
     pub scratch: Vec<u8>,
     /// A graph record's text, when it gets a buffer label (it may make
@@ -188,6 +192,9 @@ impl Emitter<'_> {
                     self.graph_on = true;
                 }
                 if let (Some(g), true, false) = (self.graph.as_mut(), self.graph_on, self.p.o.json) {
+                    if let Some(k) = self.irq_syms.take() {
+                        g.set_irq_text(k.table().map_or(IrqText::Fallback, IrqText::from_kallsyms));
+                    }
                     // The graph layout folds an entry and its exit into one
                     // leaf line: it needs the next record of this CPU.
                     let ts = rec.ts;

@@ -573,8 +573,15 @@ impl<'a> GraphRenderer<'a> {
 
     /// Where the irq entry code is (default [`IrqText::Fallback`]).
     pub fn with_irq_text(mut self, t: IrqText) -> Self {
-        self.irq = t;
+        self.set_irq_text(t);
         self
+    }
+
+    /// [`with_irq_text`](Self::with_irq_text) once the renderer is in use:
+    /// finding the range parses the symbol table, which a file with no
+    /// graph record never needs.
+    pub fn set_irq_text(&mut self, t: IrqText) {
+        self.irq = t;
     }
 
     pub fn opts(&self) -> &GraphOpts {

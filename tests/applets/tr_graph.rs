@@ -85,6 +85,25 @@ fn graph_of_every_board_equals_the_kernels_text() {
     }
 }
 
+/// tr-cat decoding the same trees' raw pages turns to the graph layout on
+/// the first graph record, and only then looks up where the irq entry code
+/// is (it parses the symbol table, which a trace without graph records
+/// never needs): the same text as the kernel's, `==========>` irq markers
+/// included.
+#[test]
+fn tr_cat_finds_the_irq_entry_code_on_the_first_graph_record() {
+    let mut markers = 0;
+    for d in fixtures() {
+        let o = run(&["tr-cat", "--raw", "-T", d.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", d.display(), stderr(&o));
+        let kernel = std::fs::read_to_string(d.join("trace")).unwrap();
+        let ours = stdout(&o);
+        assert_eq!(body(&ours), body(&kernel), "{}", d.display());
+        markers += body(&ours).iter().filter(|l| l.contains("==========>")).count();
+    }
+    assert!(markers > 0, "no fixture has an irq entry: the lookup is not exercised");
+}
+
 /// The folded weights (ns) add up to the inclusive time of the calls at the
 /// graph's top level; with no loss in the fixtures these are the depth-0
 /// lines (`}` and leaves) of the text. Each frame name is a function the
