@@ -277,10 +277,11 @@ impl Tracefs {
 
     /// `sys:event` for every event directory, sorted.
     pub fn list_events(&self) -> Result<Vec<String>, Error> {
-        // No stat of each of ~2,500 events (a tenth of a recorder's CPU):
+        // No stat of each of ~2,500 events (`tr-event -l` 16.8 → 3.0 ms):
         // a system's own files are `enable` and `filter` (the top level's
         // files list as no events), and only the ftrace system's records
-        // (function, print…) have no `enable` of their own.
+        // (function, print…) have no `enable` of their own. A copy of a
+        // tree lists the events it has formats for.
         let mut v = Vec::new();
         for sys in self.list_dir("events")? {
             for ev in self.list_dir(&format!("events/{sys}")).unwrap_or_default() {
