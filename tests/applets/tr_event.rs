@@ -91,6 +91,33 @@ fn list_and_format() {
     assert!(stdout(&o).starts_with("name: sched_switch\n"));
 }
 
+/// `-l` finds the events by name, without a stat of each: it lists exactly
+/// the event directories that have an `enable` file, as a stat of each
+/// says.
+#[test]
+fn list_is_every_event_directory_with_an_enable_file() {
+    let Some(root) = live_tracefs() else { return };
+    let names = |d: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(d).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().into()).collect()
+    };
+    let mut want = Vec::new();
+    for sys in names(&root.join("events")) {
+        for e in names(&root.join("events").join(&sys)) {
+            let d = root.join("events").join(&sys).join(&e);
+            if d.is_dir() && d.join("enable").exists() && !e.contains('.') {
+                want.push(format!("{sys}:{e}"));
+            }
+        }
+    }
+    want.sort();
+    let o = ev(&["-l"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let got: Vec<&str> = out.lines().collect();
+    assert!(want.len() > 100, "{} events", want.len());
+    assert_eq!(got, want);
+}
+
 #[test]
 fn instance_is_created_and_removed() {
     let Some((_l, root, before)) = live() else { return };
