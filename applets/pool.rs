@@ -227,14 +227,15 @@ fn produce(
     while !out.broken() {
         let merge::Next::Cpu(i) = merger.next(streams) else { break };
         let Some(s) = streams.get_mut(i) else { break };
-        if let Some(is_graph) = graph {
-            if s.peek_record().ok().flatten().is_some_and(|(_, payload)| is_graph(payload)) {
-                break;
-            }
-        }
         let (buffer, cpu) = (s.buffer, s.cpu);
         match s.take() {
             Some(Next::Record(rec)) => {
+                // Looked at once taken (a peek first cost as much as the
+                // test): a graph record goes back for the one-thread loop.
+                if graph.is_some_and(|is_graph| is_graph(rec.payload)) {
+                    s.untake();
+                    break;
+                }
                 let start = cur.arena.len() as u32;
                 cur.arena.extend_from_slice(rec.payload);
                 cur.pieces.push(Piece::Record { buffer, cpu, ts: rec.ts, start, end: cur.arena.len() as u32 });

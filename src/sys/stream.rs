@@ -111,6 +111,9 @@ pub struct CpuPages {
     walk: Walk,
     data: (usize, usize),
     peeked: Option<Peeked>,
+    /// The record [`take`](Self::take) handed out last, for
+    /// [`untake`](Self::untake).
+    taken: Option<(u64, usize, usize)>,
     pub counts: Counts,
     /// Live buffer: "empty for now" is Pending (follow) rather than the end.
     pub follow: bool,
@@ -132,6 +135,7 @@ impl CpuPages {
             walk: Walk::default(),
             data: (0, 0),
             peeked: None,
+            taken: None,
             counts: Counts::default(),
             follow: false,
             error: None,
@@ -218,8 +222,18 @@ impl CpuPages {
             }
             Peeked::Record { ts, start, end } => {
                 self.counts.records += 1;
+                self.taken = Some((ts, start, end));
                 Some(Next::Record(Record { ts, payload: self.page.get(start..end)? }))
             }
+        }
+    }
+
+    /// Give back the record [`take`](Self::take) just handed out: it is
+    /// this CPU's next item again (its page is still the current one).
+    pub fn untake(&mut self) {
+        if let Some((ts, start, end)) = self.taken.take() {
+            self.peeked = Some(Peeked::Record { ts, start, end });
+            self.counts.records -= 1;
         }
     }
 }
