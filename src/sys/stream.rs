@@ -112,8 +112,9 @@ pub struct CpuPages {
     data: (usize, usize),
     peeked: Option<Peeked>,
     /// The record [`take`](Self::take) handed out last, for
-    /// [`untake`](Self::untake).
-    taken: Option<(u64, usize, usize)>,
+    /// [`untake`](Self::untake): its timestamp, place, and the page count
+    /// then (a later page makes the place meaningless).
+    taken: Option<(u64, usize, usize, u64)>,
     pub counts: Counts,
     /// Live buffer: "empty for now" is Pending (follow) rather than the end.
     pub follow: bool,
@@ -210,6 +211,7 @@ impl CpuPages {
     pub fn take(&mut self) -> Option<Next<'_>> {
         match self.peeked.take()? {
             Peeked::Lost { ts, count } => {
+                self.taken = None;
                 match count {
                     Some(n) => self.counts.lost += n,
                     None => self.counts.lost_unknown += 1,
@@ -217,21 +219,24 @@ impl CpuPages {
                 Some(Next::Lost { ts, count })
             }
             Peeked::Damaged(e) => {
+                self.taken = None;
                 self.counts.damaged += 1;
                 Some(Next::Damaged(e))
             }
             Peeked::Record { ts, start, end } => {
                 self.counts.records += 1;
-                self.taken = Some((ts, start, end));
+                self.taken = Some((ts, start, end, self.counts.pages));
                 Some(Next::Record(Record { ts, payload: self.page.get(start..end)? }))
             }
         }
     }
 
     /// Give back the record [`take`](Self::take) just handed out: it is
-    /// this CPU's next item again (its page is still the current one).
+    /// this CPU's next item again. Nothing once another item was peeked or
+    /// taken, or another page read, since.
     pub fn untake(&mut self) {
-        if let Some((ts, start, end)) = self.taken.take() {
+        let Some((ts, start, end, pages)) = self.taken.take() else { return };
+        if self.peeked.is_none() && pages == self.counts.pages {
             self.peeked = Some(Peeked::Record { ts, start, end });
             self.counts.records -= 1;
         }

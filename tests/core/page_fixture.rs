@@ -116,3 +116,76 @@ fn fixture_reencoded_other_layouts() {
         assert_eq!(out, recs, "{e:?} long={long} size={size}");
     }
 }
+
+/// The pages of one CPU as a `PageSource` (the file's sub-buffers in turn).
+struct MemPages {
+    pages: Vec<Vec<u8>>,
+    next: usize,
+}
+
+impl trbox::sys::stream::PageSource for MemPages {
+    fn next_page(&mut self) -> Result<Option<&[u8]>, trbox::sys::Error> {
+        self.next += 1;
+        Ok(self.pages.get(self.next - 1).map(Vec::as_slice))
+    }
+    fn is_live(&self) -> bool {
+        false
+    }
+    fn poll_fd(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// A record given back right after `take` (tr-cat's merge thread does that
+/// with the first function_graph record) is the stream's next item again;
+/// given back once the next one was peeked, nothing changes. Either way the
+/// stream hands out every record once, in order.
+#[test]
+fn untake_gives_back_only_the_record_just_taken() {
+    use trbox::sys::stream::{CpuPages, Next};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
+    let (trace, raw) = load(&dir);
+    let (cpu, bytes) = raw.iter().max_by_key(|(_, b)| b.len()).unwrap();
+    let stream = |pages: &[u8]| {
+        let pages = pages.chunks(trace.layout.subbuf_size()).map(<[u8]>::to_vec).collect();
+        CpuPages::new(*cpu, Box::new(MemPages { pages, next: 0 }), trace.layout, Endian::Little)
+    };
+    let records = |s: &mut CpuPages, each: &mut dyn FnMut(&mut CpuPages, u64)| {
+        let mut out = Vec::new();
+        while s.peek_ts().unwrap().is_some() {
+            let rec = match s.take() {
+                Some(Next::Record(r)) => Some((r.ts, r.payload.to_vec())),
+                _ => None,
+            };
+            if let Some((ts, payload)) = rec {
+                out.push((ts, payload));
+                each(s, ts);
+            }
+        }
+        out
+    };
+    let plain = records(&mut stream(bytes), &mut |_, _| {});
+    assert!(plain.len() > 100, "{} records", plain.len());
+    // Every other record is given back once, then taken again.
+    let mut again = stream(bytes);
+    let mut back = 0;
+    let mut given = records(&mut again, &mut |s, ts| {
+        back += 1;
+        if back % 2 == 1 {
+            s.untake();
+            assert_eq!(s.peek_ts().unwrap(), Some(ts));
+        }
+    });
+    given.dedup();
+    assert!(given == plain, "{} records given back and taken again, {} once", given.len(), plain.len());
+    assert_eq!(again.counts.records, plain.len() as u64);
+    // Given back after the next item was peeked (on this page or the
+    // next): no effect.
+    let mut late = stream(bytes);
+    let seen = records(&mut late, &mut |s, _| {
+        if s.peek_ts().unwrap().is_some() {
+            s.untake();
+        }
+    });
+    assert!(seen == plain, "{} records with late give-backs, {} without", seen.len(), plain.len());
+}
