@@ -329,6 +329,44 @@ const TC_SHADOW: &str = "d=$(mktemp -d) && echo 1 > $d/ftrace_enabled && \
     for f in set_ftrace_filter set_ftrace_notrace set_ftrace_pid; do : > $d/$f; mount --bind $d/$f /sys/kernel/tracing/$f; done && \
     exec \"$@\"";
 
+/// What trace-cmd leaves changed when the bench's time limit kills it (its
+/// events on, tracing off, its command's pid in the event pid filter), put
+/// back as it was when it is dropped.
+struct TcGuard(Vec<(&'static str, String)>);
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+impl TcGuard {
+    fn new() -> TcGuard {
+        let files = ["set_event", "set_event_pid", "tracing_on"];
+        TcGuard(
+            files.iter().map(|f| (*f, fs::read_to_string(Path::new(TRACEFS).join(f)).unwrap_or_default())).collect(),
+        )
+    }
+}
+
+impl Drop for TcGuard {
+    fn drop(&mut self) {
+        use std::io::Write;
+        for (f, old) in &self.0 {
+            let p = Path::new(TRACEFS).join(f);
+            if fs::read_to_string(&p).ok().as_ref() == Some(old) {
+                continue;
+            }
+            eprintln!("bench: trace-cmd left {f} changed: put back");
+            // A truncating write empties a list; its lines go back one by one.
+            let _ = fs::write(&p, if *f == "tracing_on" { old.trim() } else { "" });
+            if *f != "tracing_on" {
+                if let Ok(mut w) = fs::OpenOptions::new().append(true).open(&p) {
+                    for l in old.lines() {
+                        let _ = w.write_all(format!("{l}\n").as_bytes());
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn rec_print(name: &str, r: &RecRun) {
     let mb = r.data_bytes as f64 / 1e6;
     println!(
@@ -380,6 +418,7 @@ pub fn stream_bench(trbox: &Path) {
                 c.args(["-e", e.trim_end_matches(":*")]);
             }
             c.arg("-F").args(load);
+            let _put_back = TcGuard::new();
             stream_print(&format!("trace-cmd stream ({what})"), &mut c);
         }
     }
@@ -461,7 +500,9 @@ pub fn record_bench(trbox: &Path) {
             "-e",
             REC_EVENT,
         ]);
+        let put_back = TcGuard::new();
         rec_print("trace-cmd record (v6)", &rec_run(c, &tc));
+        drop(put_back);
         println!(
             "  (trace-cmd ran in `unshare -m` with /proc/sys/kernel/ftrace_enabled, set_ftrace_filter, \
              set_ftrace_notrace and set_ftrace_pid shadowed by bind-mounted dummies: this kernel answers EPERM)"
@@ -546,6 +587,7 @@ pub fn cost_bench(trbox: &Path) {
     });
     let have_tc = Command::new("trace-cmd").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
     let tc_s = have_tc.then(|| {
+        let _put_back = TcGuard::new();
         best(&|| {
             let mut c = Command::new("unshare");
             c.args(["-m", "--propagation", "private", "sh", "-c", TC_SHADOW, "sh"]).args([
