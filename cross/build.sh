@@ -33,6 +33,8 @@
 #     (it needs address-significance tables, which rustc does not emit). Of
 #     musl only the empty weak-alias stubs (`dummy`) fold, which are called,
 #     never compared; RUSTFLAGS=-Clink-arg=--print-icf-sections lists it all.
+#   * section headers dropped after the link (llvm-objcopy --strip-sections,
+#     like OpenWrt's sstrip): -1.2 KiB, see the loop below.
 #   * linked by rust-lld as ld.lld, with link-self-contained=no: the musl C
 #     library and crt objects are given explicitly from a per-target link
 #     directory ($CARGO_TARGET_DIR/cross-link/<triple>) of symlinks:
@@ -127,6 +129,13 @@ rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1 ||
 [ -d "$(rustc "+$NIGHTLY" --print sysroot)/lib/rustlib/src/rust/library" ] ||
     die "no rust-src in '$NIGHTLY': rustup component add rust-src --toolchain $NIGHTLY"
 
+# llvm-objcopy (Debian's llvm), under any of its names.
+OBJCOPY=
+for o in llvm-objcopy $(compgen -c llvm-objcopy- | sort -rV); do
+    command -v "$o" >/dev/null && { OBJCOPY=$o; break; }
+done
+[ -n "$OBJCOPY" ] || die "no llvm-objcopy: apt-get install llvm (or bash cross/setup.sh)"
+
 USER_RUSTFLAGS=${RUSTFLAGS:-}
 for t in $TARGETS; do
     L=$(prepare_link_dir "$t")
@@ -142,5 +151,13 @@ for t in $TARGETS; do
         cargo "+$NIGHTLY" build --release --target "$t" \
         -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
         --no-default-features --features "${TRBOX_BOARD_FEATURES:-std}" ${CROSS_CARGO_ARGS:-}
-    file "$TARGET_DIR/$t/release/trbox"
+    bin="$TARGET_DIR/$t/release/trbox"
+    # A stripped binary loses its section headers too, as OpenWrt's sstrip
+    # does: the kernel loads a program by its program headers alone, and a
+    # stripped one has no symbols for the headers to find (-1.2 KiB:
+    # 15 headers, their names, .comment). Unstripped builds are kept whole.
+    if file "$bin" | grep -q ', stripped'; then
+        "$OBJCOPY" --strip-sections "$bin" || die "$OBJCOPY --strip-sections $bin failed"
+    fi
+    file "$bin"
 done

@@ -5,7 +5,7 @@
 # Non-interactive. Needs root (or sudo) only when something has to be installed.
 #
 #   apt:    strace (order tests), qemu-user-static (qemu-aarch64-static, qemu-arm-static: called
-#           explicitly, no binfmt needed), file, trace-cmd, and for the armv7
+#           explicitly, no binfmt needed), file, trace-cmd, llvm (llvm-objcopy), and for the armv7
 #           build musl-dev:armhf (crt objects, libc.a) + gcc-arm-linux-gnueabihf
 #           (libgcc, libgcc_eh).
 #   rustup: x86_64/aarch64-unknown-linux-musl on the default toolchain (musl's
@@ -39,6 +39,8 @@ need=()
 for p in qemu-user-static file trace-cmd strace gcc-arm-linux-gnueabihf musl-dev:armhf python3 python3-pip; do
     installed "$p" || need+=("$p")
 done
+# llvm-objcopy: cross/build.sh drops the board binaries' section headers.
+command -v llvm-objcopy >/dev/null || compgen -c llvm-objcopy- >/dev/null || need+=(llvm)
 
 if [ ${#need[@]} -gt 0 ]; then
     command -v apt-get >/dev/null || die "no apt-get: install ${need[*]} by hand"
