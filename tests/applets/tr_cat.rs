@@ -32,6 +32,35 @@ fn filters_select_by_event_cpu_pid_and_comm() {
     assert_eq!(o.status.code(), Some(1));
 }
 
+/// `-e` on a trace.dat (two buffers) keeps exactly the lines of the events
+/// its globs name, by SYS:NAME or by name, with --comm too and on any
+/// number of threads; a filter that keeps nothing says so.
+#[test]
+fn event_filters_on_a_file_keep_exactly_the_named_events() {
+    let f = "tests/data/tracedat/v6-inst.dat";
+    let all = lines(&["tr-cat", f]);
+    let of = |ev: &str| -> Vec<String> { all.iter().filter(|l| l.contains(&format!(": {ev}: "))).cloned().collect() };
+    let (wakeups, switches) = (of("sched_wakeup"), of("sched_switch"));
+    assert!(!wakeups.is_empty() && !switches.is_empty() && wakeups.len() + switches.len() == all.len());
+    assert_eq!(lines(&["tr-cat", "-e", "sched:sched_wakeup", f]), wakeups);
+    assert_eq!(lines(&["tr-cat", "-e", "sched_sw*", "-j", "1", f]), switches);
+    assert_eq!(lines(&["tr-cat", "-e", "sched_sw*", "-j", "4", f]), switches);
+    assert_eq!(lines(&["tr-cat", "-e", "sch?d:*", "-e", "nosuch", f]), all);
+    let ls: Vec<String> =
+        wakeups.iter().filter(|l| l.trim_start_matches("inst1:").trim_start().starts_with("ls-")).cloned().collect();
+    assert!(!ls.is_empty());
+    assert_eq!(lines(&["tr-cat", "-e", "sched:sched_wakeup", "--comm", "ls", f]), ls);
+    for args in [&["-e", "sched:nosuch"][..], &["-e", "sched_wakeup", "--comm", "nobody"]] {
+        let o = run(&[&["tr-cat"], args, &[f]].concat());
+        assert!(o.status.success() && stdout(&o).is_empty(), "{args:?}");
+        assert!(
+            stderr(&o).contains("no event in tests/data/tracedat/v6-inst.dat passes the filters"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
 #[test]
 fn json_has_one_object_per_event() {
     let text = lines(&["tr-cat", "--raw", "-T", FIX, "-e", "sched:*"]);
