@@ -273,6 +273,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         o,
         buffers: &buffers,
         labels: &labels,
+        ids: o.filter.ids(events),
     };
     let mut em = Emitter {
         p: plain(),
@@ -394,7 +395,8 @@ pub fn collect(
         #[cfg(feature = "host")]
         saved_cmdlines,
     };
-    let mut c = Collector { meta, f, o };
+    let ids = o.filter.ids(&meta.trace.events);
+    let mut c = Collector { meta, f, o, ids };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
@@ -508,6 +510,7 @@ struct Collector<'f> {
     meta: Meta,
     f: &'f mut dyn FnMut(&Meta, Item<'_>),
     o: &'f RawOpts,
+    ids: Option<Vec<bool>>,
 }
 
 impl Consumer for Collector<'_> {
@@ -518,7 +521,7 @@ impl Consumer for Collector<'_> {
                 let t = &m.trace;
                 let Some(ev) = t.events.event_of(rec.payload, t.endian) else { return };
                 let pid = m.pid(ev, rec.payload);
-                if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(ev, pid, &t.cmdlines) {
+                if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(self.ids.as_deref(), ev, pid, &t.cmdlines) {
                     return;
                 }
                 (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });
