@@ -30,6 +30,10 @@ cross:
 	    -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
 	    --no-default-features --features "$${TRBOX_BOARD_FEATURES:-std}"; \
 	done
+	@# As cross/build.sh: a stripped binary loses its section headers too.
+	for t in $(CROSS_TARGETS); do b=target/$$t/release/trbox; \
+	  if file $$b | grep -q ', stripped'; then llvm-objcopy --strip-sections $$b || exit 1; fi; \
+	done
 else
 cross:
 	bash cross/build.sh $(CROSS_TARGETS)
