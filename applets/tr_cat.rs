@@ -192,7 +192,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             return stats(input, &o);
         }
         if !decode::run(input, &o, &|| false)? && filtered(&a) {
-            // (A file with no record, on the CPUs of --cpu too, says so itself.)
+            // (No record at all, or none on the CPUs of --cpu, has its own note.)
             crate::cli::note(
                 &Error::runtime(format!("no event in {f} passes the filters"))
                     .hint(format!("tr-cat --stats {f} counts its events by CPU, event and task")),
