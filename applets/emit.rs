@@ -9,7 +9,7 @@ use std::time::Duration;
 use trbox::format::{Endian, EventFormat, EventTable};
 use trbox::graph::{GraphRenderer, IrqText, Outcome};
 use trbox::names::glob_match;
-use trbox::render::{write_json, write_lost, Cmdlines, Renderer};
+use trbox::render::{write_lost, Cmdlines, Renderer};
 use trbox::sys::events::LazyKallsyms;
 use trbox::sys::stream::{CpuPages, Next};
 
@@ -140,7 +140,7 @@ impl<'a> Plain<'a> {
     pub fn print(&mut self, w: &mut Out, ev: &EventFormat, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
         let _ = if self.o.json {
             let name = self.buffers.get(buffer as usize).map(String::as_str);
-            write_json(w, ev, self.r.cmdlines(), self.endian, cpu, name, ts, payload)
+            self.r.json_of(w, ev, cpu, name, ts, payload)
         } else {
             self.label(w, buffer);
             self.r.record_of(w, ev, cpu, ts, payload)

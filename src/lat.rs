@@ -932,7 +932,7 @@ pub fn write_hists<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines
 
 /// One JSON object per row (and per osnoise CPU), one a line; values in
 /// `unit`, with `"unit"` saying which.
-pub fn write_json<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
+pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
     for (t, k, r) in lat.rows() {
         write!(w, "{{\"table\":\"{}\",\"key\":{k},\"name\":", t.name())?;
         json_str(w, &key_name(t, k, r, cmdlines))?;

@@ -438,6 +438,18 @@ mod tests {
     }
 
     #[test]
+    fn json_strings_escape_quotes_backslashes_and_controls() {
+        let mut s = String::new();
+        json_str(&mut s, "a\"b\\c\nd\te\u{1}\u{1f}f\u{7f}é€😀").unwrap();
+        assert_eq!(s, "\"a\\\"b\\\\c\\nd\\te\\u0001\\u001ff\u{7f}é€😀\"");
+        for (t, want) in [("", "\"\""), ("\"", "\"\\\"\""), ("plain", "\"plain\""), ("\n\n", "\"\\n\\n\"")] {
+            let mut s = String::new();
+            json_str(&mut s, t).unwrap();
+            assert_eq!(s, want, "{t:?}");
+        }
+    }
+
+    #[test]
     fn lost_lines() {
         let mut s = String::new();
         write_lost(&mut s, 1, Some(42)).unwrap();
@@ -912,6 +924,27 @@ impl<'a> Renderer<'a> {
     }
 }
 
+impl Renderer<'_> {
+    /// One record as [`write_json`]'s line, assembled in the line buffer
+    /// and written in one piece (or a few, when long): a write per field
+    /// and quote was most of `--json`'s time.
+    pub fn json_of<W: Write>(
+        &mut self,
+        w: &mut W,
+        ev: &EventFormat,
+        cpu: u32,
+        buffer: Option<&str>,
+        ts: u64,
+        payload: &[u8],
+    ) -> fmt::Result {
+        let pid = self.pid(payload);
+        self.pre.clear();
+        let mut st = Stage::new(&mut self.pre, w);
+        write_json(&mut st, ev, &self.cmdlines, self.abi.endian, cpu, buffer, ts, pid, payload)?;
+        st.flush()
+    }
+}
+
 /// What the stack tracer stores for a return address inside an ftrace
 /// trampoline (kernel/trace/trace.h `FTRACE_TRAMPOLINE_MARKER`, INT_MAX; the
 /// 6.12 x86_64 board's stacks have it); `trace_stack_print()` prints
@@ -955,62 +988,96 @@ fn comm_col<W: Write>(
 }
 
 /// Write `s` as a JSON string literal.
-pub fn json_str<W: Write + ?Sized>(w: &mut W, s: &str) -> fmt::Result {
-    w.write_char('"')?;
-    for c in s.chars() {
-        match c {
-            '"' => w.write_str("\\\"")?,
-            '\\' => w.write_str("\\\\")?,
-            '\n' => w.write_str("\\n")?,
-            '\t' => w.write_str("\\t")?,
-            c if (c as u32) < 0x20 => write!(w, "\\u{:04x}", c as u32)?,
-            c => w.write_char(c)?,
+pub fn json_str(w: &mut dyn Write, s: &str) -> fmt::Result {
+    w.write_str("\"")?;
+    json_text(w, s)?;
+    w.write_str("\"")
+}
+
+/// The inside of a JSON string: runs that need no escape are written
+/// whole (a line holds a few dozen characters; one write each was most of
+/// `--json`'s time).
+fn json_text(w: &mut dyn Write, s: &str) -> fmt::Result {
+    let mut from = 0;
+    for (i, b) in s.bytes().enumerate() {
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
+        // An ASCII byte: `i` and `i + 1` are character boundaries.
+        w.write_str(s.get(from..i).unwrap_or(""))?;
+        from = i + 1;
+        match b {
+            b'"' => w.write_str("\\\"")?,
+            b'\\' => w.write_str("\\\\")?,
+            b'\n' => w.write_str("\\n")?,
+            b'\t' => w.write_str("\\t")?,
+            _ => write!(w, "\\u{:04x}", b)?,
         }
     }
-    w.write_char('"')
+    w.write_str(s.get(from..).unwrap_or(""))
+}
+
+/// A JSON number: the digits by hand (core's integer `Display` goes
+/// through its padding code for every field).
+fn json_int(w: &mut dyn Write, v: i64, signed: bool) -> fmt::Result {
+    if signed && v < 0 {
+        w.write_str("-")?;
+    }
+    let u = if signed { v.unsigned_abs() } else { v as u64 };
+    w.write_str(crate::printfmt::digits::Digits::new(u, 10, false).as_str())
 }
 
 /// One event as a JSON object on one line: `{"ts_ns":…,"cpu":…,"pid":…,
 /// "comm":"…","event":"sys:name","fields":{…}}`. Integers stay numbers,
 /// char arrays and `__data_loc char[]` become strings, other arrays lists.
 /// `buffer`: the name of the buffer it comes from (`""` for the top one),
-/// given when the input holds several; it follows `cpu`.
+/// given when the input holds several; it follows `cpu`. `pid`: its
+/// `common_pid`.
 #[allow(clippy::too_many_arguments)]
-pub fn write_json<W: Write + ?Sized>(
-    w: &mut W,
+pub fn write_json(
+    w: &mut dyn Write,
     ev: &EventFormat,
     cmdlines: &Cmdlines,
     e: Endian,
     cpu: u32,
     buffer: Option<&str>,
     ts: u64,
+    pid: i32,
     payload: &[u8],
 ) -> fmt::Result {
     use crate::format::FieldKind;
-    let (_, _, pid) = CommonFields::of(ev).read(e, payload);
-    write!(w, "{{\"ts_ns\":{ts},\"cpu\":{cpu},")?;
+    w.write_str("{\"ts_ns\":")?;
+    json_int(w, ts as i64, false)?;
+    w.write_str(",\"cpu\":")?;
+    json_int(w, i64::from(cpu), false)?;
+    w.write_str(",")?;
     if let Some(b) = buffer {
         w.write_str("\"buffer\":")?;
         json_str(w, b)?;
-        w.write_char(',')?;
+        w.write_str(",")?;
     }
-    write!(w, "\"pid\":{pid},\"comm\":")?;
+    w.write_str("\"pid\":")?;
+    json_int(w, i64::from(pid), true)?;
+    w.write_str(",\"comm\":")?;
     json_str(w, cmdlines.comm(pid))?;
-    w.write_str(",\"event\":")?;
-    json_str(w, &alloc::format!("{}:{}", ev.system, ev.name))?;
+    w.write_str(",\"event\":\"")?;
+    json_text(w, &ev.system)?;
+    w.write_str(":")?;
+    json_text(w, &ev.name)?;
+    w.write_str("\"")?;
     w.write_str(",\"fields\":{")?;
     for (i, f) in ev.fields.iter().enumerate() {
         if i > 0 {
-            w.write_char(',')?;
+            w.write_str(",")?;
         }
         json_str(w, &f.name)?;
-        w.write_char(':')?;
+        w.write_str(":")?;
         let is_char = f.type_name.contains("char");
         match (f.kind, f.bytes(payload, e)) {
             (_, None) => w.write_str("null")?,
             (FieldKind::Scalar, Some(_)) => match f.int(payload, e) {
-                Some(v) if f.signed => write!(w, "{v}")?,
-                Some(v) => write!(w, "{}", v as u64 & mask(f.size))?,
+                Some(v) if f.signed => json_int(w, v, true)?,
+                Some(v) => json_int(w, (v as u64 & mask(f.size)) as i64, false)?,
                 None => w.write_str("null")?,
             },
             (FieldKind::Array { .. } | FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }, Some(b)) if is_char => {
@@ -1025,14 +1092,14 @@ pub fn write_json<W: Write + ?Sized>(
                     FieldKind::Scalar => 1,
                 };
                 let es = if matches!(es, 1 | 2 | 4 | 8) { es } else { 1 };
-                w.write_char('[')?;
+                w.write_str("[")?;
                 for (j, c) in b.chunks_exact(es).enumerate() {
                     if j > 0 {
-                        w.write_char(',')?;
+                        w.write_str(",")?;
                     }
-                    write!(w, "{}", e.uint(c, 0, es).unwrap_or(0))?;
+                    json_int(w, e.uint(c, 0, es).unwrap_or(0) as i64, false)?;
                 }
-                w.write_char(']')?;
+                w.write_str("]")?;
             }
         }
     }
