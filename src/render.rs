@@ -1050,13 +1050,12 @@ pub fn write_json(
     json_int(w, ts as i64, false)?;
     w.write_str(",\"cpu\":")?;
     json_int(w, i64::from(cpu), false)?;
-    w.write_str(",")?;
+    // Literal pieces joined: each write is a call.
     if let Some(b) = buffer {
-        w.write_str("\"buffer\":")?;
+        w.write_str(",\"buffer\":")?;
         json_str(w, b)?;
-        w.write_str(",")?;
     }
-    w.write_str("\"pid\":")?;
+    w.write_str(",\"pid\":")?;
     json_int(w, i64::from(pid), true)?;
     w.write_str(",\"comm\":")?;
     json_str(w, cmdlines.comm(pid))?;
@@ -1064,15 +1063,11 @@ pub fn write_json(
     json_text(w, &ev.system)?;
     w.write_str(":")?;
     json_text(w, &ev.name)?;
-    w.write_str("\"")?;
-    w.write_str(",\"fields\":{")?;
+    w.write_str("\",\"fields\":{")?;
     for (i, f) in ev.fields.iter().enumerate() {
-        if i > 0 {
-            w.write_str(",")?;
-        }
-        json_str(w, &f.name)?;
-        w.write_str(":")?;
-        let is_char = f.type_name.contains("char");
+        w.write_str(if i > 0 { ",\"" } else { "\"" })?;
+        json_text(w, &f.name)?;
+        w.write_str("\":")?;
         match (f.kind, f.bytes(payload, e)) {
             (_, None) => w.write_str("null")?,
             (FieldKind::Scalar, Some(_)) => match f.int(payload, e) {
@@ -1080,7 +1075,9 @@ pub fn write_json(
                 Some(v) => json_int(w, (v as u64 & mask(f.size)) as i64, false)?,
                 None => w.write_str("null")?,
             },
-            (FieldKind::Array { .. } | FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }, Some(b)) if is_char => {
+            (FieldKind::Array { .. } | FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }, Some(b))
+                if f.type_name.contains("char") =>
+            {
                 let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
                 json_str(w, &alloc::string::String::from_utf8_lossy(b.get(..end).unwrap_or(b)))?;
             }
