@@ -157,6 +157,18 @@ fn main() {
         print!(", trace-cmd report -F sched {fc:.3} s: {:.1}x (-j 1: {:.1}x)", fc / fs_, fc / f1);
     }
     println!();
+    // JSON lines (trace-cmd has no such output: its text is the reference).
+    let (js, _) = best_of(3, || {
+        let mut c = Command::new(&trbox);
+        c.args(["tr-cat", "--json", file]);
+        c
+    });
+    let (j1, _) = best_of(3, || {
+        let mut c = Command::new(&trbox);
+        c.args(["tr-cat", "-j", "1", "--json", file]);
+        c
+    });
+    println!("json:        tr-cat --json {js:.3} s (-j 1: {j1:.3} s)");
     if std::env::var_os("TRBOX_BENCH_KEEP").is_none() {
         let _ = fs::remove_file(&out);
     }
