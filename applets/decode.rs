@@ -262,6 +262,8 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
             .with_opts(opts)
             .with_cpu_count(ncpus)
     });
+    // Worked out once for every rendering thread.
+    let ids = o.filter.ids(events);
     let plain = || Plain {
         r: Renderer::new(events, cmdlines.clone(), abi, in_ns)
             .with_strings(printk)
@@ -273,7 +275,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         o,
         buffers: &buffers,
         labels: &labels,
-        ids: o.filter.ids(events),
+        ids: ids.as_deref(),
     };
     let mut em = Emitter {
         p: plain(),

@@ -922,9 +922,7 @@ impl<'a> Renderer<'a> {
             }
         }
     }
-}
 
-impl Renderer<'_> {
     /// One record as [`write_json`]'s line, assembled in the line buffer
     /// and written in one piece (or a few, when long): a write per field
     /// and quote was most of `--json`'s time.
@@ -1019,12 +1017,15 @@ fn json_text(w: &mut dyn Write, s: &str) -> fmt::Result {
 
 /// A JSON number: the digits by hand (core's integer `Display` goes
 /// through its padding code for every field).
-fn json_int(w: &mut dyn Write, v: i64, signed: bool) -> fmt::Result {
-    if signed && v < 0 {
+fn json_uint(w: &mut dyn Write, v: u64) -> fmt::Result {
+    w.write_str(crate::printfmt::digits::Digits::new(v, 10, false).as_str())
+}
+
+fn json_int(w: &mut dyn Write, v: i64) -> fmt::Result {
+    if v < 0 {
         w.write_str("-")?;
     }
-    let u = if signed { v.unsigned_abs() } else { v as u64 };
-    w.write_str(crate::printfmt::digits::Digits::new(u, 10, false).as_str())
+    json_uint(w, v.unsigned_abs())
 }
 
 /// One event as a JSON object on one line: `{"ts_ns":…,"cpu":…,"pid":…,
@@ -1047,16 +1048,16 @@ pub fn write_json(
 ) -> fmt::Result {
     use crate::format::FieldKind;
     w.write_str("{\"ts_ns\":")?;
-    json_int(w, ts as i64, false)?;
+    json_uint(w, ts)?;
     w.write_str(",\"cpu\":")?;
-    json_int(w, i64::from(cpu), false)?;
+    json_uint(w, u64::from(cpu))?;
     // Literal pieces joined: each write is a call.
     if let Some(b) = buffer {
         w.write_str(",\"buffer\":")?;
         json_str(w, b)?;
     }
     w.write_str(",\"pid\":")?;
-    json_int(w, i64::from(pid), true)?;
+    json_int(w, i64::from(pid))?;
     w.write_str(",\"comm\":")?;
     json_str(w, cmdlines.comm(pid))?;
     w.write_str(",\"event\":\"")?;
@@ -1071,8 +1072,8 @@ pub fn write_json(
         match (f.kind, f.bytes(payload, e)) {
             (_, None) => w.write_str("null")?,
             (FieldKind::Scalar, Some(_)) => match f.int(payload, e) {
-                Some(v) if f.signed => json_int(w, v, true)?,
-                Some(v) => json_int(w, (v as u64 & mask(f.size)) as i64, false)?,
+                Some(v) if f.signed => json_int(w, v)?,
+                Some(v) => json_uint(w, v as u64 & mask(f.size))?,
                 None => w.write_str("null")?,
             },
             (FieldKind::Array { .. } | FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }, Some(b))
@@ -1094,7 +1095,7 @@ pub fn write_json(
                     if j > 0 {
                         w.write_str(",")?;
                     }
-                    json_int(w, e.uint(c, 0, es).unwrap_or(0) as i64, false)?;
+                    json_uint(w, e.uint(c, 0, es).unwrap_or(0))?;
                 }
                 w.write_str("]")?;
             }

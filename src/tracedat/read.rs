@@ -1033,8 +1033,8 @@ impl CpuPages {
             if self.pos >= self.end {
                 return Ok(None);
             }
-            // Several pages a read: a read per page was a tenth of the time
-            // of printing a file.
+            // Several pages a read: a read per page was 8,594 system calls
+            // for a 35 MB file.
             let want = self.page_size.max(READ_AHEAD) as u64;
             let n = (self.end - self.pos).min(want) as usize;
             self.buf.resize(n, 0);
@@ -1050,10 +1050,18 @@ impl CpuPages {
                 self.end = self.pos;
             }
         }
+        Ok(self.page_in_buf())
+    }
+
+    /// The next page of what `buf` holds (the last one may be short).
+    fn page_in_buf(&mut self) -> Option<(usize, usize)> {
         let start = self.in_buf;
+        if start >= self.buf.len() {
+            return None;
+        }
         let end = (start + self.page_size).min(self.buf.len());
         self.in_buf = end;
-        Ok(Some((start, end)))
+        Some((start, end))
     }
 
     fn next_compressed<S: Source + ?Sized>(
@@ -1062,11 +1070,8 @@ impl CpuPages {
         algo: &Compression,
     ) -> Result<Option<(usize, usize)>, Error> {
         loop {
-            if self.in_buf < self.buf.len() {
-                let start = self.in_buf;
-                let end = (start + self.page_size).min(self.buf.len());
-                self.in_buf = end;
-                return Ok(Some((start, end)));
+            if let Some(page) = self.page_in_buf() {
+                return Ok(Some(page));
             }
             let left = match self.chunks_left {
                 Some(n) => n,
