@@ -203,8 +203,12 @@ impl<'a> Parser<'a> {
                 None => out.push_str(&format!("{line}\n")),
             }
         }
-        print!("{out}\n{COMMON_HELP}");
-        Error { code: EXIT_OK, msg: String::new(), hint: None }
+        out.push('\n');
+        out.push_str(COMMON_HELP);
+        match crate::out::print(&out) {
+            Ok(()) => Error { code: EXIT_OK, msg: String::new(), hint: None },
+            Err(e) => e,
+        }
     }
 
     /// The current option's value, or the operand.
@@ -321,14 +325,11 @@ pub fn dispatch(argv: &[String]) -> u8 {
     } else if name == "trbox" || name.starts_with("trbox") {
         match argv.get(1).map(String::as_str) {
             None | Some("--help") | Some("-h") => {
-                print!("{}", banner());
-                return EXIT_OK;
+                return report("trbox", crate::out::print(&banner()));
             }
             Some("--list") => {
-                for a in APPLETS {
-                    println!("{}", a.name);
-                }
-                return EXIT_OK;
+                let names: String = APPLETS.iter().map(|a| format!("{}\n", a.name)).collect();
+                return report("trbox", crate::out::print(&names));
             }
             Some("--install") => return report("trbox", install(&argv[2..])),
             Some(a) => (basename(a), &argv[2..]),

@@ -43,23 +43,27 @@ impl Command {
         let Some((prog, rest)) = cmd.split_first() else {
             return Ok(Command { child: RefCell::new(None), name: String::new() });
         };
-        let c = Paused::spawn(prog, rest)
-            .map_err(|e| Error::runtime(format!("cannot start '{prog}': {}", describe(&e))))?;
+        let c = Paused::spawn(prog, rest).map_err(|e| {
+            Error::runtime(format!("cannot run '{prog}': {}", describe(&e))).hint("check the command name and PATH")
+        })?;
         let pid = c.pid().to_string();
         let me = Command { child: RefCell::new(Some(c)), name: prog.clone() };
         let t = st.tracefs();
-        if follow.events {
-            st.set_list("set_event_pid", std::slice::from_ref(&pid))?;
-            if t.exists("options/event-fork") {
-                st.set("options/event-fork", "1")?;
+        st.for_run(|st| {
+            if follow.events {
+                st.set_list("set_event_pid", std::slice::from_ref(&pid))?;
+                if t.exists("options/event-fork") {
+                    st.set("options/event-fork", "1")?;
+                }
             }
-        }
-        if follow.functions {
-            st.set_list("set_ftrace_pid", &[pid])?;
-            if t.exists("options/function-fork") {
-                st.set("options/function-fork", "1")?;
+            if follow.functions {
+                st.set_list("set_ftrace_pid", &[pid])?;
+                if t.exists("options/function-fork") {
+                    st.set("options/function-fork", "1")?;
+                }
             }
-        }
+            Ok::<_, Error>(())
+        })?;
         Ok(me)
     }
 
@@ -164,37 +168,34 @@ pub fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, Error> {
     r.map_err(|e| trbox::sys::state::ftrace_refused(e).into())
 }
 
-/// The notrace pid lists (and fork options) [`not_mine`] replaced, to put
-/// back after a `-k` run (a dead pid is no setting to keep).
-#[derive(Default)]
-pub struct NotMine(Vec<(&'static str, String)>);
-
 /// Keep trbox's own work (reading formats, kallsyms and pages while the
 /// window is open) out of a system-wide run — one with no pid filter and no
 /// command: otherwise every read of the buffer is traced too (a function
 /// under the function tracers, a syscall or sched event), and reading that
 /// makes more. `follow` says which lists: set_ftrace_notrace_pid and
-/// set_event_notrace_pid (5.8+; older kernels trace us).
-pub fn not_mine(st: &mut State, follow: Follow) -> Result<NotMine, Error> {
-    let mut mine = NotMine::default();
+/// set_event_notrace_pid (5.8+; older kernels trace us). For this run
+/// only: a `-k` run puts them back too (a dead pid is no setting to keep).
+pub fn not_mine(st: &mut State, follow: Follow) -> Result<(), Error> {
     let me = [std::process::id().to_string()];
-    for (on, file, fork) in [
-        (follow.functions, "set_ftrace_notrace_pid", "options/function-fork"),
-        (follow.events, "set_event_notrace_pid", "options/event-fork"),
-    ] {
-        let Some(old) = on.then(|| st.tracefs().read_opt(file)).transpose()?.flatten() else { continue };
-        ftrace_write(st.set_list(file, &me))?;
-        // trbox's threads (the live buffers' readers) are its forks: the
-        // kernel adds them to the list as they start (5.8+, as the list).
-        // Put back after a -k run too ([`unmine`]): left on, it would make
-        // a later `-P PID` run follow that pid's children.
-        if let Some(was) = st.tracefs().read_opt(fork)? {
-            st.set(fork, "1")?;
-            mine.0.push((fork, was.trim().to_string()));
+    st.for_run(|st| {
+        for (on, file, fork) in [
+            (follow.functions, "set_ftrace_notrace_pid", "options/function-fork"),
+            (follow.events, "set_event_notrace_pid", "options/event-fork"),
+        ] {
+            if !on || !st.tracefs().exists(file) {
+                continue;
+            }
+            ftrace_write(st.set_list(file, &me))?;
+            // trbox's threads (the live buffers' readers) are its forks: the
+            // kernel adds them to the list as they start (5.8+, as the
+            // list). Left on after a -k run, it would make a later
+            // `-P PID` run follow that pid's children.
+            if st.tracefs().exists(fork) {
+                st.set(fork, "1")?;
+            }
         }
-        mine.0.push((file, trbox::ctl::entries(&old).filter(|l| *l != "no pid").collect::<Vec<_>>().join("\n")));
-    }
-    Ok(mine)
+        Ok(())
+    })
 }
 
 /// `-P` and `-- CMD` both choose whom a run traces: only one may be given.
@@ -209,13 +210,14 @@ pub fn one_target(pids: &[u32], cmd: &[String]) -> Result<(), Error> {
 /// command's (and its forks'), else the `-P` pids', else everyone's but
 /// trbox's own ([`not_mine`]). Call it before the events are enabled, so
 /// that nothing of the set-up is recorded.
-pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Result<(Command, NotMine), Error> {
+pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Result<Command, Error> {
     if !cmd.is_empty() {
-        return Ok((Command::start(cmd, st, follow)?, NotMine::default()));
+        return Command::start(cmd, st, follow);
     }
     let none = Command { child: RefCell::new(None), name: String::new() };
     if pids.is_empty() {
-        return Ok((none, not_mine(st, follow)?));
+        not_mine(st, follow)?;
+        return Ok(none);
     }
     let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
     if follow.events {
@@ -224,14 +226,7 @@ pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Res
     if follow.functions {
         ftrace_write(st.set_list("set_ftrace_pid", &pids))?;
     }
-    Ok((none, NotMine::default()))
-}
-
-/// After a `-k` run: put back what [`not_mine`] replaced.
-pub fn unmine(t: &Tracefs, keep: bool, old: NotMine) {
-    for (file, list) in old.0.iter().filter(|_| keep) {
-        let _ = t.write(file, list);
-    }
+    Ok(none)
 }
 
 /// Keep tracing idle while a run is set up (through `st`: restored): only
@@ -324,7 +319,8 @@ pub fn stream(
     show: &Show,
     empty: Option<&Empty>,
 ) -> Result<Option<u8>, Error> {
-    let opts = RawOpts { reading, ..RawOpts::all(true, json, None, t.now()) };
+    let mut opts = RawOpts { reading, ..RawOpts::all(true, json, None, t.now()) };
+    opts.filter.not_self = true;
     let command = child.is_some();
     let w = Window::open(st, t.tracing_on_file(), limit)?;
     // The buffer's readers (threads reading ahead) start before the command

@@ -263,7 +263,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
             .with_cpu_count(ncpus)
     });
     // Worked out once for every rendering thread.
-    let ids = o.filter.ids(events);
+    let prepared = o.filter.prepare(events);
     let plain = || Plain {
         r: Renderer::new(events, cmdlines.clone(), abi, in_ns)
             .with_strings(printk)
@@ -275,7 +275,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         o,
         buffers: &buffers,
         labels: &labels,
-        ids: ids.as_deref(),
+        prepared: &prepared,
     };
     let mut em = Emitter {
         p: plain(),
@@ -397,8 +397,8 @@ pub fn collect(
         #[cfg(feature = "host")]
         saved_cmdlines,
     };
-    let ids = o.filter.ids(&meta.trace.events);
-    let mut c = Collector { meta, f, o, ids };
+    let prepared = o.filter.prepare(&meta.trace.events);
+    let mut c = Collector { meta, f, o, prepared };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
@@ -512,7 +512,7 @@ struct Collector<'f> {
     meta: Meta,
     f: &'f mut dyn FnMut(&Meta, Item<'_>),
     o: &'f RawOpts,
-    ids: Option<Vec<bool>>,
+    prepared: crate::emit::Prepared,
 }
 
 impl Consumer for Collector<'_> {
@@ -523,7 +523,9 @@ impl Consumer for Collector<'_> {
                 let t = &m.trace;
                 let Some(ev) = t.events.event_of(rec.payload, t.endian) else { return };
                 let pid = m.pid(ev, rec.payload);
-                if o.since.is_some_and(|t0| rec.ts < t0) || !o.filter.keep(self.ids.as_deref(), ev, pid, &t.cmdlines) {
+                if o.since.is_some_and(|t0| rec.ts < t0)
+                    || !o.filter.keep(&self.prepared, ev, rec.payload, t.endian, pid, &t.cmdlines)
+                {
                     return;
                 }
                 (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });

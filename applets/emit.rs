@@ -6,7 +6,7 @@
 use crate::out::Out;
 use std::io::Write as _;
 use std::time::Duration;
-use trbox::format::{Endian, EventFormat, EventTable};
+use trbox::format::{Endian, EventFormat, EventTable, FieldLoc};
 use trbox::graph::{GraphRenderer, IrqText, Outcome};
 use trbox::names::glob_match;
 use trbox::render::{write_lost, Cmdlines, Renderer};
@@ -14,39 +14,99 @@ use trbox::sys::events::LazyKallsyms;
 use trbox::sys::stream::{CpuPages, Next};
 
 /// What to keep.
+#[derive(Clone)]
 pub struct Filter {
     pub pid: Option<i32>,
     pub comm: Option<String>,
     pub events: Vec<String>,
+    /// Leave out trbox's own threads (a live run): the records they wrote
+    /// and the scheduler events about them. The kernel's notrace pid list
+    /// keeps most out, but it records a switch when either side is
+    /// traced, and a waking when the waker is.
+    pub not_self: bool,
+}
+
+/// What a [`Filter`] works out once per run, before the first record
+/// ([`Filter::prepare`]): the globs of `-e` run once per event, not once
+/// per record (a `format!` and two matches each: half of `tr-cat -e`).
+#[derive(Default)]
+pub struct Prepared {
+    /// The events `-e` takes, by id (`common_type`, a short on every
+    /// kernel); `None` without `-e`.
+    ids: Option<Vec<bool>>,
+    /// trbox's threads, with `not_self`.
+    own: Vec<i32>,
+    /// The field naming the task a scheduler event is about besides its
+    /// writer (`next_pid`, a waking's `pid`), by event id.
+    about: Vec<(u32, FieldLoc)>,
 }
 
 impl Filter {
-    /// Which events of `table` `-e` takes (its globs match `SYS:NAME` or
-    /// the name), indexed by id (`common_type`, a short on every kernel);
-    /// `None` without `-e`. The globs run once per event here, not once
-    /// per record (a `format!` and two matches each: half of `tr-cat -e`).
-    pub fn ids(&self, table: &EventTable) -> Option<Vec<bool>> {
-        if self.events.is_empty() {
-            return None;
+    /// Work out what the filter needs of `table` (and, with `not_self`,
+    /// which threads are trbox's: call it once its readers run).
+    pub fn prepare(&self, table: &EventTable) -> Prepared {
+        let mut p = Prepared::default();
+        if !self.events.is_empty() {
+            let mut ids = vec![false; 1 << 16];
+            for ev in table.iter() {
+                let full = format!("{}:{}", ev.system, ev.name);
+                if let Some(k) = ids.get_mut(ev.id as usize) {
+                    *k = self.events.iter().any(|g| glob_match(g, &full) || glob_match(g, &ev.name));
+                }
+            }
+            p.ids = Some(ids);
         }
-        let mut ids = vec![false; 1 << 16];
-        for ev in table.iter() {
-            let full = format!("{}:{}", ev.system, ev.name);
-            if let Some(k) = ids.get_mut(ev.id as usize) {
-                *k = self.events.iter().any(|g| glob_match(g, &full) || glob_match(g, &ev.name));
+        if self.not_self {
+            p.own = trbox::sys::thread::own_tids();
+            for (name, field) in [
+                ("sched_switch", "next_pid"),
+                ("sched_waking", "pid"),
+                ("sched_wakeup", "pid"),
+                ("sched_wakeup_new", "pid"),
+            ] {
+                if let Some(f) = table.by_name(&format!("sched:{name}")).and_then(|ev| Some((ev.id, ev.field(field)?)))
+                {
+                    p.about.push((f.0, f.1.loc()));
+                }
             }
         }
-        Some(ids)
+        p
     }
 
-    /// Whether a record passes; `ids`: what [`Filter::ids`] gave.
-    pub fn keep(&self, ids: Option<&[bool]>, ev: &EventFormat, pid: i32, cmdlines: &Cmdlines) -> bool {
-        self.pid.map_or(true, |p| p == pid)
+    /// Whether a record passes; `p`: what [`Filter::prepare`] gave.
+    #[allow(clippy::too_many_arguments)]
+    pub fn keep(
+        &self,
+        p: &Prepared,
+        ev: &EventFormat,
+        payload: &[u8],
+        endian: Endian,
+        pid: i32,
+        cmdlines: &Cmdlines,
+    ) -> bool {
+        self.pid.map_or(true, |want| want == pid)
             && self.comm.as_deref().map_or(true, |c| cmdlines.comm(pid) == c)
-            && ids.map_or(true, |ids| ids.get(ev.id as usize) == Some(&true))
+            && p.ids.as_ref().map_or(true, |ids| ids.get(ev.id as usize) == Some(&true))
+            && (p.own.is_empty() || !p.mine(ev, payload, endian, pid))
     }
 }
 
+impl Prepared {
+    /// Did trbox write the record, or is it a scheduler event about one of
+    /// its threads?
+    fn mine(&self, ev: &EventFormat, payload: &[u8], endian: Endian, pid: i32) -> bool {
+        self.own.contains(&pid)
+            || self
+                .about
+                .iter()
+                .find(|a| a.0 == ev.id)
+                .and_then(|a| a.1.int(payload, endian))
+                .is_some_and(|task| self.own.iter().any(|&t| i64::from(t) == task))
+    }
+}
+
+/// Options of a raw read: what to keep, how to follow and print.
+#[derive(Clone)]
 pub struct RawOpts {
     pub only: Option<Vec<u32>>,
     pub filter: Filter,
@@ -81,7 +141,7 @@ impl RawOpts {
     pub fn all(follow: bool, json: bool, limit: Option<Duration>, since: Option<u64>) -> Self {
         RawOpts {
             only: None,
-            filter: Filter { pid: None, comm: None, events: Vec::new() },
+            filter: Filter { pid: None, comm: None, events: Vec::new(), not_self: false },
             follow,
             json,
             limit,
@@ -102,8 +162,8 @@ pub struct Plain<'a> {
     /// Buffer names and line labels, when there are several (Input).
     pub buffers: &'a [String],
     pub labels: &'a [String],
-    /// The events `-e` takes: [`Filter::ids`].
-    pub ids: Option<&'a [bool]>,
+    /// What the filter worked out: [`Filter::prepare`].
+    pub prepared: &'a Prepared,
 }
 
 /// What the filters make of a record.
@@ -118,7 +178,9 @@ impl<'a> Plain<'a> {
     pub fn kept(&self, ts: u64, payload: &[u8]) -> Kept<'a> {
         let Some(ev) = self.events.event_of(payload, self.endian) else { return Kept::Unknown };
         let pid = self.r.pid(payload);
-        if self.o.since.is_some_and(|t0| ts < t0) || !self.o.filter.keep(self.ids, ev, pid, self.r.cmdlines()) {
+        if self.o.since.is_some_and(|t0| ts < t0)
+            || !self.o.filter.keep(self.prepared, ev, payload, self.endian, pid, self.r.cmdlines())
+        {
             return Kept::Dropped;
         }
         Kept::Event(ev)

@@ -94,6 +94,11 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         let summary = rec.finish(&t)?;
         (summary, child.finish(), write_error)
     };
+    // The reader of a stream on standard output closed it (`| head`): the
+    // end it asked for, as for every other output.
+    let reader_left =
+        stream && !r.net && write_error.as_ref().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+    let write_error = write_error.filter(|_| !reader_left);
     print_summary(path, &summary);
     if let Some(e) = write_error {
         if stream || r.net {

@@ -175,7 +175,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     trbox::sys::signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let opts = |follow| RawOpts {
         only: None,
-        filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+        filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone(), not_self: false },
         follow,
         json: a.json,
         limit: a.time.map(|s| s.0),
@@ -249,7 +249,7 @@ fn filtered(a: &Args) -> bool {
 fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
     Ok(RawOpts {
         only: parse_cpus(a.cpu.as_deref())?,
-        filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone() },
+        filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone(), not_self: false },
         follow: false,
         json: false,
         limit: None,

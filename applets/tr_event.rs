@@ -128,7 +128,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let [one] = ev.as_slice() else {
             return Err(Error::usage(format!("--format takes one event, '{f}' matches {}", ev.len())));
         };
-        print!("{}", t.read(&format!("{}/format", event_dir(one)))?);
+        crate::out::print(&t.read(&format!("{}/format", event_dir(one)))?)?;
         return Ok(());
     }
     let top = t.top_level();
@@ -166,7 +166,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         command::idle(&mut st)?;
         // The pid filter first: events enabled before it would also record
         // this process setting up (its opens, for a kprobe).
-        let (child, notrace) = command::whom(&mut st, cmd, &a.pid, Follow { events: true, functions: false })?;
+        let child = command::whom(&mut st, cmd, &a.pid, Follow { events: true, functions: false })?;
         for (i, e) in events.iter().enumerate() {
             let dir = event_dir(e);
             if named == 0 || i < named {
@@ -189,7 +189,6 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             })
         };
         let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
-        command::unmine(&t, a.keep, notrace);
         r?
     };
     command::exit_with(status)

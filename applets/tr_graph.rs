@@ -139,8 +139,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             need(&t, "tracing_thresh")?;
             st.set("tracing_thresh", &us.to_string())?;
         }
-        let (child, notrace) =
-            command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
+        let child = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
         st.set_tracer("function_graph")?;
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);
         let r = command::stream(
@@ -153,7 +152,6 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             &show,
             Some(&|w| none_recorded(&a, w)),
         );
-        command::unmine(&t, a.keep, notrace);
         r?
     };
     command::exit_with(status)

@@ -6,7 +6,7 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
-use crate::decode::{self, Input, Item, RawOpts, Reading};
+use crate::decode::{self, Filter, Input, Item, RawOpts, Reading};
 use crate::out::Out;
 use std::cell::Cell;
 use std::io::Write as _;
@@ -257,7 +257,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         if tracer {
             tracer_settings(&mut global, &a, mode)?;
         }
-        let (child, notrace) = command::whom(&mut st, cmd, &a.pid, Follow { events: !tracer, functions: false })?;
+        let child = command::whom(&mut st, cmd, &a.pid, Follow { events: !tracer, functions: false })?;
         if tracer {
             // A stop threshold: the osnoise events too (which IRQ, softirq,
             // thread or single noise came before the stop), as rtla's
@@ -312,7 +312,6 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             &show,
             Some(&|w| none_measured(&a, mode, w)),
         );
-        command::unmine(&t, a.keep, notrace);
         drop(st);
         drop(global);
         r?
@@ -535,6 +534,11 @@ fn measure(
     // On a terminal the table is shown again about once a second (when
     // records come), in place; elsewhere once, at the end.
     let mut refreshed = (!a.json && !a.read && cli::is_tty()).then(Instant::now);
+    // trbox's own threads are left out by the measurement itself (no
+    // latency of theirs), not by the output filter: a switch from one of
+    // them to a woken task is that task's end of latency.
+    let own = o.filter.not_self.then(trbox::sys::thread::own_tids);
+    let o = &RawOpts { filter: Filter { not_self: false, ..o.filter.clone() }, ..o.clone() };
     let meta = decode::collect(input, o, done, &mut |m, it| {
         if let (true, Item::Record { cpu, ts, payload, .. }) = (keep_tail, &it) {
             let i = *cpu as usize;
@@ -552,6 +556,9 @@ fn measure(
             let mut l = Lat::new(mode, &m.trace.events, m.trace.endian, a.rt, hist)?;
             if !only.is_empty() {
                 l.only(&only.iter().map(|&p| i64::from(p)).collect::<Vec<_>>());
+            }
+            if let Some(own) = &own {
+                l.leave_out(&own.iter().map(|&p| i64::from(p)).collect::<Vec<_>>());
             }
             Ok(l)
         }) else {

@@ -189,8 +189,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let follow = Follow { events: t.exists("set_event_pid"), functions };
         // -P was applied with the other settings; a run without it or a
         // command keeps trbox's own work out.
-        let (child, notrace) =
-            command::whom(&mut st, cmd, &[], if a.pid.is_empty() { follow } else { Follow::default() })?;
+        let child = command::whom(&mut st, cmd, &[], if a.pid.is_empty() { follow } else { Follow::default() })?;
         st.keep = a.keep;
         let tracer = tracer.trim().to_string();
         let empty = |w: &str| {
@@ -198,7 +197,6 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 .hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
         };
         let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
-        command::unmine(&t, a.keep, notrace);
         r?
     };
     drop(st);
@@ -347,7 +345,7 @@ fn show(common: &Common) -> Result<(), Error> {
         t.enter_instance(i)?;
     }
     let st = Status::read(&t);
-    print!("{}", report(&t, &st));
+    crate::out::print(&report(&t, &st))?;
     Ok(())
 }
 

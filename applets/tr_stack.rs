@@ -177,7 +177,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         // does not matter to what is recorded, and the function filter
         // first names dynamic ftrace plainly where the kernel refuses it.
         let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
-        let (child, notrace) = command::whom(&mut st, cmd, &a.pid, follow)?;
+        let child = command::whom(&mut st, cmd, &a.pid, follow)?;
         if a.func.is_some() {
             st.set_tracer("function")?;
             st.set("options/func_stack_trace", "1")?;
@@ -193,7 +193,6 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             &|i, o, done| count_stacks(i, &a, o, done).map(|()| true),
             None,
         );
-        command::unmine(&t, a.keep, notrace);
         r?
     };
     command::exit_with(status)

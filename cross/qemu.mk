@@ -53,7 +53,9 @@ QEMU_DEMO_DIR := $(CURDIR)/target/demo
 # asked in the recipe, after `setup` may have just added the target.
 QEMU_HAS_STD = test -f "$$(rustc --print sysroot)/lib/rustlib/$(QEMU_TRIPLE)/lib/self-contained/libc.a"
 
-qemu: setup
+# The host binary too: the host's side of the session (the listener for
+# tr-cat -N, reading what the board sent) runs it.
+qemu: setup build
 ifeq ($(QEMU_BUILD),quick)
 	@if $(QEMU_HAS_STD); then \
 	  echo "make qemu: quick demo build (QEMU_BUILD=cross for the size-optimised board binary)"; \
@@ -73,7 +75,7 @@ qemu-shell: setup
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)
 	ARCH=$(ARCH) KERNEL=$(KERNEL) $(QEMU_SH)/board.sh shell
 
-qemu-test: setup cross
+qemu-test: setup build cross
 	BREAK='$(BREAK)' $(QEMU_SH)/test.sh $(QEMU_BOARDS)
 
 qemu-selfcheck: cross

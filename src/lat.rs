@@ -443,6 +443,8 @@ pub struct Lat {
     rows: VecMap<(Table, i64), Row>,
     /// wakeup: only wakeups of these tasks (and their children), when set.
     only: Option<VecMap<i64, ()>>,
+    /// wakeup: never wakeups of these tasks (the measuring tool's own).
+    left_out: VecMap<i64, ()>,
     /// wakeup: pid → waking time; syscall: pid → (id, enter time).
     open: VecMap<i64, (i64, u64)>,
     /// irq: per CPU (IRQ, entry time) and (vector, entry time).
@@ -450,6 +452,9 @@ pub struct Lat {
     pub noise: VecMap<u32, Noise>,
     /// Ends without their begin, and begins forgotten at a loss.
     pub unpaired: u64,
+    /// wakeup: wakings that no switch to their task followed (the task ran
+    /// before one was seen, or was woken again): not latencies.
+    pub no_switch: u64,
     pub lost: u64,
     /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
     seq: VecMap<(u32, i64), u64>,
@@ -467,9 +472,11 @@ impl Lat {
         hist: Option<(u64, usize)>,
     ) -> Result<Lat, Missing> {
         let fields: &[&[&str]] = match mode {
-            Mode::Wakeup => {
-                &[&["pid", "prio", "comm"], &["next_pid", "next_prio", "next_comm"], &["parent_pid", "child_pid"]]
-            }
+            Mode::Wakeup => &[
+                &["pid", "prio", "comm"],
+                &["next_pid", "next_prio", "next_comm", "prev_pid"],
+                &["parent_pid", "child_pid"],
+            ],
             Mode::Irq => &[&["irq", "name"], &["irq"], &["vec"], &["vec"]],
             Mode::Syscall => &[&["id"], &["id"]],
             Mode::Timerlat => &[&["seqnum", "context", "timer_latency"]],
@@ -509,10 +516,12 @@ impl Lat {
             evs,
             rows: VecMap::new(),
             only: None,
+            left_out: VecMap::new(),
             open: VecMap::new(),
             irq_open: Vec::new(),
             noise: VecMap::new(),
             unpaired: 0,
+            no_switch: 0,
             lost: 0,
             seq: VecMap::new(),
             seq_gaps: 0,
@@ -543,6 +552,14 @@ impl Lat {
         self.only = Some(o);
     }
 
+    /// wakeup: never measure these tasks (trbox's own threads: the
+    /// kernel records their wakings when the waker is traced).
+    pub fn leave_out(&mut self, pids: &[i64]) {
+        for &p in pids {
+            self.left_out.insert(p, ());
+        }
+    }
+
     fn which(&self, id: u32) -> Option<usize> {
         self.evs.iter().position(|e| e.as_ref().is_some_and(|e| e.id == id))
     }
@@ -560,6 +577,15 @@ impl Lat {
         row.stat.add(ns);
         if let Some(h) = row.hist.as_mut() {
             h.add(ns);
+        }
+    }
+
+    /// wakeup: the wakings that no switch to their task followed, those
+    /// still waiting at the end included.
+    pub fn wakings_without_switch(&self) -> u64 {
+        match self.mode {
+            Mode::Wakeup => self.no_switch + self.open.len() as u64,
+            _ => 0,
         }
     }
 
@@ -590,17 +616,33 @@ impl Lat {
                 if pid == 0
                     || (self.rt_only && prio >= 100)
                     || self.only.as_ref().is_some_and(|o| !o.contains_key(&pid))
+                    || self.left_out.contains_key(&pid)
                 {
                     return None;
                 }
-                if self.open.len() < MAX_OPEN {
-                    // The first wakeup counts: a task woken again before it
-                    // ran has waited since the first.
-                    self.open.entry(pid, || (prio, ts));
+                // The newest waking counts. The kernel writes sched_waking
+                // only for a task whose state matches the wakeup (not
+                // TASK_RUNNING: try_to_wake_up's ttwu_state_match), and the
+                // wakeup makes it TASK_RUNNING: a second waking means the
+                // task ran in between, so the first one's switch was not
+                // seen (or never came: woken before it left the CPU,
+                // ttwu_runnable). Kept, the first would pair with a switch
+                // much later: second-long false maxima (issue 26).
+                if (self.open.len() < MAX_OPEN || self.open.contains_key(&pid))
+                    && self.open.insert(pid, (prio, ts)).is_some()
+                {
+                    self.no_switch += 1;
                 }
                 None
             }
             (Mode::Wakeup, END) => {
+                // A switch away from a task with an open waking: it ran, so
+                // the switch to it was not seen (or none was needed).
+                if let Some(prev) = ev.int(3, p, e).filter(|&prev| prev != 0) {
+                    if self.open.remove(&prev).is_some() {
+                        self.no_switch += 1;
+                    }
+                }
                 let pid = ev.int(0, p, e)?;
                 let (_, begin) = self.open.remove(&pid)?;
                 let prio = ev.int(1, p, e)?;
@@ -900,6 +942,17 @@ fn write_noise<W: Write + ?Sized>(w: &mut W, lat: &Lat) -> fmt::Result {
             n.thread
         )?;
     }
+    if lat.mode == Mode::Wakeup {
+        // What was not counted, and why: wakings no switch to their task
+        // followed, and begins or ends the window or a loss cut.
+        writeln!(
+            w,
+            "{{\"table\":\"uncounted\",\"wakings_without_switch\":{},\"unpaired\":{},\"losses\":{}}}",
+            lat.wakings_without_switch(),
+            lat.unpaired,
+            lat.lost
+        )?;
+    }
     Ok(())
 }
 
@@ -969,6 +1022,17 @@ pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdline
             n.thread
         )?;
     }
+    if lat.mode == Mode::Wakeup {
+        // What was not counted, and why: wakings no switch to their task
+        // followed, and begins or ends the window or a loss cut.
+        writeln!(
+            w,
+            "{{\"table\":\"uncounted\",\"wakings_without_switch\":{},\"unpaired\":{},\"losses\":{}}}",
+            lat.wakings_without_switch(),
+            lat.unpaired,
+            lat.lost
+        )?;
+    }
     Ok(())
 }
 
@@ -1027,8 +1091,46 @@ mod tests {
         assert_eq!((h.width, h.buckets.len(), h.over), (1, 1, 1));
     }
 
+    /// Issue 26: a task woken again before a switch to it was seen, or
+    /// seen running (as a switch's prev_pid) after its waking, gave
+    /// second-long false maxima on an idle system: the newest waking
+    /// counts, and one the task ran after is no latency.
     #[test]
-    fn wakeup_pairs_the_first_waking_with_the_switch_in() {
+    fn wakeup_pairs_the_newest_waking_and_drops_those_the_task_ran_after() {
+        let t = table(&[("sched", WAKING), ("sched", SWITCH)]);
+        let mut l = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None).unwrap();
+        let wake = |pid: i32| rec(5, &[(24, &pid.to_le_bytes()), (28, &120i32.to_le_bytes())], 36);
+        let sw = |prev: i32, next: i32| {
+            rec(6, &[(24, &prev.to_le_bytes()), (56, &next.to_le_bytes()), (60, &120i32.to_le_bytes())], 64)
+        };
+        // Woken, its switch-in missed, woken again a second later.
+        l.record(0, 1_000, &wake(42));
+        l.record(0, 1_000_001_000, &wake(42));
+        let s = l.record(1, 1_000_003_000, &sw(0, 42)).unwrap();
+        assert_eq!(s.ns, 2_000);
+        // Woken while still on its CPU (no switch-in needed), then switched
+        // away: that waking pairs with nothing later.
+        l.record(1, 1_100_000_000, &wake(42));
+        assert_eq!(l.record(1, 1_100_001_000, &sw(42, 0)), None);
+        assert_eq!(l.record(0, 2_000_000_000, &sw(0, 42)), None, "no waking open");
+        // Still waiting at the end.
+        l.record(0, 2_100_000_000, &wake(7));
+        // The measuring tool's own threads are never measured.
+        l.leave_out(&[99]);
+        l.record(0, 2_200_000_000, &wake(99));
+        assert_eq!(l.record(0, 2_200_001_000, &sw(0, 99)), None);
+        assert_eq!(l.worst(Table::Task).map(|(k, r)| (k, r.stat.max)), Some((42, 2_000)));
+        assert_eq!((l.no_switch, l.wakings_without_switch()), (2, 3));
+        let mut json = String::new();
+        write_json(&mut json, &l, Unit { ns: true }, &Cmdlines::default()).unwrap();
+        assert!(
+            json.contains("{\"table\":\"uncounted\",\"wakings_without_switch\":3,\"unpaired\":0,\"losses\":0}"),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn wakeup_pairs_a_waking_with_the_switch_in() {
         let t = table(&[("sched", WAKING), ("sched", SWITCH)]);
         let mut l = Lat::new(Mode::Wakeup, &t, Endian::Little, false, Some((1000, 4))).unwrap();
         let wake =
@@ -1036,8 +1138,7 @@ mod tests {
         let sw = |pid: i32, prio: i32| {
             rec(6, &[(40, b"sleeper\0"), (56, &pid.to_le_bytes()), (60, &prio.to_le_bytes())], 64)
         };
-        assert_eq!(l.record(0, 1000, &wake(42, 120)), None);
-        assert_eq!(l.record(1, 1500, &wake(42, 120)), None);
+        assert_eq!(l.record(1, 1000, &wake(42, 120)), None);
         let s = l.record(1, 4500, &sw(42, 120)).unwrap();
         assert_eq!((s.ns, s.begin, s.end, s.key), (3500, 1000, 4500, 42));
         assert_eq!(l.record(1, 5000, &sw(42, 120)), None, "no second latency without a wakeup");

@@ -151,7 +151,9 @@ interop_file() {
 		fi
 	fi
 	host=${CARGO_TARGET_DIR:-$REPO/target}/release/trbox
-	if [ -x "$host" ] && trace-cmd convert -i "$d/$f.dat" -o "$d/$f.v7" --file-version 7 --compression none >/dev/null 2>&1; then
+	if [ ! -x "$host" ]; then
+		bad "$what: no host binary $host to read trace-cmd's v7 rewrite (make qemu-test builds it)"
+	elif trace-cmd convert -i "$d/$f.dat" -o "$d/$f.v7" --file-version 7 --compression none >/dev/null 2>&1; then
 		"$host" tr-cat "$d/$f.v7" >"$d/$f.v7.txt" 2>"$d/$f.v7.err"
 		events_of "$d/$f.v7.txt" >"$d/$f.host"
 		if [ -s "$d/$f.host" ] && cmp -s "$d/$f.board" "$d/$f.host"; then
@@ -210,7 +212,7 @@ if [ -n "$cn" ] && grep -q "^@@RC $cn " "$log"; then
 	output_of "$cn" >"$rec"
 	want=$(grep -o 'standard output: [0-9]* events' "$rec" | grep -o '[0-9][0-9]*' | head -n 1)
 	if [ ! -x "$host_bin" ]; then
-		ok "console recording: not rebuilt ($host_bin missing: cargo build --release)"
+		bad "console recording: not rebuilt: no host binary $host_bin (make qemu-test builds it)"
 	elif got=$("$host_bin" tr-cat --from-console "$rec" 2>"$rec.err") &&
 		[ -n "$want" ] && [ "$(grep -vc 'LOST' <<<"$got")" = "$want" ] &&
 		grep -q 'sched_process_exec: filename=/bin/busybox' <<<"$got"; then

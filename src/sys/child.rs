@@ -1,14 +1,23 @@
 //! `-- CMD`: the traced command is forked stopped before exec, so its pid
 //! can go into the pid filter first; then it is released. (std's Command
 //! cannot do this: its spawn() waits for the exec to happen.)
+//!
+//! The command's trace starts at its exec of the program: the program is
+//! found in `$PATH` before the fork (execvp's search in the child would be
+//! traced, a failed `execve` for each directory before the right one), and
+//! the child holds by stopping itself (SIGSTOP), not in a read: resumed by
+//! SIGCONT, its next system call is the `execve` (a read would show its
+//! return first).
 
-use std::ffi::CString;
+use std::ffi::{CString, OsStr};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 pub struct Paused {
     pid: libc::pid_t,
-    /// Closing it lets the child exec.
-    go: Option<libc::c_int>,
+    /// Not yet resumed (SIGCONT): dropped unreleased, it is killed.
+    held: bool,
     /// Readable once the child exec'd (EOF) or failed to (an errno).
     status_fd: libc::c_int,
     reaped: Option<i32>,
@@ -27,55 +36,103 @@ fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
     Ok((fds[0], fds[1]))
 }
 
+/// The program `prog` names, as execvp would find it: a name with a `/`
+/// as it is, any other in the directories of `$PATH` (busybox's default
+/// when it is unset), the first that is an executable file.
+pub fn find_program(prog: &str) -> io::Result<PathBuf> {
+    if prog.is_empty() {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
+    }
+    if prog.contains('/') {
+        return Ok(PathBuf::from(prog));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/sbin:/usr/sbin:/bin:/usr/bin".into());
+    let mut denied = false;
+    for dir in path.as_bytes().split(|&b| b == b':') {
+        // An empty entry is the current directory, as for execvp.
+        let dir = if dir.is_empty() { Path::new(".") } else { Path::new(OsStr::from_bytes(dir)) };
+        let cand = dir.join(prog);
+        let Ok(c) = cstr_path(&cand) else { continue };
+        // SAFETY: a NUL-terminated path.
+        if unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0 && cand.is_file() {
+            return Ok(cand);
+        }
+        denied |= io::Error::last_os_error().raw_os_error() == Some(libc::EACCES);
+    }
+    Err(io::Error::from_raw_os_error(if denied { libc::EACCES } else { libc::ENOENT }))
+}
+
+fn cstr_path(p: &Path) -> io::Result<CString> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
+}
+
 impl Paused {
-    /// Fork `prog args…` (looked up in PATH), held before exec.
+    /// Fork `prog args…` (found in PATH first), stopped before its exec.
     pub fn spawn(prog: &str, args: &[String]) -> io::Result<Paused> {
-        let file = cstr(prog)?;
-        let mut argv_c = vec![file.clone()];
+        let file = cstr_path(&find_program(prog)?)?;
+        let mut argv_c = vec![cstr(prog)?];
         for a in args {
             argv_c.push(cstr(a)?);
         }
         let mut argv: Vec<*const libc::c_char> = argv_c.iter().map(|c| c.as_ptr()).collect();
         argv.push(std::ptr::null());
-        let (go_rd, go_wr) = pipe()?;
+        // A file without `#!` runs under /bin/sh, as execvp does.
+        let sh = cstr("/bin/sh")?;
+        let mut sh_argv: Vec<*const libc::c_char> = vec![sh.as_ptr(), file.as_ptr()];
+        sh_argv.extend(argv.iter().skip(1));
         let (st_rd, st_wr) = pipe()?;
         // SAFETY: the child only calls async-signal-safe functions (close,
-        // read, signal reset, execvp, write, _exit) before exec.
+        // signal reset, getpid, kill, execv, write, _exit) before exec.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             let e = io::Error::last_os_error();
             // SAFETY: closing our own fds.
             unsafe {
-                for fd in [go_rd, go_wr, st_rd, st_wr] {
-                    libc::close(fd);
-                }
+                libc::close(st_rd);
+                libc::close(st_wr);
             }
             return Err(e);
         }
         if pid == 0 {
             // SAFETY: child side, see above.
             unsafe {
-                libc::close(go_wr);
                 libc::close(st_rd);
                 // Our signal handlers are not for the command.
                 for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
                     libc::signal(sig, libc::SIG_DFL);
                 }
-                let mut b = 0u8;
-                while libc::read(go_rd, (&mut b as *mut u8).cast(), 1) < 0 {}
-                libc::execvp(file.as_ptr(), argv.as_ptr());
+                libc::kill(libc::getpid(), libc::SIGSTOP);
+                libc::execv(file.as_ptr(), argv.as_ptr());
+                if *libc::__errno_location() == libc::ENOEXEC {
+                    libc::execv(sh.as_ptr(), sh_argv.as_ptr());
+                }
                 let err = *libc::__errno_location();
                 let bytes = err.to_ne_bytes();
                 libc::write(st_wr, bytes.as_ptr().cast(), bytes.len());
                 libc::_exit(127);
             }
         }
-        // SAFETY: parent side: close the child's ends.
-        unsafe {
-            libc::close(go_rd);
-            libc::close(st_wr);
+        // SAFETY: parent side: close the child's end.
+        unsafe { libc::close(st_wr) };
+        let mut child = Paused { pid, held: true, status_fd: st_rd, reaped: None };
+        // Wait until it has stopped itself: resumed before, the SIGCONT
+        // would be lost and it would stop for good.
+        let mut st = 0;
+        loop {
+            // SAFETY: waiting for our own child.
+            let r = unsafe { libc::waitpid(pid, &mut st, libc::WUNTRACED) };
+            if r == pid && libc::WIFSTOPPED(st) {
+                break;
+            }
+            if r == pid {
+                child.reaped = Some(decode(st));
+                return Err(io::Error::other("the command ended before it was started"));
+            }
+            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return Err(io::Error::last_os_error());
+            }
         }
-        Ok(Paused { pid, go: Some(go_wr), status_fd: st_rd, reaped: None })
+        Ok(child)
     }
 
     pub fn pid(&self) -> u32 {
@@ -84,9 +141,9 @@ impl Paused {
 
     /// Let the command run; an error when its exec failed (not found…).
     pub fn release(&mut self) -> io::Result<()> {
-        if let Some(fd) = self.go.take() {
-            // SAFETY: our fd.
-            unsafe { libc::close(fd) };
+        if std::mem::take(&mut self.held) {
+            // SAFETY: resuming our own stopped child.
+            unsafe { libc::kill(self.pid, libc::SIGCONT) };
         }
         let mut b = [0u8; 4];
         // SAFETY: reading into a valid buffer from our fd; EOF = exec done.
@@ -152,11 +209,9 @@ fn decode(st: libc::c_int) -> i32 {
 
 impl Drop for Paused {
     fn drop(&mut self) {
-        if let Some(fd) = self.go.take() {
+        if self.held {
             // Never released (an error came first): do not let it run.
             self.signal(libc::SIGKILL);
-            // SAFETY: our fd.
-            unsafe { libc::close(fd) };
             let _ = self.wait();
         }
         // SAFETY: our fd.

@@ -70,6 +70,14 @@ const LISTS: &[&str] = &[
     "stack_trace_filter",
 ];
 
+/// The pid lists of [`LISTS`].
+const PID_LISTS: &[&str] = &["set_event_pid", "set_event_notrace_pid", "set_ftrace_pid", "set_ftrace_notrace_pid"];
+
+/// A pid list file that names no pid (`no pid` on older kernels).
+fn no_pids(text: &str) -> bool {
+    ctl::entries(text).all(|l| l == "no pid")
+}
+
 /// Reset `t` (top level or instance). Returns what could not be reset; the
 /// caller tells EPERM (skipped: the kernel refuses that file) from real
 /// failures.
@@ -125,7 +133,20 @@ pub fn reset(t: &Tracefs) -> Vec<Error> {
         }
     }
     for rel in LISTS {
-        if t.exists(rel) {
+        if !t.exists(rel) {
+            continue;
+        }
+        if PID_LISTS.contains(rel) {
+            // Written even when it reads empty: once the kernel takes the
+            // last (exited) pid out of a list, the file reads empty but the
+            // empty list still filters out every task (kernel/trace
+            // trace_events.c, ftrace.c: the list is freed only by a write).
+            // Where the kernel refuses the file (EPERM) it cannot hold one.
+            match t.write(rel, "") {
+                Err(e) if e.errno() == Some(libc::EPERM) && t.read(rel).is_ok_and(|l| no_pids(&l)) => {}
+                r => note(r.map(|()| true)),
+            }
+        } else {
             note(st.set_list(rel, &[]));
         }
     }

@@ -1,7 +1,9 @@
 //! Changing tracefs safely: every change records how to undo it, values that
 //! are already set are never written, and everything is put back — in
 //! reverse order — when the [`State`] is dropped (normal exit, error, or a
-//! signal that made the applet return), unless `keep` is set.
+//! signal that made the applet return), unless `keep` is set. What only
+//! this run needs ([`State::for_run`]: the pid filters of `-- CMD`, the
+//! lists that leave trbox itself out) is put back even then.
 
 use super::error::Error;
 use super::tracefs::Tracefs;
@@ -17,10 +19,17 @@ enum Undo {
     Append { rel: String, line: String },
 }
 
+/// One change and how to undo it.
+struct Step {
+    undo: Undo,
+    /// Made for this run only ([`State::for_run`]): undone under `keep` too.
+    run_only: bool,
+}
+
 /// The changes one run made.
 pub struct State<'t> {
     t: &'t Tracefs,
-    undo: Vec<Undo>,
+    undo: Vec<Step>,
     /// `-k/--keep`: leave the changes in place.
     pub keep: bool,
 }
@@ -35,6 +44,24 @@ impl<'t> State<'t> {
         State { t, undo: Vec::new(), keep: false }
     }
 
+    fn push(&mut self, undo: Undo) {
+        self.undo.push(Step { undo, run_only: false });
+    }
+
+    /// Make the changes of `f` for this run only: they are put back at its
+    /// end even under `keep`. A pid filter on the `-- CMD` that exited is no
+    /// setting to keep: once the kernel has taken an exited pid out of
+    /// `set_event_pid`, the list reads empty but still filters, so every
+    /// later event of the buffer would be dropped (issue 26).
+    pub fn for_run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let from = self.undo.len();
+        let r = f(self);
+        for step in self.undo.iter_mut().skip(from) {
+            step.run_only = true;
+        }
+        r
+    }
+
     /// Set a single-value control file (`current_tracer`, `tracing_on`,
     /// `trace_clock`, `options/X`, `events/S/E/enable`, `buffer_size_kb`…).
     /// Returns whether anything was written.
@@ -45,7 +72,7 @@ impl<'t> State<'t> {
             return Ok(false);
         }
         self.t.write(rel, value)?;
-        self.undo.push(Undo::Write { rel: rel.into(), value: old });
+        self.push(Undo::Write { rel: rel.into(), value: old });
         Ok(true)
     }
 
@@ -60,7 +87,7 @@ impl<'t> State<'t> {
         }
         let old = old.join("\n");
         self.t.write(rel, &items.join("\n"))?;
-        self.undo.push(Undo::Write { rel: rel.into(), value: old });
+        self.push(Undo::Write { rel: rel.into(), value: old });
         Ok(true)
     }
 
@@ -80,7 +107,7 @@ impl<'t> State<'t> {
             let _ = self.t.write(&rel, &old);
             return Err(e);
         }
-        self.undo.push(Undo::Write { rel, value: old });
+        self.push(Undo::Write { rel, value: old });
         Ok(true)
     }
 
@@ -94,7 +121,7 @@ impl<'t> State<'t> {
             return Ok(false);
         }
         self.t.append_checked(&rel, trigger)?;
-        self.undo.push(Undo::Append { rel, line: format!("!{trigger}") });
+        self.push(Undo::Append { rel, line: format!("!{trigger}") });
         Ok(true)
     }
 
@@ -103,7 +130,7 @@ impl<'t> State<'t> {
     /// `uprobe_events`; `name` is `GROUP/EVENT` as the kernel lists it.
     pub fn add_dynamic_event(&mut self, file: &str, def: &str, name: &str) -> Result<(), Error> {
         self.t.append_checked(file, def)?;
-        self.undo.push(Undo::Append { rel: file.into(), line: format!("-:{name}") });
+        self.push(Undo::Append { rel: file.into(), line: format!("-:{name}") });
         Ok(())
     }
 
@@ -142,7 +169,7 @@ impl<'t> State<'t> {
                 e => e,
             });
         }
-        self.undo.push(Undo::Write { rel: rel.into(), value: old });
+        self.push(Undo::Write { rel: rel.into(), value: old });
         Ok(true)
     }
 
@@ -164,9 +191,17 @@ impl<'t> State<'t> {
     /// Put everything back now (also done on drop). Every undo step is tried
     /// even if one fails; failures are logged and the first is returned.
     pub fn restore(&mut self) -> Result<(), Error> {
+        self.undo_steps(|_| true)
+    }
+
+    /// Undo the steps `which` selects, newest first; forget the others.
+    fn undo_steps(&mut self, which: impl Fn(&Step) -> bool) -> Result<(), Error> {
         let mut first = None;
-        while let Some(u) = self.undo.pop() {
-            let r = match &u {
+        while let Some(step) = self.undo.pop() {
+            if !which(&step) {
+                continue;
+            }
+            let r = match &step.undo {
                 Undo::Write { rel, value } => self.t.write(rel, value),
                 Undo::Append { rel, line } => self.t.append(rel, line),
             };
@@ -222,9 +257,7 @@ fn split_filter(t: &str) -> (&str, &str) {
 
 impl Drop for State<'_> {
     fn drop(&mut self) {
-        if !self.keep {
-            let _ = self.restore();
-        }
+        let _ = if self.keep { self.undo_steps(|s| s.run_only) } else { self.restore() };
     }
 }
 

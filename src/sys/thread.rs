@@ -29,6 +29,13 @@ pub fn cpus_available() -> usize {
     }
 }
 
+/// This process's threads, by the ids records name them with (their
+/// `common_pid`): /proc/self/task.
+pub fn own_tids() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()
+}
+
 /// Run every job on a thread of its own while `main` runs on this one, and
 /// join them all before returning — also when `main` unwinds, which is what
 /// makes lending them borrowed data sound. `main` gets the number of threads

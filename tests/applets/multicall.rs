@@ -157,3 +157,40 @@ fn trbox_applet_equals_link() {
     let c = run(&[link.to_str().unwrap(), "-T", "tests/data/tree-basic"]);
     assert_eq!(stdout(&a), stdout(&c));
 }
+
+/// A pipe whose reader has gone (`| head -1` that already exited): the
+/// write end, to be the command's standard output.
+pub fn closed_pipe() -> std::process::Stdio {
+    use std::os::unix::io::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: valid array; the read end is ours and closed at once.
+    unsafe {
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+        libc::close(fds[0]);
+        std::process::Stdio::from_raw_fd(fds[1])
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_every_text_quietly() {
+    // Issue 26: `trbox tr-cat --help | head -1` panicked ("failed printing
+    // to stdout: Broken pipe", exit 134) whenever head had gone before the
+    // help was written. A reader that left is an end, not an error.
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/x86_64/events");
+    for args in [
+        &[][..],
+        &["--list"][..],
+        &["tr-cat", "--help"][..],
+        &["tr-on", "--help"][..],
+        &["tr-lat", "--help"][..],
+        &["tr-on", "-T", fixture][..],
+        &["tr-event", "-T", fixture, "--format", "sched:sched_switch"][..],
+        &["tr-event", "-T", fixture, "-l"][..],
+        &["tr-cat", "--raw", "-T", fixture][..],
+    ] {
+        let o = cmd(&trbox(), args).stdout(closed_pipe()).output().unwrap();
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args:?}");
+    }
+}

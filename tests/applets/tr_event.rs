@@ -421,3 +421,52 @@ fn a_syscall_storm_is_followed_without_loss() {
     assert!(n("sys_read ->") >= 50 * 1024, "read exits {}", n("sys_read ->"));
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// The command's trace starts at its exec of the program (issue 26): the
+/// program is found in PATH before the fork, so no failed `execve` per
+/// directory searched comes first, and nothing of trbox's hold on the
+/// child (a read's return) comes before the exec.
+#[test]
+fn a_command_is_traced_from_its_exec() {
+    let Some((_l, root, before)) = live() else { return };
+    if !root.join("events/syscalls/sys_enter_execve").exists() {
+        return skip_absent("no syscalls:sys_enter_execve event");
+    }
+    // Four directories that do not hold `true` before one that does.
+    let dirs = TempDir::new("path");
+    let path = format!("{0}/a:{0}/b:/nonexistent:/usr/local/sbin:/usr/bin:/bin", dirs.path().display());
+    let o = cmd(&trbox(), &["tr-event", "syscalls", "--", "true"]).env("PATH", &path).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains(": sys_")).collect();
+    let execs: Vec<&&str> = lines.iter().filter(|l| l.contains("sys_execve(") || l.contains("sys_execve ->")).collect();
+    assert_eq!(
+        execs.len(),
+        2,
+        "one execve, entered and left:\n{}",
+        execs.iter().map(|l| **l).collect::<Vec<_>>().join("\n")
+    );
+    assert!(
+        lines.first().is_some_and(|l| l.contains(": sys_execve(")),
+        "the first system call is not the exec: {:?}",
+        lines.first()
+    );
+    assert!(execs[1].ends_with("-> 0x0"), "{}", execs[1]);
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// System-wide, trbox's own threads (the main one, the per-CPU readers)
+/// show up nowhere: no record they wrote, no switch to or from them, no
+/// waking of them — although the kernel records a switch whose other side
+/// is traced (issue 26).
+#[test]
+fn a_system_wide_run_leaves_out_its_own_threads() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_switch,sched:sched_waking,sched:sched_wakeup", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("sched_switch: "), "{}", stderr(&o));
+    let me: Vec<&str> = out.lines().filter(|l| l.contains("trbox")).take(5).collect();
+    assert!(me.is_empty(), "trbox in its own trace:\n{}", me.join("\n"));
+    assert_same_state(&before, &snapshot(&root));
+}

@@ -69,13 +69,16 @@ fn kv(text: &str, name: &str) -> Option<i64> {
 
 /// The pairs the kernel's text shows, by the rules of trbox::lat: a
 /// syscall's enter and exit of the same task and number; an IRQ's entry and
-/// exit on the same CPU; a task's first sched_waking and the sched_switch
-/// to it. Each pair with how often it occurs (see [`samples`]).
-fn text_pairs(trace: &str) -> BTreeMap<Pair, usize> {
+/// exit on the same CPU; a task's newest sched_waking and the sched_switch
+/// to it, unless the task was seen running in between (a switch away from
+/// it). Each pair with how often it occurs (see [`samples`]); and how many
+/// wakings no switch to their task followed.
+fn text_pairs(trace: &str) -> (BTreeMap<Pair, usize>, u64) {
     let mut out = BTreeMap::new();
     let mut sys: BTreeMap<i64, (i64, u64)> = BTreeMap::new();
     let mut irq: BTreeMap<(u32, bool), (i64, u64)> = BTreeMap::new();
     let mut waking: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut no_switch = 0;
     for l in trace.lines().filter(|l| !l.starts_with('#')) {
         assert!(!l.contains("LOST EVENTS"), "the buffer lost events: {l}");
         let Some((pid, cpu, us, ev, rest)) = parse_line(l) else { continue };
@@ -102,17 +105,18 @@ fn text_pairs(trace: &str) -> BTreeMap<Pair, usize> {
             }
             "sched_waking" => {
                 let p = kv(rest, "pid").unwrap();
-                if p != 0 {
-                    waking.entry(p).or_insert(us);
+                if p != 0 && waking.insert(p, us).is_some() {
+                    no_switch += 1;
                 }
             }
             "sched_switch" => {
-                let next = rest
-                    .rsplit(" next_pid=")
-                    .next()
-                    .and_then(|r| r.split(' ').next())
-                    .and_then(|p| p.parse().ok())
-                    .unwrap();
+                let pid_after = |key: &str| -> i64 {
+                    rest.rsplit(key).next().and_then(|r| r.split(' ').next()).and_then(|p| p.parse().ok()).unwrap()
+                };
+                let (prev, next) = (pid_after(" prev_pid="), pid_after(" next_pid="));
+                if prev != 0 && waking.remove(&prev).is_some() {
+                    no_switch += 1;
+                }
                 if let Some(b) = waking.remove(&next) {
                     *out.entry(("task".into(), next, cpu, b, us)).or_insert(0) += 1;
                 }
@@ -120,7 +124,7 @@ fn text_pairs(trace: &str) -> BTreeMap<Pair, usize> {
             _ => {}
         }
     }
-    out
+    (out, no_switch + waking.len() as u64)
 }
 
 /// Record `events` system-wide while `work` runs (plain tracefs writes,
@@ -162,7 +166,7 @@ fn compare_with_text(mode: &str, trace: &str, args: &[&str]) -> usize {
         Some(&"irq") => &["irq", "softirq"],
         _ => &["syscall"],
     };
-    let mut want = text_pairs(trace);
+    let (mut want, no_switch) = text_pairs(trace);
     want.retain(|p, _| tables.contains(&p.0.as_str()));
     let o = lat(args);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -175,6 +179,11 @@ fn compare_with_text(mode: &str, trace: &str, args: &[&str]) -> usize {
     let extra: Vec<_> = got_pairs.iter().filter(|(p, n)| want.get(*p) != Some(n)).take(5).collect();
     assert!(missing.is_empty() && extra.is_empty(), "{mode}: not in tr-lat: {missing:?}; not in the text: {extra:?}");
     assert!(want.len() >= 10, "{mode}: only {} pairs in the text", want.len());
+    if tables == ["task"] {
+        // Wakings that no switch followed are said, and are no latency.
+        let says = stdout(&o).lines().find(|l| l.contains("\"uncounted\"")).map(|l| num(l, "wakings_without_switch"));
+        assert_eq!(says, Some(no_switch as i64), "{mode}: wakings without a switch");
+    }
     for ((t, k, _, b, e), ns) in &got {
         let text_ns = (e - b) * 1000;
         assert!(ns.abs_diff(text_ns) <= 1000, "{t} {k}: {ns} ns, the text says {b}..{e} us");
@@ -316,6 +325,34 @@ fn a_system_wide_run_sees_the_load_and_not_itself() {
     // The per-syscall rows count what the per-task rows do.
     let sum = |t: &str| r.iter().filter(|x| x.0 == t).map(|x| x.3).sum::<i64>();
     assert_eq!(sum("syscall"), sum("syscall_task"));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `tr-lat wakeup` system-wide: its own threads (woken by the kernel as
+/// pages fill) are no rows of its table, while the load's are (issue 26).
+#[test]
+fn a_system_wide_wakeup_run_leaves_out_its_own_threads() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    let mut bg = spawn(Command::new("sh").args(["-c", "while :; do sleep 0.01; done"]));
+    let me = cmd(&trbox(), &["tr-lat", "wakeup", "-t", "1.5", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mine: Vec<i64> = std::fs::read_dir(format!("/proc/{}/task", me.id()))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    let o = me.wait_with_output().unwrap();
+    bg.signal(libc::SIGKILL);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = rows(&stdout(&o));
+    assert!(r.iter().filter(|x| x.0 == "task").count() >= 2, "{r:?}");
+    let seen: Vec<_> = r.iter().filter(|x| x.0 == "task" && mine.contains(&x.1)).collect();
+    assert!(seen.is_empty(), "trbox ({mine:?}) measured itself: {seen:?}");
+    assert!(stdout(&o).contains("\"wakings_without_switch\":"), "{}", stdout(&o));
     assert_same_state(&before, &snapshot(&root));
 }
 

@@ -411,12 +411,53 @@ fn run_traces_the_command_then_restores() {
     assert!(out.contains("tracing_mark_write: trbox-run-marker"), "{out}");
     assert_same_state(&before, &snapshot(&root));
 
+    // -k keeps what was asked (-O), never the command's pid filter: the
+    // kernel takes the exited pid out of set_event_pid but keeps the empty
+    // list filtering, which dropped every later event (issue 26).
     let o = on(&["-k", "-O", "sym-offset", "--", "true"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let kept = rd(&root, "options/sym-offset");
-    put_back(&root, &before, &["options/sym-offset", "options/event-fork", "set_event_pid"]);
+    let later = applet("tr-event", &["sched:sched_switch", "-t", "0.5"]);
+    put_back(&root, &before, &["options/sym-offset"]);
     assert_eq!(kept, "1");
     assert_same_state(&before, &snapshot(&root));
+    assert!(stdout(&later).contains("sched_switch: "), "a run after -k -- CMD recorded nothing: {}", stderr(&later));
+}
+
+/// A pid list emptied by the kernel (its last pid exited, event-fork on)
+/// reads empty but still filters out every task: --reset clears it all the
+/// same, and so events are recorded again.
+#[test]
+fn reset_clears_a_pid_list_emptied_by_exits() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    // --reset also puts options at their defaults: compared when they were.
+    let clean = rd(&root, "current_tracer") == "nop" && rd(&root, "events/enable") == "0";
+    let mut g = Guard::new(&root);
+    assert!(g.set("options/event-fork", "1"));
+    let mut child = std::process::Command::new("sleep").arg("0.3").spawn().unwrap();
+    std::fs::write(root.join("set_event_pid"), child.id().to_string()).unwrap();
+    child.wait().unwrap();
+    // Taken out when the task is freed (sched_process_free), after an RCU
+    // grace period.
+    for _ in 0..100 {
+        if rd(&root, "set_event_pid").is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(rd(&root, "set_event_pid"), "", "the kernel took the exited pid out");
+    let o = on(&["--reset"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let later = applet("tr-event", &["sched:sched_switch", "-t", "0.5"]);
+    let _ = std::fs::write(root.join("set_event_pid"), "");
+    drop(g);
+    put_back(&root, &before, &["options/event-fork"]);
+    assert!(stdout(&later).contains("sched_switch: "), "after --reset nothing was recorded: {}", stderr(&later));
+    if clean {
+        assert_same_state(&before, &snapshot(&root));
+    }
 }
 
 /// --reset clears what other runs (or people) left: tracer, events,

@@ -225,27 +225,37 @@ fn read_state(p: &Path) -> String {
     match std::fs::read(p) {
         Ok(b) => {
             let s = String::from_utf8_lossy(&b).into_owned();
-            // buffer_size_kb reads "7 (expanded: 1408)" until the buffer is
-            // first used (the kernel's own one-way change, which any tracing
-            // makes) and then what the expansion allocated: whole pages of
-            // 4080 data bytes (4 KiB less the 16-byte page header), 1410.
-            match s.trim().split_once(" (expanded: ") {
-                Some((_, exp)) => match exp.trim_end_matches(')').parse::<u64>() {
-                    Ok(kb) => format!("{}\n", (kb * 1024).div_ceil(4080) * 4080 / 1024),
-                    Err(_) => s,
-                },
-                None => s,
+            // The kernel's own one-way change on a buffer's first use (any
+            // tracing makes it): compared as what it reads after it.
+            if p.file_name().is_some_and(|n| n == "buffer_size_kb") {
+                if let Some(kb) = trbox::ctl::buffer_kb_in_use(&s, subbuf_data(p)) {
+                    return format!("{kb}\n");
+                }
             }
+            s
         }
         Err(e) => format!("<{}>", e.kind()),
     }
+}
+
+/// The data bytes of a sub-buffer of the buffer whose `buffer_size_kb` is
+/// `p` (the tracefs root's events/header_page; 4 KiB pages if unreadable).
+fn subbuf_data(p: &Path) -> u64 {
+    let header = p.parent().and_then(|dir| {
+        let root = dir.ancestors().find(|a| a.join("events/header_page").exists())?;
+        std::fs::read_to_string(root.join("events/header_page")).ok()
+    });
+    header.and_then(|h| trbox::format::HeaderPage::parse(&h).ok()).map_or(4080, |h| u64::from(h.data_size))
 }
 
 fn snapshot_dir(dir: &Path, prefix: &str, v: &mut Vec<(String, String)>) {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if VOLATILE.contains(&name.as_str()) || e.file_type().map(|t| t.is_dir()).unwrap_or(true) {
+            if VOLATILE.contains(&name.as_str())
+                || trbox::ctl::DERIVED.contains(&name.as_str())
+                || e.file_type().map(|t| t.is_dir()).unwrap_or(true)
+            {
                 continue;
             }
             v.push((format!("{prefix}{name}"), read_state(&e.path())));
