@@ -205,7 +205,7 @@ impl<'a> Parser<'a> {
         }
         out.push('\n');
         out.push_str(COMMON_HELP);
-        match crate::out::print(&out) {
+        match print(&out) {
             Ok(()) => Error { code: EXIT_OK, msg: String::new(), hint: None },
             Err(e) => e,
         }
@@ -317,6 +317,21 @@ fn banner() -> String {
     s
 }
 
+/// Print a whole text (help, a status report, a list): a reader that
+/// closed the pipe (`| head -1`) ends it quietly, as for every other
+/// output (out.rs); any other failure to write is the applet's error.
+/// (`print!` panics on a closed pipe.)
+pub fn print(text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::runtime(format!("cannot write output: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Run `argv` and return the process exit code.
 pub fn dispatch(argv: &[String]) -> u8 {
     let name = argv.first().map(|s| basename(s)).unwrap_or("trbox");
@@ -325,11 +340,11 @@ pub fn dispatch(argv: &[String]) -> u8 {
     } else if name == "trbox" || name.starts_with("trbox") {
         match argv.get(1).map(String::as_str) {
             None | Some("--help") | Some("-h") => {
-                return report("trbox", crate::out::print(&banner()));
+                return report("trbox", print(&banner()));
             }
             Some("--list") => {
                 let names: String = APPLETS.iter().map(|a| format!("{}\n", a.name)).collect();
-                return report("trbox", crate::out::print(&names));
+                return report("trbox", print(&names));
             }
             Some("--install") => return report("trbox", install(&argv[2..])),
             Some(a) => (basename(a), &argv[2..]),

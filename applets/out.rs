@@ -98,15 +98,6 @@ impl Out {
     }
 }
 
-/// Print a whole text (help, a status report, a list) the way every other
-/// output goes: a reader that closed the pipe (`| head -1`) ends it
-/// quietly; any other failure to write is the applet's error.
-pub fn print(text: &str) -> Result<(), Error> {
-    let mut out = Out::stdout();
-    out.put(text.as_bytes());
-    out.finish()
-}
-
 /// Write all of `b` to fd 1 unless an error was seen; record the first.
 fn write_fd(err: &mut Option<io::Error>, b: &[u8]) {
     let mut off = 0;

@@ -128,7 +128,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let [one] = ev.as_slice() else {
             return Err(Error::usage(format!("--format takes one event, '{f}' matches {}", ev.len())));
         };
-        crate::out::print(&t.read(&format!("{}/format", event_dir(one)))?)?;
+        crate::cli::print(&t.read(&format!("{}/format", event_dir(one)))?)?;
         return Ok(());
     }
     let top = t.top_level();

@@ -345,7 +345,7 @@ fn show(common: &Common) -> Result<(), Error> {
         t.enter_instance(i)?;
     }
     let st = Status::read(&t);
-    crate::out::print(&report(&t, &st))?;
+    crate::cli::print(&report(&t, &st))?;
     Ok(())
 }
 
@@ -416,8 +416,8 @@ fn report(t: &Tracefs, st: &Status) -> String {
     if st.graph_function.is_ok() {
         line(&mut o, "graph funcs", list(&st.graph_function, "all"));
     }
-    line(&mut o, "ftrace pid", list(&st.ftrace_pid, "all"));
-    line(&mut o, "event pid", list(&st.event_pid, "all"));
+    line(&mut o, "ftrace pid", list(&st.ftrace_pid, pids_all(&st.function_fork)));
+    line(&mut o, "event pid", list(&st.event_pid, pids_all(&st.event_fork)));
     match &st.dynamic_events {
         Ok(d) if !d.is_empty() => {
             let _ = writeln!(o, "dynamic");
@@ -432,6 +432,19 @@ fn report(t: &Tracefs, st: &Status) -> String {
     }
     cpus(&mut o, st);
     o
+}
+
+/// What an empty pid list means. With the fork option on, the kernel
+/// takes each exited pid out of the list (sched_process_free) but keeps
+/// the emptied list, which reads empty and lets no task through: the file
+/// cannot tell that from no list at all (kernel/trace trace_events.c,
+/// ftrace.c: only a write frees it). Without the option nothing empties
+/// a list.
+fn pids_all(fork: &Item<String>) -> &'static str {
+    match fork.as_deref() {
+        Ok("1") => "all, or none if its pids exited (fork on): --reset",
+        _ => "all",
+    }
 }
 
 fn buffer(st: &Status) -> Item<String> {

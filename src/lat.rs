@@ -942,17 +942,6 @@ fn write_noise<W: Write + ?Sized>(w: &mut W, lat: &Lat) -> fmt::Result {
             n.thread
         )?;
     }
-    if lat.mode == Mode::Wakeup {
-        // What was not counted, and why: wakings no switch to their task
-        // followed, and begins or ends the window or a loss cut.
-        writeln!(
-            w,
-            "{{\"table\":\"uncounted\",\"wakings_without_switch\":{},\"unpaired\":{},\"losses\":{}}}",
-            lat.wakings_without_switch(),
-            lat.unpaired,
-            lat.lost
-        )?;
-    }
     Ok(())
 }
 

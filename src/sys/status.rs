@@ -74,6 +74,11 @@ pub struct Status {
     pub graph_function: Item<Vec<String>>,
     pub ftrace_pid: Item<Vec<String>>,
     pub event_pid: Item<Vec<String>>,
+    /// `options/function-fork` and `options/event-fork`: with them on, the
+    /// kernel takes exited pids out of the lists, and an emptied list
+    /// reads empty while it still filters out every task.
+    pub function_fork: Item<String>,
+    pub event_fork: Item<String>,
     pub dynamic_events: Item<Vec<String>>,
     pub instances: Item<Vec<String>>,
     pub cpus: Item<Vec<CpuState>>,
@@ -124,6 +129,8 @@ impl Status {
             graph_function: lines(rd("set_graph_function")),
             ftrace_pid: lines(rd("set_ftrace_pid")),
             event_pid: lines(rd("set_event_pid")),
+            function_fork: rd("options/function-fork").map(|s| s.trim().to_string()),
+            event_fork: rd("options/event-fork").map(|s| s.trim().to_string()),
             dynamic_events: lines(dynamic_events),
             instances: if t.instance.is_some() { Err(Unavailable::Absent) } else { item(t.instances()) },
             cpus: read_cpus(t),

@@ -462,11 +462,17 @@ fn a_command_is_traced_from_its_exec() {
 #[test]
 fn a_system_wide_run_leaves_out_its_own_threads() {
     let Some((_l, root, before)) = live() else { return };
-    let o = ev(&["sched:sched_switch,sched:sched_waking,sched:sched_wakeup", "-t", "1"]);
+    let (o, tids) =
+        with_threads(&["tr-event", "sched:sched_switch,sched:sched_waking,sched:sched_wakeup", "-t", "1.5"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("sched_switch: "), "{}", stderr(&o));
-    let me: Vec<&str> = out.lines().filter(|l| l.contains("trbox")).take(5).collect();
-    assert!(me.is_empty(), "trbox in its own trace:\n{}", me.join("\n"));
+    // Its threads as the writer (`trbox-TID [`) or as a task named in the
+    // event (`pid=TID `, `prev_pid=TID `, `next_pid=TID `).
+    let names = |l: &str, t: i64| {
+        l.contains(&format!("-{t} ")) || l.contains(&format!("pid={t} ")) || l.ends_with(&format!("pid={t}"))
+    };
+    let me: Vec<&str> = out.lines().filter(|l| tids.iter().any(|&t| names(l, t))).take(5).collect();
+    assert!(me.is_empty(), "trbox ({tids:?}) in its own trace:\n{}", me.join("\n"));
     assert_same_state(&before, &snapshot(&root));
 }

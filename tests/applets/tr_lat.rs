@@ -301,19 +301,7 @@ fn a_system_wide_run_sees_the_load_and_not_itself() {
     let dd = bg.id() as i64;
     // Other tests' trbox processes may run meanwhile: only this one and
     // its threads must be absent.
-    let me = cmd(&trbox(), &["tr-lat", "syscall", "-t", "1", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Its threads, while it runs (the reader threads start at once).
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let mine: Vec<i64> = std::fs::read_dir(format!("/proc/{}/task", me.id()))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    let o = me.wait_with_output().unwrap();
+    let (o, mine) = with_threads(&["tr-lat", "syscall", "-t", "1", "--json"]);
     bg.signal(libc::SIGKILL);
     assert!(o.status.success(), "{}", stderr(&o));
     let r = rows(&stdout(&o));
@@ -334,18 +322,7 @@ fn a_system_wide_run_sees_the_load_and_not_itself() {
 fn a_system_wide_wakeup_run_leaves_out_its_own_threads() {
     let Some((_l, root, before)) = live_with_snapshot() else { return };
     let mut bg = spawn(Command::new("sh").args(["-c", "while :; do sleep 0.01; done"]));
-    let me = cmd(&trbox(), &["tr-lat", "wakeup", "-t", "1.5", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let mine: Vec<i64> = std::fs::read_dir(format!("/proc/{}/task", me.id()))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    let o = me.wait_with_output().unwrap();
+    let (o, mine) = with_threads(&["tr-lat", "wakeup", "-t", "1.5", "--json"]);
     bg.signal(libc::SIGKILL);
     assert!(o.status.success(), "{}", stderr(&o));
     let r = rows(&stdout(&o));

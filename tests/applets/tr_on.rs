@@ -448,6 +448,9 @@ fn reset_clears_a_pid_list_emptied_by_exits() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(rd(&root, "set_event_pid"), "", "the kernel took the exited pid out");
+    // The status cannot tell an emptied list from none: it says both.
+    let status = stdout(&on(&[]));
+    assert_eq!(field(&status, "event pid"), "all, or none if its pids exited (fork on): --reset", "{status}");
     let o = on(&["--reset"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let later = applet("tr-event", &["sched:sched_switch", "-t", "0.5"]);

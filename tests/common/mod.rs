@@ -495,3 +495,19 @@ pub fn recorded_total(err: &str) -> u64 {
         .unwrap_or_else(|| panic!("no summary in:\n{err}"));
     head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap()
 }
+
+/// Run trbox with `args` (a run of a second or more); its output and the
+/// ids of its threads, taken half a second in (the reader threads start
+/// at once). Other tests' trbox processes may run meanwhile: these ids
+/// tell this one apart.
+pub fn with_threads(args: &[&str]) -> (Output, Vec<i64>) {
+    let me =
+        cmd(&trbox(), args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mine = std::fs::read_dir(format!("/proc/{}/task", me.id()))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    (me.wait_with_output().unwrap(), mine)
+}
