@@ -308,7 +308,8 @@ fn banner() -> String {
         "trbox {} - ftrace for embedded boards\n\n\
          Usage: trbox APPLET [ARGS...]   or   APPLET [ARGS...] (via a link)\n\
         \x20      trbox --list\n\
-        \x20      trbox --install [-s] DIR\n\nApplets:\n",
+        \x20      trbox --install [-s] DIR   (links named trbox and after each applet)\n\
+        \x20      trbox --version\n\nApplets:\n",
         env!("CARGO_PKG_VERSION")
     );
     for a in APPLETS {
@@ -347,6 +348,9 @@ pub fn dispatch(argv: &[String]) -> u8 {
                 return report("trbox", print(&names));
             }
             Some("--install") => return report("trbox", install(&argv[2..])),
+            Some("--version") | Some("-V") => {
+                return report("trbox", print(&format!("trbox {}\n", env!("CARGO_PKG_VERSION"))));
+            }
             Some(a) => (basename(a), &argv[2..]),
         }
     } else {
@@ -418,8 +422,9 @@ fn install(args: &[String]) -> Result<(), Error> {
     };
     let exe = std::fs::read_link("/proc/self/exe")
         .map_err(|e| Error::runtime(format!("cannot read /proc/self/exe: {e}")).hint("is /proc mounted?"))?;
-    for a in APPLETS {
-        let link = std::path::Path::new(dir).join(a.name);
+    // trbox itself too: `trbox --list` and the banner work from DIR.
+    for name in std::iter::once("trbox").chain(APPLETS.iter().map(|a| a.name)) {
+        let link = std::path::Path::new(dir).join(name);
         if link.symlink_metadata().is_ok() {
             continue; // existing links (or files) are left alone
         }

@@ -85,7 +85,7 @@ impl Filter {
         cmdlines: &Cmdlines,
     ) -> bool {
         self.pid.map_or(true, |want| want == pid)
-            && self.comm.as_deref().map_or(true, |c| cmdlines.comm(pid) == c)
+            && self.comm.as_deref().map_or(true, |c| glob_match(c, cmdlines.comm(pid)))
             && p.ids.as_ref().map_or(true, |ids| ids.get(ev.id as usize) == Some(&true))
             && (p.own.is_empty() || !p.mine(ev, payload, endian, pid))
     }

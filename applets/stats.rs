@@ -64,7 +64,8 @@ impl Stats {
         self.span = Some(self.span.map_or((ts, ts), |(a, b)| (a.min(ts), b.max(ts))));
     }
 
-    pub fn render(&self, m: &Meta) -> String {
+    /// The report; `all_tasks`: a row per task, not per comm and cut.
+    pub fn render(&self, m: &Meta, all_tasks: bool) -> String {
         let mut o = String::new();
         let total: u64 = self.cpus.0.iter().map(|c| c.1).sum();
         let _ = write!(o, "{total} events");
@@ -104,9 +105,33 @@ impl Stats {
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
         }
         o += "\n      events  task\n";
-        for (pid, n) in self.by_pid.ranked() {
+        if all_tasks || self.by_pid.0.len() <= trbox::lat::TOP {
+            for (pid, n) in self.by_pid.ranked() {
+                let comm = m.trace.cmdlines.comm(pid as i32);
+                let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{comm}-{pid}"), 66));
+            }
+            return o;
+        }
+        // More than fit: the tasks of one comm in one row (a board's
+        // `sleep-PID` by the hundred), the most events first, TOP rows.
+        let mut groups: Vec<(&str, u64, usize, i64)> = Vec::new();
+        for &(pid, n) in &self.by_pid.0 {
             let comm = m.trace.cmdlines.comm(pid as i32);
-            let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{comm}-{pid}"), 66));
+            match groups.iter_mut().find(|g| g.0 == comm) {
+                Some(g) => {
+                    g.1 += n;
+                    g.2 += 1;
+                }
+                None => groups.push((comm, n, 1, pid)),
+            }
+        }
+        groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        for (comm, n, tasks, pid) in groups.iter().take(trbox::lat::TOP) {
+            let name = if *tasks == 1 { format!("{comm}-{pid}") } else { format!("{comm} ({tasks} tasks)") };
+            let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
+        }
+        if groups.len() > trbox::lat::TOP {
+            let _ = writeln!(o, "  and {} more (--all: every task)", groups.len() - trbox::lat::TOP);
         }
         o
     }

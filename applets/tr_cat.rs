@@ -27,13 +27,14 @@ FILE\ta trace.dat (v6/v7) or a stream of tr-cat -o - (`-`:
 -t, --time S\tstop after S seconds (with --follow or -o)
 --cpu CPUS\tonly these CPUs (comma-separated)
 --pid PID\tonly events of this pid
---comm COMM\tonly events of tasks with this comm
+--comm COMM\tonly events of tasks whose comm matches (a glob)
   -e, --event SYS:EVENT
 \tonly this event (SYS:EVENT, globs allowed; repeatable);
 \twith -o: enable it for the recording
 --json\tone JSON object per event instead of text
 --stats\twith --raw or FILE: counts instead of events (per CPU,
-\tevent, task)
+\tevent, task; over 20 tasks: by comm, the 20 with the most)
+--all\twith --stats: a row for every task
 -j, --jobs N\twith --raw or FILE: render on N threads (default: one
 \tper CPU)
 --console\twith -o -: as text lines for a serial console
@@ -70,6 +71,7 @@ const OPTS: &[cli::Opt] = &[
     ('e', "event", true),
     (' ', "json", false),
     (' ', "stats", false),
+    (' ', "all", false),
     ('j', "jobs", true),
     ('i', "input", true),
     (' ', "console", false),
@@ -91,6 +93,7 @@ struct Args {
     event: Vec<String>,
     json: bool,
     stats: bool,
+    all: bool,
     jobs: Option<usize>,
     file: Option<String>,
     #[cfg(feature = "host")]
@@ -120,6 +123,7 @@ impl Args {
                 "event" => a.event.push(p.value()),
                 "json" => a.json = true,
                 "stats" => a.stats = true,
+                "all" => a.all = true,
                 "jobs" => a.jobs = Some(p.num()?),
                 #[cfg(feature = "host")]
                 "input" => a.input = Some(p.value()),
@@ -189,7 +193,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         o.only = parse_cpus(a.cpu.as_deref())?;
         let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
         if a.stats {
-            return stats(input, &o);
+            return stats(input, &o, a.all);
         }
         if !decode::run(input, &o, &|| false)? && filtered(&a) {
             // (No record at all, or none on the CPUs of --cpu, has its own note.)
@@ -217,7 +221,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         o.only = cpus;
         let input = decode::Input::tree(&t, &o)?;
         if a.stats {
-            stats(input, &o)
+            stats(input, &o, a.all)
         } else {
             if !decode::run(input, &o, &|| false)? {
                 let what = if filtered(&a) || o.only.is_some() {
@@ -306,11 +310,11 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
 }
 
 /// `--stats`: count everything kept, print the table at the end.
-fn stats(input: decode::Input<'_>, o: &RawOpts) -> Result<(), Error> {
+fn stats(input: decode::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
     let mut st = crate::stats::Stats::default();
     let meta = decode::collect(input, o, &|| false, &mut |m, it| st.add(m, it))?;
     let mut out = Out::stdout();
-    let _ = out.write_all(st.render(&meta).as_bytes());
+    let _ = out.write_all(st.render(&meta, all_tasks).as_bytes());
     out.finish()
 }
 

@@ -5,7 +5,6 @@
 use crate::cli::{self, Common, Error};
 use crate::command::{self, resolve, resolve_all, Follow};
 use std::io::Write as _;
-use trbox::names::glob_match;
 use trbox::probe::{Def, Kind, GROUP};
 use trbox::sys::lock::Lock;
 use trbox::sys::state::{probe_file, State};
@@ -116,9 +115,14 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     let all = t.list_events()?;
     if a.list {
-        let glob = a.events.first().map(String::as_str).unwrap_or("*");
+        // The names enabling takes: a system (`sched`), SYS:GLOB, or an
+        // event's name or glob; none matching is said with the closest.
+        let listed = match a.events.first() {
+            Some(spec) => resolve(&all, spec)?,
+            None => all,
+        };
         let mut out = crate::out::Out::stdout();
-        for e in all.iter().filter(|e| glob_match(glob, e)) {
+        for e in &listed {
             let _ = writeln!(out, "{e}");
         }
         return out.finish();
@@ -179,11 +183,21 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             }
             st.set(&format!("{dir}/enable"), "1")?;
         }
-        let names = events.join(", ");
+        // A few names, or how many (a system is dozens): one line.
+        let system = |e: &String| e.split(':').next().map(String::from);
+        let names = match events.as_slice() {
+            few if few.len() <= 3 => few.join(", "),
+            [first, rest @ ..] if rest.iter().all(|e| system(e) == system(first)) => {
+                format!("{} events of {}", events.len(), system(first).unwrap_or_default())
+            }
+            all => format!("{} events", all.len()),
+        };
         let empty = |w: &str| {
             let e = Error::runtime(format!("no events were recorded {w} ({names})"));
             e.hint(if a.filter.is_some() {
                 "the filter (-f) may reject them all; or they did not happen"
+            } else if !cmd.is_empty() {
+                "did the command make them? (its children are followed)"
             } else {
                 "did they happen? try a longer -t"
             })

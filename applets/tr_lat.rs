@@ -44,6 +44,8 @@ MODE\twakeup, irq, syscall, timerlat, osnoise, hwlat, or a
 \ttimerlat/osnoise: the policy of the tracer's threads
 -t, --time S\tstop after S seconds
 --hist\tprint histograms (per key) instead of the tables
+--all\tevery task in the tables (default over 20 tasks: by
+\tcomm, the 20 highest)
 -b, --bucket WIDTH\thistogram bucket width (default 1 us)
 -E, --entries N\thistogram buckets before the overflow row (256)
 -n, --ns\tprint nanoseconds instead of microseconds
@@ -76,6 +78,7 @@ const OPTS: &[cli::Opt] = &[
     ('P', "pid", true),
     ('t', "time", true),
     (' ', "hist", false),
+    (' ', "all", false),
     ('b', "bucket", true),
     ('E', "entries", true),
     ('n', "ns", false),
@@ -103,6 +106,7 @@ struct Args {
     prio: Option<trbox::sys::sched::Sched>,
     time: Option<cli::Seconds>,
     hist: bool,
+    all: bool,
     bucket: Option<u64>,
     entries: Option<usize>,
     ns: bool,
@@ -134,6 +138,7 @@ impl Args {
                 },
                 "time" => a.time = Some(p.seconds()?),
                 "hist" => a.hist = true,
+                "all" => a.all = true,
                 "bucket" => a.bucket = Some(p.num()?),
                 "entries" => a.entries = Some(p.num()?),
                 "ns" => a.ns = true,
@@ -631,7 +636,7 @@ fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> S
     } else if a.hist {
         lat::write_hists(&mut text, l, unit, cmdlines)
     } else {
-        lat::write_tables(&mut text, l, unit, cmdlines)
+        lat::write_tables(&mut text, l, unit, cmdlines, (!a.all).then_some(lat::TOP))
     };
     text
 }

@@ -192,9 +192,15 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let child = command::whom(&mut st, cmd, &[], if a.pid.is_empty() { follow } else { Follow::default() })?;
         st.keep = a.keep;
         let tracer = tracer.trim().to_string();
+        // nop with no event on records nothing by design: say what would.
+        let idle = tracer == "nop" && t.read_opt("events/enable")?.is_some_and(|e| e.trim() == "0");
         let empty = |w: &str| {
-            Error::runtime(format!("nothing was recorded {w} (tracer {tracer})"))
-                .hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
+            let e = Error::runtime(format!("nothing was recorded {w} (tracer {tracer})"));
+            if idle {
+                e.hint("nop records events only: name a tracer or enable events (tr-event)")
+            } else {
+                e.hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
+            }
         };
         let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
         r?
@@ -266,10 +272,18 @@ fn apply(st: &mut State<'_>, a: &Args) -> Result<(), Error> {
             _ if is_option(o) => (o.as_str(), true),
             Some(n) if is_option(n) => (n, false),
             _ => {
-                // Offer noOPT forms to a noOPT typo.
+                // Offer noOPT forms to a noOPT typo; list the plain names.
                 let no = if o.starts_with("no") { "no" } else { "" };
                 let names: Vec<String> = options.iter().map(|n| format!("{no}{n}")).collect();
-                return Err(unknown("trace option", o, &names.iter().map(String::as_str).collect::<Vec<_>>()));
+                let near = trbox::names::closest(o, names.iter().map(String::as_str), 3);
+                let e = Error::runtime(format!("unknown trace option '{o}'"));
+                return Err(if near.is_empty() {
+                    let plain: Vec<&str> = options.iter().map(String::as_str).collect();
+                    let text = format!("options are: {} (noOPT turns one off)", plain.join(" "));
+                    e.hint(cli::wrap(&text, 79 - 13).replace('\n', "\n  "))
+                } else {
+                    e.hint(format!("did you mean: {}", near.join(", ")))
+                });
             }
         };
         st.set_option(name, on)?;

@@ -145,6 +145,16 @@ impl Stat {
     pub fn avg(&self) -> u64 {
         self.sum.checked_div(self.count).unwrap_or(0)
     }
+
+    /// Fold `o` in (rows of one group: the tasks of one comm).
+    pub fn merge(&mut self, o: &Stat) {
+        if o.count > 0 && (self.count == 0 || o.min < self.min) {
+            self.min = o.min;
+        }
+        self.max = self.max.max(o.max);
+        self.sum = self.sum.saturating_add(o.sum);
+        self.count += o.count;
+    }
 }
 
 /// A histogram: `buckets[i]` counts values in `[i*width, (i+1)*width)`
@@ -882,7 +892,55 @@ const KEY_WIDTH: usize = 24;
 
 /// Every table of `lat`: a title with the unit, then one line per key
 /// (sorted by key; tasks by their maximum, worst first).
-pub fn write_tables<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
+/// Task rows a table shows unless every task is asked for: a board's
+/// short-lived tasks (`sleep-PID` by the hundred) would not fit a screen.
+pub const TOP: usize = 20;
+
+/// The rows of a task table to show: every task when they fit in `top`
+/// rows (or without `top`); else the tasks of one comm in one row
+/// (`sleep (750 tasks)`), the `top` with the highest maximum, and how many
+/// were left out.
+fn task_rows(
+    rows: &[(i64, &Row)],
+    table: Table,
+    cmdlines: &Cmdlines,
+    top: Option<usize>,
+) -> (Vec<(String, Stat)>, usize) {
+    let Some(top) = top.filter(|&top| rows.len() > top) else {
+        return (rows.iter().map(|(k, r)| (key_name(table, *k, r, cmdlines), r.stat)).collect(), 0);
+    };
+    // (comm, tasks, stat, the one pid's name)
+    let mut groups: Vec<(String, usize, Stat, String)> = Vec::new();
+    for (k, r) in rows {
+        let name = key_name(table, *k, r, cmdlines);
+        let comm = name.rsplit_once('-').map_or(name.as_str(), |(c, _)| c).to_string();
+        match groups.iter_mut().find(|g| g.0 == comm) {
+            Some(g) => {
+                g.1 += 1;
+                g.2.merge(&r.stat);
+            }
+            None => groups.push((comm, 1, r.stat, name)),
+        }
+    }
+    groups.sort_by(|a, b| b.2.max.cmp(&a.2.max).then_with(|| a.0.cmp(&b.0)));
+    let more = groups.len().saturating_sub(top);
+    groups.truncate(top);
+    let shown = groups
+        .into_iter()
+        .map(|(comm, n, stat, one)| (if n == 1 { one } else { alloc::format!("{comm} ({n} tasks)") }, stat))
+        .collect();
+    (shown, more)
+}
+
+/// The tables: one per kind of key, task tables sorted by maximum (and,
+/// with `top`, grouped by comm and cut: [`task_rows`]).
+pub fn write_tables<W: Write + ?Sized>(
+    w: &mut W,
+    lat: &Lat,
+    unit: Unit,
+    cmdlines: &Cmdlines,
+    top: Option<usize>,
+) -> fmt::Result {
     let mut tables: Vec<Table> = lat.rows().map(|(t, _, _)| t).collect();
     tables.dedup();
     for (i, t) in tables.iter().enumerate() {
@@ -893,11 +951,16 @@ pub fn write_tables<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdline
         writeln!(w, "# {title}, {}", unit.name())?;
         writeln!(w, "{key:<KEY_WIDTH$} {:>8} {:>10} {:>10} {:>10} {:>12}", "COUNT", "MIN", "AVG", "MAX", "TOTAL")?;
         let mut rows: Vec<(i64, &Row)> = lat.rows().filter(|(u, _, _)| u == t).map(|(_, k, r)| (k, r)).collect();
-        if matches!(t, Table::Task | Table::SyscallTask) {
-            rows.sort_unstable_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
+        let tasks = matches!(t, Table::Task | Table::SyscallTask);
+        if tasks {
+            rows.sort_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
         }
-        for (k, r) in rows {
-            let mut name = key_name(*t, k, r, cmdlines);
+        let (shown, more) = if tasks {
+            task_rows(&rows, *t, cmdlines, top)
+        } else {
+            (rows.iter().map(|(k, r)| (key_name(*t, *k, r, cmdlines), r.stat)).collect(), 0)
+        };
+        for (mut name, stat) in shown {
             if name.len() > KEY_WIDTH {
                 let mut cut = KEY_WIDTH;
                 while !name.is_char_boundary(cut) {
@@ -905,12 +968,15 @@ pub fn write_tables<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdline
                 }
                 name.truncate(cut);
             }
-            write!(w, "{name:<KEY_WIDTH$} {:>8}", r.stat.count)?;
-            unit.cell(w, r.stat.min, 10)?;
-            unit.cell(w, r.stat.avg(), 10)?;
-            unit.cell(w, r.stat.max, 10)?;
-            unit.cell(w, r.stat.sum, 12)?;
+            write!(w, "{name:<KEY_WIDTH$} {:>8}", stat.count)?;
+            unit.cell(w, stat.min, 10)?;
+            unit.cell(w, stat.avg(), 10)?;
+            unit.cell(w, stat.max, 10)?;
+            unit.cell(w, stat.sum, 12)?;
             w.write_char('\n')?;
+        }
+        if more > 0 {
+            writeln!(w, "# and {more} more (--all: every task)")?;
         }
     }
     if lat.mode == Mode::Osnoise && !lat.noise.is_empty() {
@@ -1143,8 +1209,24 @@ mod tests {
                 (Table::Class, 2, 1, 3500)
             ]
         );
+        // 30 tasks of one comm (woken once each) are one row of the table,
+        // every task with --all.
+        let mut many = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None).unwrap();
+        for pid in 100..130 {
+            many.record(0, 0, &wake(pid, 120));
+            many.record(0, 10, &sw(pid, 120));
+        }
         let mut out = String::new();
-        write_tables(&mut out, &l, Unit { ns: false }, &Cmdlines::default()).unwrap();
+        write_tables(&mut out, &many, Unit { ns: true }, &Cmdlines::default(), Some(TOP)).unwrap();
+        assert!(
+            out.contains("sleeper (30 tasks)") && out.lines().filter(|l| l.starts_with("sleeper")).count() == 1,
+            "{out}"
+        );
+        let mut out = String::new();
+        write_tables(&mut out, &many, Unit { ns: true }, &Cmdlines::default(), None).unwrap();
+        assert_eq!(out.lines().filter(|l| l.starts_with("sleeper-")).count(), 30, "{out}");
+        let mut out = String::new();
+        write_tables(&mut out, &l, Unit { ns: false }, &Cmdlines::default(), Some(TOP)).unwrap();
         assert!(out.contains("sleeper-42"), "{out}");
         assert!(out.contains("3.500"), "{out}");
         let mut only = Lat::new(Mode::Wakeup, &t, Endian::Little, false, None).unwrap();

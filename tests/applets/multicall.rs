@@ -95,14 +95,16 @@ fn install_links_every_applet_and_leaves_existing_ones() {
     let o = run(&["--install", "-s", dir]);
     assert!(o.status.success());
     let names = stdout(&run(&["--list"]));
-    for n in names.lines() {
+    for n in names.lines().chain(["trbox"]) {
         let l = d.path().join(n);
         let target = std::fs::read_link(&l).unwrap_or_else(|_| panic!("{n} is not a symlink"));
         assert_eq!(target, std::fs::canonicalize(trbox()).unwrap());
     }
-    // Run through the link.
+    // Run through the link; trbox itself is linked too (issue 29).
     let o = cmd(&d.path().join("tr-on"), &["--help"]).output().unwrap();
     assert!(stdout(&o).contains("Usage: tr-on"));
+    let o = cmd(&d.path().join("trbox"), &["--version"]).output().unwrap();
+    assert_eq!(stdout(&o), format!("trbox {}\n", env!("CARGO_PKG_VERSION")));
     // Hard links (same filesystem as the binary: use the target dir).
     let h = TempDir::new("hard");
     let hd = trbox().parent().unwrap().join(format!("hardlinks-{}", std::process::id()));
@@ -119,7 +121,7 @@ fn install_links_every_applet_and_leaves_existing_ones() {
     // A missing directory is a runtime error with a hint.
     let o = run(&["--install", "-s", "/nonexistent/dir"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cannot create /nonexistent/dir/tr-on"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot create /nonexistent/dir/trbox"), "{}", stderr(&o));
 }
 
 /// --install as root into a directory others can write: a symlink already
@@ -180,6 +182,7 @@ fn a_closed_pipe_ends_every_text_quietly() {
     for args in [
         &[][..],
         &["--list"][..],
+        &["--version"][..],
         &["tr-cat", "--help"][..],
         &["tr-on", "--help"][..],
         &["tr-lat", "--help"][..],

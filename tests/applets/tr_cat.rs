@@ -28,6 +28,11 @@ fn filters_select_by_event_cpu_pid_and_comm() {
     assert!(!pid.is_empty() && pid.iter().all(|l| l.contains("<idle>-0 ")));
     let comm = lines(&["tr-cat", "--raw", "-T", FIX, "--comm", "<idle>"]);
     assert_eq!(comm, pid);
+    // --comm takes a glob (issue 29): every line of a task whose comm
+    // starts with "kworker/" (`kworker/0:1-42 ` before the pid).
+    let kw = lines(&["tr-cat", "--raw", "-T", FIX, "--comm", "kworker/*"]);
+    let want: Vec<&String> = all.iter().filter(|l| l.trim_start().starts_with("kworker/")).collect();
+    assert!(!want.is_empty() && kw.iter().collect::<Vec<_>>() == want, "{kw:?}");
     let o = run(&["tr-cat", "--raw", "-T", FIX, "--cpu", "x"]);
     assert_eq!(o.status.code(), Some(1));
 }

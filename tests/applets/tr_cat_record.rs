@@ -324,6 +324,32 @@ fn check_stats(f: &Path, total: u64) {
     assert!(seen > 0, "{st}");
 }
 
+/// `--stats` of a run with 40 short-lived tasks of one comm: one row for
+/// them (it printed a row a task: 750 on a board), `--all` a row each
+/// (issue 29).
+#[test]
+fn stats_group_the_tasks_of_one_comm() {
+    let Some((_l, root, before)) = live() else { return };
+    let dir = TempDir::new("rec-group");
+    let f = dir.path().join("t.dat");
+    let o = record(&args(
+        f.to_str().unwrap(),
+        &["-e", "sched:sched_process_exec,sched:sched_process_exit"],
+        &["sh", "-c", "i=0; while [ $i -lt 40 ]; do sleep 0; i=$((i+1)); done"],
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let f = f.to_str().unwrap();
+    let tasks = |st: &str| -> Vec<String> {
+        st.lines().skip_while(|l| !l.ends_with("  task")).skip(1).map(|l| l.trim().to_string()).collect()
+    };
+    let grouped = tasks(&stdout(&run(&["tr-cat", "--stats", f])));
+    assert!(grouped.iter().any(|l| l == "80  sleep (40 tasks)"), "{grouped:?}");
+    assert!(grouped.len() < 10, "{grouped:?}");
+    let all = tasks(&stdout(&run(&["tr-cat", "--stats", "--all", f])));
+    assert_eq!(all.iter().filter(|l| l.starts_with("2  sleep-")).count(), 40, "{all:?}");
+    assert_same_state(&before, &snapshot(&root));
+}
+
 #[test]
 fn stats_of_a_file_and_of_the_live_buffer() {
     let Some((_l, root, before)) = live() else { return };

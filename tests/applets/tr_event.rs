@@ -89,6 +89,23 @@ fn list_and_format() {
     assert!(stdout(&o).lines().all(|l| l.starts_with("sched:sched_sw")));
     let o = ev(&["--format", "sched:sched_switch"]);
     assert!(stdout(&o).starts_with("name: sched_switch\n"));
+    // -l takes what enabling takes: a system by its name, an event's name
+    // or glob; a name nothing matches is said (it printed nothing, exit 0).
+    let sched = stdout(&ev(&["-l", "sched"]));
+    assert!(sched.lines().count() > 5 && sched.lines().all(|l| l.starts_with("sched:")), "{sched}");
+    assert_eq!(stdout(&ev(&["-l", "sched_switch"])), "sched:sched_switch\n");
+    assert!(stdout(&ev(&["-l", "sched_sw*"])).lines().any(|l| l == "sched:sched_switch"));
+    let o = ev(&["-l", "sched_swich"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).is_empty());
+    assert!(
+        stderr(&o).contains("unknown event 'sched_swich'") && stderr(&o).contains("sched:sched_switch"),
+        "{}",
+        stderr(&o)
+    );
+    let o = ev(&["-l", "nosuch*"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown event 'nosuch*'"), "{}", stderr(&o));
 }
 
 /// `-l` finds the events by name, without a stat of each: it lists exactly
@@ -319,6 +336,16 @@ fn a_window_that_records_nothing_says_so() {
     let err = stderr(&o);
     assert!(err.contains("tr-event: no events were recorded in 0.3 s (sched:sched_process_exec)"), "{err}");
     assert!(err.contains("tr-event: hint: the filter (-f)"), "{err}");
+    // Hints that fit the case (issue 29): a command's window is no -t to
+    // lengthen; a system's dozens of events are counted, not listed.
+    let o = ev(&["sched:sched_process_fork", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("hint: did the command make them?"), "{}", stderr(&o));
+    let o = ev(&["sched", "-f", "common_pid == 1 && common_pid == 2", "-t", "0.2"]);
+    let first = stderr(&o).lines().next().unwrap_or_default().to_string();
+    assert!(first.contains(" events of sched)") && first.len() <= 80, "{first}");
+    let o = run(&["tr-on", "-t", "0.2"]);
+    assert!(stderr(&o).contains("hint: nop records events only"), "{}", stderr(&o));
     assert_same_state(&before, &snapshot(&root));
 }
 

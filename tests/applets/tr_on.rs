@@ -322,6 +322,11 @@ fn switch_keeps_settings_and_a_failed_switch_keeps_none() {
     let o = on(&["-O", "sym-offset", "-C", "global", "-O", "nosuchoption"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown trace option 'nosuchoption'"), "{}", stderr(&o));
+    // With nothing close, the hint lists the options by their names, not
+    // as noOPT (issue 29).
+    let e = stderr(&o);
+    assert!(e.contains("hint: options are: ") && e.contains(" sym-offset ") && !e.contains(" nosym-offset"), "{e}");
+    assert!(e.lines().all(|l| l.len() <= 80), "{e}");
     // Function filters: EPERM here (a clear reason, what still works), or a
     // glob that matches nothing rejected elsewhere.
     let o = on(&["-O", "sym-offset", "-l", "no_such_function_xyz"]);
