@@ -73,14 +73,29 @@ pub fn open_tree_with(
         let top = t.top().display();
         match ["uname", "version"].iter().find_map(|f| Some((*f, t.read_top_opt(f).ok().flatten()?))) {
             Some((f, text)) => KernelProfile::from_text(Some(&text), format!("from {top}/{f}")),
-            None => KernelProfile::from_text(None, format!("no uname or version file in {top}")),
+            None => trace.inferred_kernel(&format!("the formats in {top} (no uname or version file)")),
         }
     };
     Ok(noted(trace))
 }
 
-/// Say (under -v) which kernel the session is of, and what that means.
-fn noted(trace: Opened) -> Opened {
+/// The release `--kernel` gave, for every session this process opens.
+static KERNEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Read every session of this process as of kernel `release` (`--kernel`),
+/// whatever its uname, UNAME option or formats say.
+pub fn set_kernel(release: &str) {
+    let _ = KERNEL.set(release.to_string());
+}
+
+/// Say (under -v) which kernel the session is of, and what that means; a
+/// `--kernel` release replaces what was found.
+fn noted(mut trace: Opened) -> Opened {
+    if let Some(k) = KERNEL.get() {
+        let found = trace.kernel.to_string();
+        let found = found.split_once(" (").map_or(found.as_str(), |(v, _)| v);
+        trace.kernel = KernelProfile::from_text(Some(k), format!("from --kernel {k}, in place of {found}"));
+    }
     log::info!("{}", trace.kernel);
     trace
 }

@@ -265,3 +265,106 @@ fn graph_and_stats_read_instance_only_files() {
         assert!(st.contains(&format!("  {name:<16}{:>5} {:>12} {:>12}\n", w[1], w[2], 0)), "{l}: {st}");
     }
 }
+
+/// Files of 4.x arm64 boards that say nothing of their kernel (an old
+/// trace-cmd wrote no UNAME option; cut from LISA's test suite, see
+/// tests/data/tracedat/README.md): the same events as `trace-cmd report`,
+/// the 4 latency columns of kernels before 5.13, and -v says what the
+/// version was inferred from.
+#[test]
+fn files_of_4x_kernels_without_uname_read_like_trace_cmd_report() {
+    let files = [
+        ("lisa-arm64-rtapp", "kernel version before 4.9 (inferred from", "no ftrace event hwlat (added in 4.9)"),
+        (
+            "lisa-arm64-sched-load",
+            "kernel version 4.10 or later, before 4.14 (inferred from",
+            "ftrace event raw_data (4.10 on), sched_switch prev_state \"K\" (before 4.14)",
+        ),
+    ];
+    for (f, version, clues) in files {
+        let path = format!("tests/data/tracedat/{f}.dat");
+        let o = run(&["tr-cat", "-v", path.as_str()]);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(version) && err.contains(clues), "{path}: {err}");
+        assert!(err.contains("latency columns of kernels before 5.13"), "{path}: {err}");
+        let text = stdout(&o);
+        // The kernel's prefix before 5.13: irqs-off, need-resched,
+        // hard/softirq and the preempt count in 4 columns (5.10's and 4.x's
+        // trace_print_lat_fmt()).
+        let cols: Vec<&str> =
+            text.lines().filter_map(|l| l.split_once("] ").and_then(|(_, r)| r.split_whitespace().next())).collect();
+        assert!(cols.len() > 500, "{path}: {} lines", cols.len());
+        assert!(cols.iter().all(|c| c.len() == 4), "{path}: {:?}", cols.iter().find(|c| c.len() != 4));
+        if !have_trace_cmd() {
+            continue;
+        }
+        // trace-cmd report -l prints the same columns (then a fifth, the
+        // migrate-disable count libtraceevent adds), except that it shows
+        // need-resched as `N` alone where the kernel tells `n` (only
+        // TIF_NEED_RESCHED) from `N` (and PREEMPT_NEED_RESCHED).
+        let lat = Command::new("trace-cmd").args(["report", "-l", "-N", path.as_str()]).output().unwrap();
+        let theirs: Vec<String> = String::from_utf8_lossy(&lat.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("cpus="))
+            .filter_map(|l| l.split_whitespace().nth(1).map(|w| w.chars().rev().skip(1).take(4).collect::<Vec<_>>()))
+            .map(|c| c.into_iter().rev().collect())
+            .collect();
+        assert_eq!(theirs.len(), cols.len(), "{path}: lines of report -l");
+        for (a, b) in theirs.iter().zip(&cols) {
+            assert_eq!(a.as_str(), b.replace('n', "N"), "{path}: latency columns");
+        }
+        // The events: print and bprint are the kernel's `IP: text` (no
+        // event name; %p without 0x, as 4.x printed it); trace-cmd says
+        // `bprint: 0xIP: text`.
+        let rep = report(&path, false);
+        let theirs: Vec<_> = rep
+            .lines()
+            .filter(|l| !l.starts_with("cpus="))
+            .filter_map(|l| key(l, false))
+            .map(|(pid, cpu, ts, ev, body)| match ev.as_str() {
+                "print" | "bprint" => {
+                    let (ip, rest) = body.split_once(": ").unwrap_or((body.as_str(), ""));
+                    (pid, cpu, ts, ip.to_string(), rest.replace("=0x", "="))
+                }
+                _ => (pid, cpu, ts, ev, body),
+            })
+            .collect();
+        let ours: Vec<_> = text.lines().filter_map(|l| key(l, true)).collect();
+        assert_eq!(theirs.len(), ours.len(), "{path}: event count");
+        let bad: Vec<String> =
+            theirs.iter().zip(&ours).filter(|(a, b)| a != b).map(|(a, b)| format!("{a:?}\n{b:?}")).take(5).collect();
+        assert!(bad.is_empty(), "{path}:\n{}", bad.join("\n"));
+    }
+}
+
+/// `--kernel VER` reads a file as of that release, in place of what the
+/// file says or shows, and -v says so.
+#[test]
+fn kernel_option_overrides_the_version() {
+    let path = "tests/data/tracedat/lisa-arm64-sched-load.dat";
+    let o = run(&["tr-cat", "-v", "--kernel", "6.1.0-40-arm64", path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "kernel version 6.1 (from --kernel 6.1.0-40-arm64, in place of kernel version 4.10 or later, before 4.14)"
+        ),
+        "{err}"
+    );
+    let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+    assert!(first.contains("] d..1.  2084.021443: cpu_idle:"), "5 columns: {first}");
+    // A file with a UNAME option, too.
+    let o = run(&["tr-cat", "-v", "--kernel=5.10", "tests/data/tracedat/v6-inst.dat"]);
+    assert!(
+        stderr(&o).contains("kernel version 5.10 (from --kernel 5.10, in place of kernel version 6.18)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o)
+        .lines()
+        .all(|l| l.split_once("] ").is_none_or(|(_, r)| r.split(' ').next().unwrap().len() == 4)));
+    let o = run(&["tr-cat", "--kernel", "new", path]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--kernel 'new': not a kernel release"), "{}", stderr(&o));
+}
