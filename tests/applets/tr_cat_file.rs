@@ -364,6 +364,9 @@ fn kernel_option_overrides_the_version() {
     assert!(stdout(&o)
         .lines()
         .all(|l| l.split_once("] ").is_none_or(|(_, r)| r.split(' ').next().unwrap().len() == 4)));
+    // Every reader of a file takes it (a common option).
+    let o = run(&["tr-graph", "-v", "--kernel", "5.4", "-i", path]);
+    assert!(stderr(&o).contains("kernel version 5.4 (from --kernel 5.4, in place of"), "{}", stderr(&o));
     let o = run(&["tr-cat", "--kernel", "new", path]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("--kernel 'new': not a kernel release"), "{}", stderr(&o));
