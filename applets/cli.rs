@@ -50,6 +50,9 @@ pub struct Common {
     pub instance: Option<String>,
     /// Number of `-v`.
     pub verbose: u8,
+    /// `--kernel VER`: the traced kernel's release, in place of the one a
+    /// reader finds (uname, a trace.dat's UNAME option, or inferred).
+    pub kernel: Option<String>,
 }
 
 pub const COMMON_HELP: &str = "\
@@ -60,6 +63,9 @@ Common options:
                      work in instances/NAME (a trace.dat: read only
                      its buffer NAME, '' for the top one)
   -v                 more log (repeat for more; RUST_LOG works too)
+  --kernel VER       read the trace as of kernel release VER (e.g. 4.19):
+                     the text rules of that version, whatever uname, the
+                     file's UNAME option or its formats say (-v tells)
 ";
 
 /// Split the common options off `args` (the applet's arguments, without its
@@ -96,6 +102,12 @@ pub fn split_common(args: &[String]) -> Result<(Common, Vec<String>), Error> {
                     .hint("an instance is a directory directly in <tracefs>/instances, e.g. -B mytrace"));
             }
             c.instance = Some(v);
+        } else if let Some(v) = value_of("--kernel", "--kernel")? {
+            if trbox::ctl::kernel_version(&v).is_none() {
+                return Err(Error::usage(format!("--kernel '{v}': not a kernel release"))
+                    .hint("give MAJOR.MINOR[…], e.g. --kernel 4.19 or --kernel 6.1.0-40-arm64"));
+            }
+            c.kernel = Some(v);
         } else if a.len() > 1 && a.starts_with('-') && !a.starts_with("--") && a[1..].bytes().all(|b| b == b'v') {
             c.verbose = c.verbose.saturating_add((a.len() - 1) as u8);
         } else {
@@ -363,6 +375,9 @@ pub fn dispatch(argv: &[String]) -> u8 {
     let _ = APPLET.set(app.name);
     let res = split_common(args).and_then(|(common, rest)| {
         init_log(common.verbose);
+        if let Some(k) = &common.kernel {
+            trbox::sys::trace::set_kernel(k);
+        }
         (app.main)(&common, &rest)
     });
     report(app.name, res)

@@ -196,7 +196,7 @@ impl<'t> Input<'t> {
             (Vec::new(), Vec::new())
         };
         Ok(Input {
-            kernel: KernelFacts::new(trace.kernel.version, None, false),
+            kernel: KernelFacts::new(trace.kernel.version, None, false).with_btf(std::mem::take(&mut td.btf)),
             trace,
             // trace.dat keeps no tracer name: graph records mean a graph trace.
             graph: Some(GraphOpts::default()),

@@ -11,8 +11,15 @@
 //! | [`LatColumns::Five`]: `d.h2.` (+ migrate-disable) | 5.13 on | 5.13 `trace_print_lat_fmt()` |
 //! | [`LatColumns::RtLazy`]: `d.Lh2..` | RT patch sets with lazy preemption (6.1-rt) | their `trace_output.c` |
 //! | [`SyscallStyle::Since6_17`]: `arg: 0x%lx` | 6.17 on | 6.17 `print_syscall_enter()` |
+//!
+//! A trace.dat without a UNAME option (trace-cmd before 2.7 wrote none)
+//! still tells its kernel apart by what it holds: [`infer`] brackets the
+//! release from the set of ftrace events and sched_switch's print fmt
+//! (table there).
 
+use alloc::format;
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 
 /// How the syscall tracer prints a `sys_enter_*` argument
@@ -67,6 +74,10 @@ pub fn lat_columns(version: Option<(u32, u32)>, lazy_count: bool) -> LatColumns 
     }
 }
 
+/// The oldest release a trace can come from and the first it cannot (each
+/// `None` when unknown), as (major, minor).
+pub type Bracket = (Option<(u32, u32)>, Option<(u32, u32)>);
+
 /// The traced kernel as far as the text of a trace depends on it: its
 /// version, and where that came from (`uname(2)`, a copy's `uname` file,
 /// a trace.dat's UNAME option).
@@ -76,13 +87,31 @@ pub struct KernelProfile {
     pub version: Option<(u32, u32)>,
     /// Where the version was looked for, as a person reads it.
     pub source: String,
+    /// Inferred ([`infer`]), not read: the oldest release the trace can
+    /// come from and the first it cannot, as far as known; `version` is
+    /// then the one whose text is used (the oldest, else the newest before).
+    pub inferred: Option<Bracket>,
 }
 
 impl KernelProfile {
     /// The profile of a `uname -a`, `/proc/version` or release text (`None`:
     /// nothing to read), found at `source`.
     pub fn from_text(text: Option<&str>, source: String) -> KernelProfile {
-        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source }
+        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source, ..Default::default() }
+    }
+
+    /// The profile of a trace that does not name its kernel, from what
+    /// [`infer`] found in it; `source` says where the clues were.
+    pub fn inferred(inf: &Inference, source: &str) -> KernelProfile {
+        // A bound alone still picks the text: the newest release before it.
+        let version = inf.since.or_else(|| inf.before.map(|(ma, mi)| if mi > 0 { (ma, mi - 1) } else { (ma - 1, 99) }));
+        let mut source = format!("inferred from {source}");
+        if !inf.clues.is_empty() {
+            source.push_str(": ");
+            source.push_str(&inf.clues.join(", "));
+        }
+        let inferred = version.map(|_| (inf.since, inf.before));
+        KernelProfile { version, source, inferred }
     }
 
     /// How the syscall tracer prints `sys_enter_*` arguments on this kernel.
@@ -105,12 +134,104 @@ impl fmt::Display for KernelProfile {
             SyscallStyle::Before6_17 => "before 6.17 (`arg: %lx`)",
             SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
         };
-        match self.version {
-            Some((major, minor)) => write!(f, "kernel version {major}.{minor}")?,
-            None => f.write_str("kernel version unknown")?,
+        let lat = match self.lat_columns(false) {
+            LatColumns::Four => "kernels before 5.13 (`d.h2`)",
+            _ => "kernels since 5.13 (`d.h2.`)",
+        };
+        let dotted = |(ma, mi): (u32, u32)| format!("{ma}.{mi}");
+        match (self.version, self.inferred) {
+            (_, Some((Some(s), Some(b)))) => write!(f, "kernel version {} or later, before {}", dotted(s), dotted(b))?,
+            (_, Some((None, Some(b)))) => write!(f, "kernel version before {}", dotted(b))?,
+            (_, Some((Some(s), None))) => write!(f, "kernel version {} or later", dotted(s))?,
+            (Some(v), _) => write!(f, "kernel version {}", dotted(v))?,
+            (None, _) => f.write_str("kernel version unknown")?,
         }
-        write!(f, " ({}): syscall events in the style of kernels {style}", self.source)
+        write!(f, " ({}): latency columns of {lat}, syscall events in the style of kernels {style}", self.source)
     }
+}
+
+/// What a trace's own metadata says of its kernel's release: the oldest
+/// release it can come from, the first it cannot, and the clues, as a person
+/// reads them. Empty when nothing told.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inference {
+    pub since: Option<(u32, u32)>,
+    pub before: Option<(u32, u32)>,
+    pub clues: Vec<String>,
+}
+
+/// ftrace's own events (`events/ftrace/*`, one per `FTRACE_ENTRY` of
+/// kernel/trace/trace_entries.h, built whatever the config: arm64 files
+/// carry `mmiotrace_rw` too) and the release that added each. A trace.dat
+/// stores the whole set, so a missing one is a clue as good as a present
+/// one. (DepSurf's per-release symbol tables agree: `trace_hwlat_print`
+/// and `trace_raw_data` absent in 4.8, present in 4.10;
+/// `trace_func_repeats_print` absent in 5.11, present in 5.13;
+/// `trace_osnoise_print` absent in 5.13.)
+///
+/// | event | added in | kernel change |
+/// |---|---|---|
+/// | `hwlat` | 4.9 | the hwlat tracer |
+/// | `raw_data` | 4.10 | `trace_marker_raw` |
+/// | `func_repeats` | 5.13 | the function tracer's `func-no-repeats` |
+/// | `osnoise`, `timerlat` | 5.14 | the osnoise and timerlat tracers |
+const FTRACE_EVENTS_ADDED: &[(&str, (u32, u32))] =
+    &[("hwlat", (4, 9)), ("raw_data", (4, 10)), ("func_repeats", (5, 13)), ("osnoise", (5, 14)), ("timerlat", (5, 14))];
+
+/// 4.14 reworked the task states sched_switch prints (include/trace/events/
+/// sched.h: `TASK_REPORT`): `"I"` (TASK_IDLE) came, `"K"` (TASK_WAKEKILL),
+/// `"W"`, `"x"`, `"N"` went.
+const SCHED_SWITCH_STATES: (u32, u32) = (4, 14);
+
+/// Bracket the traced kernel's release from what a trace holds: the names
+/// of its ftrace events (`events/ftrace/*`; none: no clue from them) and
+/// sched_switch's print fmt, if it has the event. Only the tightest clue of
+/// each side is kept; a present event newer than a missing one (a vendor's
+/// backport) leaves the upper bound out.
+pub fn infer<'a>(ftrace_events: impl IntoIterator<Item = &'a str>, sched_switch_fmt: Option<&str>) -> Inference {
+    let names: Vec<&str> = ftrace_events.into_iter().collect();
+    let mut since: Option<((u32, u32), String)> = None;
+    let mut before: Option<((u32, u32), String)> = None;
+    let mut lower = |v: (u32, u32), clue: String| {
+        if !matches!(&since, Some((s, _)) if v <= *s) {
+            since = Some((v, clue));
+        }
+    };
+    let mut upper = |v: (u32, u32), clue: String| {
+        if !matches!(&before, Some((b, _)) if v >= *b) {
+            before = Some((v, clue));
+        }
+    };
+    // A set without `function` is not ftrace's whole set (or no set at all).
+    let whole_set = names.contains(&"function");
+    for &(ev, v) in FTRACE_EVENTS_ADDED {
+        if names.contains(&ev) {
+            lower(v, format!("ftrace event {ev} ({}.{} on)", v.0, v.1));
+        } else if whole_set {
+            upper(v, format!("no ftrace event {ev} (added in {}.{})", v.0, v.1));
+        }
+    }
+    if let Some(fmt) = sched_switch_fmt {
+        let v = SCHED_SWITCH_STATES;
+        if fmt.contains("\"I\"") {
+            lower(v, format!("sched_switch prev_state \"I\" ({}.{} on)", v.0, v.1));
+        } else if fmt.contains("\"K\"") {
+            upper(v, format!("sched_switch prev_state \"K\" (before {}.{})", v.0, v.1));
+        }
+    }
+    if let (Some((s, _)), Some((b, _))) = (&since, &before) {
+        if s >= b {
+            before = None;
+        }
+    }
+    let mut inf = Inference::default();
+    for (bound, found) in [(&mut inf.since, since), (&mut inf.before, before)] {
+        if let Some((v, clue)) = found {
+            *bound = Some(v);
+            inf.clues.push(clue);
+        }
+    }
+    inf
 }
 
 #[cfg(test)]
@@ -125,7 +246,7 @@ mod tests {
         assert_eq!(board.syscall_style(), SyscallStyle::Before6_17);
         assert_eq!(
             board.to_string(),
-            "kernel version 6.1 (from uname): syscall events in the style of kernels before 6.17 (`arg: %lx`)"
+            "kernel version 6.1 (from uname): latency columns of kernels since 5.13 (`d.h2.`), syscall events in the style of kernels before 6.17 (`arg: %lx`)"
         );
         let new = KernelProfile::from_text(Some("6.18.2"), "uname(2)".into());
         assert_eq!(new.syscall_style(), SyscallStyle::Since6_17);
@@ -142,5 +263,45 @@ mod tests {
         assert_eq!(of("6.12.48+deb13-arm64").lat_columns(false), LatColumns::Five);
         assert_eq!(of("6.1.0-40-rt-arm64").lat_columns(true), LatColumns::RtLazy);
         assert_eq!(KernelProfile::default().lat_columns(false), LatColumns::Five);
+    }
+
+    #[test]
+    fn a_file_without_uname_is_placed_by_its_ftrace_events() {
+        let base = ["function", "funcgraph_entry", "funcgraph_exit", "print", "bprint", "kernel_stack"];
+        let with = |extra: &[&'static str]| base.iter().chain(extra).copied().collect::<Vec<_>>();
+        // 4.4-like: nothing newer than the base set.
+        let old = infer(with(&[]), None);
+        assert_eq!((old.since, old.before), (None, Some((4, 9))));
+        assert_eq!(old.clues, ["no ftrace event hwlat (added in 4.9)"]);
+        let p = KernelProfile::inferred(&old, "x.dat");
+        assert_eq!(p.lat_columns(false), LatColumns::Four);
+        assert!(p.to_string().starts_with("kernel version before 4.9 (inferred from x.dat: no ftrace event hwlat"));
+        // 4.10 to 5.12, narrowed by sched_switch's task states.
+        let k = "print fmt: \"...\", __print_flags(REC->prev_state & (1024-1), \"|\", { 1, \"S\"} , { 128, \"K\" })";
+        let mid = infer(with(&["hwlat", "raw_data"]), Some(k));
+        assert_eq!((mid.since, mid.before), (Some((4, 10)), Some((4, 14))));
+        let p = KernelProfile::inferred(&mid, "y.dat");
+        assert_eq!(p.version, Some((4, 10)));
+        assert_eq!(p.lat_columns(false), LatColumns::Four);
+        assert!(p.to_string().starts_with("kernel version 4.10 or later, before 4.14 (inferred from y.dat: "));
+        let i = "{ 0x0040, \"P\" }, { 0x0080, \"I\" }";
+        let late = infer(with(&["hwlat", "raw_data"]), Some(i));
+        assert_eq!((late.since, late.before), (Some((4, 14)), Some((5, 13))));
+        assert_eq!(KernelProfile::inferred(&late, "").lat_columns(false), LatColumns::Four);
+        // func_repeats: 5.13 on, the five columns.
+        let new = infer(with(&["hwlat", "raw_data", "func_repeats", "osnoise", "timerlat"]), Some(i));
+        assert_eq!((new.since, new.before), (Some((5, 14)), None));
+        let p = KernelProfile::inferred(&new, "z.dat");
+        assert_eq!(p.lat_columns(false), LatColumns::Five);
+        assert!(p.to_string().starts_with("kernel version 5.14 or later (inferred from z.dat: ftrace event osnoise"));
+        // No ftrace set at all (or only part of it): nothing told.
+        let none = infer(["print"], None);
+        assert_eq!(none, Inference::default());
+        let p = KernelProfile::inferred(&none, "w.dat");
+        assert_eq!((p.version, p.inferred), (None, None));
+        assert!(p.to_string().starts_with("kernel version unknown (inferred from w.dat)"));
+        // A backport newer than a missing event: the upper bound goes.
+        let odd = infer(with(&["func_repeats"]), None);
+        assert_eq!((odd.since, odd.before), (Some((5, 13)), None));
     }
 }

@@ -20,6 +20,7 @@ pub mod graph;
 pub mod kallsyms;
 pub mod kernel;
 pub mod kvars;
+pub mod lastboot;
 pub mod lat;
 pub mod merge;
 pub mod mountinfo;

@@ -90,9 +90,17 @@ impl<S> Trace<S> {
         t.cpus = td.cpus;
         t.kernel = match &td.options.uname {
             Some(u) => KernelProfile::from_text(Some(u), format!("from the UNAME option of {name}")),
-            None => KernelProfile::from_text(None, format!("{name} has no UNAME option")),
+            None => t.inferred_kernel(&format!("the formats in {name} (no UNAME option)")),
         };
         Ok((t, bad))
+    }
+
+    /// The kernel as far as this session's formats tell it ([`crate::kernel::infer`]):
+    /// for a trace that does not name its kernel; `source` says what was read.
+    pub fn inferred_kernel(&self, source: &str) -> KernelProfile {
+        let ftrace = self.events.iter().filter(|e| e.system == "ftrace").map(|e| e.name.as_str());
+        let switch = self.events.by_name("sched:sched_switch").map(|e| e.print_fmt.as_str());
+        KernelProfile::inferred(&crate::kernel::infer(ftrace, switch), source)
     }
 
     /// The same session with its symbols turned into others (parsed now…).

@@ -24,6 +24,9 @@ pub struct LazyKallsyms {
     /// The text itself (from a trace.dat), instead of a path.
     text: Option<Vec<u8>>,
     table: std::sync::OnceLock<Option<crate::kallsyms::Kallsyms>>,
+    /// Records of a previous boot: their addresses move to this boot's
+    /// before the lookup, with the current `_text` (found once).
+    last_boot: Option<(crate::lastboot::LastBoot, std::sync::OnceLock<Option<u64>>)>,
 }
 
 impl LazyKallsyms {
@@ -35,12 +38,19 @@ impl LazyKallsyms {
         } else {
             Some(t.top().join("kallsyms")).filter(|p| p.is_file())
         };
-        LazyKallsyms { path, text: None, table: std::sync::OnceLock::new() }
+        LazyKallsyms { path, text: None, table: std::sync::OnceLock::new(), last_boot: None }
     }
 
     /// Symbols from a kallsyms text held in memory (a trace.dat's).
     pub fn from_text(text: Vec<u8>) -> Self {
-        LazyKallsyms { path: None, text: Some(text), table: std::sync::OnceLock::new() }
+        LazyKallsyms { path: None, text: Some(text), table: std::sync::OnceLock::new(), last_boot: None }
+    }
+
+    /// Look addresses of a previous boot up (a persistent buffer's records,
+    /// trace.dat option 24) after moving them to this boot's.
+    pub fn with_last_boot(mut self, lb: crate::lastboot::LastBoot) -> Self {
+        self.last_boot = Some((lb, std::sync::OnceLock::new()));
+        self
     }
 
     /// The table, read now if it was not yet.
@@ -69,7 +79,12 @@ impl LazyKallsyms {
 
 impl crate::printfmt::SymbolLookup for LazyKallsyms {
     fn lookup(&self, addr: u64) -> Option<crate::printfmt::Sym<'_>> {
-        self.get()?.lookup(addr)
+        let table = self.get()?;
+        let addr = match &self.last_boot {
+            Some((lb, text)) => lb.adjust(addr, *text.get_or_init(|| table.address_of("_text"))),
+            None => addr,
+        };
+        table.lookup(addr)
     }
     fn kretprobe_trampoline(&self) -> Option<crate::printfmt::KretprobeTrampoline> {
         crate::printfmt::SymbolLookup::kretprobe_trampoline(self.get()?)

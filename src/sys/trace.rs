@@ -73,14 +73,29 @@ pub fn open_tree_with(
         let top = t.top().display();
         match ["uname", "version"].iter().find_map(|f| Some((*f, t.read_top_opt(f).ok().flatten()?))) {
             Some((f, text)) => KernelProfile::from_text(Some(&text), format!("from {top}/{f}")),
-            None => KernelProfile::from_text(None, format!("no uname or version file in {top}")),
+            None => trace.inferred_kernel(&format!("the formats in {top} (no uname or version file)")),
         }
     };
     Ok(noted(trace))
 }
 
-/// Say (under -v) which kernel the session is of, and what that means.
-fn noted(trace: Opened) -> Opened {
+/// The release `--kernel` gave, for every session this process opens.
+static KERNEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Read every session of this process as of kernel `release` (`--kernel`),
+/// whatever its uname, UNAME option or formats say.
+pub fn set_kernel(release: &str) {
+    let _ = KERNEL.set(release.to_string());
+}
+
+/// Say (under -v) which kernel the session is of, and what that means; a
+/// `--kernel` release replaces what was found.
+fn noted(mut trace: Opened) -> Opened {
+    if let Some(k) = KERNEL.get() {
+        let found = trace.kernel.to_string();
+        let found = found.split_once(" (").map_or(found.as_str(), |(v, _)| v);
+        trace.kernel = KernelProfile::from_text(Some(k), format!("from --kernel {k}, in place of {found}"));
+    }
     log::info!("{}", trace.kernel);
     trace
 }
@@ -111,7 +126,45 @@ pub fn read_dat_from(f: &mut std::fs::File, path: &Path) -> Result<TraceDat, Err
 /// The session `td` (read from `path`) describes; its symbols text moves
 /// into the session.
 pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
-    let syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
+    let mut syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
+    let p = path.display();
+    // What trace-cmd 3.4 added (options 23 to 25), and what is skipped.
+    if !td.btf.is_empty() {
+        log::info!(
+            "{p}: BTF of the recording kernel ({} bytes, option 23): used for the enum values, struct \
+             sizes and typedefs print fmts name; function arguments (func-args) are not decoded",
+            td.btf.len()
+        );
+    }
+    match &td.options.last_boot {
+        Some(info) => {
+            let modules = String::from_utf8_lossy(&td.modules);
+            match crate::lastboot::LastBoot::parse(info, &modules) {
+                Some(lb) => {
+                    log::info!(
+                        "{p}: records of a previous boot (LAST_BOOT_INFO, option 24): addresses moved to \
+                         this boot's ({} modules moved, from MODULES_FILE, option 25)",
+                        lb.modules()
+                    );
+                    for s in &lb.skipped {
+                        log::info!("{p}: LAST_BOOT_INFO: skipped {s}");
+                    }
+                    if !lb.gone.is_empty() {
+                        log::info!("{p}: LAST_BOOT_INFO: modules not loaded now: {}", lb.gone.join(" "));
+                    }
+                    syms = syms.with_last_boot(lb);
+                }
+                None => log::info!("{p}: LAST_BOOT_INFO (option 24): the buffer is of this boot, nothing moves"),
+            }
+        }
+        None if !td.modules.is_empty() => {
+            log::info!("{p}: MODULES_FILE (option 25) without LAST_BOOT_INFO: not used")
+        }
+        None => {}
+    }
+    for (id, size) in &td.options.other {
+        log::info!("{p}: option {id} ({size} bytes) skipped: trbox does not use it");
+    }
     let (trace, skipped) = Trace::from_dat(td, &path.to_string_lossy(), syms)
         .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e}") })?;
     for (sys, i, e) in skipped {
@@ -176,11 +229,14 @@ fn detect_endian(t: &Tracefs, layout: &PageLayout) -> Result<Endian, Error> {
 /// version, and — only for formats that name them, so most runs never pay
 /// for it — enum values, struct sizes and typedefs from BTF, and kernel
 /// variables of the live system (`sys::kvars`). A copy of a tree uses only
-/// its own `btf/` directory, never this machine's; a trace.dat has none.
+/// its own `btf/` directory, never this machine's; a trace.dat only the BTF
+/// it carries (trace-cmd 3.4's BTF_FILE), if any.
 pub struct KernelFacts {
     version: Option<(u32, u32)>,
     top: Option<PathBuf>,
     live: bool,
+    /// A trace.dat's BTF, parsed on first use.
+    btf: Vec<u8>,
     consts: std::sync::OnceLock<Option<crate::btf::BtfInfo>>,
 }
 
@@ -188,11 +244,31 @@ impl KernelFacts {
     /// For the kernel `version` of a session opened from the tree at `top`
     /// (live or not; `None`: a trace.dat).
     pub fn new(version: Option<(u32, u32)>, top: Option<PathBuf>, live: bool) -> Self {
-        KernelFacts { version, top, live, consts: Default::default() }
+        KernelFacts { version, top, live, btf: Vec::new(), consts: Default::default() }
+    }
+
+    /// For a trace.dat that carries the recording kernel's BTF (`raw`;
+    /// empty: none).
+    pub fn with_btf(mut self, raw: Vec<u8>) -> Self {
+        self.btf = raw;
+        self
     }
 
     fn consts(&self) -> Option<&crate::btf::BtfInfo> {
-        self.consts.get_or_init(|| super::kvars::load_for_tree(self.top.as_deref()?, self.live)).as_ref()
+        self.consts
+            .get_or_init(|| {
+                if !self.btf.is_empty() {
+                    return match crate::btf::Btf::parse(&self.btf) {
+                        Ok(b) => Some(crate::btf::BtfInfo::from_btf(b)),
+                        Err(e) => {
+                            log::warn!("the trace.dat's BTF: {e}");
+                            None
+                        }
+                    };
+                }
+                super::kvars::load_for_tree(self.top.as_deref()?, self.live)
+            })
+            .as_ref()
     }
 }
 

@@ -316,6 +316,10 @@ pub struct Options {
     pub procmaps: Option<String>,
     /// GUEST options, as stored.
     pub guests: Vec<Vec<u8>>,
+    /// LAST_BOOT_INFO (24, trace-cmd 3.4): `INSTANCE:` then the text of
+    /// that instance's `last_boot_info` file (a persistent buffer's
+    /// previous boot: where its kernel and modules were loaded).
+    pub last_boot: Option<String>,
     /// Options this reader does not interpret: (id, size).
     pub other: Vec<(u16, u32)>,
 }
@@ -329,6 +333,8 @@ struct Sections {
     kallsyms: Option<u64>,
     printk: Option<u64>,
     cmdlines: Option<u64>,
+    btf: Option<u64>,
+    modules: Option<u64>,
 }
 
 /// Everything in a trace.dat but the page data.
@@ -352,6 +358,12 @@ pub struct TraceDat {
     pub kallsyms: Vec<u8>,
     pub printk_formats: Vec<u8>,
     pub saved_cmdlines: Vec<u8>,
+    /// BTF_FILE section (23, trace-cmd 3.4, v7 only): the recording
+    /// machine's /sys/kernel/btf/vmlinux; empty when the file has none.
+    pub btf: Vec<u8>,
+    /// MODULES_FILE section (25, trace-cmd 3.4, v7 only): the recording
+    /// machine's /proc/modules (written with LAST_BOOT_INFO).
+    pub modules: Vec<u8>,
     /// CPU count from the header (v6) or the CPUCOUNT option (v7).
     pub cpus: u32,
     pub options: Options,
@@ -513,6 +525,9 @@ fn handle_option(id: u16, data: &[u8], at: u64, v7: bool, td: &mut TraceDat, st:
         opt::KALLSYMS => st.sections.kallsyms = u64_at(0),
         opt::PRINTK => st.sections.printk = u64_at(0),
         opt::CMDLINES => st.sections.cmdlines = u64_at(0),
+        opt::BTF_FILE => st.sections.btf = u64_at(0),
+        opt::MODULES_FILE => st.sections.modules = u64_at(0),
+        opt::LAST_BOOT_INFO => o.last_boot = Some(opt_text(data)),
         opt::BUFFER | opt::BUFFER_TEXT => {
             let mut c = Cur::new(data, e, at, true, "BUFFER option");
             let offset = c.u64()?;
@@ -880,6 +895,19 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
             opt::KALLSYMS => kallsyms(&mut c, td)?,
             opt::PRINTK => printk(&mut c, td)?,
             _ => cmdlines(&mut c, td)?,
+        }
+    }
+    // trace-cmd 3.4's files of the machine: raw bytes, no count before
+    // them (trace-output.c tracecmd_append_btf_file, _modules_file). A bad
+    // one is a warning: the trace reads without it.
+    for (off, id, what) in
+        [(sec.btf, opt::BTF_FILE, "BTF section"), (sec.modules, opt::MODULES_FILE, "modules section")]
+    {
+        let Some(off) = off else { continue };
+        match section_body(r, td, off, id, what) {
+            Ok((body, _)) if id == opt::BTF_FILE => td.btf = body,
+            Ok((body, _)) => td.modules = body,
+            Err(e) => td.warnings.push(e),
         }
     }
     td.cpus = td.options.cpucount.unwrap_or(0);

@@ -265,3 +265,272 @@ fn graph_and_stats_read_instance_only_files() {
         assert!(st.contains(&format!("  {name:<16}{:>5} {:>12} {:>12}\n", w[1], w[2], 0)), "{l}: {st}");
     }
 }
+
+/// Files of 4.x arm64 boards that say nothing of their kernel (an old
+/// trace-cmd wrote no UNAME option; cut from LISA's test suite, see
+/// tests/data/tracedat/README.md): the same events as `trace-cmd report`,
+/// the 4 latency columns of kernels before 5.13, and -v says what the
+/// version was inferred from.
+#[test]
+fn files_of_4x_kernels_without_uname_read_like_trace_cmd_report() {
+    let files = [
+        ("lisa-arm64-rtapp", "kernel version before 4.9 (inferred from", "no ftrace event hwlat (added in 4.9)"),
+        (
+            "lisa-arm64-sched-load",
+            "kernel version 4.10 or later, before 4.14 (inferred from",
+            "ftrace event raw_data (4.10 on), sched_switch prev_state \"K\" (before 4.14)",
+        ),
+    ];
+    for (f, version, clues) in files {
+        let path = format!("tests/data/tracedat/{f}.dat");
+        let o = run(&["tr-cat", "-v", path.as_str()]);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(version) && err.contains(clues), "{path}: {err}");
+        assert!(err.contains("latency columns of kernels before 5.13"), "{path}: {err}");
+        let text = stdout(&o);
+        // The kernel's prefix before 5.13: irqs-off, need-resched,
+        // hard/softirq and the preempt count in 4 columns (5.10's and 4.x's
+        // trace_print_lat_fmt()).
+        let cols: Vec<&str> =
+            text.lines().filter_map(|l| l.split_once("] ").and_then(|(_, r)| r.split_whitespace().next())).collect();
+        assert!(cols.len() > 500, "{path}: {} lines", cols.len());
+        assert!(cols.iter().all(|c| c.len() == 4), "{path}: {:?}", cols.iter().find(|c| c.len() != 4));
+        if !have_trace_cmd() {
+            continue;
+        }
+        // trace-cmd report -l prints the same columns (then a fifth, the
+        // migrate-disable count libtraceevent adds), except that it shows
+        // need-resched as `N` alone where the kernel tells `n` (only
+        // TIF_NEED_RESCHED) from `N` (and PREEMPT_NEED_RESCHED).
+        let lat = Command::new("trace-cmd").args(["report", "-l", "-N", path.as_str()]).output().unwrap();
+        let theirs: Vec<String> = String::from_utf8_lossy(&lat.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("cpus="))
+            .filter_map(|l| l.split_whitespace().nth(1).map(|w| w.chars().rev().skip(1).take(4).collect::<Vec<_>>()))
+            .map(|c| c.into_iter().rev().collect())
+            .collect();
+        assert_eq!(theirs.len(), cols.len(), "{path}: lines of report -l");
+        for (a, b) in theirs.iter().zip(&cols) {
+            assert_eq!(a.as_str(), b.replace('n', "N"), "{path}: latency columns");
+        }
+        // The events: print and bprint are the kernel's `IP: text` (no
+        // event name; %p without 0x, as 4.x printed it); trace-cmd says
+        // `bprint: 0xIP: text`.
+        let rep = report(&path, false);
+        let theirs: Vec<_> = rep
+            .lines()
+            .filter(|l| !l.starts_with("cpus="))
+            .filter_map(|l| key(l, false))
+            .map(|(pid, cpu, ts, ev, body)| match ev.as_str() {
+                "print" | "bprint" => {
+                    let (ip, rest) = body.split_once(": ").unwrap_or((body.as_str(), ""));
+                    (pid, cpu, ts, ip.to_string(), rest.replace("=0x", "="))
+                }
+                _ => (pid, cpu, ts, ev, body),
+            })
+            .collect();
+        let ours: Vec<_> = text.lines().filter_map(|l| key(l, true)).collect();
+        assert_eq!(theirs.len(), ours.len(), "{path}: event count");
+        let bad: Vec<String> =
+            theirs.iter().zip(&ours).filter(|(a, b)| a != b).map(|(a, b)| format!("{a:?}\n{b:?}")).take(5).collect();
+        assert!(bad.is_empty(), "{path}:\n{}", bad.join("\n"));
+    }
+}
+
+/// `--kernel VER` reads a file as of that release, in place of what the
+/// file says or shows, and -v says so.
+#[test]
+fn kernel_option_overrides_the_version() {
+    let path = "tests/data/tracedat/lisa-arm64-sched-load.dat";
+    let o = run(&["tr-cat", "-v", "--kernel", "6.1.0-40-arm64", path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "kernel version 6.1 (from --kernel 6.1.0-40-arm64, in place of kernel version 4.10 or later, before 4.14)"
+        ),
+        "{err}"
+    );
+    let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+    assert!(first.contains("] d..1.  2084.021443: cpu_idle:"), "5 columns: {first}");
+    // A file with a UNAME option, too.
+    let o = run(&["tr-cat", "-v", "--kernel=5.10", "tests/data/tracedat/v6-inst.dat"]);
+    assert!(
+        stderr(&o).contains("kernel version 5.10 (from --kernel 5.10, in place of kernel version 6.18)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o)
+        .lines()
+        .all(|l| l.split_once("] ").is_none_or(|(_, r)| r.split(' ').next().unwrap().len() == 4)));
+    // Every reader of a file takes it (a common option).
+    let o = run(&["tr-graph", "-v", "--kernel", "5.4", "-i", path]);
+    assert!(stderr(&o).contains("kernel version 5.4 (from --kernel 5.4, in place of"), "{}", stderr(&o));
+    let o = run(&["tr-cat", "--kernel", "new", path]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--kernel 'new': not a kernel release"), "{}", stderr(&o));
+}
+
+/// Files trace-cmd 3.4 wrote (tests/data/tracedat/make-3.4.sh: an extract,
+/// which carries the BTF as option 23, and a record), against 3.4's own
+/// `report -N` stored beside them (made in a Debian sid chroot: CI has no
+/// 3.4). Since 3.3 that report prints the latency columns after [CPU]; they
+/// are the kernel's but where libtraceevent does not know BH_OFF (5.18:
+/// `D`/`b`). Bodies are the same but for what the kernel prints otherwise
+/// than trace-cmd: `%p` without 0x, and the enum constants that only BTF
+/// gives (hrtimer_start's mode, which trace-cmd shows as 0x0;
+/// writeback_dirty_inode's I_* flags, which trace-cmd cannot name and trbox
+/// names from the file's BTF).
+#[test]
+fn trace_cmd_3_4_files_read_like_its_report() {
+    for (f, btf) in [("v7-3.4-extract", true), ("v7-3.4-record", false)] {
+        let path = format!("tests/data/tracedat/{f}.dat");
+        let rep = std::fs::read_to_string(format!("tests/data/tracedat/{f}.report")).unwrap();
+        let o = run(&["tr-cat", "-v", path.as_str()]);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.contains("BTF of the recording kernel"), btf, "{path}: {err}");
+        let theirs: Vec<&str> =
+            rep.lines().filter(|l| !l.starts_with("cpus=")).map(|l| l.strip_prefix("t34: ").unwrap_or(l)).collect();
+        let text = stdout(&o);
+        let ours: Vec<&str> = text.lines().collect();
+        assert_eq!(theirs.len(), ours.len(), "{path}: event count");
+        assert!(ours.len() > 100, "{path}: {} events", ours.len());
+        let lat = |l: &str| l.split_once("] ").map(|(_, r)| r.split(' ').next().unwrap_or("").to_string());
+        let mut named = 0;
+        for (t, u) in theirs.iter().zip(&ours) {
+            // The latency columns, BH_OFF aside.
+            let ul = lat(u).map(|c| c.replace('D', "d").replace('b', "."));
+            assert_eq!(lat(t), ul, "{path}:\n{t}\n{u}");
+            let (Some(mut a), Some(mut b)) = (key(t, true), key(u, true)) else { panic!("{path}: {t}\n{u}") };
+            if a.3 == "hrtimer_start" {
+                a.4 = a.4.replace("hrtimer=0x", "hrtimer=");
+                for k in [&mut a.4, &mut b.4] {
+                    *k = k.split(' ').filter(|w| !w.starts_with("mode=")).collect::<Vec<_>>().join(" ");
+                }
+            }
+            if a.3 == "writeback_dirty_inode" {
+                // This kernel's I_DIRTY_SYNC is 1 << 4 (its BTF, in the file).
+                if btf && a.4.ends_with("flags=0x10") {
+                    assert!(b.4.ends_with("flags=I_DIRTY_SYNC"), "{path}: {u}");
+                    named += 1;
+                }
+                for k in [&mut a.4, &mut b.4] {
+                    *k = k.split(" state=").next().unwrap_or("").to_string();
+                }
+            }
+            assert_eq!(a, b, "{path}:\n{t}\n{u}");
+        }
+        assert_eq!(named > 0, btf, "{path}: flags named from the BTF");
+    }
+}
+
+/// `bytes` (a v7 trace.dat with uncompressed options sections, as trace-cmd
+/// 3.4 writes them) with one more options section at its end holding
+/// `options` ((id, data)), chained from the last DONE option; `sections`
+/// ((id, body)) are appended first, and each `Err(i)` in place of an
+/// option's data stands for the u64 offset of `sections[i]`.
+fn with_v7_options(bytes: &[u8], sections: &[(u16, &[u8])], options: &[(u16, Result<&[u8], usize>)]) -> Vec<u8> {
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes(b[o..o + 2].try_into().unwrap());
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    // Magic (10), "7\0", endian, long size, page size, compression name and
+    // version strings, then the first options section's offset.
+    let mut p = 10 + 2 + 1 + 1 + 4;
+    for _ in 0..2 {
+        p += bytes[p..].iter().position(|&c| c == 0).unwrap() + 1;
+    }
+    let mut next = u64_at(bytes, p) as usize;
+    let mut last_done = 0;
+    while next != 0 {
+        assert_eq!(u16_at(bytes, next + 2) & 1, 0, "compressed options: not handled");
+        let mut o = next + 16;
+        loop {
+            let (id, size) = (u16_at(bytes, o), u32_at(bytes, o + 2) as usize);
+            if id == 0 {
+                last_done = o + 6;
+                next = u64_at(bytes, last_done) as usize;
+                break;
+            }
+            o += 6 + size;
+        }
+    }
+    let mut out = bytes.to_vec();
+    let mut at = Vec::new();
+    for (id, body) in sections {
+        at.push(out.len() as u64);
+        out.extend(id.to_le_bytes());
+        out.extend(0u16.to_le_bytes()); // not compressed
+        out.extend(0u32.to_le_bytes()); // description: string 0
+        out.extend((body.len() as u64).to_le_bytes());
+        out.extend(*body);
+    }
+    let start = out.len() as u64;
+    out[last_done..last_done + 8].copy_from_slice(&start.to_le_bytes());
+    let mut opts = Vec::new();
+    for (id, data) in options {
+        let data = match data {
+            Ok(d) => d.to_vec(),
+            Err(i) => at[*i].to_le_bytes().to_vec(),
+        };
+        opts.extend(id.to_le_bytes());
+        opts.extend((data.len() as u32).to_le_bytes());
+        opts.extend(data);
+    }
+    opts.extend(0u16.to_le_bytes());
+    opts.extend(8u32.to_le_bytes());
+    opts.extend(0u64.to_le_bytes());
+    out.extend(0u16.to_le_bytes()); // options section
+    out.extend(0u16.to_le_bytes());
+    out.extend(0u32.to_le_bytes());
+    out.extend((opts.len() as u64).to_le_bytes());
+    out.extend(opts);
+    out
+}
+
+/// Options 24 and 25 (trace-cmd 3.4, an instance with a persistent buffer):
+/// the records are of the previous boot, so their addresses move by the
+/// kernel's delta before the lookup, as the kernel's own text does. No
+/// machine here has such a buffer: a 3.4 record gets the options added,
+/// with a delta that moves tick_nohz_handler's address onto
+/// hrtimer_wakeup's (6.12's `text delta:` form), and MODULES_FILE.
+#[test]
+fn last_boot_info_moves_addresses_to_this_boot() {
+    let path = "tests/data/tracedat/v7-3.4-record.dat";
+    let bytes = std::fs::read(path).unwrap();
+    let td = trbox::tracedat::TraceDat::read(&mut std::fs::File::open(path).unwrap()).unwrap();
+    let syms = trbox::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(&td.kallsyms));
+    let (tick, wake) = (syms.address_of("tick_nohz_handler").unwrap(), syms.address_of("hrtimer_wakeup").unwrap());
+    let info = format!("t34:text delta:\t{}\ndata delta:\t0\n", wake.wrapping_sub(tick) as i64);
+    let modules = b"ext4 1101824 2 - Live 0xffffffffc0200000\n";
+    let moved = with_v7_options(
+        &bytes,
+        &[(25, modules)],
+        &[(24, Ok(format!("{info}\0").as_bytes())), (25, Err(0)), (99, Ok(b"x"))],
+    );
+    let tmp = TempDir::new("lastboot");
+    let file = tmp.path().join("lastboot.dat");
+    std::fs::write(&file, &moved).unwrap();
+    let before = stdout(&run(&["tr-cat", path]));
+    let o = run(&["tr-cat", "-v", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("records of a previous boot (LAST_BOOT_INFO, option 24)"), "{err}");
+    assert!(err.contains("LAST_BOOT_INFO: skipped data delta:\t0"), "{err}");
+    assert!(err.contains("option 99 (1 bytes) skipped"), "{err}");
+    let after = stdout(&o);
+    let count = |t: &str, f: &str| t.matches(&format!("function={f} ")).count();
+    assert!(count(&before, "tick_nohz_handler") > 10, "{before}");
+    assert_eq!(count(&after, "tick_nohz_handler"), 0);
+    assert_eq!(count(&after, "hrtimer_wakeup"), count(&before, "tick_nohz_handler"));
+    // Everything else reads the same.
+    let other = |t: &str| t.lines().filter(|l| !l.contains("hrtimer_start:")).collect::<Vec<_>>().join("\n");
+    assert_eq!(other(&before), other(&after));
+    // "# Current": nothing moves.
+    let current = with_v7_options(&bytes, &[], &[(24, Ok(b"t34:# Current\n\0"))]);
+    std::fs::write(&file, &current).unwrap();
+    let o = run(&["tr-cat", "-v", file.to_str().unwrap()]);
+    assert!(stderr(&o).contains("the buffer is of this boot, nothing moves"), "{}", stderr(&o));
+    assert_eq!(stdout(&o), before);
+}

@@ -145,3 +145,28 @@ fn v6_without_events() {
     assert!(td.instances.iter().all(|i| i.data_bytes() == 0));
     assert!(td.warnings.is_empty(), "{:?}", td.warnings);
 }
+
+/// trace-cmd 3.4's extract (make-3.4.sh): the BTF section (option 23) is
+/// read whole and parses as BTF with the enums it was cut to; no option is
+/// left unknown; events per CPU as 3.4's report counted them.
+#[test]
+fn trace_cmd_3_4_extract_carries_btf() {
+    let path = data("v7-3.4-extract.dat");
+    let mut f = std::fs::File::open(&path).unwrap();
+    let td = TraceDat::read(&mut f).unwrap();
+    assert_eq!(td.version, 7);
+    assert!(td.warnings.is_empty(), "{:?}", td.warnings);
+    assert_eq!(td.options.other, vec![], "options left unread");
+    assert_eq!(td.options.last_boot, None);
+    assert!(td.modules.is_empty());
+    let btf = trbox::btf::Btf::parse(&td.btf).expect("the BTF section parses");
+    assert_eq!(btf.enum_value("I_DIRTY_SYNC"), Some(1 << 4));
+    assert_eq!(btf.enum_value("HRTIMER_MODE_REL"), Some(1));
+    let counts = count_events(&td, &mut f);
+    let report = std::fs::read_to_string(data("v7-3.4-extract.report")).unwrap();
+    let total: u64 = counts.values().sum();
+    assert_eq!(total, report.lines().filter(|l| !l.starts_with("cpus=")).count() as u64);
+    // The record has no BTF (record stores it only for function arguments).
+    let td = TraceDat::read(&mut std::fs::File::open(data("v7-3.4-record.dat")).unwrap()).unwrap();
+    assert!(td.btf.is_empty() && td.options.other.is_empty());
+}
