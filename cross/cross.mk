@@ -3,15 +3,15 @@
 #   make cross            static musl binaries -> target/<triple>/release/trbox
 #                         (local route: cross/build.sh, nightly -Zbuild-std + rust-lld)
 #   make cross CROSS=1    the same with `cross` (Docker/Podman), config cross/Cross.toml
-#   make size             markdown table of the stripped sizes; fails if aarch64 > 448 KiB
+#   make size             markdown table of the stripped sizes; fails if aarch64 > 512 KiB
 #   make cross-test       `file` says static; --list and tr-on -T tests/data/tree-basic
 #                         under qemu-{aarch64,arm}-static give the host build's output
 #
 # Prerequisites on a fresh Debian machine: bash cross/setup.sh
 
 CROSS_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf
-# Ceiling for the aarch64 binary (the developers' guide: at most 448 KiB).
-SIZE_LIMIT_KIB ?= 448
+# Ceiling for the aarch64 binary (the developers' guide: at most 512 KiB).
+SIZE_LIMIT_KIB ?= 512
 # Toolchain for -Zbuild-std (cross/build.sh, CROSS=1).
 TRBOX_NIGHTLY ?= nightly
 export TRBOX_NIGHTLY
