@@ -418,7 +418,7 @@ fn report(t: &Tracefs, st: &Status) -> String {
     });
     line(&mut o, "tracing", on);
     line(&mut o, "clock", st.clock.clone());
-    line(&mut o, "buffer", buffer(st));
+    line(&mut o, "buffer", buffer(t, st));
     if let Ok(th) = &st.tracing_thresh {
         if th != "0" {
             line(&mut o, "thresh", Ok(format!("{th} us")));
@@ -461,11 +461,17 @@ fn pids_all(fork: &Item<String>) -> &'static str {
     }
 }
 
-fn buffer(st: &Status) -> Item<String> {
+fn buffer(t: &Tracefs, st: &Status) -> Item<String> {
     let per_cpu = st.buffer_kb.clone()?;
-    // "7 (expanded: 1408)": the buffer is allocated small until first use.
+    // "7 (expanded: 1408)": the buffer is allocated small until first use,
+    // then in whole sub-buffers (ctl::buffer_kb_in_use).
+    let data = t.read("events/header_page").ok().and_then(|h| trbox::format::HeaderPage::parse(&h).ok());
     let mut s = match per_cpu.split_once(" (expanded: ") {
-        Some((now, exp)) => format!("{now} KiB per CPU ({} once in use)", exp.trim_end_matches(')')),
+        Some((now, exp)) => {
+            let exp = exp.trim_end_matches(')');
+            let in_use = data.and_then(|d| ctl::buffer_kb_in_use(&per_cpu, d.data_size.into()));
+            format!("{now} KiB per CPU ({} once in use)", in_use.map_or(exp.to_string(), |kb| kb.to_string()))
+        }
         None if per_cpu == "X" => "per-CPU sizes differ (see below)".to_string(),
         None => format!("{per_cpu} KiB per CPU"),
     };

@@ -62,6 +62,9 @@ fn synthetic_tree_full_report() {
     let out = stdout(&o);
     assert_eq!(field(&out, "tracer"), "nop  (available: blk function nop)");
     assert_eq!(field(&out, "events"), "1 enabled");
+    // A never-used buffer: what it will be once in use, as the kernel
+    // allocates it (354 pages of 4080 bytes for 1408 KiB asked).
+    assert!(field(&out, "buffer").starts_with("7 KiB per CPU (1410 once in use)"), "{out}");
     assert!(
         out.contains("  sched:sched_switch\n    filter: prev_pid == 0\n    trigger: stacktrace:unlimited\n"),
         "{out}"
