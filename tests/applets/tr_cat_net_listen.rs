@@ -273,7 +273,7 @@ fn listen_big_upload_streams_and_stops_at_the_cap() {
     block.truncate(1 << 20);
     let per_cpu = 300usize;
     let big = Recording { header: r.header.clone(), page_size: r.page_size, cpus: vec![Vec::new(); 2], events: 0 };
-    let mut upload = |port: u16| {
+    let upload = |port: u16| {
         send_with(port, &big, &mut |_, d| {
             for _ in 0..per_cpu {
                 d.write_all(&block)?;
@@ -341,6 +341,8 @@ fn console_decompression_bomb() {
     let out = tmp.path().join("out.dat");
     let err = tmp.path().join("stderr");
     let t = Instant::now();
+    // Reaped by wait_peak (wait4, for the child's own peak RSS).
+    #[allow(clippy::zombie_processes)]
     let child = cmd(&trbox(), &["tr-cat", "--from-console", log.to_str().unwrap(), "-o", out.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::from(std::fs::File::create(&err).unwrap()))
@@ -496,7 +498,7 @@ fn listen_soak_senders_among_misbehaving_clients() {
         let _ = b.join();
     }
     let now = l.threads_down_to(threads, Duration::from_secs(20));
-    println!("soak: {:?}; {now} threads at the end, {threads} at the start", t.elapsed());
+    println!("soak: {:?}; {now} threads at the end, {threads} at the start\n{}", t.elapsed(), l.text());
     assert!(now <= threads, "{now} threads left, {threads} at the start: {}", l.text());
     assert!(t.elapsed() < Duration::from_secs(45));
     let refusals = l.text().lines().filter(|x| x.contains("refused")).count();
