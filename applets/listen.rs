@@ -33,9 +33,9 @@ use trbox::tracedat::msg;
 /// Senders served at once.
 pub const SESSIONS: usize = 16;
 /// Seconds from the connection to the header's end (FIN_DATA), in all.
-const HEADER_S: u64 = 15;
+const HEADER_S: u64 = 30;
 /// The largest header (a trace.dat up to its options, kallsyms included).
-const MAX_HEADER: usize = 16 << 20;
+const MAX_HEADER: usize = 32 << 20;
 /// Seconds after the header for the CPUs to connect.
 const CONNECT_S: u64 = 15;
 /// Seconds without a byte on any of a session's connections that end it.
@@ -219,10 +219,24 @@ impl Sink<'_> {
     }
 }
 
-/// An unnamed file in `dir` (O_TMPFILE; gone when closed).
+/// An unnamed file in `dir`, gone when closed: O_TMPFILE, or where the
+/// file system has none, a file created (O_EXCL) and unlinked at once.
 fn temp_in(dir: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE).mode(0o600).open(dir)
+    let open = || std::fs::OpenOptions::new().read(true).write(true).mode(0o600).clone();
+    match open().custom_flags(libc::O_TMPFILE).open(dir) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)) => {
+            for n in 0..100 {
+                let p = dir.join(format!(".trace.part.{}.{n}", std::process::id()));
+                if let Ok(f) = open().create_new(true).open(&p) {
+                    std::fs::remove_file(&p)?;
+                    return Ok(f);
+                }
+            }
+            Err(e)
+        }
+        r => r,
+    }
 }
 
 /// Bytes free for us on the file system of `dir`.
