@@ -35,7 +35,7 @@ pub const SESSIONS: usize = 16;
 /// Seconds from the connection to the header's end (FIN_DATA), in all.
 const HEADER_S: u64 = 30;
 /// The largest header (a trace.dat up to its options, kallsyms included).
-const MAX_HEADER: usize = 32 << 20;
+const MAX_HEADER: usize = 16 << 20;
 /// Seconds after the header for the CPUs to connect.
 const CONNECT_S: u64 = 15;
 /// Seconds without a byte on any of a session's connections that end it.
@@ -98,6 +98,8 @@ struct Place {
     ip: IpAddr,
     dir: PathBuf,
     max_bytes: u64,
+    /// [`HEADER_S`], or TRBOX_LISTEN_HEADER_S (a test hook).
+    header_s: u64,
 }
 
 /// Raise the soft limit of open descriptors to the hard one; the data
@@ -129,7 +131,8 @@ pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>) -> Result<(), Er
     let max_bytes = max_kb.unwrap_or(DEFAULT_MAX_KB).saturating_mul(1024);
     let shared =
         Arc::new(Shared { sessions: AtomicUsize::new(SESSIONS), ports: AtomicUsize::new(descriptor_budget()) });
-    let place = Arc::new(Place { ip: addr.ip(), dir: PathBuf::from(dir), max_bytes });
+    let header_s = std::env::var("TRBOX_LISTEN_HEADER_S").ok().and_then(|s| s.parse().ok()).unwrap_or(HEADER_S);
+    let place = Arc::new(Place { ip: addr.ip(), dir: PathBuf::from(dir), max_bytes, header_s });
     let at = l.local_addr().unwrap_or(addr);
     let port = at.port();
     eprintln!(
@@ -171,14 +174,14 @@ fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
 }
 
-/// Read exactly `buf` from `c` by `deadline` (each read's timeout is
-/// what is left of it).
-fn read_by(c: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
+/// Read exactly `buf` from `c` by `deadline` (when, and its seconds for
+/// the message; each read's timeout is what is left of it).
+fn read_by(c: &mut TcpStream, buf: &mut [u8], deadline: (Instant, u64)) -> Result<(), String> {
     let mut got = 0;
     while got < buf.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.0.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("refused: the handshake and header took more than {HEADER_S} s"));
+            return Err(format!("refused: the handshake and header took more than {} s", deadline.1));
         }
         c.set_read_timeout(Some(left)).map_err(|e| trbox::sys::describe(&e))?;
         match c.read(buf.get_mut(got..).unwrap_or_default()) {
@@ -193,7 +196,7 @@ fn read_by(c: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<(), S
 }
 
 /// One message (header and body) by `deadline`.
-fn message_by(c: &mut TcpStream, deadline: Instant) -> Result<(msg::Header, Vec<u8>), String> {
+fn message_by(c: &mut TcpStream, deadline: (Instant, u64)) -> Result<(msg::Header, Vec<u8>), String> {
     let mut h = [0u8; msg::HEADER_LEN];
     read_by(c, &mut h, deadline)?;
     let h = msg::Header::parse(&h);
@@ -275,7 +278,7 @@ enum Data {
 /// One sender, from the greeting to its file: (file, pages, a note).
 fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Result<(PathBuf, u64, String), String> {
     let e = |what: &'static str| move |err: std::io::Error| format!("{what}: {}", trbox::sys::describe(&err));
-    let deadline = Instant::now() + Duration::from_secs(HEADER_S);
+    let deadline = (Instant::now() + Duration::from_secs(place.header_s), place.header_s);
     c.set_write_timeout(Some(Duration::from_secs(HEADER_S))).map_err(e("socket"))?;
     c.write_all(msg::GREETING).map_err(e("greeting"))?;
     let mut v = [0u8; 5];
@@ -330,8 +333,7 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
     if free_bytes(&place.dir).is_some_and(|f| f < MIN_FREE) {
         return Err(format!("refused: less than {} free in {}", mib(MIN_FREE), place.dir.display()));
     }
-    let head = msg::Head::new(&header, page_size, cpus);
-    drop(header);
+    let head = msg::Head::new(header, page_size, cpus);
     let (path, file) = create_file(&place.dir, peer)?;
     let werr = |err: std::io::Error| format!("{}: {}", path.display(), trbox::sys::describe(&err));
     file.write_all_at(&head.bytes, 0).map_err(werr)?;
@@ -343,7 +345,7 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
             Sink::Temp(temp_in(&place.dir).map_err(werr)?)
         });
     }
-    let (sizes, note) = record(&mut c, &mut data, &mut sinks, place)?;
+    let (sizes, note) = record(&mut c, peer, &mut data, &mut sinks, place)?;
     // The layout, the table, each CPU after the first copied in.
     let layout = head.layout(&sizes);
     let mut out = &file;
@@ -362,11 +364,36 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
     Ok((path, pages, note))
 }
 
+/// Read what the control connection has after the header: Some(CLOSE)
+/// once CLOSE came, Some(another command) once it ended otherwise (its
+/// end, an error, a malformed message); other messages are let go.
+fn control_end(c: &mut TcpStream, pending: &mut Vec<u8>, buf: &mut [u8]) -> Option<u32> {
+    const GONE: u32 = u32::MAX;
+    match c.read(buf) {
+        Ok(0) => return Some(GONE),
+        Ok(n) => pending.extend_from_slice(buf.get(..n).unwrap_or_default()),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
+        Err(_) => return Some(GONE),
+    }
+    while let Some(h) = pending.first_chunk::<{ msg::HEADER_LEN }>().map(msg::Header::parse) {
+        let Some(len) = h.body_len().map(|b| b + msg::HEADER_LEN) else { return Some(GONE) };
+        if pending.len() < len {
+            break;
+        }
+        if h.cmd == msg::CLOSE {
+            return Some(msg::CLOSE);
+        }
+        pending.drain(..len);
+    }
+    None
+}
+
 /// The recording: each CPU's pages into its sink until CLOSE (and the
 /// data after it), the sender's end, the cap, the disk or a deadline.
 /// The bytes each CPU sent, and a note on how it ended.
 fn record(
     c: &mut TcpStream,
+    peer: &str,
     data: &mut [Data],
     sinks: &mut [Sink<'_>],
     place: &Place,
@@ -458,35 +485,12 @@ fn record(
             }
             let Some(i) = *w else {
                 // The control connection: CLOSE, or its end, starts the drain.
-                match c.read(&mut buf) {
-                    Ok(0) => {
-                        control_open = false;
-                        if drain_by.is_none() {
-                            note = " (the sender dropped the connection before its end: what arrived is kept)".into();
-                        }
-                        drain_by.get_or_insert(Instant::now() + Duration::from_secs(DRAIN_S));
-                    }
-                    Ok(n) => {
-                        idle_by = Instant::now() + Duration::from_secs(IDLE_S);
-                        control.extend_from_slice(buf.get(..n).unwrap_or_default());
-                        while let Some(h) = control.first_chunk::<{ msg::HEADER_LEN }>().map(msg::Header::parse) {
-                            let Some(len) = h.body_len().map(|b| b + msg::HEADER_LEN) else {
-                                control_open = false;
-                                break;
-                            };
-                            if control.len() < len {
-                                break;
-                            }
-                            control.drain(..len);
-                            if h.cmd == msg::CLOSE {
-                                drain_by.get_or_insert(Instant::now() + Duration::from_secs(DRAIN_S));
-                            }
-                        }
-                    }
-                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => {
-                        control_open = false;
-                        drain_by.get_or_insert(Instant::now() + Duration::from_secs(DRAIN_S));
+                idle_by = Instant::now() + Duration::from_secs(IDLE_S);
+                if let Some(end) = control_end(c, &mut control, &mut buf) {
+                    control_open = false;
+                    drain_by = Some(Instant::now() + Duration::from_secs(DRAIN_S));
+                    if end != msg::CLOSE {
+                        note = " (the sender dropped the connection before its end: what arrived is kept)".into();
                     }
                 }
                 continue;
@@ -513,8 +517,7 @@ fn record(
                         total += take as u64;
                         if take < n {
                             eprintln!(
-                                "tr-cat: {}: refused: the recording reached the cap of {} (-m); the file keeps what came before",
-                                c.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+                                "tr-cat: {peer}: refused: the recording reached the cap of {} (-m); the file keeps what came before",
                                 mib(place.max_bytes)
                             );
                             return Ok((sizes, format!(" (cut at the cap of {})", mib(place.max_bytes))));
@@ -524,8 +527,7 @@ fn record(
                             let pending: u64 = sizes.iter().skip(1).sum();
                             if free_bytes(&place.dir).is_some_and(|f| f < MIN_FREE + pending) {
                                 eprintln!(
-                                    "tr-cat: {}: refused: less than {} free in {}: the file keeps what came before",
-                                    c.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+                                    "tr-cat: {peer}: refused: less than {} free in {}: the file keeps what came before",
                                     mib(MIN_FREE),
                                     place.dir.display()
                                 );

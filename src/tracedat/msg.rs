@@ -131,7 +131,8 @@ pub fn parse_tinit<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, Vec<&'a 
 
 /// The start of the trace.dat a listener writes, before any page: the
 /// sender's `header` (up to its options) and the flyrecord section, whose
-/// per-CPU table is filled in at the end ([`Head::table`]). The clock is
+/// per-CPU table is filled in at the end ([`Head::table`]; until then it
+/// says every CPU is empty), padded with zeros to the first page. The clock is
 /// the one the header's TRACECLOCK option selects (trace-cmd's reader
 /// looks for it there).
 #[derive(Debug, Clone)]
@@ -146,31 +147,36 @@ pub struct Head {
 }
 
 impl Head {
-    pub fn new(header: &[u8], page_size: u32, cpus: u32) -> Head {
-        use super::write::{encode_flyrecord_header, encode_flyrecord_table};
+    /// The head for the sender's `header` (taken, not copied: it may be
+    /// megabytes of kallsyms).
+    pub fn new(header: Vec<u8>, page_size: u32, cpus: u32) -> Head {
         let endian = if header.get(12) == Some(&1) { super::Endian::Big } else { super::Endian::Little };
-        let ps = u64::from(page_size.max(1));
-        let build = |clock: &str| {
-            let (fly, table_rel) = encode_flyrecord_header(endian, cpus, Some(clock));
-            let mut bytes = header.to_vec();
+        let header_len = header.len();
+        let build = |mut bytes: Vec<u8>, clock: &str| {
+            let (fly, table_rel) = super::write::encode_flyrecord_header(endian, cpus, Some(clock));
             let table_pos = bytes.len() + table_rel;
             bytes.extend_from_slice(&fly);
+            let ps = u64::from(page_size.max(1));
             let data_start = (bytes.len() as u64).div_ceil(ps) * ps;
-            Head { bytes, table_pos, data_start, page_size, endian }
+            let mut h = Head { bytes, table_pos, data_start, page_size, endian };
+            // Empty CPUs until the end: a file that reads.
+            let t = h.table(&h.layout(&alloc::vec![0; cpus as usize]));
+            if let Some(dst) = h.bytes.get_mut(table_pos..table_pos + t.len()) {
+                dst.copy_from_slice(&t);
+            }
+            h.bytes.resize(data_start as usize, 0);
+            h
         };
-        let first = build("local");
-        // Read back with empty CPUs, to find the clock.
-        let mut probe = first.bytes.clone();
-        let t = encode_flyrecord_table(endian, &first.layout(&alloc::vec![0; cpus as usize]));
-        if let Some(dst) = probe.get_mut(first.table_pos..first.table_pos + t.len()) {
-            dst.copy_from_slice(&t);
-        }
-        probe.resize(first.data_start as usize, 0);
-        let clock = super::TraceDat::read(&mut probe.as_slice())
+        let first = build(header, "local");
+        let clock = super::TraceDat::read(&mut first.bytes.as_slice())
             .ok()
             .and_then(|td| td.options.trace_clock_text.as_deref().and_then(super::selected_clock));
         match clock {
-            Some(c) if c != "local" => build(&c),
+            Some(c) if c != "local" => {
+                let mut header = first.bytes;
+                header.truncate(header_len);
+                build(header, &c)
+            }
             _ => first,
         }
     }
@@ -193,7 +199,7 @@ impl Head {
 /// The whole trace.dat in memory: the [`Head`], its table, then each
 /// CPU's pages.
 pub fn assemble(header: &[u8], page_size: u32, cpus: &[Vec<u8>]) -> Vec<u8> {
-    let head = Head::new(header, page_size, cpus.len() as u32);
+    let head = Head::new(header.to_vec(), page_size, cpus.len() as u32);
     let sizes: Vec<u64> = cpus.iter().map(|c| c.len() as u64).collect();
     let layout = head.layout(&sizes);
     let t = head.table(&layout);
