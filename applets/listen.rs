@@ -7,7 +7,7 @@
 //!
 //! | what | bound |
 //! |------|-------|
-//! | senders at once | [`SESSIONS`]; one more is refused, logged |
+//! | senders at once | [`SESSIONS`]; one more takes the place of the one longest in its handshake (shut down), or is refused when all are recording |
 //! | handshake, TINIT and the whole header | [`HEADER_S`] in all, not per read; the header at most [`MAX_HEADER`] bytes |
 //! | data ports | one per CPU (at most 4,096 a session, and what the descriptor limit leaves), bound where the listener is, each closed once its CPU connects, or [`CONNECT_S`] after the header, or when the session ends, however it ends |
 //! | the recording | pages go to the file as they arrive (64 KiB at a time); at most `-m` KB ([`DEFAULT_MAX_KB`]); stopped when the disk has less than [`MIN_FREE`] left; ended by [`IDLE_S`] without a byte |
@@ -16,17 +16,19 @@
 //!
 //! Every session that fails or is refused leaves one line on stderr:
 //! `tr-cat: HOST:PORT: why`. There is no authentication: anyone who
-//! reaches the port can send (and fill the `-m` cap [`SESSIONS`] times).
+//! reaches the port can send (and fill the `-m` cap [`SESSIONS`] times,
+//! or hold every place with a recording that sends nothing).
 
 use crate::cli::Error;
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read as _, Write as _};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::FileExt as _;
 use std::os::unix::io::AsRawFd as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use trbox::tracedat::msg;
 
@@ -61,16 +63,64 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, Error> {
     })
 }
 
-/// What every session shares: the free places and data ports.
+/// What every session shares: the free places and data ports, and the
+/// sessions still in their handshake.
 struct Shared {
     sessions: AtomicUsize,
     ports: AtomicUsize,
+    /// Before their header's end, oldest first: an id and a handle on the
+    /// connection, to shut it down when a new sender needs the place.
+    handshaking: Mutex<VecDeque<(u64, TcpStream)>>,
+    ids: AtomicU64,
 }
 
 impl Shared {
     /// Take `n` of `what` if there are so many left.
     fn take(what: &AtomicUsize, n: usize) -> bool {
         what.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(n)).is_ok()
+    }
+
+    /// A place for a new sender: a free one, else the one of the session
+    /// longest in its handshake, which is shut down (its thread ends at
+    /// once: its read returns); so idle connections, however many, cannot
+    /// keep a sender out. False when every place holds a recording.
+    fn seat(&self) -> bool {
+        if Shared::take(&self.sessions, 1) {
+            return true;
+        }
+        let oldest = self.handshaking.lock().ok().and_then(|mut h| h.pop_front());
+        let Some((_, old)) = oldest else { return false };
+        let _ = old.shutdown(std::net::Shutdown::Both);
+        (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(5));
+            Shared::take(&self.sessions, 1)
+        })
+    }
+}
+
+/// A session among the handshaking ones, until dropped.
+struct Handshaking<'a>(&'a Shared, u64);
+
+impl<'a> Handshaking<'a> {
+    fn enter(shared: &'a Shared, c: &TcpStream) -> Handshaking<'a> {
+        let id = shared.ids.fetch_add(1, Ordering::SeqCst);
+        if let (Ok(mut h), Ok(c)) = (shared.handshaking.lock(), c.try_clone()) {
+            h.push_back((id, c));
+        }
+        Handshaking(shared, id)
+    }
+
+    /// Whether a newer sender took its place.
+    fn evicted(&self) -> bool {
+        self.0.handshaking.lock().is_ok_and(|h| !h.iter().any(|e| e.0 == self.1))
+    }
+}
+
+impl Drop for Handshaking<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut h) = self.0.handshaking.lock() {
+            h.retain(|e| e.0 != self.1);
+        }
     }
 }
 
@@ -129,8 +179,12 @@ pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>) -> Result<(), Er
         libc::signal(libc::SIGTERM, libc::SIG_DFL);
     }
     let max_bytes = max_kb.unwrap_or(DEFAULT_MAX_KB).saturating_mul(1024);
-    let shared =
-        Arc::new(Shared { sessions: AtomicUsize::new(SESSIONS), ports: AtomicUsize::new(descriptor_budget()) });
+    let shared = Arc::new(Shared {
+        sessions: AtomicUsize::new(SESSIONS),
+        ports: AtomicUsize::new(descriptor_budget()),
+        handshaking: Mutex::new(VecDeque::new()),
+        ids: AtomicU64::new(0),
+    });
     let header_s = std::env::var("TRBOX_LISTEN_HEADER_S").ok().and_then(|s| s.parse().ok()).unwrap_or(HEADER_S);
     let place = Arc::new(Place { ip: addr.ip(), dir: PathBuf::from(dir), max_bytes, header_s });
     let at = l.local_addr().unwrap_or(addr);
@@ -151,8 +205,8 @@ pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>) -> Result<(), Er
             }
         };
         let peer = c.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "unknown".into());
-        if !Shared::take(&shared.sessions, 1) {
-            eprintln!("tr-cat: {peer}: refused: {SESSIONS} senders already");
+        if !shared.seat() {
+            eprintln!("tr-cat: {peer}: refused: {SESSIONS} recordings already");
             continue;
         }
         let (seat, place) = (Seat(shared.clone()), place.clone());
@@ -275,22 +329,33 @@ enum Data {
     Done,
 }
 
-/// One sender, from the greeting to its file: (file, pages, a note).
-fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Result<(PathBuf, u64, String), String> {
+/// What the handshake settled: the CPUs, the page size, each CPU's data
+/// port, the header (a trace.dat up to its options), and the ports
+/// taken.
+struct Handshake<'a> {
+    cpus: u32,
+    page_size: u32,
+    data: Vec<Data>,
+    header: Vec<u8>,
+    _ports: Taken<'a>,
+}
+
+/// From the greeting to the header's end (FIN_DATA), by the deadline.
+fn handshake<'a>(c: &mut TcpStream, place: &Place, shared: &'a Shared) -> Result<Handshake<'a>, String> {
     let e = |what: &'static str| move |err: std::io::Error| format!("{what}: {}", trbox::sys::describe(&err));
     let deadline = (Instant::now() + Duration::from_secs(place.header_s), place.header_s);
     c.set_write_timeout(Some(Duration::from_secs(HEADER_S))).map_err(e("socket"))?;
     c.write_all(msg::GREETING).map_err(e("greeting"))?;
     let mut v = [0u8; 5];
-    read_by(&mut c, &mut v, deadline)?;
+    read_by(c, &mut v, deadline)?;
     if &v != msg::V3_CPU {
         return Err(format!("refused: protocol '{}': only trace-cmd's protocol 3 is spoken here", v.escape_ascii()));
     }
     c.write_all(msg::V3_REPLY).map_err(e("reply"))?;
     let mut magic = [0u8; 8];
-    read_by(&mut c, &mut magic, deadline)?;
+    read_by(c, &mut magic, deadline)?;
     c.write_all(msg::OK).map_err(e("OK"))?;
-    let (h, body) = message_by(&mut c, deadline)?;
+    let (h, body) = message_by(c, deadline)?;
     let (cpus, page_size, opts) = msg::parse_tinit(&h, &body).ok_or("refused: expected TINIT")?;
     if !opts.iter().any(|o| o.eq_ignore_ascii_case(b"tcp")) {
         return Err("refused: the sender wants UDP: only TCP is taken here (trace-cmd record -N HOST:PORT -t)".into());
@@ -301,7 +366,7 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
     if !Shared::take(&shared.ports, cpus as usize) {
         return Err(format!("refused: {cpus} CPUs: the other senders hold the data ports this process may open"));
     }
-    let _ports = Taken(&shared.ports, cpus as usize);
+    let ports_taken = Taken(&shared.ports, cpus as usize);
     let mut data = Vec::with_capacity(cpus as usize);
     let mut ports = Vec::with_capacity(cpus as usize);
     for _ in 0..cpus {
@@ -313,7 +378,7 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
     c.write_all(&msg::rinit(&ports)).map_err(e("sending the ports"))?;
     let mut header = Vec::new();
     loop {
-        let (h, body) = message_by(&mut c, deadline)?;
+        let (h, body) = message_by(c, deadline)?;
         match h.cmd {
             msg::SEND_DATA => {
                 let piece = body.get(h.cmd_size as usize..).unwrap_or_default();
@@ -330,6 +395,20 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
     if !header.starts_with(&trbox::tracedat::MAGIC) {
         return Err("refused: the header is not the start of a trace.dat".into());
     }
+    Ok(Handshake { cpus, page_size, data, header, _ports: ports_taken })
+}
+
+/// One sender, from the greeting to its file: (file, pages, a note).
+fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Result<(PathBuf, u64, String), String> {
+    let waiting = Handshaking::enter(shared, &c);
+    let done = handshake(&mut c, place, shared);
+    if done.is_err() && waiting.evicted() {
+        return Err(format!(
+            "refused: {SESSIONS} senders at once: this one, the longest in its handshake, made room for a new one"
+        ));
+    }
+    drop(waiting);
+    let Handshake { cpus, page_size, mut data, header, _ports } = done?;
     if free_bytes(&place.dir).is_some_and(|f| f < MIN_FREE) {
         return Err(format!("refused: less than {} free in {}", mib(MIN_FREE), place.dir.display()));
     }

@@ -541,3 +541,26 @@ fn listen_soak_senders_among_misbehaving_clients() {
     let refusals = l.text().lines().filter(|x| x.contains("refused")).count();
     assert!(refusals >= 2, "each misbehaving client is logged: {}", l.text());
 }
+
+/// Finding 2, the backlog: 200 idle connections keep no sender out for
+/// long (a new sender takes the place of the one longest in its
+/// handshake), and the threads stay at one per place.
+#[test]
+fn listen_a_flood_of_idle_connections() {
+    let l = Listener::start(&[]);
+    let t = Instant::now();
+    let idle: Vec<TcpStream> = (0..200).filter_map(|_| TcpStream::connect(("127.0.0.1", l.port)).ok()).collect();
+    println!("200 idle connections in {:?}", t.elapsed());
+    std::thread::sleep(Duration::from_millis(300));
+    let threads = l.status("Threads");
+    assert!(threads <= 17, "{threads} threads");
+    let r = recording();
+    let t = Instant::now();
+    let peer = send(l.port, &r).expect("the valid sender");
+    let f = file_of(&l, &peer, Duration::from_secs(5));
+    let took = t.elapsed();
+    println!("the sender after 200 idle connections: {took:?}, {threads} threads");
+    assert!(took < Duration::from_secs(3), "the valid sender took {took:?}");
+    check_read_back(&f, &r);
+    drop(idle);
+}
