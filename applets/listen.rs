@@ -168,7 +168,15 @@ fn descriptor_budget() -> usize {
     }
 }
 
+/// Bind `addr`, then serve each sender on a thread of its own (module
+/// docs) until Ctrl-C or SIGTERM; files go to `dir`. A recording cut
+/// short that way leaves a file that reads as an empty recording (its
+/// table is written with the header, every CPU empty, and filled in at
+/// the end).
 pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>) -> Result<(), Error> {
+    if !Path::new(dir).is_dir() {
+        return Err(Error::usage(format!("--listen: -o {dir}: not a directory (the received files go there)")));
+    }
     let l = TcpListener::bind(addr)
         .map_err(|e| Error::runtime(format!("--listen {addr}: {}", trbox::sys::describe(&e))))?;
     // Ctrl-C (or SIGTERM) ends the listener at once: tr-cat's handlers only
