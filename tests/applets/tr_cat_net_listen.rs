@@ -47,12 +47,10 @@ struct Listener {
     _logdir: TempDir,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 impl Listener {
-    /// `tr-cat --listen 127.0.0.1:PORT -o DIR EXTRA…`, once it says it listens.
+    /// `tr-cat --listen 127.0.0.1:0 -o DIR EXTRA…`, once it says where it
+    /// listens (the kernel picks the port: one picked here could be taken
+    /// by a data port or a client before the listener binds it).
     fn start(extra: &[&str]) -> Listener {
         Listener::start_at("127.0.0.1", extra)
     }
@@ -65,8 +63,7 @@ impl Listener {
         let dir = TempDir::new("listen-out");
         let logdir = TempDir::new("listen-log");
         let log = logdir.path().join("stderr");
-        let port = free_port();
-        let at = if addr.is_empty() { port.to_string() } else { format!("{addr}:{port}") };
+        let at = if addr.is_empty() { "0".to_string() } else { format!("{addr}:0") };
         let mut args = vec!["tr-cat", "--listen", &at, "-o", dir.path().to_str().unwrap()];
         args.extend_from_slice(extra);
         let run = spawn(
@@ -75,8 +72,11 @@ impl Listener {
                 .stdout(Stdio::null())
                 .stderr(Stdio::from(std::fs::File::create(&log).unwrap())),
         );
-        let l = Listener { run, port, dir, log, _logdir: logdir };
-        assert!(l.wait_log("listening", Duration::from_secs(10)), "the listener did not start: {}", l.text());
+        let mut l = Listener { run, port: 0, dir, log, _logdir: logdir };
+        assert!(l.wait_log("listening on ", Duration::from_secs(10)), "the listener did not start: {}", l.text());
+        let text = l.text();
+        let at = text.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_default();
+        l.port = at.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no port in: {text}"));
         l
     }
 
