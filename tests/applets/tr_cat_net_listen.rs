@@ -73,7 +73,8 @@ impl Listener {
                 .stderr(Stdio::from(std::fs::File::create(&log).unwrap())),
         );
         let mut l = Listener { run, port: 0, dir, log, _logdir: logdir };
-        assert!(l.wait_log("listening on ", Duration::from_secs(10)), "the listener did not start: {}", l.text());
+        // (The whole line: stderr may take it in several writes.)
+        assert!(l.wait_log(" each\n", Duration::from_secs(10)), "the listener did not start: {}", l.text());
         let text = l.text();
         let at = text.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_default();
         l.port = at.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no port in: {text}"));
