@@ -7,6 +7,8 @@ mod decode;
 mod emit;
 #[cfg(feature = "host")]
 mod host;
+#[cfg(feature = "host")]
+mod listen;
 mod out;
 mod pool;
 mod record;

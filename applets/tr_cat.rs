@@ -19,7 +19,8 @@ FILE\ta trace.dat (v6/v7) or a stream of tr-cat -o - (`-`:
 \tstandard input); all its buffers, or -B NAME
 -o, --output FILE\trecord the raw pages into this trace.dat; `-`: a
 \tstream on standard output; with a stream FILE: convert
--m, --max-kb KB\twith -o: keep at most KB of trace data, the newest
+-m, --max-kb KB\twith -o: keep at most KB of trace data, the newest;
+\twith --listen: the most one recording may send
 --raw\tdecode per_cpu/cpuN/trace_pipe_raw (consumes the
 \tbuffer)
 -f, --follow\twith --raw: keep streaming as the buffers fill (Ctrl-C
@@ -52,9 +53,12 @@ In the host build:
 --from-console LOG\tread the recording that tr-cat -o - --console printed,
 \tfrom a captured console log (with -o FILE: convert it
 \tto a trace.dat)
---listen PORT\treceive recordings from tr-cat -N or trace-cmd record
-\t-N -t on PORT, into trace.HOST:PORT.dat files (in the
-\t-o DIR)
+  --listen [ADDR:]PORT
+\treceive recordings from tr-cat -N or trace-cmd record -N
+\t-t on PORT (of ADDR only, e.g. 127.0.0.1 behind an ssh
+\ttunnel), into trace.HOST:PORT.dat files (in the -o DIR);
+\t16 senders at once, -m KB each (default 1 GiB); no
+\tauthentication: use it on a trusted network only
 ";
 #[cfg(not(feature = "host"))]
 const HOST_HELP: &str = "";
@@ -103,7 +107,7 @@ struct Args {
     from_console: Option<String>,
     net: Option<String>,
     #[cfg(feature = "host")]
-    listen: Option<u16>,
+    listen: Option<std::net::SocketAddr>,
 }
 
 impl Args {
@@ -132,7 +136,7 @@ impl Args {
                 "from-console" => a.from_console = Some(p.value()),
                 "net" => a.net = Some(p.value()),
                 #[cfg(feature = "host")]
-                "listen" => a.listen = Some(p.num()?),
+                "listen" => a.listen = Some(crate::listen::parse_addr(&p.value())?),
                 #[cfg(not(feature = "host"))]
                 "input" | "from-console" | "listen" => {
                     return Err(Error::usage(format!(
@@ -303,8 +307,8 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
         let input = decode::Input::tree(&t, &ro)?;
         return crate::host::perfetto(input, &ro, o).map(Some);
     }
-    if let Some(port) = a.listen {
-        return crate::host::listen(port, a.output.as_deref().unwrap_or(".")).map(Some);
+    if let Some(addr) = a.listen {
+        return crate::listen::listen(addr, a.output.as_deref().unwrap_or("."), a.max_kb).map(Some);
     }
     Ok(None)
 }

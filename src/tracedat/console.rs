@@ -38,6 +38,15 @@ pub const BLOCK_BYTES: usize = 32 * 1024;
 /// The largest block a reader inflates (a writer makes ~[`BLOCK_BYTES`],
 /// plus one frame: a kallsyms piece or a page).
 pub const MAX_BLOCK: usize = 1 << 25;
+/// The most a block of trbox's writer inflates to per compressed byte:
+/// its deflate (deflate.rs, fixed codes) spends at least 13 bits on 258
+/// bytes (length code 285: 8 bits, distance code 0: 5 bits, no extra
+/// bits), 158.8 to 1. A block that inflates further is not trbox's (a
+/// decompression bomb, issue 27) and is left out after that many bytes.
+pub const MAX_RATIO: usize = 159;
+/// The most a whole recording may inflate to (the stream is then held
+/// in memory and converted): past it, the log is refused.
+pub const MAX_STREAM: usize = 1 << 30;
 
 /// CRC-32 (IEEE 802.3, reflected), bit by bit: console speeds need no table.
 pub fn crc32(data: &[u8]) -> u32 {
@@ -179,6 +188,10 @@ pub enum ConsoleError {
     NoBegin,
     /// Markers, but no block could be read.
     NothingReadable,
+    /// The first block read is not the start of a trbox stream.
+    NotAStream,
+    /// The blocks inflate past this many bytes in all.
+    TooBig(usize),
 }
 
 #[cfg(feature = "zlib")]
@@ -188,6 +201,10 @@ impl core::fmt::Display for ConsoleError {
             ConsoleError::NoBegin => write!(f, "no '{BEGIN}' line: no recording of tr-cat -o - --console in it"),
             ConsoleError::NothingReadable => {
                 write!(f, "no block of the recording could be read back")
+            }
+            ConsoleError::NotAStream => write!(f, "its first block is not the start of a trbox stream"),
+            ConsoleError::TooBig(n) => {
+                write!(f, "the recording inflates to more than {} MiB: refused", n >> 20)
             }
         }
     }
@@ -254,8 +271,17 @@ fn trim_end(mut s: &[u8]) -> &[u8] {
 }
 
 #[cfg(feature = "zlib")]
-/// Take the last recording out of a console log.
+/// Take the last recording out of a console log, inflated to at most
+/// [`MAX_STREAM`] bytes.
 pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
+    decode_within(log, MAX_STREAM)
+}
+
+#[cfg(feature = "zlib")]
+/// [`decode`], the stream at most `total` bytes. Each block inflates to at
+/// most [`MAX_RATIO`] times its compressed size, [`MAX_BLOCK`] bytes, and
+/// what is left of `total`: what trbox's writer can have put there.
+pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> {
     let lines: Vec<&[u8]> = log.split(|&b| b == b'\n').collect();
     let begin = lines.iter().rposition(|l| find(l, BEGIN.as_bytes()).is_some()).ok_or(ConsoleError::NoBegin)?;
     let mut d = Decoded::default();
@@ -316,9 +342,29 @@ pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
                     if broken {
                         give_up(&mut d, block_from, no);
                     } else {
-                        match miniz_oxide::inflate::decompress_to_vec_with_limit(&block, MAX_BLOCK) {
+                        let room = total.saturating_sub(d.stream.len());
+                        let most = block.len().saturating_mul(MAX_RATIO).saturating_add(258).min(MAX_BLOCK);
+                        match miniz_oxide::inflate::decompress_to_vec_with_limit(&block, most.min(room)) {
+                            // (A first block lost leaves the rest to the stream's reader.)
+                            Ok(b)
+                                if d.stream.is_empty()
+                                    && d.blocks_lost == 0
+                                    && !b.starts_with(super::stream::MAGIC) =>
+                            {
+                                return Err(ConsoleError::NotAStream)
+                            }
                             Ok(b) => d.stream.extend_from_slice(&b),
-                            Err(_) => give_up(&mut d, block_from, no),
+                            Err(e) if e.status == miniz_oxide::inflate::TINFLStatus::HasMoreOutput && room < most => {
+                                return Err(ConsoleError::TooBig(total))
+                            }
+                            Err(e) => {
+                                if e.status == miniz_oxide::inflate::TINFLStatus::HasMoreOutput {
+                                    d.warnings.push(format!(
+                                        "log lines {block_from}-{no}: the block inflates to more than {MAX_RATIO} times its size (not what trbox writes)"
+                                    ));
+                                }
+                                give_up(&mut d, block_from, no)
+                            }
                         }
                     }
                     block.clear();
@@ -348,8 +394,56 @@ pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
 mod tests {
     use super::*;
 
+    /// A stream's preamble, then `n` bytes.
     fn stream_bytes(n: usize) -> Vec<u8> {
-        (0..n).map(|i| (i * 7 % 251) as u8 ^ (i / 300) as u8).collect()
+        let mut v = super::super::stream::preamble().to_vec();
+        v.extend((0..n).map(|i| (i * 7 % 251) as u8 ^ (i / 300) as u8));
+        v
+    }
+
+    /// A log of one recording whose blocks are `blocks`, compressed by
+    /// miniz (any deflate), lines as the encoder writes them.
+    fn log_of(blocks: &[Vec<u8>]) -> String {
+        let mut e = Encoder::new();
+        let mut log = e.begin();
+        for b in blocks {
+            let z = miniz_oxide::deflate::compress_to_vec(b, 10);
+            // The encoder's own lines, with miniz's bytes in place of its own.
+            let n = z.chunks(LINE_BYTES).len();
+            for (i, part) in z.chunks(LINE_BYTES).enumerate() {
+                e.seq += 1;
+                let flag = match (i == 0, i + 1 == n) {
+                    (true, true) => "=",
+                    (true, false) => "b",
+                    (false, false) => "+",
+                    (false, true) => ".",
+                };
+                let mut body = format!("{}:{flag}:", e.seq);
+                base64(part, &mut body);
+                log += &format!("{PREFIX}{body}:{:08x}\n", crc32(body.as_bytes()));
+            }
+        }
+        log + &e.end()
+    }
+
+    #[test]
+    fn a_bomb_is_left_out_and_capped() {
+        let mut first = stream_bytes(1000);
+        first.resize(BLOCK_BYTES, 0);
+        // 1 MiB of zeros in a block: miniz makes it ~1 KiB, over MAX_RATIO.
+        let bomb = alloc::vec![0u8; 1 << 20];
+        let d = decode(log_of(&[first.clone(), bomb.clone(), first[14..].to_vec()]).as_bytes()).unwrap();
+        assert_eq!(d.blocks_lost, 1);
+        assert!(d.warnings.iter().any(|w| w.contains("times its size")), "{:?}", d.warnings);
+        assert_eq!(d.stream.len(), 2 * BLOCK_BYTES - 14);
+        // Only bombs: nothing, having inflated little.
+        assert_eq!(decode(log_of(&[bomb.clone(), bomb]).as_bytes()).unwrap_err(), ConsoleError::NothingReadable);
+        // Past the total.
+        let log = log_of(&[first.clone(), first.clone(), first.clone()]);
+        assert_eq!(decode_within(log.as_bytes(), 2 * BLOCK_BYTES).unwrap_err(), ConsoleError::TooBig(2 * BLOCK_BYTES));
+        assert_eq!(decode_within(log.as_bytes(), 3 * BLOCK_BYTES).unwrap().stream.len(), 3 * BLOCK_BYTES);
+        // A first block that is not a stream's start.
+        assert_eq!(decode(log_of(&[first[1..].to_vec()]).as_bytes()).unwrap_err(), ConsoleError::NotAStream);
     }
 
     #[test]

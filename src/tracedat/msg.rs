@@ -129,41 +129,89 @@ pub fn parse_tinit<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, Vec<&'a 
     Some((w[0], w[1], opts))
 }
 
-/// The trace.dat a listener puts together: the sender's `header` (up to its
-/// options), the flyrecord table, the clock (the one the header's
-/// TRACECLOCK option selects, as trace-cmd's reader looks for it there),
-/// then each CPU's pages, page-aligned. A CPU's bytes are cut to whole
-/// pages (a connection that dropped may end inside one).
-pub fn assemble(header: &[u8], page_size: u32, cpus: &[Vec<u8>]) -> Vec<u8> {
-    use super::write::{data_layout, encode_flyrecord_header, encode_flyrecord_table};
-    let e = if header.get(12) == Some(&1) { super::Endian::Big } else { super::Endian::Little };
-    let ps = page_size.max(1) as usize;
-    let build = |clock: &str| {
-        let (fly, table_rel) = encode_flyrecord_header(e, cpus.len() as u32, Some(clock));
-        let mut out = header.to_vec();
-        let table_pos = out.len() + table_rel;
-        out.extend_from_slice(&fly);
-        let start = out.len().div_ceil(ps) * ps;
-        let sizes: Vec<u64> = cpus.iter().map(|c| (c.len() / ps * ps) as u64).collect();
-        let table = data_layout(start as u64, page_size, &sizes);
-        for (&(off, size), data) in table.iter().zip(cpus) {
-            out.resize(off as usize, 0);
-            out.extend_from_slice(data.get(..size as usize).unwrap_or_default());
+/// The start of the trace.dat a listener writes, before any page: the
+/// sender's `header` (up to its options) and the flyrecord section, whose
+/// per-CPU table is filled in at the end ([`Head::table`]; until then it
+/// says every CPU is empty), padded with zeros to the first page. The clock is
+/// the one the header's TRACECLOCK option selects (trace-cmd's reader
+/// looks for it there).
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub bytes: Vec<u8>,
+    /// Where the `{u64 offset, u64 size}` per CPU go in `bytes`.
+    pub table_pos: usize,
+    /// The first page-aligned offset after `bytes`: CPU 0's pages go here.
+    pub data_start: u64,
+    page_size: u32,
+    endian: super::Endian,
+}
+
+impl Head {
+    /// The head for the sender's `header` (taken, not copied: it may be
+    /// megabytes of kallsyms).
+    pub fn new(header: Vec<u8>, page_size: u32, cpus: u32) -> Head {
+        let endian = if header.get(12) == Some(&1) { super::Endian::Big } else { super::Endian::Little };
+        let header_len = header.len();
+        let build = |mut bytes: Vec<u8>, clock: &str| {
+            let (fly, table_rel) = super::write::encode_flyrecord_header(endian, cpus, Some(clock));
+            let table_pos = bytes.len() + table_rel;
+            bytes.extend_from_slice(&fly);
+            let ps = u64::from(page_size.max(1));
+            let data_start = (bytes.len() as u64).div_ceil(ps) * ps;
+            let mut h = Head { bytes, table_pos, data_start, page_size, endian };
+            // Empty CPUs until the end: a file that reads.
+            let t = h.table(&h.layout(&alloc::vec![0; cpus as usize]));
+            if let Some(dst) = h.bytes.get_mut(table_pos..table_pos + t.len()) {
+                dst.copy_from_slice(&t);
+            }
+            h.bytes.resize(data_start as usize, 0);
+            h
+        };
+        let first = build(header, "local");
+        let clock = super::TraceDat::read(&mut first.bytes.as_slice())
+            .ok()
+            .and_then(|td| td.options.trace_clock_text.as_deref().and_then(super::selected_clock));
+        match clock {
+            Some(c) if c != "local" => {
+                let mut header = first.bytes;
+                header.truncate(header_len);
+                build(header, &c)
+            }
+            _ => first,
         }
-        let t = encode_flyrecord_table(e, &table);
-        if let Some(dst) = out.get_mut(table_pos..table_pos + t.len()) {
-            dst.copy_from_slice(&t);
-        }
-        out
-    };
-    let first = build("local");
-    let clock = super::TraceDat::read(&mut first.as_slice())
-        .ok()
-        .and_then(|td| td.options.trace_clock_text.as_deref().and_then(super::selected_clock));
-    match clock {
-        Some(c) if c != "local" => build(&c),
-        _ => first,
     }
+
+    /// Each CPU's `(offset, size)` for the bytes that arrived (`sizes`),
+    /// cut to whole pages (a connection that dropped may end inside one),
+    /// CPU 0 at [`Head::data_start`], each next one page-aligned after.
+    pub fn layout(&self, sizes: &[u64]) -> Vec<(u64, u64)> {
+        let ps = u64::from(self.page_size.max(1));
+        let whole: Vec<u64> = sizes.iter().map(|s| s / ps * ps).collect();
+        super::write::data_layout(self.data_start, self.page_size, &whole)
+    }
+
+    /// The table's bytes for a [`Head::layout`], to go at `table_pos`.
+    pub fn table(&self, layout: &[(u64, u64)]) -> Vec<u8> {
+        super::write::encode_flyrecord_table(self.endian, layout)
+    }
+}
+
+/// The whole trace.dat in memory: the [`Head`], its table, then each
+/// CPU's pages.
+pub fn assemble(header: &[u8], page_size: u32, cpus: &[Vec<u8>]) -> Vec<u8> {
+    let head = Head::new(header.to_vec(), page_size, cpus.len() as u32);
+    let sizes: Vec<u64> = cpus.iter().map(|c| c.len() as u64).collect();
+    let layout = head.layout(&sizes);
+    let t = head.table(&layout);
+    let mut out = head.bytes;
+    if let Some(dst) = out.get_mut(head.table_pos..head.table_pos + t.len()) {
+        dst.copy_from_slice(&t);
+    }
+    for (&(off, size), data) in layout.iter().zip(cpus) {
+        out.resize(off as usize, 0);
+        out.extend_from_slice(data.get(..size as usize).unwrap_or_default());
+    }
+    out
 }
 
 #[cfg(test)]

@@ -164,6 +164,17 @@ impl Summary {
     }
 }
 
+/// Create the output file `path` if nothing is there (O_CREAT|O_EXCL,
+/// which never follows a symlink, dangling or not); None when something
+/// is (`tr-cat --listen` then takes another name).
+pub fn create_new_output(path: &Path) -> Result<Option<File>, Error> {
+    match std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o644).open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
 /// Open the output file for writing from its start, as root too, without
 /// writing through a symlink or truncating a file that is not ours (issue
 /// 12): the path is created (O_CREAT|O_EXCL, which never follows a symlink,
@@ -172,12 +183,10 @@ impl Summary {
 /// as fstat shows it on the descriptor opened without following a symlink.
 /// Anything else is refused with what it is.
 pub fn create_output(path: &Path) -> Result<File, Error> {
-    let open = |o: &mut std::fs::OpenOptions| o.read(true).write(true).open(path);
-    match open(std::fs::OpenOptions::new().create_new(true).mode(0o644)) {
-        Ok(f) => return Ok(f),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Error::io(path, e)),
+    if let Some(f) = create_new_output(path)? {
+        return Ok(f);
     }
+    let open = |o: &mut std::fs::OpenOptions| o.read(true).write(true).open(path);
     let refused = |why: String| Error::NotOverwritten { path: path.into(), why };
     // O_NONBLOCK: a fifo planted there must not block the open.
     let file = match open(std::fs::OpenOptions::new().custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)) {
