@@ -3,7 +3,7 @@
 //! the qemu boards (tests/fixtures/BOARD/SCENARIO, see
 //! tests/fixtures/README.md): Debian 12's 6.1 on arm64, armv7 (32-bit) and
 //! x86_64, and arm64 boards with 5.10, 6.1 PREEMPT_RT, 6.12 and 6.12 with
-//! 16 KiB pages. Second renderings (`trace.OPT`: the same buffer printed
+//! 16 KiB pages, and Debian sid's 7.2 (arm64, armmp, arm64 PREEMPT_RT). Second renderings (`trace.OPT`: the same buffer printed
 //! with one option changed, `trace_options.OPT` the options then) are
 //! compared too.
 
@@ -25,6 +25,9 @@ pub const BOARDS: &[&str] = &[
     "aarch64-6.12",
     "aarch64-6.12-16k",
     "x86_64-6.12",
+    "aarch64-7.2",
+    "armv7-7.2",
+    "aarch64-7.2-rt",
 ];
 
 /// Line-by-line differences of our text from the kernel's (its `#` header
@@ -220,7 +223,7 @@ fn scenarios_on(boards: &[&str], names: &[&str]) {
 /// fmts: on the PREEMPT_RT boards, the only ones with these tracers.
 #[test]
 fn latency_tracer_entries_match_the_kernel() {
-    scenarios_on(&["aarch64-6.1-rt", "armv7-6.1-rt"], &["timerlat", "osnoise", "hwlat"]);
+    scenarios_on(&["aarch64-6.1-rt", "armv7-6.1-rt", "aarch64-7.2-rt"], &["timerlat", "osnoise", "hwlat"]);
 }
 
 #[test]
