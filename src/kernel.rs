@@ -14,6 +14,7 @@
 //! | [`SyscallStyle::UserData`]: user strings and buffers after their pointers, `sys_openat` with flag names | 6.19 on | 7.2 `print_syscall_enter()`, `sys_enter_openat_print()` |
 //! | [`O_ACCMODE`], [`O_TMPFILE_BIT`]: the openat flags the print fmt leaves out | every version with [`SyscallStyle::UserData`] | 7.2 include/uapi/asm-generic/fcntl.h |
 //! | [`syscall_size_arg`]: a user buffer's size is the argument after it | 6.19 on | 7.2 `check_faultable_syscall()` |
+//! | [`FTRACE_REGS_MAX_ARGS`]: funcgraph-args records 6 `long`s, prints `...` past them | 6.15 on (funcgraph-args, CONFIG_FUNCTION_TRACE_ARGS) | 7.2 include/linux/ftrace_regs.h, trace_output.c `print_function_args()` |
 //! | [`NEWEST_RULES`]: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
 
 use alloc::string::String;
@@ -91,6 +92,14 @@ pub const O_TMPFILE_BIT: u64 = 1 << 22;
 pub fn syscall_size_arg(arg: usize) -> usize {
     arg + 1
 }
+
+/// How many arguments a funcgraph entry record carries when the
+/// funcgraph-args option is on (`FTRACE_REGS_MAX_ARGS`, 6 in 7.2's
+/// include/linux/ftrace_regs.h; no architecture overrides it): the kernel
+/// prints them only when the record holds at least this many `long`s after
+/// `depth`, and prints `...` for parameters past them
+/// (`print_function_args()`).
+pub const FTRACE_REGS_MAX_ARGS: usize = 6;
 
 /// The newest kernel version whose text these rules were checked against
 /// line for line (the sid boards' fixtures, 7.2.13). A newer kernel gets

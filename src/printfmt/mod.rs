@@ -79,6 +79,10 @@ pub trait KernelInfo {
     fn kernel_version(&self) -> Option<(u32, u32)> {
         None
     }
+    /// The functions' parameters from BTF, for funcgraph-args.
+    fn func_args(&self) -> Option<&crate::btf::FuncArgs> {
+        None
+    }
 }
 
 /// No extra knowledge.

@@ -182,13 +182,37 @@ pub struct KernelFacts {
     top: Option<PathBuf>,
     live: bool,
     consts: std::sync::OnceLock<Option<crate::btf::BtfInfo>>,
+    funcs: std::sync::OnceLock<Option<crate::btf::FuncArgs>>,
 }
 
 impl KernelFacts {
     /// For the kernel `version` of a session opened from the tree at `top`
     /// (live or not; `None`: a trace.dat).
     pub fn new(version: Option<(u32, u32)>, top: Option<PathBuf>, live: bool) -> Self {
-        KernelFacts { version, top, live, consts: Default::default() }
+        KernelFacts { version, top, live, consts: Default::default(), funcs: Default::default() }
+    }
+
+    /// The functions' parameters (funcgraph-args), read on first use from
+    /// the kernel's vmlinux BTF: /sys/kernel/btf/vmlinux live, `TOP/btf/vmlinux`
+    /// in a copy.
+    fn funcs(&self) -> Option<&crate::btf::FuncArgs> {
+        self.funcs
+            .get_or_init(|| {
+                let path = if self.live {
+                    PathBuf::from("/sys/kernel/btf/vmlinux")
+                } else {
+                    self.top.as_deref()?.join("btf/vmlinux")
+                };
+                let raw = std::fs::read(&path).ok()?;
+                match crate::btf::FuncArgs::parse(&raw, &|_| true) {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        log::warn!("{}: {e}", path.display());
+                        None
+                    }
+                }
+            })
+            .as_ref()
     }
 
     fn consts(&self) -> Option<&crate::btf::BtfInfo> {
@@ -211,5 +235,8 @@ impl crate::printfmt::KernelInfo for KernelFacts {
     }
     fn typedef(&self, name: &str) -> Option<(u32, bool)> {
         crate::printfmt::FromConsts { consts: self.consts()?, version: None }.typedef(name)
+    }
+    fn func_args(&self) -> Option<&crate::btf::FuncArgs> {
+        self.funcs()
     }
 }
