@@ -1204,6 +1204,14 @@ mod tests {
             assert_eq!(p[3].ty, ArgType::Enum(vec![(0, "MODE_A".into()), (2, "MODE_C".into())]));
             assert_eq!(p[4].ty, ArgType::Other { kind: "STRUCT", size: 16 });
             assert_eq!(p[5].ty, ArgType::Unknown);
+            // Never a panic on a damaged blob: every cut, every byte flipped.
+            let raw = b.blob(0);
+            for n in 0..raw.len() {
+                let _ = FuncArgs::parse(&raw[..n], &|_| true);
+                let mut bad = raw.clone();
+                bad[n] ^= 0xff;
+                let _ = FuncArgs::parse(&bad, &|_| true);
+            }
         }
     }
 }
