@@ -139,8 +139,16 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             need(&t, "tracing_thresh")?;
             st.set("tracing_thresh", &us.to_string())?;
         }
-        let child = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
+        // The tracer before the pid filters (tracing is idle: nothing is
+        // recorded yet). Registered while a filter is set, function_graph
+        // keeps filtering by a stale pid after the filter is cleared on
+        // armv7:7.2 (the kernel of Debian sid, 7.2.13 armmp: after a -k run
+        // nothing more was recorded until current_tracer changed; on arm64
+        // the same kernel is fine): fgraph.c's register_ftrace_graph() puts
+        // fgraph_pid_func in place when pids are enabled, and clearing them
+        // did not take it away there.
         st.set_tracer("function_graph")?;
+        let child = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);
         let r = command::stream(
             &t,

@@ -2,7 +2,7 @@
 # under qemu (TCG) with an initramfs holding busybox and the static trbox from
 # `make cross`. Scripts and notes: cross/qemu/ (README.md there).
 #
-#   make qemu [ARCH=aarch64|armv7|x86_64] [KERNEL=6.1|5.10|6.12|6.12-16k|6.1-rt]
+#   make qemu [ARCH=aarch64|armv7|x86_64] [KERNEL=6.1|5.10|6.12|6.12-16k|6.1-rt|7.2|7.2-rt]
 #                                           the demo: boot, run the session, power off
 #   make qemu-shell [ARCH=...] [KERNEL=...] interactive board shell (Ctrl-A x quits)
 #   make qemu-test [QEMU_BOARDS="..."]      the session on every board, checked on the host
@@ -24,7 +24,7 @@ KERNEL ?= 6.1
 # short one (the lines marked '## boards: all'; tr-lat's RT lines on the
 # 6.1-rt boards), two boards at a time (QEMU_JOBS), the longest first, to
 # fit its 30-minute budget on 2 cores (cross/qemu/README.md: timings).
-QEMU_ALL_BOARDS := aarch64 aarch64:6.1-rt aarch64:6.12-16k aarch64:6.12 armv7 x86_64:6.12 armv7:6.1-rt armv7:5.10 x86_64 aarch64:5.10
+QEMU_ALL_BOARDS := aarch64 armv7:7.2 aarch64:6.1-rt aarch64:7.2-rt aarch64:6.12-16k aarch64:7.2 x86_64:6.12 aarch64:6.12 armv7:6.1-rt armv7 armv7:5.10 x86_64 aarch64:5.10
 QEMU_ARCHS ?= $(QEMU_ALL_BOARDS)
 QEMU_BOARDS ?= $(QEMU_ARCHS)
 QEMU_SH := cross/qemu
@@ -81,8 +81,8 @@ qemu-test: setup build cross
 qemu-selfcheck: cross
 	$(QEMU_SH)/selfcheck.sh
 
-# Fixtures are recorded on the three 6.1 boards and arm64 with each other
-# kernel (tests/fixtures/BOARD).
-QEMU_FIXTURE_ARCHS ?= aarch64 armv7 x86_64 aarch64:5.10 armv7:5.10 aarch64:6.1-rt aarch64:6.12 aarch64:6.12-16k x86_64:6.12
+# Fixtures are recorded on the three 6.1 boards, arm64 with each other
+# kernel, and armv7 with 5.10 and 7.2 (tests/fixtures/BOARD).
+QEMU_FIXTURE_ARCHS ?= aarch64 armv7 x86_64 aarch64:5.10 armv7:5.10 aarch64:6.1-rt aarch64:6.12 aarch64:6.12-16k x86_64:6.12 aarch64:7.2 armv7:7.2 aarch64:7.2-rt
 qemu-fixtures: setup cross
 	FIXTURES='$(FIXTURES)' $(QEMU_SH)/fixtures.sh $(QEMU_FIXTURE_ARCHS)

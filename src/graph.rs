@@ -290,6 +290,8 @@ struct EntLayout {
     id: u32,
     func: Loc,
     depth: Loc,
+    /// Offset of `args[]` (6.15+: funcgraph-args fills it).
+    args: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -306,8 +308,23 @@ struct RetLayout {
 /// One decoded graph record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GraphRec {
-    Entry { pid: i32, func: u64, depth: i64 },
-    Exit { pid: i32, func: u64, depth: i64, overrun: u64, calltime: u64, rettime: u64, retval: Option<u64> },
+    /// `args`: where the record's arguments start, when it carries them
+    /// (funcgraph-args: [`crate::kernel::FTRACE_REGS_MAX_ARGS`] `long`s).
+    Entry {
+        pid: i32,
+        func: u64,
+        depth: i64,
+        args: Option<u32>,
+    },
+    Exit {
+        pid: i32,
+        func: u64,
+        depth: i64,
+        overrun: u64,
+        calltime: u64,
+        rettime: u64,
+        retval: Option<u64>,
+    },
 }
 
 impl GraphRec {
@@ -357,7 +374,8 @@ impl GraphEvents {
             match ev.name.as_str() {
                 "funcgraph_entry" | "fgraph_retaddr_entry" => {
                     if let (Some(func), Some(depth)) = (loc("func"), loc("depth")) {
-                        g.ents.push(EntLayout { id: ev.id, func, depth });
+                        let args = field(ev, "args").map(|f| f.offset);
+                        g.ents.push(EntLayout { id: ev.id, func, depth, args });
                     }
                 }
                 "funcgraph_exit" => {
@@ -401,7 +419,16 @@ impl GraphEvents {
         let e = self.endian;
         let pid = self.common(p).2;
         if let Some(l) = self.ents.iter().find(|l| l.id == id) {
-            return Some(GraphRec::Entry { pid, func: l.func.uint(p, e)? & self.long_mask, depth: l.depth.int(p, e)? });
+            // print_graph_entry_*(): `args_size >= FTRACE_REGS_MAX_ARGS *
+            // sizeof(long)`, args_size being what follows `args` in the record.
+            let long = if self.long_mask == u64::MAX { 8 } else { 4 };
+            let args = l.args.filter(|&a| p.len() >= a as usize + crate::kernel::FTRACE_REGS_MAX_ARGS * long);
+            return Some(GraphRec::Entry {
+                pid,
+                func: l.func.uint(p, e)? & self.long_mask,
+                depth: l.depth.int(p, e)?,
+                args,
+            });
         }
         let l = self.rets.iter().find(|l| l.id == id)?;
         let opt = |x: Option<Loc>| x.and_then(|x| x.uint(p, e)).unwrap_or(0);
@@ -623,6 +650,11 @@ impl<'a> GraphRenderer<'a> {
         write_name(w, self.syms, addr)
     }
 
+    /// A function's arguments after its name ([`write_function_args`]).
+    fn write_args<W: Write + ?Sized>(&self, w: &mut W, func: u64, p: &[u8], at: Option<u32>) -> fmt::Result {
+        write_function_args(w, self.syms, self.kernel, self.abi, func, p, at)
+    }
+
     fn in_irq_text(&self, addr: u64) -> bool {
         match self.irq {
             IrqText::Range(s, e) => addr >= s && addr < e,
@@ -783,8 +815,8 @@ impl<'a> GraphRenderer<'a> {
         self.slot = slot;
         let Some(id) = self.ev.record_id(payload) else { return Ok(Outcome::NotGraph) };
         match self.ev.decode(payload) {
-            Some(GraphRec::Entry { pid, func, depth }) => {
-                self.entry(w, cpu, ts, payload, pid, func, depth, next_same_cpu)
+            Some(GraphRec::Entry { pid, func, depth, args }) => {
+                self.entry(w, cpu, ts, payload, (pid, func, depth, args), next_same_cpu)
             }
             Some(GraphRec::Exit { func, depth, overrun, calltime, rettime, retval, .. }) => {
                 self.exit(w, cpu, ts, payload, func, depth, overrun, rettime.wrapping_sub(calltime), retval)?;
@@ -807,9 +839,7 @@ impl<'a> GraphRenderer<'a> {
         cpu: u32,
         ts: u64,
         p: &[u8],
-        pid: i32,
-        func: u64,
-        depth: i64,
+        (pid, func, depth, args): (i32, u64, i64, Option<u32>),
         next: Option<(u64, &[u8])>,
     ) -> Result<Outcome, fmt::Error> {
         // check_irq_entry (only with funcgraph-irqs off).
@@ -853,7 +883,8 @@ impl<'a> GraphRenderer<'a> {
             }
             Self::indent(w, depth)?;
             self.write_sym(w, rfunc)?;
-            w.write_str("();")?;
+            self.write_args(w, rfunc, p, args)?;
+            w.write_char(';')?;
             if self.opts.retval {
                 if let Some(r) = retval {
                     w.write_str(" /*")?;
@@ -872,7 +903,8 @@ impl<'a> GraphRenderer<'a> {
             self.fill(w, "              |  ")?;
             Self::indent(w, depth)?;
             self.write_sym(w, func)?;
-            w.write_str("() {\n")?;
+            self.write_args(w, func, p, args)?;
+            w.write_str(" {\n")?;
             Ok(Outcome::Done)
         }
     }
@@ -1041,6 +1073,73 @@ where
 // ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
+
+/// A function's arguments after its name (funcgraph-args, func-args):
+/// `()` when the record has none, else as 7.2's `print_function_args()` (trace_output.c) prints
+/// them: `(name=value, …)` by the parameters' BTF types, `()` for a
+/// function BTF does not know.
+pub(crate) fn write_function_args<W: Write + ?Sized>(
+    w: &mut W,
+    syms: Option<&dyn SymbolLookup>,
+    kernel: Option<&dyn KernelInfo>,
+    abi: Abi,
+    func: u64,
+    p: &[u8],
+    at: Option<u32>,
+) -> fmt::Result {
+    use crate::btf::ArgType;
+    use crate::kernel::FTRACE_REGS_MAX_ARGS;
+    let Some(at) = at else { return w.write_str("()") };
+    w.write_char('(')?;
+    // lookup_symbol_name(): the symbol the address is in.
+    let name = syms.and_then(|s| s.lookup(func)).map(|s| s.name);
+    let params = name.and_then(|n| kernel?.func_args()?.params(n));
+    let long = abi.long_size as usize;
+    let e = abi.endian;
+    let arg = |a: usize| e.uint(p, at as usize + a * long, long).unwrap_or(0);
+    let mut a = 0usize;
+    for (i, param) in params.unwrap_or(&[]).iter().enumerate() {
+        if i > 0 {
+            w.write_str(", ")?;
+        }
+        if a == FTRACE_REGS_MAX_ARGS {
+            w.write_str("...")?;
+            break;
+        }
+        let v = arg(a);
+        w.write_str(&param.name)?;
+        w.write_char('=')?;
+        let signed = |v: u64| if long == 4 { i64::from(v as u32 as i32) } else { v as i64 };
+        match &param.ty {
+            ArgType::Unknown => write!(w, "?0x{v:x}")?,
+            ArgType::Pointer | ArgType::Int { signed: false } => write!(w, "0x{v:x}")?,
+            ArgType::Int { signed: true } => write!(w, "{}", signed(v))?,
+            ArgType::Enum(values) => {
+                write!(w, "{}", signed(v))?;
+                if let Some((_, n)) = values.iter().find(|(x, _)| x & abi.long_mask() == v) {
+                    write!(w, " [{n}]")?;
+                }
+            }
+            ArgType::Other { kind, size } => {
+                write!(w, "({kind})[0x{v:x}")?;
+                let mut x = long as u32;
+                while x < *size {
+                    w.write_char(':')?;
+                    a += 1;
+                    if a == FTRACE_REGS_MAX_ARGS {
+                        w.write_str("...]")?;
+                        return w.write_char(')');
+                    }
+                    write!(w, "0x{:x}", arg(a))?;
+                    x += long as u32;
+                }
+                w.write_char(']')?;
+            }
+        }
+        a += 1;
+    }
+    w.write_char(')')
+}
 
 /// `%ps` of a function address: `name [module]`, or the address in hex.
 pub(crate) fn write_name<W: Write + ?Sized>(w: &mut W, syms: Option<&dyn SymbolLookup>, addr: u64) -> fmt::Result {

@@ -11,6 +11,11 @@
 //! | [`LatColumns::Five`]: `d.h2.` (+ migrate-disable) | 5.13 on | 5.13 `trace_print_lat_fmt()` |
 //! | [`LatColumns::RtLazy`]: `d.Lh2..` | RT patch sets with lazy preemption (6.1-rt) | their `trace_output.c` |
 //! | [`SyscallStyle::Since6_17`]: `arg: 0x%lx` | 6.17 on | 6.17 `print_syscall_enter()` |
+//! | [`SyscallStyle::UserData`]: user strings and buffers after their pointers, `sys_openat` with flag names | 6.19 on | 7.2 `print_syscall_enter()`, `sys_enter_openat_print()` |
+//! | [`O_ACCMODE`], [`O_TMPFILE_BIT`]: the openat flags the print fmt leaves out | every version with [`SyscallStyle::UserData`] | 7.2 include/uapi/asm-generic/fcntl.h |
+//! | [`syscall_size_arg`]: a user buffer's size is the argument after it | 6.19 on | 7.2 `check_faultable_syscall()` |
+//! | [`FTRACE_REGS_MAX_ARGS`]: funcgraph-args records 6 `long`s, prints `...` past them | 6.15 on (funcgraph-args, CONFIG_FUNCTION_TRACE_ARGS) | 7.2 include/linux/ftrace_regs.h, trace_output.c `print_function_args()` |
+//! | [`NEWEST_RULES`]: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
 //!
 //! A trace.dat without a UNAME option (trace-cmd before 2.7 wrote none)
 //! still tells its kernel apart by what it holds: [`infer`] brackets the
@@ -31,16 +36,83 @@ pub enum SyscallStyle {
     Before6_17,
     /// `arg: %lu` below 10, else `arg: 0x%lx`: 6.17 and later.
     Since6_17,
+    /// As [`Since6_17`](Self::Since6_17), and the enter events copy what
+    /// some pointer arguments point to into `__data_loc` fields named
+    /// `__ARG_val` (7.2 `syscall_enter_define_fields()`), which the kernel
+    /// prints right after that argument, never as arguments of their own
+    /// (7.2 `print_syscall_enter()`):
+    /// - a string: ` "%.*s"` of the copy (already made printable, with
+    ///   `...` where it was cut, when it was recorded: `sys_fault_user()`);
+    /// - a buffer (`__print_dynamic_array` in the print fmt: write,
+    ///   pwrite64, mq_timedsend): ` (` its bytes as `%02x` joined by `:`,
+    ///   `, ...` when fewer were copied than the size argument asked for,
+    ///   `)`; then, when any byte is printable ASCII, ` "` the bytes with
+    ///   `.` for the others, `"...` or `"`.
+    ///
+    /// `sys_enter_openat` has its own text (`sys_enter_openat_print()`,
+    /// unless `options/verbose` is set): `dfd` and `filename` in `%lu`,
+    /// the file name, `flags:` by name (`O_RDONLY` when no access bit is
+    /// set, `O_TMPFILE` before the print fmt's table, leftover bits as
+    /// `0x%lx`, `|` between) and `mode: 0%03o` only when the flags hold
+    /// `O_CREAT` or `O_TMPFILE`. 6.19 and later (the series "tracing: Have
+    /// system call events record user data", posted for 6.19 in October
+    /// 2025); a format file with `__ARG_val` fields shows it too.
+    UserData,
 }
 
 /// The syscall argument style of a kernel version. An unknown version
 /// gets the style of the kernels boards run today (before 6.17).
 pub fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
     match version {
+        Some(v) if v >= (6, 19) => SyscallStyle::UserData,
         Some(v) if v >= (6, 17) => SyscallStyle::Since6_17,
         _ => SyscallStyle::Before6_17,
     }
 }
+
+/// [`syscall_style`] of an event whose format may itself say more: only
+/// 6.19 and later kernels give `sys_enter_*` events `__ARG_val` fields, so
+/// a format with them is printed in the [`SyscallStyle::UserData`] way
+/// whatever the version says (a copy without `uname`).
+pub fn syscall_style_of(version: Option<(u32, u32)>, has_user_data: bool) -> SyscallStyle {
+    if has_user_data {
+        return SyscallStyle::UserData;
+    }
+    syscall_style(version)
+}
+
+/// `O_ACCMODE`: the access-mode bits, the same on every architecture
+/// (include/uapi/asm-generic/fcntl.h); `sys_enter_openat_print()` prints
+/// `O_RDONLY` when none is set.
+pub const O_ACCMODE: u64 = 3;
+
+/// `__O_TMPFILE` (1 << 22 in include/uapi/asm-generic/fcntl.h, which arm,
+/// arm64 and x86 take): `O_TMPFILE` is it with `O_DIRECTORY`, and is the
+/// first entry of `sys_enter_openat_print()`'s flag table, which the
+/// event's print fmt does not list (the other flags' values are there, per
+/// architecture: `{ 0x4000, "O_DIRECTORY" }` on arm64 and arm).
+pub const O_TMPFILE_BIT: u64 = 1 << 22;
+
+/// The argument that gives the length of user buffer argument `arg`: the
+/// one after it (7.2 `check_faultable_syscall()`: write, pwrite64 and
+/// mq_timedsend, buffer at 1 and size at 2, are the only buffers).
+pub fn syscall_size_arg(arg: usize) -> usize {
+    arg + 1
+}
+
+/// How many arguments a funcgraph entry record carries when the
+/// funcgraph-args option is on (`FTRACE_REGS_MAX_ARGS`, 6 in 7.2's
+/// include/linux/ftrace_regs.h; no architecture overrides it): the kernel
+/// prints them only when the record holds at least this many `long`s after
+/// `depth`, and prints `...` for parameters past them
+/// (`print_function_args()`).
+pub const FTRACE_REGS_MAX_ARGS: usize = 6;
+
+/// The newest kernel version whose text these rules were checked against
+/// line for line (the sid boards' fixtures, 7.2.13). A newer kernel gets
+/// the rules of this one, and says so under `-v`
+/// ([`KernelProfile`]'s `Display`).
+pub const NEWEST_RULES: (u32, u32) = (7, 2);
 
 /// The latency columns of the line prefix (`trace_print_lat_fmt()`,
 /// kernel/trace/trace_output.c), which no format file describes.
@@ -133,6 +205,7 @@ impl fmt::Display for KernelProfile {
         let style = match self.syscall_style() {
             SyscallStyle::Before6_17 => "before 6.17 (`arg: %lx`)",
             SyscallStyle::Since6_17 => "6.17 and later (`arg: 0x%lx`)",
+            SyscallStyle::UserData => "6.19 and later (`arg: 0x%lx \"user data\"`)",
         };
         let lat = match self.lat_columns(false) {
             LatColumns::Four => "kernels before 5.13 (`d.h2`)",
@@ -146,7 +219,17 @@ impl fmt::Display for KernelProfile {
             (Some(v), _) => write!(f, "kernel version {}", dotted(v))?,
             (None, _) => f.write_str("kernel version unknown")?,
         }
-        write!(f, " ({}): latency columns of {lat}, syscall events in the style of kernels {style}", self.source)
+        write!(f, " ({}): latency columns of {lat}, syscall events in the style of kernels {style}", self.source)?;
+        if let Some(v) = self.version.filter(|&v| v > NEWEST_RULES) {
+            let (major, minor) = NEWEST_RULES;
+            write!(
+                f,
+                "; {}.{} is newer than the newest kernel trbox knows the text of ({major}.{minor}): \
+                 its rules are used, and lines may differ from the kernel's own",
+                v.0, v.1
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -250,6 +333,13 @@ mod tests {
         );
         let new = KernelProfile::from_text(Some("6.18.2"), "uname(2)".into());
         assert_eq!(new.syscall_style(), SyscallStyle::Since6_17);
+        let sid = KernelProfile::from_text(Some("7.2.13+deb14-arm64"), "uname(2)".into());
+        assert_eq!(sid.syscall_style(), SyscallStyle::UserData);
+        assert!(!sid.to_string().contains("newer"), "{sid}");
+        let next = KernelProfile::from_text(Some("7.3.0"), "uname(2)".into()).to_string();
+        assert!(next.ends_with("7.3 is newer than the newest kernel trbox knows the text of (7.2): its rules are used, and lines may differ from the kernel's own"), "{next}");
+        assert_eq!(syscall_style_of(Some((6, 1)), true), SyscallStyle::UserData);
+        assert_eq!(syscall_style_of(None, false), SyscallStyle::Before6_17);
         let unknown = KernelProfile::from_text(None, "no uname".into());
         assert_eq!(unknown.syscall_style(), SyscallStyle::Before6_17);
         assert!(unknown.to_string().starts_with("kernel version unknown (no uname): "));

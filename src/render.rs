@@ -559,6 +559,8 @@ enum Body {
     Function {
         ip: FieldLoc,
         parent: FieldLoc,
+        /// Offset of `args[]` (6.15+: func-args fills it).
+        args: Option<u32>,
     },
     KernelStack,
     Hwlat,
@@ -772,7 +774,7 @@ impl<'a> Renderer<'a> {
             match ev.name.as_str() {
                 "function" => {
                     if let (Some(ip), Some(parent)) = (loc("ip"), loc("parent_ip")) {
-                        return Body::Function { ip, parent };
+                        return Body::Function { ip, parent, args: ev.field("args").map(|f| f.offset) };
                     }
                 }
                 "kernel_stack" => return Body::KernelStack,
@@ -881,11 +883,19 @@ impl<'a> Renderer<'a> {
                 }
                 st.flush()
             }
-            Body::Function { ip, parent } => {
+            Body::Function { ip, parent, args } => {
                 w.write_str(self.pre.as_str())?;
                 let ip_v = ip.uint(payload, e).unwrap_or(0);
                 let par = parent.uint(payload, e).unwrap_or(0);
+                let args = *args;
                 self.ip_sym(w, ip_v)?;
+                // print_fn_trace() (7.2 trace_output.c): the arguments when
+                // the record holds FTRACE_REGS_MAX_ARGS longs of them.
+                let long = self.abi.long_size as usize;
+                let args = args.filter(|&a| payload.len() >= a as usize + crate::kernel::FTRACE_REGS_MAX_ARGS * long);
+                if args.is_some() {
+                    crate::graph::write_function_args(w, self.syms, self.kernel, self.abi, ip_v, payload, args)?;
+                }
                 if par != 0 {
                     w.write_str(" <-")?;
                     self.ip_sym(w, par)?;

@@ -1,6 +1,6 @@
 # Shared settings for the qemu board harness; sourced by the other scripts.
 # Input: ARCH (aarch64 | armv7 | x86_64) and KERNEL (6.1 | 5.10 | 6.12 |
-# 6.12-16k | 6.1-rt; default 6.1), or ARCH=ARCH:KERNEL (a board's name as
+# 6.12-16k | 6.1-rt | 7.2 | 7.2-rt; default 6.1), or ARCH=ARCH:KERNEL (a board's name as
 # test.sh takes it). Sets the Debian names (suite, flavour), the qemu command
 # line pieces and the paths of the kernel cache and cross/out.
 
@@ -70,9 +70,12 @@ aarch64:6.12-16k)
 	QEMU_MACHINE=(-M virt -cpu max,pauth-impdef=on)
 	;;
 aarch64:6.1-rt | armv7:6.1-rt) KFLAVOUR=rt-$KFLAVOUR ;;
+# sid: the newest kernel Debian ships (7.2; PREEMPT_RT on arm64 only).
+aarch64:7.2 | armv7:7.2) SUITE=sid ;;
+aarch64:7.2-rt) SUITE=sid KFLAVOUR=rt-$KFLAVOUR ;;
 *)
 	echo "qemu: no board $ARCH:$KERNEL (boards: aarch64, armv7, x86_64 with 6.1;" \
-		"aarch64 and armv7 with 5.10 and 6.1-rt; aarch64 and x86_64 with 6.12; aarch64 with 6.12-16k)" >&2
+		"aarch64 and armv7 with 5.10, 6.1-rt and 7.2; aarch64 and x86_64 with 6.12; aarch64 with 6.12-16k and 7.2-rt)" >&2
 	exit 2
 	;;
 esac

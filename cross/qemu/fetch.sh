@@ -7,8 +7,12 @@
 # bookworm kernels come through the host's own apt sources. Another suite's
 # (bullseye, trixie) through a sources list and apt state of its own in
 # ~/.cache/trbox/qemu/apt/SUITE-DEBARCH, on the host's Debian mirror; the
-# host's sources are never changed. busybox is always bookworm's
-# busybox-static (it runs on every board kernel).
+# host's sources are never changed. busybox is bookworm's busybox-static
+# (it runs on every board kernel), sid's on the sid boards.
+# sid's kernels (7.2) are packaged anew: linux-image-KVER-FLAVOUR is an
+# empty package that depends on linux-binary-* (usr/lib/modules/KVER/vmlinuz,
+# no boot/), linux-modules-* and linux-base-* (usr/lib/modules/KVER/config);
+# sid's busybox-static installs usr/bin/busybox.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -40,11 +44,14 @@ if [ "$SUITE" != bookworm ]; then
 	{
 		echo "deb [arch=$DEB_ARCH signed-by=$key] $mirror $SUITE main"
 		# trixie's kernels move on through its security suite; bullseye's
-		# (past its LTS) are all in main.
-		[ "$SUITE" = bullseye ] || echo "deb [arch=$DEB_ARCH signed-by=$key] $mirror-security $SUITE-security main"
+		# (past its LTS) and sid's are all in main.
+		[ "$SUITE" = bullseye ] || [ "$SUITE" = sid ] || echo "deb [arch=$DEB_ARCH signed-by=$key] $mirror-security $SUITE-security main"
 	} >"$apt_dir/sources.list"
 	apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=-
 		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache")
+	# sid's Release file carries a Valid-Until that the mirror's copy may
+	# have passed; apt refuses such a suite without this.
+	[ "$SUITE" != sid ] || apt_opts+=(-o Acquire::Check-Valid-Until=false)
 	if [ -n "${QEMU_REFRESH:-}" ] || ! ls "$apt_dir"/lists/*_dists_"${SUITE}"_InRelease >/dev/null 2>&1; then
 		say "apt-get update for $SUITE ($DEB_ARCH) into ${apt_dir#"$CACHE_BASE"/}"
 		# A partial failure (an index mid-sync) is not fatal, as in setup.sh.
@@ -74,24 +81,42 @@ download() {
 		sleep 5
 	done
 }
-say "downloading $pkg:$DEB_ARCH ($SUITE) and busybox-static:$DEB_ARCH (about 60 MB, once)"
-download "${apt_opts[@]}" "$pkg:$DEB_ARCH"
-download "busybox-static:$DEB_ARCH"
+# sid's image package is empty: the kernel and its config are in the
+# linux-binary and linux-base packages it depends on (the modules, not
+# needed to boot, in linux-modules: net.sh fetches them).
+parts=$(apt-cache "${apt_opts[@]}" depends "$pkg:$DEB_ARCH" 2>/dev/null |
+	sed -n "s/^ *Depends: \(linux-\(binary\|base\)-[0-9][^:]*\)\(:$DEB_ARCH\)\?\$/\1/p")
+get=("$pkg")
+[ -z "$parts" ] || get=($parts)
+bb_opts=()
+[ "$SUITE" != sid ] || bb_opts=("${apt_opts[@]}")
+say "downloading ${get[*]/%/:$DEB_ARCH} ($SUITE) and busybox-static:$DEB_ARCH (about 60 MB, once)"
+for p in "${get[@]}"; do
+	download "${apt_opts[@]}" "$p:$DEB_ARCH"
+done
+download "${bb_opts[@]}" "busybox-static:$DEB_ARCH"
 
 say "unpacking"
 mkdir -p "$dl/x"
 for deb in "$dl"/*.deb; do
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dl/x" --wildcards './boot/*' './bin/busybox' 2>/dev/null || true
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dl/x" --wildcards './boot/*' './bin/busybox' \
+		'./usr/bin/busybox' './usr/lib/modules/*/vmlinuz' './usr/lib/modules/*/config' 2>/dev/null || true
 done
-vmlinuz=$(ls "$dl"/x/boot/vmlinuz-* 2>/dev/null | head -n1)
-[ -n "$vmlinuz" ] || die "no boot/vmlinuz-* in $pkg"
-[ -x "$dl/x/bin/busybox" ] || die "no bin/busybox in busybox-static:$DEB_ARCH"
+# boot/vmlinuz-KVER and boot/config-KVER, or (sid) usr/lib/modules/KVER/.
+vmlinuz=$(ls "$dl"/x/boot/vmlinuz-* "$dl"/x/usr/lib/modules/*/vmlinuz 2>/dev/null | head -n1 || true)
+[ -n "$vmlinuz" ] || die "no boot/vmlinuz-* nor usr/lib/modules/*/vmlinuz in ${get[*]}"
+case "$vmlinuz" in
+*/boot/vmlinuz-*) kver=${vmlinuz##*/vmlinuz-} config=$dl/x/boot/config-$kver ;;
+*) kver=${vmlinuz%/vmlinuz} kver=${kver##*/} config=$dl/x/usr/lib/modules/$kver/config ;;
+esac
+busybox=$dl/x/bin/busybox
+[ -x "$busybox" ] || busybox=$dl/x/usr/bin/busybox
+[ -x "$busybox" ] || die "no bin/busybox nor usr/bin/busybox in busybox-static:$DEB_ARCH"
 
-kver=${vmlinuz##*/vmlinuz-}
 mv -f "$vmlinuz" "$CACHE/vmlinuz"
-mv -f "$dl/x/boot/config-$kver" "$CACHE/config" 2>/dev/null || true
+mv -f "$config" "$CACHE/config" 2>/dev/null || true
 
-mv -f "$dl/x/bin/busybox" "$CACHE/busybox"
-pkgver=$(dpkg-deb -f "$dl/$(cd "$dl" && ls "${pkg}"_*.deb | head -n1)" Version 2>/dev/null || echo '?')
+mv -f "$busybox" "$CACHE/busybox"
+pkgver=$(dpkg-deb -f "$dl/$(cd "$dl" && ls "${get[0]}"_*.deb | head -n1)" Version 2>/dev/null || echo '?')
 printf '%s %s\n' "$kver" "$pkgver" >"$CACHE/kver"
 say "kernel $kver ($pkgver) cached in ${CACHE#"$REPO"/}"

@@ -1,10 +1,11 @@
 //! BTF parser on arbitrary bytes: a whole blob, or (first byte odd) a base
 //! and a split blob cut at a position given by the next two bytes. Lookups
-//! and the vmemmap helper run on whatever parsed.
+//! and the vmemmap helper run on whatever parsed; the function parameters
+//! (funcgraph-args) are read from the whole blob too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::btf::{vmemmap_base_from_trace, Btf, BtfInfo, KernelConsts};
+use trbox::btf::{vmemmap_base_from_trace, Btf, BtfInfo, FuncArgs, KernelConsts};
 
 const NAMES: &[&str] = &["", "I_NEW", "I_DIRTY_SYNC", "page", "gfp_t", "loff_t", "a", "int", "long int"];
 
@@ -22,6 +23,12 @@ fuzz_target!(|data: &[u8]| {
     if sel & 1 == 0 {
         if let Ok(b) = Btf::parse(rest) {
             probe(&b);
+        }
+        if let Ok(f) = FuncArgs::parse(rest, &|n| !n.is_empty()) {
+            for n in NAMES {
+                let _ = f.params(n);
+            }
+            let _ = f.len();
         }
     } else if rest.len() >= 2 {
         let cut = usize::from(u16::from_le_bytes([rest[0], rest[1]]));

@@ -114,7 +114,7 @@ impl Stats {
     /// the task for the comm prefix.
     pub fn record(&mut self, payload: &[u8], cmdlines: &Cmdlines) {
         match self.ev.decode(payload) {
-            Some(GraphRec::Entry { pid, func, depth }) => self.entry(pid, func, depth),
+            Some(GraphRec::Entry { pid, func, depth, .. }) => self.entry(pid, func, depth),
             Some(GraphRec::Exit { pid, func, depth, calltime, rettime, .. }) => {
                 let comm = self.per_comm.then(|| self.comm_index(cmdlines.comm(pid)));
                 // No real call lasts 12 days: longer ones are garbage, and the

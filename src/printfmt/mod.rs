@@ -32,7 +32,7 @@ use ir::{Loc, Prog};
 use vsprintf::{write_bytes, Fwd};
 pub use vsprintf::{Ctx, KretprobeTrampoline, StringLookup, Sym, SymbolLookup};
 
-use crate::kernel::{syscall_style, SyscallStyle};
+use crate::kernel::{syscall_size_arg, syscall_style_of, SyscallStyle, O_ACCMODE, O_TMPFILE_BIT};
 
 /// Why a print fmt could not be compiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +77,10 @@ pub trait KernelInfo {
     /// between versions without a trace in the format files (the syscall
     /// tracer's argument layout, [`crate::kernel::syscall_style`]). `None`: unknown.
     fn kernel_version(&self) -> Option<(u32, u32)> {
+        None
+    }
+    /// The functions' parameters from BTF, for funcgraph-args.
+    fn func_args(&self) -> Option<&crate::btf::FuncArgs> {
         None
     }
 }
@@ -145,11 +149,15 @@ enum Body {
     },
     /// `syscalls/sys_enter_*`: printed by the syscall tracer itself as
     /// `sys_NAME(arg: VALUE, …)` (the print fmt is not used); VALUE is `%lu`
-    /// below 10, else `0x%lx` (6.17+), or `%lx` on older kernels.
+    /// below 10, else `0x%lx` (6.17+), or `%lx` on older kernels; 6.19+
+    /// adds the user data after its pointer and has its own `sys_openat`
+    /// text ([`SyscallStyle::UserData`]).
     SysEnter {
         name: (u32, u32),
-        args: Vec<((u32, u32), Loc)>,
+        args: Vec<SysArg>,
         small_decimal: bool,
+        /// `sys_enter_openat` on 6.19+: its flag table (value, name).
+        openat: Option<Vec<(u64, (u32, u32))>>,
     },
     /// A kprobe (`ip` set) or kretprobe (`func`, `ret`) event: the kernel
     /// prints `(sym+off/size)` / `(ret_sym+off/size <- func_sym)` itself,
@@ -175,6 +183,23 @@ enum Body {
         id: Loc,
         buf: u32,
     },
+}
+
+/// One argument of a `sys_enter_*` event.
+#[derive(Debug, Clone)]
+struct SysArg {
+    name: (u32, u32),
+    loc: Loc,
+    /// Its `__ARG_val` copy of user memory (6.19+).
+    user: Option<UserData>,
+}
+
+/// What a pointer argument pointed to, as the event recorded it.
+#[derive(Debug, Clone)]
+struct UserData {
+    data: Loc,
+    /// A buffer (not a string): the index of the argument with its size.
+    size_arg: Option<usize>,
 }
 
 /// A compiled print fmt.
@@ -235,8 +260,7 @@ impl Program {
                 text,
             });
         }
-        let new_syscalls = syscall_style(info.kernel_version()) == SyscallStyle::Since6_17;
-        let body = Self::special(ev, &mut names, new_syscalls).unwrap_or_else(|| {
+        let body = Self::special(ev, &mut names, info.kernel_version()).unwrap_or_else(|| {
             match compile::compile(ev, long_size, info) {
                 Ok(p) => Self::probe(ev, p),
                 Err((e, at)) => Body::Fallback(e, at),
@@ -270,7 +294,7 @@ impl Program {
         Body::Probe { prog: p, ip, func, ret, first }
     }
 
-    fn special(ev: &EventFormat, names: &mut String, new_syscalls: bool) -> Option<Body> {
+    fn special(ev: &EventFormat, names: &mut String, version: Option<(u32, u32)>) -> Option<Body> {
         if ev.system == "syscalls" {
             let mut name = |s: &str| {
                 let start = names.len() as u32;
@@ -279,9 +303,39 @@ impl Program {
             };
             if let Some(sc) = ev.name.strip_prefix("sys_enter_") {
                 let n = name(&alloc::format!("sys_{sc}"));
-                let args =
-                    ev.fields.iter().filter(|f| f.name != "__syscall_nr").map(|f| (name(&f.name), f.loc())).collect();
-                return Some(Body::SysEnter { name: n, args, small_decimal: new_syscalls });
+                // `__ARG_val`: the copy of what ARG points to (6.19+).
+                let user_of = |arg: &str| {
+                    ev.fields.iter().find(|f| {
+                        matches!(f.kind, FieldKind::DataLoc { .. })
+                            && f.name.strip_prefix("__").and_then(|r| r.strip_suffix("_val")) == Some(arg)
+                    })
+                };
+                let is_copy = |f: &Field| {
+                    f.name.strip_prefix("__").and_then(|r| r.strip_suffix("_val")).is_some_and(|a| {
+                        matches!(f.kind, FieldKind::DataLoc { .. }) && ev.fields.iter().any(|g| g.name == a)
+                    })
+                };
+                let style = syscall_style_of(version, ev.fields.iter().any(is_copy));
+                let plain: Vec<&Field> = ev.fields.iter().filter(|f| f.name != "__syscall_nr" && !is_copy(f)).collect();
+                let mut args = Vec::new();
+                for (i, f) in plain.iter().enumerate() {
+                    let user = user_of(&f.name).filter(|_| style == SyscallStyle::UserData).map(|d| {
+                        // A buffer prints through __print_dynamic_array in
+                        // the print fmt, a string through __get_str.
+                        let array = ev.print_fmt.contains(&alloc::format!("__print_dynamic_array({},", d.name));
+                        UserData { data: d.loc(), size_arg: array.then(|| syscall_size_arg(i)) }
+                    });
+                    args.push(SysArg { name: name(&f.name), loc: f.loc(), user });
+                }
+                let openat = (style == SyscallStyle::UserData && sc == "openat")
+                    .then(|| openat_flags(&ev.print_fmt, &mut name))
+                    .flatten();
+                return Some(Body::SysEnter {
+                    name: n,
+                    args,
+                    small_decimal: style != SyscallStyle::Before6_17,
+                    openat,
+                });
             }
             if let Some(sc) = ev.name.strip_prefix("sys_exit_") {
                 let n = name(&alloc::format!("sys_{sc}"));
@@ -441,17 +495,21 @@ impl Program {
                 w.write_str(": ")?;
                 write_bytes(w, vsprintf::cstr(rec.get(*buf as usize..).unwrap_or(&[])))
             }
-            Body::SysEnter { name, args, small_decimal } => {
+            Body::SysEnter { name, args, small_decimal, openat } => {
                 w.write_str(self.name(*name))?;
                 w.write_char('(')?;
-                for (i, (n, loc)) in args.iter().enumerate() {
+                if let Some(table) = openat {
+                    self.sys_openat(w, args, table, rec, &ctx)?;
+                    return w.write_char(')');
+                }
+                for (i, a) in args.iter().enumerate() {
                     if i > 0 {
                         w.write_str(", ")?;
                     }
-                    w.write_str(self.name(*n))?;
+                    w.write_str(self.name(a.name))?;
                     // 6.17+: small values in decimal, others 0x-prefixed;
                     // before: bare hex.
-                    match loc.uint(rec, e).map(|v| v & ctx.long_mask()) {
+                    match a.loc.uint(rec, e).map(|v| v & ctx.long_mask()) {
                         Some(v) if !*small_decimal => {
                             w.write_str(": ")?;
                             hex(w, v)?
@@ -465,6 +523,10 @@ impl Program {
                             hex(w, v)?
                         }
                         None => w.write_str(": <OVERFLOW>")?,
+                    }
+                    if let Some(u) = &a.user {
+                        let size = u.size_arg.map(|k| args.get(k).and_then(|s| s.loc.uint(rec, e)));
+                        user_data(w, u.data.bytes(rec, e).unwrap_or(&[]), size)?;
                     }
                 }
                 w.write_char(')')
@@ -492,6 +554,83 @@ impl Program {
                 Ok(())
             }
         }
+    }
+
+    /// The arguments of `sys_openat` on 6.19+ (7.2
+    /// `sys_enter_openat_print()`): `dfd: %lu, filename: %lu "NAME",
+    /// flags: F[, mode: 0%03o]`, the mode only when the flags create a file.
+    fn sys_openat(
+        &self,
+        w: &mut Stage<'_>,
+        args: &[SysArg],
+        table: &[(u64, (u32, u32))],
+        rec: &[u8],
+        ctx: &Ctx,
+    ) -> fmt::Result {
+        let e = ctx.abi.endian;
+        let value = |a: &SysArg| a.loc.uint(rec, e).map(|v| v & ctx.long_mask());
+        let flag = |n: &str| table.iter().find(|(_, t)| self.name(*t) == n).map_or(0, |(v, _)| *v);
+        let (creat, tmpfile) = (flag("O_CREAT"), O_TMPFILE_BIT | flag("O_DIRECTORY"));
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                w.write_str(", ")?;
+            }
+            let Some(v) = value(a) else {
+                write!(w, "{}: <OVERFLOW>", self.name(a.name))?;
+                continue;
+            };
+            match i {
+                2 => {
+                    w.write_str("flags: ")?;
+                    // `int bits`, handed on as an unsigned long.
+                    let bits = (v as u32 as i32 as i64 as u64) & ctx.long_mask();
+                    let done = bits & (creat | tmpfile) == 0;
+                    if bits & O_ACCMODE == 0 {
+                        w.write_str(if bits == 0 { "O_RDONLY" } else { "O_RDONLY|" })?;
+                    }
+                    if bits != 0 {
+                        // trace_print_flags_seq(): O_TMPFILE first.
+                        let mut left = bits;
+                        let mut first = true;
+                        let names = core::iter::once((tmpfile, "O_TMPFILE"))
+                            .chain(table.iter().map(|(m, n)| (*m, self.name(*n))));
+                        for (mask, n) in names {
+                            if left == 0 {
+                                break;
+                            }
+                            if mask == 0 || left & mask != mask {
+                                continue;
+                            }
+                            left &= !mask;
+                            if !first {
+                                w.write_char('|')?;
+                            }
+                            first = false;
+                            w.write_str(n)?;
+                        }
+                        if left != 0 {
+                            if !first {
+                                w.write_char('|')?;
+                            }
+                            w.write_str("0x")?;
+                            hex(w, left)?;
+                        }
+                    }
+                    if done {
+                        break;
+                    }
+                }
+                3 => write!(w, "{}: 0{:03o}", self.name(a.name), v as u32)?,
+                _ => {
+                    write!(w, "{}: ", self.name(a.name))?;
+                    vsprintf::number(&mut Fwd(w), v, 10, 0, -1, -1)?;
+                    if let Some(u) = &a.user {
+                        user_data(w, u.data.bytes(rec, e).unwrap_or(&[]), None)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn name(&self, (o, l): (u32, u32)) -> &str {
@@ -545,6 +684,58 @@ impl Program {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `sys_enter_openat`'s flag table from its print fmt (`{ 0x1, "O_WRONLY"
+/// }, …`: the values of the traced architecture), names into `name`.
+fn openat_flags(fmt: &str, name: &mut impl FnMut(&str) -> (u32, u32)) -> Option<Vec<(u64, (u32, u32))>> {
+    let mut table = Vec::new();
+    let mut rest = fmt;
+    while let Some(at) = rest.find("{ 0x") {
+        rest = rest.get(at + 4..)?;
+        let end = rest.find(|c: char| !c.is_ascii_hexdigit())?;
+        let v = u64::from_str_radix(rest.get(..end)?, 16).ok()?;
+        rest = rest.get(end..)?.strip_prefix(", \"")?;
+        let q = rest.find('"')?;
+        table.push((v, name(rest.get(..q)?)));
+        rest = rest.get(q..)?;
+    }
+    (!table.is_empty()).then_some(table)
+}
+
+/// What a syscall's pointer argument pointed to, after the pointer (7.2
+/// `print_syscall_enter()`): a string as ` "%.*s"`; a buffer (`size`: the
+/// value of its size argument) as ` (xx:xx[, ...])` and, when a byte is
+/// printable ASCII, ` "text"` with `.` for the others and `"...` when cut.
+fn user_data<W: Write + ?Sized>(w: &mut W, data: &[u8], size: Option<Option<u64>>) -> fmt::Result {
+    let Some(size) = size else {
+        w.write_str(" \"")?;
+        write_bytes(w, vsprintf::cstr(data))?;
+        return w.write_char('"');
+    };
+    // `int val = trace->args[size]` against `int len`.
+    let cut = size.is_some_and(|s| (data.len() as i64) < i64::from(s as u32 as i32));
+    let printable = |b: u8| (0x20..0x7f).contains(&b);
+    w.write_str(" (")?;
+    for (i, &b) in data.iter().enumerate() {
+        if i > 0 {
+            w.write_char(':')?;
+        }
+        w.write_char(HEX[usize::from(b >> 4)] as char)?;
+        w.write_char(HEX[usize::from(b & 0xf)] as char)?;
+    }
+    if cut {
+        w.write_str(", ...")?;
+    }
+    w.write_char(')')?;
+    if !data.iter().any(|&b| printable(b)) {
+        return Ok(());
+    }
+    w.write_str(" \"")?;
+    for &b in data {
+        w.write_char(if printable(b) { b as char } else { '.' })?;
+    }
+    w.write_str(if cut { "\"..." } else { "\"" })
+}
 
 /// `%lx` without `core::fmt`.
 fn hex<W: Write + ?Sized>(w: &mut W, v: u64) -> fmt::Result {

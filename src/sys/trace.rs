@@ -238,13 +238,14 @@ pub struct KernelFacts {
     /// A trace.dat's BTF, parsed on first use.
     btf: Vec<u8>,
     consts: std::sync::OnceLock<Option<crate::btf::BtfInfo>>,
+    funcs: std::sync::OnceLock<Option<crate::btf::FuncArgs>>,
 }
 
 impl KernelFacts {
     /// For the kernel `version` of a session opened from the tree at `top`
     /// (live or not; `None`: a trace.dat).
     pub fn new(version: Option<(u32, u32)>, top: Option<PathBuf>, live: bool) -> Self {
-        KernelFacts { version, top, live, btf: Vec::new(), consts: Default::default() }
+        KernelFacts { version, top, live, btf: Vec::new(), consts: Default::default(), funcs: Default::default() }
     }
 
     /// For a trace.dat that carries the recording kernel's BTF (`raw`;
@@ -252,6 +253,33 @@ impl KernelFacts {
     pub fn with_btf(mut self, raw: Vec<u8>) -> Self {
         self.btf = raw;
         self
+    }
+
+    /// The functions' parameters (funcgraph-args), read on first use from
+    /// the kernel's BTF: a trace.dat's own, else /sys/kernel/btf/vmlinux
+    /// live, `TOP/btf/vmlinux` in a copy.
+    fn funcs(&self) -> Option<&crate::btf::FuncArgs> {
+        self.funcs
+            .get_or_init(|| {
+                let parse = |raw: &[u8], from: &str| match crate::btf::FuncArgs::parse(raw, &|_| true) {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        log::warn!("{from}: {e}");
+                        None
+                    }
+                };
+                if !self.btf.is_empty() {
+                    return parse(&self.btf, "the trace.dat's BTF");
+                }
+                let path = if self.live {
+                    PathBuf::from("/sys/kernel/btf/vmlinux")
+                } else {
+                    self.top.as_deref()?.join("btf/vmlinux")
+                };
+                let raw = std::fs::read(&path).ok()?;
+                parse(&raw, &path.display().to_string())
+            })
+            .as_ref()
     }
 
     fn consts(&self) -> Option<&crate::btf::BtfInfo> {
@@ -287,5 +315,8 @@ impl crate::printfmt::KernelInfo for KernelFacts {
     }
     fn typedef(&self, name: &str) -> Option<(u32, bool)> {
         crate::printfmt::FromConsts { consts: self.consts()?, version: None }.typedef(name)
+    }
+    fn func_args(&self) -> Option<&crate::btf::FuncArgs> {
+        self.funcs()
     }
 }

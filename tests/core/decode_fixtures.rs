@@ -3,7 +3,7 @@
 //! the qemu boards (tests/fixtures/BOARD/SCENARIO, see
 //! tests/fixtures/README.md): Debian 12's 6.1 on arm64, armv7 (32-bit) and
 //! x86_64, and arm64 boards with 5.10, 6.1 PREEMPT_RT, 6.12 and 6.12 with
-//! 16 KiB pages. Second renderings (`trace.OPT`: the same buffer printed
+//! 16 KiB pages, and Debian sid's 7.2 (arm64, armmp, arm64 PREEMPT_RT). Second renderings (`trace.OPT`: the same buffer printed
 //! with one option changed, `trace_options.OPT` the options then) are
 //! compared too.
 
@@ -25,6 +25,9 @@ pub const BOARDS: &[&str] = &[
     "aarch64-6.12",
     "aarch64-6.12-16k",
     "x86_64-6.12",
+    "aarch64-7.2",
+    "armv7-7.2",
+    "aarch64-7.2-rt",
 ];
 
 /// Line-by-line differences of our text from the kernel's (its `#` header
@@ -220,7 +223,7 @@ fn scenarios_on(boards: &[&str], names: &[&str]) {
 /// fmts: on the PREEMPT_RT boards, the only ones with these tracers.
 #[test]
 fn latency_tracer_entries_match_the_kernel() {
-    scenarios_on(&["aarch64-6.1-rt", "armv7-6.1-rt"], &["timerlat", "osnoise", "hwlat"]);
+    scenarios_on(&["aarch64-6.1-rt", "armv7-6.1-rt", "aarch64-7.2-rt"], &["timerlat", "osnoise", "hwlat"]);
 }
 
 #[test]
@@ -302,4 +305,36 @@ fn unknown_version_means_the_layout_before_6_17() {
     }
     let o = run(&["tr-cat", "--raw", "-v", "-T", "tests/fixtures/aarch64/graph_syscalls"]);
     assert!(stderr(&o).contains("kernel version 6.1 (from tests/fixtures/aarch64/graph_syscalls/uname): latency columns of kernels since 5.13 (`d.h2.`), syscall events in the style of kernels before 6.17"), "{}", stderr(&o));
+}
+
+/// A kernel newer than the newest whose text trbox's rules were checked
+/// against (kernel::NEWEST_RULES, 7.2) gets 7.2's rules and `-v` says so,
+/// once. Without a uname, the `__ARG_val` fields alone choose 6.19+'s
+/// syscall text for the events that have them (graph_syscalls: openat and
+/// write; sys_read has none, so `events` needs the version).
+#[test]
+fn a_newer_kernel_is_said_under_v() {
+    for s in ["graph_syscalls", "events"] {
+        let tmp = TempDir::new("newer");
+        let d = tmp.path().join(s);
+        copy_tree(&Path::new("tests/fixtures/aarch64-7.2").join(s), &d);
+        std::fs::write(
+            d.join("uname"),
+            "Linux trbox-board 7.3.0-1-arm64 #1 SMP PREEMPT Debian 7.3.0-1 aarch64 GNU/Linux\n",
+        )
+        .unwrap();
+        let (n, bad) = check(&d);
+        assert!(n > 0 && bad.is_empty(), "{}", bad.join("\n"));
+        let o = run(&["tr-cat", "--raw", "-v", "-T", d.to_str().unwrap()]);
+        let err = stderr(&o);
+        let want = "7.3 is newer than the newest kernel trbox knows the text of (7.2): its rules are used, and lines may differ from the kernel's own";
+        assert_eq!(err.matches(want).count(), 1, "{err}");
+        if s == "graph_syscalls" {
+            std::fs::remove_file(d.join("uname")).unwrap();
+            let (n, bad) = check(&d);
+            assert!(n > 0 && bad.is_empty(), "{}", bad.join("\n"));
+        }
+    }
+    let o = run(&["tr-cat", "--raw", "-v", "-T", "tests/fixtures/aarch64-7.2/events"]);
+    assert!(!stderr(&o).contains("newer"), "{}", stderr(&o));
 }

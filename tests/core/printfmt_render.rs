@@ -206,6 +206,62 @@ fn syscalls() {
     assert_eq!(render(&ev, &Rec::new(&ev).int("ret", 832).b), "sys_read -> 0x340");
 }
 
+/// 6.19+ (7.2's trace_syscalls.c, `print_syscall_enter()` and
+/// `sys_enter_openat_print()`): the `__ARG_val` copies of user memory print
+/// after their pointer, never as arguments; openat names its flags (values
+/// from the print fmt, O_TMPFILE first, leftovers in hex) and shows the mode
+/// only when creating; a buffer prints its bytes, `, ...` when the copy is
+/// shorter than the size argument, and its printable ASCII. Formats from
+/// the aarch64:7.2 board (tests/fixtures/aarch64-7.2/events).
+#[test]
+fn syscalls_with_user_data() {
+    let ev = load("syscalls_sys_enter_openat-7.2");
+    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: None, strings: None };
+    let open = |flags: i64, mode: i64, name: &[u8], v: Option<(u32, u32)>| {
+        let r = Rec::new(&ev)
+            .int("dfd", -100)
+            .int("filename", 281474457153403)
+            .int("flags", flags)
+            .int("mode", mode)
+            .dyn_("__filename_val", name)
+            .b;
+        let mut s = String::new();
+        Program::compile_with(&ev, 8, &Version(v)).render(&mut s, &r, &ctx).unwrap();
+        s
+    };
+    let head = "sys_openat(dfd: 18446744073709551516, filename: 281474457153403";
+    let v = Some((7, 2));
+    assert_eq!(open(0, 0, b"/proc/version\0", v), format!("{head} \"/proc/version\", flags: O_RDONLY)"));
+    assert_eq!(
+        open(0x241, 0o666, b"/dev/null\0", v),
+        format!("{head} \"/dev/null\", flags: O_WRONLY|O_CREAT|O_TRUNC, mode: 0666)")
+    );
+    assert_eq!(open(0x80000, 0o644, b"x\0", v), format!("{head} \"x\", flags: O_RDONLY|O_CLOEXEC)"));
+    // O_TMPFILE (__O_TMPFILE | O_DIRECTORY) before the table; then the mode.
+    assert_eq!(
+        open(0x400000 | 0x4000 | 2, 0o600, b"/tmp\0", v),
+        format!("{head} \"/tmp\", flags: O_TMPFILE|O_RDWR, mode: 0600)")
+    );
+    // O_PATH is in no table: hex; a copy that faulted is empty.
+    assert_eq!(open(0x200000, 0, b"", v), format!("{head} \"\", flags: O_RDONLY|0x200000)"));
+    // The fields say 6.19+ whatever the version (or none) says.
+    assert_eq!(open(0, 0, b"/a\0", None), open(0, 0, b"/a\0", Some((6, 1))));
+    assert_eq!(open(0, 0, b"/a\0", None), format!("{head} \"/a\", flags: O_RDONLY)"));
+
+    let ev = load("syscalls_sys_enter_write-7.2");
+    let write = |data: &[u8], count: i64| {
+        let r = Rec::new(&ev).int("fd", 1).int("buf", 0x59e04c0).int("count", count).dyn_("__buf_val", data).b;
+        let mut s = String::new();
+        Program::compile(&ev, 8).render(&mut s, &r, &ctx).unwrap();
+        s
+    };
+    assert_eq!(write(b"\x01A\n", 3), "sys_write(fd: 1, buf: 0x59e04c0 (01:41:0a) \".A.\", count: 3)");
+    assert_eq!(write(b"ab", 64), "sys_write(fd: 1, buf: 0x59e04c0 (61:62, ...) \"ab\"..., count: 0x40)");
+    // Nothing printable: the bytes only.
+    assert_eq!(write(&[0, 1], 2), "sys_write(fd: 1, buf: 0x59e04c0 (00:01), count: 2)");
+    assert_eq!(write(b"", 5), "sys_write(fd: 1, buf: 0x59e04c0 (, ...), count: 5)");
+}
+
 /// trace_marker_raw records (`trace_raw_data()` in trace_output.c): no
 /// event name, `# %x buf:` of the id, then ` %02x` for every byte of the
 /// record after the id — the record's whole length, so padding too.
