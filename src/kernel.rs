@@ -74,6 +74,21 @@ pub fn syscall_style_of(version: Option<(u32, u32)>, has_user_data: bool) -> Sys
     syscall_style(version)
 }
 
+/// Whether an event's format shows 6.19's syscall user data: a
+/// `sys_enter_*` event with a `__data_loc` field `__ARG_val` beside its
+/// argument ARG (7.2 `syscall_enter_define_fields()`).
+pub fn records_user_data(ev: &crate::format::EventFormat) -> bool {
+    ev.system == "syscalls"
+        && ev.name.starts_with("sys_enter_")
+        && ev.fields.iter().any(|f| {
+            matches!(f.kind, crate::format::FieldKind::DataLoc { .. })
+                && f.name
+                    .strip_prefix("__")
+                    .and_then(|r| r.strip_suffix("_val"))
+                    .is_some_and(|a| ev.fields.iter().any(|g| g.name == a))
+        })
+}
+
 /// `O_ACCMODE`: the access-mode bits, the same on every architecture
 /// (include/uapi/asm-generic/fcntl.h); `sys_enter_openat_print()` prints
 /// `O_RDONLY` when none is set.
@@ -148,13 +163,27 @@ pub struct KernelProfile {
     pub version: Option<(u32, u32)>,
     /// Where the version was looked for, as a person reads it.
     pub source: String,
+    /// The version is only a lower bound, read from the format files
+    /// ([`KernelProfile::at_least_from_formats`]).
+    pub at_least: bool,
 }
 
 impl KernelProfile {
     /// The profile of a `uname -a`, `/proc/version` or release text (`None`:
     /// nothing to read), found at `source`.
     pub fn from_text(text: Option<&str>, source: String) -> KernelProfile {
-        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source }
+        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source, at_least: false }
+    }
+
+    /// With no version known, what the format files prove: syscall events
+    /// with user data ([`records_user_data`]) exist from 6.19 on, so the
+    /// kernel is at least that (and its text follows 6.19's rules for every
+    /// syscall event, not only those with user data).
+    pub fn at_least_from_formats<'e>(&mut self, mut events: impl Iterator<Item = &'e crate::format::EventFormat>) {
+        if self.version.is_none() && events.any(records_user_data) {
+            self.version = Some((6, 19));
+            self.at_least = true;
+        }
     }
 
     /// How the syscall tracer prints `sys_enter_*` arguments on this kernel.
@@ -179,6 +208,10 @@ impl fmt::Display for KernelProfile {
             SyscallStyle::UserData => "6.19 and later (`arg: 0x%lx \"user data\"`)",
         };
         match self.version {
+            Some((major, minor)) if self.at_least => write!(
+                f,
+                "kernel version {major}.{minor} or later (its syscall events record user data; no version read)"
+            )?,
             Some((major, minor)) => write!(f, "kernel version {major}.{minor}")?,
             None => f.write_str("kernel version unknown")?,
         }

@@ -92,6 +92,7 @@ impl<S> Trace<S> {
             Some(u) => KernelProfile::from_text(Some(u), format!("from the UNAME option of {name}")),
             None => KernelProfile::from_text(None, format!("{name} has no UNAME option")),
         };
+        t.kernel.at_least_from_formats(t.events.iter());
         Ok((t, bad))
     }
 

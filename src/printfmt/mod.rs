@@ -315,7 +315,7 @@ impl Program {
                         matches!(f.kind, FieldKind::DataLoc { .. }) && ev.fields.iter().any(|g| g.name == a)
                     })
                 };
-                let style = syscall_style_of(version, ev.fields.iter().any(is_copy));
+                let style = syscall_style_of(version, crate::kernel::records_user_data(ev));
                 let plain: Vec<&Field> = ev.fields.iter().filter(|f| f.name != "__syscall_nr" && !is_copy(f)).collect();
                 let mut args = Vec::new();
                 for (i, f) in plain.iter().enumerate() {

@@ -76,6 +76,7 @@ pub fn open_tree_with(
             None => KernelProfile::from_text(None, format!("no uname or version file in {top}")),
         }
     };
+    trace.kernel.at_least_from_formats(trace.events.iter());
     Ok(noted(trace))
 }
 

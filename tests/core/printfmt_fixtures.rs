@@ -27,7 +27,7 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
     let long = trace.long_size();
     let e = Endian::Little;
     let ctx = Ctx { abi: trbox::format::Abi::new(e, long), syms: Some(&trace.symbols), strings: Some(&trace.printk) };
-    let kernel = KernelProfile { version: ver, source: String::new() };
+    let kernel = KernelProfile { version: ver, ..Default::default() };
     let mut progs: HashMap<u32, Program> = HashMap::new();
     let mut ours = bodies::Lines::new();
     for cpu in 0..64u32 {
