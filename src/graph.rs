@@ -652,7 +652,7 @@ impl<'a> GraphRenderer<'a> {
 
     /// A function's arguments after its name ([`write_function_args`]).
     fn write_args<W: Write + ?Sized>(&self, w: &mut W, func: u64, p: &[u8], at: Option<u32>) -> fmt::Result {
-        write_function_args(w, self.syms, self.kernel, self.abi, func, p, at)
+        crate::printfmt::write_function_args(w, self.syms, self.kernel, self.abi, func, p, at)
     }
 
     fn in_irq_text(&self, addr: u64) -> bool {
@@ -1073,73 +1073,6 @@ where
 // ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
-
-/// A function's arguments after its name (funcgraph-args, func-args):
-/// `()` when the record has none, else as 7.2's `print_function_args()` (trace_output.c) prints
-/// them: `(name=value, …)` by the parameters' BTF types, `()` for a
-/// function BTF does not know.
-pub(crate) fn write_function_args<W: Write + ?Sized>(
-    w: &mut W,
-    syms: Option<&dyn SymbolLookup>,
-    kernel: Option<&dyn KernelInfo>,
-    abi: Abi,
-    func: u64,
-    p: &[u8],
-    at: Option<u32>,
-) -> fmt::Result {
-    use crate::btf::ArgType;
-    use crate::kernel::FTRACE_REGS_MAX_ARGS;
-    let Some(at) = at else { return w.write_str("()") };
-    w.write_char('(')?;
-    // lookup_symbol_name(): the symbol the address is in.
-    let name = syms.and_then(|s| s.lookup(func)).map(|s| s.name);
-    let params = name.and_then(|n| kernel?.func_args()?.params(n));
-    let long = abi.long_size as usize;
-    let e = abi.endian;
-    let arg = |a: usize| e.uint(p, at as usize + a * long, long).unwrap_or(0);
-    let mut a = 0usize;
-    for (i, param) in params.unwrap_or(&[]).iter().enumerate() {
-        if i > 0 {
-            w.write_str(", ")?;
-        }
-        if a == FTRACE_REGS_MAX_ARGS {
-            w.write_str("...")?;
-            break;
-        }
-        let v = arg(a);
-        w.write_str(&param.name)?;
-        w.write_char('=')?;
-        let signed = |v: u64| if long == 4 { i64::from(v as u32 as i32) } else { v as i64 };
-        match &param.ty {
-            ArgType::Unknown => write!(w, "?0x{v:x}")?,
-            ArgType::Pointer | ArgType::Int { signed: false } => write!(w, "0x{v:x}")?,
-            ArgType::Int { signed: true } => write!(w, "{}", signed(v))?,
-            ArgType::Enum(values) => {
-                write!(w, "{}", signed(v))?;
-                if let Some((_, n)) = values.iter().find(|(x, _)| x & abi.long_mask() == v) {
-                    write!(w, " [{n}]")?;
-                }
-            }
-            ArgType::Other { kind, size } => {
-                write!(w, "({kind})[0x{v:x}")?;
-                let mut x = long as u32;
-                while x < *size {
-                    w.write_char(':')?;
-                    a += 1;
-                    if a == FTRACE_REGS_MAX_ARGS {
-                        w.write_str("...]")?;
-                        return w.write_char(')');
-                    }
-                    write!(w, "0x{:x}", arg(a))?;
-                    x += long as u32;
-                }
-                w.write_char(']')?;
-            }
-        }
-        a += 1;
-    }
-    w.write_char(')')
-}
 
 /// `%ps` of a function address: `name [module]`, or the address in hex.
 pub(crate) fn write_name<W: Write + ?Sized>(w: &mut W, syms: Option<&dyn SymbolLookup>, addr: u64) -> fmt::Result {

@@ -60,11 +60,14 @@ pub enum SyscallStyle {
     UserData,
 }
 
+/// Syscall events record user data ([`SyscallStyle::UserData`]) from here on.
+pub const USER_DATA_SINCE: (u32, u32) = (6, 19);
+
 /// The syscall argument style of a kernel version. An unknown version
 /// gets the style of the kernels boards run today (before 6.17).
 pub fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
     match version {
-        Some(v) if v >= (6, 19) => SyscallStyle::UserData,
+        Some(v) if v >= USER_DATA_SINCE => SyscallStyle::UserData,
         Some(v) if v >= (6, 17) => SyscallStyle::Since6_17,
         _ => SyscallStyle::Before6_17,
     }
@@ -79,6 +82,21 @@ pub fn syscall_style_of(version: Option<(u32, u32)>, has_user_data: bool) -> Sys
         return SyscallStyle::UserData;
     }
     syscall_style(version)
+}
+
+/// Whether an event's format shows 6.19's syscall user data: a
+/// `sys_enter_*` event with a `__data_loc` field `__ARG_val` beside its
+/// argument ARG (7.2 `syscall_enter_define_fields()`).
+pub fn records_user_data(ev: &crate::format::EventFormat) -> bool {
+    ev.system == "syscalls"
+        && ev.name.starts_with("sys_enter_")
+        && ev.fields.iter().any(|f| {
+            matches!(f.kind, crate::format::FieldKind::DataLoc { .. })
+                && f.name
+                    .strip_prefix("__")
+                    .and_then(|r| r.strip_suffix("_val"))
+                    .is_some_and(|a| ev.fields.iter().any(|g| g.name == a))
+        })
 }
 
 /// `O_ACCMODE`: the access-mode bits, the same on every architecture
@@ -271,7 +289,11 @@ const SCHED_SWITCH_STATES: (u32, u32) = (4, 14);
 /// sched_switch's print fmt, if it has the event. Only the tightest clue of
 /// each side is kept; a present event newer than a missing one (a vendor's
 /// backport) leaves the upper bound out.
-pub fn infer<'a>(ftrace_events: impl IntoIterator<Item = &'a str>, sched_switch_fmt: Option<&str>) -> Inference {
+pub fn infer<'a>(
+    ftrace_events: impl IntoIterator<Item = &'a str>,
+    sched_switch_fmt: Option<&str>,
+    user_data: bool,
+) -> Inference {
     let names: Vec<&str> = ftrace_events.into_iter().collect();
     let mut since: Option<((u32, u32), String)> = None;
     let mut before: Option<((u32, u32), String)> = None;
@@ -301,6 +323,11 @@ pub fn infer<'a>(ftrace_events: impl IntoIterator<Item = &'a str>, sched_switch_
         } else if fmt.contains("\"K\"") {
             upper(v, format!("sched_switch prev_state \"K\" (before {}.{})", v.0, v.1));
         }
+    }
+    // Syscall events that record user data ([`records_user_data`]).
+    if user_data {
+        let v = USER_DATA_SINCE;
+        lower(v, format!("syscall events record user data ({}.{} on)", v.0, v.1));
     }
     if let (Some((s, _)), Some((b, _))) = (&since, &before) {
         if s >= b {
@@ -360,7 +387,7 @@ mod tests {
         let base = ["function", "funcgraph_entry", "funcgraph_exit", "print", "bprint", "kernel_stack"];
         let with = |extra: &[&'static str]| base.iter().chain(extra).copied().collect::<Vec<_>>();
         // 4.4-like: nothing newer than the base set.
-        let old = infer(with(&[]), None);
+        let old = infer(with(&[]), None, false);
         assert_eq!((old.since, old.before), (None, Some((4, 9))));
         assert_eq!(old.clues, ["no ftrace event hwlat (added in 4.9)"]);
         let p = KernelProfile::inferred(&old, "x.dat");
@@ -368,30 +395,34 @@ mod tests {
         assert!(p.to_string().starts_with("kernel version before 4.9 (inferred from x.dat: no ftrace event hwlat"));
         // 4.10 to 5.12, narrowed by sched_switch's task states.
         let k = "print fmt: \"...\", __print_flags(REC->prev_state & (1024-1), \"|\", { 1, \"S\"} , { 128, \"K\" })";
-        let mid = infer(with(&["hwlat", "raw_data"]), Some(k));
+        let mid = infer(with(&["hwlat", "raw_data"]), Some(k), false);
         assert_eq!((mid.since, mid.before), (Some((4, 10)), Some((4, 14))));
         let p = KernelProfile::inferred(&mid, "y.dat");
         assert_eq!(p.version, Some((4, 10)));
         assert_eq!(p.lat_columns(false), LatColumns::Four);
         assert!(p.to_string().starts_with("kernel version 4.10 or later, before 4.14 (inferred from y.dat: "));
         let i = "{ 0x0040, \"P\" }, { 0x0080, \"I\" }";
-        let late = infer(with(&["hwlat", "raw_data"]), Some(i));
+        let late = infer(with(&["hwlat", "raw_data"]), Some(i), false);
         assert_eq!((late.since, late.before), (Some((4, 14)), Some((5, 13))));
         assert_eq!(KernelProfile::inferred(&late, "").lat_columns(false), LatColumns::Four);
         // func_repeats: 5.13 on, the five columns.
-        let new = infer(with(&["hwlat", "raw_data", "func_repeats", "osnoise", "timerlat"]), Some(i));
+        let new = infer(with(&["hwlat", "raw_data", "func_repeats", "osnoise", "timerlat"]), Some(i), false);
         assert_eq!((new.since, new.before), (Some((5, 14)), None));
         let p = KernelProfile::inferred(&new, "z.dat");
         assert_eq!(p.lat_columns(false), LatColumns::Five);
         assert!(p.to_string().starts_with("kernel version 5.14 or later (inferred from z.dat: ftrace event osnoise"));
         // No ftrace set at all (or only part of it): nothing told.
-        let none = infer(["print"], None);
+        let none = infer(["print"], None, false);
         assert_eq!(none, Inference::default());
         let p = KernelProfile::inferred(&none, "w.dat");
         assert_eq!((p.version, p.inferred), (None, None));
         assert!(p.to_string().starts_with("kernel version unknown (inferred from w.dat)"));
         // A backport newer than a missing event: the upper bound goes.
-        let odd = infer(with(&["func_repeats"]), None);
+        // Syscall events with user data: 6.19 on, whatever else is there.
+        let user = infer(with(&["hwlat", "raw_data", "func_repeats", "osnoise", "timerlat"]), None, true);
+        assert_eq!((user.since, user.before), (Some(USER_DATA_SINCE), None));
+        assert!(user.clues.iter().any(|c| c == "syscall events record user data (6.19 on)"), "{:?}", user.clues);
+        let odd = infer(with(&["func_repeats"]), None, false);
         assert_eq!((odd.since, odd.before), (Some((5, 13)), None));
     }
 }

@@ -894,7 +894,7 @@ impl<'a> Renderer<'a> {
                 let long = self.abi.long_size as usize;
                 let args = args.filter(|&a| payload.len() >= a as usize + crate::kernel::FTRACE_REGS_MAX_ARGS * long);
                 if args.is_some() {
-                    crate::graph::write_function_args(w, self.syms, self.kernel, self.abi, ip_v, payload, args)?;
+                    crate::printfmt::write_function_args(w, self.syms, self.kernel, self.abi, ip_v, payload, args)?;
                 }
                 if par != 0 {
                     w.write_str(" <-")?;

@@ -100,7 +100,8 @@ impl<S> Trace<S> {
     pub fn inferred_kernel(&self, source: &str) -> KernelProfile {
         let ftrace = self.events.iter().filter(|e| e.system == "ftrace").map(|e| e.name.as_str());
         let switch = self.events.by_name("sched:sched_switch").map(|e| e.print_fmt.as_str());
-        KernelProfile::inferred(&crate::kernel::infer(ftrace, switch), source)
+        let user_data = self.events.iter().any(crate::kernel::records_user_data);
+        KernelProfile::inferred(&crate::kernel::infer(ftrace, switch, user_data), source)
     }
 
     /// The same session with its symbols turned into others (parsed now…).

@@ -315,7 +315,7 @@ impl Program {
                         matches!(f.kind, FieldKind::DataLoc { .. }) && ev.fields.iter().any(|g| g.name == a)
                     })
                 };
-                let style = syscall_style_of(version, ev.fields.iter().any(is_copy));
+                let style = syscall_style_of(version, crate::kernel::records_user_data(ev));
                 let plain: Vec<&Field> = ev.fields.iter().filter(|f| f.name != "__syscall_nr" && !is_copy(f)).collect();
                 let mut args = Vec::new();
                 for (i, f) in plain.iter().enumerate() {
@@ -684,6 +684,73 @@ impl Program {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// A function's arguments after its name (funcgraph-args, func-args):
+/// `()` when the record has none, else as 7.2's `print_function_args()` (trace_output.c) prints
+/// them: `(name=value, …)` by the parameters' BTF types, `()` for a
+/// function BTF does not know.
+pub fn write_function_args<W: Write + ?Sized>(
+    w: &mut W,
+    syms: Option<&dyn SymbolLookup>,
+    kernel: Option<&dyn KernelInfo>,
+    abi: Abi,
+    func: u64,
+    p: &[u8],
+    at: Option<u32>,
+) -> fmt::Result {
+    use crate::btf::ArgType;
+    use crate::kernel::FTRACE_REGS_MAX_ARGS;
+    let Some(at) = at else { return w.write_str("()") };
+    w.write_char('(')?;
+    // lookup_symbol_name(): the symbol the address is in.
+    let name = syms.and_then(|s| s.lookup(func)).map(|s| s.name);
+    let params = name.and_then(|n| kernel?.func_args()?.params(n));
+    let long = abi.long_size as usize;
+    let e = abi.endian;
+    let arg = |a: usize| e.uint(p, at as usize + a * long, long).unwrap_or(0);
+    let mut a = 0usize;
+    for (i, param) in params.unwrap_or(&[]).iter().enumerate() {
+        if i > 0 {
+            w.write_str(", ")?;
+        }
+        if a == FTRACE_REGS_MAX_ARGS {
+            w.write_str("...")?;
+            break;
+        }
+        let v = arg(a);
+        w.write_str(&param.name)?;
+        w.write_char('=')?;
+        let signed = |v: u64| if long == 4 { i64::from(v as u32 as i32) } else { v as i64 };
+        match &param.ty {
+            ArgType::Unknown => write!(w, "?0x{v:x}")?,
+            ArgType::Pointer | ArgType::Int { signed: false } => write!(w, "0x{v:x}")?,
+            ArgType::Int { signed: true } => write!(w, "{}", signed(v))?,
+            ArgType::Enum(values) => {
+                write!(w, "{}", signed(v))?;
+                if let Some((_, n)) = values.iter().find(|(x, _)| x & abi.long_mask() == v) {
+                    write!(w, " [{n}]")?;
+                }
+            }
+            ArgType::Other { kind, size } => {
+                write!(w, "({kind})[0x{v:x}")?;
+                let mut x = long as u32;
+                while x < *size {
+                    w.write_char(':')?;
+                    a += 1;
+                    if a == FTRACE_REGS_MAX_ARGS {
+                        w.write_str("...]")?;
+                        return w.write_char(')');
+                    }
+                    write!(w, "0x{:x}", arg(a))?;
+                    x += long as u32;
+                }
+                w.write_char(']')?;
+            }
+        }
+        a += 1;
+    }
+    w.write_char(')')
+}
 
 /// `sys_enter_openat`'s flag table from its print fmt (`{ 0x1, "O_WRONLY"
 /// }, …`: the values of the traced architecture), names into `name`.

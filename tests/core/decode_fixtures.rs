@@ -309,9 +309,9 @@ fn unknown_version_means_the_layout_before_6_17() {
 
 /// A kernel newer than the newest whose text trbox's rules were checked
 /// against (kernel::NEWEST_RULES, 7.2) gets 7.2's rules and `-v` says so,
-/// once. Without a uname, the `__ARG_val` fields alone choose 6.19+'s
-/// syscall text for the events that have them (graph_syscalls: openat and
-/// write; sys_read has none, so `events` needs the version).
+/// once. Without a uname, the `__ARG_val` fields prove 6.19 or later
+/// (kernel::records_user_data): every syscall event then prints the 6.19+
+/// way, sys_read's too, which has none, and `-v` says where that came from.
 #[test]
 fn a_newer_kernel_is_said_under_v() {
     for s in ["graph_syscalls", "events"] {
@@ -329,11 +329,16 @@ fn a_newer_kernel_is_said_under_v() {
         let err = stderr(&o);
         let want = "7.3 is newer than the newest kernel trbox knows the text of (7.2): its rules are used, and lines may differ from the kernel's own";
         assert_eq!(err.matches(want).count(), 1, "{err}");
-        if s == "graph_syscalls" {
-            std::fs::remove_file(d.join("uname")).unwrap();
-            let (n, bad) = check(&d);
-            assert!(n > 0 && bad.is_empty(), "{}", bad.join("\n"));
-        }
+        std::fs::remove_file(d.join("uname")).unwrap();
+        let (n, bad) = check(&d);
+        assert!(n > 0 && bad.is_empty(), "{}", bad.join("\n"));
+        let o = run(&["tr-cat", "--raw", "-v", "-T", d.to_str().unwrap()]);
+        assert!(
+            stderr(&o).contains("kernel version 6.19 or later (inferred from")
+                && stderr(&o).contains("syscall events record user data (6.19 on)"),
+            "{}",
+            stderr(&o)
+        );
     }
     let o = run(&["tr-cat", "--raw", "-v", "-T", "tests/fixtures/aarch64-7.2/events"]);
     assert!(!stderr(&o).contains("newer"), "{}", stderr(&o));
