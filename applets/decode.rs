@@ -276,6 +276,7 @@ pub fn run(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<boo
         buffers: &buffers,
         labels: &labels,
         prepared: &prepared,
+        stacks: Default::default(),
     };
     let mut em = Emitter {
         p: plain(),
@@ -398,7 +399,7 @@ pub fn collect(
         saved_cmdlines,
     };
     let prepared = o.filter.prepare(&meta.trace.events);
-    let mut c = Collector { meta, f, o, prepared };
+    let mut c = Collector { meta, f, o, prepared, stacks: Default::default() };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
@@ -513,6 +514,7 @@ struct Collector<'f> {
     f: &'f mut dyn FnMut(&Meta, Item<'_>),
     o: &'f RawOpts,
     prepared: crate::emit::Prepared,
+    stacks: crate::emit::StackVerdicts,
 }
 
 impl Consumer for Collector<'_> {
@@ -523,9 +525,9 @@ impl Consumer for Collector<'_> {
                 let t = &m.trace;
                 let Some(ev) = t.events.event_of(rec.payload, t.endian) else { return };
                 let pid = m.pid(ev, rec.payload);
-                if o.since.is_some_and(|t0| rec.ts < t0)
-                    || !o.filter.keep(&self.prepared, ev, rec.payload, t.endian, pid, &t.cmdlines)
-                {
+                let keep = !o.since.is_some_and(|t0| rec.ts < t0)
+                    && o.filter.keep(&self.prepared, ev, rec.payload, t.endian, pid, &t.cmdlines);
+                if !self.stacks.keep(buffer, cpu, ev, keep) {
                     return;
                 }
                 (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });

@@ -164,6 +164,33 @@ pub struct Plain<'a> {
     pub labels: &'a [String],
     /// What the filter worked out: [`Filter::prepare`].
     pub prepared: &'a Prepared,
+    pub stacks: StackVerdicts,
+}
+
+/// A stack record (`kernel_stack`, `user_stack`: a stacktrace trigger's or
+/// option's) belongs to the record just before it on its CPU, and shares
+/// its verdict: the stack of a dropped event is dropped too (the kernel
+/// writes it in the event's context, so `--pid` and `--comm` agree
+/// anyway; a switch of trbox's own is dropped by what it names).
+#[derive(Default)]
+pub struct StackVerdicts {
+    /// The (buffer, CPU)s whose last record was dropped.
+    after_dropped: Vec<(u32, u32)>,
+}
+
+impl StackVerdicts {
+    /// Whether the record `ev` of (buffer, CPU) is kept, given the
+    /// filters' verdict `keep` on it.
+    pub fn keep(&mut self, buffer: u32, cpu: u32, ev: &EventFormat, keep: bool) -> bool {
+        let at = self.after_dropped.iter().position(|&k| k == (buffer, cpu));
+        let follows_dropped = at.map(|i| self.after_dropped.swap_remove(i)).is_some();
+        let stack = || ev.system == "ftrace" && matches!(ev.name.as_str(), "kernel_stack" | "user_stack");
+        let keep = keep && !(follows_dropped && stack());
+        if !keep {
+            self.after_dropped.push((buffer, cpu));
+        }
+        keep
+    }
 }
 
 /// What the filters make of a record.
@@ -175,12 +202,12 @@ pub enum Kept<'a> {
 }
 
 impl<'a> Plain<'a> {
-    pub fn kept(&self, ts: u64, payload: &[u8]) -> Kept<'a> {
+    pub fn kept(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) -> Kept<'a> {
         let Some(ev) = self.events.event_of(payload, self.endian) else { return Kept::Unknown };
         let pid = self.r.pid(payload);
-        if self.o.since.is_some_and(|t0| ts < t0)
-            || !self.o.filter.keep(self.prepared, ev, payload, self.endian, pid, self.r.cmdlines())
-        {
+        let keep = !self.o.since.is_some_and(|t0| ts < t0)
+            && self.o.filter.keep(self.prepared, ev, payload, self.endian, pid, self.r.cmdlines());
+        if !self.stacks.keep(buffer, cpu, ev, keep) {
             return Kept::Dropped;
         }
         Kept::Event(ev)
@@ -209,7 +236,7 @@ impl<'a> Plain<'a> {
 
     /// A record's line(s), if the filters keep it.
     pub fn record(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
-        match self.kept(ts, payload) {
+        match self.kept(buffer, cpu, ts, payload) {
             Kept::Unknown => {
                 self.label(w, buffer);
                 let _ = self.r.record(w, cpu, ts, payload);
@@ -259,7 +286,7 @@ impl Emitter<'_> {
         let (buffer, cpu) = (s.buffer, s.cpu);
         match s.take() {
             Some(Next::Record(rec)) => {
-                let ev = match self.p.kept(rec.ts, rec.payload) {
+                let ev = match self.p.kept(buffer, cpu, rec.ts, rec.payload) {
                     Kept::Event(ev) => ev,
                     Kept::Unknown => {
                         self.p.label(line, buffer);

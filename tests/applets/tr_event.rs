@@ -503,3 +503,29 @@ fn a_system_wide_run_leaves_out_its_own_threads() {
     assert!(me.is_empty(), "trbox ({tids:?}) in its own trace:\n{}", me.join("\n"));
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// A stack record goes with the event before it on its CPU: system-wide,
+/// the switches of trbox's own threads are left out, and their stacks
+/// (`-R stacktrace`) with them — the aarch64:6.12-16k board printed
+/// `<stack trace>` blocks with no switch before them.
+#[test]
+fn a_left_out_event_takes_its_stack_with_it() {
+    let Some((_l, root, before)) = live() else { return };
+    let o = ev(&["sched:sched_switch", "-R", "stacktrace", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let heads: Vec<&str> = out.lines().filter(|l| !l.starts_with(" =>")).collect();
+    assert!(heads.iter().any(|l| l.contains("<stack trace>")), "{out}");
+    // The line before a stack on its CPU (`[001]`) is the switch it is of.
+    let cpu = |l: &str| l.split_once(" [").and_then(|(_, r)| r.get(..3)).map(String::from);
+    let mut last: std::collections::BTreeMap<String, &str> = Default::default();
+    for l in &heads {
+        let Some(c) = cpu(l) else { continue };
+        if l.contains("<stack trace>") {
+            let prev = last.get(&c).copied().unwrap_or_default();
+            assert!(prev.contains(": sched_switch: "), "a stack without its event:\n{prev}\n{l}");
+        }
+        last.insert(c, l);
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
