@@ -36,7 +36,8 @@ impl Error {
 impl From<trbox::sys::Error> for Error {
     fn from(e: trbox::sys::Error) -> Self {
         let hint = e.hint().map(String::from);
-        Error { code: EXIT_RUNTIME, msg: e.to_string(), hint }
+        let code = if e.is_usage() { EXIT_USAGE } else { EXIT_RUNTIME };
+        Error { code, msg: e.to_string(), hint }
     }
 }
 

@@ -4,11 +4,11 @@
 //! `Tracefs::list_events`) and the traced window.
 
 use crate::cli::Error;
-use crate::decode::{Input, RawOpts, Reading};
 use std::cell::RefCell;
 use std::time::Duration;
 use trbox::names::{closest, glob_match};
 use trbox::sys::child::Paused;
+use trbox::sys::read::{Input, RawOpts, Reading};
 use trbox::sys::state::State;
 use trbox::sys::{describe, signals, Tracefs};
 
@@ -294,7 +294,7 @@ pub fn stream_text(
     limit: Option<Duration>,
     empty: &Empty,
 ) -> Result<Option<u8>, Error> {
-    stream(t, st, child, json, limit, Reading::default(), &crate::decode::run, Some(empty))
+    stream(t, st, child, json, limit, Reading::default(), &|i, o, d| Ok(trbox::sys::read::print(i, o, d)?), Some(empty))
 }
 
 /// What a run does with the records of its window: print them decoded, or

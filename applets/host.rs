@@ -5,15 +5,15 @@
 //! writes streams and sends).
 
 use crate::cli::Error;
-use crate::decode;
 use std::path::Path;
+use trbox::sys::read;
 
 /// `tr-cat STREAM -o trace.dat`: the stream (`-`: standard input) as a
 /// version 6 trace.dat.
 pub fn convert(input: &str, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
     let inp = Path::new(input);
-    let Some(bytes) = crate::stream_in::load_stream(inp)? else {
+    let Some(bytes) = trbox::sys::read::load_stream(inp)? else {
         return Err(Error::usage(format!("{input}: not a trbox stream (tr-cat -o - writes one); nothing to convert"))
             .hint("a trace.dat is read as it is: tr-cat FILE"));
     };
@@ -27,11 +27,11 @@ pub fn convert(input: &str, output: &str) -> Result<(), Error> {
 }
 
 /// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
-pub fn perfetto(input: decode::Input<'_>, o: &decode::RawOpts, output: &str) -> Result<(), Error> {
+pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
     let mut tr = trbox::perfetto::Trace::new();
-    let meta = decode::collect(input, o, &|| false, &mut |m, it| {
-        if let decode::Item::Record { cpu, ts, payload, .. } = it {
+    let meta = read::collect(input, o, &|| false, &mut |m, it| {
+        if let read::Item::Record { cpu, ts, payload, .. } = it {
             let endian = m.trace.endian;
             if let Some(ev) = m.trace.events.event_of(payload, endian) {
                 tr.event(ev, cpu, ts, m.pid(ev, payload), payload, endian);

@@ -3,17 +3,11 @@
 
 mod cli;
 mod command;
-mod decode;
-mod emit;
 #[cfg(feature = "host")]
 mod host;
 #[cfg(feature = "host")]
 mod listen;
-mod out;
-mod pool;
 mod record;
-mod stats;
-mod stream_in;
 mod tr_cat;
 mod tr_event;
 mod tr_graph;

@@ -2,9 +2,9 @@
 //! trace.dat, or record the raw pages into one (-o, see record.rs).
 
 use crate::cli::{self, Common, Error};
-use crate::decode::{self, Filter, RawOpts};
-use crate::out::Out;
 use std::io::Write as _;
+use trbox::sys::read::Out;
+use trbox::sys::read::{self, Filter, RawOpts};
 use trbox::sys::Tracefs;
 
 const HELP: &str = "\
@@ -195,11 +195,11 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         // A recorded file needs no tracefs (and no root).
         let mut o = opts(false);
         o.only = parse_cpus(a.cpu.as_deref())?;
-        let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        let input = read::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
         if a.stats {
             return stats(input, &o, a.all);
         }
-        if !decode::run(input, &o, &|| false)? && filtered(&a) {
+        if !read::print(input, &o, &|| false)? && filtered(&a) {
             // (No record at all, or none on the CPUs of --cpu, has its own note.)
             crate::cli::note(
                 &Error::runtime(format!("no event in {f} passes the filters"))
@@ -223,11 +223,11 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if a.raw {
         let mut o = opts(a.follow);
         o.only = cpus;
-        let input = decode::Input::tree(&t, &o)?;
+        let input = read::Input::tree(&t, &o)?;
         if a.stats {
             stats(input, &o, a.all)
         } else {
-            if !decode::run(input, &o, &|| false)? {
+            if !read::print(input, &o, &|| false)? {
                 let what = if filtered(&a) || o.only.is_some() {
                     "no event in the buffer passes the filters"
                 } else {
@@ -243,7 +243,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let text = t.read("trace")?;
         let mut out = Out::stdout();
         let _ = out.write_all(text.as_bytes());
-        out.finish()
+        Ok(out.finish()?)
     }
 }
 
@@ -287,7 +287,7 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
     if let (Some(o), Some(f)) = (&a.output, &a.file) {
         if o.ends_with(".pftrace") {
             let ro = perfetto_opts(a)?;
-            let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
+            let input = read::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
             return crate::host::perfetto(input, &ro, o).map(Some);
         }
         if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
@@ -304,7 +304,7 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
             t.enter_instance(i)?;
         }
         let ro = perfetto_opts(a)?;
-        let input = decode::Input::tree(&t, &ro)?;
+        let input = read::Input::tree(&t, &ro)?;
         return crate::host::perfetto(input, &ro, o).map(Some);
     }
     if let Some(addr) = a.listen {
@@ -314,12 +314,12 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
 }
 
 /// `--stats`: count everything kept, print the table at the end.
-fn stats(input: decode::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
-    let mut st = crate::stats::Stats::default();
-    let meta = decode::collect(input, o, &|| false, &mut |m, it| st.add(m, it))?;
+fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
+    let mut st = trbox::sys::read::Summary::default();
+    let meta = read::collect(input, o, &|| false, &mut |m, it| st.add(m, it))?;
     let mut out = Out::stdout();
     let _ = out.write_all(st.render(&meta, all_tasks).as_bytes());
-    out.finish()
+    Ok(out.finish()?)
 }
 
 fn parse_cpus(s: Option<&str>) -> Result<Option<Vec<u32>>, Error> {

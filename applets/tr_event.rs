@@ -121,11 +121,11 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             Some(spec) => resolve(&all, spec)?,
             None => all,
         };
-        let mut out = crate::out::Out::stdout();
+        let mut out = trbox::sys::read::Out::stdout();
         for e in &listed {
             let _ = writeln!(out, "{e}");
         }
-        return out.finish();
+        return Ok(out.finish()?);
     }
     if let Some(f) = &a.format {
         let ev = resolve(&all, f)?;

@@ -4,13 +4,13 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
-use crate::decode::{self, Input, Item, RawOpts};
-use crate::out::Out;
 use std::io::Write as _;
 use trbox::graph::stats::{Stats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::lock::Lock;
+use trbox::sys::read::Out;
+use trbox::sys::read::{self, Input, Item, RawOpts};
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
@@ -202,10 +202,10 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
             let _ = out.write_all(h.as_bytes());
             out.finish()?;
         }
-        return decode::run(input, o, done);
+        return Ok(read::print(input, o, done)?);
     }
     let mut stats: Option<Stats> = None;
-    let meta = decode::collect(input, o, done, &mut |m, it| {
+    let meta = read::collect(input, o, done, &mut |m, it| {
         if let Item::Record { payload, .. } = it {
             stats
                 .get_or_insert_with(|| Stats::new(&m.trace.events, m.trace.abi(), false))

@@ -6,14 +6,14 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
-use crate::decode::{self, Filter, Input, Item, RawOpts, Reading};
-use crate::out::Out;
 use std::cell::Cell;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 use trbox::lat::{self, Lat, Mode, Table, Unit};
 use trbox::sys::event_dir;
 use trbox::sys::lock::Lock;
+use trbox::sys::read::Out;
+use trbox::sys::read::{self, Filter, Input, Item, RawOpts, Reading};
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
@@ -544,7 +544,7 @@ fn measure(
     // them to a woken task is that task's end of latency.
     let own = o.filter.not_self.then(trbox::sys::thread::own_tids);
     let o = &RawOpts { filter: Filter { not_self: false, ..o.filter.clone() }, ..o.clone() };
-    let meta = decode::collect(input, o, done, &mut |m, it| {
+    let meta = read::collect(input, o, done, &mut |m, it| {
         if let (true, Item::Record { cpu, ts, payload, .. }) = (keep_tail, &it) {
             let i = *cpu as usize;
             if tail.len() <= i {
@@ -646,7 +646,7 @@ fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> S
 /// own "stop tracing hit on cpu N" goes through the trace_printk buffers,
 /// which a kernel without trace_printk users, like Debian's, never
 /// allocates), how long, and its records up to the stop, stacks included.
-fn stop_report(meta: &decode::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result<(), Error> {
+fn stop_report(meta: &read::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result<(), Error> {
     let over = |s: &lat::Sample| {
         let us = if matches!(s.table, Table::TimerIrq | Table::Single) { a.irq_us } else { a.total_us };
         us.is_some_and(|us| s.ns >= us.saturating_mul(1000))

@@ -5,14 +5,14 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, resolve_all, Follow, Window};
-use crate::decode::{self, Input, Item, RawOpts};
-use crate::out::Out;
 use std::io::Write as _;
 use std::time::Duration;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
 use trbox::names::glob_match;
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::lock::Lock;
+use trbox::sys::read::Out;
+use trbox::sys::read::{self, Input, Item, RawOpts};
 use trbox::sys::state::{ftrace_refused, State};
 use trbox::sys::{event_dir, signals, Tracefs};
 
@@ -201,7 +201,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
 /// Collect kernel_stack records and print them counted (table or folded).
 fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
     let mut counts: Option<StackCounts> = None;
-    let meta = decode::collect(input, o, done, &mut |m, it| {
+    let meta = read::collect(input, o, done, &mut |m, it| {
         let c = counts.get_or_insert_with(|| StackCounts::new(&m.trace.events, m.trace.abi()));
         match it {
             Item::Record { buffer, cpu, payload, .. } => c.record(&m.trace.events, m.slot(buffer, cpu), payload),
@@ -235,7 +235,7 @@ fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool
     let _ = if a.folded { write_folded(&mut text, &rows) } else { write_table(&mut text, &rows) };
     let mut out = Out::stdout();
     let _ = out.write_all(text.as_bytes());
-    out.finish()
+    Ok(out.finish()?)
 }
 
 /// The stack tracer: enable it (and the filter) until -t or Ctrl-C, print
@@ -274,5 +274,5 @@ fn print_table(t: &Tracefs) -> Result<(), Error> {
     let mut out = Out::stdout();
     let _ = writeln!(out, "stack_max_size: {} bytes", max.trim());
     let _ = out.write_all(table.as_bytes());
-    out.finish()
+    Ok(out.finish()?)
 }

@@ -42,6 +42,18 @@ pub enum Error {
     Elf { path: PathBuf, err: crate::elf::Error },
     /// A trace.dat file that cannot be opened or read (`what`: why).
     TraceDat { path: PathBuf, what: String },
+    /// `-B NAME` names a buffer a trace.dat does not hold (`existing`: the
+    /// ones it does, as a person reads them).
+    NoBuffer { path: PathBuf, name: String, existing: Vec<String> },
+    /// A file that is neither a trace.dat, a trbox stream nor a console log
+    /// with a recording (`what`: why the console log reader gave up).
+    NotARecording { path: PathBuf, what: String },
+    /// A board build asked for host-side work (`what`: which).
+    HostOnly { what: String },
+    /// Writing the output failed (not a closed pipe: that is a normal end).
+    Output(io::Error),
+    /// The stop signals' handlers could not be installed.
+    Signals(io::Error),
 }
 
 impl Error {
@@ -86,7 +98,12 @@ impl Error {
             Error::FtraceRefused { .. } => Some(
                 "function tracers and function filters are unavailable (a locked-down kernel, or sysctl kernel.ftrace_enabled=0); events (tr-event), uprobes, the nop tracer and tr-cat still work",
             ),
-            Error::Elf { .. } | Error::TraceDat { .. } => None,
+            Error::Elf { .. } | Error::TraceDat { .. } | Error::Output(_) | Error::Signals(_) => None,
+            Error::NoBuffer { .. } => Some("-B NAME picks one; -B '' the top buffer; without -B every buffer is shown"),
+            Error::NotARecording { .. } => Some("record on the board with: tr-cat -o - --console [-e EV] [-t S] [-- CMD]"),
+            Error::HostOnly { .. } => {
+                Some("copy the file to a machine with the host build of trbox (cargo build --release)")
+            }
             Error::NoInstance { .. } => Some("create it with an applet that writes (it creates instances), or: mkdir <tracefs>/instances/NAME"),
             Error::Io { err, .. } => match err.raw_os_error() {
                 Some(libc::EACCES) => Some("tracefs is readable by root only: run as root (e.g. with sudo)"),
@@ -95,6 +112,12 @@ impl Error {
                 _ => None,
             },
         }
+    }
+
+    /// A usage error rather than a runtime one: what was asked cannot be
+    /// done by this build at all.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::HostOnly { .. })
     }
 
     /// The errno behind the failure, if there is one.
@@ -169,6 +192,17 @@ impl fmt::Display for Error {
             }
             Error::Elf { path, err } => write!(f, "{}: {err}", path.display()),
             Error::TraceDat { path, what } => write!(f, "{}: {what}", path.display()),
+            Error::NoBuffer { path, name, existing } => {
+                write!(f, "{}: no buffer '{name}' (it has: {})", path.display(), existing.join(", "))
+            }
+            Error::NotARecording { path, what } => write!(
+                f,
+                "{}: neither a trace.dat, a trbox stream nor a console log with a recording: {what}",
+                path.display()
+            ),
+            Error::HostOnly { what } => write!(f, "this trbox is a board build: {what} is done on the host"),
+            Error::Output(e) => write!(f, "cannot write output: {e}"),
+            Error::Signals(e) => write!(f, "cannot install signal handlers: {e}"),
         }
     }
 }

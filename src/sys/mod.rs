@@ -10,6 +10,7 @@ pub mod lock;
 pub mod net;
 pub mod prefetch;
 pub mod raw;
+pub mod read;
 pub mod record;
 pub mod reset;
 pub mod sched;

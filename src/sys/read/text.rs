@@ -1,156 +1,18 @@
-//! The text of records, the way the applets print them: the output
-//! filters and options ([`RawOpts`]), every layout but the graph one
-//! ([`Plain`], all a worker thread of pool.rs needs), and the graph layout
-//! on top of it ([`Emitter`], one thread: it folds records in order).
+//! The text sink: records as the kernel's `trace` file prints them, or one
+//! JSON object each (`--json`). Every layout but the graph one is
+//! [`Plain`] (all a worker thread of parallel.rs needs); the graph layout
+//! sits on top of it in [`Emitter`] (one thread: it folds records in
+//! order).
 
-use crate::out::Out;
+use super::opts::{Prepared, RawOpts};
+use super::out::Out;
+use super::Sink;
+use crate::format::{Endian, EventFormat, EventTable};
+use crate::graph::{GraphRenderer, IrqText, Outcome};
+use crate::render::{write_lost, Cmdlines, Renderer};
+use crate::sys::events::LazyKallsyms;
+use crate::sys::stream::{CpuPages, Next};
 use std::io::Write as _;
-use std::time::Duration;
-use trbox::format::{Endian, EventFormat, EventTable, FieldLoc};
-use trbox::graph::{GraphRenderer, IrqText, Outcome};
-use trbox::names::glob_match;
-use trbox::render::{write_lost, Cmdlines, Renderer};
-use trbox::sys::events::LazyKallsyms;
-use trbox::sys::stream::{CpuPages, Next};
-
-/// What to keep.
-#[derive(Clone)]
-pub struct Filter {
-    pub pid: Option<i32>,
-    pub comm: Option<String>,
-    pub events: Vec<String>,
-    /// Leave out trbox's own threads (a live run): the records they wrote
-    /// and the scheduler events about them. The kernel's notrace pid list
-    /// keeps most out, but it records a switch when either side is
-    /// traced, and a waking when the waker is.
-    pub not_self: bool,
-}
-
-/// What a [`Filter`] works out once per run, before the first record
-/// ([`Filter::prepare`]): the globs of `-e` run once per event, not once
-/// per record (a `format!` and two matches each: half of `tr-cat -e`).
-#[derive(Default)]
-pub struct Prepared {
-    /// The events `-e` takes, by id (`common_type`, a short on every
-    /// kernel); `None` without `-e`.
-    ids: Option<Vec<bool>>,
-    /// trbox's threads, with `not_self`.
-    own: Vec<i32>,
-    /// The field naming the task a scheduler event is about besides its
-    /// writer (`next_pid`, a waking's `pid`), by event id.
-    about: Vec<(u32, FieldLoc)>,
-}
-
-impl Filter {
-    /// Work out what the filter needs of `table` (and, with `not_self`,
-    /// which threads are trbox's: call it once its readers run).
-    pub fn prepare(&self, table: &EventTable) -> Prepared {
-        let mut p = Prepared::default();
-        if !self.events.is_empty() {
-            let mut ids = vec![false; 1 << 16];
-            for ev in table.iter() {
-                let full = format!("{}:{}", ev.system, ev.name);
-                if let Some(k) = ids.get_mut(ev.id as usize) {
-                    *k = self.events.iter().any(|g| glob_match(g, &full) || glob_match(g, &ev.name));
-                }
-            }
-            p.ids = Some(ids);
-        }
-        if self.not_self {
-            p.own = trbox::sys::thread::own_tids();
-            for (name, field) in [
-                ("sched_switch", "next_pid"),
-                ("sched_waking", "pid"),
-                ("sched_wakeup", "pid"),
-                ("sched_wakeup_new", "pid"),
-            ] {
-                if let Some(f) = table.by_name(&format!("sched:{name}")).and_then(|ev| Some((ev.id, ev.field(field)?)))
-                {
-                    p.about.push((f.0, f.1.loc()));
-                }
-            }
-        }
-        p
-    }
-
-    /// Whether a record passes; `p`: what [`Filter::prepare`] gave.
-    #[allow(clippy::too_many_arguments)]
-    pub fn keep(
-        &self,
-        p: &Prepared,
-        ev: &EventFormat,
-        payload: &[u8],
-        endian: Endian,
-        pid: i32,
-        cmdlines: &Cmdlines,
-    ) -> bool {
-        self.pid.map_or(true, |want| want == pid)
-            && self.comm.as_deref().map_or(true, |c| glob_match(c, cmdlines.comm(pid)))
-            && p.ids.as_ref().map_or(true, |ids| ids.get(ev.id as usize) == Some(&true))
-            && (p.own.is_empty() || !p.mine(ev, payload, endian, pid))
-    }
-}
-
-impl Prepared {
-    /// Did trbox write the record, or is it a scheduler event about one of
-    /// its threads?
-    fn mine(&self, ev: &EventFormat, payload: &[u8], endian: Endian, pid: i32) -> bool {
-        self.own.contains(&pid)
-            || self
-                .about
-                .iter()
-                .find(|a| a.0 == ev.id)
-                .and_then(|a| a.1.int(payload, endian))
-                .is_some_and(|task| self.own.iter().any(|&t| i64::from(t) == task))
-    }
-}
-
-/// Options of a raw read: what to keep, how to follow and print.
-#[derive(Clone)]
-pub struct RawOpts {
-    pub only: Option<Vec<u32>>,
-    pub filter: Filter,
-    pub follow: bool,
-    pub json: bool,
-    pub limit: Option<Duration>,
-    /// Skip records older than this trace-clock time (what was in the
-    /// buffer before this run started).
-    pub since: Option<u64>,
-    /// Threads that render a drained buffer; `None`: one per CPU this
-    /// process may run on.
-    pub threads: Option<usize>,
-    pub reading: Reading,
-}
-
-/// What a live reader of a few events of its own needs of the tracefs.
-#[derive(Clone, Copy, Default)]
-pub struct Reading {
-    /// Only these event systems' formats (and ftrace's) are read: see
-    /// `sys::trace::open_tree_with`. A record of another is an unknown id.
-    pub systems: Option<&'static [&'static str]>,
-    /// Follow at this pace: the buffer read once per `pace`, by the
-    /// decoder, with no read-ahead threads. For a slow writer (a latency
-    /// tracer's entries, ~80 KB/s per CPU at a 1 ms period) whose reader
-    /// must disturb the measured CPUs least: each read of a page the
-    /// kernel is still writing copies its records with interrupts off.
-    pub pace: Option<Duration>,
-}
-
-impl RawOpts {
-    /// Every CPU, no output filter: what the tracing applets stream.
-    pub fn all(follow: bool, json: bool, limit: Option<Duration>, since: Option<u64>) -> Self {
-        RawOpts {
-            only: None,
-            filter: Filter { pid: None, comm: None, events: Vec::new(), not_self: false },
-            follow,
-            json,
-            limit,
-            since,
-            threads: None,
-            reading: Reading::default(),
-        }
-    }
-}
 
 /// The text of records and losses in every layout but the graph one: all
 /// a worker thread needs (pool.rs).
@@ -336,5 +198,15 @@ impl Emitter<'_> {
             Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
             None => {}
         }
+    }
+}
+
+impl Sink for Emitter<'_> {
+    fn emit(&mut self, s: &mut CpuPages, out: &mut Out) {
+        Emitter::emit(self, s, out)
+    }
+
+    fn cmdlines(&mut self, c: Cmdlines) {
+        self.p.r.set_cmdlines(c);
     }
 }

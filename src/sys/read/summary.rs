@@ -1,9 +1,9 @@
 //! `tr-cat --stats`: what a buffer or a trace.dat holds, in 80 columns —
 //! the time span, events and losses per CPU, events per type and per task.
 
-use crate::decode::{Item, Meta};
+use super::{Item, Meta};
+use crate::render::write_timestamp;
 use std::fmt::Write as _;
-use trbox::render::write_timestamp;
 
 /// Counts by key, sorted by key. (One small type for every count instead
 /// of a map per key type: this is about binary size.)
@@ -28,8 +28,11 @@ impl Counts {
     }
 }
 
+/// What `tr-cat --stats` shows of a buffer or a trace.dat: a sink of
+/// [`collect`](super::collect) that counts records and losses by CPU, event
+/// and task, and the time span.
 #[derive(Default)]
-pub struct Stats {
+pub struct Summary {
     /// Per CPU (keyed by [`cpu_key`]): events, lost events counted, losses
     /// of unknown size.
     cpus: Counts,
@@ -40,7 +43,8 @@ pub struct Stats {
     span: Option<(u64, u64)>,
 }
 
-impl Stats {
+impl Summary {
+    /// Count one item.
     pub fn add(&mut self, m: &Meta, it: Item<'_>) {
         let ts = match it {
             Item::Record { buffer, cpu, ts, payload } => {
@@ -105,7 +109,7 @@ impl Stats {
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
         }
         o += "\n      events  task\n";
-        if all_tasks || self.by_pid.0.len() <= trbox::lat::TOP {
+        if all_tasks || self.by_pid.0.len() <= crate::lat::TOP {
             for (pid, n) in self.by_pid.ranked() {
                 let comm = m.trace.cmdlines.comm(pid as i32);
                 let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{comm}-{pid}"), 66));
@@ -126,12 +130,12 @@ impl Stats {
             }
         }
         groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        for (comm, n, tasks, pid) in groups.iter().take(trbox::lat::TOP) {
+        for (comm, n, tasks, pid) in groups.iter().take(crate::lat::TOP) {
             let name = if *tasks == 1 { format!("{comm}-{pid}") } else { format!("{comm} ({tasks} tasks)") };
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
         }
-        if groups.len() > trbox::lat::TOP {
-            let _ = writeln!(o, "  and {} more (--all: every task)", groups.len() - trbox::lat::TOP);
+        if groups.len() > crate::lat::TOP {
+            let _ = writeln!(o, "  and {} more (--all: every task)", groups.len() - crate::lat::TOP);
         }
         o
     }

@@ -5,12 +5,12 @@
 //! the order the batches were handed out, so the output is the same as
 //! one thread's.
 
-use crate::emit::Plain;
-use crate::out::Out;
+use super::out::Out;
+use super::text::Plain;
+use crate::merge::{self, Merger};
+use crate::sys::stream::{CpuPages, Next};
+use crate::sys::thread;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use trbox::merge::{self, Merger};
-use trbox::sys::stream::{CpuPages, Next};
-use trbox::sys::thread;
 
 /// Records per batch: enough that locking is rare, few enough that the
 /// batches in flight stay small (a batch of text is ~100 KiB).
@@ -183,7 +183,7 @@ type GraphStart<'g> = &'g dyn Fn(&[u8]) -> bool;
 /// among them) until they end, the reader goes away, or — with `graph` —
 /// a record that may start the graph layout comes up: everything before it
 /// is written then, and it is still in its stream for the one-thread loop.
-pub fn run<'a>(
+pub(super) fn run<'a>(
     streams: &mut [CpuPages],
     merger: &mut Merger,
     graph: Option<GraphStart>,

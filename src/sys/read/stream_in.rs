@@ -3,13 +3,12 @@
 //! the bytes of a trace.dat that the one trace.dat reader then reads. A
 //! board build reads trace.dat files only and says where the rest is read.
 
-use crate::cli::Error;
+use crate::sys::error::{describe, Error};
 use std::path::Path;
 
 #[cfg(not(feature = "host"))]
 fn on_the_host(what: &str) -> Error {
-    Error::usage(format!("this trbox is a board build: {what} is done on the host"))
-        .hint("copy the file to a machine with the host build of trbox (cargo build --release)")
+    Error::HostOnly { what: what.to_string() }
 }
 
 /// A trbox stream (`tr-cat -o -`) at `path` (`-`: standard input), or a
@@ -18,9 +17,9 @@ fn on_the_host(what: &str) -> Error {
 /// place). A stream cut off reads up to the cut, with warnings.
 #[cfg(feature = "host")]
 pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    use crate::tracedat::stream;
     use std::io::Read as _;
-    use trbox::tracedat::stream;
-    let io = |e: std::io::Error| Error::runtime(format!("{}: {}", path.display(), trbox::sys::describe(&e)));
+    let io = |e: std::io::Error| Error::TraceDat { path: path.into(), what: describe(&e) };
     let bytes = if path.as_os_str() == "-" {
         let mut v = Vec::new();
         std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
@@ -29,22 +28,24 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
         let mut f = std::fs::File::open(path).map_err(io)?;
         let mut head = [0u8; 16];
         let n = f.read(&mut head).map_err(io)?;
-        if head[..n].starts_with(&trbox::tracedat::MAGIC) {
+        if head[..n].starts_with(&crate::tracedat::MAGIC) {
             return Ok(None);
         }
         std::fs::read(path).map_err(io)?
     };
-    if bytes.starts_with(&trbox::tracedat::MAGIC) {
+    if bytes.starts_with(&crate::tracedat::MAGIC) {
         // A trace.dat on standard input.
         return Ok(Some(bytes));
     }
     let bytes = if stream::is_stream(&bytes) { bytes } else { from_console(path, &bytes)? };
-    let s = stream::parse(&bytes).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
+    let s = stream::parse(&bytes).map_err(|e| Error::TraceDat { path: path.into(), what: e.to_string() })?;
     for w in &s.warnings {
         log::warn!("{}: {w}", path.display());
     }
-    let td = stream::to_tracedat(&s)
-        .map_err(|e| Error::runtime(format!("{}: cannot rebuild a trace.dat from the stream: {e}", path.display())))?;
+    let td = stream::to_tracedat(&s).map_err(|e| Error::TraceDat {
+        path: path.into(),
+        what: format!("cannot rebuild a trace.dat from the stream: {e}"),
+    })?;
     Ok(Some(td))
 }
 
@@ -60,7 +61,7 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
         // TraceDat's own open says why.
         Err(_) => return Ok(None),
     };
-    if head[..n].starts_with(&trbox::tracedat::MAGIC) {
+    if head[..n].starts_with(&crate::tracedat::MAGIC) {
         return Ok(None);
     }
     Err(on_the_host(&format!("reading {} (a stream or a console log?)", path.display())))
@@ -69,14 +70,8 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
 /// The stream in a console log (`tr-cat -o - --console` captured).
 #[cfg(feature = "host")]
 fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
-    use trbox::tracedat::console;
-    let d = console::decode(log).map_err(|e| {
-        Error::runtime(format!(
-            "{}: neither a trace.dat, a trbox stream nor a console log with a recording: {e}",
-            path.display()
-        ))
-        .hint("record on the board with: tr-cat -o - --console [-e EV] [-t S] [-- CMD]")
-    })?;
+    use crate::tracedat::console;
+    let d = console::decode(log).map_err(|e| Error::NotARecording { path: path.into(), what: e.to_string() })?;
     for w in &d.warnings {
         log::warn!("{}: {w}", path.display());
     }

@@ -7,13 +7,14 @@
 //! Lines are formatted straight into the buffer (it is a `fmt::Write`): a
 //! block of fixed capacity, so each piece of a line is one copy.
 
-use crate::cli::Error;
+use crate::sys::error::Error;
 use std::io::{self, Write};
 
+/// Standard output, buffered (or a block of text in memory).
 pub struct Out {
     buf: Vec<u8>,
     err: Option<io::Error>,
-    /// A block of text in memory (a worker's batch, see pool.rs): it only
+    /// A block of text in memory (a worker's batch, see parallel.rs): it only
     /// grows and is never written out by itself.
     mem: bool,
     /// Anything was put: an applet whose window showed nothing says so.
@@ -26,6 +27,7 @@ const CAP: usize = 64 * 1024;
 const HIGH: usize = CAP - 8 * 1024;
 
 impl Out {
+    /// Standard output (fd 1).
     pub fn stdout() -> Self {
         Out { buf: Vec::with_capacity(CAP), err: None, mem: false, wrote: false }
     }
@@ -93,7 +95,7 @@ impl Out {
         match self.err.take() {
             None => Ok(()),
             Some(e) if matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::Interrupted) => Ok(()),
-            Some(e) => Err(Error::runtime(format!("cannot write output: {e}"))),
+            Some(e) => Err(Error::Output(e)),
         }
     }
 }
@@ -110,7 +112,7 @@ fn write_fd(err: &mut Option<io::Error>, b: &[u8]) {
             continue;
         }
         let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted && trbox::sys::signals::stop_requested().is_none() {
+        if e.kind() == io::ErrorKind::Interrupted && crate::sys::signals::stop_requested().is_none() {
             continue;
         }
         *err = Some(e);

@@ -1,0 +1,237 @@
+//! Where the read engine's records come from ([`Input`]): the per-CPU raw
+//! pages of a tracefs tree (the live one or a copy), or the buffers of a
+//! trace.dat (a trbox stream or a console log rebuilt as one), with the
+//! session that decodes them.
+
+use super::opts::RawOpts;
+use crate::graph::GraphOpts;
+use crate::page::PageLayout;
+use crate::sys::error::{describe, Error};
+use crate::sys::raw::RawPages;
+use crate::sys::stream::{CpuPages, FilePages};
+use crate::sys::trace::{dat_file, dat_session, open_tree_with, read_dat_from, tree_header, KernelFacts, Opened};
+use crate::sys::Tracefs;
+use crate::tracedat::Instance;
+use std::path::Path;
+
+/// What the decode loop works on: the trace session and one page stream
+/// per CPU, from a tracefs tree (live or a copy) or from a trace.dat.
+pub struct Input<'t> {
+    pub(super) trace: Opened,
+    /// BTF and kernel variables, for the print fmts that need them.
+    pub(super) kernel: KernelFacts,
+    pub(super) streams: Vec<CpuPages>,
+    /// The live tree, to refresh comms while following.
+    pub(super) tree: Option<&'t Tracefs>,
+    /// Render the function_graph layout (the tracer was function_graph).
+    pub(super) graph: Option<GraphOpts>,
+    /// The `irq-info` option (a tree's `trace_options`; on elsewhere).
+    pub(super) irq_info: bool,
+    /// Only switch to the graph layout once a funcgraph record shows up.
+    pub(super) graph_auto: bool,
+    /// Names of the buffers the streams come from (`CpuPages::buffer`
+    /// indexes them), when there are several; else empty.
+    pub(super) buffers: Vec<String>,
+    /// What each of those buffers puts before its lines (the way `trace-cmd
+    /// report` does); empty with one buffer.
+    pub(super) labels: Vec<String>,
+    /// What to say on stderr when the streams hold nothing at all.
+    pub(super) empty_note: Option<String>,
+    /// For writers of other formats: `uname` (sysname nodename release
+    /// version machine) and the saved_cmdlines text.
+    #[cfg(feature = "host")]
+    pub(super) uname: Option<String>,
+    #[cfg(feature = "host")]
+    pub(super) saved_cmdlines: String,
+}
+
+impl<'t> Input<'t> {
+    /// The per-CPU raw pages of a tracefs tree.
+    pub fn tree(t: &'t Tracefs, o: &RawOpts) -> Result<Self, Error> {
+        Self::tree_then(t, o, &|| Ok(()))
+    }
+
+    /// [`tree`](Self::tree), calling `reading` once the raw pages are being
+    /// read and before the rest (formats, comms) is: a command released
+    /// there fills no buffer unread, and its comm is already saved when the
+    /// comms are read.
+    pub fn tree_then<E: From<Error>>(
+        t: &'t Tracefs,
+        o: &RawOpts,
+        reading: &dyn Fn() -> Result<(), E>,
+    ) -> Result<Self, E> {
+        let (header, endian) = tree_header(t)?;
+        let layout = PageLayout::from(&header);
+        let mut streams = Vec::new();
+        for cpu in t.cpus()? {
+            if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
+                continue;
+            }
+            let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
+            let src = match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
+                Ok(s) => s,
+                // A copy may hold only some CPUs.
+                Err(e) if e.errno() == Some(libc::ENOENT) => {
+                    log::info!("{rel}: absent, skipped");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            // Following the live buffer: read ahead on a thread of its own,
+            // so that rendering behind the kernel does not lose events.
+            let src = if o.follow && t.is_live() && o.reading.pace.is_none() {
+                crate::sys::prefetch::read_ahead(src, layout, endian)
+            } else {
+                Box::new(src)
+            };
+            let mut s = CpuPages::new(cpu, src, layout, endian);
+            s.follow = o.follow;
+            streams.push(s);
+        }
+        reading()?;
+        let trace = open_tree_with(t, header, endian, o.reading.systems)?;
+        let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
+        let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
+        let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));
+        let irq_info = !options.split_ascii_whitespace().any(|o| o == "noirq-info");
+        Ok(Input {
+            kernel: KernelFacts::new(trace.kernel.version, Some(t.top().to_path_buf()), t.is_live()),
+            trace,
+            graph,
+            irq_info,
+            graph_auto: false,
+            #[cfg(feature = "host")]
+            saved_cmdlines: t.read_top_opt("saved_cmdlines")?.unwrap_or_default(),
+            #[cfg(feature = "host")]
+            uname: ["uname", "version"].iter().find_map(|f| t.read_top_opt(f).ok().flatten()),
+            streams,
+            tree: t.is_live().then_some(t),
+            buffers: Vec::new(),
+            labels: Vec::new(),
+            empty_note: None,
+        })
+    }
+
+    /// A trace.dat file: the buffer `instance` (`""` = the top one), or by
+    /// default every buffer that holds data, merged by time. `applet` names
+    /// who says so on stderr when they hold no event.
+    pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
+        let io = |e: std::io::Error| Error::TraceDat { path: path.into(), what: describe(&e) };
+        // A stream is rebuilt as a trace.dat in an anonymous file, read
+        // like any other (one reader in the binary, not one per source).
+        let mem = match super::stream_in::load_stream(path)? {
+            Some(b) => Some(crate::sys::anonymous_file(&b).map_err(io)?),
+            None => None,
+        };
+        let open = || -> Result<std::fs::File, Error> {
+            match &mem {
+                Some(m) => m.try_clone().map_err(io),
+                None => Ok(dat_file(path)?),
+            }
+        };
+        let mut td = read_dat_from(&mut open()?, path)?;
+        let mut trace = dat_session(&mut td, path)?;
+        let shown = |i: &&Instance| -> bool { instance.map_or(i.data_bytes() > 0, |n| i.name == n) };
+        let mut chosen: Vec<&Instance> = td.instances.iter().filter(shown).collect();
+        if chosen.is_empty() {
+            if let Some(name) = instance {
+                let existing = td.instances.iter().map(|i| buffer_name(&i.name).to_string()).collect();
+                return Err(Error::NoBuffer { path: path.into(), name: name.to_string(), existing });
+            }
+            // No buffer holds data: the note below names them all.
+            chosen = td.instances.iter().collect();
+        }
+        // The top buffer first, then the instances in file order.
+        let (mut top, named): (Vec<_>, Vec<_>) = chosen.into_iter().partition(|i| i.name.is_empty());
+        top.extend(named);
+        chosen = top;
+        let on_cpus = if o.only.is_some() { " on the CPUs of --cpu" } else { "" };
+        let empty_note = Some(match chosen.as_slice() {
+            [one] if one.name.is_empty() => {
+                format!("{applet}: {}: no events in the top buffer{on_cpus}", path.display())
+            }
+            [one] => format!("{applet}: {}: no events in buffer '{}'{on_cpus}", path.display(), one.name),
+            all => {
+                let names: Vec<&str> = all.iter().map(|i| buffer_name(&i.name)).collect();
+                format!("{applet}: {}: no events in any of its buffers{on_cpus}: {}", path.display(), names.join(", "))
+            }
+        });
+        // The streams of all buffers in one merge, the top buffer first:
+        // equal timestamps go to it, as in `trace-cmd report`.
+        let mut streams = Vec::new();
+        for (b, inst) in chosen.iter().enumerate() {
+            for (idx, c) in inst.cpus.iter().enumerate() {
+                if o.only.as_ref().is_some_and(|only| !only.contains(&c.cpu)) {
+                    continue;
+                }
+                let Some(pages) = td.pages(inst, idx) else { continue };
+                let src = FilePages { file: open()?, pages, path: path.into() };
+                let mut s = CpuPages::new(c.cpu, Box::new(src), trace.layout, trace.endian);
+                s.buffer = b as u32;
+                streams.push(s);
+            }
+        }
+        // Each buffer may have its own clock; the file's is the default.
+        let clock_of = |i: &Instance| i.clock.clone().unwrap_or_else(|| trace.clock.clone());
+        let clock = chosen.first().map_or_else(|| "local".into(), |i| clock_of(i));
+        if chosen.iter().any(|i| clock_of(i) != clock) {
+            log::warn!("{}: the buffers use different trace clocks: merged by raw timestamp", path.display());
+        }
+        trace.clock = clock;
+        let (buffers, labels) = if chosen.len() > 1 {
+            // `trace-cmd report`: the name right-aligned to the longest
+            // instance name of the file, then ": "; blanks for the top.
+            let width = td.instances.iter().map(|i| i.name.len()).max().unwrap_or(0);
+            let labels = chosen
+                .iter()
+                .map(|i| if i.name.is_empty() { " ".repeat(width + 2) } else { format!("{:>width$}: ", i.name) })
+                .collect();
+            (chosen.iter().map(|i| i.name.clone()).collect(), labels)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Ok(Input {
+            kernel: KernelFacts::new(trace.kernel.version, None, false).with_btf(std::mem::take(&mut td.btf)),
+            trace,
+            // trace.dat keeps no tracer name: graph records mean a graph trace.
+            graph: Some(GraphOpts::default()),
+            irq_info: true,
+            graph_auto: true,
+            #[cfg(feature = "host")]
+            saved_cmdlines: String::from_utf8_lossy(&td.saved_cmdlines).into_owned(),
+            #[cfg(feature = "host")]
+            uname: td.options.uname.clone(),
+            streams,
+            tree: None,
+            buffers,
+            labels,
+            empty_note,
+        })
+    }
+}
+
+/// A buffer's name as a person reads it.
+fn buffer_name(name: &str) -> &str {
+    if name.is_empty() {
+        "(top)"
+    } else {
+        name
+    }
+}
+
+impl Input<'_> {
+    /// Render the function_graph layout whatever the tree's tracer says
+    /// (tr-graph on a copy), once funcgraph records show up.
+    pub fn graph_layout(mut self) -> Self {
+        if self.graph.is_none() {
+            self.graph = Some(GraphOpts::default());
+            self.graph_auto = true;
+        }
+        self
+    }
+
+    /// The graph options in use, if the graph layout is.
+    pub fn graph_opts(&self) -> Option<GraphOpts> {
+        self.graph
+    }
+}

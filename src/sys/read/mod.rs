@@ -1,0 +1,356 @@
+//! The read engine: records from a tracefs tree (live or a copy) or a
+//! trace.dat ([`Input`]), merged across CPUs (and buffers) in time order,
+//! and handed to a [`Sink`], the way ripgrep's searcher drives its
+//! printers. The sinks: the text and JSON printer ([`print`]), and any
+//! closure that takes the kept records one by one ([`collect`]): the
+//! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer,
+//! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
+//!
+//! ```no_run
+//! use trbox::sys::read::{self, Input, Item, RawOpts};
+//! let o = RawOpts::all(false, false, None, None);
+//! let input = Input::trace_dat("example", "trace.dat".as_ref(), None, &o)?;
+//! let mut n = 0u64;
+//! read::collect(input, &o, &|| false, &mut |_, it| {
+//!     if let Item::Record { .. } = it {
+//!         n += 1
+//!     }
+//! })?;
+//! println!("{n} records");
+//! # Ok::<(), trbox::sys::Error>(())
+//! ```
+
+mod input;
+mod opts;
+mod out;
+mod parallel;
+mod stream_in;
+mod summary;
+mod text;
+
+pub use input::Input;
+pub use opts::{Filter, Prepared, RawOpts, Reading};
+pub use out::Out;
+pub use stream_in::load_stream;
+pub use summary::Summary;
+pub use text::{Emitter, Kept, Plain, StackVerdicts};
+
+use crate::graph::GraphRenderer;
+use crate::merge::{self, Merger};
+use crate::printfmt::SymbolLookup;
+use crate::render::{Cmdlines, CommonFields, Renderer};
+use crate::sys::error::Error;
+use crate::sys::stream::{wait_for_data, CpuPages, Next};
+use crate::sys::trace::Opened;
+use crate::sys::{signals, Tracefs};
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+/// Decode and print until the streams are empty (drain) or, when
+/// following, until Ctrl-C, the time limit or `done()` says so.
+/// Print the records; whether anything (a record, a loss) was printed.
+pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
+    let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note, .. } =
+        input;
+    let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
+    let (endian, ncpus, abi, in_ns) = (*endian, *ncpus, trace.abi(), trace.in_ns());
+    let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
+        .iter()
+        .filter_map(|n| events.by_name(n))
+        .map(|e| e.id)
+        .collect();
+    let graph_cmdlines = cmdlines.clone();
+    let graph = graph.map(|opts| {
+        GraphRenderer::new(events, &graph_cmdlines, abi, Some(syms as &dyn SymbolLookup))
+            .with_strings(printk)
+            .with_kernel(&kernel)
+            .with_opts(opts)
+            .with_cpu_count(ncpus)
+    });
+    // Worked out once for every rendering thread.
+    let prepared = o.filter.prepare(events);
+    let plain = || Plain {
+        r: Renderer::new(events, cmdlines.clone(), abi, in_ns)
+            .with_strings(printk)
+            .with_symbols(syms)
+            .with_kernel(&kernel)
+            .with_irq_info(irq_info),
+        events,
+        endian,
+        o,
+        buffers: &buffers,
+        labels: &labels,
+        prepared: &prepared,
+        stacks: Default::default(),
+    };
+    let mut em = Emitter {
+        p: plain(),
+        graph,
+        graph_on: !graph_auto,
+        // The irq entry range is looked up when the graph layout comes
+        // into use: it parses the symbol table (60% of reading an
+        // 80,000-line syscall trace that has no graph record).
+        irq_syms: Some(syms),
+        graph_ids: &graph_ids,
+        scratch: Vec::new(),
+        text: Out::memory(),
+        cpus: ncpus.max(1),
+    };
+    let mut out = Out::stdout();
+    let mut merger = Merger::new(streams.len());
+    // A buffer read to its end (a file, a copy, a drain) renders on every
+    // CPU; a followed one prints each line as it comes. The graph layout
+    // folds records in order, so it stays on this thread.
+    let draining = !streams.iter().any(|s| s.follow);
+    let threads =
+        if draining { o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
+    if threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {
+        let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
+        let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
+        parallel::run(&mut streams, &mut merger, watch, threads, &plain, &mut out);
+    }
+    drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut em)?;
+    note_if_empty(&streams, empty_note);
+    let shown = out.wrote();
+    out.finish()?;
+    Ok(shown)
+}
+
+/// Never silently nothing: say so when the streams held no item at all.
+fn note_if_empty(streams: &[CpuPages], note: Option<String>) {
+    let seen = |s: &CpuPages| s.counts.records + s.counts.lost + s.counts.lost_unknown + s.counts.damaged;
+    if let Some(n) = note.filter(|_| streams.iter().map(seen).sum::<u64>() == 0) {
+        eprintln!("{n}");
+    }
+}
+
+/// Most threads that render a drained buffer unless -j says.
+const MAX_THREADS: usize = 8;
+
+/// One kept record (or a loss) of a collecting run, in merged order.
+/// `buffer` indexes [`Meta::buffers`].
+pub enum Item<'a> {
+    Record {
+        buffer: u32,
+        cpu: u32,
+        ts: u64,
+        payload: &'a [u8],
+    },
+    /// `count`: how many, when the page header said.
+    Lost {
+        buffer: u32,
+        cpu: u32,
+        ts: u64,
+        count: Option<u64>,
+    },
+}
+
+/// What a collector gets besides the records, and back at the end to print
+/// names: the session itself and the buffers' names.
+pub struct Meta {
+    pub trace: Opened,
+    /// The names of the buffers the items come from, when several.
+    pub buffers: Vec<String>,
+    /// Where the common fields are (the same in every format of a kernel):
+    /// located once, not for each record.
+    common: Option<CommonFields>,
+    /// Read by the Perfetto writer (host builds).
+    #[cfg(feature = "host")]
+    pub uname: Option<String>,
+    #[cfg(feature = "host")]
+    pub saved_cmdlines: String,
+}
+
+impl Meta {
+    /// A dense index for per-CPU state of (buffer, CPU): two buffers have
+    /// the same CPUs, and their records interleave in the merge.
+    pub fn slot(&self, buffer: u32, cpu: u32) -> u32 {
+        buffer.saturating_mul(self.trace.cpus.max(1)).saturating_add(cpu)
+    }
+
+    /// The pid of record `payload`, an event `ev`.
+    pub fn pid(&self, ev: &crate::format::EventFormat, payload: &[u8]) -> i32 {
+        self.common.unwrap_or_else(|| CommonFields::of(ev)).read(self.trace.endian, payload).2
+    }
+}
+
+/// Like [`print`], but hand every kept record to `f` instead of printing it
+/// (aggregations print at the end). Returns the metadata for the names.
+pub fn collect(
+    input: Input<'_>,
+    o: &RawOpts,
+    done: &dyn Fn() -> bool,
+    f: &mut dyn FnMut(&Meta, Item<'_>),
+) -> Result<Meta, Error> {
+    let Input {
+        trace,
+        mut streams,
+        tree,
+        buffers,
+        empty_note,
+        #[cfg(feature = "host")]
+        uname,
+        #[cfg(feature = "host")]
+        saved_cmdlines,
+        ..
+    } = input;
+    let meta = Meta {
+        common: CommonFields::of_table(&trace.events),
+        trace,
+        buffers,
+        #[cfg(feature = "host")]
+        uname,
+        #[cfg(feature = "host")]
+        saved_cmdlines,
+    };
+    let prepared = o.filter.prepare(&meta.trace.events);
+    let mut c = Collector { meta, f, o, prepared, stacks: Default::default() };
+    let mut out = Out::stdout();
+    let mut merger = Merger::new(streams.len());
+    drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
+    note_if_empty(&streams, empty_note);
+    out.finish()?;
+    Ok(c.meta)
+}
+
+/// poll() readiness on trace_pipe_raw follows `buffer_percent`: a trickle
+/// below it is still looked for this often.
+const WAIT_TICK: Duration = Duration::from_millis(250);
+
+/// What the read loop feeds, one item at a time in merged order: the text
+/// and JSON printer ([`Emitter`]), and the collector behind [`collect`].
+pub trait Sink {
+    /// Take the next item of `s` (the stream whose item comes next in
+    /// time), and write what it makes, if anything, to `out`. A sink may
+    /// peek at the stream's next record (the graph layout folds an entry
+    /// and its exit into one line).
+    fn emit(&mut self, s: &mut CpuPages, out: &mut Out);
+    /// New tasks appeared while following: their comms.
+    fn cmdlines(&mut self, c: Cmdlines);
+}
+
+/// The merge loop: drain (or follow until a stop), in timestamp order.
+fn drive(
+    streams: &mut [CpuPages],
+    merger: &mut Merger,
+    tree: Option<&Tracefs>,
+    o: &RawOpts,
+    done: &dyn Fn() -> bool,
+    out: &mut Out,
+    c: &mut dyn Sink,
+) -> Result<(), Error> {
+    let wake = signals::install().map_err(Error::Signals)?;
+    let start = Instant::now();
+    // The trace clock at the stop: the last drain ends there. Tracing is
+    // still on then, and reading the buffer can itself make events (a
+    // syscall event of read(), a sched_switch): without a bound, draining
+    // an event its own reads cause never ends.
+    let mut until = None;
+    let stopping = || signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l) || done();
+    // Following live, the comms are read again now and then: a busy buffer
+    // may never leave the loop idle (where they are read too), and tasks
+    // born in the window (a command's exec) are named after the first look.
+    let (mut turns, mut comms_at) = (0u32, None::<Instant>);
+    let comms = |c: &mut dyn Sink| {
+        if let Some(Ok(Some(text))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
+            c.cmdlines(Cmdlines::parse(&text));
+        }
+    };
+    loop {
+        turns = turns.wrapping_add(1);
+        if turns % 1024 == 1 && comms_at.map_or(true, |at| at.elapsed() >= Duration::from_millis(100)) {
+            comms(c);
+            comms_at = Some(Instant::now());
+        }
+        let stop = stopping();
+        if out.broken() {
+            break;
+        }
+        if stop && streams.iter().any(|s| s.follow) {
+            // Ctrl-C / time limit / the command ended: print what is
+            // buffered, then end.
+            streams.iter_mut().for_each(|s| s.follow = false);
+            until = tree.and_then(Tracefs::now);
+        }
+        match merger.next(streams) {
+            merge::Next::Cpu(i) => {
+                let s = &mut streams[i];
+                if until.is_some_and(|u| s.peek_ts().ok().flatten().is_some_and(|ts| ts > u)) {
+                    // Merged order: everything left is newer still.
+                    break;
+                }
+                c.emit(s, out)
+            }
+            merge::Next::End => break,
+            merge::Next::Pending(_) => {
+                let _ = out.flush();
+                let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
+                wait_for_data(streams, Some(wake), left.min(o.reading.pace.unwrap_or(WAIT_TICK)));
+                // New tasks appeared meanwhile: their comms too.
+                comms(c);
+                // An idle CPU must not hold the others back for ever. What
+                // is ready can grow as fast as it is read (events of our own
+                // reads): a stop must still get through.
+                while !stopping() && !out.broken() {
+                    let merge::Next::Cpu(i) = merger.next_ready(streams) else { break };
+                    c.emit(&mut streams[i], out);
+                }
+            }
+        }
+    }
+    // Tasks born late in the window (a command's exec just before it
+    // ended) are named too.
+    comms(c);
+    for s in streams.iter() {
+        let c = &s.counts;
+        log::debug!(
+            "cpu{}: {} pages, {} records, {} damaged, {} lost (+{} pages with an unknown loss)",
+            s.cpu,
+            c.pages,
+            c.records,
+            c.damaged,
+            c.lost,
+            c.lost_unknown
+        );
+    }
+    if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
+        return Err(e);
+    }
+    Ok(())
+}
+
+struct Collector<'f> {
+    meta: Meta,
+    f: &'f mut dyn FnMut(&Meta, Item<'_>),
+    o: &'f RawOpts,
+    prepared: Prepared,
+    stacks: StackVerdicts,
+}
+
+impl Sink for Collector<'_> {
+    fn emit(&mut self, s: &mut CpuPages, _: &mut Out) {
+        let (buffer, cpu, m, o) = (s.buffer, s.cpu, &self.meta, self.o);
+        match s.take() {
+            Some(Next::Record(rec)) => {
+                let t = &m.trace;
+                let Some(ev) = t.events.event_of(rec.payload, t.endian) else { return };
+                let pid = m.pid(ev, rec.payload);
+                let keep = !o.since.is_some_and(|t0| rec.ts < t0)
+                    && o.filter.keep(&self.prepared, ev, rec.payload, t.endian, pid, &t.cmdlines);
+                if !self.stacks.keep(buffer, cpu, ev, keep) {
+                    return;
+                }
+                (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });
+            }
+            Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => {
+                (self.f)(m, Item::Lost { buffer, cpu, ts, count })
+            }
+            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
+            _ => {}
+        }
+    }
+
+    fn cmdlines(&mut self, c: Cmdlines) {
+        self.meta.trace.cmdlines = c;
+    }
+}
