@@ -18,6 +18,8 @@ pub struct RawPages {
     /// report it as truncated.
     regular: bool,
     done: bool,
+    /// Pages [`RawPages::guess_endian`] read, handed out again first.
+    held: std::collections::VecDeque<Vec<u8>>,
 }
 
 impl RawPages {
@@ -32,11 +34,43 @@ impl RawPages {
             .open(path)
             .map_err(|e| Error::io(path, e))?;
         let regular = !live;
-        Ok(RawPages { file, path: path.into(), buf: vec![0; subbuf_size.max(1)], regular, done: false })
+        Ok(RawPages {
+            file,
+            path: path.into(),
+            buf: vec![0; subbuf_size.max(1)],
+            regular,
+            done: false,
+            held: Default::default(),
+        })
     }
 
     /// The next page, or `None` when the buffer (or file) is empty for now.
     pub fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
+        if let Some(page) = self.held.pop_front() {
+            let n = page.len().min(self.buf.len());
+            self.buf[..n].copy_from_slice(&page[..n]);
+            return Ok(Some(&self.buf[..n]));
+        }
+        self.read_page()
+    }
+
+    /// The byte order of a copy's pages (which may come from a big-endian
+    /// board): the one under which its first telling page makes sense;
+    /// `None` when no page tells. The pages read to find it are handed out
+    /// again by [`next_page`](Self::next_page): the file is read once.
+    pub fn guess_endian(&mut self, layout: &crate::page::PageLayout) -> Result<Option<crate::format::Endian>, Error> {
+        while let Some(page) = self.read_page()? {
+            let e = crate::sys::events::guess_endian(layout, page);
+            let page = page.to_vec();
+            self.held.push_back(page);
+            if e.is_some() {
+                return Ok(e);
+            }
+        }
+        Ok(None)
+    }
+
+    fn read_page(&mut self) -> Result<Option<&[u8]>, Error> {
         if self.done {
             return Ok(None);
         }

@@ -60,23 +60,51 @@ pub fn open_tree_with(
     endian: Endian,
     systems: Option<&[&str]>,
 ) -> Result<Opened, Error> {
+    open_tree_texts(t, header, endian, systems).map(|(trace, _)| trace)
+}
+
+/// The texts of a tree that writers of other formats keep as they are
+/// (Perfetto's thread names, its system info): read once, with the session.
+#[derive(Default)]
+pub struct TreeTexts {
+    /// `saved_cmdlines` (empty when missing).
+    pub saved_cmdlines: String,
+    /// A copy's `uname` (or `version`) file; `None` live, where the session
+    /// asks uname(2).
+    pub uname: Option<String>,
+}
+
+/// [`open_tree_with`], and the texts it read that a writer of another
+/// format wants verbatim.
+pub fn open_tree_texts(
+    t: &Tracefs,
+    header: crate::format::HeaderPage,
+    endian: Endian,
+    systems: Option<&[&str]>,
+) -> Result<(Opened, TreeTexts), Error> {
     let mut trace = Trace::new(header, endian, LazyKallsyms::for_tree(t));
     add_formats(t, &mut trace, systems)?;
-    trace.cmdlines = Cmdlines::parse(&t.read_top_opt("saved_cmdlines")?.unwrap_or_default());
+    let saved_cmdlines = t.read_top_opt("saved_cmdlines")?.unwrap_or_default();
+    trace.cmdlines = Cmdlines::parse(&saved_cmdlines);
     trace.printk = PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default());
     let clock = t.read_opt("trace_clock")?.unwrap_or_default();
     trace.clock = crate::ctl::selected(&clock).unwrap_or("local").to_string();
     trace.cpus = t.cpus().map_or(0, |c| c.len() as u32);
+    let mut uname = None;
     trace.kernel = if t.is_live() {
         KernelProfile::from_text(super::uname().as_ref().map(|u| u[2].as_str()), "uname(2)".into())
     } else {
         let top = t.top().display();
         match ["uname", "version"].iter().find_map(|f| Some((*f, t.read_top_opt(f).ok().flatten()?))) {
-            Some((f, text)) => KernelProfile::from_text(Some(&text), format!("from {top}/{f}")),
+            Some((f, text)) => {
+                let k = KernelProfile::from_text(Some(&text), format!("from {top}/{f}"));
+                uname = Some(text);
+                k
+            }
             None => trace.inferred_kernel(&format!("the formats in {top} (no uname or version file)")),
         }
     };
-    Ok(noted(trace))
+    Ok((noted(trace), TreeTexts { saved_cmdlines, uname }))
 }
 
 /// The release `--kernel` gave, for every session this process opens.

@@ -4,12 +4,14 @@
 //! session that decodes them.
 
 use super::opts::RawOpts;
+use crate::format::Endian;
 use crate::graph::GraphOpts;
 use crate::page::PageLayout;
 use crate::sys::error::{describe, Error};
+use crate::sys::events::header_page;
 use crate::sys::raw::RawPages;
 use crate::sys::stream::{CpuPages, FilePages};
-use crate::sys::trace::{dat_file, dat_session, open_tree_with, read_dat_from, tree_header, KernelFacts, Opened};
+use crate::sys::trace::{dat_file, dat_session, open_tree_texts, read_dat_from, KernelFacts, Opened};
 use crate::sys::Tracefs;
 use crate::tracedat::Instance;
 use std::path::Path;
@@ -60,23 +62,36 @@ impl<'t> Input<'t> {
         o: &RawOpts,
         reading: &dyn Fn() -> Result<(), E>,
     ) -> Result<Self, E> {
-        let (header, endian) = tree_header(t)?;
+        let header = header_page(t)?;
         let layout = PageLayout::from(&header);
-        let mut streams = Vec::new();
+        let mut sources = Vec::new();
         for cpu in t.cpus()? {
             if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
                 continue;
             }
             let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
-            let src = match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
-                Ok(s) => s,
+            match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
+                Ok(s) => sources.push((cpu, s)),
                 // A copy may hold only some CPUs.
-                Err(e) if e.errno() == Some(libc::ENOENT) => {
-                    log::info!("{rel}: absent, skipped");
-                    continue;
-                }
+                Err(e) if e.errno() == Some(libc::ENOENT) => log::info!("{rel}: absent, skipped"),
                 Err(e) => return Err(e.into()),
-            };
+            }
+        }
+        // Live pages are in this machine's byte order; a copy's may come
+        // from a big-endian board: the first page that tells, read through
+        // the sources opened here (each file is opened and read once).
+        let mut endian = None;
+        if !t.is_live() {
+            for (_, s) in sources.iter_mut() {
+                endian = s.guess_endian(&layout)?;
+                if endian.is_some() {
+                    break;
+                }
+            }
+        }
+        let endian = endian.unwrap_or(Endian::NATIVE);
+        let mut streams = Vec::new();
+        for (cpu, src) in sources {
             // Following the live buffer: read ahead on a thread of its own,
             // so that rendering behind the kernel does not lose events.
             let src = if o.follow && t.is_live() && o.reading.pace.is_none() {
@@ -89,7 +104,7 @@ impl<'t> Input<'t> {
             streams.push(s);
         }
         reading()?;
-        let trace = open_tree_with(t, header, endian, o.reading.systems)?;
+        let (trace, texts) = open_tree_texts(t, header, endian, o.reading.systems)?;
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
         let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));
@@ -101,9 +116,9 @@ impl<'t> Input<'t> {
             irq_info,
             graph_auto: false,
             #[cfg(feature = "host")]
-            saved_cmdlines: t.read_top_opt("saved_cmdlines")?.unwrap_or_default(),
+            saved_cmdlines: texts.saved_cmdlines,
             #[cfg(feature = "host")]
-            uname: ["uname", "version"].iter().find_map(|f| t.read_top_opt(f).ok().flatten()),
+            uname: texts.uname,
             streams,
             tree: t.is_live().then_some(t),
             buffers: Vec::new(),

@@ -250,7 +250,8 @@ fn drive(
     // Following live, the comms are read again now and then: a busy buffer
     // may never leave the loop idle (where they are read too), and tasks
     // born in the window (a command's exec) are named after the first look.
-    let (mut turns, mut comms_at) = (0u32, None::<Instant>);
+    // The session was opened with them just now: the first look waits.
+    let (mut turns, mut comms_at) = (0u32, Instant::now());
     let comms = |c: &mut dyn Sink| {
         if let Some(Ok(Some(text))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
             c.cmdlines(Cmdlines::parse(&text));
@@ -258,9 +259,9 @@ fn drive(
     };
     loop {
         turns = turns.wrapping_add(1);
-        if turns % 1024 == 1 && comms_at.map_or(true, |at| at.elapsed() >= Duration::from_millis(100)) {
+        if turns % 1024 == 1 && comms_at.elapsed() >= Duration::from_millis(100) {
             comms(c);
-            comms_at = Some(Instant::now());
+            comms_at = Instant::now();
         }
         let stop = stopping();
         if out.broken() {

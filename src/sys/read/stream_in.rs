@@ -3,7 +3,7 @@
 //! the bytes of a trace.dat that the one trace.dat reader then reads. A
 //! board build reads trace.dat files only and says where the rest is read.
 
-use crate::sys::error::{describe, Error};
+use crate::sys::error::Error;
 use std::path::Path;
 
 #[cfg(not(feature = "host"))]
@@ -19,7 +19,7 @@ fn on_the_host(what: &str) -> Error {
 pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     use crate::tracedat::stream;
     use std::io::Read as _;
-    let io = |e: std::io::Error| Error::TraceDat { path: path.into(), what: describe(&e) };
+    let io = |e: std::io::Error| Error::TraceDat { path: path.into(), what: crate::sys::describe(&e) };
     let bytes = if path.as_os_str() == "-" {
         let mut v = Vec::new();
         std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
