@@ -9,7 +9,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host check-nostd lint bench clean
+.PHONY: all build setup test test-host check-nostd lint doc example bench clean
 
 all: build
 
@@ -27,9 +27,21 @@ lint:
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	$(CARGO) clippy --release --lib --no-default-features -- -D warnings
 
-test-host: check-nostd lint
+# The library's API documentation: every public item documented
+# (#![warn(missing_docs)]), no broken link (rustdoc's warnings are errors).
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --lib
+
+# The library as a host tool uses it (examples/event_counts.rs), on a
+# recorded trace.dat: its counts are tr-cat --stats' ones.
+example:
+	$(CARGO) run --release --quiet --example event_counts tests/data/tracedat/v6-inst.dat \
+		| diff -u tests/data/examples/event_counts-v6-inst.txt -
+
+test-host: check-nostd lint doc
 	$(CARGO) build --release
 	$(CARGO) test --release --no-fail-fast
+	@$(MAKE) --no-print-directory example
 
 # What the build and the tests need (apt packages, rustup targets, the nightly
 # with rust-src, the board harness's qemu): installed when missing, a quiet

@@ -163,10 +163,12 @@ impl Kallsyms {
         k
     }
 
+    /// How many symbols it holds.
     pub fn len(&self) -> usize {
         self.syms.len()
     }
 
+    /// It holds no symbol.
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()
     }

@@ -256,8 +256,11 @@ impl fmt::Display for KernelProfile {
 /// reads them. Empty when nothing told.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inference {
+    /// The oldest release the trace can come from.
     pub since: Option<(u32, u32)>,
+    /// The first release it cannot come from.
     pub before: Option<(u32, u32)>,
+    /// What told, as a person reads it.
     pub clues: Vec<String>,
 }
 

@@ -933,7 +933,7 @@ fn task_rows(
 }
 
 /// The tables: one per kind of key, task tables sorted by maximum (and,
-/// with `top`, grouped by comm and cut: [`task_rows`]).
+/// with `top`, grouped by comm and cut: `task_rows`).
 pub fn write_tables<W: Write + ?Sized>(
     w: &mut W,
     lat: &Lat,

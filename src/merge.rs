@@ -26,6 +26,7 @@ pub const SCAN_MAX: usize = 16;
 
 /// Something with a timestamp to merge by.
 pub trait Timestamped {
+    /// The time to merge by.
     fn timestamp(&self) -> u64;
 }
 
@@ -142,6 +143,7 @@ impl Merger {
         }
     }
 
+    /// How many streams it merges.
     pub fn ncpu(&self) -> usize {
         self.st.len()
     }
@@ -294,6 +296,7 @@ impl<I: Iterator> IterStream<I>
 where
     I::Item: Timestamped,
 {
+    /// The items of `it`, in their order (already by time).
     pub fn new(it: I) -> Self {
         IterStream { it, head: None }
     }

@@ -67,10 +67,12 @@ impl PrintkFormats {
         t
     }
 
+    /// How many strings it holds.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// It holds no string.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -38,14 +38,21 @@ pub type BadFormat = (String, usize, FormatError);
 pub struct Trace<S = Kallsyms> {
     /// `events/header_page`: the sub-buffer header and the kernel's long size.
     pub header: HeaderPage,
+    /// Where a page's header, data and records are (from `header`).
     pub layout: PageLayout,
+    /// The byte order of the pages and records.
     pub endian: Endian,
+    /// The event formats, by id and by name.
     pub events: EventTable,
+    /// The comms of pids (`saved_cmdlines`).
     pub cmdlines: Cmdlines,
+    /// The strings `%s` arguments of bprint events point to (`printk_formats`).
     pub printk: PrintkFormats,
+    /// The kernel's symbols (`kallsyms`).
     pub symbols: S,
     /// The trace clock's name (`local`, `mono`, `counter`…).
     pub clock: String,
+    /// The traced kernel's version, and the text rules that go with it.
     pub kernel: KernelProfile,
     /// CPUs of the traced machine.
     pub cpus: u32,

@@ -107,6 +107,7 @@ impl RawPages {
         self.regular
     }
 
+    /// The file's descriptor, for poll().
     pub fn fd(&self) -> std::os::unix::io::RawFd {
         use std::os::unix::io::AsRawFd;
         self.file.as_raw_fd()

@@ -13,9 +13,12 @@ use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record, Walk};
 pub enum Next<'a> {
     /// Events were lost before the page that follows (`ts`: its time).
     Lost {
+        /// The time of the page that follows.
         ts: u64,
+        /// How many, when the page header said.
         count: Option<u64>,
     },
+    /// A record (its time and payload).
     Record(Record<'a>),
     /// A page could not be decoded (the rest of it is skipped).
     Damaged(PageError),
@@ -24,8 +27,11 @@ pub enum Next<'a> {
 /// Counters for the summary and for tests.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Counts {
+    /// Pages read.
     pub pages: u64,
+    /// Records handed out.
     pub records: u64,
+    /// Pages that could not be decoded.
     pub damaged: u64,
     /// Lost events the page headers reported (known counts only).
     pub lost: u64,
@@ -74,8 +80,11 @@ impl PageSource for RawPages {
 
 /// A CPU's pages in a trace.dat (each CPU reads through its own handle).
 pub struct FilePages {
+    /// The trace.dat, opened for this CPU.
     pub file: std::fs::File,
+    /// Where the CPU's pages are in it.
     pub pages: crate::tracedat::CpuPages,
+    /// The file's name, for messages.
     pub path: std::path::PathBuf,
 }
 
@@ -96,7 +105,10 @@ impl PageSource for FilePages {
     }
 }
 
+/// One CPU's records, in time order, from its pages (a [`PageSource`]):
+/// what the merge across CPUs takes from.
 pub struct CpuPages {
+    /// The CPU.
     pub cpu: u32,
     /// Which of the input's buffers the pages come from (a trace.dat may
     /// hold several; 0 otherwise).
@@ -115,6 +127,7 @@ pub struct CpuPages {
     /// [`untake`](Self::untake): its timestamp, place, and the page count
     /// then (a later page makes the place meaningless).
     taken: Option<(u64, usize, usize, u64)>,
+    /// What was read so far.
     pub counts: Counts,
     /// Live buffer: "empty for now" is Pending (follow) rather than the end.
     pub follow: bool,
@@ -124,6 +137,8 @@ pub struct CpuPages {
 }
 
 impl CpuPages {
+    /// The records of CPU `cpu`'s pages from `src`, decoded with `layout`
+    /// in byte order `endian`.
     pub fn new(cpu: u32, src: Box<dyn PageSource>, layout: PageLayout, endian: Endian) -> Self {
         CpuPages {
             cpu,

@@ -32,7 +32,9 @@ pub struct Tracefs {
     top: PathBuf,
     /// The directory applets work in: `top`, or `top/instances/NAME`.
     dir: PathBuf,
+    /// How the tracing directory was found.
     pub found: Found,
+    /// The instance applets work in (`-B NAME`); `None`: the top level.
     pub instance: Option<String>,
     /// Leave a mount we made in place (`-k`).
     pub keep_mount: bool,
@@ -218,6 +220,7 @@ impl Tracefs {
         &self.dir
     }
 
+    /// `rel` in the directory applets work in.
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
     }

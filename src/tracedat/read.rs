@@ -972,7 +972,7 @@ impl ChunkHeader {
 /// Bytes of a CPU's uncompressed data read at once (a page when larger).
 const READ_AHEAD: usize = 64 * 1024;
 
-/// Sequential access to one CPU's pages. Holds at most [`READ_AHEAD`]
+/// Sequential access to one CPU's pages. Holds at most `READ_AHEAD`
 /// bytes of pages (or one decompressed chunk, ~10 pages) at a time.
 #[derive(Debug)]
 pub struct CpuPages {

@@ -1,7 +1,7 @@
 //! The read engine: records from a tracefs tree (live or a copy) or a
 //! trace.dat ([`Input`]), merged across CPUs (and buffers) in time order,
 //! and handed to a [`Sink`], the way ripgrep's searcher drives its
-//! printers. The sinks: the text and JSON printer ([`print`]), and any
+//! printers. The sinks: the text and JSON printer ([`print()`]), and any
 //! closure that takes the kept records one by one ([`collect`]): the
 //! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer,
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
@@ -130,17 +130,28 @@ const MAX_THREADS: usize = 8;
 /// One kept record (or a loss) of a collecting run, in merged order.
 /// `buffer` indexes [`Meta::buffers`].
 pub enum Item<'a> {
+    /// A record the filters kept.
     Record {
+        /// Its buffer.
         buffer: u32,
+        /// The CPU that wrote it.
         cpu: u32,
+        /// Its time, in the trace clock's unit.
         ts: u64,
+        /// The event's bytes, from `common_type` on: decode them with
+        /// `meta.trace.events.event_of(payload, meta.trace.endian)` and
+        /// the fields of the [`EventFormat`](crate::format::EventFormat).
         payload: &'a [u8],
     },
-    /// `count`: how many, when the page header said.
+    /// Events lost before the next page (the ring buffer overran).
     Lost {
+        /// Its buffer.
         buffer: u32,
+        /// The CPU that lost them.
         cpu: u32,
+        /// The time of the page that follows the loss.
         ts: u64,
+        /// How many, when the page header said.
         count: Option<u64>,
     },
 }
@@ -148,15 +159,19 @@ pub enum Item<'a> {
 /// What a collector gets besides the records, and back at the end to print
 /// names: the session itself and the buffers' names.
 pub struct Meta {
+    /// The session: event formats, comms, symbols, byte order, clock.
     pub trace: Opened,
     /// The names of the buffers the items come from, when several.
     pub buffers: Vec<String>,
     /// Where the common fields are (the same in every format of a kernel):
     /// located once, not for each record.
     common: Option<CommonFields>,
-    /// Read by the Perfetto writer (host builds).
+    /// The traced system's `uname` text (a copy's file, a trace.dat's
+    /// UNAME option), for writers of other formats (host builds).
     #[cfg(feature = "host")]
     pub uname: Option<String>,
+    /// The `saved_cmdlines` text as read, for writers of other formats
+    /// (host builds).
     #[cfg(feature = "host")]
     pub saved_cmdlines: String,
 }
@@ -174,7 +189,7 @@ impl Meta {
     }
 }
 
-/// Like [`print`], but hand every kept record to `f` instead of printing it
+/// Like [`print()`], but hand every kept record to `f` instead of printing it
 /// (aggregations print at the end). Returns the metadata for the names.
 pub fn collect(
     input: Input<'_>,

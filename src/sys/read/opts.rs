@@ -10,8 +10,11 @@ use std::time::Duration;
 /// What to keep.
 #[derive(Clone)]
 pub struct Filter {
+    /// Only records written by this pid.
     pub pid: Option<i32>,
+    /// Only records of tasks whose comm matches this glob.
     pub comm: Option<String>,
+    /// Only these events (`SYS:EVENT` or `EVENT`, globs); empty: all.
     pub events: Vec<String>,
     /// Leave out trbox's own threads (a live run): the records they wrote
     /// and the scheduler events about them. The kernel's notrace pid list
@@ -102,10 +105,16 @@ impl Prepared {
 /// Options of a raw read: what to keep, how to follow and print.
 #[derive(Clone)]
 pub struct RawOpts {
+    /// Only these CPUs' pages; `None`: every CPU.
     pub only: Option<Vec<u32>>,
+    /// Which records to keep.
     pub filter: Filter,
+    /// Keep reading a live buffer as it fills, until a stop (Ctrl-C, the
+    /// limit, the caller's `done`).
     pub follow: bool,
+    /// The printer writes one JSON object per record instead of text.
     pub json: bool,
+    /// Stop following after this long.
     pub limit: Option<Duration>,
     /// Skip records older than this trace-clock time (what was in the
     /// buffer before this run started).
@@ -113,6 +122,7 @@ pub struct RawOpts {
     /// Threads that render a drained buffer; `None`: one per CPU this
     /// process may run on.
     pub threads: Option<usize>,
+    /// What a live reader of a few events of its own needs.
     pub reading: Reading,
 }
 

@@ -15,17 +15,23 @@ use crate::sys::stream::{CpuPages, Next};
 use std::io::Write as _;
 
 /// The text of records and losses in every layout but the graph one: all
-/// a worker thread needs (pool.rs).
+/// a worker thread needs (parallel.rs).
 pub struct Plain<'a> {
+    /// The kernel's text rules for a record.
     pub r: Renderer<'a>,
+    /// The session's event formats.
     pub events: &'a EventTable,
+    /// The byte order of the records.
     pub endian: Endian,
+    /// What to keep and how to print.
     pub o: &'a RawOpts,
-    /// Buffer names and line labels, when there are several (Input).
+    /// Buffer names, when there are several ([`Input`](super::Input)).
     pub buffers: &'a [String],
+    /// What goes before a line of each of those buffers.
     pub labels: &'a [String],
-    /// What the filter worked out: [`Filter::prepare`].
+    /// What the filter worked out: [`Filter::prepare`](super::Filter::prepare).
     pub prepared: &'a Prepared,
+    /// The verdicts stack records inherit.
     pub stacks: StackVerdicts,
 }
 
@@ -59,11 +65,15 @@ impl StackVerdicts {
 pub enum Kept<'a> {
     /// An event id the format files do not know: printed as `type: N`.
     Unknown,
+    /// The filters drop it.
     Dropped,
+    /// Kept: a record of this event.
     Event(&'a EventFormat),
 }
 
 impl<'a> Plain<'a> {
+    /// What the filters make of the record `payload` of (buffer, CPU) at
+    /// `ts`.
     pub fn kept(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) -> Kept<'a> {
         let Some(ev) = self.events.event_of(payload, self.endian) else { return Kept::Unknown };
         let pid = self.r.pid(payload);
@@ -86,6 +96,7 @@ impl<'a> Plain<'a> {
         }
     }
 
+    /// A kept record's line (text, with its buffer's label) or JSON object.
     pub fn print(&mut self, w: &mut Out, ev: &EventFormat, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
         let _ = if self.o.json {
             let name = self.buffers.get(buffer as usize).map(String::as_str);
@@ -119,11 +130,14 @@ impl<'a> Plain<'a> {
 
 /// Turns one stream item into output.
 pub struct Emitter<'a> {
+    /// Every layout but the graph one.
     pub p: Plain<'a>,
+    /// The function_graph layout, when the input may use it.
     pub graph: Option<GraphRenderer<'a>>,
     /// The graph layout is in use (set on the first funcgraph record when
     /// the input did not say).
     pub graph_on: bool,
+    /// The ids of funcgraph_entry and funcgraph_exit.
     pub graph_ids: &'a [u32],
     /// The symbols that say where the irq entry code is, taken on the
     /// graph layout's first record (finding it parses the table).
@@ -138,6 +152,7 @@ pub struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
+    /// Print the next item of `s`.
     pub fn emit(&mut self, s: &mut CpuPages, out: &mut Out) {
         self.emit_into(s, out);
         out.line_done();
