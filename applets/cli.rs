@@ -333,7 +333,7 @@ fn banner() -> String {
 
 /// Print a whole text (help, a status report, a list): a reader that
 /// closed the pipe (`| head -1`) ends it quietly, as for every other
-/// output (out.rs); any other failure to write is the applet's error.
+/// output (sys::read::Out); any other failure to write is the applet's error.
 /// (`print!` panics on a closed pipe.)
 pub fn print(text: &str) -> Result<(), Error> {
     use std::io::Write;

@@ -1,4 +1,4 @@
-//! `tr-cat FILE` renders on several threads (applets/pool.rs); its output
+//! `tr-cat FILE` renders on several threads (src/sys/read/parallel.rs); its output
 //! must be byte for byte what one thread prints, across many batches, with
 //! losses between them and with a switch to the graph layout part way
 //! through (which the one-thread loop takes over).
