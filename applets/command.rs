@@ -133,7 +133,7 @@ pub fn resolve(all: &[String], spec: &str) -> Result<Vec<String>, Error> {
     let near = closest(spec, all.iter().map(String::as_str), 3);
     let e = Error::runtime(format!("unknown event '{spec}'"));
     Err(if near.is_empty() {
-        e.hint("list the events with: tr-event -l")
+        e.hint("list the events with: tr-event --list")
     } else {
         e.hint(format!("did you mean: {}", near.join(", ")))
     })
@@ -158,7 +158,7 @@ pub fn require_live(t: &Tracefs) -> Result<(), Error> {
         return Ok(());
     }
     Err(Error::usage(format!("{}: a copy of a tracefs tree, not the kernel's: it is only read", t.top().display()))
-        .hint("drop -T to change the live tracefs, or read the copy (tr-on, tr-cat --raw, tr-event -l)"))
+        .hint("drop -T to change the live tracefs, or read the copy (tr-on, tr-cat --raw, tr-event --list)"))
 }
 
 /// A write that needs function tracing failed (set_ftrace_pid, the stack
