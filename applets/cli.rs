@@ -98,6 +98,21 @@ fn kernel_release(v: &str) -> Result<String, String> {
 /// that takes one value and is given twice is an error, not the last one.
 pub fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Result<(Common, A), Error> {
     let own = A::get_args_info();
+    let Some((mine, theirs)) = split(name, own.flags, args)? else {
+        return Err(help(name, &own));
+    };
+    let mine: Vec<&str> = mine.iter().map(String::as_str).collect();
+    let a = A::from_args(&[name], &mine).map_err(|e| argh_error(name, e))?;
+    Ok((common(name, &theirs)?, a))
+}
+
+/// The words of `args` written out for argh: the applet's own (options,
+/// then `--` and the operands) and the common options. None for --help.
+fn split(
+    name: &str,
+    own: &'static [FlagInfo<'static>],
+    args: &[String],
+) -> Result<Option<(Vec<String>, Vec<String>)>, Error> {
     let common = Common::get_args_info();
     let usage = |msg: String| Error::usage(msg).hint(format!("try '{name} --help'"));
     let (mut mine, mut theirs, mut operands) = (Vec::new(), Vec::new(), Vec::new());
@@ -106,9 +121,9 @@ pub fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Res
     let mut pending: Vec<String> = Vec::new();
     while let Some(tok) = pending.pop().or_else(|| tokens.next().map(String::from)) {
         if tok == "-h" || tok == "--help" {
-            return Err(help::<A>(name));
+            return Ok(None);
         }
-        let (flag, attached) = match flag_of(&tok, own.flags, common.flags) {
+        let (flag, attached) = match flag_of(&tok, own, common.flags) {
             Some(f) => f,
             // What argh will call unknown.
             None if tok.len() > 1 && tok.starts_with('-') => {
@@ -146,12 +161,21 @@ pub fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Res
             seen.push(info.long);
         }
     }
-    let argh_err = |e: argh::EarlyExit| usage(e.output.split_whitespace().collect::<Vec<_>>().join(" "));
+    mine.push("--".into());
+    mine.extend(operands);
+    Ok(Some((mine, theirs)))
+}
+
+/// argh's complaint as one line, with the hint.
+fn argh_error(name: &str, e: argh::EarlyExit) -> Error {
+    Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'"))
+}
+
+/// The common options, parsed and put to work: the log level, the kernel
+/// release to read as.
+fn common(name: &str, theirs: &[String]) -> Result<Common, Error> {
     let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
-    let mut c = Common::from_args(&[name], &theirs).map_err(argh_err)?;
-    let mine: Vec<&str> =
-        mine.iter().map(String::as_str).chain(std::iter::once("--")).chain(operands.iter().map(String::as_str)).collect();
-    let a = A::from_args(&[name], &mine).map_err(argh_err)?;
+    let mut c = Common::from_args(&[name], &theirs).map_err(|e| argh_error(name, e))?;
     if c.tracefs.is_none() {
         c.tracefs = std::env::var("TRBOX_TRACEFS").ok().filter(|s| !s.is_empty());
     }
@@ -159,7 +183,7 @@ pub fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Res
     if let Some(k) = &c.kernel {
         trbox::sys::trace::set_kernel(k);
     }
-    Ok((c, a))
+    Ok(c)
 }
 
 /// What follows an option's letter or name in the same word.
@@ -174,7 +198,11 @@ type Flag = (&'static FlagInfo<'static>, bool);
 
 /// The declared option `tok` starts with (from the applet's flags or, marked
 /// `true`, the common ones), and what is attached to it.
-fn flag_of(tok: &str, own: &'static [FlagInfo<'static>], common: &'static [FlagInfo<'static>]) -> Option<(Flag, Option<Attached>)> {
+fn flag_of(
+    tok: &str,
+    own: &'static [FlagInfo<'static>],
+    common: &'static [FlagInfo<'static>],
+) -> Option<(Flag, Option<Attached>)> {
     let all = || own.iter().map(|f| (f, false)).chain(common.iter().map(|f| (f, true)));
     if let Some(long) = tok.strip_prefix("--").filter(|l| !l.is_empty()) {
         let (l, v) = long.split_once('=').map_or((long, None), |(l, v)| (l, Some(v)));
@@ -191,8 +219,8 @@ fn flag_of(tok: &str, own: &'static [FlagInfo<'static>], common: &'static [FlagI
 /// `--help`: the applet's text, rendered from its declaration (the
 /// common options' too) for an 80-column console, to stdout; the run ends
 /// with status 0.
-fn help<A: ArgsInfo>(name: &str) -> Error {
-    match print(&help_text(name, &A::get_args_info(), &Common::get_args_info())) {
+fn help(name: &str, own: &CommandInfoWithArgs) -> Error {
+    match print(&help_text(name, own, &Common::get_args_info())) {
         Ok(()) => Error { code: EXIT_OK, msg: String::new(), hint: None },
         Err(e) => e,
     }
@@ -202,7 +230,6 @@ fn help<A: ArgsInfo>(name: &str) -> Error {
 const HELP_COLUMN: usize = 22;
 
 pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWithArgs) -> String {
-    let shown = |f: &&FlagInfo| !f.hidden && f.long != "--help";
     let mut usage = format!("Usage: {name} [OPTIONS]");
     for p in own.positionals.iter().filter(|p| !p.hidden) {
         let dots = if matches!(p.optionality, Optionality::Repeating | Optionality::Greedy) { "..." } else { "" };
@@ -213,48 +240,19 @@ pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWith
     }
     usage.push_str(" [-- CMD [ARGS...]]");
     let mut out = format!("{usage}\n\n{}\n", wrap(own.description, 80));
-    let mut row = |left: String, text: &str| {
-        if text.is_empty() {
-            out.push_str(&format!("{left}\n"));
-            return;
-        }
-        let text = wrap(text, 80 - HELP_COLUMN);
-        let pad = " ".repeat(HELP_COLUMN);
-        let mut lines = text.lines();
-        if left.len() < HELP_COLUMN {
-            out.push_str(&format!("{left:<HELP_COLUMN$}{}\n", lines.next().unwrap_or_default()));
-        } else {
-            out.push_str(&format!("{left}\n"));
-        }
-        for l in lines {
-            out.push_str(&format!("{pad}{l}\n"));
-        }
-    };
-    let flag = |f: &FlagInfo| {
-        let short = f.short.map(|c| format!("-{c}, ")).unwrap_or_default();
-        let value = match f.kind {
-            FlagInfoKind::Option { arg_name } => format!(" {arg_name}"),
-            FlagInfoKind::Switch => String::new(),
-        };
-        format!("  {short}{}{value}", f.long)
-    };
     let positionals: Vec<_> = own.positionals.iter().filter(|p| !p.hidden).collect();
     if !positionals.is_empty() {
-        row("\nArguments:".into(), "");
+        out.push_str("\nArguments:\n");
         for p in positionals {
-            row(format!("  {}", p.name), p.description);
+            row(&mut out, &format!("  {}", p.name), p.description);
         }
     }
-    row("\nOptions:".into(), "");
-    for f in own.flags.iter().filter(shown) {
-        row(flag(f), f.description);
-    }
-    row("  -- CMD [ARGS...]".into(), "run CMD with tracing on for it only; end with its exit status");
-    row("  -h, --help".into(), "this text");
-    row("\nCommon options:".into(), "");
-    for f in common.flags.iter().filter(shown) {
-        row(flag(f), f.description);
-    }
+    out.push_str("\nOptions:\n");
+    flag_rows(&mut out, own.flags);
+    row(&mut out, "  -- CMD [ARGS...]", "run CMD with tracing on for it only; end with its exit status");
+    row(&mut out, "  -h, --help", "this text");
+    out.push_str("\nCommon options:\n");
+    flag_rows(&mut out, common.flags);
     if !own.examples.is_empty() {
         out.push_str("\nExamples:\n");
         for e in own.examples {
@@ -265,6 +263,32 @@ pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWith
         out.push_str(&format!("\n{}\n", wrap(n, 80)));
     }
     out
+}
+
+/// One row of a help text: `left`, then `text` wrapped in its column.
+fn row(out: &mut String, left: &str, text: &str) {
+    let text = wrap(text, 80 - HELP_COLUMN);
+    let mut lines = text.lines();
+    if left.len() < HELP_COLUMN {
+        out.push_str(&format!("{left:<HELP_COLUMN$}{}\n", lines.next().unwrap_or_default()));
+    } else {
+        out.push_str(&format!("{left}\n"));
+    }
+    for l in lines {
+        out.push_str(&format!("{:HELP_COLUMN$}{l}\n", ""));
+    }
+}
+
+/// A row per option shown: `-b, --buffer KB   description`.
+fn flag_rows(out: &mut String, flags: &[FlagInfo]) {
+    for f in flags.iter().filter(|f| !f.hidden && f.long != "--help") {
+        let short = f.short.map(|c| format!("-{c}, ")).unwrap_or_default();
+        let value = match f.kind {
+            FlagInfoKind::Option { arg_name } => format!(" {arg_name}"),
+            FlagInfoKind::Switch => String::new(),
+        };
+        row(out, &format!("  {short}{}{value}", f.long), f.description);
+    }
 }
 
 /// Wrap lines longer than `width` at spaces, keeping their indentation, so
@@ -321,10 +345,9 @@ fn basename(p: &str) -> &str {
 }
 
 // `trbox` itself, without an applet.
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
 #[argh(help_triggers("-h", "--help"))]
-/// ftrace for embedded boards. Run an applet as `trbox APPLET [ARGS...]` or
-/// as `APPLET [ARGS...]` through a link named after it (--install).
+/// ftrace for embedded boards
 struct Top {
     /// print the applets' names, one per line
     #[argh(switch)]
@@ -345,8 +368,16 @@ struct Top {
 }
 
 fn banner(applets: &[Applet]) -> String {
-    let help = Top::from_args(&["trbox"], &["--help"]).err().map(|e| e.output).unwrap_or_default();
-    let mut s = format!("trbox {}\n\n{help}\nApplets:\n", env!("CARGO_PKG_VERSION"));
+    let info = Top::get_args_info();
+    let mut s = format!(
+        "trbox {} - {}\n\nUsage: trbox APPLET [ARGS...], or APPLET [ARGS...] through a link\n\
+         \x20      trbox [OPTIONS] [DIR]\n\nOptions:\n",
+        env!("CARGO_PKG_VERSION"),
+        info.description
+    );
+    flag_rows(&mut s, info.flags);
+    row(&mut s, "  -h, --help", "this text");
+    s.push_str("\nApplets:\n");
     for a in applets {
         s.push_str(&format!("  {:<10} {}\n", a.name, a.summary));
     }
@@ -359,8 +390,9 @@ fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
         Ok(t) => t,
         Err(e) if e.status.is_ok() => return print(&banner(applets)),
         Err(e) => {
-            return Err(Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" "))
-                .hint("try 'trbox --help'"))
+            return Err(
+                Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint("try 'trbox --help'")
+            )
         }
     };
     match (t.list, t.install, t.version, &t.dir) {
@@ -534,7 +566,10 @@ mod tests {
         assert_eq!(err(&["-b"]).msg, "option --buffer needs a value");
         assert_eq!(err(&["--json=1"]).msg, "option --json takes no value");
         assert_eq!(err(&["-b", "1", "--buffer=2"]).msg, "option --buffer was given twice; it takes one value");
-        assert_eq!(err(&["-b", "x8"]).msg, "Error parsing option '--buffer' with value 'x8': invalid digit found in string");
+        assert_eq!(
+            err(&["-b", "x8"]).msg,
+            "Error parsing option '--buffer' with value 'x8': invalid digit found in string"
+        );
         for e in [err(&["-x"]), err(&["-b"]), err(&["-t", "1e3"])] {
             assert_eq!((e.code, e.hint.as_deref()), (EXIT_USAGE, Some("try 'tr-x --help'")));
         }

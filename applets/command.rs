@@ -150,17 +150,6 @@ pub fn resolve_all(all: &[String], specs: &[String]) -> Result<Vec<String>, Erro
     Ok(events)
 }
 
-/// A run or a switch changes the kernel's own tracefs (or debugfs) only: a
-/// copy of a tree given with -T is only read — writing it as root would
-/// write wherever its files lead, for no effect on the kernel.
-pub fn require_live(t: &Tracefs) -> Result<(), Error> {
-    if t.is_live() {
-        return Ok(());
-    }
-    Err(Error::usage(format!("{}: a copy of a tracefs tree, not the kernel's: it is only read", t.top().display()))
-        .hint("drop -T to change the live tracefs, or read the copy (tr-on, tr-cat --raw, tr-event --list)"))
-}
-
 /// A write that needs function tracing failed (set_ftrace_pid, the stack
 /// tracer sysctl): EPERM says plainly that the kernel refuses dynamic
 /// ftrace. (State::set_tracer / set_functions do this themselves.)
@@ -227,15 +216,6 @@ pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Res
         ftrace_write(st.set_list("set_ftrace_pid", &pids))?;
     }
     Ok(none)
-}
-
-/// Keep tracing idle while a run is set up (through `st`: restored): only
-/// the traced window records, not trbox's own work before the tracer, its
-/// filters and the pid filter are in place.
-pub fn idle(st: &mut State) -> Result<(), Error> {
-    let t = st.tracefs();
-    st.set(t.tracing_on_file(), "0")?;
-    Ok(())
 }
 
 /// A run's traced window on one switch file (`tracing_on`, or the stack

@@ -12,6 +12,7 @@ mod listen;
 mod out;
 mod pool;
 mod record;
+mod session;
 mod stats;
 mod stream_in;
 mod tr_cat;
@@ -23,7 +24,6 @@ mod tr_stack;
 
 use cli::Applet;
 use std::process::ExitCode;
-
 
 const APPLETS: &[Applet] = &[
     Applet { name: "tr-on", summary: "show or switch the tracing state", main: tr_on::main },

@@ -1,10 +1,10 @@
 //! tr-cat: print the trace buffer, decode the raw per-CPU pages or a
 //! trace.dat, or record the raw pages into one (-o, see record.rs).
 
-use crate::cli::{self, Common, Error};
-use argh::{ArgsInfo, FromArgs};
+use crate::cli::{self, Error};
 use crate::decode::{self, Filter, RawOpts};
 use crate::out::Out;
+use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::sys::Tracefs;
 
@@ -99,9 +99,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let (common, mut a) = cli::parse::<Args>("tr-cat", own)?;
     let common = &common;
     #[cfg(not(feature = "host"))]
-    if let Some(o) = [(a.input.is_some(), "-i"), (a.from_console.is_some(), "--from-console"), (a.listen.is_some(), "--listen")]
-        .iter()
-        .find_map(|(given, o)| given.then_some(o))
+    if let Some(o) =
+        [(a.input.is_some(), "-i"), (a.from_console.is_some(), "--from-console"), (a.listen.is_some(), "--listen")]
+            .iter()
+            .find_map(|(given, o)| given.then_some(o))
     {
         return Err(Error::usage(format!("{o} is in the host build of trbox only, not in this board build")));
     }
@@ -221,7 +222,7 @@ fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
 /// `--from-console`), convert (`FILE -o trace.dat`, `-o X.pftrace`),
 /// listen (`--listen`). Some(()) when it was one of those.
 #[cfg(feature = "host")]
-fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>, Error> {
+fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>, Error> {
     if let Some(i) = a.from_console.take() {
         if a.file.is_some() || a.input.is_some() {
             return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));

@@ -3,13 +3,13 @@
 //! Everything it changes is put back on the way out.
 
 use crate::cli::{self, Error};
-use argh::{ArgsInfo, FromArgs};
 use crate::command::{self, resolve, resolve_all, Follow};
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::probe::{Def, Kind, GROUP};
-use trbox::sys::lock::Lock;
 use trbox::sys::state::{probe_file, State};
-use trbox::sys::{elf, event_dir, signals, Tracefs};
+use trbox::sys::{elf, event_dir, Tracefs};
 
 #[derive(FromArgs, ArgsInfo)]
 #[argh(help_triggers("-h", "--help"))]
@@ -75,7 +75,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let (common, a) = cli::parse::<Args>("tr-event", own)?;
     let common = &common;
     command::one_target(&a.pid, cmd)?;
-    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    let t = Tracefs::open(common.tracefs.as_deref())?;
     let all = t.list_events()?;
     if a.list {
         // The names enabling takes: a system (`sched`), SYS:GLOB, or an
@@ -102,16 +102,12 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let probes = probes(&a, &top)?;
     let mut events = resolve_all(&all, &a.events)?;
     if events.is_empty() && probes.is_empty() {
-        return Err(Error::usage("no events given")
-            .hint("e.g. tr-event sched:sched_switch, or a probe: --kprobe/--uprobe; list events with tr-event --list"));
+        return Err(Error::usage("no events given").hint(
+            "e.g. tr-event sched:sched_switch, or a probe: --kprobe/--uprobe; list events with tr-event --list",
+        ));
     }
-    command::require_live(&t)?;
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-        t.keep_instance = a.keep;
-    }
-    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(t.dir(), common.wait)?;
+    let live = Live::enter(t, common, a.keep)?;
+    let t = &live.t;
     // Dynamic events are global (top level, also with -B); this state is
     // restored after the one that enables them, so they are disabled
     // before they are removed.
@@ -128,9 +124,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         events.push(format!("{}:{}", p.group, p.event));
     }
     let status = {
-        let mut st = State::new(&t);
-        st.keep = a.keep;
-        command::idle(&mut st)?;
+        let mut st = live.state(a.keep)?;
         // The pid filter first: events enabled before it would also record
         // this process setting up (its opens, for a kprobe).
         let child = command::whom(&mut st, cmd, &a.pid, Follow { events: true, functions: false })?;
@@ -165,7 +159,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 "did they happen? try a longer -t"
             })
         };
-        let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
+        let r = command::stream_text(t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
         r?
     };
     command::exit_with(status)

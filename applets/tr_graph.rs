@@ -3,16 +3,15 @@
 //! also on a recorded trace.dat (-i) or a copy of a tracefs tree (-T).
 
 use crate::cli::{self, Error};
-use argh::{ArgsInfo, FromArgs};
 use crate::command::{self, Follow};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::graph::stats::{Stats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
-use trbox::sys::lock::Lock;
-use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
 #[derive(FromArgs, ArgsInfo)]
@@ -88,24 +87,19 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false).map(drop);
     }
     t.require_tracer("function_graph")?;
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-        t.keep_instance = a.keep;
-    }
-    let _lock = Lock::take(t.dir(), common.wait)?;
+    let live = Live::enter(t, common, a.keep)?;
+    let t = &live.t;
     let status = {
-        let mut st = State::new(&t);
-        st.keep = a.keep;
-        command::idle(&mut st)?;
+        let mut st = live.state(a.keep)?;
         if !a.funcs.is_empty() {
             st.set_functions("set_graph_function", &a.funcs)?;
         }
         if let Some(d) = a.depth {
-            need(&t, "max_graph_depth")?;
+            need(t, "max_graph_depth")?;
             st.set("max_graph_depth", &d.to_string())?;
         }
         if let Some(us) = a.min_us {
-            need(&t, "tracing_thresh")?;
+            need(t, "tracing_thresh")?;
             st.set("tracing_thresh", &us.to_string())?;
         }
         // The tracer before the pid filters (tracing is idle: nothing is
@@ -120,7 +114,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         let child = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);
         let r = command::stream(
-            &t,
+            t,
             &mut st,
             &child,
             false,

@@ -5,16 +5,16 @@
 //! tracefs up (and back), streams the records into it and prints.
 
 use crate::cli::{self, Common, Error};
-use argh::{ArgsInfo, FromArgs};
 use crate::command::{self, Follow};
 use crate::decode::{self, Filter, Input, Item, RawOpts, Reading};
 use crate::out::Out;
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::cell::Cell;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 use trbox::lat::{self, Lat, Mode, Table, Unit};
 use trbox::sys::event_dir;
-use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
@@ -214,16 +214,15 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         }
     }
     let top = t.top_level();
-    let _lock = Lock::take(t.dir(), common.wait)?;
+    let live = Live::lock(t, common.wait)?;
+    let t = &live.t;
     let stopped = Cell::new(false);
     let status = {
         // osnoise/ is global (the top level), the tracer and events are the
         // buffer's: two undo logs, the buffer's restored first.
         let mut global = State::new(&top);
         global.keep = a.keep;
-        let mut st = State::new(&t);
-        st.keep = a.keep;
-        command::idle(&mut st)?;
+        let mut st = live.state(a.keep)?;
         if tracer {
             tracer_settings(&mut global, &a, mode)?;
         }
@@ -239,7 +238,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             st.set("tracing_max_latency", "0")?;
             st.set_tracer(a.mode())?;
         } else {
-            for e in wanted_events(&t, mode) {
+            for e in wanted_events(t, mode) {
                 st.set(&format!("{}/enable", event_dir(&e)), "1")?;
             }
         }
@@ -268,12 +267,12 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             if let Some(s) = a.priority {
                 let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
                 trbox::sys::sched::set_threads(prefix, s)
-                    .map_err(|e| Error::runtime(format!("-P: the {prefix}N threads: {e}")))?;
+                    .map_err(|e| Error::runtime(format!("--priority: the {prefix}N threads: {e}")))?;
             }
             measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
         let r = command::stream(
-            &t,
+            t,
             &mut st,
             &child,
             a.json,
@@ -410,19 +409,19 @@ fn instead(tracer: &str) -> &'static str {
 fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
     let name = a.mode();
     if !cmd.is_empty() || !a.pid.is_empty() || a.read || a.hist || a.period.is_some() || a.cpus.is_some() {
-        return Err(Error::usage(format!("tr-lat {name} traces the whole system: only --irq-us US, -o DIR, -t S, --json")));
+        return Err(Error::usage(format!(
+            "tr-lat {name} traces the whole system: only --irq-us US, -o DIR, -t S, --json"
+        )));
     }
-    let t = Tracefs::open(common.tracefs.as_deref())?;
-    command::require_live(&t)?;
     if common.instance.is_some() {
         return Err(Error::usage(format!("tr-lat {name} runs at the top level (the max buffer is the top level's)")));
     }
+    let t = Tracefs::open(common.tracefs.as_deref())?;
+    crate::session::require_live(&t)?;
     t.require_tracer(name).map_err(|e| Error::from(e).hint(instead(name)))?;
-    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(t.dir(), common.wait)?;
-    let mut st = State::new(&t);
-    st.keep = a.keep;
-    command::idle(&mut st)?;
+    let live = Live::enter(t, common, a.keep)?;
+    let (t, wake) = (&live.t, live.wake);
+    let mut st = live.state(a.keep)?;
     if let Some(us) = a.irq_us {
         st.set("tracing_thresh", &us.to_string())?;
     }

@@ -3,14 +3,14 @@
 //! or `-t S`: the trace is streamed, then everything is restored).
 
 use crate::cli::{self, Common, Error};
-use argh::{ArgsInfo, FromArgs};
 use crate::command::{self, Follow};
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::fmt::Write;
 use trbox::ctl;
-use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::status::{Item, Status, Unavailable};
-use trbox::sys::{reset, signals, Found, Tracefs};
+use trbox::sys::{reset, Found, Tracefs};
 
 #[derive(FromArgs, ArgsInfo)]
 #[argh(help_triggers("-h", "--help"))]
@@ -113,30 +113,24 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.time.is_some_and(|t| t.0.is_zero()) {
         return Err(Error::usage("-t needs a number of seconds above 0"));
     }
-    let mut t = Tracefs::open(common.tracefs.as_deref())?;
-    command::require_live(&t)?;
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-    }
-    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(t.dir(), common.wait)?;
+    let mut live = Live::open(common, false)?;
     if a.reset {
-        reset_all(&t)?;
+        reset_all(&live.t)?;
     }
-    // Everything is restored when a step fails; a switch keeps its
-    // settings only once all of them are in place.
-    let mut st = State::new(&t);
-    if run {
-        command::idle(&mut st)?;
-    }
-    apply(&mut st, &a)?;
     if !run {
-        st.set(t.tracing_on_file(), if a.off { "0" } else { "1" })?;
+        // Everything is restored when a step fails; a switch keeps its
+        // settings only once all of them are in place.
+        let mut st = State::new(&live.t);
+        apply(&mut st, &a)?;
+        st.set(live.t.tracing_on_file(), if a.off { "0" } else { "1" })?;
         st.keep = true;
         drop(st);
-        t.keep_instance = true;
+        live.t.keep_instance = true;
         return Ok(());
     }
+    let t = &live.t;
+    let mut st = live.state(false)?;
+    apply(&mut st, &a)?;
     let status = {
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         // The function pid filter matters to function-based tracers only,
@@ -158,11 +152,11 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 e.hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
             }
         };
-        let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
+        let r = command::stream_text(t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
         r?
     };
     drop(st);
-    t.keep_instance = a.keep;
+    live.t.keep_instance = a.keep;
     command::exit_with(status)
 }
 

@@ -4,10 +4,11 @@
 //! counted and listed most frequent first.
 
 use crate::cli::{self, Error};
-use argh::{ArgsInfo, FromArgs};
 use crate::command::{self, resolve_all, Follow, Window};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use std::time::Duration;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
@@ -102,15 +103,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.func.is_some() {
         t.require_tracer("function")?;
     }
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-        t.keep_instance = a.keep;
-    }
-    let _lock = Lock::take(t.dir(), common.wait)?;
+    let live = Live::enter(t, common, a.keep)?;
+    let t = &live.t;
     let status = {
-        let mut st = State::new(&t);
-        st.keep = a.keep;
-        command::idle(&mut st)?;
+        let mut st = live.state(a.keep)?;
         let trigger = match &a.filter {
             Some(f) => format!("stacktrace if {f}"),
             None => "stacktrace".to_string(),
@@ -146,7 +142,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         }
         // count_stacks says itself that nothing came (an error: no table).
         let r = command::stream(
-            &t,
+            t,
             &mut st,
             &child,
             false,
