@@ -105,6 +105,9 @@ impl<'t> Input<'t> {
         }
         reading()?;
         let (trace, texts) = open_tree_texts(t, header, endian, o.reading.systems)?;
+        // A board build writes no other format: the texts go unused.
+        #[cfg(not(feature = "host"))]
+        drop(texts);
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
         let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));
@@ -160,7 +163,7 @@ impl<'t> Input<'t> {
         let (mut top, named): (Vec<_>, Vec<_>) = chosen.into_iter().partition(|i| i.name.is_empty());
         top.extend(named);
         chosen = top;
-        let on_cpus = if o.only.is_some() { " on the CPUs of --cpu" } else { "" };
+        let on_cpus = if o.only.is_some() { " on the CPUs of --cpus" } else { "" };
         let empty_note = Some(match chosen.as_slice() {
             [one] if one.name.is_empty() => {
                 format!("{applet}: {}: no events in the top buffer{on_cpus}", path.display())
