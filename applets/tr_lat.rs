@@ -452,17 +452,14 @@ fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
             trbox::sys::record::create_output(f.as_ref())
                 .and_then(|mut o| o.write_all(text.as_bytes()).map_err(|e| trbox::sys::Error::io(f, e)))?;
         }
-        let _ = if a.json {
-            let (k, body) = file.as_deref().map_or(("trace", text.as_str()), |f| ("file", f));
-            let _ = write!(out, "{{\"tracer\":\"{name}\",\"n\":{n},\"unit\":\"us\",\"latency\":{v},\"{k}\":");
-            let _ = trbox::render::json_str(&mut out, body);
-            writeln!(out, "}}")
+        if a.json {
+            let _ = lat::write_max_json(&mut out, name, n, v, file.as_deref(), &text);
         } else {
-            match &file {
+            let _ = match &file {
                 Some(f) => writeln!(out, "{name} maximum {n}: {v} us, saved as {f}"),
                 None => writeln!(out, "# {name} maximum {n}: {v} us (tracing_max_latency)\n{text}"),
-            }
-        };
+            };
+        }
         out.line_done();
     }
     drop(w);

@@ -1091,6 +1091,24 @@ pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdline
     Ok(())
 }
 
+/// A max-latency tracer's new maximum (`tr-lat wakeup_rt --json` …) as a
+/// JSON object on one line: the tracer, its sequence number `n`, the
+/// latency in us, and the saved file's name (`file`) or else the kernel's
+/// trace text of it (`trace`).
+pub fn write_max_json<W: Write>(
+    w: &mut W,
+    tracer: &str,
+    n: u32,
+    latency_us: u64,
+    file: Option<&str>,
+    trace: &str,
+) -> fmt::Result {
+    let (k, body) = file.map_or(("trace", trace), |f| ("file", f));
+    write!(w, "{{\"tracer\":\"{tracer}\",\"n\":{n},\"unit\":\"us\",\"latency\":{latency_us},\"{k}\":")?;
+    json_str(w, body)?;
+    writeln!(w, "}}")
+}
+
 /// One sample as a JSON line: times in trace-clock ns, the latency in ns.
 pub fn write_sample<W: Write + ?Sized>(w: &mut W, s: &Sample) -> fmt::Result {
     writeln!(
@@ -1108,6 +1126,19 @@ pub fn write_sample<W: Write + ?Sized>(w: &mut W, s: &Sample) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_maximum_is_one_json_line_with_its_file_or_its_text() {
+        let mut w = String::new();
+        write_max_json(&mut w, "wakeup_rt", 2, 17, Some("out/2.txt"), "ignored").unwrap();
+        assert_eq!(w, "{\"tracer\":\"wakeup_rt\",\"n\":2,\"unit\":\"us\",\"latency\":17,\"file\":\"out/2.txt\"}\n");
+        w.clear();
+        write_max_json(&mut w, "irqsoff", 1, 5, None, "# tracer: irqsoff\n\"x\"\n").unwrap();
+        assert_eq!(
+            w,
+            "{\"tracer\":\"irqsoff\",\"n\":1,\"unit\":\"us\",\"latency\":5,\"trace\":\"# tracer: irqsoff\\n\\\"x\\\"\\n\"}\n"
+        );
+    }
     use crate::format::EventFormat;
 
     const WAKING: &str = "name: sched_waking\nID: 5\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
