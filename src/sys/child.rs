@@ -14,6 +14,8 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// A command forked and held stopped before its `execve`, until
+/// released.
 pub struct Paused {
     pid: libc::pid_t,
     /// Not yet resumed (SIGCONT): dropped unreleased, it is killed.
@@ -135,6 +137,7 @@ impl Paused {
         Ok(child)
     }
 
+    /// Its pid.
     pub fn pid(&self) -> u32 {
         self.pid as u32
     }

@@ -47,6 +47,7 @@ pub struct FileBytes {
 }
 
 impl FileBytes {
+    /// The bytes of the file at `path`: mapped, or read where mapping fails.
     pub fn open(path: &Path) -> io::Result<Self> {
         use std::os::unix::io::AsRawFd;
         let f = std::fs::File::open(path)?;
@@ -69,6 +70,7 @@ impl FileBytes {
         Ok(FileBytes { map: None, copy: std::fs::read(path)? })
     }
 
+    /// The file's bytes.
     pub fn bytes(&self) -> &[u8] {
         match self.map {
             // SAFETY: the mapping is `len` bytes, readable, alive until drop.

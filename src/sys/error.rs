@@ -6,50 +6,127 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+/// What went wrong in the I/O layer.
 #[derive(Debug)]
 pub enum Error {
     /// No tracefs or debugfs is mounted and we may not mount one.
     NotMounted,
     /// Mounting tracefs/debugfs failed.
-    Mount { fstype: &'static str, target: PathBuf, err: io::Error },
+    Mount {
+        /// `tracefs` or `debugfs`.
+        fstype: &'static str,
+        /// Where it was to be mounted.
+        target: PathBuf,
+        /// Why mount(2) failed.
+        err: io::Error,
+    },
     /// A directory given with `-T` does not exist.
     NoSuchDir(PathBuf),
     /// A directory exists but has no `events/`: not a tracing root.
     NotTracefs(PathBuf),
     /// `-B NAME` names an instance that does not exist (read-only applets do
     /// not create one).
-    NoInstance { name: String, existing: Vec<String> },
+    NoInstance {
+        /// The name given.
+        name: String,
+        /// The instances there are.
+        existing: Vec<String>,
+    },
     /// Any other I/O failure on a tracefs path.
-    Io { path: PathBuf, err: io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        err: io::Error,
+    },
     /// The kernel refused a value (filter, trigger, probe…); `kernel` is its
     /// error_log entry when it wrote one.
-    Rejected { path: PathBuf, value: String, err: io::Error, kernel: Option<String> },
+    Rejected {
+        /// The file written.
+        path: PathBuf,
+        /// The value written.
+        value: String,
+        /// The write's error.
+        err: io::Error,
+        /// The kernel's error_log entry, when it wrote one.
+        kernel: Option<String>,
+    },
     /// Another trbox run holds the lock on this tracing directory; `holder`
     /// is "pid N (APPLET)" when /proc/locks shows it, else empty.
-    Busy { holder: String, path: PathBuf },
+    Busy {
+        /// "pid N (APPLET)", or empty when unknown.
+        holder: String,
+        /// The tracing directory.
+        path: PathBuf,
+    },
     /// An output file (`tr-cat -o`) that is there already and is not ours
     /// to write over: a symlink, another user's file, a hard link…
-    NotOverwritten { path: PathBuf, why: String },
+    NotOverwritten {
+        /// The output file.
+        path: PathBuf,
+        /// What it is instead of ours.
+        why: String,
+    },
     /// A tracefs file whose text the core could not parse.
-    Format { path: PathBuf, line: u32, what: String },
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The line (1-based; 0: not known).
+        line: u32,
+        /// What could not be parsed.
+        what: String,
+    },
     /// `current_tracer` cannot be set to a tracer this kernel lacks.
-    NoTracer { name: String, available: Vec<String> },
+    NoTracer {
+        /// The tracer asked for.
+        name: String,
+        /// The tracers this kernel has.
+        available: Vec<String>,
+    },
     /// EPERM on a function-tracing file (current_tracer = function…,
     /// set_ftrace_filter, set_graph_function…): dynamic ftrace is refused.
-    FtraceRefused { path: PathBuf },
+    FtraceRefused {
+        /// The file whose write was refused.
+        path: PathBuf,
+    },
     /// An ELF file (a uprobe's target) without the wanted function, or not
     /// readable as ELF.
-    Elf { path: PathBuf, err: crate::elf::Error },
+    Elf {
+        /// The ELF file.
+        path: PathBuf,
+        /// What is wrong with it.
+        err: crate::elf::Error,
+    },
     /// A trace.dat file that cannot be opened or read (`what`: why).
-    TraceDat { path: PathBuf, what: String },
+    TraceDat {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        what: String,
+    },
     /// `-B NAME` names a buffer a trace.dat does not hold (`existing`: the
     /// ones it does, as a person reads them).
-    NoBuffer { path: PathBuf, name: String, existing: Vec<String> },
+    NoBuffer {
+        /// The trace.dat.
+        path: PathBuf,
+        /// The buffer asked for.
+        name: String,
+        /// The buffers it holds.
+        existing: Vec<String>,
+    },
     /// A file that is neither a trace.dat, a trbox stream nor a console log
     /// with a recording (`what`: why the console log reader gave up).
-    NotARecording { path: PathBuf, what: String },
+    NotARecording {
+        /// The file.
+        path: PathBuf,
+        /// Why the console log reader gave up.
+        what: String,
+    },
     /// A board build asked for host-side work (`what`: which).
-    HostOnly { what: String },
+    HostOnly {
+        /// The work asked for.
+        what: String,
+    },
     /// Writing the output failed (not a closed pipe: that is a normal end).
     Output(io::Error),
     /// The stop signals' handlers could not be installed.
@@ -57,6 +134,7 @@ pub enum Error {
 }
 
 impl Error {
+    /// An I/O failure on `path`.
     pub fn io(path: impl Into<PathBuf>, err: io::Error) -> Self {
         Error::Io { path: path.into(), err }
     }

@@ -58,6 +58,7 @@ pub struct LiveVars {
 }
 
 impl LiveVars {
+    /// Nothing read yet: the symbols and /proc/kcore on first use.
     pub fn new() -> Self {
         Self::default()
     }

@@ -1,17 +1,12 @@
 //! The thin std layer: finding and reading tracefs. Everything that decides
 //! what bytes mean lives in the core modules; this only moves them.
 
-#[allow(missing_docs)] // to document (issue 28)
 pub mod child;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod elf;
-#[allow(missing_docs)] // to document (issue 28)
 mod error;
 pub mod events;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod kvars;
 pub mod lock;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod net;
 pub mod prefetch;
 pub mod raw;
@@ -19,10 +14,8 @@ pub mod read;
 #[allow(missing_docs)] // to document (issue 28)
 pub mod record;
 pub mod reset;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod sched;
 pub mod signals;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod state;
 #[allow(missing_docs)] // to document (issue 28)
 pub mod status;
@@ -31,7 +24,6 @@ pub mod thread;
 pub mod trace;
 mod tracedat;
 mod tracefs;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod watch;
 
 pub use error::{describe, Error};

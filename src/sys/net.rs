@@ -17,6 +17,7 @@ const WAIT_S: u32 = 10;
 /// std::net and getaddrinfo would cost the board ~25 KiB, so the host is
 /// an IPv4 address.
 pub struct Session {
+    /// The control connection.
     pub control: File,
     /// Per CPU of the recording (in the flyrecord table's order).
     pub cpus: Vec<File>,

@@ -9,12 +9,16 @@ use std::io;
 /// `r:PRIO` SCHED_RR, `o:NICE` SCHED_OTHER at that nice value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sched {
+    /// SCHED_FIFO at this priority.
     Fifo(i32),
+    /// SCHED_RR at this priority.
     Rr(i32),
+    /// SCHED_OTHER at this nice value.
     Other(i32),
 }
 
 impl Sched {
+    /// `f:PRIO`, `r:PRIO` or `o:NICE`.
     pub fn parse(s: &str) -> Option<Sched> {
         let (p, v) = s.split_once(':')?;
         let v = v.parse().ok()?;

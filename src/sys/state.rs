@@ -40,6 +40,7 @@ impl<'t> State<'t> {
         self.t
     }
 
+    /// Nothing changed yet in `t`.
     pub fn new(t: &'t Tracefs) -> Self {
         State { t, undo: Vec::new(), keep: false }
     }

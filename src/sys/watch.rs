@@ -5,12 +5,14 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// A watch on one file (inotify, when there is one).
 pub struct Watch {
     /// The inotify descriptor, or -1 when inotify is not available.
     fd: i32,
 }
 
 impl Watch {
+    /// Watch `path` for writes.
     pub fn new(path: &Path) -> Watch {
         let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return Watch { fd: -1 } };
         // SAFETY: plain syscalls on a descriptor we own and a C string.
