@@ -26,30 +26,11 @@ pub fn convert(input: &str, output: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
+/// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format (the
+/// library's Perfetto sink), written to `output`.
 pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
-    let mut tr = trbox::perfetto::Trace::new();
-    let meta = read::collect(input, o, &|| false, &mut |m, it| {
-        if let read::Item::Record { cpu, ts, payload, .. } = it {
-            let endian = m.trace.endian;
-            if let Some(ev) = m.trace.events.event_of(payload, endian) {
-                tr.event(ev, cpu, ts, m.pid(ev, payload), payload, endian);
-            }
-        }
-    })?;
-    let threads: Vec<(i32, &str)> = meta
-        .saved_cmdlines
-        .lines()
-        .filter_map(|l| l.trim().split_once(' ').and_then(|(p, c)| Some((p.parse().ok()?, c.trim()))))
-        .collect();
-    let events = tr.events;
-    let symbol = |a: u64| {
-        use trbox::printfmt::SymbolLookup;
-        // The name alone, as the function_graph tracer prints it (%ps).
-        meta.trace.symbols.lookup(a).map(|s| s.name.to_string())
-    };
-    let bytes = tr.finish(&threads, meta.uname.as_deref(), &symbol);
+    let (bytes, events) = read::perfetto(input, o)?;
     let mut f = trbox::sys::record::create_output(Path::new(output))?;
     f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
     eprintln!("tr-cat: {output}: {events} events, {} bytes (Perfetto trace)", bytes.len());

@@ -3,7 +3,8 @@
 //! and handed to a [`Sink`], the way ripgrep's searcher drives its
 //! printers. The sinks: the text and JSON printer ([`print()`]), and any
 //! closure that takes the kept records one by one ([`collect`]): the
-//! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer,
+//! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer
+//! (`perfetto`, host builds),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
 //!
 //! ```no_run
@@ -24,6 +25,8 @@ mod input;
 mod opts;
 mod out;
 mod parallel;
+#[cfg(feature = "host")]
+mod perfetto;
 mod stream_in;
 mod summary;
 mod text;
@@ -31,6 +34,8 @@ mod text;
 pub use input::Input;
 pub use opts::{Filter, Prepared, RawOpts, Reading};
 pub use out::Out;
+#[cfg(feature = "host")]
+pub use perfetto::perfetto;
 pub use stream_in::load_stream;
 pub use summary::Summary;
 pub use text::{Emitter, Kept, Plain, StackVerdicts};
