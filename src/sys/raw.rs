@@ -113,3 +113,32 @@ impl RawPages {
         self.file.as_raw_fd()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{Endian, HeaderPage};
+    use crate::page::PageLayout;
+
+    /// Guessing a copy's byte order reads its first pages once and hands
+    /// them out again: the pages come out as a fresh read gives them.
+    #[test]
+    fn the_pages_read_to_guess_the_byte_order_are_handed_out_again() {
+        let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/aarch64/events");
+        let text = std::fs::read_to_string(tree.join("events/header_page")).unwrap();
+        let layout = PageLayout::from(&HeaderPage::parse(&text).unwrap());
+        let raw = tree.join("per_cpu/cpu0/trace_pipe_raw");
+        let pages = |src: &mut RawPages| {
+            let mut all = Vec::new();
+            while let Some(p) = src.next_page().unwrap() {
+                all.push(p.to_vec());
+            }
+            all
+        };
+        let fresh = pages(&mut RawPages::open(&raw, layout.subbuf_size(), false).unwrap());
+        assert!(fresh.len() > 1);
+        let mut src = RawPages::open(&raw, layout.subbuf_size(), false).unwrap();
+        assert_eq!(src.guess_endian(&layout).unwrap(), Some(Endian::Little));
+        assert_eq!(pages(&mut src), fresh);
+    }
+}
