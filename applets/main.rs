@@ -27,12 +27,42 @@ use cli::Applet;
 use std::process::ExitCode;
 
 const APPLETS: &[Applet] = &[
-    Applet { name: "tr-on", summary: "show or switch the tracing state", main: tr_on::main, options: tr_on::Args::get_args_info },
-    Applet { name: "tr-event", summary: "list, enable and stream trace events", main: tr_event::main, options: tr_event::Args::get_args_info },
-    Applet { name: "tr-cat", summary: "print the trace buffer; --raw decodes the raw pages", main: tr_cat::main, options: tr_cat::Args::get_args_info },
-    Applet { name: "tr-graph", summary: "function call graphs (function_graph), folded, top", main: tr_graph::main, options: tr_graph::Args::get_args_info },
-    Applet { name: "tr-stack", summary: "kernel stacks: stack tracer, behind events, callers", main: tr_stack::main, options: tr_stack::Args::get_args_info },
-    Applet { name: "tr-lat", summary: "latency: wakeup, irq, syscall; timerlat, osnoise", main: tr_lat::main, options: tr_lat::Args::get_args_info },
+    Applet {
+        name: "tr-on",
+        summary: "show or switch the tracing state",
+        main: tr_on::main,
+        options: tr_on::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-event",
+        summary: "list, enable and stream trace events",
+        main: tr_event::main,
+        options: tr_event::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-cat",
+        summary: "print the trace buffer; --raw decodes the raw pages",
+        main: tr_cat::main,
+        options: tr_cat::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-graph",
+        summary: "function call graphs (function_graph), folded, top",
+        main: tr_graph::main,
+        options: tr_graph::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-stack",
+        summary: "kernel stacks: stack tracer, behind events, callers",
+        main: tr_stack::main,
+        options: tr_stack::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-lat",
+        summary: "latency: wakeup, irq, syscall; timerlat, osnoise",
+        main: tr_lat::main,
+        options: tr_lat::Args::get_args_info,
+    },
 ];
 
 fn main() -> ExitCode {

@@ -307,7 +307,16 @@ fn own_instance(t: &Tracefs, tracer: &str) -> Option<Tracefs> {
 
 /// The events of a tracepoint mode exist? Otherwise one line naming what
 /// is missing, and what works instead.
+/// syscall: the kernel has the per-call events (their names, one system
+/// to enable), read instead of raw_syscalls.
+fn has_syscall_events(t: &Tracefs, mode: Mode) -> bool {
+    mode == Mode::Syscall && t.exists(&format!("{}/enable", event_dir(lat::SYSCALL_EVENTS)))
+}
+
 fn need_events(t: &Tracefs, mode: Mode) -> Result<(), Error> {
+    if has_syscall_events(t, mode) {
+        return Ok(());
+    }
     for spec in mode.events().iter().filter(|s| !s.starts_with('?')) {
         if !spec.split('|').any(|e| t.exists(&format!("{}/format", event_dir(e)))) {
             let name = spec.replace('|', " or ");
@@ -340,6 +349,9 @@ fn mode_name(m: Mode) -> &'static str {
 /// The events to enable: the first of each alternative the kernel has,
 /// optional ones when present.
 fn wanted_events(t: &Tracefs, mode: Mode) -> Vec<String> {
+    if has_syscall_events(t, mode) {
+        return vec![lat::SYSCALL_EVENTS.to_string()];
+    }
     mode.events()
         .iter()
         .filter_map(|spec| {

@@ -99,7 +99,10 @@ fn getopt_forms_read_as_spelled_out() {
     let t = format!("--tracefs={fixture}");
     let t_attached = format!("-T{fixture}");
     same(&["tr-cat", "--raw", &t, "--cpus=1"], &["tr-cat", "--raw", "-T", fixture, "--cpus", "1"]);
-    same(&["tr-cat", "--raw", &t_attached, "-j1", "-esched:*"], &["tr-cat", "--raw", "-T", fixture, "-j", "1", "-e", "sched:*"]);
+    same(
+        &["tr-cat", "--raw", &t_attached, "-j1", "-esched:*"],
+        &["tr-cat", "--raw", "-T", fixture, "-j", "1", "-e", "sched:*"],
+    );
     same(&["tr-event", "-T", fixture, "-L", "sched:*"], &["tr-event", "-T", fixture, "--list", "sched:*"]);
     same(&["tr-lat", "wakeup", "-rT", fixture, "--json"], &["tr-lat", "wakeup", "-r", "-T", fixture, "--json"]);
 }
