@@ -5,11 +5,12 @@
 #   make size       stripped size table                               (cross/cross.mk)
 #   make qemu       boot an arm64 board with trbox and show it working (cross/qemu.mk)
 #   make bench      benchmarks against trace-cmd                       (benches/)
+#   make docs       the --help blocks of docs/applets/*.md, from the binary
 
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host check-nostd lint bench clean
+.PHONY: all build setup test test-host check-nostd lint bench clean docs
 
 all: build
 
@@ -30,6 +31,12 @@ lint:
 test-host: check-nostd lint
 	$(CARGO) build --release
 	$(CARGO) test --release --no-fail-fast
+
+# The applet pages quote each applet's --help (docs/applets/tr-*.md, between
+# <!-- help --> markers); tests/applets/docs.rs fails when one differs from
+# the binary, and this rewrites them from the binary just built.
+docs:
+	TRBOX_BLESS=1 $(CARGO) test --release --test applets docs::
 
 # What the build and the tests need (apt packages, rustup targets, the nightly
 # with rust-src, the board harness's qemu): installed when missing, a quiet
