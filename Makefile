@@ -3,7 +3,7 @@
 #   make test       everything CI runs
 #   make cross      static musl binaries for x86_64, aarch64, armv7   (cross/cross.mk)
 #   make size       stripped size table                               (cross/cross.mk)
-#   make qemu       boot an arm64 board with trbox and show it working (cross/qemu.mk)
+#   make qemu       boot an arm64 board and tour trbox's applets      (cross/qemu.mk)
 #   make bench      benchmarks against trace-cmd                       (benches/)
 #   make docs       the --help blocks of docs/applets/*.md, from the binary
 
@@ -50,7 +50,7 @@ include cross/qemu.mk
 
 # Order: fast host tests first, then the other architectures.
 test: setup
-	@$(MAKE) --no-print-directory test-host cross-test size qemu-test
+	@$(MAKE) --no-print-directory test-host cross-test size qemu-tour qemu-test
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace
