@@ -12,6 +12,9 @@ pub struct Applet {
     pub summary: &'static str,
     /// Its arguments, without its name.
     pub main: fn(&[String]) -> Result<(), Error>,
+    /// Its options, as declared (for the letter table's test).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub options: fn() -> CommandInfoWithArgs,
 }
 
 pub const EXIT_OK: u8 = 0;
@@ -261,6 +264,34 @@ pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWith
     }
     for n in own.notes {
         out.push_str(&format!("\n{}\n", wrap(n, 80)));
+    }
+    out
+}
+
+/// docs/options.md's table: every letter, what it means and where, from
+/// the declarations (a test keeps the file equal to it).
+#[cfg(test)]
+pub fn letter_table(applets: &[Applet]) -> String {
+    let mut rows: Vec<(char, String, String)> = Vec::new();
+    let common = Common::get_args_info();
+    let all = applets.iter().map(|a| (a.name, (a.options)())).chain([("every applet", common)]);
+    for (name, info) in all {
+        for f in info.flags.iter().filter(|f| f.long != "--help") {
+            let Some(c) = f.short else { continue };
+            let value = match f.kind {
+                FlagInfoKind::Option { arg_name } => format!(" {arg_name}"),
+                FlagInfoKind::Switch => String::new(),
+            };
+            match rows.iter_mut().find(|r| r.0 == c) {
+                Some(r) => r.2.push_str(&format!(", {name}")),
+                None => rows.push((c, format!("{}{value}", f.long), name.to_string())),
+            }
+        }
+    }
+    rows.sort_by_key(|r| (r.0.to_ascii_lowercase(), r.0.is_ascii_lowercase()));
+    let mut out = String::from("| letter | option | in |\n|---|---|---|\n");
+    for (c, long, r#in) in rows {
+        out.push_str(&format!("| -{c} | {long} | {in} |\n"));
     }
     out
 }

@@ -24,7 +24,7 @@ use trbox::sys::{signals, Tracefs};
     example = "{command_name} --top 10 -- ls /",
     example = "{command_name} -i trace.dat --folded > out.folded"
 )]
-struct Args {
+pub struct Args {
     /// graph only below these functions (set_graph_function; globs allowed)
     #[argh(positional, arg_name = "FUNC")]
     funcs: Vec<String>,

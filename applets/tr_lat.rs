@@ -40,7 +40,7 @@ const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "p
 tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max: the \
 kernel's wakeup tracer, all tasks)."
 )]
-struct Args {
+pub struct Args {
     /// what to measure (see below)
     #[argh(positional, arg_name = "MODE")]
     mode: Option<String>,
@@ -104,7 +104,7 @@ struct Args {
     /// max-latency tracers: save each maximum as DIR/1.txt, 2.txt... (DIR
     /// exists)
     #[argh(option, short = 'o', arg_name = "DIR")]
-    out: Option<String>,
+    output: Option<String>,
     /// timerlat: save the kernel stack when a thread latency exceeds US
     /// (osnoise/print_stack)
     #[argh(option, short = 's', arg_name = "US")]
@@ -148,7 +148,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         ));
     };
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
-    if a.out.is_some() {
+    if a.output.is_some() {
         return Err(Error::usage("-o DIR saves the max traces of the max-latency tracers (wakeup_rt, irqsoff...)"));
     }
     if a.width.is_some() && mode != Mode::Hwlat || mode == Mode::Hwlat && (a.total_us.is_some() || a.cpus.is_some()) {
@@ -446,7 +446,7 @@ fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
         };
         last = v;
         n += 1;
-        let file = a.out.as_ref().map(|d| format!("{d}/{n}.txt"));
+        let file = a.output.as_ref().map(|d| format!("{d}/{n}.txt"));
         if let Some(f) = &file {
             // Created (never a symlink followed, nor a file not ours written over).
             trbox::sys::record::create_output(f.as_ref())
