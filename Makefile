@@ -3,13 +3,14 @@
 #   make test       everything CI runs
 #   make cross      static musl binaries for x86_64, aarch64, armv7   (cross/cross.mk)
 #   make size       stripped size table                               (cross/cross.mk)
-#   make qemu       boot an arm64 board with trbox and show it working (cross/qemu.mk)
+#   make qemu       boot an arm64 board and tour trbox's applets      (cross/qemu.mk)
 #   make bench      benchmarks against trace-cmd                       (benches/)
+#   make docs       the --help blocks of docs/applets/*.md, from the binary
 
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host check-nostd lint doc example bench clean
+.PHONY: all build setup test test-host check-nostd lint apidoc example bench clean docs
 
 all: build
 
@@ -29,7 +30,7 @@ lint:
 
 # The library's API documentation: every public item documented
 # (#![warn(missing_docs)]), no broken link (rustdoc's warnings are errors).
-doc:
+apidoc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --lib
 
 # The library as a host tool uses it (examples/event_counts.rs), on a
@@ -38,10 +39,16 @@ example:
 	$(CARGO) run --release --quiet --example event_counts tests/data/tracedat/v6-inst.dat \
 		| diff -u tests/data/examples/event_counts-v6-inst.txt -
 
-test-host: check-nostd lint doc
+test-host: check-nostd lint apidoc
 	$(CARGO) build --release
 	$(CARGO) test --release --no-fail-fast
 	@$(MAKE) --no-print-directory example
+
+# The applet pages quote each applet's --help (docs/applets/tr-*.md, between
+# <!-- help --> markers); tests/applets/docs.rs fails when one differs from
+# the binary, and this rewrites them from the binary just built.
+docs:
+	TRBOX_BLESS=1 $(CARGO) test --release --test applets docs::
 
 # What the build and the tests need (apt packages, rustup targets, the nightly
 # with rust-src, the board harness's qemu): installed when missing, a quiet
@@ -55,7 +62,7 @@ include cross/qemu.mk
 
 # Order: fast host tests first, then the other architectures.
 test: setup
-	@$(MAKE) --no-print-directory test-host cross-test size qemu-test
+	@$(MAKE) --no-print-directory test-host cross-test size qemu-tour qemu-test
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

@@ -110,13 +110,12 @@ pub fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Res
     Ok((common(name, &theirs)?, a))
 }
 
+/// An applet's words and the common options' words, for argh.
+type Words = (Vec<String>, Vec<String>);
+
 /// The words of `args` written out for argh: the applet's own (options,
 /// then `--` and the operands) and the common options. None for --help.
-fn split(
-    name: &str,
-    own: &'static [FlagInfo<'static>],
-    args: &[String],
-) -> Result<Option<(Vec<String>, Vec<String>)>, Error> {
+fn split(name: &str, own: &'static [FlagInfo<'static>], args: &[String]) -> Result<Option<Words>, Error> {
     let common = Common::get_args_info();
     let usage = |msg: String| Error::usage(msg).hint(format!("try '{name} --help'"));
     let (mut mine, mut theirs, mut operands) = (Vec::new(), Vec::new(), Vec::new());

@@ -8,6 +8,7 @@ mod host;
 #[cfg(feature = "host")]
 mod listen;
 mod record;
+mod screen;
 mod session;
 mod tr_cat;
 mod tr_event;
