@@ -17,7 +17,6 @@ pub mod reset;
 pub mod sched;
 pub mod signals;
 pub mod state;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod status;
 pub mod stream;
 pub mod thread;

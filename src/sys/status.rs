@@ -18,6 +18,7 @@ pub enum Unavailable {
     Failed(String),
 }
 
+/// A value read, or why it could not be.
 pub type Item<T> = Result<T, Unavailable>;
 
 fn unavail(e: Error) -> Unavailable {
@@ -43,44 +44,66 @@ pub struct EventState {
     pub name: String,
     /// The `enable` file: `1`, `0`, or `0*`/`1*` (soft mode, used by triggers).
     pub enable: String,
+    /// Its `filter`, when set.
     pub filter: Option<String>,
+    /// Its `trigger` lines.
     pub triggers: Vec<String>,
 }
 
 /// Per-CPU buffer statistics and size.
 #[derive(Debug, Clone)]
 pub struct CpuState {
+    /// The CPU.
     pub cpu: u32,
+    /// Its `per_cpu/cpuN/stats`.
     pub stats: Item<CpuStats>,
+    /// Its `per_cpu/cpuN/buffer_size_kb`.
     pub buffer_kb: Item<String>,
 }
 
 /// Everything `tr-on` shows.
 #[derive(Debug, Clone)]
 pub struct Status {
+    /// `current_tracer`.
     pub tracer: Item<String>,
+    /// `available_tracers`.
     pub available_tracers: Item<Vec<String>>,
     /// `tracing_on`, or `tracing_enabled` on old kernels; the bool says
     /// which file it came from (true = old name).
     pub tracing_on: Item<(String, bool)>,
+    /// `trace_clock`.
     pub clock: Item<String>,
+    /// `buffer_size_kb`.
     pub buffer_kb: Item<String>,
+    /// `buffer_total_size_kb`.
     pub buffer_total_kb: Item<String>,
+    /// `buffer_subbuf_size_kb`.
     pub subbuf_kb: Item<String>,
+    /// `tracing_thresh`.
     pub tracing_thresh: Item<String>,
+    /// The events that are enabled or carry a filter or trigger.
     pub events: Item<Vec<EventState>>,
+    /// `set_ftrace_filter`.
     pub ftrace_filter: Item<Vec<String>>,
+    /// `set_ftrace_notrace`.
     pub ftrace_notrace: Item<Vec<String>>,
+    /// `set_graph_function`.
     pub graph_function: Item<Vec<String>>,
+    /// `set_ftrace_pid`.
     pub ftrace_pid: Item<Vec<String>>,
+    /// `set_event_pid`.
     pub event_pid: Item<Vec<String>>,
     /// `options/function-fork` and `options/event-fork`: with them on, the
     /// kernel takes exited pids out of the lists, and an emptied list
     /// reads empty while it still filters out every task.
     pub function_fork: Item<String>,
+    /// `options/event-fork`.
     pub event_fork: Item<String>,
+    /// `dynamic_events`: the probes defined.
     pub dynamic_events: Item<Vec<String>>,
+    /// The instances under `instances/`.
     pub instances: Item<Vec<String>>,
+    /// Each CPU's buffer.
     pub cpus: Item<Vec<CpuState>>,
 }
 
@@ -96,6 +119,7 @@ fn lines(r: Item<String>) -> Item<Vec<String>> {
 }
 
 impl Status {
+    /// Read it all from `t` (what cannot be read says why).
     pub fn read(t: &Tracefs) -> Status {
         let rd = |f: &str| item(t.read(f));
         let tracing_on = match rd("tracing_on") {
