@@ -6,7 +6,8 @@
 use crate::out::Out;
 use std::io::Write as _;
 use std::time::Duration;
-use trbox::format::{Endian, EventFormat, EventTable, FieldLoc};
+use trbox::abi::Endian;
+use trbox::format::{EventFormat, EventTable, FieldLoc};
 use trbox::graph::{GraphRenderer, IrqText, Outcome};
 use trbox::names::glob_match;
 use trbox::render::{write_lost, Cmdlines, Renderer};

@@ -17,7 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::page::Page;
 
 const FIXTURE: &str = "tests/fixtures/x86_64/events";

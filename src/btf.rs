@@ -25,7 +25,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::format::Endian;
+use crate::abi::Endian;
 
 /// `0xeB9F` read in the blob's byte order.
 pub const MAGIC: u16 = 0xeb9f;

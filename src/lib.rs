@@ -12,6 +12,7 @@
 
 extern crate alloc;
 
+pub mod abi;
 pub mod btf;
 pub mod ctl;
 pub mod elf;

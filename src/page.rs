@@ -23,7 +23,8 @@
 //! walk the events without allocating. A malformed page yields records up to
 //! the damage and then one [`PageError`]; the caller moves on to the next page.
 
-use crate::format::{Endian, HeaderPage};
+use crate::abi::Endian;
+use crate::format::HeaderPage;
 
 /// Valid data length bits of the commit word.
 pub const COMMIT_MASK: u32 = (1 << 27) - 1;

@@ -19,7 +19,8 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::format::{Endian, EventFormat, Field, FieldKind};
+use crate::abi::Endian;
+use crate::format::{EventFormat, Field, FieldKind};
 
 /// Wire types.
 const VARINT: u32 = 0;

@@ -14,7 +14,8 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use crate::format::{Abi, Endian, EventFormat, EventTable, FormatError, HeaderPage};
+use crate::abi::{Abi, Endian};
+use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
 use crate::kallsyms::Kallsyms;
 pub use crate::kernel::KernelProfile;
 use crate::page::PageLayout;

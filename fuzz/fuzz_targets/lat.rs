@@ -5,7 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::{Endian, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::HeaderPage;
 use trbox::lat::{write_hists, write_json, write_sample, write_tables, Lat, Mode, Unit};
 use trbox::render::Cmdlines;
 use trbox::Trace;

@@ -1,6 +1,7 @@
 //! The common fields every record starts with: flags, preempt count, pid.
 
-use crate::format::{Endian, EventFormat, EventTable};
+use crate::abi::Endian;
+use crate::format::{EventFormat, EventTable};
 
 /// Offsets of the common fields every record starts with (read from a format
 /// file, never assumed).

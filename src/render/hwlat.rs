@@ -2,7 +2,8 @@
 
 use core::fmt::{self, Write};
 
-use crate::format::{Endian, EventFormat};
+use crate::abi::Endian;
+use crate::format::EventFormat;
 
 /// `trace_hwlat_print` of kernel/trace/trace_output.c. ` count:` came with
 /// the entry's `count` field (5.14), so it is printed where the format has
@@ -53,7 +54,8 @@ pub(super) fn write_hwlat<W: Write>(w: &mut W, ev: &EventFormat, rec: &[u8], e: 
 
 #[cfg(test)]
 mod tests {
-    use crate::format::{Abi, Endian, EventFormat, EventTable};
+    use crate::abi::{Abi, Endian};
+    use crate::format::{EventFormat, EventTable};
     use crate::render::{Cmdlines, Renderer};
     use alloc::string::String;
 

@@ -3,7 +3,8 @@
 use core::fmt::{self, Write};
 
 use super::cmdlines::Cmdlines;
-use crate::format::{Endian, EventFormat};
+use crate::abi::Endian;
+use crate::format::EventFormat;
 
 /// Write `s` as a JSON string literal.
 pub fn json_str(w: &mut dyn Write, s: &str) -> fmt::Result {

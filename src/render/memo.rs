@@ -113,7 +113,8 @@ impl Memo {
 
 #[cfg(test)]
 mod tests {
-    use crate::format::{Abi, Endian, EventFormat, EventTable};
+    use crate::abi::{Abi, Endian};
+    use crate::format::{EventFormat, EventTable};
     use crate::render::{Cmdlines, Renderer};
     use alloc::string::{String, ToString};
 

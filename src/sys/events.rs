@@ -93,8 +93,8 @@ impl crate::printfmt::SymbolLookup for LazyKallsyms {
 
 /// The byte order of a copied tree's raw pages: the one under which a page
 /// header makes sense (live data is always native).
-pub fn guess_endian(layout: &crate::page::PageLayout, page: &[u8]) -> Option<crate::format::Endian> {
-    use crate::format::Endian;
+pub fn guess_endian(layout: &crate::page::PageLayout, page: &[u8]) -> Option<crate::abi::Endian> {
+    use crate::abi::Endian;
     use crate::page::Page;
     let ok = |e| Page::parse(page, layout, e).map(|p| p.len > 0).unwrap_or(false);
     match (ok(Endian::Little), ok(Endian::Big)) {

@@ -4,7 +4,7 @@
 
 use super::error::Error;
 use super::raw::RawPages;
-use crate::format::Endian;
+use crate::abi::Endian;
 use crate::merge::Peek;
 use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record, Walk};
 

@@ -7,7 +7,7 @@ use super::error::{describe, Error};
 use super::events::{guess_endian, header_page, LazyKallsyms};
 use super::raw::RawPages;
 use super::tracefs::Tracefs;
-use crate::format::Endian;
+use crate::abi::Endian;
 use crate::page::PageLayout;
 use crate::printk::PrintkFormats;
 use crate::render::Cmdlines;

@@ -34,7 +34,7 @@ pub use write::{
     FlyrecordSlot, OptionsSlot, V6Writer, WriteError, WriteOptions,
 };
 
-pub use crate::format::Endian;
+pub use crate::abi::Endian;
 
 /// The first ten bytes of every trace.dat.
 pub const MAGIC: [u8; 10] = [0x17, 0x08, 0x44, b't', b'r', b'a', b'c', b'i', b'n', b'g'];

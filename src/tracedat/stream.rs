@@ -338,7 +338,7 @@ pub fn to_tracedat(s: &Stream<'_>) -> Result<Vec<u8>, WriteError> {
     let meta = |name: &str| s.meta(name).or_else(|| from_td(name)).unwrap_or_default();
     let meta_str = |name: &str| core::str::from_utf8(meta(name)).ok().filter(|t| !t.is_empty());
     let e = s.endian;
-    let mut w = V6Writer::new(crate::format::Abi::new(e, s.long_size.into()), s.page_size);
+    let mut w = V6Writer::new(crate::abi::Abi::new(e, s.long_size.into()), s.page_size);
     w.header_files(meta("header_page"), meta("header_event"))?;
     let mut systems: Vec<(&str, Vec<&[u8]>)> = s.systems.iter().map(|(n, f)| (*n, f.clone())).collect();
     if let Some(t) = &td {

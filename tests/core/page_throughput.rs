@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::merge::merge_with_mode;
 use trbox::page::{Item, Page, PageLayout};
 

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::tracedat::{opt, Compression, CpuPages, ErrorKind, TraceDat, MAGIC};
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -369,7 +369,7 @@ fn bad_magic_and_version() {
 fn big_endian_v6_roundtrip_header() {
     // The writer in big-endian: the reader must get the same metadata back.
     use trbox::tracedat::{V6Writer, WriteOptions};
-    let mut w = V6Writer::new(trbox::format::Abi::new(Endian::Big, 4), 4096);
+    let mut w = V6Writer::new(trbox::abi::Abi::new(Endian::Big, 4), 4096);
     w.header_files(b"hp", b"he").unwrap();
     w.ftrace_formats(&[b"f1".as_slice()]).unwrap();
     w.event_systems(&[("sys", vec![b"a".as_slice(), b"b".as_slice()])]).unwrap();
@@ -392,7 +392,7 @@ fn big_endian_v6_roundtrip_header() {
     assert_eq!(td.options.cpustat, ["CPU: 0\nentries: 1\n"]);
     assert_eq!(td.instances[0].cpus.len(), 4);
     // Writer order is enforced.
-    let mut w = V6Writer::new(trbox::format::Abi::new(Endian::Little, 8), 4096);
+    let mut w = V6Writer::new(trbox::abi::Abi::new(Endian::Little, 8), 4096);
     assert!(w.kallsyms(b"").is_err());
 }
 

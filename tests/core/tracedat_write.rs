@@ -12,7 +12,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::Command;
 
-use trbox::format::{Endian, EventFormat, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::{EventFormat, HeaderPage};
 use trbox::page::build::{Ev, PageBuilder};
 use trbox::page::{Missed, Page, PageLayout};
 use trbox::tracedat::{
@@ -125,7 +126,7 @@ fn write_file(meta: &Meta, dir: &Path, page_size: u32) -> Written {
     let path = dir.join("trbox.dat");
     let mut f = fs::File::create(&path).unwrap();
     let e = Endian::Little;
-    let mut w = V6Writer::new(trbox::format::Abi::new(e, meta.long_size), page_size);
+    let mut w = V6Writer::new(trbox::abi::Abi::new(e, meta.long_size), page_size);
     w.header_files(&meta.header_page, &meta.header_event).unwrap();
     w.ftrace_formats(&meta.ftrace).unwrap();
     w.event_systems(&meta.systems).unwrap();

@@ -12,7 +12,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use trbox::format::{Endian, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::HeaderPage;
 use trbox::page::{Page, PageLayout};
 use trbox::tracedat::{cpustat_text, data_layout, encode_flyrecord_table, CpuPages, TraceDat, V6Writer, WriteOptions};
 use trbox::Trace;
@@ -102,7 +103,7 @@ fn record_live_pages_into_trace_dat() {
 
         let mut f = fs::File::create(&path).unwrap();
         let mut w =
-            V6Writer::new(trbox::format::Abi::new(Endian::NATIVE, std::mem::size_of::<usize>() as u32), page as u32);
+            V6Writer::new(trbox::abi::Abi::new(Endian::NATIVE, std::mem::size_of::<usize>() as u32), page as u32);
         w.header_files(&header_page, &common::read_whole(&root.join("events/header_event"))).unwrap();
         w.ftrace_formats(&common::formats(&root.join("events/ftrace"))).unwrap();
         w.event_systems(&[("sched", common::formats(&root.join("events/sched")))]).unwrap();
