@@ -11,7 +11,7 @@ use trbox::format::{EventFormat, EventTable, FieldLoc};
 use trbox::graph::{GraphRenderer, IrqText, Outcome};
 use trbox::names::glob_match;
 use trbox::render::{write_lost, Cmdlines, Renderer};
-use trbox::sys::events::LazyKallsyms;
+use trbox::sys::kallsyms::LazyKallsyms;
 use trbox::sys::stream::{CpuPages, Next};
 
 /// What to keep.

@@ -4,11 +4,12 @@
 //! parsing is the core's; this only reads the files.
 
 use super::error::{describe, Error};
-use super::events::{guess_endian, header_page, LazyKallsyms};
+use super::kallsyms::LazyKallsyms;
 use super::raw::RawPages;
 use super::tracefs::Tracefs;
 use crate::abi::Endian;
-use crate::page::PageLayout;
+use crate::format::HeaderPage;
+use crate::page::{guess_endian, PageLayout};
 use crate::printk::PrintkFormats;
 use crate::render::Cmdlines;
 use crate::trace::{KernelProfile, Trace};
@@ -40,6 +41,17 @@ pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
 pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
     let (header, endian) = tree_header(t)?;
     open_tree_with(t, header, endian, None)
+}
+
+/// `events/header_page` of the top level.
+pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
+    let p = t.top().join("events/header_page");
+    let text = super::read_text(&p).map_err(|e| Error::io(&p, e))?;
+    HeaderPage::parse(&text).map_err(|e| Error::Format {
+        path: p,
+        line: e.line,
+        what: crate::format::FormatError { line: 0, ..e }.to_string(),
+    })
 }
 
 /// What the raw pages of a tree need, and nothing more (header_page and the

@@ -225,7 +225,7 @@ impl Recorder {
     /// [`Recorder::wait`] in a loop once tracing is on,
     /// [`Recorder::drain`] after turning it off, and [`Recorder::finish`].
     pub fn create(t: &Tracefs, path: &Path, o: &Options) -> Result<Recorder, Error> {
-        let hp = super::events::header_page(t)?;
+        let hp = super::trace::header_page(t)?;
         let layout = PageLayout::from(&hp);
         let ps = layout.subbuf_size();
         let mut cpus = Vec::new();
