@@ -29,7 +29,7 @@ pub fn convert(input: &str, output: &str) -> Result<(), Error> {
 /// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format.
 pub fn perfetto(input: decode::Input<'_>, o: &decode::RawOpts, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
-    let mut tr = trbox::perfetto::Trace::new();
+    let mut tr = trbox::perfetto::TraceBuilder::new();
     let meta = decode::collect(input, o, &|| false, &mut |m, it| {
         if let decode::Item::Record { cpu, ts, payload, .. } = it {
             let endian = m.trace.endian;

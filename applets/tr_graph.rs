@@ -7,7 +7,7 @@ use crate::command::{self, Follow};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
 use std::io::Write as _;
-use trbox::graph::stats::{Stats, TopBy};
+use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::lock::Lock;
@@ -204,11 +204,11 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
         }
         return decode::run(input, o, done);
     }
-    let mut stats: Option<Stats> = None;
+    let mut stats: Option<GraphStats> = None;
     let meta = decode::collect(input, o, done, &mut |m, it| {
         if let Item::Record { payload, .. } = it {
             stats
-                .get_or_insert_with(|| Stats::new(&m.trace.events, m.trace.abi(), false))
+                .get_or_insert_with(|| GraphStats::new(&m.trace.events, m.trace.abi(), false))
                 .record(payload, &m.trace.cmdlines);
         }
     })?;

@@ -249,7 +249,7 @@ fn rec_file_counts(path: &Path) -> (u64, u64, u64, u64, u64) {
     let inst = &td.instances[0];
     for c in &inst.cpus {
         bytes += c.size;
-        let mut pages = trbox::tracedat::CpuPages::new(&td, inst, c);
+        let mut pages = trbox::tracedat::DatPages::new(&td, inst, c);
         while let Ok(Some(p)) = pages.next_page(&mut f) {
             if let Ok(pg) = Page::parse(p, &layout, td.endian) {
                 match pg.missed {

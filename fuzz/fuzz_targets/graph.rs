@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use trbox::abi::Endian;
 use trbox::format::HeaderPage;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
-use trbox::graph::stats::{Stats, TopBy};
+use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use trbox::kallsyms::Kallsyms;
 use trbox::render::Cmdlines;
@@ -116,7 +116,7 @@ fuzz_target!(|data: &[u8]| {
         .with_opts(opts)
         .with_irq_text(irq)
         .with_cpu_count(u32::from(sel));
-    let mut stats = Stats::new(&table, trbox::abi::Abi::new(e, long), sel & 1 == 0);
+    let mut stats = GraphStats::new(&table, trbox::abi::Abi::new(e, long), sel & 1 == 0);
     let mut recs: Vec<(u32, &[u8])> = Vec::new();
     while let Some((&n, r)) = rest.split_first() {
         let n = usize::from(n & 0x3f).min(r.len());

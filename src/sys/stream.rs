@@ -75,7 +75,7 @@ impl PageSource for RawPages {
 /// A CPU's pages in a trace.dat (each CPU reads through its own handle).
 pub struct FilePages {
     pub file: std::fs::File,
-    pub pages: crate::tracedat::CpuPages,
+    pub pages: crate::tracedat::DatPages,
     pub path: std::path::PathBuf,
 }
 

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use trbox::abi::Endian;
-use trbox::graph::stats::{Stats, TopBy};
+use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::{render_streams, GraphEvents, GraphOpts, GraphRec, GraphRenderer, IrqText};
 use trbox::page::{Item, Page};
 use trbox::Trace;
@@ -139,7 +139,7 @@ fn folded_and_top_agree_with_the_graph() {
             all.extend(recs.iter().map(|(ts, p)| (*ts, c, p)));
         }
         all.sort_by_key(|x| (x.0, x.1));
-        let mut s = Stats::new(&t.trace.events, trbox::abi::Abi::new(Endian::Little, t.trace.long_size()), true);
+        let mut s = GraphStats::new(&t.trace.events, trbox::abi::Abi::new(Endian::Little, t.trace.long_size()), true);
         for (_, _, p) in &all {
             s.record(p, &t.trace.cmdlines);
             if let Some(GraphRec::Exit { func, calltime, rettime, .. }) = ev.decode(p) {
@@ -195,7 +195,7 @@ fn damaged_fixture_records_never_panic() {
             abstime: round > 1,
             ..GraphOpts::default()
         });
-        let mut s = Stats::new(&t.trace.events, trbox::abi::Abi::new(Endian::Little, t.trace.long_size()), true);
+        let mut s = GraphStats::new(&t.trace.events, trbox::abi::Abi::new(Endian::Little, t.trace.long_size()), true);
         let mut out = String::new();
         let damaged: Vec<Vec<u8>> = recs
             .iter()

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use trbox::page::Page;
-use trbox::tracedat::{CpuPages, TraceDat};
+use trbox::tracedat::{DatPages, TraceDat};
 use trbox::Trace;
 
 fn data(name: &str) -> PathBuf {
@@ -23,7 +23,7 @@ pub fn count_events(td: &TraceDat, src: &mut std::fs::File) -> BTreeMap<(String,
     let mut out = BTreeMap::new();
     for inst in &td.instances {
         for c in &inst.cpus {
-            let mut pages = CpuPages::new(td, inst, c);
+            let mut pages = DatPages::new(td, inst, c);
             let mut n = 0u64;
             while let Some(p) = pages.next_page(src).expect("page") {
                 let page = Page::parse(p, &layout, td.endian).expect("page header");

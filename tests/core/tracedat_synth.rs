@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use trbox::abi::Endian;
-use trbox::tracedat::{opt, Compression, CpuPages, ErrorKind, TraceDat, MAGIC};
+use trbox::tracedat::{opt, Compression, DatPages, ErrorKind, TraceDat, MAGIC};
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/tracedat").join(name)).unwrap()
@@ -20,7 +20,7 @@ fn all_pages(td: &TraceDat, src: &mut Vec<u8>) -> Vec<Vec<Vec<u8>>> {
             inst.cpus
                 .iter()
                 .map(|c| {
-                    let mut p = CpuPages::new(td, inst, c);
+                    let mut p = DatPages::new(td, inst, c);
                     let mut v = Vec::new();
                     while let Some(pg) = p.next_page(src).unwrap() {
                         v.extend_from_slice(pg);
@@ -293,7 +293,7 @@ fn read_all(mut b: Vec<u8>) -> Result<(), trbox::tracedat::Error> {
     let td = TraceDat::read(&mut b)?;
     for inst in &td.instances {
         for c in &inst.cpus {
-            let mut p = CpuPages::new(&td, inst, c);
+            let mut p = DatPages::new(&td, inst, c);
             while p.next_page(&mut b)?.is_some() {}
         }
     }
@@ -407,7 +407,7 @@ fn a_cut_in_a_cpus_data_keeps_the_pages_before_it() {
     for inst in &td.instances {
         for c in &inst.cpus {
             let pages = |b: &mut Vec<u8>| {
-                let mut p = CpuPages::new(&td, inst, c);
+                let mut p = DatPages::new(&td, inst, c);
                 let mut v: Vec<Vec<u8>> = Vec::new();
                 while let Ok(Some(pg)) = p.next_page(b) {
                     v.push(pg.to_vec());
@@ -450,7 +450,7 @@ fn large_cpu_regions_come_back_page_by_page() {
     let ps = td.page_size as usize;
     for (inst, want) in td7.instances.iter().zip(&big) {
         for (c, data) in inst.cpus.iter().zip(want) {
-            let mut p = CpuPages::new(&td7, inst, c);
+            let mut p = DatPages::new(&td7, inst, c);
             let mut got: Vec<Vec<u8>> = Vec::new();
             while let Some(pg) = p.next_page(&mut v7).unwrap() {
                 got.push(pg.to_vec());

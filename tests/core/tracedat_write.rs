@@ -17,7 +17,7 @@ use trbox::format::{EventFormat, HeaderPage};
 use trbox::page::build::{Ev, PageBuilder};
 use trbox::page::{Missed, Page, PageLayout};
 use trbox::tracedat::{
-    cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u64, CpuPages,
+    cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u64, DatPages,
     TraceDat, V6Writer, WriteOptions,
 };
 use trbox::Trace;
@@ -220,7 +220,7 @@ fn check_read_back(meta: &Meta, wr: &Written) {
     for (inst, want) in td.instances.iter().zip([&wr.events, &wr.inst_events]) {
         let mut got = Vec::new();
         for c in &inst.cpus {
-            let mut pages = CpuPages::new(&td, inst, c);
+            let mut pages = DatPages::new(&td, inst, c);
             let mut n = 0;
             while let Some(p) = pages.next_page(&mut f).unwrap() {
                 n += Page::parse(p, &layout, td.endian).unwrap().records().inspect(|r| assert!(r.is_ok())).count();

@@ -15,7 +15,7 @@ use std::process::Command;
 use trbox::abi::Endian;
 use trbox::format::HeaderPage;
 use trbox::page::{Page, PageLayout};
-use trbox::tracedat::{cpustat_text, data_layout, encode_flyrecord_table, CpuPages, TraceDat, V6Writer, WriteOptions};
+use trbox::tracedat::{cpustat_text, data_layout, encode_flyrecord_table, DatPages, TraceDat, V6Writer, WriteOptions};
 use trbox::Trace;
 
 const INSTANCE: &str = "trbox-tracedat-test";
@@ -145,7 +145,7 @@ fn record_live_pages_into_trace_dat() {
         .cpus
         .iter()
         .map(|c| {
-            let mut p = CpuPages::new(&td, top, c);
+            let mut p = DatPages::new(&td, top, c);
             let mut n = 0;
             while let Some(pg) = p.next_page(&mut f).unwrap() {
                 n += Page::parse(pg, &layout, td.endian).unwrap().records().filter(|r| r.is_ok()).count();
