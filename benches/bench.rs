@@ -5,6 +5,8 @@
 //! until the file holds at least 1 million events, written as a v6
 //! trace.dat with trbox's writer. Then:
 //! - raw decode: pages → records in memory (MB/s of pages, events/s);
+//! - decode and merge throughput on their own (benches/throughput.rs):
+//!   ~256 MiB of the x86_64-6.18 pages, the merge of 2 to 64 streams;
 //! - text output: `tr-cat FILE` (the shipped release binary, rendering on
 //!   every CPU, and with `-j 1` on one) vs `trace-cmd report FILE`, both to
 //!   /dev/null, best of 3 each (events/s, MB/s of pages, ratio), with each
@@ -25,6 +27,7 @@ const MIN_EVENTS: u64 = 1_000_000;
 
 #[path = "../tests/common/dat.rs"]
 mod dat;
+mod throughput;
 
 /// Write the big file; returns (events, page bytes per CPU).
 fn build(dir: &Path, out: &Path) -> (u64, Vec<Vec<u8>>) {
@@ -62,6 +65,12 @@ fn main() {
     if std::env::var("TRBOX_BENCH").as_deref() == Ok("record") {
         return record_bench(&root.join("target/release/trbox"));
     }
+    // TRBOX_BENCH=throughput: only the decoder's and the merge's own rates.
+    if std::env::var("TRBOX_BENCH").as_deref() == Ok("throughput") {
+        throughput::decode_throughput();
+        throughput::merge_throughput();
+        return;
+    }
     // TRBOX_BENCH=decode: only the text decode against trace-cmd report.
     let decode_only = std::env::var("TRBOX_BENCH").as_deref() == Ok("decode");
     let dir = root.join(FIXTURE);
@@ -94,6 +103,9 @@ fn main() {
         bytes as f64 / 1e6 / best,
         n as f64 / 1e6 / best
     );
+
+    throughput::decode_throughput();
+    throughput::merge_throughput();
 
     // The shipped binary (make bench keeps the bench profile's build apart).
     let trbox = root.join("target/release/trbox");

@@ -550,8 +550,29 @@ mod tests {
         let mut log = e.begin();
         log += &e.push(&stream_bytes(40_000));
         log += &e.end();
+        let whole = decode(log.as_bytes()).unwrap();
+        assert!(whole.warnings.is_empty(), "{:?}", whole.warnings);
+        let mut read = 0;
         for n in (0..log.len()).step_by(7) {
-            let _ = decode(&log.as_bytes()[..n]);
+            let cut = &log.as_bytes()[..n];
+            match decode(cut) {
+                // What is read is whole blocks from the start; anything
+                // short of the whole recording comes with a warning.
+                Ok(d) => {
+                    assert!(whole.stream.starts_with(&d.stream), "cut at {n}: not a prefix");
+                    assert!(d.stream == whole.stream || !d.warnings.is_empty(), "cut at {n}: short, no warning");
+                    assert!(d.stream.len() >= read, "cut at {n}: less than a shorter cut");
+                    read = d.stream.len();
+                }
+                // Before the begin line is whole: no recording; before the
+                // first block is: none of it readable. Nothing else.
+                Err(e) if n < BEGIN.len() => assert_eq!(e, ConsoleError::NoBegin, "cut at {n}"),
+                Err(e) => {
+                    assert_eq!(e, ConsoleError::NothingReadable, "cut at {n}");
+                    assert_eq!(read, 0, "cut at {n}: nothing read after a shorter cut read some");
+                }
+            }
         }
+        assert!(read > 0);
     }
 }

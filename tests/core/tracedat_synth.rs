@@ -288,6 +288,38 @@ fn v7_none_synthetic() {
     roundtrip("none");
 }
 
+/// Per instance, per CPU: the page bytes read until the end or the first
+/// error; that error (the metadata's, or the first page's); and whether
+/// the metadata came with warnings.
+fn read_prefix(mut b: Vec<u8>) -> (Vec<Vec<Vec<u8>>>, Option<trbox::tracedat::Error>, bool) {
+    let td = match TraceDat::read(&mut b) {
+        Ok(td) => td,
+        Err(e) => return (Vec::new(), Some(e), false),
+    };
+    let mut first = None;
+    let mut out = Vec::new();
+    for inst in &td.instances {
+        let mut cpus = Vec::new();
+        for c in &inst.cpus {
+            let mut p = DatPages::new(&td, inst, c);
+            let mut v = Vec::new();
+            loop {
+                match p.next_page(&mut b) {
+                    Ok(Some(pg)) => v.extend_from_slice(pg),
+                    Ok(None) => break,
+                    Err(e) => {
+                        first.get_or_insert(e);
+                        break;
+                    }
+                }
+            }
+            cpus.push(v);
+        }
+        out.push(cpus);
+    }
+    (out, first, !td.warnings.is_empty())
+}
+
 /// Read the metadata and every page; return the first error.
 fn read_all(mut b: Vec<u8>) -> Result<(), trbox::tracedat::Error> {
     let td = TraceDat::read(&mut b)?;
@@ -323,9 +355,24 @@ fn truncated_files_give_errors_with_offsets() {
                 }
             }
         }
-        // Cuts in the data: no panic, and what is read is a prefix.
+        // Cuts in the data: no panic; what is read of each CPU is a prefix
+        // of its pages in the whole file, and a cut that loses pages says
+        // so (an error, or a warning of the metadata).
+        let (whole, err, _) = read_prefix(full.clone());
+        assert!(err.is_none(), "{name}: {err:?}");
+        let total = |p: &[Vec<Vec<u8>>]| p.iter().flatten().map(Vec::len).sum::<usize>();
         for cut in (0..full.len()).step_by(97) {
-            let _ = read_all(full[..cut].to_vec());
+            let (got, err, warned) = read_prefix(full[..cut].to_vec());
+            assert!(got.len() <= whole.len(), "{name} cut {cut}: more instances than the whole file");
+            for (i, (g, w)) in got.iter().zip(&whole).enumerate() {
+                assert!(g.len() <= w.len(), "{name} cut {cut}: instance {i} has more CPUs");
+                for (c, (g, w)) in g.iter().zip(w).enumerate() {
+                    assert!(w.starts_with(g), "{name} cut {cut}: instance {i} CPU {c}: not a prefix");
+                }
+            }
+            if total(&got) < total(&whole) {
+                assert!(err.is_some() || warned, "{name} cut {cut}: pages lost, no error or warning");
+            }
         }
     }
 }
