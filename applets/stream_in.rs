@@ -40,7 +40,7 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     }
     let bytes = if stream::is_stream(&bytes) { bytes } else { from_console(path, &bytes)? };
     let s = stream::parse(&bytes).map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
-    for w in &s.warnings {
+    for w in &s.problems {
         log::warn!("{}: {w}", path.display());
     }
     let td = stream::to_tracedat(&s)
@@ -77,9 +77,9 @@ fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
         ))
         .hint("record on the board with: tr-cat -o - --console [-e EV] [-t S] [-- CMD]")
     })?;
-    for w in &d.warnings {
+    for w in &d.problems {
         log::warn!("{}: {w}", path.display());
     }
-    log::info!("{}: {} lines of the recording read, {} damaged", path.display(), d.lines, d.damaged);
+    log::info!("{}: {} lines of the recording read, {} damaged", path.display(), d.lines, d.damaged());
     Ok(d.stream)
 }

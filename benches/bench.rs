@@ -256,7 +256,7 @@ fn run_measured(c: &Command, report: &Path) -> (f64, f64, i64) {
 fn rec_file_counts(path: &Path) -> (u64, u64, u64, u64, u64) {
     let mut f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let td = trbox::tracedat::TraceDat::read(&mut f).expect("readable trace.dat");
-    let layout = trbox::Trace::from_dat(&td, "", ()).unwrap().0.layout;
+    let layout = trbox::Trace::from_dat(&td, "", ()).unwrap().layout;
     let (mut events, mut bytes, mut lost_pages, mut unknown) = (0, 0, 0, 0);
     let inst = &td.instances[0];
     for c in &inst.cpus {

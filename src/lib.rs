@@ -32,6 +32,7 @@ pub mod perfetto;
 pub mod printfmt;
 pub mod printk;
 pub mod probe;
+pub mod problems;
 pub mod render;
 pub mod strmap;
 pub mod trace;

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let mut src = data;
     let Ok(td) = TraceDat::read(&mut src) else { return };
     // The session (header_page, every format, cmdlines, printk formats).
-    let layout = Trace::from_dat(&td, "fuzz", ()).map_or_else(|_| PageLayout::new(8, 4096), |(t, _)| t.layout);
+    let layout = Trace::from_dat(&td, "fuzz", ()).map_or_else(|_| PageLayout::new(8, 4096), |t| t.layout);
     for inst in &td.instances {
         for c in inst.cpus.iter().take(64) {
             let mut pages = DatPages::new(&td, inst, c);

@@ -28,6 +28,9 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+#[cfg(feature = "zlib")]
+use crate::problems::{ProblemKind, Problems};
+
 pub const BEGIN: &str = "trbox-console-begin 1";
 pub const END: &str = "trbox-console-end";
 const PREFIX: &str = "trbox:";
@@ -238,11 +241,24 @@ impl core::fmt::Display for ConsoleError {
 #[derive(Debug, Default)]
 pub struct Decoded {
     pub stream: Vec<u8>,
-    /// Lines of the recording found intact, and damaged.
+    /// Lines of the recording found intact.
     pub lines: u32,
-    pub damaged: u32,
-    pub blocks_lost: u32,
-    pub warnings: Vec<String>,
+    /// Damaged lines ([`ProblemKind::DamagedLine`]), blocks left out
+    /// ([`ProblemKind::LostBlock`]), a cut: each with what it lost.
+    pub problems: Problems,
+}
+
+#[cfg(feature = "zlib")]
+impl Decoded {
+    /// Lines of the recording found damaged.
+    pub fn damaged(&self) -> u64 {
+        self.problems.count(ProblemKind::DamagedLine)
+    }
+
+    /// Blocks left out.
+    pub fn blocks_lost(&self) -> u64 {
+        self.problems.count(ProblemKind::LostBlock)
+    }
 }
 
 #[cfg(feature = "zlib")]
@@ -316,10 +332,10 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
     let mut broken = false;
     let mut ended = None;
     let give_up = |d: &mut Decoded, from: usize, to: usize| {
-        d.blocks_lost += 1;
-        d.warnings.push(format!(
-            "log lines {from}-{to}: a block of the recording is left out (a line of it is damaged or missing)"
-        ));
+        d.problems.add(
+            ProblemKind::LostBlock,
+            format!("log lines {from}-{to}: a block of the recording is left out (a line of it is damaged or missing)"),
+        );
     };
     for (i, l) in lines.iter().enumerate().skip(begin + 1) {
         let no = i + 1;
@@ -335,8 +351,8 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
         };
         match parsed {
             Err(()) => {
-                d.damaged += 1;
-                d.warnings.push(format!("log line {no}: damaged (checksum or layout), left out"));
+                d.problems
+                    .add(ProblemKind::DamagedLine, format!("log line {no}: damaged (checksum or layout), left out"));
                 broken = true;
             }
             Ok(line) => {
@@ -371,7 +387,7 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
                             // (A first block lost leaves the rest to the stream's reader.)
                             Ok(b)
                                 if d.stream.is_empty()
-                                    && d.blocks_lost == 0
+                                    && d.blocks_lost() == 0
                                     && !b.starts_with(super::stream::MAGIC) =>
                             {
                                 return Err(ConsoleError::NotAStream)
@@ -382,9 +398,12 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
                             }
                             Err(e) => {
                                 if e.status == miniz_oxide::inflate::TINFLStatus::HasMoreOutput {
-                                    d.warnings.push(format!(
-                                        "log lines {block_from}-{no}: the block inflates to more than {MAX_RATIO} times its size (not what trbox writes)"
-                                    ));
+                                    d.problems.add(
+                                        ProblemKind::OversizedBlock,
+                                        format!(
+                                            "log lines {block_from}-{no}: the block inflates to more than {MAX_RATIO} times its size (not what trbox writes)"
+                                        ),
+                                    );
                                 }
                                 give_up(&mut d, block_from, no)
                             }
@@ -398,14 +417,16 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
         }
     }
     match ended {
-        None => d.warnings.push(String::from("no end marker: the recording is cut off; read up to there")),
-        Some(n) if n + 1 != next_seq => {
-            d.warnings.push(format!("the end marker counts {n} lines, the last one seen is {}", next_seq - 1))
-        }
+        None => d.problems.add(ProblemKind::CutOff, "no end marker: the recording is cut off; read up to there"),
+        Some(n) if n + 1 != next_seq => d.problems.add(
+            ProblemKind::CutOff,
+            format!("the end marker counts {n} lines, the last one seen is {}", next_seq - 1),
+        ),
         Some(_) => {}
     }
     if !block.is_empty() || broken {
-        d.warnings.push(format!("log lines {block_from}-: the last block is incomplete, left out"));
+        d.problems
+            .add(ProblemKind::LostBlock, format!("log lines {block_from}-: the last block is incomplete, left out"));
     }
     if d.stream.is_empty() {
         return Err(ConsoleError::NothingReadable);
@@ -456,8 +477,9 @@ mod tests {
         // 1 MiB of zeros in a block: miniz makes it ~1 KiB, over MAX_RATIO.
         let bomb = alloc::vec![0u8; 1 << 20];
         let d = decode(log_of(&[first.clone(), bomb.clone(), first[14..].to_vec()]).as_bytes()).unwrap();
-        assert_eq!(d.blocks_lost, 1);
-        assert!(d.warnings.iter().any(|w| w.contains("times its size")), "{:?}", d.warnings);
+        assert_eq!(d.blocks_lost(), 1);
+        assert_eq!(d.problems.count(ProblemKind::OversizedBlock), 1);
+        assert!(d.problems.iter().any(|w| w.message.contains("times its size")), "{:?}", d.problems);
         assert_eq!(d.stream.len(), 2 * BLOCK_BYTES - 14);
         // Only bombs: nothing, having inflated little.
         assert_eq!(decode(log_of(&[bomb.clone(), bomb]).as_bytes()).unwrap_err(), ConsoleError::NothingReadable);
@@ -500,8 +522,8 @@ mod tests {
         }
         log += &e.end();
         let d = decode(log.as_bytes()).unwrap();
-        assert_eq!(d.stream, data, "{:?}", d.warnings);
-        assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+        assert_eq!(d.stream, data, "{:?}", d.problems);
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
         // Damage one line in the middle: its block goes, the others stay.
         let target = log.lines().position(|l| l.starts_with("trbox:40:")).unwrap();
         let damaged: String = log
@@ -518,9 +540,9 @@ mod tests {
             )
             .collect();
         let d = decode(damaged.as_bytes()).unwrap();
-        assert_eq!(d.damaged, 1);
-        assert_eq!(d.blocks_lost, 1);
-        assert!(d.warnings.iter().any(|w| w.contains(&format!("log line {}", target + 1))), "{:?}", d.warnings);
+        assert_eq!(d.damaged(), 1);
+        assert_eq!(d.blocks_lost(), 1);
+        assert!(d.problems.iter().any(|w| w.message.contains(&format!("log line {}", target + 1))), "{:?}", d.problems);
         assert!(d.stream.len() < data.len() && !d.stream.is_empty());
     }
 
@@ -551,7 +573,7 @@ mod tests {
         log += &e.push(&stream_bytes(40_000));
         log += &e.end();
         let whole = decode(log.as_bytes()).unwrap();
-        assert!(whole.warnings.is_empty(), "{:?}", whole.warnings);
+        assert!(whole.problems.is_empty(), "{:?}", whole.problems);
         let mut read = 0;
         for n in (0..log.len()).step_by(7) {
             let cut = &log.as_bytes()[..n];
@@ -560,7 +582,7 @@ mod tests {
                 // short of the whole recording comes with a warning.
                 Ok(d) => {
                     assert!(whole.stream.starts_with(&d.stream), "cut at {n}: not a prefix");
-                    assert!(d.stream == whole.stream || !d.warnings.is_empty(), "cut at {n}: short, no warning");
+                    assert!(d.stream == whole.stream || !d.problems.is_empty(), "cut at {n}: short, no warning");
                     assert!(d.stream.len() >= read, "cut at {n}: less than a shorter cut");
                     read = d.stream.len();
                 }

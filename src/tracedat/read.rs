@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use super::compress::{decompress, Compression};
 use super::{opt, Endian, Error, ErrorKind, IoError, Source, MAGIC};
 use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
+use crate::problems::{ProblemKind, Problems};
 
 /// Longest NUL-terminated string accepted in metadata (names, clocks).
 const MAX_CSTR: usize = 4096;
@@ -371,10 +372,11 @@ pub struct TraceDat {
     pub instances: Vec<Instance>,
     /// Where the metadata ends (v6: after the flyrecord table and clock).
     pub metadata_end: u64,
-    /// Problems that did not stop reading: an instance that could not be
-    /// read (left out), CPU data running past the end of the file (cut to
-    /// what is there: the file was truncated).
-    pub warnings: Vec<Error>,
+    /// Problems that did not stop reading: an instance or section that
+    /// could not be read (left out, [`ProblemKind::BadSection`]), CPU data
+    /// running past the end of the file (cut to what is there: the file
+    /// was truncated, [`ProblemKind::CutOff`]); each told as its [`Error`].
+    pub problems: Problems,
 }
 
 // ---------------------------------------------------------------------------
@@ -606,7 +608,8 @@ impl TraceDat {
                     // A CPU without data may point past the end (trace-cmd
                     // writes the next page-aligned offset): not a cut.
                     if c.size > 0 && c.offset.saturating_add(c.size) > len {
-                        td.warnings.push(Error::new(ErrorKind::Truncated, "cpu data", c.offset.saturating_add(c.size)));
+                        let e = Error::new(ErrorKind::Truncated, "cpu data", c.offset.saturating_add(c.size));
+                        td.problems.add(ProblemKind::CutOff, e.to_string());
                         c.size = len.saturating_sub(c.offset);
                     }
                 }
@@ -713,7 +716,7 @@ fn read_v6<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
                 }
                 td.instances.push(inst);
             }
-            Err(e) => td.warnings.push(e),
+            Err(e) => td.problems.add(ProblemKind::BadSection, e.to_string()),
         }
     }
     Ok(())
@@ -907,7 +910,7 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
         match section_body(r, td, off, id, what) {
             Ok((body, _)) if id == opt::BTF_FILE => td.btf = body,
             Ok((body, _)) => td.modules = body,
-            Err(e) => td.warnings.push(e),
+            Err(e) => td.problems.add(ProblemKind::BadSection, e.to_string()),
         }
     }
     td.cpus = td.options.cpucount.unwrap_or(0);
@@ -925,7 +928,7 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
                 }
                 keep.push(inst);
             }
-            Err(e) => td.warnings.push(e),
+            Err(e) => td.problems.add(ProblemKind::BadSection, e.to_string()),
         }
     }
     td.instances = keep;

@@ -317,7 +317,7 @@ fn read_prefix(mut b: Vec<u8>) -> (Vec<Vec<Vec<u8>>>, Option<trbox::tracedat::Er
         }
         out.push(cpus);
     }
-    (out, first, !td.warnings.is_empty())
+    (out, first, !td.problems.is_empty())
 }
 
 /// Read the metadata and every page; return the first error.
@@ -351,7 +351,7 @@ fn truncated_files_give_errors_with_offsets() {
                         assert!(e.offset <= cut as u64, "{name} cut {cut}: error at {} ({e})", e.offset);
                         assert!(!e.to_string().is_empty());
                     }
-                    Ok(t) => assert!(!t.warnings.is_empty(), "{name} cut {cut}: no error, no warning"),
+                    Ok(t) => assert!(!t.problems.is_empty(), "{name} cut {cut}: no error, no warning"),
                 }
             }
         }

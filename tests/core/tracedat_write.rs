@@ -216,7 +216,7 @@ fn check_read_back(meta: &Meta, wr: &Written) {
     assert!(td.options.cpustat[1].starts_with("CPU: 1\nentries: 0\n"));
     assert_eq!(td.instances.len(), 2);
     assert_eq!(td.instances[1].name, "extra");
-    let layout = Trace::from_dat(&td, "", ()).unwrap().0.layout;
+    let layout = Trace::from_dat(&td, "", ()).unwrap().layout;
     for (inst, want) in td.instances.iter().zip([&wr.events, &wr.inst_events]) {
         let mut got = Vec::new();
         for c in &inst.cpus {

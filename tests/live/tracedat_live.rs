@@ -140,7 +140,7 @@ fn record_live_pages_into_trace_dat() {
     let td = TraceDat::read(&mut f).unwrap();
     assert_eq!(td.options.cpustat, stats_texts);
     let top = td.top().unwrap();
-    let layout = Trace::from_dat(&td, "", ()).unwrap().0.layout;
+    let layout = Trace::from_dat(&td, "", ()).unwrap().layout;
     let got: Vec<usize> = top
         .cpus
         .iter()
