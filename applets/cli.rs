@@ -2,9 +2,17 @@
 //! (`-T`, `-B`, `-v`), the option parser, and errors that end in the exit codes
 //! (0 ok, 1 usage, 2 runtime).
 
-use crate::APPLETS;
+use argh::{ArgsInfo, CommandInfoWithArgs, FlagInfo, FlagInfoKind, FromArgs, Optionality};
 use std::fmt;
 use std::time::Duration;
+
+/// One entry per applet that exists. Only these are listed and installed.
+pub struct Applet {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// Its arguments, without its name.
+    pub main: fn(&[String]) -> Result<(), Error>,
+}
 
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_USAGE: u8 = 1;
@@ -40,209 +48,246 @@ impl From<trbox::sys::Error> for Error {
     }
 }
 
-/// Options every applet takes. Parsed before the applet's own options so each
-/// applet does not have to repeat them.
-#[derive(Debug, Default, Clone)]
+// Options every applet takes, declared once here and split off the
+// applet's own before either is parsed (see `parse`).
+#[derive(FromArgs, ArgsInfo, Debug, Default, Clone)]
+#[argh(help_triggers("-h", "--help"))]
+/// Common options.
 pub struct Common {
-    /// `-T DIR` / `--tracefs DIR`, else env TRBOX_TRACEFS.
+    /// tracefs root (default: from /proc/self/mountinfo, or env
+    /// TRBOX_TRACEFS); may be a copy of a tracefs tree
+    #[argh(option, short = 'T', arg_name = "DIR")]
     pub tracefs: Option<String>,
-    /// `-B NAME` / `--instance NAME`.
+    /// work in instances/NAME (made if missing and removed again); a
+    /// trace.dat: read only its buffer NAME, '' for the top one
+    #[argh(option, short = 'B', arg_name = "NAME", from_str_fn(instance_name))]
     pub instance: Option<String>,
-    /// Number of `-v`.
+    /// more log (repeat for more); RUST_LOG=trbox::MODULE=LEVEL filters too
+    #[argh(switch, short = 'v')]
     pub verbose: u8,
-    /// `--kernel VER`: the traced kernel's release, in place of the one a
-    /// reader finds (uname, a trace.dat's UNAME option, or inferred).
+    /// read the trace as of kernel release VER (e.g. 4.19): the text rules
+    /// of that version, whatever uname or the file say (-v tells)
+    #[argh(option, arg_name = "VER", from_str_fn(kernel_release))]
     pub kernel: Option<String>,
+    /// wait for another trbox run to finish instead of failing
+    #[argh(switch)]
+    pub wait: bool,
 }
 
-pub const COMMON_HELP: &str = "\
-Common options:
-  -T, --tracefs DIR  tracefs root (default: from /proc/self/mountinfo;
-                     env TRBOX_TRACEFS); may be a copy of a tracefs tree
-  -B, --instance NAME
-                     work in instances/NAME (a trace.dat: read only
-                     its buffer NAME, '' for the top one)
-  -v                 more log (repeat for more; RUST_LOG works too)
-  --kernel VER       read the trace as of kernel release VER (e.g. 4.19):
-                     the text rules of that version, whatever uname, the
-                     file's UNAME option or its formats say (-v tells)
-";
-
-/// Split the common options off `args` (the applet's arguments, without its
-/// name). Everything after `--` is left alone: it belongs to a command.
-pub fn split_common(args: &[String]) -> Result<(Common, Vec<String>), Error> {
-    let mut c = Common::default();
-    let mut rest = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "--" {
-            rest.extend_from_slice(&args[i..]);
-            break;
-        }
-        let mut value_of = |long: &str, short: &str| -> Result<Option<String>, Error> {
-            if a == long || a == short {
-                i += 1;
-                return args.get(i).cloned().map(Some).ok_or_else(|| Error::usage(format!("option {a} needs a value")));
-            }
-            if let Some(v) = a.strip_prefix(long).and_then(|v| v.strip_prefix('=')) {
-                return Ok(Some(v.to_string()));
-            }
-            if let Some(v) = a.strip_prefix(short).filter(|v| !v.is_empty() && !a.starts_with("--")) {
-                return Ok(Some(v.to_string()));
-            }
-            Ok(None)
-        };
-        if let Some(v) = value_of("--tracefs", "-T")? {
-            c.tracefs = Some(v);
-        } else if let Some(v) = value_of("--instance", "-B")? {
-            // -B '' is the top-level buffer (a trace.dat's unnamed one).
-            if let Some(why) = Some(v.as_str()).filter(|v| !v.is_empty()).and_then(trbox::sys::instance_name_problem) {
-                return Err(Error::usage(format!("-B '{}': not a plain instance name: {why}", v.escape_default()))
-                    .hint("an instance is a directory directly in <tracefs>/instances, e.g. -B mytrace"));
-            }
-            c.instance = Some(v);
-        } else if let Some(v) = value_of("--kernel", "--kernel")? {
-            if trbox::ctl::kernel_version(&v).is_none() {
-                return Err(Error::usage(format!("--kernel '{v}': not a kernel release"))
-                    .hint("give MAJOR.MINOR[…], e.g. --kernel 4.19 or --kernel 6.1.0-40-arm64"));
-            }
-            c.kernel = Some(v);
-        } else if a.len() > 1 && a.starts_with('-') && !a.starts_with("--") && a[1..].bytes().all(|b| b == b'v') {
-            c.verbose = c.verbose.saturating_add((a.len() - 1) as u8);
-        } else {
-            rest.push(a.clone());
-        }
-        i += 1;
+fn instance_name(v: &str) -> Result<String, String> {
+    // -B '' is the top-level buffer (a trace.dat's unnamed one).
+    match Some(v).filter(|v| !v.is_empty()).and_then(trbox::sys::instance_name_problem) {
+        Some(why) => Err(format!("not a plain instance name (a directory in <tracefs>/instances): {why}")),
+        None => Ok(v.to_string()),
     }
+}
+
+fn kernel_release(v: &str) -> Result<String, String> {
+    match trbox::ctl::kernel_version(v) {
+        Some(_) => Ok(v.to_string()),
+        None => Err("not a kernel release: give MAJOR.MINOR[...], e.g. 4.19 or 6.1.0-40-arm64".into()),
+    }
+}
+
+/// What `args` (an applet's arguments, without its name and without
+/// `-- CMD`) hold: its common options and its own, parsed by argh from their
+/// one declaration. Before argh sees them, the getopt forms people type from
+/// habit are written out the way argh reads them: `--buffer=8` and `-b8`
+/// become `--buffer 8` and `-b 8`, and a group `-vck` becomes `-v -c -k` (a
+/// letter that takes a value ends a group: `-nt1` is `-n -t 1`). An option
+/// that takes one value and is given twice is an error, not the last one.
+pub fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Result<(Common, A), Error> {
+    let own = A::get_args_info();
+    let Some((mine, theirs)) = split(name, own.flags, args)? else {
+        return Err(help(name, &own));
+    };
+    let mine: Vec<&str> = mine.iter().map(String::as_str).collect();
+    let a = A::from_args(&[name], &mine).map_err(|e| argh_error(name, e))?;
+    Ok((common(name, &theirs)?, a))
+}
+
+/// The words of `args` written out for argh: the applet's own (options,
+/// then `--` and the operands) and the common options. None for --help.
+fn split(
+    name: &str,
+    own: &'static [FlagInfo<'static>],
+    args: &[String],
+) -> Result<Option<(Vec<String>, Vec<String>)>, Error> {
+    let common = Common::get_args_info();
+    let usage = |msg: String| Error::usage(msg).hint(format!("try '{name} --help'"));
+    let (mut mine, mut theirs, mut operands) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen: Vec<&str> = Vec::new();
+    let mut tokens = args.iter().map(String::as_str);
+    let mut pending: Vec<String> = Vec::new();
+    while let Some(tok) = pending.pop().or_else(|| tokens.next().map(String::from)) {
+        if tok == "-h" || tok == "--help" {
+            return Ok(None);
+        }
+        let (flag, attached) = match flag_of(&tok, own, common.flags) {
+            Some(f) => f,
+            // What argh will call unknown.
+            None if tok.len() > 1 && tok.starts_with('-') => {
+                mine.push(tok);
+                continue;
+            }
+            // An operand, `-` (standard input) among them: after the
+            // options, behind a `--`, for argh to take `-` as one.
+            None => {
+                operands.push(tok);
+                continue;
+            }
+        };
+        let (info, is_common) = flag;
+        let out = if is_common { &mut theirs } else { &mut mine };
+        out.push(info.long.to_string());
+        match (&info.kind, attached) {
+            (FlagInfoKind::Switch, None) => {}
+            (FlagInfoKind::Switch, Some(Attached::Value(_))) => {
+                return Err(usage(format!("option {} takes no value", info.long)))
+            }
+            // The rest of a group: more letters.
+            (FlagInfoKind::Switch, Some(Attached::Group(rest))) => pending.push(format!("-{rest}")),
+            (FlagInfoKind::Option { .. }, Some(Attached::Value(v) | Attached::Group(v))) => out.push(v),
+            (FlagInfoKind::Option { .. }, None) => match tokens.next() {
+                // Whatever follows is the value, even `-1`.
+                Some(v) => out.push(v.to_string()),
+                None => return Err(usage(format!("option {} needs a value", info.long))),
+            },
+        }
+        if matches!(info.kind, FlagInfoKind::Option { .. }) && !matches!(info.optionality, Optionality::Repeating) {
+            if seen.contains(&info.long) {
+                return Err(usage(format!("option {} was given twice; it takes one value", info.long)));
+            }
+            seen.push(info.long);
+        }
+    }
+    mine.push("--".into());
+    mine.extend(operands);
+    Ok(Some((mine, theirs)))
+}
+
+/// argh's complaint as one line, with the hint.
+fn argh_error(name: &str, e: argh::EarlyExit) -> Error {
+    Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'"))
+}
+
+/// The common options, parsed and put to work: the log level, the kernel
+/// release to read as.
+fn common(name: &str, theirs: &[String]) -> Result<Common, Error> {
+    let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
+    let mut c = Common::from_args(&[name], &theirs).map_err(|e| argh_error(name, e))?;
     if c.tracefs.is_none() {
         c.tracefs = std::env::var("TRBOX_TRACEFS").ok().filter(|s| !s.is_empty());
     }
-    Ok((c, rest))
+    init_log(c.verbose);
+    if let Some(k) = &c.kernel {
+        trbox::sys::trace::set_kernel(k);
+    }
+    Ok(c)
 }
 
-/// One option of an applet: its letter (`' '`: none), its long name, and
-/// whether it takes a value.
-pub type Opt = (char, &'static str, bool);
-
-/// An applet's options, read one at a time the way getopt_long does
-/// (`-b 8`, `-b8`, `--buffer 8`, `--buffer=8`, `-ck`; options and operands
-/// in any order). A hand loop instead of argh: the derive cost about 12 KiB
-/// on aarch64 for six applets, this about 1.
-pub struct Parser<'a> {
-    name: &'static str,
-    help: &'static [&'static str],
-    opts: &'static [Opt],
-    args: std::slice::Iter<'a, String>,
-    /// Letters left of a group (`-ck`: `k` after `c`).
-    group: &'a str,
-    /// The current option's or operand's text, or its attached value.
-    value: Option<&'a str>,
-    /// The current option, as the user wrote it (for messages).
-    spelled: String,
+/// What follows an option's letter or name in the same word.
+enum Attached {
+    /// `--buffer=8`
+    Value(String),
+    /// `-b8`, or `-ck`'s `k`: a value or more letters, by the option.
+    Group(String),
 }
 
-impl<'a> Parser<'a> {
-    /// `help` (its pieces one after the other) is printed for
-    /// `--help`/`-h`, followed by the common options.
-    pub fn new(name: &'static str, help: &'static [&'static str], opts: &'static [Opt], args: &'a [String]) -> Self {
-        Parser { name, help, opts, args: args.iter(), group: "", value: None, spelled: String::new() }
-    }
+type Flag = (&'static FlagInfo<'static>, bool);
 
-    fn unknown(&self, what: &str) -> Error {
-        Error::usage(format!("unknown option '{what}'")).hint(format!("try '{} --help'", self.name))
+/// The declared option `tok` starts with (from the applet's flags or, marked
+/// `true`, the common ones), and what is attached to it.
+fn flag_of(
+    tok: &str,
+    own: &'static [FlagInfo<'static>],
+    common: &'static [FlagInfo<'static>],
+) -> Option<(Flag, Option<Attached>)> {
+    let all = || own.iter().map(|f| (f, false)).chain(common.iter().map(|f| (f, true)));
+    if let Some(long) = tok.strip_prefix("--").filter(|l| !l.is_empty()) {
+        let (l, v) = long.split_once('=').map_or((long, None), |(l, v)| (l, Some(v)));
+        let f = all().find(|(f, _)| f.long.strip_prefix("--") == Some(l))?;
+        return Some((f, v.map(|v| Attached::Value(v.to_string()))));
     }
+    let letters = tok.strip_prefix('-').filter(|l| !l.is_empty())?;
+    let c = letters.chars().next()?;
+    let f = all().find(|(f, _)| f.short == Some(c))?;
+    let rest = &letters[c.len_utf8()..];
+    Some((f, (!rest.is_empty()).then(|| Attached::Group(rest.to_string()))))
+}
 
-    /// The long name of the next option, `""` for an operand (read it with
-    /// [`Parser::value`]), `None` at the end.
-    pub fn next(&mut self) -> Result<Option<&'static str>, Error> {
-        let (letters, long) = if !self.group.is_empty() {
-            (self.group, None)
-        } else {
-            let Some(a) = self.args.next() else { return Ok(None) };
-            match a.strip_prefix("--") {
-                Some(l) if !l.is_empty() => ("", Some(l)),
-                _ => match a.strip_prefix('-') {
-                    Some(g) if !g.is_empty() => (g, None),
-                    // An operand, `-` (standard input) among them.
-                    _ => {
-                        self.value = Some(a);
-                        return Ok(Some(""));
-                    }
-                },
-            }
+/// `--help`: the applet's text, rendered from its declaration (the
+/// common options' too) for an 80-column console, to stdout; the run ends
+/// with status 0.
+fn help(name: &str, own: &CommandInfoWithArgs) -> Error {
+    match print(&help_text(name, own, &Common::get_args_info())) {
+        Ok(()) => Error { code: EXIT_OK, msg: String::new(), hint: None },
+        Err(e) => e,
+    }
+}
+
+/// Where an option's description starts.
+const HELP_COLUMN: usize = 22;
+
+pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWithArgs) -> String {
+    let mut usage = format!("Usage: {name} [OPTIONS]");
+    for p in own.positionals.iter().filter(|p| !p.hidden) {
+        let dots = if matches!(p.optionality, Optionality::Repeating | Optionality::Greedy) { "..." } else { "" };
+        match p.optionality {
+            Optionality::Required => usage.push_str(&format!(" {}{dots}", p.name)),
+            _ => usage.push_str(&format!(" [{}{dots}]", p.name)),
+        }
+    }
+    usage.push_str(" [-- CMD [ARGS...]]");
+    let mut out = format!("{usage}\n\n{}\n", wrap(own.description, 80));
+    let positionals: Vec<_> = own.positionals.iter().filter(|p| !p.hidden).collect();
+    if !positionals.is_empty() {
+        out.push_str("\nArguments:\n");
+        for p in positionals {
+            row(&mut out, &format!("  {}", p.name), p.description);
+        }
+    }
+    out.push_str("\nOptions:\n");
+    flag_rows(&mut out, own.flags);
+    row(&mut out, "  -- CMD [ARGS...]", "run CMD with tracing on for it only; end with its exit status");
+    row(&mut out, "  -h, --help", "this text");
+    out.push_str("\nCommon options:\n");
+    flag_rows(&mut out, common.flags);
+    if !own.examples.is_empty() {
+        out.push_str("\nExamples:\n");
+        for e in own.examples {
+            out.push_str(&format!("  {}\n", e.replace("{command_name}", name)));
+        }
+    }
+    for n in own.notes {
+        out.push_str(&format!("\n{}\n", wrap(n, 80)));
+    }
+    out
+}
+
+/// One row of a help text: `left`, then `text` wrapped in its column.
+fn row(out: &mut String, left: &str, text: &str) {
+    let text = wrap(text, 80 - HELP_COLUMN);
+    let mut lines = text.lines();
+    if left.len() < HELP_COLUMN {
+        out.push_str(&format!("{left:<HELP_COLUMN$}{}\n", lines.next().unwrap_or_default()));
+    } else {
+        out.push_str(&format!("{left}\n"));
+    }
+    for l in lines {
+        out.push_str(&format!("{:HELP_COLUMN$}{l}\n", ""));
+    }
+}
+
+/// A row per option shown: `-b, --buffer KB   description`.
+fn flag_rows(out: &mut String, flags: &[FlagInfo]) {
+    for f in flags.iter().filter(|f| !f.hidden && f.long != "--help") {
+        let short = f.short.map(|c| format!("-{c}, ")).unwrap_or_default();
+        let value = match f.kind {
+            FlagInfoKind::Option { arg_name } => format!(" {arg_name}"),
+            FlagInfoKind::Switch => String::new(),
         };
-        self.value = None;
-        let opt = if let Some(l) = long {
-            let (l, v) = l.split_once('=').map_or((l, None), |(l, v)| (l, Some(v)));
-            self.value = v;
-            self.spelled = format!("--{l}");
-            if l == "help" {
-                return Err(self.help());
-            }
-            self.opts.iter().find(|o| o.1 == l).ok_or_else(|| self.unknown(&self.spelled))?
-        } else {
-            let c = letters.chars().next().unwrap_or(' ');
-            self.group = &letters[c.len_utf8()..];
-            self.spelled = format!("-{c}");
-            if c == 'h' {
-                return Err(self.help());
-            }
-            let o = self.opts.iter().find(|o| o.0 == c && c != ' ').ok_or_else(|| self.unknown(&self.spelled))?;
-            if o.2 && !self.group.is_empty() {
-                self.value = Some(std::mem::take(&mut self.group));
-            }
-            o
-        };
-        if opt.2 && self.value.is_none() {
-            self.value = Some(self.args.next().ok_or_else(|| {
-                Error::usage(format!("option {} needs a value", self.spelled))
-                    .hint(format!("try '{} --help'", self.name))
-            })?);
-        } else if !opt.2 && self.value.is_some() && long.is_some() {
-            return Err(Error::usage(format!("option {} takes no value", self.spelled)));
-        }
-        Ok(Some(opt.1))
-    }
-
-    fn help(&self) -> Error {
-        // The text keeps its columns as tabs (`OPTION\tdescription`,
-        // `\tmore description`): 1.5 KiB of spaces less in the binary.
-        let mut out = String::new();
-        for line in self.help.iter().flat_map(|h| h.lines()) {
-            match line.split_once('\t') {
-                Some((left, right)) => out.push_str(&format!("  {left:19}{right}\n")),
-                None => out.push_str(&format!("{line}\n")),
-            }
-        }
-        out.push('\n');
-        out.push_str(COMMON_HELP);
-        match print(&out) {
-            Ok(()) => Error { code: EXIT_OK, msg: String::new(), hint: None },
-            Err(e) => e,
-        }
-    }
-
-    /// The current option's value, or the operand.
-    pub fn value(&self) -> String {
-        self.value.unwrap_or_default().to_string()
-    }
-
-    /// The value as a number (or anything `FromStr`).
-    pub fn num<T: std::str::FromStr>(&self) -> Result<T, Error> {
-        let v = self.value.unwrap_or_default();
-        v.parse().map_err(|_| Error::usage(format!("{}: '{v}' is not a valid number", self.spelled)))
-    }
-
-    /// The value as `-t`'s seconds.
-    pub fn seconds(&self) -> Result<Seconds, Error> {
-        Seconds::parse(self.value.unwrap_or_default()).map_err(|e| Error::usage(format!("{}: {e}", self.spelled)))
-    }
-
-    /// An operand the applet has no place for.
-    pub fn extra(&self) -> Error {
-        Error::usage(format!("unexpected argument '{}'", self.value.unwrap_or_default()))
-            .hint(format!("try '{} --help'", self.name))
+        row(out, &format!("  {short}{}{value}", f.long), f.description);
     }
 }
 
@@ -276,58 +321,87 @@ pub fn wrap(text: &str, width: usize) -> String {
     out
 }
 
-/// A few lines instead of env_logger (which costs tens of KiB on a board):
-/// `LEVEL: message` on stderr; `-v` raises the level, `RUST_LOG` sets it
-/// (`debug`, or `trbox=debug`: the last level named wins).
-struct Logger;
-
-impl log::Log for Logger {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::max_level()
-    }
-
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            eprintln!("{}: {}", r.level(), r.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
+/// `-v` sets the level (warnings by default), `RUST_LOG` the level per
+/// module (`RUST_LOG=trbox::tracedat=trace`); lines are `LEVEL: message`.
 fn init_log(verbose: u8) {
-    let from_env = std::env::var("RUST_LOG").ok().and_then(|v| {
-        v.split(',').filter_map(|d| d.rsplit('=').next()?.trim().parse::<log::LevelFilter>().ok()).next_back()
-    });
-    let level = from_env.unwrap_or(match verbose {
+    let level = match verbose {
         0 => log::LevelFilter::Warn,
         1 => log::LevelFilter::Info,
         2 => log::LevelFilter::Debug,
         _ => log::LevelFilter::Trace,
-    });
-    static LOGGER: Logger = Logger;
-    if log::set_logger(&LOGGER).is_ok() {
-        log::set_max_level(level);
-    }
+    };
+    let _ = env_logger::Builder::new()
+        .filter_level(level)
+        .parse_env("RUST_LOG")
+        .format(|out, r| {
+            use std::io::Write;
+            writeln!(out, "{}: {}", r.level(), r.args())
+        })
+        .try_init();
 }
 
 fn basename(p: &str) -> &str {
     p.rsplit('/').next().unwrap_or(p)
 }
 
-fn banner() -> String {
+// `trbox` itself, without an applet.
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help"))]
+/// ftrace for embedded boards
+struct Top {
+    /// print the applets' names, one per line
+    #[argh(switch)]
+    list: bool,
+    /// make a link to this binary named trbox and one named after each
+    /// applet in DIR (hard links; symlinks with -s); existing names are left
+    #[argh(switch)]
+    install: bool,
+    /// with --install: symbolic links
+    #[argh(switch, short = 's')]
+    symlink: bool,
+    /// print trbox's version
+    #[argh(switch, short = 'V')]
+    version: bool,
+    /// with --install: the directory for the links
+    #[argh(positional, arg_name = "DIR")]
+    dir: Option<String>,
+}
+
+fn banner(applets: &[Applet]) -> String {
+    let info = Top::get_args_info();
     let mut s = format!(
-        "trbox {} - ftrace for embedded boards\n\n\
-         Usage: trbox APPLET [ARGS...]   or   APPLET [ARGS...] (via a link)\n\
-        \x20      trbox --list\n\
-        \x20      trbox --install [-s] DIR   (links named trbox and after each applet)\n\
-        \x20      trbox --version\n\nApplets:\n",
-        env!("CARGO_PKG_VERSION")
+        "trbox {} - {}\n\nUsage: trbox APPLET [ARGS...], or APPLET [ARGS...] through a link\n\
+         \x20      trbox [OPTIONS] [DIR]\n\nOptions:\n",
+        env!("CARGO_PKG_VERSION"),
+        info.description
     );
-    for a in APPLETS {
+    flag_rows(&mut s, info.flags);
+    row(&mut s, "  -h, --help", "this text");
+    s.push_str("\nApplets:\n");
+    for a in applets {
         s.push_str(&format!("  {:<10} {}\n", a.name, a.summary));
     }
     s
+}
+
+fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let t = match Top::from_args(&["trbox"], &args) {
+        Ok(t) => t,
+        Err(e) if e.status.is_ok() => return print(&banner(applets)),
+        Err(e) => {
+            return Err(
+                Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint("try 'trbox --help'")
+            )
+        }
+    };
+    match (t.list, t.install, t.version, &t.dir) {
+        (true, false, false, None) => print(&applets.iter().map(|a| format!("{}\n", a.name)).collect::<String>()),
+        (false, true, false, Some(dir)) => install(applets, dir, t.symlink),
+        (false, false, true, None) => print(&format!("trbox {}\n", env!("CARGO_PKG_VERSION"))),
+        (false, false, false, None) if !t.symlink => print(&banner(applets)),
+        _ => Err(Error::usage("use one of --list, --install [-s] DIR, --version").hint("try 'trbox --help'")),
+    }
 }
 
 /// Print a whole text (help, a status report, a list): a reader that
@@ -345,42 +419,26 @@ pub fn print(text: &str) -> Result<(), Error> {
     }
 }
 
-/// Run `argv` and return the process exit code.
-pub fn dispatch(argv: &[String]) -> u8 {
+/// Run `argv` with the applet it names (by argv[0]'s basename, or
+/// argv[1] after `trbox`) and return the process exit code.
+pub fn dispatch(applets: &'static [Applet], argv: &[String]) -> u8 {
     let name = argv.first().map(|s| basename(s)).unwrap_or("trbox");
-    let (applet, args) = if APPLETS.iter().any(|a| a.name == name) {
-        (name, &argv[1.min(argv.len())..])
-    } else if name == "trbox" || name.starts_with("trbox") {
-        match argv.get(1).map(String::as_str) {
-            None | Some("--help") | Some("-h") => {
-                return report("trbox", print(&banner()));
-            }
-            Some("--list") => {
-                let names: String = APPLETS.iter().map(|a| format!("{}\n", a.name)).collect();
-                return report("trbox", print(&names));
-            }
-            Some("--install") => return report("trbox", install(&argv[2..])),
-            Some("--version") | Some("-V") => {
-                return report("trbox", print(&format!("trbox {}\n", env!("CARGO_PKG_VERSION"))));
-            }
-            Some(a) => (basename(a), &argv[2..]),
+    let (applet, args) = if applets.iter().any(|a| a.name == name) {
+        (name, argv.get(1..).unwrap_or_default())
+    } else if name.starts_with("trbox") {
+        match argv.get(1) {
+            Some(a) if !a.starts_with('-') => (basename(a), &argv[2..]),
+            _ => return report("trbox", top(applets, argv.get(1..).unwrap_or_default())),
         }
     } else {
-        (name, &argv[1..])
+        (name, argv.get(1..).unwrap_or_default())
     };
-    let Some(app) = APPLETS.iter().find(|a| a.name == applet) else {
+    let Some(app) = applets.iter().find(|a| a.name == applet) else {
         eprintln!("{applet}: applet not found");
         return EXIT_NOT_FOUND;
     };
     let _ = APPLET.set(app.name);
-    let res = split_common(args).and_then(|(common, rest)| {
-        init_log(common.verbose);
-        if let Some(k) = &common.kernel {
-            trbox::sys::trace::set_kernel(k);
-        }
-        (app.main)(&common, &rest)
-    });
-    report(app.name, res)
+    report(app.name, (app.main)(args))
 }
 
 /// The applet running, for messages that are not its final error.
@@ -429,16 +487,11 @@ impl fmt::Display for Error {
 }
 
 /// `trbox --install [-s] DIR`: one link per applet, to /proc/self/exe.
-fn install(args: &[String]) -> Result<(), Error> {
-    let (symlink, dir) = match args {
-        [s, d] if s == "-s" => (true, d),
-        [d] if !d.starts_with('-') => (false, d),
-        _ => return Err(Error::usage("usage: trbox --install [-s] DIR").hint("try 'trbox --help'")),
-    };
+fn install(applets: &[Applet], dir: &str, symlink: bool) -> Result<(), Error> {
     let exe = std::fs::read_link("/proc/self/exe")
         .map_err(|e| Error::runtime(format!("cannot read /proc/self/exe: {e}")).hint("is /proc mounted?"))?;
     // trbox itself too: `trbox --list` and the banner work from DIR.
-    for name in std::iter::once("trbox").chain(APPLETS.iter().map(|a| a.name)) {
+    for name in std::iter::once("trbox").chain(applets.iter().map(|a| a.name)) {
         let link = std::path::Path::new(dir).join(name);
         if link.symlink_metadata().is_ok() {
             continue; // existing links (or files) are left alone
@@ -464,60 +517,60 @@ mod tests {
         a.iter().map(|s| s.to_string()).collect()
     }
 
-    #[test]
-    fn instance_names_must_be_plain() {
-        for bad in [".", "..", "../..", "a/b", "/x", ".hidden", "-k", "a\nb", "a\0b"] {
-            let e = split_common(&v(&["-B", bad])).unwrap_err();
-            assert_eq!(e.code, EXIT_USAGE, "{bad:?}");
-            assert!(e.msg.contains("not a plain instance name"), "{bad:?}: {}", e.msg);
-        }
-        let e = split_common(&v(&["--instance=.."])).unwrap_err();
-        assert_eq!(e.msg, "-B '..': not a plain instance name: it starts with '.'");
-        // '' is the top-level buffer (a trace.dat's unnamed one).
-        for good in ["", "foo", "trbox-1", "a.b", "x_y", "my trace"] {
-            assert_eq!(split_common(&v(&["-B", good])).unwrap().0.instance.as_deref(), Some(good));
-        }
+    #[derive(FromArgs, ArgsInfo, Debug, PartialEq)]
+    /// An applet for the tests.
+    struct X {
+        /// size
+        #[argh(option, short = 'b')]
+        buffer: Option<i64>,
+        /// children
+        #[argh(switch, short = 'c')]
+        children: bool,
+        /// keep
+        #[argh(switch, short = 'k')]
+        keep: bool,
+        /// json
+        #[argh(switch)]
+        json: bool,
+        /// events
+        #[argh(option, short = 'e')]
+        event: Vec<String>,
+        /// time
+        #[argh(option, short = 't')]
+        time: Option<Seconds>,
+        /// files
+        #[argh(positional)]
+        file: Vec<String>,
     }
 
-    const OPTS: &[Opt] = &[('b', "buffer", true), ('c', "children", false), ('k', "keep", false), (' ', "json", false)];
-
-    /// Every option as (name, value), operands as ("", value).
-    fn parse_all(a: &[&str]) -> Result<Vec<(&'static str, String)>, Error> {
-        let args = v(a);
-        let mut p = Parser::new("tr-x", &["Usage: tr-x\n-b, --buffer KB\tsize\n"], OPTS, &args);
-        let mut got = Vec::new();
-        while let Some(o) = p.next()? {
-            got.push((o, p.value()));
-        }
-        Ok(got)
+    fn parse_x(a: &[&str]) -> Result<(Common, X), Error> {
+        parse("tr-x", &v(a))
     }
 
     #[test]
     fn options_read_as_getopt_long_does() {
-        let want = |v: &[(&'static str, &str)]| v.iter().map(|(o, s)| (*o, s.to_string())).collect::<Vec<_>>();
         for form in [&["-b", "8"][..], &["-b8"], &["--buffer", "8"], &["--buffer=8"]] {
-            assert_eq!(parse_all(form).unwrap(), want(&[("buffer", "8")]), "{form:?}");
+            assert_eq!(parse_x(form).unwrap().1.buffer, Some(8), "{form:?}");
         }
-        // Groups of letters, a value ending a group, operands anywhere, `-`.
-        assert_eq!(
-            parse_all(&["-ck", "x", "-cb16", "--json", "-", "-b", "-1"]).unwrap(),
-            want(&[
-                ("children", ""),
-                ("keep", ""),
-                ("", "x"),
-                ("children", ""),
-                ("buffer", "16"),
-                ("json", ""),
-                ("", "-"),
-                ("buffer", "-1")
-            ])
-        );
-        let err = |a: &[&str]| parse_all(a).unwrap_err();
-        assert_eq!(err(&["-x"]).msg, "unknown option '-x'");
-        assert_eq!(err(&["--nope"]).msg, "unknown option '--nope'");
-        assert_eq!(err(&["-b"]).msg, "option -b needs a value");
+        // Groups of letters, a value ending a group, operands anywhere, `-`,
+        // a value that looks like an option, common options in groups.
+        let (c, x) = parse_x(&["-ck", "x", "-vkb16", "--json", "-", "-e", "-1", "-vt0.5", "-e=a"]).unwrap();
+        assert_eq!((x.children, x.keep, x.json, x.buffer), (true, true, true, Some(16)));
+        assert_eq!(x.file, v(&["x", "-"]));
+        assert_eq!(x.event, v(&["-1", "=a"]));
+        assert_eq!(x.time, Some(Seconds(Duration::from_millis(500))));
+        assert_eq!(c.verbose, 2);
+        let err = |a: &[&str]| parse_x(a).unwrap_err();
+        assert_eq!(err(&["-x"]).msg, "Unrecognized argument: -x");
+        assert_eq!(err(&["--nope"]).msg, "Unrecognized argument: --nope");
+        assert_eq!(err(&["-b"]).msg, "option --buffer needs a value");
         assert_eq!(err(&["--json=1"]).msg, "option --json takes no value");
-        for e in [err(&["-x"]), err(&["-b"])] {
+        assert_eq!(err(&["-b", "1", "--buffer=2"]).msg, "option --buffer was given twice; it takes one value");
+        assert_eq!(
+            err(&["-b", "x8"]).msg,
+            "Error parsing option '--buffer' with value 'x8': invalid digit found in string"
+        );
+        for e in [err(&["-x"]), err(&["-b"]), err(&["-t", "1e3"])] {
             assert_eq!((e.code, e.hint.as_deref()), (EXIT_USAGE, Some("try 'tr-x --help'")));
         }
         // --help and -h end the run with 0 (the text went to stdout).
@@ -526,26 +579,31 @@ mod tests {
     }
 
     #[test]
-    fn values_are_checked() {
-        let args = v(&["-b", "x8", "-b", "0.5"]);
-        let mut p = Parser::new("tr-x", &[], OPTS, &args);
-        p.next().unwrap();
-        assert_eq!(p.num::<u64>().unwrap_err().msg, "-b: 'x8' is not a valid number");
-        p.next().unwrap();
-        assert_eq!(p.seconds().unwrap().0, Duration::from_millis(500));
-        assert_eq!(p.next().unwrap(), None);
+    fn common_options_are_split_off() {
+        let (c, x) = parse_x(&["-T", "/x", "-vv", "--instance=foo", "-b", "8", "--wait", "--kernel", "4.19"]).unwrap();
+        assert_eq!(c.tracefs.as_deref(), Some("/x"));
+        assert_eq!(c.instance.as_deref(), Some("foo"));
+        assert_eq!((c.verbose, c.wait, c.kernel.as_deref()), (2, true, Some("4.19")));
+        assert_eq!(x.buffer, Some(8));
+        let (c, _) = parse_x(&["-T/y"]).unwrap();
+        assert_eq!(c.tracefs.as_deref(), Some("/y"));
+        assert_eq!(parse_x(&["-T"]).unwrap_err().msg, "option --tracefs needs a value");
+        assert!(parse_x(&["--kernel", "x"]).unwrap_err().msg.contains("not a kernel release"));
     }
 
     #[test]
-    fn common_options_are_split_off() {
-        let (c, r) = split_common(&v(&["-T", "/x", "-vv", "--instance=foo", "-b", "8", "--", "-T", "y"])).unwrap();
-        assert_eq!(c.tracefs.as_deref(), Some("/x"));
-        assert_eq!(c.instance.as_deref(), Some("foo"));
-        assert_eq!(c.verbose, 2);
-        assert_eq!(r, v(&["-b", "8", "--", "-T", "y"]));
-        let (c, _) = split_common(&v(&["-T/y", "--tracefs", "/z"])).unwrap();
-        assert_eq!(c.tracefs.as_deref(), Some("/z"));
-        assert!(split_common(&v(&["-T"])).is_err());
+    fn instance_names_must_be_plain() {
+        for bad in [".", "..", "../..", "a/b", "/x", ".hidden", "-k", "a\nb", "a\0b"] {
+            let e = parse_x(&["-B", bad]).unwrap_err();
+            assert_eq!(e.code, EXIT_USAGE, "{bad:?}");
+            assert!(e.msg.contains("not a plain instance name"), "{bad:?}: {}", e.msg);
+        }
+        let e = parse_x(&["--instance=.."]).unwrap_err();
+        assert!(e.msg.ends_with("not a plain instance name (a directory in <tracefs>/instances): it starts with '.'"));
+        // '' is the top-level buffer (a trace.dat's unnamed one).
+        for good in ["", "foo", "trbox-1", "a.b", "x_y", "my trace"] {
+            assert_eq!(parse_x(&["-B", good]).unwrap().0.instance.as_deref(), Some(good));
+        }
     }
 }
 
@@ -553,6 +611,13 @@ mod tests {
 /// parser brings ~12 KiB of tables into the board binary.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Seconds(pub Duration);
+
+impl std::str::FromStr for Seconds {
+    type Err = String;
+    fn from_str(v: &str) -> Result<Self, String> {
+        Seconds::parse(v)
+    }
+}
 
 impl Seconds {
     pub fn parse(v: &str) -> Result<Self, String> {

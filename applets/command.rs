@@ -133,7 +133,7 @@ pub fn resolve(all: &[String], spec: &str) -> Result<Vec<String>, Error> {
     let near = closest(spec, all.iter().map(String::as_str), 3);
     let e = Error::runtime(format!("unknown event '{spec}'"));
     Err(if near.is_empty() {
-        e.hint("list the events with: tr-event -l")
+        e.hint("list the events with: tr-event --list")
     } else {
         e.hint(format!("did you mean: {}", near.join(", ")))
     })
@@ -148,17 +148,6 @@ pub fn resolve_all(all: &[String], specs: &[String]) -> Result<Vec<String>, Erro
     events.sort_unstable();
     events.dedup();
     Ok(events)
-}
-
-/// A run or a switch changes the kernel's own tracefs (or debugfs) only: a
-/// copy of a tree given with -T is only read — writing it as root would
-/// write wherever its files lead, for no effect on the kernel.
-pub fn require_live(t: &Tracefs) -> Result<(), Error> {
-    if t.is_live() {
-        return Ok(());
-    }
-    Err(Error::usage(format!("{}: a copy of a tracefs tree, not the kernel's: it is only read", t.top().display()))
-        .hint("drop -T to change the live tracefs, or read the copy (tr-on, tr-cat --raw, tr-event -l)"))
 }
 
 /// A write that needs function tracing failed (set_ftrace_pid, the stack
@@ -227,15 +216,6 @@ pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Res
         ftrace_write(st.set_list("set_ftrace_pid", &pids))?;
     }
     Ok(none)
-}
-
-/// Keep tracing idle while a run is set up (through `st`: restored): only
-/// the traced window records, not trbox's own work before the tracer, its
-/// filters and the pid filter are in place.
-pub fn idle(st: &mut State) -> Result<(), Error> {
-    let t = st.tracefs();
-    st.set(t.tracing_on_file(), "0")?;
-    Ok(())
 }
 
 /// A run's traced window on one switch file (`tracing_on`, or the stack

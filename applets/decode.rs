@@ -150,7 +150,7 @@ impl<'t> Input<'t> {
         let (mut top, named): (Vec<_>, Vec<_>) = chosen.into_iter().partition(|i| i.name.is_empty());
         top.extend(named);
         chosen = top;
-        let on_cpus = if o.only.is_some() { " on the CPUs of --cpu" } else { "" };
+        let on_cpus = if o.only.is_some() { " on the CPUs of --cpus" } else { "" };
         let empty_note = Some(match chosen.as_slice() {
             [one] if one.name.is_empty() => {
                 format!("{applet}: {}: no events in the top buffer{on_cpus}", path.display())

@@ -12,6 +12,7 @@ mod listen;
 mod out;
 mod pool;
 mod record;
+mod session;
 mod stats;
 mod stream_in;
 mod tr_cat;
@@ -21,16 +22,10 @@ mod tr_lat;
 mod tr_on;
 mod tr_stack;
 
+use cli::Applet;
 use std::process::ExitCode;
 
-/// One entry per applet that exists. Only these are listed and installed.
-pub struct Applet {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub main: fn(&cli::Common, &[String]) -> Result<(), cli::Error>,
-}
-
-pub const APPLETS: &[Applet] = &[
+const APPLETS: &[Applet] = &[
     Applet { name: "tr-on", summary: "show or switch the tracing state", main: tr_on::main },
     Applet { name: "tr-event", summary: "list, enable and stream trace events", main: tr_event::main },
     Applet { name: "tr-cat", summary: "print the trace buffer; --raw decodes the raw pages", main: tr_cat::main },
@@ -41,5 +36,5 @@ pub const APPLETS: &[Applet] = &[
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
-    ExitCode::from(cli::dispatch(&argv))
+    ExitCode::from(cli::dispatch(APPLETS, &argv))
 }

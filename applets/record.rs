@@ -5,9 +5,9 @@
 
 use crate::cli::{Common, Error};
 use crate::command::{self, resolve_all, Command, Follow};
+use crate::session::Live;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use trbox::sys::lock::Lock;
 use trbox::sys::record::{Options, Recorder, Summary};
 use trbox::sys::state::State;
 use trbox::sys::{describe, signals, Tracefs};
@@ -41,28 +41,25 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         return Err(Error::usage("-o - writes a binary stream, and standard output is a terminal")
             .hint("redirect it (tr-cat -o - > rec.trbox; ssh root@board tr-cat -o - > rec.trbox), or add --console for text lines"));
     }
-    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    let t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() {
         return Err(Error::usage("-o records the live tracefs, not a copy")
             .hint("drop -T, or decode the copy with tr-cat --raw"));
     }
     let events = if r.events.is_empty() { Vec::new() } else { resolve_all(&t.list_events()?, r.events)? };
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-    }
-    let _lock = Lock::take(t.dir(), false)?;
+    let live = Live::enter(t, common, false)?;
+    let (t, wake) = (&live.t, live.wake);
     let path = Path::new(if stream { "standard output" } else { r.path });
     let net = r.net.then(|| r.path.to_string());
     let (summary, status, write_error) = {
         let no_splice = std::env::var_os("TRBOX_NO_SPLICE").is_some();
         let systems = events.iter().filter_map(|e| e.split(':').next()).map(String::from).collect();
         let mut rec = Recorder::create(
-            &t,
+            t,
             path,
             &Options { max_kb: r.max_kb, no_splice, systems, stream, console: r.console, net },
         )?;
-        let mut st = State::new(&t);
+        let mut st = State::new(t);
         for e in &events {
             st.set(&format!("{}/enable", trbox::sys::event_dir(e)), "1")?;
         }
@@ -72,7 +69,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         // Start from an empty buffer (as trace-cmd record does): old pages
         // do not belong to this run, and the stats count from zero.
         t.write("trace", "")?;
-        rec.start(&t);
+        rec.start(t);
         st.set(t.tracing_on_file(), "1")?;
         child.release()?;
         let start = Instant::now();
@@ -91,7 +88,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
             rec.drain();
         }
         let write_error = rec.write_error.take();
-        let summary = rec.finish(&t)?;
+        let summary = rec.finish(t)?;
         (summary, child.finish(), write_error)
     };
     // The reader of a stream on standard output closed it (`| head`): the

@@ -1,160 +1,111 @@
 //! tr-cat: print the trace buffer, decode the raw per-CPU pages or a
 //! trace.dat, or record the raw pages into one (-o, see record.rs).
 
-use crate::cli::{self, Common, Error};
+use crate::cli::{self, Error};
 use crate::decode::{self, Filter, RawOpts};
 use crate::out::Out;
+use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::sys::Tracefs;
 
-const HELP: &str = "\
-Usage: tr-cat [--raw [-f]] [-j N] [FILE]
-       tr-cat -o FILE|- | -N IP:PORT [-e EV] [-t S] [-m KB] [-- CMD]
-
-Print the trace buffer (the kernel's `trace` file, not consumed), its raw
-pages decoded by trbox (--raw) or a trace.dat FILE; or record (-o, -N)
-until Ctrl-C, -t or `-- CMD` ends.
-
-FILE\ta trace.dat (v6/v7) or a stream of tr-cat -o - (`-`:
-\tstandard input); all its buffers, or -B NAME
--o, --output FILE\trecord the raw pages into this trace.dat; `-`: a
-\tstream on standard output; with a stream FILE: convert
--m, --max-kb KB\twith -o: keep at most KB of trace data, the newest;
-\twith --listen: the most one recording may send
---raw\tdecode per_cpu/cpuN/trace_pipe_raw (consumes the
-\tbuffer)
--f, --follow\twith --raw: keep streaming as the buffers fill (Ctrl-C
-\tends)
--t, --time S\tstop after S seconds (with --follow or -o)
---cpu CPUS\tonly these CPUs (comma-separated)
---pid PID\tonly events of this pid
---comm COMM\tonly events of tasks whose comm matches (a glob)
-  -e, --event SYS:EVENT
-\tonly this event (SYS:EVENT, globs allowed; repeatable);
-\twith -o: enable it for the recording
---json\tone JSON object per event instead of text
---stats\twith --raw or FILE: counts instead of events (per CPU,
-\tevent, task; over 20 tasks: by comm, the 20 with the most)
---all\twith --stats: a row for every task
--j, --jobs N\twith --raw or FILE: render on N threads (default: one
-\tper CPU)
---console\twith -o -: as text lines for a serial console
--N, --net IP:PORT\trecord and send to trace-cmd listen at IP:PORT
--h, --help\tthis text
-";
-
-/// The options of the host build only (not in a board's binary).
-#[cfg(feature = "host")]
-const HOST_HELP: &str = "
-In the host build:
-\
--i, --input FILE\tthe FILE to read, given as an option: `-i -` reads a
-\tstream (or a trace.dat) from standard input
---from-console LOG\tread the recording that tr-cat -o - --console printed,
-\tfrom a captured console log (with -o FILE: convert it
-\tto a trace.dat)
-  --listen [ADDR:]PORT
-\treceive recordings from tr-cat -N or trace-cmd record -N
-\t-t on PORT (of ADDR only, e.g. 127.0.0.1 behind an ssh
-\ttunnel), into trace.HOST:PORT.dat files (in the -o DIR);
-\t16 senders at once, -m KB each (default 1 GiB); no
-\tauthentication: use it on a trusted network only
-";
-#[cfg(not(feature = "host"))]
-const HOST_HELP: &str = "";
-
-const OPTS: &[cli::Opt] = &[
-    ('o', "output", true),
-    ('m', "max-kb", true),
-    (' ', "raw", false),
-    ('f', "follow", false),
-    ('t', "time", true),
-    (' ', "cpu", true),
-    (' ', "pid", true),
-    (' ', "comm", true),
-    ('e', "event", true),
-    (' ', "json", false),
-    (' ', "stats", false),
-    (' ', "all", false),
-    ('j', "jobs", true),
-    ('i', "input", true),
-    (' ', "console", false),
-    (' ', "from-console", true),
-    ('N', "net", true),
-    (' ', "listen", true),
-];
-
-#[derive(Default)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help"))]
+/// Print the trace buffer (the kernel's trace file, not consumed), its raw
+/// pages decoded by trbox (--raw) or a trace.dat FILE; or record (-o, -N)
+/// until Ctrl-C, -t or the command after -- ends.
+#[argh(
+    example = "{command_name}   # the trace file, as the kernel prints it",
+    example = "{command_name} --raw --follow -t 5   # decode the raw pages as they fill",
+    example = "{command_name} -o trace.dat -e 'sched:*' -- make",
+    example = "{command_name} trace.dat --stats",
+    example = "{command_name} -o - --console -t 2   # a recording as text on a serial console"
+)]
 struct Args {
-    output: Option<String>,
-    max_kb: Option<u64>,
-    raw: bool,
-    follow: bool,
-    time: Option<cli::Seconds>,
-    cpu: Option<String>,
-    pid: Option<i32>,
-    comm: Option<String>,
-    event: Vec<String>,
-    json: bool,
-    stats: bool,
-    all: bool,
-    jobs: Option<usize>,
+    /// a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input);
+    /// all its buffers, or -B NAME
+    #[argh(positional, arg_name = "FILE")]
     file: Option<String>,
-    #[cfg(feature = "host")]
-    input: Option<String>,
+    /// record the raw pages into this trace.dat; -: a stream on standard
+    /// output; with a stream FILE: convert
+    #[argh(option, short = 'o', arg_name = "FILE")]
+    output: Option<String>,
+    /// with -o: keep at most KB of trace data, the newest; with --listen: the
+    /// most one recording may send
+    #[argh(option, short = 'm', arg_name = "KB")]
+    max_kb: Option<u64>,
+    /// decode per_cpu/cpuN/trace_pipe_raw (consumes the buffer)
+    #[argh(switch)]
+    raw: bool,
+    /// with --raw: keep streaming as the buffers fill (Ctrl-C ends)
+    #[argh(switch)]
+    follow: bool,
+    /// stop after S seconds (with --follow or -o)
+    #[argh(option, short = 't', arg_name = "S")]
+    time: Option<cli::Seconds>,
+    /// only these CPUs (comma-separated)
+    #[argh(option, arg_name = "CPUS")]
+    cpus: Option<String>,
+    /// only events of this pid
+    #[argh(option, short = 'P', arg_name = "PID")]
+    pid: Option<i32>,
+    /// only events of tasks whose comm matches (a glob)
+    #[argh(option, arg_name = "COMM")]
+    comm: Option<String>,
+    /// only this event (SYS:EVENT, globs allowed; repeatable); with -o: enable
+    /// it for the recording
+    #[argh(option, short = 'e', arg_name = "SYS:EVENT")]
+    event: Vec<String>,
+    /// one JSON object per event instead of text
+    #[argh(switch)]
+    json: bool,
+    /// with --raw or FILE: counts instead of events (per CPU, event, task;
+    /// over 20 tasks: by comm, the 20 with the most)
+    #[argh(switch)]
+    stats: bool,
+    /// with --stats: a row for every task
+    #[argh(switch)]
+    all: bool,
+    /// with --raw or FILE: render on N threads (default: one per CPU)
+    #[argh(option, short = 'j', arg_name = "N")]
+    jobs: Option<usize>,
+    /// with -o -: as text lines for a serial console
+    #[argh(switch)]
     console: bool,
-    #[cfg(feature = "host")]
-    from_console: Option<String>,
+    /// record and send to trace-cmd listen (or tr-cat --listen) at IP:PORT
+    #[argh(option, short = 'N', arg_name = "IP:PORT")]
     net: Option<String>,
-    #[cfg(feature = "host")]
-    listen: Option<std::net::SocketAddr>,
+    /// host build: the FILE to read, given as an option (-i -: a stream or a
+    /// trace.dat on standard input)
+    #[cfg_attr(not(feature = "host"), argh(hidden_help))]
+    #[argh(option, short = 'i', arg_name = "FILE")]
+    input: Option<String>,
+    /// host build: read the recording that tr-cat -o - --console printed,
+    /// from a captured console log (with -o FILE: convert it to a trace.dat)
+    #[cfg_attr(not(feature = "host"), argh(hidden_help))]
+    #[argh(option, arg_name = "LOG")]
+    from_console: Option<String>,
+    /// host build: receive recordings from tr-cat -N or trace-cmd record -N
+    /// -t on PORT (of ADDR only, e.g. 127.0.0.1 behind an ssh tunnel), into
+    /// trace.HOST:PORT.dat files (in the -o DIR); 16 senders at once, -m KB
+    /// each (default 1 GiB); no authentication: a trusted network only
+    #[cfg_attr(not(feature = "host"), argh(hidden_help))]
+    #[argh(option, arg_name = "[ADDR:]PORT")]
+    listen: Option<String>,
 }
 
-impl Args {
-    fn parse(args: &[String]) -> Result<Args, Error> {
-        let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-cat", &[HELP, HOST_HELP], OPTS, args);
-        while let Some(o) = p.next()? {
-            match o {
-                "output" => a.output = Some(p.value()),
-                "max-kb" => a.max_kb = Some(p.num()?),
-                "raw" => a.raw = true,
-                "follow" => a.follow = true,
-                "time" => a.time = Some(p.seconds()?),
-                "cpu" => a.cpu = Some(p.value()),
-                "pid" => a.pid = Some(p.num()?),
-                "comm" => a.comm = Some(p.value()),
-                "event" => a.event.push(p.value()),
-                "json" => a.json = true,
-                "stats" => a.stats = true,
-                "all" => a.all = true,
-                "jobs" => a.jobs = Some(p.num()?),
-                #[cfg(feature = "host")]
-                "input" => a.input = Some(p.value()),
-                "console" => a.console = true,
-                #[cfg(feature = "host")]
-                "from-console" => a.from_console = Some(p.value()),
-                "net" => a.net = Some(p.value()),
-                #[cfg(feature = "host")]
-                "listen" => a.listen = Some(crate::listen::parse_addr(&p.value())?),
-                #[cfg(not(feature = "host"))]
-                "input" | "from-console" | "listen" => {
-                    return Err(Error::usage(format!(
-                        "--{o} is in the host build of trbox only, not in this board build"
-                    )))
-                }
-                _ if a.file.is_none() => a.file = Some(p.value()),
-                _ => return Err(p.extra()),
-            }
-        }
-        Ok(a)
-    }
-}
-
-pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
     #[cfg_attr(not(feature = "host"), allow(unused_mut))]
-    let mut a = Args::parse(own)?;
+    let (common, mut a) = cli::parse::<Args>("tr-cat", own)?;
+    let common = &common;
+    #[cfg(not(feature = "host"))]
+    if let Some(o) =
+        [(a.input.is_some(), "-i"), (a.from_console.is_some(), "--from-console"), (a.listen.is_some(), "--listen")]
+            .iter()
+            .find_map(|(given, o)| given.then_some(o))
+    {
+        return Err(Error::usage(format!("{o} is in the host build of trbox only, not in this board build")));
+    }
     #[cfg(feature = "host")]
     if host_side(common, &mut a, cmd)?.is_some() {
         return Ok(());
@@ -163,7 +114,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if let Some(o) = a.net.as_ref().or(a.output.as_ref()) {
         if a.raw || a.follow || a.json || a.file.is_some() || (a.net.is_some() && a.output.is_some()) {
             return Err(Error::usage(
-                "-o and -N record; they do not combine with each other, --raw, -f, --json or a FILE to read",
+                "-o and -N record; they do not combine with each other, --raw, --follow, --json or a FILE to read",
             ));
         }
         let r = crate::record::Request {
@@ -194,13 +145,13 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if let Some(f) = &a.file {
         // A recorded file needs no tracefs (and no root).
         let mut o = opts(false);
-        o.only = parse_cpus(a.cpu.as_deref())?;
+        o.only = parse_cpus(a.cpus.as_deref())?;
         let input = decode::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
         if a.stats {
             return stats(input, &o, a.all);
         }
         if !decode::run(input, &o, &|| false)? && filtered(&a) {
-            // (No record at all, or none on the CPUs of --cpu, has its own note.)
+            // (No record at all, or none on the CPUs of --cpus, has its own note.)
             crate::cli::note(
                 &Error::runtime(format!("no event in {f} passes the filters"))
                     .hint(format!("tr-cat --stats {f} counts its events by CPU, event and task")),
@@ -212,9 +163,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if let Some(i) = &common.instance {
         t.enter_instance(i)?;
     }
-    let cpus = parse_cpus(a.cpu.as_deref())?;
+    let cpus = parse_cpus(a.cpus.as_deref())?;
     if a.follow && !a.raw {
-        return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw -f'"));
+        return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw --follow'"));
     }
     if a.stats && !a.raw {
         return Err(Error::usage("--stats counts raw pages or a file")
@@ -256,7 +207,7 @@ fn filtered(a: &Args) -> bool {
 #[cfg(feature = "host")]
 fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
     Ok(RawOpts {
-        only: parse_cpus(a.cpu.as_deref())?,
+        only: parse_cpus(a.cpus.as_deref())?,
         filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone(), not_self: false },
         follow: false,
         json: false,
@@ -271,7 +222,7 @@ fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
 /// `--from-console`), convert (`FILE -o trace.dat`, `-o X.pftrace`),
 /// listen (`--listen`). Some(()) when it was one of those.
 #[cfg(feature = "host")]
-fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>, Error> {
+fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>, Error> {
     if let Some(i) = a.from_console.take() {
         if a.file.is_some() || a.input.is_some() {
             return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
@@ -292,7 +243,7 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
         }
         if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
             return Err(Error::usage(
-                "FILE -o OUT converts a stream; it does not combine with --raw, -f, --json, -e or -- CMD",
+                "FILE -o OUT converts a stream; it does not combine with --raw, --follow, --json, -e or -- CMD",
             ));
         }
         return crate::host::convert(f, o).map(Some);
@@ -307,7 +258,8 @@ fn host_side(common: &Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>
         let input = decode::Input::tree(&t, &ro)?;
         return crate::host::perfetto(input, &ro, o).map(Some);
     }
-    if let Some(addr) = a.listen {
+    if let Some(addr) = &a.listen {
+        let addr = crate::listen::parse_addr(addr)?;
         return crate::listen::listen(addr, a.output.as_deref().unwrap_or("."), a.max_kb).map(Some);
     }
     Ok(None)
@@ -325,7 +277,7 @@ fn stats(input: decode::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), E
 fn parse_cpus(s: Option<&str>) -> Result<Option<Vec<u32>>, Error> {
     let Some(s) = s else { return Ok(None) };
     s.split(',')
-        .map(|c| c.trim().parse::<u32>().map_err(|_| Error::usage(format!("--cpu: '{c}' is not a CPU number"))))
+        .map(|c| c.trim().parse::<u32>().map_err(|_| Error::usage(format!("--cpus: '{c}' is not a CPU number"))))
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
 }

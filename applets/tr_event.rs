@@ -2,117 +2,80 @@
 //! triggers) and stream them decoded until Ctrl-C, -t or the command ends.
 //! Everything it changes is put back on the way out.
 
-use crate::cli::{self, Common, Error};
+use crate::cli::{self, Error};
 use crate::command::{self, resolve, resolve_all, Follow};
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::probe::{Def, Kind, GROUP};
-use trbox::sys::lock::Lock;
 use trbox::sys::state::{probe_file, State};
-use trbox::sys::{elf, event_dir, signals, Tracefs};
+use trbox::sys::{elf, event_dir, Tracefs};
 
-const HELP: &str = "\
-Usage: tr-event SYS:EVENT[,...] [-f FILTER] [-R TRIGGER] [-P PID] [-t S]
-                [-- CMD]
-
-Enable trace events and stream them decoded until Ctrl-C, -t or the command
-after `--` ends; or list events (-l) and show formats (--format).
-
-EVENTS...\tevents: SYS:EVENT, SYS:GLOB or SYS (comma-separated or
-\trepeated)
--l, --list\tlist events (optionally matching GLOB, e.g. 'sched:*')
---format SYS:EVENT\tshow the format of SYS:EVENT
-  -f, --filter FILTER
-\tfilter for the SYS:EVENT events (the probes when there
-\tare none; the kernel's filter syntax)
-  -R, --trigger TRIGGER
-\ttrigger to attach (e.g. stacktrace, 'traceoff if pid ==
-\t1') to the same events as -f; repeatable
--P, --pid PID\tonly events of these processes (set_event_pid);
-\trepeatable
--t, --time S\tstop after S seconds
--k, --keep\tleave the events enabled when done
---wait\twait for another trbox run to finish instead of failing
---json\tone JSON object per event
---kprobe PROBE\tkprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]'
-\t(repeatable)
---kretprobe PROBE\tkretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]'
-\t(repeatable)
---uprobe PROBE\tuprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]'
-\t(PATH:0xOFF too; repeatable)
---uretprobe PROBE\tuprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]'
-\t(repeatable)
--h, --help\tthis text
-
-Probes live for the run (trbox/FUNCTION, or p:GROUP/NAME), e.g. --uprobe
-'/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'.
--f and -R go to the SYS:EVENT events, else to the probes.
-";
-
-const OPTS: &[cli::Opt] = &[
-    ('l', "list", false),
-    (' ', "format", true),
-    ('f', "filter", true),
-    ('R', "trigger", true),
-    ('P', "pid", true),
-    ('t', "time", true),
-    ('k', "keep", false),
-    (' ', "wait", false),
-    (' ', "json", false),
-    (' ', "kprobe", true),
-    (' ', "kretprobe", true),
-    (' ', "uprobe", true),
-    (' ', "uretprobe", true),
-];
-
-#[derive(Default)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help"))]
+/// Enable trace events and stream them decoded until Ctrl-C, -t or the
+/// command after -- ends; or list events (--list) and show formats
+/// (--format).
+#[argh(
+    example = "{command_name} sched:sched_switch,irq -t 2",
+    example = "{command_name} 'syscalls:sys_enter_open*' -f 'common_pid != 1' -- ls",
+    example = "{command_name} --list 'sched:*'",
+    note = "Probes live for the run (trbox/FUNCTION, or p:GROUP/NAME), e.g. \
+--uprobe '/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. \
+-f and -R go to the SYS:EVENT events, else to the probes."
+)]
 struct Args {
-    list: bool,
-    format: Option<String>,
-    filter: Option<String>,
-    trigger: Vec<String>,
-    pid: Vec<u32>,
-    time: Option<cli::Seconds>,
-    keep: bool,
-    wait: bool,
-    json: bool,
-    kprobe: Vec<String>,
-    kretprobe: Vec<String>,
-    uprobe: Vec<String>,
-    uretprobe: Vec<String>,
+    /// events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or repeated); with
+    /// --list: a GLOB of the events to list
+    #[argh(positional, arg_name = "EVENTS")]
     events: Vec<String>,
+    /// list events (those matching EVENTS, e.g. 'sched:*')
+    #[argh(switch, short = 'L')]
+    list: bool,
+    /// show the format of SYS:EVENT
+    #[argh(option, arg_name = "SYS:EVENT")]
+    format: Option<String>,
+    /// filter for the SYS:EVENT events (the probes when there are none; the
+    /// kernel's filter syntax)
+    #[argh(option, short = 'f', arg_name = "FILTER")]
+    filter: Option<String>,
+    /// trigger to attach (e.g. stacktrace, 'traceoff if pid == 1') to the
+    /// same events as -f; repeatable
+    #[argh(option, short = 'R', arg_name = "TRIGGER")]
+    trigger: Vec<String>,
+    /// only events of these processes (set_event_pid); repeatable
+    #[argh(option, short = 'P', arg_name = "PID")]
+    pid: Vec<u32>,
+    /// stop after S seconds
+    #[argh(option, short = 't', arg_name = "S")]
+    time: Option<cli::Seconds>,
+    /// leave the events enabled when done
+    #[argh(switch, short = 'k')]
+    keep: bool,
+    /// one JSON object per event
+    #[argh(switch)]
+    json: bool,
+    /// kprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]' (repeatable)
+    #[argh(option, arg_name = "PROBE")]
+    kprobe: Vec<String>,
+    /// kretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]' (repeatable)
+    #[argh(option, arg_name = "PROBE")]
+    kretprobe: Vec<String>,
+    /// uprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]' (PATH:0xOFF too;
+    /// repeatable)
+    #[argh(option, arg_name = "PROBE")]
+    uprobe: Vec<String>,
+    /// uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]' (repeatable)
+    #[argh(option, arg_name = "PROBE")]
+    uretprobe: Vec<String>,
 }
 
-impl Args {
-    fn parse(args: &[String]) -> Result<Args, Error> {
-        let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-event", &[HELP], OPTS, args);
-        while let Some(o) = p.next()? {
-            match o {
-                "list" => a.list = true,
-                "format" => a.format = Some(p.value()),
-                "filter" => a.filter = Some(p.value()),
-                "trigger" => a.trigger.push(p.value()),
-                "pid" => a.pid.push(p.num()?),
-                "time" => a.time = Some(p.seconds()?),
-                "keep" => a.keep = true,
-                "wait" => a.wait = true,
-                "json" => a.json = true,
-                "kprobe" => a.kprobe.push(p.value()),
-                "kretprobe" => a.kretprobe.push(p.value()),
-                "uprobe" => a.uprobe.push(p.value()),
-                "uretprobe" => a.uretprobe.push(p.value()),
-                _ => a.events.push(p.value()),
-            }
-        }
-        Ok(a)
-    }
-}
-
-pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a = Args::parse(own)?;
+    let (common, a) = cli::parse::<Args>("tr-event", own)?;
+    let common = &common;
     command::one_target(&a.pid, cmd)?;
-    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    let t = Tracefs::open(common.tracefs.as_deref())?;
     let all = t.list_events()?;
     if a.list {
         // The names enabling takes: a system (`sched`), SYS:GLOB, or an
@@ -139,16 +102,12 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     let probes = probes(&a, &top)?;
     let mut events = resolve_all(&all, &a.events)?;
     if events.is_empty() && probes.is_empty() {
-        return Err(Error::usage("no events given")
-            .hint("e.g. tr-event sched:sched_switch, or a probe: --kprobe/--uprobe; list events with tr-event -l"));
+        return Err(Error::usage("no events given").hint(
+            "e.g. tr-event sched:sched_switch, or a probe: --kprobe/--uprobe; list events with tr-event --list",
+        ));
     }
-    command::require_live(&t)?;
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-        t.keep_instance = a.keep;
-    }
-    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(t.dir(), a.wait)?;
+    let live = Live::enter(t, common, a.keep)?;
+    let t = &live.t;
     // Dynamic events are global (top level, also with -B); this state is
     // restored after the one that enables them, so they are disabled
     // before they are removed.
@@ -165,9 +124,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         events.push(format!("{}:{}", p.group, p.event));
     }
     let status = {
-        let mut st = State::new(&t);
-        st.keep = a.keep;
-        command::idle(&mut st)?;
+        let mut st = live.state(a.keep)?;
         // The pid filter first: events enabled before it would also record
         // this process setting up (its opens, for a kprobe).
         let child = command::whom(&mut st, cmd, &a.pid, Follow { events: true, functions: false })?;
@@ -202,7 +159,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 "did they happen? try a longer -t"
             })
         };
-        let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
+        let r = command::stream_text(t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
         r?
     };
     command::exit_with(status)
@@ -294,7 +251,7 @@ fn no_probes(top: &Tracefs, kind: Kind) -> Error {
         Kind::Kprobe => ("kprobes", "CONFIG_KPROBE_EVENTS", Kind::Uprobe, "uprobes (--uprobe)"),
         Kind::Uprobe => ("uprobes", "CONFIG_UPROBE_EVENTS", Kind::Kprobe, "kprobes (--kprobe)"),
     };
-    let mut works = String::from("trace events (tr-event -l) still work");
+    let mut works = String::from("trace events (tr-event --list) still work");
     if top.exists(probe_file(other)) {
         works = format!("{works}, and so do {other_opt}");
     }

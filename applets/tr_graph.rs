@@ -2,97 +2,65 @@
 //! by trbox from the raw funcgraph records (or folded stacks / a top table);
 //! also on a recorded trace.dat (-i) or a copy of a tracefs tree (-T).
 
-use crate::cli::{self, Common, Error};
+use crate::cli::{self, Error};
 use crate::command::{self, Follow};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
-use trbox::sys::lock::Lock;
-use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
-const HELP: &str = "\
-Usage: tr-graph [FUNC...] [-d DEPTH] [-P PID] [--min-us N] [-t S] [-- CMD]
-       tr-graph -i FILE | -T COPY | -r   (recorded data, nothing traced)
-
-Trace kernel function calls (function_graph) and print the call graph,
-folded stacks (--folded) or the functions with the most time (--top N).
-
-FUNCS...\tgraph only below these functions (set_graph_function;
-\tglobs allowed)
--d, --depth N\tnesting depth limit (max_graph_depth)
--P, --pid PID\tonly this process (set_ftrace_pid)
---min-us N\tonly calls that took at least N microseconds
-\t(tracing_thresh)
--t, --time S\tstop after S seconds
---folded\tprint folded stacks weighted by time (ns) at the end
---top N\tprint the N functions with the most total time at the
-\tend
--i, --input FILE\tread a trace.dat instead of tracing
--r, --read\tprint what the buffer holds now, changing nothing (e.g.
-\tafter -k)
--k, --keep\tleave the tracer set up when done
---wait\twait for another trbox run to finish instead of failing
--h, --help\tthis text
-";
-
-const OPTS: &[cli::Opt] = &[
-    ('d', "depth", true),
-    ('P', "pid", true),
-    (' ', "min-us", true),
-    ('t', "time", true),
-    (' ', "folded", false),
-    (' ', "top", true),
-    ('i', "input", true),
-    ('r', "read", false),
-    ('k', "keep", false),
-    (' ', "wait", false),
-];
-
-#[derive(Default)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help"))]
+/// Trace kernel function calls (function_graph) and print the call graph,
+/// folded stacks (--folded) or the functions with the most time (--top N);
+/// or read recorded data (-i FILE, -T COPY, -r), tracing nothing.
+#[argh(
+    example = "{command_name} vfs_read -d 3 -t 1",
+    example = "{command_name} --top 10 -- ls /",
+    example = "{command_name} -i trace.dat --folded > out.folded"
+)]
 struct Args {
+    /// graph only below these functions (set_graph_function; globs allowed)
+    #[argh(positional, arg_name = "FUNC")]
     funcs: Vec<String>,
+    /// nesting depth limit (max_graph_depth)
+    #[argh(option, short = 'd', arg_name = "N")]
     depth: Option<u32>,
+    /// only this process (set_ftrace_pid)
+    #[argh(option, short = 'P', arg_name = "PID")]
     pid: Option<u32>,
+    /// only calls that took at least N microseconds (tracing_thresh)
+    #[argh(option, arg_name = "N")]
     min_us: Option<u64>,
+    /// stop after S seconds
+    #[argh(option, short = 't', arg_name = "S")]
     time: Option<cli::Seconds>,
+    /// print folded stacks weighted by time (ns) at the end
+    #[argh(switch)]
     folded: bool,
+    /// print the N functions with the most total time at the end
+    #[argh(option, arg_name = "N")]
     top: Option<usize>,
+    /// read a trace.dat instead of tracing
+    #[argh(option, short = 'i', arg_name = "FILE")]
     input: Option<String>,
+    /// print what the buffer holds now, changing nothing (e.g. after -k)
+    #[argh(switch, short = 'r')]
     read: bool,
+    /// leave the tracer set up when done
+    #[argh(switch, short = 'k')]
     keep: bool,
-    wait: bool,
 }
 
-impl Args {
-    fn parse(args: &[String]) -> Result<Args, Error> {
-        let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-graph", &[HELP], OPTS, args);
-        while let Some(o) = p.next()? {
-            match o {
-                "depth" => a.depth = Some(p.num()?),
-                "pid" => a.pid = Some(p.num()?),
-                "min-us" => a.min_us = Some(p.num()?),
-                "time" => a.time = Some(p.seconds()?),
-                "folded" => a.folded = true,
-                "top" => a.top = Some(p.num()?),
-                "input" => a.input = Some(p.value()),
-                "read" => a.read = true,
-                "keep" => a.keep = true,
-                "wait" => a.wait = true,
-                _ => a.funcs.push(p.value()),
-            }
-        }
-        Ok(a)
-    }
-}
-
-pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a = Args::parse(own)?;
+    let (common, a) = cli::parse::<Args>("tr-graph", own)?;
+    let common = &common;
     command::one_target(a.pid.as_slice(), cmd)?;
     if a.folded && a.top.is_some() {
         return Err(
@@ -119,24 +87,19 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false).map(drop);
     }
     t.require_tracer("function_graph")?;
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-        t.keep_instance = a.keep;
-    }
-    let _lock = Lock::take(t.dir(), a.wait)?;
+    let live = Live::enter(t, common, a.keep)?;
+    let t = &live.t;
     let status = {
-        let mut st = State::new(&t);
-        st.keep = a.keep;
-        command::idle(&mut st)?;
+        let mut st = live.state(a.keep)?;
         if !a.funcs.is_empty() {
             st.set_functions("set_graph_function", &a.funcs)?;
         }
         if let Some(d) = a.depth {
-            need(&t, "max_graph_depth")?;
+            need(t, "max_graph_depth")?;
             st.set("max_graph_depth", &d.to_string())?;
         }
         if let Some(us) = a.min_us {
-            need(&t, "tracing_thresh")?;
+            need(t, "tracing_thresh")?;
             st.set("tracing_thresh", &us.to_string())?;
         }
         // The tracer before the pid filters (tracing is idle: nothing is
@@ -151,7 +114,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         let child = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);
         let r = command::stream(
-            &t,
+            t,
             &mut st,
             &child,
             false,
@@ -186,7 +149,7 @@ fn none_recorded(a: &Args, when: &str) -> Error {
     };
     let e = Error::runtime(format!("{what}{}{when}{whom}", if when.is_empty() { "" } else { " " }));
     e.hint(match a.funcs.first() {
-        Some(f) => format!("was it called then? 'tr-stack --func {f} -t 5' shows who calls it (a system call may be served by another function, e.g. sendfile(2) does not go through vfs_read)"),
+        Some(f) => format!("was it called then? 'tr-stack -l {f} -t 5' shows who calls it (a system call may be served by another function, e.g. sendfile(2) does not go through vfs_read)"),
         None => "check the function names and that the code ran".to_string(),
     })
 }

@@ -8,12 +8,13 @@ use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
 use crate::decode::{self, Filter, Input, Item, RawOpts, Reading};
 use crate::out::Out;
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::cell::Cell;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 use trbox::lat::{self, Lat, Mode, Table, Unit};
 use trbox::sys::event_dir;
-use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
@@ -22,163 +23,127 @@ use trbox::sys::{signals, Tracefs};
 /// tracer is `wakeup --max`.
 const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "preemptoff", "preemptirqsoff"];
 
-const HELP: &str = "\
-Usage: tr-lat wakeup|irq|syscall [--rt] [-P PID] [-t S] [--hist] [-- CMD]
-       tr-lat timerlat|osnoise [-p US] [-c CPUS] [-i US] [--total-us US]
-              [-P f:PRIO|r:PRIO|o:NICE] [-t S]
-       tr-lat hwlat [-p WINDOW_US] [--width US] [-i US] [-t S]
-       tr-lat wakeup_rt|wakeup_dl|irqsoff|preemptoff|preemptirqsoff [-i US]
-              [-o DIR] [-t S]
-       tr-lat wakeup --max ...   (the kernel's wakeup tracer, all tasks)
-       tr-lat MODE -r   (what the buffer holds now; also on a copy, -T)
-
-Real-time latency from plain tracepoints, on any kernel (wakeup, irq,
-syscall), or from the kernel's tracers: timerlat, osnoise and hwlat as rtla
-shows them, and the max-latency tracers' each new maximum as the kernel's
-trace text. Values in us (-n: ns).
-
-MODE\twakeup, irq, syscall, timerlat, osnoise, hwlat, or a
-\tmax-latency tracer
---rt\twakeup: real-time (and deadline) tasks only
--P, --pid PID\tonly these processes (set_event_pid); repeatable;
-\ttimerlat/osnoise: the policy of the tracer's threads
--t, --time S\tstop after S seconds
---hist\tprint histograms (per key) instead of the tables
---all\tevery task in the tables (default over 20 tasks: by
-\tcomm, the 20 highest)
--b, --bucket WIDTH\thistogram bucket width (default 1 us)
--E, --entries N\thistogram buckets before the overflow row (256)
--n, --ns\tprint nanoseconds instead of microseconds
---json\tJSON: one object per key (or CPU)
---samples\twith --json: also one object per latency
--p, --period US\ttimerlat: timer period (osnoise/timerlat_period_us);
-\tosnoise: the sampling period (osnoise/period_us)
--c, --cpus CPUS\ttimerlat/osnoise: only these CPUs (osnoise/cpus, e.g.
-\t0-1,3)
--i, --irq-us US\ttimerlat: stop when an IRQ latency exceeds US; osnoise:
-\twhen a single noise does (osnoise/stop_tracing_us)
---total-us US\ttimerlat: stop when a thread latency exceeds US;
-\tosnoise: when the noise of a period does
-\t(osnoise/stop_tracing_total_us; rtla's -T)
---width US\thwlat: the busy loop's time of each window
-\t(hwlat_detector/width)
---max\twakeup: the kernel's wakeup tracer
--o, --out DIR\tmax-latency tracers: save each maximum as DIR/1.txt,
-\t2.txt... (DIR exists)
--s, --stack-us US\ttimerlat: save the kernel stack when a thread latency
-\texceeds US (osnoise/print_stack)
--r, --read\tread what the buffer holds now, changing nothing
--k, --keep\tleave the events (or tracer) set up when done
---wait\twait for another trbox run to finish instead of failing
--h, --help\tthis text
-";
-
-const OPTS: &[cli::Opt] = &[
-    (' ', "rt", false),
-    ('P', "pid", true),
-    ('t', "time", true),
-    (' ', "hist", false),
-    (' ', "all", false),
-    ('b', "bucket", true),
-    ('E', "entries", true),
-    ('n', "ns", false),
-    (' ', "json", false),
-    (' ', "samples", false),
-    ('p', "period", true),
-    ('c', "cpus", true),
-    ('i', "irq-us", true),
-    (' ', "total-us", true),
-    (' ', "width", true),
-    (' ', "max", false),
-    ('o', "out", true),
-    ('s', "stack-us", true),
-    ('r', "read", false),
-    ('k', "keep", false),
-    (' ', "wait", false),
-];
-
-#[derive(Default)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help"))]
+/// Real-time latency from plain tracepoints, on any kernel (wakeup, irq,
+/// syscall), or from the kernel's tracers: timerlat, osnoise and hwlat as
+/// rtla shows them, and the max-latency tracers' each new maximum as the
+/// kernel's trace text. Values in us (--ns: ns).
+#[argh(
+    example = "{command_name} wakeup --rt -t 10",
+    example = "{command_name} syscall -P 42 --hist",
+    example = "{command_name} timerlat -p 1000 --cpus 0-1 --priority f:95 -t 10",
+    example = "{command_name} hwlat -p 1000000 --width 500000 -t 5",
+    example = "{command_name} irqsoff -o /tmp/max -t 10",
+    example = "{command_name} wakeup -r   # what the buffer holds now (also a copy, -T)",
+    note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwlat, or a max-latency \
+tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max: the \
+kernel's wakeup tracer, all tasks)."
+)]
 struct Args {
-    mode: String,
+    /// what to measure (see below)
+    #[argh(positional, arg_name = "MODE")]
+    mode: Option<String>,
+    /// wakeup: real-time (and deadline) tasks only
+    #[argh(switch)]
     rt: bool,
+    /// only these processes (set_event_pid); repeatable
+    #[argh(option, short = 'P', arg_name = "PID")]
     pid: Vec<u32>,
-    /// timerlat/osnoise: `-P f:PRIO` (rtla's spelling).
-    prio: Option<trbox::sys::sched::Sched>,
+    /// timerlat/osnoise: the policy of the tracer's threads, f:PRIO, r:PRIO
+    /// or o:NICE (rtla's -P)
+    #[argh(option, arg_name = "POLICY", from_str_fn(policy))]
+    priority: Option<trbox::sys::sched::Sched>,
+    /// stop after S seconds
+    #[argh(option, short = 't', arg_name = "S")]
     time: Option<cli::Seconds>,
+    /// print histograms (per key) instead of the tables
+    #[argh(switch)]
     hist: bool,
+    /// every task in the tables (default over 20 tasks: by comm, the 20
+    /// highest)
+    #[argh(switch)]
     all: bool,
+    /// histogram bucket width (default 1 us)
+    #[argh(option, arg_name = "WIDTH")]
     bucket: Option<u64>,
+    /// histogram buckets before the overflow row (256)
+    #[argh(option, short = 'E', arg_name = "N")]
     entries: Option<usize>,
+    /// print nanoseconds instead of microseconds
+    #[argh(switch)]
     ns: bool,
+    /// JSON: one object per key (or CPU)
+    #[argh(switch)]
     json: bool,
+    /// with --json: also one object per latency
+    #[argh(switch)]
     samples: bool,
+    /// timerlat: timer period (osnoise/timerlat_period_us); osnoise: the
+    /// sampling period (osnoise/period_us); hwlat: the window
+    #[argh(option, short = 'p', arg_name = "US")]
     period: Option<u64>,
+    /// timerlat/osnoise: only these CPUs (osnoise/cpus, e.g. 0-1,3)
+    #[argh(option, arg_name = "CPUS")]
     cpus: Option<String>,
+    /// timerlat: stop when an IRQ latency exceeds US; osnoise: when a single
+    /// noise does (osnoise/stop_tracing_us); max-latency tracers:
+    /// tracing_thresh (rtla's -i)
+    #[argh(option, arg_name = "US")]
     irq_us: Option<u64>,
+    /// timerlat: stop when a thread latency exceeds US; osnoise: when the
+    /// noise of a period does (osnoise/stop_tracing_total_us; rtla's -T)
+    #[argh(option, arg_name = "US")]
     total_us: Option<u64>,
+    /// hwlat: the busy loop's time of each window (hwlat_detector/width)
+    #[argh(option, arg_name = "US")]
     width: Option<u64>,
+    /// wakeup: the kernel's wakeup tracer
+    #[argh(switch)]
     max: bool,
+    /// max-latency tracers: save each maximum as DIR/1.txt, 2.txt... (DIR
+    /// exists)
+    #[argh(option, short = 'o', arg_name = "DIR")]
     out: Option<String>,
+    /// timerlat: save the kernel stack when a thread latency exceeds US
+    /// (osnoise/print_stack)
+    #[argh(option, short = 's', arg_name = "US")]
     stack_us: Option<u64>,
+    /// read what the buffer holds now, changing nothing
+    #[argh(switch, short = 'r')]
     read: bool,
+    /// leave the events (or tracer) set up when done
+    #[argh(switch, short = 'k')]
     keep: bool,
-    wait: bool,
 }
 
 impl Args {
-    fn parse(args: &[String]) -> Result<Args, Error> {
-        let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-lat", &[HELP], OPTS, args);
-        while let Some(o) = p.next()? {
-            match o {
-                "rt" => a.rt = true,
-                "pid" => match trbox::sys::sched::Sched::parse(&p.value()) {
-                    Some(s) => a.prio = Some(s),
-                    None => a.pid.push(p.num()?),
-                },
-                "time" => a.time = Some(p.seconds()?),
-                "hist" => a.hist = true,
-                "all" => a.all = true,
-                "bucket" => a.bucket = Some(p.num()?),
-                "entries" => a.entries = Some(p.num()?),
-                "ns" => a.ns = true,
-                "json" => a.json = true,
-                "samples" => a.samples = true,
-                "period" => a.period = Some(p.num()?),
-                "cpus" => a.cpus = Some(p.value()),
-                "irq-us" => a.irq_us = Some(p.num()?),
-                "total-us" => a.total_us = Some(p.num()?),
-                "width" => a.width = Some(p.num()?),
-                "max" => a.max = true,
-                "out" => a.out = Some(p.value()),
-                "stack-us" => a.stack_us = Some(p.num()?),
-                "read" => a.read = true,
-                "keep" => a.keep = true,
-                "wait" => a.wait = true,
-                _ if a.mode.is_empty() => a.mode = p.value(),
-                _ => return Err(p.extra()),
-            }
-        }
-        if a.mode.is_empty() {
-            return Err(
-                Error::usage("which latency? a MODE is needed").hint("e.g. tr-lat wakeup -t 5; see 'tr-lat --help'")
-            );
-        }
-        Ok(a)
+    fn mode(&self) -> &str {
+        self.mode.as_deref().unwrap_or_default()
     }
 }
 
-pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+fn policy(v: &str) -> Result<trbox::sys::sched::Sched, String> {
+    trbox::sys::sched::Sched::parse(v).ok_or_else(|| "give f:PRIO, r:PRIO or o:NICE (e.g. f:95)".into())
+}
+
+pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a = Args::parse(own)?;
-    if a.max || a.mode != "wakeup" && MAX_TRACERS.contains(&a.mode.as_str()) {
-        if !MAX_TRACERS.contains(&a.mode.as_str()) {
-            return Err(Error::usage(format!("--max: {} is no max-latency tracer", a.mode)));
+    let (common, a) = cli::parse::<Args>("tr-lat", own)?;
+    let common = &common;
+    if a.mode.is_none() {
+        return Err(
+            Error::usage("which latency? a MODE is needed").hint("e.g. tr-lat wakeup -t 5; see 'tr-lat --help'")
+        );
+    }
+    if a.max || a.mode() != "wakeup" && MAX_TRACERS.contains(&a.mode()) {
+        if !MAX_TRACERS.contains(&a.mode()) {
+            return Err(Error::usage(format!("--max: {} is no max-latency tracer", a.mode())));
         }
         return max_latency(common, &a, cmd);
     }
-    let Some(mode) = Mode::parse(&a.mode) else {
-        return Err(Error::usage(format!("unknown mode '{}'", a.mode)).hint(
+    let Some(mode) = Mode::parse(a.mode()) else {
+        return Err(Error::usage(format!("unknown mode '{}'", a.mode())).hint(
             "modes: wakeup, irq, syscall, timerlat, osnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
         ));
     };
@@ -191,8 +156,8 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
     command::one_target(&a.pid, cmd)?;
     if tracer && (!a.pid.is_empty() || !cmd.is_empty()) {
-        return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode))
-            .hint("use -c CPUS, and -t S"));
+        return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode()))
+            .hint("use --cpus CPUS, and -t S"));
     }
     let tracer_opts = a.period.is_some()
         || a.cpus.is_some()
@@ -203,8 +168,8 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if !tracer && tracer_opts {
         return Err(Error::usage("-p, -c, -i, --total-us and -s set the timerlat/osnoise tracers: not for this mode"));
     }
-    if a.prio.is_some() && !matches!(mode, Mode::Timerlat | Mode::Osnoise) {
-        return Err(Error::usage("-P f:PRIO is for timerlat and osnoise"));
+    if a.priority.is_some() && !matches!(mode, Mode::Timerlat | Mode::Osnoise) {
+        return Err(Error::usage("--priority is for timerlat and osnoise"));
     }
     if a.rt && mode != Mode::Wakeup {
         return Err(Error::usage("--rt is for the wakeup mode"));
@@ -234,7 +199,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         return Ok(());
     }
     if tracer {
-        t.require_tracer(&a.mode).map_err(|e| Error::from(e).hint(instead(&a.mode)))?;
+        t.require_tracer(a.mode()).map_err(|e| Error::from(e).hint(instead(a.mode())))?;
     } else {
         need_events(&t, mode)?;
     }
@@ -242,23 +207,22 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         t.enter_or_create_instance(i)?;
         t.keep_instance = a.keep;
     } else if tracer && !a.keep {
-        if let Some(i) = own_instance(&t, &a.mode) {
+        if let Some(i) = own_instance(&t, a.mode()) {
             // The root is kept (a tracefs we mounted is unmounted at its
             // drop, after the instance's).
             _root = Some(std::mem::replace(&mut t, i));
         }
     }
     let top = t.top_level();
-    let _lock = Lock::take(t.dir(), a.wait)?;
+    let live = Live::lock(t, common.wait)?;
+    let t = &live.t;
     let stopped = Cell::new(false);
     let status = {
         // osnoise/ is global (the top level), the tracer and events are the
         // buffer's: two undo logs, the buffer's restored first.
         let mut global = State::new(&top);
         global.keep = a.keep;
-        let mut st = State::new(&t);
-        st.keep = a.keep;
-        command::idle(&mut st)?;
+        let mut st = live.state(a.keep)?;
         if tracer {
             tracer_settings(&mut global, &a, mode)?;
         }
@@ -272,9 +236,9 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
             }
             // The tracers raise it at each new maximum: put back after.
             st.set("tracing_max_latency", "0")?;
-            st.set_tracer(&a.mode)?;
+            st.set_tracer(a.mode())?;
         } else {
-            for e in wanted_events(&t, mode) {
+            for e in wanted_events(t, mode) {
                 st.set(&format!("{}/enable", event_dir(&e)), "1")?;
             }
         }
@@ -300,15 +264,15 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 d
             };
             // The tracer's threads run now (tracing is on): their policy.
-            if let Some(s) = a.prio {
+            if let Some(s) = a.priority {
                 let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
                 trbox::sys::sched::set_threads(prefix, s)
-                    .map_err(|e| Error::runtime(format!("-P: the {prefix}N threads: {e}")))?;
+                    .map_err(|e| Error::runtime(format!("--priority: the {prefix}N threads: {e}")))?;
             }
             measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
         let r = command::stream(
-            &t,
+            t,
             &mut st,
             &child,
             a.json,
@@ -353,7 +317,7 @@ fn need_events(t: &Tracefs, mode: Mode) -> Result<(), Error> {
                 _ => "tr-lat wakeup and irq need no syscall events",
             };
             return Err(Error::runtime(format!(
-                "this kernel has no {name} event (see tr-event -l), which tr-lat {} reads",
+                "this kernel has no {name} event (see tr-event --list), which tr-lat {} reads",
                 mode_name(mode)
             ))
             .hint(other));
@@ -437,27 +401,27 @@ fn instead(tracer: &str) -> &'static str {
 }
 
 /// The max-latency tracers (wakeup_rt, irqsoff...): the tracer runs (with
-/// tracing_thresh = -i US); each new maximum, or each latency over the
+/// tracing_thresh = --irq-us US); each new maximum, or each latency over the
 /// threshold, is noticed through tracing_max_latency (inotify, which the
 /// kernel sends since 5.5; a read every 100 ms before) and printed, or
 /// saved as DIR/N.txt, as the kernel's `trace` text of the max buffer
 /// (snapshot_raw is EBUSY for these tracers: the text is all there is).
 fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
-    let name = a.mode.as_str();
+    let name = a.mode();
     if !cmd.is_empty() || !a.pid.is_empty() || a.read || a.hist || a.period.is_some() || a.cpus.is_some() {
-        return Err(Error::usage(format!("tr-lat {name} traces the whole system: only -i US, -o DIR, -t S, --json")));
+        return Err(Error::usage(format!(
+            "tr-lat {name} traces the whole system: only --irq-us US, -o DIR, -t S, --json"
+        )));
     }
-    let t = Tracefs::open(common.tracefs.as_deref())?;
-    command::require_live(&t)?;
     if common.instance.is_some() {
         return Err(Error::usage(format!("tr-lat {name} runs at the top level (the max buffer is the top level's)")));
     }
+    let t = Tracefs::open(common.tracefs.as_deref())?;
+    crate::session::require_live(&t)?;
     t.require_tracer(name).map_err(|e| Error::from(e).hint(instead(name)))?;
-    let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(t.dir(), a.wait)?;
-    let mut st = State::new(&t);
-    st.keep = a.keep;
-    command::idle(&mut st)?;
+    let live = Live::enter(t, common, a.keep)?;
+    let (t, wake) = (&live.t, live.wake);
+    let mut st = live.state(a.keep)?;
     if let Some(us) = a.irq_us {
         st.set("tracing_thresh", &us.to_string())?;
     }
@@ -696,7 +660,7 @@ fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
             ("no timerlat sample was recorded", "is the timerlat tracer allowed to run on these CPUs (-c)?")
         }
         Mode::Osnoise => ("no osnoise sample was recorded", "a period lasts osnoise/period_us: try a longer -t"),
-        Mode::Hwlat => ("no hwlat sample was recorded", "hwlat records only samples over tracing_thresh (-i US)"),
+        Mode::Hwlat => ("no hwlat sample was recorded", "hwlat records only samples over tracing_thresh (--irq-us US)"),
     };
     let whom = match a.pid.as_slice() {
         [] => String::new(),

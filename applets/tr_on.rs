@@ -4,124 +4,79 @@
 
 use crate::cli::{self, Common, Error};
 use crate::command::{self, Follow};
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::fmt::Write;
 use trbox::ctl;
-use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::status::{Item, Status, Unavailable};
-use trbox::sys::{reset, signals, Found, Tracefs};
+use trbox::sys::{reset, Found, Tracefs};
 
-const HELP: &str = "\
-Usage: tr-on [TRACER] [OPTIONS] [-- CMD]
-
-Show the ftrace state (no arguments), switch it (a TRACER and/or options
-stay set), or trace one run with them (-- CMD or -t S: printed, then all
-restored unless -k; the exit status is CMD's).
-
-TRACER\tthe tracer for current_tracer (function,
-\tfunction_graph, nop...)
---off\tturn tracing off (the tracer and filters are set up
-\tbut idle)
---reset\tfirst back to a clean default: nop, no events,
-\tfilters, triggers or probes, default options and clock,
-\ttracing on (buffer sizes and instances stay)
--b, --buffer KB\tbuffer size per CPU in KiB
--S, --subbuf KB\tsub-buffer size in KiB (buffer_subbuf_size_kb, kernels
-\t6.8+; the kernel rounds it up to a power-of-two
-\tnumber of pages)
--C, --clock CLOCK\ttrace clock (one of trace_clock: local, global, mono...)
--O, --option OPT\tset a trace option (OPT) or clear it (noOPT);
-\trepeatable
--l, --func GLOB\ttrace only functions matching GLOB
-\t(set_ftrace_filter); repeatable
--n, --notrace GLOB\tnever trace functions matching GLOB
-\t(set_ftrace_notrace); repeatable
--P, --pid PID\ttrace only PID (set_ftrace_pid and set_event_pid);
-\trepeatable
--c, --children\tfollow forks: children of traced pids are traced too
-\t(function-fork, event-fork; always on for -- CMD)
--k, --keep\twith -- CMD or -t: leave the settings in place
-\tafterwards
--t, --time S\trun for S seconds with the settings, printing the trace
---wait\twait for another trbox run to finish instead of failing
---json\twith -- CMD or -t: one JSON object per event
--h, --help\tthis text
-
-Examples:
-  tr-on                          status report
-  tr-on function -l 'vfs_*' -c -P 42
-  tr-on function_graph -- ls /   trace ls only, then restore
-  tr-on -O sym-offset -C global -t 5
-  tr-on --reset                  back to a clean default
-
---reset also turns tracing on and clears kprobes/uprobes; what the kernel
-refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by
-pid too (set_event_pid); -- CMD always follows the command's forks.
-";
-
-const OPTS: &[cli::Opt] = &[
-    (' ', "off", false),
-    (' ', "reset", false),
-    ('b', "buffer", true),
-    ('S', "subbuf", true),
-    ('C', "clock", true),
-    ('O', "option", true),
-    ('l', "func", true),
-    ('n', "notrace", true),
-    ('P', "pid", true),
-    ('c', "children", false),
-    ('k', "keep", false),
-    ('t', "time", true),
-    (' ', "wait", false),
-    (' ', "json", false),
-];
-
-#[derive(Default)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help"))]
+/// Show the ftrace state (no arguments), switch it (a TRACER and/or options
+/// stay set), or trace one run with them (-- CMD or -t S: printed, then all
+/// restored unless -k; the exit status is CMD's).
+#[argh(
+    example = "{command_name}   # status report",
+    example = "{command_name} function -l 'vfs_*' -c -P 42",
+    example = "{command_name} function_graph -- ls /   # trace ls only, then restore",
+    example = "{command_name} -O sym-offset -C global -t 5",
+    example = "{command_name} --reset   # back to a clean default",
+    note = "--reset also turns tracing on and clears kprobes/uprobes; what the kernel \
+refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by pid too \
+(set_event_pid); -- CMD always follows the command's forks."
+)]
 struct Args {
-    off: bool,
-    reset: bool,
-    buffer: Option<u64>,
-    subbuf: Option<u64>,
-    clock: Option<String>,
-    option: Vec<String>,
-    func: Vec<String>,
-    notrace: Vec<String>,
-    pid: Vec<u32>,
-    children: bool,
-    keep: bool,
-    time: Option<cli::Seconds>,
-    wait: bool,
-    json: bool,
+    /// the tracer for current_tracer (function, function_graph, nop...)
+    #[argh(positional, arg_name = "TRACER")]
     tracer: Option<String>,
+    /// turn tracing off (the tracer and filters are set up but idle)
+    #[argh(switch)]
+    off: bool,
+    /// first back to a clean default: nop, no events, filters, triggers or
+    /// probes, default options and clock, tracing on (buffer sizes and
+    /// instances stay)
+    #[argh(switch)]
+    reset: bool,
+    /// buffer size per CPU in KiB
+    #[argh(option, short = 'b', arg_name = "KB")]
+    buffer: Option<u64>,
+    /// sub-buffer size in KiB (buffer_subbuf_size_kb, kernels 6.8+; the
+    /// kernel rounds it up to a power-of-two number of pages)
+    #[argh(option, short = 'S', arg_name = "KB")]
+    subbuf: Option<u64>,
+    /// trace clock (one of trace_clock: local, global, mono...)
+    #[argh(option, short = 'C', arg_name = "CLOCK")]
+    clock: Option<String>,
+    /// set a trace option (OPT) or clear it (noOPT); repeatable
+    #[argh(option, short = 'O', arg_name = "OPT")]
+    option: Vec<String>,
+    /// trace only functions matching GLOB (set_ftrace_filter); repeatable
+    #[argh(option, short = 'l', arg_name = "GLOB")]
+    func: Vec<String>,
+    /// never trace functions matching GLOB (set_ftrace_notrace); repeatable
+    #[argh(option, short = 'n', arg_name = "GLOB")]
+    notrace: Vec<String>,
+    /// trace only PID (set_ftrace_pid and set_event_pid); repeatable
+    #[argh(option, short = 'P', arg_name = "PID")]
+    pid: Vec<u32>,
+    /// follow forks: children of traced pids are traced too (function-fork,
+    /// event-fork; always on for -- CMD)
+    #[argh(switch, short = 'c')]
+    children: bool,
+    /// with -- CMD or -t: leave the settings in place afterwards
+    #[argh(switch, short = 'k')]
+    keep: bool,
+    /// run for S seconds with the settings, printing the trace
+    #[argh(option, short = 't', arg_name = "S")]
+    time: Option<cli::Seconds>,
+    /// with -- CMD or -t: one JSON object per event
+    #[argh(switch)]
+    json: bool,
 }
 
 impl Args {
-    fn parse(args: &[String]) -> Result<Args, Error> {
-        let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-on", &[HELP], OPTS, args);
-        while let Some(o) = p.next()? {
-            match o {
-                "off" => a.off = true,
-                "reset" => a.reset = true,
-                "buffer" => a.buffer = Some(p.num()?),
-                "subbuf" => a.subbuf = Some(p.num()?),
-                "clock" => a.clock = Some(p.value()),
-                "option" => a.option.push(p.value()),
-                "func" => a.func.push(p.value()),
-                "notrace" => a.notrace.push(p.value()),
-                "pid" => a.pid.push(p.num()?),
-                "children" => a.children = true,
-                "keep" => a.keep = true,
-                "time" => a.time = Some(p.seconds()?),
-                "wait" => a.wait = true,
-                "json" => a.json = true,
-                _ if a.tracer.is_none() => a.tracer = Some(p.value()),
-                _ => return Err(p.extra()),
-            }
-        }
-        Ok(a)
-    }
-
     fn changes_something(&self) -> bool {
         self.tracer.is_some()
             || self.off
@@ -136,12 +91,13 @@ impl Args {
     }
 }
 
-pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a = Args::parse(own)?;
+    let (common, a) = cli::parse::<Args>("tr-on", own)?;
+    let common = &common;
     let run = !cmd.is_empty() || a.time.is_some();
     if !run && !a.changes_something() {
-        if a.keep || a.wait || a.json {
+        if a.keep || common.wait || a.json {
             return Err(Error::usage("nothing to switch or run").hint("try 'tr-on --help'"));
         }
         return show(common);
@@ -157,30 +113,24 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     if a.time.is_some_and(|t| t.0.is_zero()) {
         return Err(Error::usage("-t needs a number of seconds above 0"));
     }
-    let mut t = Tracefs::open(common.tracefs.as_deref())?;
-    command::require_live(&t)?;
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-    }
-    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
-    let _lock = Lock::take(t.dir(), a.wait)?;
+    let mut live = Live::open(common, false)?;
     if a.reset {
-        reset_all(&t)?;
+        reset_all(&live.t)?;
     }
-    // Everything is restored when a step fails; a switch keeps its
-    // settings only once all of them are in place.
-    let mut st = State::new(&t);
-    if run {
-        command::idle(&mut st)?;
-    }
-    apply(&mut st, &a)?;
     if !run {
-        st.set(t.tracing_on_file(), if a.off { "0" } else { "1" })?;
+        // Everything is restored when a step fails; a switch keeps its
+        // settings only once all of them are in place.
+        let mut st = State::new(&live.t);
+        apply(&mut st, &a)?;
+        st.set(live.t.tracing_on_file(), if a.off { "0" } else { "1" })?;
         st.keep = true;
         drop(st);
-        t.keep_instance = true;
+        live.t.keep_instance = true;
         return Ok(());
     }
+    let t = &live.t;
+    let mut st = live.state(false)?;
+    apply(&mut st, &a)?;
     let status = {
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         // The function pid filter matters to function-based tracers only,
@@ -202,11 +152,11 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
                 e.hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
             }
         };
-        let r = command::stream_text(&t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
+        let r = command::stream_text(t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
         r?
     };
     drop(st);
-    t.keep_instance = a.keep;
+    live.t.keep_instance = a.keep;
     command::exit_with(status)
 }
 

@@ -1,12 +1,14 @@
 //! tr-stack: kernel stacks. The stack tracer's deepest stack (default);
 //! the stacks behind an event (`-e`, the `stacktrace` trigger) or behind
-//! calls of a function (`--func`, the function tracer's func_stack_trace),
+//! calls of a function (`-l GLOB`, the function tracer's func_stack_trace),
 //! counted and listed most frequent first.
 
-use crate::cli::{self, Common, Error};
+use crate::cli::{self, Error};
 use crate::command::{self, resolve_all, Follow, Window};
 use crate::decode::{self, Input, Item, RawOpts};
 use crate::out::Out;
+use crate::session::Live;
+use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use std::time::Duration;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
@@ -19,94 +21,55 @@ use trbox::sys::{event_dir, signals, Tracefs};
 /// The stack tracer's switch (a sysctl, outside tracefs).
 const STACK_SYSCTL: &str = "/proc/sys/kernel/stack_tracer_enabled";
 
-const HELP: &str = "\
-Usage: tr-stack [--reset] [-l GLOB] [-t S]
-       tr-stack -e SYS:EVENT [-f FILTER] [--folded] [-P PID] [-t S] [-- CMD]
-       tr-stack --func GLOB [--folded] [-P PID] [-t S] [-- CMD]
-
-Kernel stacks: the stack tracer's deepest stack; with -e, the distinct
-stacks behind an event, counted; with --func, who calls a function.
-
-  -e, --event SYS:EVENT
-\tcount the stacks behind these events (repeatable,
-\tcomma-separated)
-  -f, --filter FILTER
-\tonly events matching this filter (the kernel's filter
-\tsyntax)
---func GLOB\tcount the stacks behind calls of these functions
-\t(function tracer)
--P, --pid PID\tonly these processes (set_event_pid / set_ftrace_pid);
-\trepeatable
---folded\tprint folded stacks (for flame graphs) instead of the
-\ttable
---reset\tstack tracer: reset the maximum (stack_max_size) first
--l, --limit GLOB\tstack tracer: only these functions (stack_trace_filter)
--t, --time S\tstop after S seconds
--i, --input FILE\tread a trace.dat (its kernel_stack records) instead of
-\ttracing
--k, --keep\tleave the settings in place when done
---wait\twait for another trbox run to finish instead of failing
--h, --help\tthis text
-";
-
-const OPTS: &[cli::Opt] = &[
-    ('e', "event", true),
-    ('f', "filter", true),
-    (' ', "func", true),
-    ('P', "pid", true),
-    (' ', "folded", false),
-    (' ', "reset", false),
-    ('l', "limit", true),
-    ('t', "time", true),
-    ('i', "input", true),
-    ('k', "keep", false),
-    (' ', "wait", false),
-];
-
-#[derive(Default)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help"))]
+/// Kernel stacks: the stack tracer's deepest stack; with -e, the distinct
+/// stacks behind an event, counted; with -l, who calls a function.
+#[argh(
+    example = "{command_name} --reset -t 5   # the deepest stack in 5 s",
+    example = "{command_name} -e sched:sched_switch -t 1",
+    example = "{command_name} -l 'kmalloc*' --folded -- ls"
+)]
 struct Args {
+    /// count the stacks behind these events (repeatable, comma-separated)
+    #[argh(option, short = 'e', arg_name = "SYS:EVENT")]
     event: Vec<String>,
+    /// only events matching this filter (the kernel's filter syntax)
+    #[argh(option, short = 'f', arg_name = "FILTER")]
     filter: Option<String>,
+    /// count the stacks behind calls of the functions matching GLOB (function
+    /// tracer, set_ftrace_filter)
+    #[argh(option, short = 'l', arg_name = "GLOB")]
     func: Option<String>,
+    /// only these processes (set_event_pid / set_ftrace_pid); repeatable
+    #[argh(option, short = 'P', arg_name = "PID")]
     pid: Vec<u32>,
+    /// print folded stacks (for flame graphs) instead of the table
+    #[argh(switch)]
     folded: bool,
+    /// stack tracer: reset the maximum (stack_max_size) first
+    #[argh(switch)]
     reset: bool,
+    /// stack tracer: only these functions (stack_trace_filter)
+    #[argh(option, arg_name = "GLOB")]
     limit: Option<String>,
+    /// stop after S seconds
+    #[argh(option, short = 't', arg_name = "S")]
     time: Option<cli::Seconds>,
+    /// read a trace.dat (its kernel_stack records) instead of tracing
+    #[argh(option, short = 'i', arg_name = "FILE")]
     input: Option<String>,
+    /// leave the settings in place when done
+    #[argh(switch, short = 'k')]
     keep: bool,
-    wait: bool,
 }
 
-impl Args {
-    fn parse(args: &[String]) -> Result<Args, Error> {
-        let mut a = Args::default();
-        let mut p = cli::Parser::new("tr-stack", &[HELP], OPTS, args);
-        while let Some(o) = p.next()? {
-            match o {
-                "event" => a.event.push(p.value()),
-                "filter" => a.filter = Some(p.value()),
-                "func" => a.func = Some(p.value()),
-                "pid" => a.pid.push(p.num()?),
-                "folded" => a.folded = true,
-                "reset" => a.reset = true,
-                "limit" => a.limit = Some(p.value()),
-                "time" => a.time = Some(p.seconds()?),
-                "input" => a.input = Some(p.value()),
-                "keep" => a.keep = true,
-                "wait" => a.wait = true,
-                _ => return Err(p.extra()),
-            }
-        }
-        Ok(a)
-    }
-}
-
-pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
+pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let a = Args::parse(own)?;
+    let (common, a) = cli::parse::<Args>("tr-stack", own)?;
+    let common = &common;
     if !a.event.is_empty() && a.func.is_some() {
-        return Err(Error::usage("-e and --func are alternatives"));
+        return Err(Error::usage("-e and -l are alternatives"));
     }
     command::one_target(&a.pid, cmd)?;
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
@@ -131,24 +94,19 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
     }
     if a.event.is_empty() && a.func.is_none() {
         if !cmd.is_empty() {
-            return Err(Error::usage("the stack tracer takes no command").hint("use -t S, or -e/--func with -- CMD"));
+            return Err(Error::usage("the stack tracer takes no command").hint("use -t S, or -e/-l with -- CMD"));
         }
-        return stack_tracer(&t, &a, limit);
+        return stack_tracer(&t, &a, common.wait, limit);
     }
     let all = t.list_events()?;
     let events = resolve_all(&all, &a.event)?;
     if a.func.is_some() {
         t.require_tracer("function")?;
     }
-    if let Some(i) = &common.instance {
-        t.enter_or_create_instance(i)?;
-        t.keep_instance = a.keep;
-    }
-    let _lock = Lock::take(t.dir(), a.wait)?;
+    let live = Live::enter(t, common, a.keep)?;
+    let t = &live.t;
     let status = {
-        let mut st = State::new(&t);
-        st.keep = a.keep;
-        command::idle(&mut st)?;
+        let mut st = live.state(a.keep)?;
         let trigger = match &a.filter {
             Some(f) => format!("stacktrace if {f}"),
             None => "stacktrace".to_string(),
@@ -184,7 +142,7 @@ pub fn main(common: &Common, args: &[String]) -> Result<(), Error> {
         }
         // count_stacks says itself that nothing came (an error: no table).
         let r = command::stream(
-            &t,
+            t,
             &mut st,
             &child,
             false,
@@ -240,7 +198,7 @@ fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool
 
 /// The stack tracer: enable it (and the filter) until -t or Ctrl-C, print
 /// the deepest stack, put the switch and the filter back.
-fn stack_tracer(t: &Tracefs, a: &Args, limit: Option<Duration>) -> Result<(), Error> {
+fn stack_tracer(t: &Tracefs, a: &Args, wait: bool, limit: Option<Duration>) -> Result<(), Error> {
     let sysctl = std::path::Path::new(STACK_SYSCTL);
     if !sysctl.exists() || !t.exists("stack_trace") {
         return Err(Error::runtime(
@@ -248,7 +206,7 @@ fn stack_tracer(t: &Tracefs, a: &Args, limit: Option<Duration>) -> Result<(), Er
         )
         .hint("tr-stack -e SYS:EVENT shows the stacks behind an event without it"));
     }
-    let _lock = Lock::take(t.top(), a.wait)?;
+    let _lock = Lock::take(t.top(), wait)?;
     let mut st = State::new(t);
     st.keep = a.keep;
     if let Some(g) = &a.limit {

@@ -188,7 +188,7 @@ fn a_closed_pipe_ends_every_text_quietly() {
         &["tr-lat", "--help"][..],
         &["tr-on", "-T", fixture][..],
         &["tr-event", "-T", fixture, "--format", "sched:sched_switch"][..],
-        &["tr-event", "-T", fixture, "-l"][..],
+        &["tr-event", "-T", fixture, "--list"][..],
         &["tr-cat", "--raw", "-T", fixture][..],
     ] {
         let o = cmd(&trbox(), args).stdout(closed_pipe()).output().unwrap();

@@ -22,7 +22,7 @@ fn filters_select_by_event_cpu_pid_and_comm() {
     let globbed = lines(&["tr-cat", "--raw", "-T", FIX, "-e", "sched:*", "-e", "irq_handler_entry"]);
     assert!(globbed.iter().all(|l| l.contains(": sched_") || l.contains(": irq_handler_entry: ")));
     assert!(globbed.len() > sw.len());
-    let cpu1 = lines(&["tr-cat", "--raw", "-T", FIX, "--cpu", "1"]);
+    let cpu1 = lines(&["tr-cat", "--raw", "-T", FIX, "--cpus", "1"]);
     assert!(!cpu1.is_empty() && cpu1.iter().all(|l| l.contains("[001]")), "{cpu1:?}");
     let pid = lines(&["tr-cat", "--raw", "-T", FIX, "--pid", "0"]);
     assert!(!pid.is_empty() && pid.iter().all(|l| l.contains("<idle>-0 ")));
@@ -33,7 +33,7 @@ fn filters_select_by_event_cpu_pid_and_comm() {
     let kw = lines(&["tr-cat", "--raw", "-T", FIX, "--comm", "kworker/*"]);
     let want: Vec<&String> = all.iter().filter(|l| l.trim_start().starts_with("kworker/")).collect();
     assert!(!want.is_empty() && kw.iter().collect::<Vec<_>>() == want, "{kw:?}");
-    let o = run(&["tr-cat", "--raw", "-T", FIX, "--cpu", "x"]);
+    let o = run(&["tr-cat", "--raw", "-T", FIX, "--cpus", "x"]);
     assert_eq!(o.status.code(), Some(1));
 }
 
@@ -81,7 +81,7 @@ fn json_has_one_object_per_event() {
 
 #[test]
 fn follow_without_raw_is_a_usage_error() {
-    let o = run(&["tr-cat", "-f"]);
+    let o = run(&["tr-cat", "--follow"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("--follow works with --raw"));
 }
@@ -98,11 +98,11 @@ fn follow_streams_and_stops_cleanly() {
         let mut st = trbox::sys::state::State::new(&t);
         st.set("events/sched/sched_switch/enable", "1").unwrap();
         let r = root.to_str().unwrap();
-        let o = run(&["tr-cat", "--raw", "-f", "-t", "1", "-T", r]);
+        let o = run(&["tr-cat", "--raw", "--follow", "-t", "1", "-T", r]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains(": sched_switch: "));
         // SIGINT ends the stream with status 0.
-        let mut c = spawn(cmd(&trbox(), &["tr-cat", "--raw", "-f", "-T", r]).stdout(Stdio::piped()));
+        let mut c = spawn(cmd(&trbox(), &["tr-cat", "--raw", "--follow", "-T", r]).stdout(Stdio::piped()));
         // Once a line came out it is streaming (and its handlers are in);
         // keep reading so it never blocks on a full pipe.
         let out = c.stdout.take().unwrap();
@@ -119,7 +119,8 @@ fn follow_streams_and_stops_cleanly() {
         c.signal(libc::SIGINT);
         assert_eq!(c.wait().unwrap().code(), Some(0));
         // `| head -1` ends it too (EPIPE), without a panic.
-        let sh = format!("{} tr-cat --raw -f -T {r} | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}", trbox().display());
+        let sh =
+            format!("{} tr-cat --raw --follow -T {r} | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}", trbox().display());
         let o = Command::new("timeout").args(["20", "bash", "-c", &sh]).output().unwrap();
         assert_eq!(stdout(&o).trim(), "0", "{}", stderr(&o));
         let _ = std::fs::write(root.join("trace"), "");

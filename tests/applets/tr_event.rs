@@ -84,18 +84,18 @@ fn unknown_event_suggests_names() {
 #[test]
 fn list_and_format() {
     let Some(_root) = live_tracefs() else { return };
-    let o = ev(&["-l", "sched:sched_sw*"]);
+    let o = ev(&["--list", "sched:sched_sw*"]);
     assert!(stdout(&o).lines().any(|l| l == "sched:sched_switch"), "{}", stdout(&o));
     assert!(stdout(&o).lines().all(|l| l.starts_with("sched:sched_sw")));
     let o = ev(&["--format", "sched:sched_switch"]);
     assert!(stdout(&o).starts_with("name: sched_switch\n"));
     // -l takes what enabling takes: a system by its name, an event's name
     // or glob; a name nothing matches is said (it printed nothing, exit 0).
-    let sched = stdout(&ev(&["-l", "sched"]));
+    let sched = stdout(&ev(&["--list", "sched"]));
     assert!(sched.lines().count() > 5 && sched.lines().all(|l| l.starts_with("sched:")), "{sched}");
-    assert_eq!(stdout(&ev(&["-l", "sched_switch"])), "sched:sched_switch\n");
-    assert!(stdout(&ev(&["-l", "sched_sw*"])).lines().any(|l| l == "sched:sched_switch"));
-    let o = ev(&["-l", "sched_swich"]);
+    assert_eq!(stdout(&ev(&["--list", "sched_switch"])), "sched:sched_switch\n");
+    assert!(stdout(&ev(&["--list", "sched_sw*"])).lines().any(|l| l == "sched:sched_switch"));
+    let o = ev(&["--list", "sched_swich"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).is_empty());
     assert!(
@@ -103,7 +103,7 @@ fn list_and_format() {
         "{}",
         stderr(&o)
     );
-    let o = ev(&["-l", "nosuch*"]);
+    let o = ev(&["--list", "nosuch*"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown event 'nosuch*'"), "{}", stderr(&o));
 }
@@ -127,7 +127,7 @@ fn list_is_every_event_directory_with_an_enable_file() {
         }
     }
     want.sort();
-    let o = ev(&["-l"]);
+    let o = ev(&["--list"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let got: Vec<&str> = out.lines().collect();

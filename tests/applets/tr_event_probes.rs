@@ -102,7 +102,7 @@ fn kprobe_absent_or_rejected() {
         assert!(e.contains("Command:") && e.contains('^'), "{e}");
     } else {
         assert!(e.contains("this kernel has no kprobes: tracefs has no kprobe_events"), "{e}");
-        assert!(e.contains("trace events (tr-event -l) still work, and so do uprobes (--uprobe)"), "{e}");
+        assert!(e.contains("trace events (tr-event --list) still work, and so do uprobes (--uprobe)"), "{e}");
     }
     let o = ev(&["--kretprobe", "p:x do_sys_openat2", "-t", "1"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));

@@ -150,7 +150,7 @@ fn same_as_text(mode: &str, events: &[&str], work: &str) {
         assert!(st.success());
         std::fs::write(root.join("tracing_on"), "0").unwrap();
         let trace = std::fs::read_to_string(root.join("trace")).unwrap();
-        let n = compare_with_text(mode, &trace, &[mode, "-r", "--json", "--samples", "-n"]);
+        let n = compare_with_text(mode, &trace, &[mode, "-r", "--json", "--samples", "--ns"]);
         eprintln!("{mode}: {n} latencies equal the kernel's text");
     }
     assert_same_state(&before, &snapshot(&root));
@@ -385,7 +385,7 @@ fn usage_errors() {
         (&["hwlat", "--total-us", "10"][..], "--width is a hwlat option"),
         (&["wakeup_rt", "-P", "1"][..], "traces the whole system"),
         (&["irq", "--max"][..], "--max: irq is no max-latency tracer"),
-        (&["wakeup", "-P", "f:10"][..], "-P f:PRIO is for timerlat and osnoise"),
+        (&["wakeup", "--priority", "f:10"][..], "--priority is for timerlat and osnoise"),
     ] {
         let o = lat(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
@@ -454,7 +454,7 @@ fn tracepoint_modes_of_every_board_equal_the_kernels_text() {
             let n = compare_with_text(
                 &format!("{}: {mode}", b.file_name().to_string_lossy()),
                 &trace,
-                &["-T", d, mode, "-r", "--json", "--samples", "-n"],
+                &["-T", d, mode, "-r", "--json", "--samples", "--ns"],
             );
             eprintln!("{d}: {mode}: {n} latencies equal the kernel's text");
         }

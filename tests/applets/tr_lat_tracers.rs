@@ -109,7 +109,7 @@ fn timerlat_tables_are_the_entries_per_cpu_and_context() {
             .collect()
     });
     let p = d.path().to_str().unwrap();
-    let o = run(&["tr-lat", "timerlat", "-T", p, "--json", "-n"]);
+    let o = run(&["tr-lat", "timerlat", "-T", p, "--json", "--ns"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let mut seen = BTreeMap::new();
@@ -141,7 +141,7 @@ fn timerlat_tables_are_the_entries_per_cpu_and_context() {
         "{out}"
     );
     // --hist: the buckets and the overflow row add up to the count.
-    let o = run(&["tr-lat", "timerlat", "-T", p, "--hist", "-b", "1", "-E", "10"]);
+    let o = run(&["tr-lat", "timerlat", "-T", p, "--hist", "--bucket", "1", "-E", "10"]);
     let out = stdout(&o);
     let blocks: Vec<&str> = out.split("\n\n").collect();
     assert_eq!(blocks.len(), 4, "{out}");

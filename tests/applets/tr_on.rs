@@ -265,7 +265,7 @@ fn a_copied_tree_is_only_read() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "[local] global\n");
     assert!(!d.path().join("t/instances/x").exists());
     assert!(run(&["tr-on", "-T", t]).status.success());
-    assert_eq!(stdout(&run(&["tr-event", "-T", t, "-l", "sched:*"])), "sched:sched_switch\nsched:sched_wakeup\n");
+    assert_eq!(stdout(&run(&["tr-event", "-T", t, "--list", "sched:*"])), "sched:sched_switch\nsched:sched_wakeup\n");
     assert!(stdout(&run(&["tr-event", "-T", t, "--format", "sched:sched_switch"])).starts_with("name: sched_switch"));
 }
 

@@ -139,7 +139,7 @@ fn what_this_kernel_lacks_is_named() {
     let _l = TracefsLock::take();
     let before = snapshot(&root);
     if !Path::new("/proc/sys/kernel/stack_tracer_enabled").exists() {
-        for args in [&["-t", "1"][..], &["--reset", "-l", "vfs_*", "-t", "1"]] {
+        for args in [&["-t", "1"][..], &["--reset", "--limit", "vfs_*", "-t", "1"]] {
             let o = stack(args);
             assert_eq!(o.status.code(), Some(2));
             let e = stderr(&o);
