@@ -42,11 +42,13 @@ pub const BLOCK_BYTES: usize = 32 * 1024;
 /// plus one frame: a kallsyms piece or a page).
 pub const MAX_BLOCK: usize = 1 << 25;
 /// The most a block of trbox's writer inflates to per compressed byte:
-/// its deflate ([`deflate`], fixed codes) spends at least 13 bits on 258
-/// bytes (length code 285: 8 bits, distance code 0: 5 bits, no extra
-/// bits), 158.8 to 1. A block that inflates further is not trbox's (a
-/// decompression bomb, issue 27) and is left out after that many bytes.
+/// its deflate (`deflate` below: miniz_oxide, fixed codes) spends at
+/// least 13 bits on 258 bytes (length code 285: 8 bits, distance code 0:
+/// 5 bits, no extra bits), 158.8 to 1. A block that inflates further is
+/// not trbox's (a decompression bomb, issue 27) and is left out after that
+/// many bytes.
 pub const MAX_RATIO: usize = 159;
+
 /// One block as raw deflate (RFC 1951), by miniz_oxide: level 6 (zlib's
 /// default: lazy matching, up to 128 positions tried per match), with the
 /// fixed Huffman codes only, which keep [`MAX_RATIO`] true of every block
