@@ -1,4 +1,5 @@
-//! The hwlat tracer's line.
+//! The hwlat tracer's line, as kernel/trace/trace_output.c's
+//! `trace_hwlat_print` writes it (not its print fmt).
 
 use core::fmt::{self, Write};
 

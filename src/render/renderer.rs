@@ -16,7 +16,6 @@ use crate::kernel::LatColumns;
 use crate::printfmt::digits::{StackBuf, Stage};
 use crate::printfmt::{StringLookup, SymbolLookup};
 
-#[allow(clippy::large_enum_variant)]
 /// What `trace_timerlat_print` and `trace_osnoise_print` (trace_output.c)
 /// write instead of these entries' print fmts, as print fmts over their
 /// fields. 6.1 prints `thread` for any timerlat context but 0 (and writes
@@ -37,9 +36,9 @@ const TRACER_FMTS: [(&str, &str); 2] = [
     ),
 ];
 
+/// How an event's body is produced: one per event type, built once.
 // The print fmt program is the common case; boxing it would cost a
 // pointer chase on every record.
-/// How an event's body is produced.
 #[allow(clippy::large_enum_variant)]
 enum Body {
     /// ftrace's own records, printed by dedicated kernel functions.
