@@ -3,13 +3,14 @@
 #   make test       everything CI runs
 #   make cross      static musl binaries for x86_64, aarch64, armv7   (cross/cross.mk)
 #   make size       stripped size table                               (cross/cross.mk)
-#   make qemu       boot an arm64 board with trbox and show it working (cross/qemu.mk)
+#   make qemu       boot an arm64 board and tour trbox's applets      (cross/qemu.mk)
 #   make bench      benchmarks against trace-cmd                       (benches/)
+#   make docs       the --help blocks of docs/applets/*.md, from the binary
 
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host check-nostd lint bench clean
+.PHONY: all build setup test test-host check-nostd lint bench clean docs
 
 all: build
 
@@ -31,6 +32,12 @@ test-host: check-nostd lint
 	$(CARGO) build --release
 	$(CARGO) test --release --no-fail-fast
 
+# The applet pages quote each applet's --help (docs/applets/tr-*.md, between
+# <!-- help --> markers); tests/applets/docs.rs fails when one differs from
+# the binary, and this rewrites them from the binary just built.
+docs:
+	TRBOX_BLESS=1 $(CARGO) test --release --test applets docs::
+
 # What the build and the tests need (apt packages, rustup targets, the nightly
 # with rust-src, the board harness's qemu): installed when missing, a quiet
 # check of about a second when everything is there. `make qemu` and
@@ -43,7 +50,7 @@ include cross/qemu.mk
 
 # Order: fast host tests first, then the other architectures.
 test: setup
-	@$(MAKE) --no-print-directory test-host cross-test size qemu-test
+	@$(MAKE) --no-print-directory test-host cross-test size qemu-tour qemu-test
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

@@ -12,6 +12,9 @@ pub struct Applet {
     pub summary: &'static str,
     /// Its arguments, without its name.
     pub main: fn(&[String]) -> Result<(), Error>,
+    /// Its options, as declared (for the letter table's test).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub options: fn() -> CommandInfoWithArgs,
 }
 
 pub const EXIT_OK: u8 = 0;
@@ -106,13 +109,12 @@ pub fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Res
     Ok((common(name, &theirs)?, a))
 }
 
+/// An applet's words and the common options' words, for argh.
+type Words = (Vec<String>, Vec<String>);
+
 /// The words of `args` written out for argh: the applet's own (options,
 /// then `--` and the operands) and the common options. None for --help.
-fn split(
-    name: &str,
-    own: &'static [FlagInfo<'static>],
-    args: &[String],
-) -> Result<Option<(Vec<String>, Vec<String>)>, Error> {
+fn split(name: &str, own: &'static [FlagInfo<'static>], args: &[String]) -> Result<Option<Words>, Error> {
     let common = Common::get_args_info();
     let usage = |msg: String| Error::usage(msg).hint(format!("try '{name} --help'"));
     let (mut mine, mut theirs, mut operands) = (Vec::new(), Vec::new(), Vec::new());
@@ -261,6 +263,34 @@ pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWith
     }
     for n in own.notes {
         out.push_str(&format!("\n{}\n", wrap(n, 80)));
+    }
+    out
+}
+
+/// docs/options.md's table: every letter, what it means and where, from
+/// the declarations (a test keeps the file equal to it).
+#[cfg(test)]
+pub fn letter_table(applets: &[Applet]) -> String {
+    let mut rows: Vec<(char, String, String)> = Vec::new();
+    let common = Common::get_args_info();
+    let all = applets.iter().map(|a| (a.name, (a.options)())).chain([("every applet", common)]);
+    for (name, info) in all {
+        for f in info.flags.iter().filter(|f| f.long != "--help") {
+            let Some(c) = f.short else { continue };
+            let value = match f.kind {
+                FlagInfoKind::Option { arg_name } => format!(" {arg_name}"),
+                FlagInfoKind::Switch => String::new(),
+            };
+            match rows.iter_mut().find(|r| r.0 == c) {
+                Some(r) => r.2.push_str(&format!(", {name}")),
+                None => rows.push((c, format!("{}{value}", f.long), name.to_string())),
+            }
+        }
+    }
+    rows.sort_by_key(|r| (r.0.to_ascii_lowercase(), r.0.is_ascii_lowercase()));
+    let mut out = String::from("| letter | option | in |\n|---|---|---|\n");
+    for (c, long, r#in) in rows {
+        out.push_str(&format!("| -{c} | {long} | {in} |\n"));
     }
     out
 }

@@ -22,19 +22,88 @@ mod tr_lat;
 mod tr_on;
 mod tr_stack;
 
+use argh::ArgsInfo;
 use cli::Applet;
 use std::process::ExitCode;
 
 const APPLETS: &[Applet] = &[
-    Applet { name: "tr-on", summary: "show or switch the tracing state", main: tr_on::main },
-    Applet { name: "tr-event", summary: "list, enable and stream trace events", main: tr_event::main },
-    Applet { name: "tr-cat", summary: "print the trace buffer; --raw decodes the raw pages", main: tr_cat::main },
-    Applet { name: "tr-graph", summary: "function call graphs (function_graph), folded, top", main: tr_graph::main },
-    Applet { name: "tr-stack", summary: "kernel stacks: stack tracer, behind events, callers", main: tr_stack::main },
-    Applet { name: "tr-lat", summary: "latency: wakeup, irq, syscall; timerlat, osnoise", main: tr_lat::main },
+    Applet {
+        name: "tr-on",
+        summary: "show or switch the tracing state",
+        main: tr_on::main,
+        options: tr_on::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-event",
+        summary: "list, enable and stream trace events",
+        main: tr_event::main,
+        options: tr_event::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-cat",
+        summary: "print the trace buffer; --raw decodes the raw pages",
+        main: tr_cat::main,
+        options: tr_cat::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-graph",
+        summary: "function call graphs (function_graph), folded, top",
+        main: tr_graph::main,
+        options: tr_graph::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-stack",
+        summary: "kernel stacks: stack tracer, behind events, callers",
+        main: tr_stack::main,
+        options: tr_stack::Args::get_args_info,
+    },
+    Applet {
+        name: "tr-lat",
+        summary: "latency: wakeup, irq, syscall; timerlat, osnoise",
+        main: tr_lat::main,
+        options: tr_lat::Args::get_args_info,
+    },
 ];
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     ExitCode::from(cli::dispatch(APPLETS, &argv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One letter means one thing in every applet: the same long name.
+    #[test]
+    fn a_letter_means_one_thing() {
+        let mut seen: Vec<(char, &str, &str)> = Vec::new();
+        for a in APPLETS {
+            for f in (a.options)().flags {
+                let Some(c) = f.short else { continue };
+                match seen.iter().find(|s| s.0 == c) {
+                    Some(s) => assert_eq!(s.1, f.long, "-{c}: {} in {}, {} in {}", s.1, s.2, f.long, a.name),
+                    None => seen.push((c, f.long, a.name)),
+                }
+            }
+        }
+    }
+
+    /// docs/options.md holds the table the declarations give
+    /// (TRBOX_BLESS=1 writes it).
+    #[test]
+    fn the_letter_table_is_documented() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/options.md");
+        let doc = std::fs::read_to_string(path).unwrap_or_default();
+        let (begin, end) = ("<!-- letters: begin -->\n", "<!-- letters: end -->");
+        let table = cli::letter_table(APPLETS);
+        let (Some(b), Some(e)) = (doc.find(begin), doc.find(end)) else { panic!("{path}: no {begin} ... {end}") };
+        if doc[b + begin.len()..e] != table {
+            if std::env::var_os("TRBOX_BLESS").is_some() {
+                std::fs::write(path, format!("{}{table}{}", &doc[..b + begin.len()], &doc[e..])).unwrap();
+            } else {
+                panic!("{path} differs from the options as declared; TRBOX_BLESS=1 cargo test rewrites it:\n{table}");
+            }
+        }
+    }
 }

@@ -20,7 +20,7 @@ use trbox::sys::Tracefs;
     example = "{command_name} trace.dat --stats",
     example = "{command_name} -o - --console -t 2   # a recording as text on a serial console"
 )]
-struct Args {
+pub struct Args {
     /// a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input);
     /// all its buffers, or -B NAME
     #[argh(positional, arg_name = "FILE")]

@@ -24,7 +24,7 @@ use trbox::sys::{elf, event_dir, Tracefs};
 --uprobe '/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. \
 -f and -R go to the SYS:EVENT events, else to the probes."
 )]
-struct Args {
+pub struct Args {
     /// events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or repeated); with
     /// --list: a GLOB of the events to list
     #[argh(positional, arg_name = "EVENTS")]

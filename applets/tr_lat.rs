@@ -40,7 +40,7 @@ const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "p
 tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max: the \
 kernel's wakeup tracer, all tasks)."
 )]
-struct Args {
+pub struct Args {
     /// what to measure (see below)
     #[argh(positional, arg_name = "MODE")]
     mode: Option<String>,
@@ -104,7 +104,7 @@ struct Args {
     /// max-latency tracers: save each maximum as DIR/1.txt, 2.txt... (DIR
     /// exists)
     #[argh(option, short = 'o', arg_name = "DIR")]
-    out: Option<String>,
+    output: Option<String>,
     /// timerlat: save the kernel stack when a thread latency exceeds US
     /// (osnoise/print_stack)
     #[argh(option, short = 's', arg_name = "US")]
@@ -148,7 +148,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         ));
     };
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
-    if a.out.is_some() {
+    if a.output.is_some() {
         return Err(Error::usage("-o DIR saves the max traces of the max-latency tracers (wakeup_rt, irqsoff...)"));
     }
     if a.width.is_some() && mode != Mode::Hwlat || mode == Mode::Hwlat && (a.total_us.is_some() || a.cpus.is_some()) {
@@ -307,7 +307,16 @@ fn own_instance(t: &Tracefs, tracer: &str) -> Option<Tracefs> {
 
 /// The events of a tracepoint mode exist? Otherwise one line naming what
 /// is missing, and what works instead.
+/// syscall: the kernel has the per-call events (their names, one system
+/// to enable), read instead of raw_syscalls.
+fn has_syscall_events(t: &Tracefs, mode: Mode) -> bool {
+    mode == Mode::Syscall && t.exists(&format!("{}/enable", event_dir(lat::SYSCALL_EVENTS)))
+}
+
 fn need_events(t: &Tracefs, mode: Mode) -> Result<(), Error> {
+    if has_syscall_events(t, mode) {
+        return Ok(());
+    }
     for spec in mode.events().iter().filter(|s| !s.starts_with('?')) {
         if !spec.split('|').any(|e| t.exists(&format!("{}/format", event_dir(e)))) {
             let name = spec.replace('|', " or ");
@@ -340,6 +349,9 @@ fn mode_name(m: Mode) -> &'static str {
 /// The events to enable: the first of each alternative the kernel has,
 /// optional ones when present.
 fn wanted_events(t: &Tracefs, mode: Mode) -> Vec<String> {
+    if has_syscall_events(t, mode) {
+        return vec![lat::SYSCALL_EVENTS.to_string()];
+    }
     mode.events()
         .iter()
         .filter_map(|spec| {
@@ -446,7 +458,7 @@ fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
         };
         last = v;
         n += 1;
-        let file = a.out.as_ref().map(|d| format!("{d}/{n}.txt"));
+        let file = a.output.as_ref().map(|d| format!("{d}/{n}.txt"));
         if let Some(f) = &file {
             // Created (never a symlink followed, nor a file not ours written over).
             trbox::sys::record::create_output(f.as_ref())

@@ -27,7 +27,7 @@ use trbox::sys::{reset, Found, Tracefs};
 refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by pid too \
 (set_event_pid); -- CMD always follows the command's forks."
 )]
-struct Args {
+pub struct Args {
     /// the tracer for current_tracer (function, function_graph, nop...)
     #[argh(positional, arg_name = "TRACER")]
     tracer: Option<String>,

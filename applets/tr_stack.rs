@@ -30,7 +30,7 @@ const STACK_SYSCTL: &str = "/proc/sys/kernel/stack_tracer_enabled";
     example = "{command_name} -e sched:sched_switch -t 1",
     example = "{command_name} -l 'kmalloc*' --folded -- ls"
 )]
-struct Args {
+pub struct Args {
     /// count the stacks behind these events (repeatable, comma-separated)
     #[argh(option, short = 'e', arg_name = "SYS:EVENT")]
     event: Vec<String>,

@@ -3,7 +3,10 @@
 # `make cross`. Scripts and notes: cross/qemu/ (README.md there).
 #
 #   make qemu [ARCH=aarch64|armv7|x86_64] [KERNEL=6.1|5.10|6.12|6.12-16k|6.1-rt|7.2|7.2-rt]
-#                                           the demo: boot, run the session, power off
+#                                           the tour: boot, show each applet (cross/qemu/tour),
+#                                           power off; fails on any command's non-zero status
+#   make qemu-tour [ARCH=...] [KERNEL=...]  the same with the board binary of `make cross`
+#                                           (make test runs it)
 #   make qemu-shell [ARCH=...] [KERNEL=...] interactive board shell (Ctrl-A x quits)
 #   make qemu-test [QEMU_BOARDS="..."]      the session on every board, checked on the host
 #   make qemu-selfcheck                     broken boards must make qemu-test fail
@@ -33,7 +36,7 @@ QEMU_TRIPLE_armv7 := armv7-unknown-linux-musleabihf
 QEMU_TRIPLE_x86_64 := x86_64-unknown-linux-musl
 QEMU_TRIPLE = $(or $(QEMU_TRIPLE_$(ARCH)),$(error ARCH=$(ARCH): use aarch64, armv7 or x86_64))
 
-.PHONY: qemu qemu-shell qemu-test qemu-selfcheck qemu-fixtures qemu-setup qemu-fetch
+.PHONY: qemu qemu-tour qemu-shell qemu-test qemu-selfcheck qemu-fixtures qemu-setup qemu-fetch
 
 qemu-setup:
 	$(QEMU_SH)/setup.sh
@@ -53,7 +56,11 @@ QEMU_DEMO_DIR := $(CURDIR)/target/demo
 # asked in the recipe, after `setup` may have just added the target.
 QEMU_HAS_STD = test -f "$$(rustc --print sysroot)/lib/rustlib/$(QEMU_TRIPLE)/lib/self-contained/libc.a"
 
-# The host binary too: the host's side of the session (the listener for
+# The tour's transcripts and initramfs go apart from the session's
+# (cross/out/tour/BOARD), so that a tour never replaces a test's transcript.
+QEMU_TOUR_OUT := $(CURDIR)/cross/out/tour
+
+# The host binary too: the host's side of the tour (the listener for
 # tr-cat -N, reading what the board sent) runs it.
 qemu: setup build
 ifeq ($(QEMU_BUILD),quick)
@@ -65,11 +72,17 @@ ifeq ($(QEMU_BUILD),quick)
 	  $(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE) || exit 1; \
 	  bin=; \
 	fi; \
-	ARCH=$(ARCH) KERNEL=$(KERNEL) BREAK='$(BREAK)' TRBOX_BIN=$$bin $(QEMU_SH)/board.sh demo
+	QEMU_OUT=$(QEMU_TOUR_OUT) ARCH=$(ARCH) KERNEL=$(KERNEL) BREAK='$(BREAK)' TRBOX_BIN=$$bin $(QEMU_SH)/board.sh tour
 else
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)
-	ARCH=$(ARCH) KERNEL=$(KERNEL) BREAK='$(BREAK)' $(QEMU_SH)/board.sh demo
+	QEMU_OUT=$(QEMU_TOUR_OUT) ARCH=$(ARCH) KERNEL=$(KERNEL) BREAK='$(BREAK)' $(QEMU_SH)/board.sh tour
 endif
+
+# The tour on the board binary of `make cross`, checked (make test): every
+# command exits 0, the board powers off, at most 250 lines of board output.
+qemu-tour: setup build
+	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)
+	QEMU_OUT=$(QEMU_TOUR_OUT) ARCH=$(ARCH) KERNEL=$(KERNEL) $(QEMU_SH)/board.sh tour
 
 qemu-shell: setup
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE)

@@ -27,6 +27,7 @@
 //! [`stats`] aggregates the same records into folded stacks and per-function
 //! totals. Nothing here panics on any record bytes.
 
+pub mod flame;
 pub mod stacks;
 pub mod stats;
 

@@ -122,7 +122,8 @@ impl<K: Ord + Copy, V> Default for VecMap<K, V> {
     }
 }
 
-/// count, min, avg, max, sum (and the last value: rtla's `cur`), in ns.
+/// count, min, avg, max, sum (and the last value: rtla's `cur`), in ns;
+/// system calls: how many failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stat {
     pub count: u64,
@@ -130,6 +131,7 @@ pub struct Stat {
     pub max: u64,
     pub sum: u64,
     pub last: u64,
+    pub errors: u64,
 }
 
 impl Stat {
@@ -155,6 +157,7 @@ impl Stat {
         self.max = self.max.max(o.max);
         self.sum = self.sum.saturating_add(o.sum);
         self.count += o.count;
+        self.errors += o.errors;
     }
 }
 
@@ -234,11 +237,24 @@ impl Mode {
         match self {
             Mode::Wakeup => &["sched"],
             Mode::Irq => &["irq"],
-            Mode::Syscall => &["raw_syscalls"],
+            Mode::Syscall => &["raw_syscalls", SYSCALL_EVENTS],
             Mode::Timerlat | Mode::Osnoise => &["osnoise"],
             Mode::Hwlat => &[],
         }
     }
+}
+
+/// The system of the per-call syscall events (`syscalls:sys_enter_openat`,
+/// CONFIG_FTRACE_SYSCALLS): where the kernel has them, `syscall` reads them
+/// instead of `raw_syscalls`, for the same numbers and the calls' names.
+pub const SYSCALL_EVENTS: &str = "syscalls";
+
+/// A per-call syscall event: its call's name (`openat`), whether it is the
+/// enter or the exit, and its `__syscall_nr` (and exit's `ret`) field.
+struct SyscallEv {
+    name: String,
+    enter: bool,
+    ev: Ev,
 }
 
 /// Which table a row is in.
@@ -470,6 +486,8 @@ pub struct Lat {
     /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
     seq: VecMap<(u32, i64), u64>,
     pub seq_gaps: u64,
+    /// syscall: the per-call events by ID, where the kernel has them.
+    syscalls: VecMap<u32, SyscallEv>,
 }
 
 impl Lat {
@@ -489,7 +507,7 @@ impl Lat {
                 &["parent_pid", "child_pid"],
             ],
             Mode::Irq => &[&["irq", "name"], &["irq"], &["vec"], &["vec"]],
-            Mode::Syscall => &[&["id"], &["id"]],
+            Mode::Syscall => &[&["id"], &["id", "ret"]],
             Mode::Timerlat => &[&["seqnum", "context", "timer_latency"]],
             Mode::Osnoise => &[
                 &[
@@ -506,11 +524,26 @@ impl Lat {
             ],
             Mode::Hwlat => &[&["duration", "outer_duration"]],
         };
+        let mut syscalls = VecMap::new();
+        if mode == Mode::Syscall {
+            for ev in events.iter().filter(|e| e.system == SYSCALL_EVENTS) {
+                let (enter, name) = match (ev.name.strip_prefix("sys_enter_"), ev.name.strip_prefix("sys_exit_")) {
+                    (Some(n), _) => (true, n),
+                    (_, Some(n)) => (false, n),
+                    _ => continue,
+                };
+                let fields: &[&str] = if enter { &["__syscall_nr"] } else { &["__syscall_nr", "ret"] };
+                if let Ok(e) = Ev::of(ev, fields) {
+                    syscalls.insert(ev.id, SyscallEv { name: String::from(name), enter, ev: e });
+                }
+            }
+        }
         let mut evs: [Option<Ev>; 4] = [None, None, None, None];
         for (i, spec) in mode.events().iter().enumerate() {
             let (optional, spec) = match spec.strip_prefix('?') {
                 Some(s) => (true, s),
-                None => (false, *spec),
+                // raw_syscalls may be left out where the per-call events are.
+                None => (!syscalls.is_empty(), *spec),
             };
             let found = spec.split('|').find_map(|n| events.by_name(n));
             match found {
@@ -536,12 +569,18 @@ impl Lat {
             lost: 0,
             seq: VecMap::new(),
             seq_gaps: 0,
+            syscalls,
         })
     }
 
-    /// The events in use, `sys:event` (for enabling them).
+    /// The events in use, `sys:event` (for enabling them), or a whole
+    /// system (`syscalls`).
     pub fn used(mode: Mode, events: &EventTable) -> Vec<String> {
         let mut v = Vec::new();
+        if mode == Mode::Syscall && events.iter().any(|e| e.system == SYSCALL_EVENTS) {
+            v.push(String::from(SYSCALL_EVENTS));
+            return v;
+        }
         for spec in mode.events() {
             let spec = spec.trim_start_matches('?');
             if let Some(ev) = spec.split('|').find_map(|n| events.by_name(n)) {
@@ -617,6 +656,15 @@ impl Lat {
     pub fn record(&mut self, cpu: u32, ts: u64, p: &[u8]) -> Option<Sample> {
         let e = self.endian;
         let id = u32::from(e.uint(p, 0, 2)? as u16);
+        if let Some(s) = self.syscalls.get(&id) {
+            let (nr, pid) = (s.ev.int(0, p, e)?, i64::from(s.ev.common.read(e, p).2));
+            return if s.enter {
+                self.syscall_enter(pid, nr, ts)
+            } else {
+                let (ret, name) = (s.ev.int(1, p, e)?, Some(s.name.clone()));
+                self.syscall_exit(pid, nr, ret, name, cpu, ts)
+            };
+        }
         let which = self.which(id)?;
         let ev = self.evs.get(which)?.as_ref()?;
         let sample = |table, key, begin: u64| Sample { table, key, cpu, begin, end: ts, ns: ts.saturating_sub(begin) };
@@ -709,30 +757,12 @@ impl Lat {
                 }
             }
             (Mode::Syscall, BEGIN) => {
-                let nr = ev.int(0, p, e)?;
-                let pid = i64::from(ev.common.read(e, p).2);
-                if (self.open.len() < MAX_OPEN || self.open.contains_key(&pid))
-                    && self.open.insert(pid, (nr, ts)).is_some()
-                {
-                    self.unpaired += 1;
-                }
-                None
+                let (nr, pid) = (ev.int(0, p, e)?, i64::from(ev.common.read(e, p).2));
+                self.syscall_enter(pid, nr, ts)
             }
             (Mode::Syscall, END) => {
-                let nr = ev.int(0, p, e)?;
-                let pid = i64::from(ev.common.read(e, p).2);
-                match self.open.remove(&pid) {
-                    Some((m, begin)) if m == nr => {
-                        let s = sample(Table::Syscall, nr, begin);
-                        self.add(Table::Syscall, nr, None, s.ns);
-                        self.add(Table::SyscallTask, pid, None, s.ns);
-                        Some(s)
-                    }
-                    _ => {
-                        self.unpaired += 1;
-                        None
-                    }
-                }
+                let (nr, pid, ret) = (ev.int(0, p, e)?, i64::from(ev.common.read(e, p).2), ev.int(1, p, e)?);
+                self.syscall_exit(pid, nr, ret, None, cpu, ts)
             }
             (Mode::Timerlat, BEGIN) => {
                 let seq = ev.int(0, p, e)? as u64;
@@ -792,6 +822,35 @@ impl Lat {
                 Some(Sample { table: Table::Single, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
             }
             _ => None,
+        }
+    }
+
+    fn syscall_enter(&mut self, pid: i64, nr: i64, ts: u64) -> Option<Sample> {
+        if (self.open.len() < MAX_OPEN || self.open.contains_key(&pid)) && self.open.insert(pid, (nr, ts)).is_some() {
+            self.unpaired += 1;
+        }
+        None
+    }
+
+    /// A call's end: its duration, and a failure where it returned an
+    /// error (a negative errno, as strace -c counts them).
+    fn syscall_exit(&mut self, pid: i64, nr: i64, ret: i64, name: Option<String>, cpu: u32, ts: u64) -> Option<Sample> {
+        match self.open.remove(&pid) {
+            Some((m, begin)) if m == nr => {
+                let ns = ts.saturating_sub(begin);
+                self.add(Table::Syscall, nr, name, ns);
+                if (-4095..0).contains(&ret) {
+                    if let Some(r) = self.rows.get_mut(&(Table::Syscall, nr)) {
+                        r.stat.errors += 1;
+                    }
+                }
+                self.add(Table::SyscallTask, pid, None, ns);
+                Some(Sample { table: Table::Syscall, key: nr, cpu, begin, end: ts, ns })
+            }
+            _ => {
+                self.unpaired += 1;
+                None
+            }
         }
     }
 
@@ -884,6 +943,7 @@ pub fn key_name(table: Table, key: i64, row: &Row, cmdlines: &Cmdlines) -> Strin
             Some(n) => alloc::format!("{key} {n}"),
             None => alloc::format!("{key}"),
         },
+        Table::Syscall if !row.name.is_empty() => row.name.clone(),
         Table::Syscall => alloc::format!("NR {key}"),
         _ => alloc::format!("{key}"),
     }
@@ -950,7 +1010,12 @@ pub fn write_tables<W: Write + ?Sized>(
             w.write_char('\n')?;
         }
         writeln!(w, "# {title}, {}", unit.name())?;
-        writeln!(w, "{key:<KEY_WIDTH$} {:>8} {:>10} {:>10} {:>10} {:>12}", "COUNT", "MIN", "AVG", "MAX", "TOTAL")?;
+        // Per call, failures too (as strace -c): a narrower key keeps the
+        // line in 80 columns; the longest call names are 22 bytes.
+        let errors = *t == Table::Syscall;
+        let width = if errors { KEY_WIDTH - 6 } else { KEY_WIDTH };
+        write!(w, "{key:<width$} {:>8} {:>10} {:>10} {:>10} {:>12}", "COUNT", "MIN", "AVG", "MAX", "TOTAL")?;
+        w.write_str(if errors { " ERRORS\n" } else { "\n" })?;
         let mut rows: Vec<(i64, &Row)> = lat.rows().filter(|(u, _, _)| u == t).map(|(_, k, r)| (k, r)).collect();
         let tasks = matches!(t, Table::Task | Table::SyscallTask);
         if tasks {
@@ -962,18 +1027,21 @@ pub fn write_tables<W: Write + ?Sized>(
             (rows.iter().map(|(k, r)| (key_name(*t, *k, r, cmdlines), r.stat)).collect(), 0)
         };
         for (mut name, stat) in shown {
-            if name.len() > KEY_WIDTH {
-                let mut cut = KEY_WIDTH;
+            if name.len() > width {
+                let mut cut = width;
                 while !name.is_char_boundary(cut) {
                     cut -= 1;
                 }
                 name.truncate(cut);
             }
-            write!(w, "{name:<KEY_WIDTH$} {:>8}", stat.count)?;
+            write!(w, "{name:<width$} {:>8}", stat.count)?;
             unit.cell(w, stat.min, 10)?;
             unit.cell(w, stat.avg(), 10)?;
             unit.cell(w, stat.max, 10)?;
             unit.cell(w, stat.sum, 12)?;
+            if errors {
+                write!(w, " {:>6}", stat.errors)?;
+            }
             w.write_char('\n')?;
         }
         if more > 0 {
@@ -1049,6 +1117,9 @@ pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdline
         for (n, v) in [("min", r.stat.min), ("avg", r.stat.avg()), ("max", r.stat.max), ("sum", r.stat.sum)] {
             write!(w, ",\"{n}\":")?;
             unit.write(w, v)?;
+        }
+        if t == Table::Syscall {
+            write!(w, ",\"errors\":{}", r.stat.errors)?;
         }
         if let Some(h) = &r.hist {
             w.write_str(",\"hist\":{\"width\":")?;

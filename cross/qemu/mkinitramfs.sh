@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the board's initramfs (cpio newc, gzip) for ARCH:
-#   /init, /bin/busybox, /bin/trbox, /etc/trbox/{session,run-session,record-fixtures}
+#   /init, /bin/busybox, /bin/trbox, /etc/trbox/{session,tour,run-session,record-fixtures}
 # into cross/out/ARCH/initramfs.gz (the tree is kept in cross/out/ARCH/root).
 # BREAK=bin|cmd|hang|boot builds a deliberately broken board for the
 # harness's self-check (see README.md).
@@ -18,6 +18,7 @@ install -m 0755 "$CACHE/busybox" "$root/bin/busybox"
 install -m 0755 "$TRBOX_BIN" "$root/bin/trbox"
 install -m 0755 "$QEMU_DIR/guest/init" "$root/init"
 install -m 0755 "$QEMU_DIR/guest/run-session" "$root/etc/trbox/run-session"
+install -m 0644 "$QEMU_DIR/tour" "$root/etc/trbox/tour"
 install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtures"
 install -m 0755 "$QEMU_DIR/guest/vs-rtla" "$root/etc/trbox/vs-rtla"
 install -m 0755 "$QEMU_DIR/guest/vs-trace-cmd" "$root/etc/trbox/vs-trace-cmd"

@@ -224,3 +224,25 @@ net_check() {
 		fi
 	fi
 }
+
+# The tour (make qemu): one `tr-cat --listen` on the host for its -N line,
+# on the port given to the guest as the second of trbox.net= (NET_TB).
+tour_net_start() {
+	[ "$NET" = 1 ] || return 0
+	rm -rf "$NET_DIR"
+	mkdir -p "$NET_DIR/tb"
+	: >"$NET_DIR/pids"
+	[ -x "$NET_HOST_BIN" ] || die "no host trbox at ${NET_HOST_BIN#"$REPO"/} for the tour's listener: run 'make build'"
+	local tb
+	tb=$(net_free_port)
+	"$NET_HOST_BIN" tr-cat --listen "127.0.0.1:$tb" -o "$NET_DIR/tb" >"$NET_DIR/tb.log" 2>&1 &
+	echo $! >>"$NET_DIR/pids"
+	net_wait_port "$tb" || say "network: nothing listens on port $tb"
+	NET_APPEND=" trbox.net=0,$tb,0,0"
+	say "network: tr-cat --listen 127.0.0.1:$tb on the host, 10.0.2.2:$tb from the board"
+}
+
+# What the tour's listener received (after net_stop): the file's name.
+tour_net_file() {
+	ls "$NET_DIR"/tb/trace.*.dat 2>/dev/null | head -n1
+}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Boot the board for ARCH in qemu (TCG) with the initramfs from
 # mkinitramfs.sh, in one of these modes (trbox.mode= on the kernel command line):
+#   tour      run the tour (make qemu): each command's '# ' line, the command
+#             and its output, like a terminal
 #   demo      run the session, show it on the console like a terminal
 #   test      run the session quietly; check.sh judges the transcript
 #   fixtures  record tracefs fixtures (console.log holds them as base64)
@@ -19,7 +21,11 @@ command -v "$QEMU_BIN" >/dev/null || die "$QEMU_BIN not found: run cross/qemu/se
 # The network boards' NIC and the host's listeners (net.sh); -nic none
 # for the others.
 . "$QEMU_DIR/net.sh"
-case "$mode" in test | demo) net_start && trap net_stop EXIT ;; *) NET=0 ;; esac
+case "$mode" in
+test | demo) net_start && trap net_stop EXIT ;;
+tour) tour_net_start && trap net_stop EXIT ;;
+*) NET=0 ;;
+esac
 mapfile -t nic < <(net_qemu_args)
 qemu=("$QEMU_BIN" "${QEMU_MACHINE[@]}" -m "$QEMU_MEM" -smp "$QEMU_SMP"
 	-kernel "$CACHE/vmlinuz" -initrd "$OUT/initramfs.gz"
@@ -33,6 +39,7 @@ fi
 case "$mode" in
 fixtures) log=$OUT/fixtures-console.log limit=${QEMU_TIMEOUT:-900} ;;
 demo) log=$OUT/console.log limit=${QEMU_TIMEOUT:-180} ;;
+tour) log=$OUT/tour-console.log limit=${QEMU_TIMEOUT:-300} ;;
 *) log=$OUT/console.log limit=${QEMU_TIMEOUT:-600} ;;
 esac
 mkdir -p "$OUT"
@@ -47,7 +54,9 @@ elapsed() {
 }
 
 # qemu's serial console on stdout, read line by line (no buffering), CRs stripped; every line goes to the log,
-# and in demo mode a readable rendering of it to the terminal.
+# and in demo and tour modes a readable rendering of it to the terminal.
+show=0
+case "$mode" in demo | tour) show=1 ;; esac
 set +e
 timeout -k 10 "$limit" "${qemu[@]}" -display none -monitor none -serial stdio </dev/null 2>&1 | {
 	while IFS= read -r l || [ -n "$l" ]; do
@@ -58,22 +67,29 @@ timeout -k 10 "$limit" "${qemu[@]}" -display none -monitor none -serial stdio </
 			set -- $l
 			t=$(elapsed)
 			printf '%s\n' "$t" >"$OUT/boot-seconds"
-			if [ "$mode" = demo ]; then
-				printf '\n=== trbox board: Linux %s on %s, %s, booted in %ss ===\n\n' "$2" "$3" "${4#cpus=} CPUs" "$t"
+			if [ "$show" = 1 ]; then
+				printf '\n=== trbox board: Linux %s on %s, %s, booted in %ss ===\n' "$2" "$3" "${4#cpus=} CPUs" "$t"
 			else
 				say "booted in ${t}s"
 			fi
 			;;
-		@@CMD*) [ "$mode" = demo ] && printf '\ntrbox-board:~# %s\n' "${l#@@CMD * }" ;;
+		@@NOTE*) [ "$show" = 1 ] && printf '\n# %s\n' "${l#@@NOTE }" ;;
+		@@CMD*)
+			if [ "$mode" = tour ]; then
+				printf 'trbox-board:~# %s\n' "${l#@@CMD * }"
+			elif [ "$show" = 1 ]; then
+				printf '\ntrbox-board:~# %s\n' "${l#@@CMD * }"
+			fi
+			;;
 		@@RC*)
 			set -- $l
-			[ "$mode" = demo ] && [ "$3" != 0 ] && printf '[exit status %s]\n' "$3"
+			[ "$show" = 1 ] && [ "$3" != 0 ] && printf '[exit status %s]\n' "$3"
 			;;
 		@@SESSION-DONE* | @@FILE* | @@FIXTURE*) ;;
 		@@END*)
-			[ "$mode" = demo ] && printf '\n=== session done in %ss; powering off ===\n' "$(elapsed)"
+			[ "$show" = 1 ] && printf '\n=== %s done in %ss; powering off ===\n' "$([ "$mode" = tour ] && echo tour || echo session)" "$(elapsed)"
 			;;
-		*) [ "$mode" = demo ] && printf '%s\n' "$l" ;;
+		*) [ "$show" = 1 ] && printf '%s\n' "$l" ;;
 		esac
 	done
 }

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod docs;
 mod multicall;
 mod tr_cat;
 mod tr_cat_file;

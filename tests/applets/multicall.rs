@@ -39,31 +39,72 @@ fn unknown_applet_is_127() {
     assert_eq!(stderr(&o), "frobnicate: applet not found\n");
 }
 
+const APPLETS: [&str; 6] = ["tr-on", "tr-event", "tr-cat", "tr-graph", "tr-stack", "tr-lat"];
+
 #[test]
 fn help_goes_to_stdout_with_exit_0() {
-    for args in [&["tr-on", "--help"][..], &["tr-on", "-T", "/x", "--help"][..]] {
-        let o = run(args);
-        assert_eq!(o.status.code(), Some(0));
-        let s = stdout(&o);
-        assert!(s.contains("Usage: tr-on"), "{s}");
-        assert!(s.contains("-T, --tracefs DIR"), "{s}");
-        assert!(stderr(&o).is_empty());
-        assert!(s.lines().all(|l| l.len() <= 80), "help wider than 80 columns:\n{s}");
+    for a in APPLETS {
+        for args in [&[a, "--help"][..], &[a, "-T", "/x", "-h"][..], &[a, "-k", "--help", "--nope"]] {
+            let o = run(args);
+            assert_eq!(o.status.code(), Some(0), "{args:?}");
+            let s = stdout(&o);
+            assert!(s.starts_with(&format!("Usage: {a} [OPTIONS]")), "{s}");
+            // The applet's options, the common ones, each with its value.
+            assert!(s.contains("\nOptions:\n") && s.contains("\n  -t, --time S "), "{s}");
+            assert!(s.contains("\nCommon options:\n  -T, --tracefs DIR "), "{s}");
+            assert!(stderr(&o).is_empty());
+            assert!(s.lines().all(|l| l.len() <= 80), "help wider than 80 columns:\n{s}");
+        }
     }
 }
 
 #[test]
 fn usage_errors_are_one_line_and_exit_1() {
-    for args in [&["tr-on", "--bogus"][..], &["tr-on", "-T"][..], &["--install"][..]] {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/x86_64/events");
+    let cases: &[(&[&str], &str)] = &[
+        (&["tr-on", "--bogus"], "Unrecognized argument: --bogus"),
+        (&["tr-on", "-T"], "option --tracefs needs a value"),
+        (&["tr-on", "--off=1"], "option --off takes no value"),
+        (&["tr-cat", "-T", fixture, "-P", "1", "--pid=2"], "option --pid was given twice; it takes one value"),
+        (&["tr-cat", "--raw", "-t", "x"], "Error parsing option '--time' with value 'x'"),
+        (&["tr-lat", "timerlat", "--priority", "q:1"], "give f:PRIO, r:PRIO or o:NICE"),
+        (&["tr-graph", "-B", "../x"], "not a plain instance name"),
+        (&["tr-event", "-vx"], "Unrecognized argument: -x"),
+        (&["--install"], "use one of --list, --install [-s] DIR, --version"),
+    ];
+    for (args, msg) in cases {
         let o = run(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
         no_panic(&o);
         let e = stderr(&o);
         let lines: Vec<&str> = e.lines().collect();
-        assert!(!lines.is_empty() && lines.len() <= 2, "{args:?}: {e}");
-        assert!(lines.last().unwrap().contains("hint:") || lines.len() == 1, "{e}");
+        assert!(lines.len() == 2 && lines[0].contains(msg), "{args:?}: {e}");
+        assert!(lines[1].contains("hint: try '"), "{e}");
         assert!(stdout(&o).is_empty());
     }
+}
+
+/// The getopt forms people type give what the spelled-out form gives:
+/// `--opt=value`, a value attached to its letter, grouped letters (the
+/// common -v among them), `-` as an operand.
+#[test]
+fn getopt_forms_read_as_spelled_out() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/x86_64/events");
+    let same = |a: &[&str], b: &[&str]| {
+        let (x, y) = (run(a), run(b));
+        assert_eq!(x.status.code(), Some(0), "{a:?}: {}", stderr(&x));
+        assert!(!stdout(&x).is_empty(), "{a:?}");
+        assert_eq!((stdout(&x), x.status.code()), (stdout(&y), y.status.code()), "{a:?} vs {b:?}");
+    };
+    let t = format!("--tracefs={fixture}");
+    let t_attached = format!("-T{fixture}");
+    same(&["tr-cat", "--raw", &t, "--cpus=1"], &["tr-cat", "--raw", "-T", fixture, "--cpus", "1"]);
+    same(
+        &["tr-cat", "--raw", &t_attached, "-j1", "-esched:*"],
+        &["tr-cat", "--raw", "-T", fixture, "-j", "1", "-e", "sched:*"],
+    );
+    same(&["tr-event", "-T", fixture, "-L", "sched:*"], &["tr-event", "-T", fixture, "--list", "sched:*"]);
+    same(&["tr-lat", "wakeup", "-rT", fixture, "--json"], &["tr-lat", "wakeup", "-r", "-T", fixture, "--json"]);
 }
 
 #[test]
@@ -196,4 +237,24 @@ fn a_closed_pipe_ends_every_text_quietly() {
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
         assert_eq!(stderr(&o), "", "{args:?}");
     }
+}
+
+/// -v sets the level; RUST_LOG sets it per module (env_logger's syntax).
+#[test]
+fn rust_log_filters_by_module() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tracedat/v6-inst.dat");
+    let log = |env: Option<&str>, v: &[&str]| {
+        let mut c = cmd(&trbox(), &[&["tr-cat", file][..], v].concat());
+        c.env_remove("RUST_LOG");
+        if let Some(e) = env {
+            c.env("RUST_LOG", e);
+        }
+        stderr(&c.output().unwrap())
+    };
+    let said = "INFO: kernel version 6.18 (from the UNAME option of";
+    assert!(log(Some("trbox::sys::trace=info"), &[]).contains(said));
+    assert!(log(Some("info"), &[]).contains(said));
+    assert!(log(None, &["-v"]).contains(said));
+    assert!(!log(Some("trbox::tracedat=trace"), &[]).contains(said));
+    assert_eq!(log(None, &[]), "");
 }

@@ -391,7 +391,7 @@ fn kernel_option_overrides_the_version() {
     assert!(stderr(&o).contains("kernel version 5.4 (from --kernel 5.4, in place of"), "{}", stderr(&o));
     let o = run(&["tr-cat", "--kernel", "new", path]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("--kernel 'new': not a kernel release"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--kernel' with value 'new': not a kernel release"), "{}", stderr(&o));
 }
 
 /// Files trace-cmd 3.4 wrote (tests/data/tracedat/make-3.4.sh: an extract,

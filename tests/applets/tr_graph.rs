@@ -139,6 +139,40 @@ fn folded_adds_up_to_the_graphs_top_level_time() {
     }
 }
 
+/// `--svg FILE`: a flame graph of the same folded stacks, nothing on
+/// stdout, one line on stderr; with `--folded` the lines too. The root box
+/// (`all`) holds the folded lines' whole time; each top-level function of
+/// the graph is a box. A symlink at FILE is refused.
+#[test]
+fn svg_is_the_folded_stacks_as_a_flame_graph() {
+    for d in fixtures() {
+        let dir = TempDir::new("svg");
+        let svg = dir.path().join("g.svg");
+        let o = graph(&["-T", d.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+        assert!(stderr(&o).contains("flame graph of"), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.starts_with("<?xml") && text.trim_end().ends_with("</svg>"), "{text}");
+        let folded = stdout(&graph(&["-T", d.to_str().unwrap(), "--folded"]));
+        let total: u64 = folded.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+        let all = format!("<title>all ({}.{:03} us, 100.00%)</title>", total / 1000, total % 1000);
+        assert!(text.contains(&all), "{}: no {all}", d.display());
+        for root in folded.lines().map(|l| l.split([';', ' ']).next().unwrap()) {
+            assert!(text.contains(&format!("<title>{root} (")), "{}: no box for {root}", d.display());
+        }
+        let o = graph(&["-T", d.to_str().unwrap(), "--svg", svg.to_str().unwrap(), "--folded"]);
+        assert_eq!(stdout(&o), folded);
+    }
+    let dir = TempDir::new("svg");
+    let link = dir.path().join("link.svg");
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+    let d = fixtures().remove(0);
+    let o = graph(&["-T", d.to_str().unwrap(), "--svg", link.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!dir.path().join("elsewhere").exists());
+}
+
 /// `--top` calls and total time per function equal the graph's own lines.
 #[test]
 fn top_agrees_with_the_graph() {

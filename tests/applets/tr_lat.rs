@@ -462,3 +462,49 @@ fn tracepoint_modes_of_every_board_equal_the_kernels_text() {
     }
     assert!(boards >= 10, "only {boards} boards have a lat_tracepoints fixture (make qemu-fixtures)");
 }
+
+/// `syscall` names its rows and counts failures, where the kernel has the
+/// per-call events: the same calls and errors as `strace -f -c` of the same
+/// command (issue 31).
+#[test]
+fn syscalls_are_named_and_failures_counted_as_strace_does() {
+    let Some((_l, root, before)) = live_with_snapshot() else { return };
+    if !root.join("events/syscalls/enable").exists() {
+        return skip_absent("no syscalls:* events (CONFIG_FTRACE_SYSCALLS)");
+    }
+    let work = "ls /nonexistent 2>/dev/null; cat /proc/version >/dev/null; ls / >/dev/null; exit 0";
+    let o = lat(&["syscall", "--json", "--", "sh", "-c", work]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let ours: Vec<(String, i64, i64)> = out
+        .lines()
+        .filter(|l| l.starts_with("{\"table\":\"syscall\""))
+        .map(|l| (field(l, "name").unwrap().into(), num(l, "count"), num(l, "errors")))
+        .collect();
+    let sc = std::env::temp_dir().join(format!("trbox-strace-{}", std::process::id()));
+    let st = Command::new("strace").args(["-f", "-c", "-o"]).arg(&sc).args(["sh", "-c", work]).status();
+    let Ok(st) = st else { return skip_absent("no strace") };
+    assert!(st.success());
+    let text = std::fs::read_to_string(&sc).unwrap();
+    let _ = std::fs::remove_file(&sc);
+    // strace -c: `% time seconds usecs/call calls [errors] syscall`.
+    let theirs: Vec<(String, i64, i64)> = text
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let calls = w.get(3)?.parse().ok()?;
+            let (errors, name) = if w.len() == 6 { (w[4].parse().ok()?, w[5]) } else { (0, *w.get(4)?) };
+            (name != "total").then(|| (name.to_string(), calls, errors))
+        })
+        .collect();
+    // Calls whose number does not vary between two runs of the command.
+    for name in ["access", "statfs", "ioctl", "openat", "newfstatat", "execve", "getdents64"] {
+        let (a, b) = (ours.iter().find(|r| r.0 == name), theirs.iter().find(|r| r.0 == name));
+        if b.is_none() {
+            continue; // this libc does not make it
+        }
+        assert_eq!(a.map(|r| (r.1, r.2)), b.map(|r| (r.1, r.2)), "{name}: ours {ours:?}\nstrace's {text}");
+    }
+    assert!(ours.iter().any(|r| r.0 == "openat" && r.2 > 0), "failed opens counted: {ours:?}");
+    assert_same_state(&before, &snapshot(&root));
+}

@@ -223,7 +223,7 @@ fn instance_names_must_be_plain() {
             let o = run(argv);
             assert_eq!(o.status.code(), Some(1), "{argv:?}: {}", stderr(&o));
             assert!(
-                stderr(&o).contains(&format!("-B '{name}': not a plain instance name")),
+                stderr(&o).contains(&format!("'--instance' with value '{name}': not a plain instance name")),
                 "{argv:?}: {}",
                 stderr(&o)
             );
