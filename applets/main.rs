@@ -12,6 +12,7 @@ mod listen;
 mod out;
 mod pool;
 mod record;
+mod screen;
 mod session;
 mod stats;
 mod stream_in;

@@ -515,6 +515,7 @@ fn measure(
     // On a terminal the table is shown again about once a second (when
     // records come), in place; elsewhere once, at the end.
     let mut refreshed = (!a.json && !a.read && cli::is_tty()).then(Instant::now);
+    let mut screen = refreshed.is_some().then(crate::screen::Screen::new);
     // trbox's own threads are left out by the measurement itself (no
     // latency of theirs), not by the output filter: a switch from one of
     // them to a woken task is that task's end of latency.
@@ -547,10 +548,12 @@ fn measure(
         };
         match it {
             Item::Record { cpu, ts, payload, .. } => {
-                if let Some(at) = refreshed.as_mut().filter(|at| at.elapsed() >= REFRESH) {
+                if let (Some(at), Some(screen)) =
+                    (refreshed.as_mut().filter(|at| at.elapsed() >= REFRESH), screen.as_mut())
+                {
                     *at = Instant::now();
                     let mut o = Out::stdout();
-                    let _ = o.write_all(render(a, l, &m.trace.cmdlines, true).as_bytes());
+                    let _ = o.write_all(screen.redraw(&render(a, l, &m.trace.cmdlines, false)).as_bytes());
                     let _ = o.finish();
                 }
                 if let Some(s) = l.record(cpu, ts, payload) {
@@ -602,8 +605,9 @@ fn measure(
 /// How often a terminal's table is drawn again.
 const REFRESH: Duration = Duration::from_secs(1);
 
-/// The tables (or histograms, or JSON lines) of `l`; on a terminal
-/// (`tty`), after the escape that clears it and homes the cursor.
+/// The tables (or histograms, or JSON lines) of `l`; with `tty`, after the
+/// escape that clears the terminal and homes the cursor (the last, whole
+/// table after the redraws that fit the screen).
 fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> String {
     let unit = Unit { ns: a.ns };
     let mut text = String::from(if tty { "\x1b[H\x1b[2J" } else { "" });

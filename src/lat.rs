@@ -994,7 +994,8 @@ fn task_rows(
 }
 
 /// The tables: one per kind of key, task tables sorted by maximum (and,
-/// with `top`, grouped by comm and cut: [`task_rows`]).
+/// with `top`, grouped by comm and cut: [`task_rows`]); with `top`, a
+/// longer table of another kind shows its `top` worst rows.
 pub fn write_tables<W: Write + ?Sized>(
     w: &mut W,
     lat: &Lat,
@@ -1018,13 +1019,18 @@ pub fn write_tables<W: Write + ?Sized>(
         w.write_str(if errors { " ERRORS\n" } else { "\n" })?;
         let mut rows: Vec<(i64, &Row)> = lat.rows().filter(|(u, _, _)| u == t).map(|(_, k, r)| (k, r)).collect();
         let tasks = matches!(t, Table::Task | Table::SyscallTask);
-        if tasks {
+        // Tasks, and any table longer than `top` (system calls, IRQs of a
+        // big board): the worst first.
+        let cut = top.filter(|&n| rows.len() > n);
+        if tasks || cut.is_some() {
             rows.sort_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
         }
         let (shown, more) = if tasks {
             task_rows(&rows, *t, cmdlines, top)
         } else {
-            (rows.iter().map(|(k, r)| (key_name(*t, *k, r, cmdlines), r.stat)).collect(), 0)
+            let more = cut.map_or(0, |n| rows.len() - n);
+            rows.truncate(rows.len() - more);
+            (rows.iter().map(|(k, r)| (key_name(*t, *k, r, cmdlines), r.stat)).collect(), more)
         };
         for (mut name, stat) in shown {
             if name.len() > width {
@@ -1045,7 +1051,7 @@ pub fn write_tables<W: Write + ?Sized>(
             w.write_char('\n')?;
         }
         if more > 0 {
-            writeln!(w, "# and {more} more (--all: every task)")?;
+            writeln!(w, "# and {more} more (--all: every {})", if tasks { "task" } else { "row" })?;
         }
     }
     if lat.mode == Mode::Osnoise && !lat.noise.is_empty() {

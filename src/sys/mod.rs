@@ -46,6 +46,16 @@ pub fn anonymous_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
+/// The terminal on standard output: (rows, columns), or None when it is
+/// not one or does not say (a serial console's size is 0 until `stty`
+/// sets it).
+pub fn terminal_size() -> Option<(usize, usize)> {
+    // SAFETY: TIOCGWINSZ fills a zeroed winsize; fd 1 is only looked at.
+    let mut w: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut w) } == 0;
+    (ok && w.ws_row > 0 && w.ws_col > 0).then(|| (usize::from(w.ws_row), usize::from(w.ws_col)))
+}
+
 /// Are we root (effective uid 0)?
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

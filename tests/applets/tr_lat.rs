@@ -412,7 +412,11 @@ fn on_a_tty_the_table_refreshes_about_once_a_second() {
             std::fs::File::options().write(true).open(name).unwrap(),
         )
     };
-    use std::os::fd::FromRawFd;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // A small terminal: 15 rows of 80 columns.
+    let ws = libc::winsize { ws_row: 15, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCSWINSZ reads the winsize; the descriptor is the pty's.
+    assert_eq!(unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) }, 0);
     let mut bg = spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=512"]));
     let mut c = cmd(&trbox(), &["tr-lat", "syscall", "-t", "3.5"]);
     c.env("TERM", "xterm").stdout(slave).stderr(std::process::Stdio::piped());
@@ -430,9 +434,21 @@ fn on_a_tty_the_table_refreshes_about_once_a_second() {
     assert!(o.status.success(), "{}", stderr(&o));
     // The slave is closed (the child's end): the reader sees EIO and ends.
     let text = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
-    let draws = text.matches("\x1b[H\x1b[2J").count();
-    assert!((3..=6).contains(&draws), "3 redraws in 3.5 s and the final one, got {draws}: {text}");
-    let last = text.rsplit("\x1b[H\x1b[2J").next().unwrap();
+    // Redraws in place (issue 31): the cursor home, the changed lines, the
+    // rest cleared (ESC[J); none taller than the terminal (the last row
+    // left empty). Then the whole table, once, on a cleared screen.
+    let (refreshes, last) = text.split_once("\x1b[H\x1b[2J").expect("the final table");
+    let frames: Vec<&str> = refreshes.split("\x1b[H").filter(|f| f.ends_with("\x1b[J")).collect();
+    assert!((2..=5).contains(&frames.len()), "3 redraws in 3.5 s, got {}: {text}", frames.len());
+    for f in &frames {
+        assert!(f.matches("\r\n").count() <= 14, "a redraw taller than 15 rows: {f}");
+        // (The pty's onlcr makes each \r\n a \r\r\n.)
+        assert!(
+            f.split('\n').all(|l| l.trim_end_matches('\r').trim_end_matches("\x1b[K").chars().count() <= 80),
+            "{f}"
+        );
+    }
+    assert!(frames.iter().skip(1).any(|f| f.starts_with('\r')), "an unchanged title is not sent again");
     assert!(last.contains("# system call duration (sys_enter -> sys_exit), us"), "{last}");
     assert_same_state(&before, &snapshot(&root));
 }
