@@ -56,20 +56,7 @@ pub const MAX_RATIO: usize = 159;
 /// may inflate up to 1032 times its size, which trbox's readers of
 /// before this compressor refuse as not trbox's). Any inflater reads it.
 fn deflate(data: &[u8]) -> Vec<u8> {
-    use miniz_oxide::deflate::core::{
-        compress_to_output, create_comp_flags_from_zip_params, CompressionStrategy, CompressorOxide, TDEFLFlush,
-    };
-    // window_bits 0: raw deflate, no zlib header.
-    let flags = create_comp_flags_from_zip_params(6, 0, CompressionStrategy::Fixed as i32);
-    let mut c = CompressorOxide::new(flags);
-    let mut out = Vec::with_capacity(data.len() / 4);
-    // With the whole input and `Finish`, one call writes it all; the
-    // callback never refuses.
-    compress_to_output(&mut c, data, TDEFLFlush::Finish, |z| {
-        out.extend_from_slice(z);
-        true
-    });
-    out
+    super::deflate::compress(data)
 }
 
 /// The most a whole recording may inflate to (the stream is then held

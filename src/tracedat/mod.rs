@@ -21,6 +21,7 @@ use core::fmt;
 
 mod compress;
 pub mod console;
+pub mod deflate;
 pub mod msg;
 pub mod read;
 pub mod stream;
