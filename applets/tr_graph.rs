@@ -7,7 +7,7 @@ use crate::command::{self, Follow};
 use crate::session::Live;
 use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
-use trbox::graph::stats::{Stats, TopBy};
+use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::read::Out;
@@ -177,11 +177,11 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
         }
         return Ok(read::print(input, o, done)?);
     }
-    let mut stats: Option<Stats> = None;
+    let mut stats: Option<GraphStats> = None;
     let meta = read::collect(input, o, done, &mut |m, it| {
         if let Item::Record { payload, .. } = it {
             stats
-                .get_or_insert_with(|| Stats::new(&m.trace.events, m.trace.abi(), false))
+                .get_or_insert_with(|| GraphStats::new(&m.trace.events, m.trace.abi(), false))
                 .record(payload, &m.trace.cmdlines);
         }
     })?;

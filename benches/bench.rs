@@ -5,6 +5,8 @@
 //! until the file holds at least 1 million events, written as a v6
 //! trace.dat with trbox's writer. Then:
 //! - raw decode: pages → records in memory (MB/s of pages, events/s);
+//! - decode and merge throughput on their own (benches/throughput.rs):
+//!   ~256 MiB of the x86_64-6.18 pages, the merge of 2 to 64 streams;
 //! - text output: `tr-cat FILE` (the shipped release binary, rendering on
 //!   every CPU, and with `-j 1` on one) vs `trace-cmd report FILE`, both to
 //!   /dev/null, best of 3 each (events/s, MB/s of pages, ratio), with each
@@ -17,7 +19,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::page::Page;
 
 const FIXTURE: &str = "tests/fixtures/x86_64/events";
@@ -25,6 +27,7 @@ const MIN_EVENTS: u64 = 1_000_000;
 
 #[path = "../tests/common/dat.rs"]
 mod dat;
+mod throughput;
 
 /// Write the big file; returns (events, page bytes per CPU).
 fn build(dir: &Path, out: &Path) -> (u64, Vec<Vec<u8>>) {
@@ -62,6 +65,12 @@ fn main() {
     if std::env::var("TRBOX_BENCH").as_deref() == Ok("record") {
         return record_bench(&root.join("target/release/trbox"));
     }
+    // TRBOX_BENCH=throughput: only the decoder's and the merge's own rates.
+    if std::env::var("TRBOX_BENCH").as_deref() == Ok("throughput") {
+        throughput::decode_throughput();
+        throughput::merge_throughput();
+        return;
+    }
     // TRBOX_BENCH=decode: only the text decode against trace-cmd report.
     let decode_only = std::env::var("TRBOX_BENCH").as_deref() == Ok("decode");
     let dir = root.join(FIXTURE);
@@ -94,6 +103,9 @@ fn main() {
         bytes as f64 / 1e6 / best,
         n as f64 / 1e6 / best
     );
+
+    throughput::decode_throughput();
+    throughput::merge_throughput();
 
     // The shipped binary (make bench keeps the bench profile's build apart).
     let trbox = root.join("target/release/trbox");
@@ -244,12 +256,12 @@ fn run_measured(c: &Command, report: &Path) -> (f64, f64, i64) {
 fn rec_file_counts(path: &Path) -> (u64, u64, u64, u64, u64) {
     let mut f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let td = trbox::tracedat::TraceDat::read(&mut f).expect("readable trace.dat");
-    let layout = trbox::Trace::from_dat(&td, "", ()).unwrap().0.layout;
+    let layout = trbox::Trace::from_dat(&td, "", ()).unwrap().layout;
     let (mut events, mut bytes, mut lost_pages, mut unknown) = (0, 0, 0, 0);
     let inst = &td.instances[0];
     for c in &inst.cpus {
         bytes += c.size;
-        let mut pages = trbox::tracedat::CpuPages::new(&td, inst, c);
+        let mut pages = trbox::tracedat::DatPages::new(&td, inst, c);
         while let Ok(Some(p)) = pages.next_page(&mut f) {
             if let Ok(pg) = Page::parse(p, &layout, td.endian) {
                 match pg.missed {

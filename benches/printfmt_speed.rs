@@ -4,7 +4,8 @@
 use std::fmt::Write;
 use std::time::Instant;
 
-use trbox::format::{Endian, EventFormat};
+use trbox::abi::Endian;
+use trbox::format::EventFormat;
 use trbox::kallsyms::Kallsyms;
 use trbox::printfmt::{Ctx, Program};
 
@@ -16,7 +17,7 @@ fn load(name: &str) -> EventFormat {
 fn main() {
     let ks =
         Kallsyms::parse("ffffffff81000000 T _stext\nffffffff81100000 T process_timeout\nffffffff82000000 T _etext\n");
-    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: None };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: None };
     for name in
         ["sched_sched_switch", "timer_timer_start", "kmem_kmalloc", "irq_softirq_entry", "sock_inet_sock_set_state"]
     {

@@ -25,7 +25,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::format::Endian;
+use crate::abi::Endian;
 
 /// `0xeB9F` read in the blob's byte order.
 pub const MAGIC: u16 = 0xeb9f;
@@ -196,12 +196,12 @@ pub struct Btf {
 
 /// Bounds-checked reads in the blob's byte order.
 #[derive(Clone, Copy)]
-struct Rd<'a> {
+struct BlobReader<'a> {
     b: &'a [u8],
     be: bool,
 }
 
-impl<'a> Rd<'a> {
+impl<'a> BlobReader<'a> {
     fn u32(&self, off: usize) -> Option<u32> {
         Endian::big_if(self.be).u32(self.b, off)
     }
@@ -211,7 +211,7 @@ impl<'a> Rd<'a> {
 /// type ids and string offsets start (non-zero for split BTF).
 #[derive(Clone, Copy)]
 struct Blob<'a> {
-    types: Rd<'a>,
+    types: BlobReader<'a>,
     strs: &'a [u8],
     /// Type id of the first record.
     first_id: u32,
@@ -219,7 +219,7 @@ struct Blob<'a> {
     str_base: u32,
 }
 
-fn header(raw: &[u8]) -> Result<(Rd<'_>, &[u8]), BtfError> {
+fn header(raw: &[u8]) -> Result<(BlobReader<'_>, &[u8]), BtfError> {
     let m = raw.get(..2).ok_or(BtfError::Truncated)?;
     let be = match (m[0], m[1]) {
         (0x9f, 0xeb) => false,
@@ -229,7 +229,7 @@ fn header(raw: &[u8]) -> Result<(Rd<'_>, &[u8]), BtfError> {
     if raw.len() < HDR_MIN {
         return Err(BtfError::Truncated);
     }
-    let r = Rd { b: raw, be };
+    let r = BlobReader { b: raw, be };
     let version = raw.get(2).copied().ok_or(BtfError::Truncated)?;
     if version != 1 {
         return Err(BtfError::BadVersion(version));
@@ -247,7 +247,7 @@ fn header(raw: &[u8]) -> Result<(Rd<'_>, &[u8]), BtfError> {
     };
     let types = sect(type_off, type_len)?;
     let strs = sect(str_off, str_len)?;
-    Ok((Rd { b: types, be }, strs))
+    Ok((BlobReader { b: types, be }, strs))
 }
 
 /// One type record.
@@ -276,7 +276,7 @@ fn tail_len(kind: u8, vlen: usize) -> Option<usize> {
 }
 
 /// Walk the records of a type section; `f` sees each one.
-fn walk(t: Rd<'_>, mut f: impl FnMut(&Rec) -> Result<(), BtfError>) -> Result<(), BtfError> {
+fn walk(t: BlobReader<'_>, mut f: impl FnMut(&Rec) -> Result<(), BtfError>) -> Result<(), BtfError> {
     let mut off = 0usize;
     while off < t.b.len() {
         let bad = BtfError::TruncatedType { offset: off };
@@ -323,7 +323,7 @@ struct Ids<'a, 'o> {
 }
 
 impl<'a> Ids<'a, '_> {
-    fn rec(&self, id: u32) -> Option<(Rd<'a>, usize)> {
+    fn rec(&self, id: u32) -> Option<(BlobReader<'a>, usize)> {
         for (b, offs) in self.blobs.iter().flatten() {
             if let Some(i) = id.checked_sub(b.first_id) {
                 if let Some(&o) = offs.get(i as usize) {

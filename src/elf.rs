@@ -13,7 +13,7 @@
 //! touched here are read); every offset and size in the file is checked, no
 //! input can make it panic.
 
-use crate::format::Endian;
+use crate::abi::Endian;
 use crate::names::closest;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;

@@ -35,7 +35,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use crate::format::{Abi, Endian, EventFormat, EventTable, Field, FieldLoc as Loc};
+use crate::abi::{Abi, Endian};
+use crate::format::{EventFormat, EventTable, Field, FieldLoc as Loc};
 use crate::printfmt::{Ctx, KernelInfo, Program, StringLookup, SymbolLookup};
 use crate::render::{write_lat_flags, Cmdlines, CommonFields};
 
@@ -1244,7 +1245,7 @@ mod tests {
         let t = table();
         let c = Cmdlines::parse("7 sh\n8 busybox\n");
         let syms = Syms;
-        let mut g = GraphRenderer::new(&t, &c, crate::format::Abi::new(Endian::Little, 8), Some(&syms)).with_opts(opts);
+        let mut g = GraphRenderer::new(&t, &c, crate::abi::Abi::new(Endian::Little, 8), Some(&syms)).with_opts(opts);
         let mut out = String::new();
         let mut i = 0;
         while i < recs.len() {
@@ -1337,7 +1338,7 @@ mod tests {
     fn garbage_never_panics() {
         let t = table();
         let c = Cmdlines::default();
-        let mut g = GraphRenderer::new(&t, &c, crate::format::Abi::new(Endian::Little, 8), None);
+        let mut g = GraphRenderer::new(&t, &c, crate::abi::Abi::new(Endian::Little, 8), None);
         let mut out = String::new();
         let samples: Vec<Vec<u8>> = vec![
             vec![],
@@ -1395,7 +1396,7 @@ mod tests {
         let cl = Cmdlines::default();
         let syms = Syms;
         let opts = GraphOpts { retval: true, ..GraphOpts::default() };
-        let mut g = GraphRenderer::new(&t, &cl, crate::format::Abi::new(Endian::Big, 4), Some(&syms))
+        let mut g = GraphRenderer::new(&t, &cl, crate::abi::Abi::new(Endian::Big, 4), Some(&syms))
             .with_opts(opts)
             .with_cpu_count(12);
         let recs =
@@ -1408,7 +1409,7 @@ mod tests {
             out,
             "  3)               |  outer() {\n  3)   1.500 us    |    leaf(); /* ret=0x1 */\n  3)   4.000 us    |  } /* outer ret=-22 */\n"
         );
-        let mut h = GraphRenderer::new(&t, &cl, crate::format::Abi::new(Endian::Big, 4), Some(&syms))
+        let mut h = GraphRenderer::new(&t, &cl, crate::abi::Abi::new(Endian::Big, 4), Some(&syms))
             .with_opts(GraphOpts { retval: true, retval_hex: true, tail: true, ..GraphOpts::default() });
         let mut out = String::new();
         h.record(&mut out, 0, 0, &recs[3], None).unwrap();
@@ -1422,7 +1423,7 @@ mod tests {
         let t = table();
         let c = Cmdlines::parse("7 sh\n8 busybox\n");
         let syms = Syms;
-        let mut g = GraphRenderer::new(&t, &c, crate::format::Abi::new(Endian::Little, 8), Some(&syms));
+        let mut g = GraphRenderer::new(&t, &c, crate::abi::Abi::new(Endian::Little, 8), Some(&syms));
         let a = [ent(7, 0x100, 0), ent(7, 0x300, 1), ret(7, 0x300, 1, 0, 1000), ret(7, 0x100, 0, 0, 5000)];
         let b = [ent(8, 0x200, 0), ret(8, 0x200, 0, 0, 2000)];
         let mut out = String::new();

@@ -33,7 +33,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use crate::format::{Endian, EventFormat, EventTable, Field, FieldKind};
+use crate::abi::Endian;
+use crate::format::{EventFormat, EventTable, Field, FieldKind};
 use crate::render::{json_str, Cmdlines, CommonFields};
 
 /// Most histogram entries per key (`-E`).

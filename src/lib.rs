@@ -13,6 +13,7 @@
 
 extern crate alloc;
 
+pub mod abi;
 #[allow(missing_docs)] // to document (issue 28)
 pub mod btf;
 #[allow(missing_docs)] // to document (issue 28)
@@ -43,6 +44,7 @@ pub mod printfmt;
 pub mod printk;
 #[allow(missing_docs)] // to document (issue 28)
 pub mod probe;
+pub mod problems;
 #[allow(missing_docs)] // to document (issue 28)
 pub mod render;
 #[allow(missing_docs)] // to document (issue 28)

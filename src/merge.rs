@@ -486,7 +486,7 @@ mod tests {
 
     #[test]
     fn page_items_merge() {
-        use crate::format::Endian;
+        use crate::abi::Endian;
         use crate::page::build::{Ev, PageBuilder};
         use crate::page::{Missed, Page, PageLayout};
         let l = PageLayout::new(8, 4096);

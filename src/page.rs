@@ -23,7 +23,8 @@
 //! walk the events without allocating. A malformed page yields records up to
 //! the damage and then one [`PageError`]; the caller moves on to the next page.
 
-use crate::format::{Endian, HeaderPage};
+use crate::abi::Endian;
+use crate::format::HeaderPage;
 
 /// Valid data length bits of the commit word.
 pub const COMMIT_MASK: u32 = (1 << 27) - 1;
@@ -475,6 +476,17 @@ pub fn decode<'a>(bytes: &'a [u8], layout: &PageLayout, endian: Endian) -> Resul
     Ok(Page::parse(bytes, layout, endian)?.items())
 }
 
+/// The byte order of a copied tree's raw pages: the one under which a page
+/// header makes sense (live data is always native).
+pub fn guess_endian(layout: &PageLayout, page: &[u8]) -> Option<Endian> {
+    let ok = |e| Page::parse(page, layout, e).map(|p| p.len > 0).unwrap_or(false);
+    match (ok(Endian::Little), ok(Endian::Big)) {
+        (true, false) => Some(Endian::Little),
+        (false, true) => Some(Endian::Big),
+        _ => None,
+    }
+}
+
 /// Page-building helpers for tests and fuzzing: encode events the way the
 /// kernel does.
 pub mod build {
@@ -649,6 +661,19 @@ mod tests {
 
     fn data(delta: u32, payload: &[u8]) -> Ev<'_> {
         Ev::Data { delta, payload, force_long: false }
+    }
+
+    /// A page's header makes sense in its own byte order only; an empty
+    /// page says nothing.
+    #[test]
+    fn guess_endian_finds_the_pages_byte_order() {
+        let l = PageLayout::new(8, 4096);
+        for e in [Endian::Little, Endian::Big] {
+            let mut b = PageBuilder::new(l, e, 1000);
+            b.push(data(5, b"abcd"));
+            assert_eq!(guess_endian(&l, &b.finish(Missed::None, None)), Some(e));
+        }
+        assert_eq!(guess_endian(&l, &[0u8; 4096]), None);
     }
 
     #[test]

@@ -19,7 +19,8 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::format::{Endian, EventFormat, Field, FieldKind};
+use crate::abi::Endian;
+use crate::format::{EventFormat, Field, FieldKind};
 
 /// Wire types.
 const VARINT: u32 = 0;
@@ -228,7 +229,7 @@ const BUNDLE_BYTES: usize = 64 * 1024;
 /// Builds a Perfetto trace: events in per-CPU bundles (each CPU's in time
 /// order), then the thread names and the system info.
 #[derive(Default)]
-pub struct Trace {
+pub struct TraceBuilder {
     out: Vec<u8>,
     bundles: BTreeMap<u32, Vec<u8>>,
     plans: BTreeMap<u32, Plan>,
@@ -241,9 +242,9 @@ pub struct Trace {
 /// trusted_packet_sequence_id of every packet (one writer).
 const SEQ: u64 = 1;
 
-impl Trace {
-    pub fn new() -> Trace {
-        Trace::default()
+impl TraceBuilder {
+    pub fn new() -> TraceBuilder {
+        TraceBuilder::default()
     }
 
     /// One event: `rec` is the record payload (from `common_type` on).

@@ -12,14 +12,15 @@
 
 use alloc::format;
 use alloc::string::{String, ToString};
-use alloc::vec::Vec;
 
-use crate::format::{Abi, Endian, EventFormat, EventTable, FormatError, HeaderPage};
+use crate::abi::{Abi, Endian};
+use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
 use crate::kallsyms::Kallsyms;
 pub use crate::kernel::KernelProfile;
 use crate::page::PageLayout;
 use crate::printfmt::KernelInfo;
 use crate::printk::PrintkFormats;
+use crate::problems::{ProblemKind, Problems};
 use crate::render::{clock_in_ns, Cmdlines};
 use crate::tracedat::TraceDat;
 
@@ -28,10 +29,6 @@ impl KernelInfo for KernelProfile {
         self.version
     }
 }
-
-/// A format that did not parse: (system, its index in the source's order,
-/// why). Its records fall back to a generic line.
-pub type BadFormat = (String, usize, FormatError);
 
 /// What every reader of one trace needs. `S` is where symbols come from:
 /// a parsed [`Kallsyms`], or a reader that parses on first use.
@@ -56,6 +53,10 @@ pub struct Trace<S = Kallsyms> {
     pub kernel: KernelProfile,
     /// CPUs of the traced machine.
     pub cpus: u32,
+    /// What was read past in the inputs: formats that did not parse
+    /// (their records fall back to a generic line), a trace.dat's
+    /// sections left out or cut.
+    pub problems: Problems,
 }
 
 impl<S> Trace<S> {
@@ -74,19 +75,22 @@ impl<S> Trace<S> {
             clock: "local".to_string(),
             kernel: KernelProfile::default(),
             cpus: 0,
+            problems: Problems::new(),
         }
     }
 
     /// The session a trace.dat describes, with symbols from `symbols` (the
-    /// file's are the text `td.kallsyms`), and the formats that did not
-    /// parse. The clock is the file's (`trace_clock` option), `local` when
-    /// it has none; `name` names the file in [`KernelProfile::source`].
-    pub fn from_dat(td: &TraceDat, name: &str, symbols: S) -> Result<(Self, Vec<BadFormat>), FormatError> {
+    /// file's are the text `td.kallsyms`); its problems are the file's, and
+    /// the formats that did not parse ([`ProblemKind::BadFormat`]: `format
+    /// I of SYS: why`). The clock is the file's (`trace_clock` option),
+    /// `local` when it has none; `name` names the file in
+    /// [`KernelProfile::source`].
+    pub fn from_dat(td: &TraceDat, name: &str, symbols: S) -> Result<Self, FormatError> {
         let mut t = Trace::new(td.header_page()?, td.endian, symbols);
-        let mut bad = Vec::new();
+        t.problems = td.problems.clone();
         for (i, (sys, text)) in td.formats().enumerate() {
             if let Err(e) = t.add_format(sys, &String::from_utf8_lossy(text)) {
-                bad.push((sys.to_string(), i, e));
+                t.problems.add(ProblemKind::BadFormat, format!("format {i} of {sys}: {e}"));
             }
         }
         t.cmdlines = Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines));
@@ -99,7 +103,7 @@ impl<S> Trace<S> {
             Some(u) => KernelProfile::from_text(Some(u), format!("from the UNAME option of {name}")),
             None => t.inferred_kernel(&format!("the formats in {name} (no UNAME option)")),
         };
-        Ok((t, bad))
+        Ok(t)
     }
 
     /// The kernel as far as this session's formats tell it ([`crate::kernel::infer`]):
@@ -113,8 +117,8 @@ impl<S> Trace<S> {
 
     /// The same session with its symbols turned into others (parsed now…).
     pub fn map_symbols<T>(self, f: impl FnOnce(S) -> T) -> Trace<T> {
-        let Trace { header, layout, endian, events, cmdlines, printk, symbols, clock, kernel, cpus } = self;
-        Trace { header, layout, endian, events, cmdlines, printk, symbols: f(symbols), clock, kernel, cpus }
+        let Trace { header, layout, endian, events, cmdlines, printk, symbols, clock, kernel, cpus, problems } = self;
+        Trace { header, layout, endian, events, cmdlines, printk, symbols: f(symbols), clock, kernel, cpus, problems }
     }
 
     /// Parse one `events/SYSTEM/EVENT/format` text into the event table.

@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::{parse_field_line, Endian, EventFormat, EventTable, HeaderEvent, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::{parse_field_line, EventFormat, EventTable, HeaderEvent, HeaderPage};
 
 fuzz_target!(|data: &[u8]| {
     // First byte: long size and endian; the rest: text, then (after a NUL)

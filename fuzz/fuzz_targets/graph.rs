@@ -7,9 +7,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::{Endian, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::HeaderPage;
 use trbox::graph::stacks::{write_folded, write_table, StackCounts};
-use trbox::graph::stats::{Stats, TopBy};
+use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use trbox::kallsyms::Kallsyms;
 use trbox::render::Cmdlines;
@@ -111,11 +112,11 @@ fuzz_target!(|data: &[u8]| {
         ..GraphOpts::default()
     };
     let irq = if sel & 0x10 != 0 { IrqText::Range(0x100, 0x180) } else { IrqText::Fallback };
-    let mut g = GraphRenderer::new(&table, &cmd, trbox::format::Abi::new(e, long), Some(&syms))
+    let mut g = GraphRenderer::new(&table, &cmd, trbox::abi::Abi::new(e, long), Some(&syms))
         .with_opts(opts)
         .with_irq_text(irq)
         .with_cpu_count(u32::from(sel));
-    let mut stats = Stats::new(&table, trbox::format::Abi::new(e, long), sel & 1 == 0);
+    let mut stats = GraphStats::new(&table, trbox::abi::Abi::new(e, long), sel & 1 == 0);
     let mut recs: Vec<(u32, &[u8])> = Vec::new();
     while let Some((&n, r)) = rest.split_first() {
         let n = usize::from(n & 0x3f).min(r.len());
@@ -123,7 +124,7 @@ fuzz_target!(|data: &[u8]| {
         recs.push((cpu, &r[..n]));
         rest = &r[n..];
     }
-    let mut stacks = StackCounts::new(&table, trbox::format::Abi::new(e, long));
+    let mut stacks = StackCounts::new(&table, trbox::abi::Abi::new(e, long));
     for (cpu, p) in &recs {
         if p.len() == 1 {
             stacks.lost(*cpu);
@@ -158,7 +159,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // The same records per CPU through render_streams, and per task
     // through record_in (slot = pid & 7, peeking that task's next record).
-    let mut g2 = GraphRenderer::new(&table, &cmd, trbox::format::Abi::new(e, long), Some(&syms)).with_opts(opts);
+    let mut g2 = GraphRenderer::new(&table, &cmd, trbox::abi::Abi::new(e, long), Some(&syms)).with_opts(opts);
     let mut streams: Vec<_> = (0..4u32)
         .map(|c| recs.iter().enumerate().filter(move |r| r.1 .0 == c).map(|(i, r)| (i as u64, r.1)).peekable())
         .collect();
@@ -168,7 +169,7 @@ fuzz_target!(|data: &[u8]| {
         Ok(())
     });
     let slot_of = |p: &[u8]| u32::from(p.get(4).copied().unwrap_or(0) & 7);
-    let mut g3 = GraphRenderer::new(&table, &cmd, trbox::format::Abi::new(e, long), Some(&syms)).with_opts(opts);
+    let mut g3 = GraphRenderer::new(&table, &cmd, trbox::abi::Abi::new(e, long), Some(&syms)).with_opts(opts);
     let mut done = vec![false; recs.len()];
     for i in 0..recs.len() {
         if done[i] {

@@ -5,7 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::{Endian, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::HeaderPage;
 use trbox::lat::{write_hists, write_json, write_sample, write_tables, Lat, Mode, Unit};
 use trbox::render::Cmdlines;
 use trbox::Trace;
@@ -76,7 +77,7 @@ fuzz_target!(|data: &[u8]| {
     let unit = Unit { ns: sel & 0x20 != 0 };
     let c = Cmdlines::default();
     out.clear();
-    let _ = write_tables(&mut out, &lat, unit, &c);
+    let _ = write_tables(&mut out, &lat, unit, &c, (sel & 0x40 != 0).then_some(3));
     let _ = write_hists(&mut out, &lat, unit, &c);
     let _ = write_json(&mut out, &lat, unit, &c);
     let _ = lat.measured();

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::page::{Item, Page, PageLayout};
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trbox::format::{Endian, EventFormat, Field, FieldKind};
+use trbox::abi::Endian;
+use trbox::format::{EventFormat, Field, FieldKind};
 use trbox::kallsyms::Kallsyms;
 use trbox::printfmt::{render_fields, render_ftrace_text, vsprintf, Ctx, Program};
 use trbox::printk::PrintkFormats;
@@ -51,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(text).into_owned();
     let ks = Kallsyms::parse(KALLSYMS);
     let pk = PrintkFormats::parse(PRINTK);
-    let ctx = Ctx { abi: trbox::format::Abi::new(endian, long), syms: Some(&ks), strings: Some(&pk) };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(endian, long), syms: Some(&ks), strings: Some(&pk) };
     let mut out = String::new();
     match sel >> 2 & 3 {
         0 | 1 => {
@@ -59,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
             let ev = event(text);
             let p = Program::compile(&ev, long);
             let _ = p.render(&mut out, rec, &ctx);
-            let _ = render_fields(&mut out, &ev, rec, trbox::format::Abi::new(endian, long));
+            let _ = render_fields(&mut out, &ev, rec, trbox::abi::Abi::new(endian, long));
         }
         2 => {
             // The text is a whole format file.

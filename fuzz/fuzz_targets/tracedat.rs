@@ -6,17 +6,17 @@
 
 use libfuzzer_sys::fuzz_target;
 use trbox::page::{Page, PageLayout};
-use trbox::tracedat::{CpuPages, TraceDat};
+use trbox::tracedat::{DatPages, TraceDat};
 use trbox::Trace;
 
 fuzz_target!(|data: &[u8]| {
     let mut src = data;
     let Ok(td) = TraceDat::read(&mut src) else { return };
     // The session (header_page, every format, cmdlines, printk formats).
-    let layout = Trace::from_dat(&td, "fuzz", ()).map_or_else(|_| PageLayout::new(8, 4096), |(t, _)| t.layout);
+    let layout = Trace::from_dat(&td, "fuzz", ()).map_or_else(|_| PageLayout::new(8, 4096), |t| t.layout);
     for inst in &td.instances {
         for c in inst.cpus.iter().take(64) {
-            let mut pages = CpuPages::new(&td, inst, c);
+            let mut pages = DatPages::new(&td, inst, c);
             let page_size = pages.page_size().max(1);
             // Bounded: a size field may claim far more pages than the input has.
             for _ in 0..256 {

@@ -17,7 +17,8 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use super::stats::{key_path, path_key};
-use crate::format::{Abi, Endian, EventTable, FieldLoc};
+use crate::abi::{Abi, Endian};
+use crate::format::{EventTable, FieldLoc};
 use crate::printfmt::SymbolLookup;
 
 /// Frames kept per stack (the kernel stores at most a page of them).

@@ -10,7 +10,7 @@
 //! path by the self time spent in its last frame, in ns: flamegraph.pl,
 //! speedscope and Perfetto add those up again, so every frame in the
 //! picture shows its inclusive time, and the weights of all lines sum to the
-//! inclusive time of the root calls ([`Stats::roots_total`]).
+//! inclusive time of the root calls ([`GraphStats::roots_total`]).
 //!
 //! Exits whose entry is missing (the buffer started inside the call, or
 //! `tracing_thresh` writes exits only) are placed under the frames of the
@@ -22,7 +22,8 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use super::{write_name, GraphEvents, GraphRec};
-use crate::format::{Abi, EventTable};
+use crate::abi::Abi;
+use crate::format::EventTable;
 use crate::printfmt::SymbolLookup;
 use crate::render::Cmdlines;
 
@@ -80,7 +81,7 @@ pub struct TopRow {
 }
 
 /// Folded stacks and per-function totals from a stream of records.
-pub struct Stats {
+pub struct GraphStats {
     ev: GraphEvents,
     per_comm: bool,
     /// Open frames per task (a short list: the tasks inside traced calls).
@@ -95,10 +96,10 @@ pub struct Stats {
     calls: u64,
 }
 
-impl Stats {
+impl GraphStats {
     /// `per_comm`: start every folded line with the task's comm.
     pub fn new(events: &EventTable, abi: Abi, per_comm: bool) -> Self {
-        Stats {
+        GraphStats {
             ev: GraphEvents::new(events, abi),
             per_comm,
             stacks: Vec::new(),
@@ -396,7 +397,7 @@ mod tests {
     fn folded_and_top() {
         let t = table();
         let c = Cmdlines::parse("7 sh\n");
-        let mut s = Stats::new(&t, crate::format::Abi::new(crate::format::Endian::Little, 8), false);
+        let mut s = GraphStats::new(&t, crate::abi::Abi::new(crate::abi::Endian::Little, 8), false);
         for r in [
             ent(7, 0x100, 0),
             ent(7, 0x200, 1),
@@ -432,7 +433,7 @@ mod tests {
         let mut out = String::new();
         s.write_top(&mut out, Some(&Syms), 3, TopBy::Self_).unwrap();
         assert!(out.lines().all(|l| l.len() <= 80), "{out}");
-        let mut pc = Stats::new(&t, crate::format::Abi::new(crate::format::Endian::Little, 8), true);
+        let mut pc = GraphStats::new(&t, crate::abi::Abi::new(crate::abi::Endian::Little, 8), true);
         pc.record(&ent(7, 0x100, 0), &c);
         pc.record(&ret(7, 0x100, 0, 0, 9), &c);
         let mut out = String::new();
@@ -446,7 +447,7 @@ mod tests {
     fn huge_durations() {
         let t = table();
         let c = Cmdlines::default();
-        let mut s = Stats::new(&t, crate::format::Abi::new(crate::format::Endian::Little, 8), false);
+        let mut s = GraphStats::new(&t, crate::abi::Abi::new(crate::abi::Endian::Little, 8), false);
         for i in 0..200 {
             s.record(&ent(1, 0x100 + i, i as i32), &c);
         }

@@ -42,7 +42,9 @@ pub(crate) enum Kind {
     Bad,
 }
 
-struct P<'t, 'e> {
+/// The print fmt compiler: walks the tokens of one event's print fmt and
+/// emits the program's nodes, tracking their kinds and scopes.
+struct Compiler<'t, 'e> {
     toks: &'t [Tok<'t>],
     pos: usize,
     ev: &'e EventFormat,
@@ -62,9 +64,9 @@ struct P<'t, 'e> {
     last_struct_size: Option<u64>,
 }
 
-type R<T> = Result<T, Error>;
+type CompileResult<T> = Result<T, Error>;
 
-fn err<T>(what: &'static str) -> R<T> {
+fn err<T>(what: &'static str) -> CompileResult<T> {
     Err(Error::Unsupported(what))
 }
 
@@ -186,7 +188,7 @@ fn is_type_word(w: &str) -> bool {
     ) || type_of(&[w], 0, Ty::int(8, false)).is_some()
 }
 
-impl<'t, 'e> P<'t, 'e> {
+impl<'t, 'e> Compiler<'t, 'e> {
     fn peek(&self) -> Option<Tok<'t>> {
         self.toks.get(self.pos).copied()
     }
@@ -204,14 +206,14 @@ impl<'t, 'e> P<'t, 'e> {
             false
         }
     }
-    fn expect(&mut self, p: &str) -> R<()> {
+    fn expect(&mut self, p: &str) -> CompileResult<()> {
         if self.eat(p) {
             Ok(())
         } else {
             err("syntax")
         }
     }
-    fn ident(&mut self) -> R<&'t str> {
+    fn ident(&mut self) -> CompileResult<&'t str> {
         match self.peek() {
             Some(Tok::Ident(s)) => {
                 self.pos += 1;
@@ -221,7 +223,7 @@ impl<'t, 'e> P<'t, 'e> {
         }
     }
 
-    fn push(&mut self, n: Node, k: Kind) -> R<Id> {
+    fn push(&mut self, n: Node, k: Kind) -> CompileResult<Id> {
         if self.prog.nodes.len() >= 1 << 16 {
             return err("too large");
         }
@@ -253,7 +255,7 @@ impl<'t, 'e> P<'t, 'e> {
     fn kind(&self, id: Id) -> Kind {
         self.kinds[id as usize]
     }
-    fn int_ty(&self, id: Id) -> R<Ty> {
+    fn int_ty(&self, id: Id) -> CompileResult<Ty> {
         match self.kind(id) {
             Kind::Int(t) => Ok(t),
             Kind::Str => err("pointer arithmetic on a string"),
@@ -263,7 +265,7 @@ impl<'t, 'e> P<'t, 'e> {
 
     /// Adjacent string literals, decoded, appended to the pool (bytes that
     /// are not UTF-8 become U+FFFD, as they would when written).
-    fn strings(&mut self) -> R<(u32, u32)> {
+    fn strings(&mut self) -> CompileResult<(u32, u32)> {
         let start = self.prog.pool.len();
         let mut any = false;
         let mut buf: Vec<u8> = Vec::new();
@@ -290,7 +292,7 @@ impl<'t, 'e> P<'t, 'e> {
         Ok((start as u32, (self.prog.pool.len() - start) as u32))
     }
 
-    fn field(&self, name: &str) -> R<&'e Field> {
+    fn field(&self, name: &str) -> CompileResult<&'e Field> {
         let ev = self.ev;
         match ev.fields.iter().chain(ev.common.iter()).find(|f| f.name == name) {
             Some(f) => Ok(f),
@@ -298,7 +300,7 @@ impl<'t, 'e> P<'t, 'e> {
         }
     }
 
-    fn field_node(&mut self, name: &str) -> R<Id> {
+    fn field_node(&mut self, name: &str) -> CompileResult<Id> {
         let f = self.field(name)?;
         match f.kind {
             FieldKind::Scalar if matches!(f.size, 1 | 2 | 4 | 8) => {
@@ -323,7 +325,7 @@ impl<'t, 'e> P<'t, 'e> {
     }
 
     /// A type name in parentheses or after `sizeof(`: words and stars.
-    fn type_name(&mut self) -> R<Ty> {
+    fn type_name(&mut self) -> CompileResult<Ty> {
         self.last_struct_size = None;
         let mut words: Vec<&str> = Vec::new();
         while let Some(Tok::Ident(w)) = self.peek() {
@@ -375,11 +377,11 @@ impl<'t, 'e> P<'t, 'e> {
         }
     }
 
-    fn expr(&mut self) -> R<Id> {
+    fn expr(&mut self) -> CompileResult<Id> {
         self.cond()
     }
 
-    fn cond(&mut self) -> R<Id> {
+    fn cond(&mut self) -> CompileResult<Id> {
         let c = self.binary(0)?;
         if !self.eat("?") {
             return Ok(c);
@@ -401,7 +403,7 @@ impl<'t, 'e> P<'t, 'e> {
         self.push(Node::Cond(c, a, b, ty), k)
     }
 
-    fn binary(&mut self, min_prec: u8) -> R<Id> {
+    fn binary(&mut self, min_prec: u8) -> CompileResult<Id> {
         let mut lhs = self.unary()?;
         while let Some(Tok::Punct(p)) = self.peek() {
             let (prec, op) = match p {
@@ -466,7 +468,7 @@ impl<'t, 'e> P<'t, 'e> {
         Ok(lhs)
     }
 
-    fn unary(&mut self) -> R<Id> {
+    fn unary(&mut self) -> CompileResult<Id> {
         if self.depth >= 128 {
             return err("nesting too deep");
         }
@@ -476,7 +478,7 @@ impl<'t, 'e> P<'t, 'e> {
         r
     }
 
-    fn unary_inner(&mut self) -> R<Id> {
+    fn unary_inner(&mut self) -> CompileResult<Id> {
         if self.at_cast() {
             self.pos += 1;
             let ty = self.type_name()?;
@@ -533,7 +535,7 @@ impl<'t, 'e> P<'t, 'e> {
         self.postfix()
     }
 
-    fn postfix(&mut self) -> R<Id> {
+    fn postfix(&mut self) -> CompileResult<Id> {
         let mut e = self.primary()?;
         while self.is("[") {
             self.pos += 1;
@@ -550,13 +552,13 @@ impl<'t, 'e> P<'t, 'e> {
     }
 
     /// `REC->name` after the `REC` (or `(REC)`) has been consumed.
-    fn rec_member(&mut self) -> R<Id> {
+    fn rec_member(&mut self) -> CompileResult<Id> {
         self.expect("->")?;
         let name = self.ident()?;
         self.field_node(name)
     }
 
-    fn primary(&mut self) -> R<Id> {
+    fn primary(&mut self) -> CompileResult<Id> {
         let Some(tok) = self.peek() else { return err("syntax") };
         self.pos += 1;
         match tok {
@@ -634,12 +636,12 @@ impl<'t, 'e> P<'t, 'e> {
         }
     }
 
-    fn field_arg(&mut self) -> R<&'e Field> {
+    fn field_arg(&mut self) -> CompileResult<&'e Field> {
         let name = self.ident()?;
         self.field(name)
     }
 
-    fn call(&mut self, name: &str) -> R<Id> {
+    fn call(&mut self, name: &str) -> CompileResult<Id> {
         match name {
             "__get_str"
             | "__get_rel_str"
@@ -721,7 +723,7 @@ impl<'t, 'e> P<'t, 'e> {
     }
 
     /// `, { mask, "name" } …` of `__print_flags` / `__print_symbolic`.
-    fn table(&mut self) -> R<(u32, u32)> {
+    fn table(&mut self) -> CompileResult<(u32, u32)> {
         let start = self.prog.table.len();
         let mut ended = false;
         while self.eat(",") {
@@ -766,7 +768,7 @@ impl<'t, 'e> P<'t, 'e> {
 
     /// Skip to the next `,` or one of `stops` at nesting depth 0 (not
     /// consuming it).
-    fn skip_balanced(&mut self, stops: &[&str], comma: bool) -> R<()> {
+    fn skip_balanced(&mut self, stops: &[&str], comma: bool) -> CompileResult<()> {
         let mut depth = 0i32;
         while let Some(t) = self.peek() {
             if let Tok::Punct(p) = t {
@@ -790,7 +792,7 @@ impl<'t, 'e> P<'t, 'e> {
     }
 
     /// Fold a constant expression (table masks).
-    fn constant(&self, id: Id) -> R<u64> {
+    fn constant(&self, id: Id) -> CompileResult<u64> {
         let ctx = super::eval::Frame::constant(&self.prog);
         match ctx.int(id) {
             Some(v) => Ok(v),
@@ -799,7 +801,7 @@ impl<'t, 'e> P<'t, 'e> {
     }
 
     /// `({ T a = e; …; result; })` after `({`.
-    fn block(&mut self) -> R<Id> {
+    fn block(&mut self) -> CompileResult<Id> {
         let depth = self.scopes.len();
         let mut decls: Vec<(u8, Ty, Id)> = Vec::new();
         let result;
@@ -862,7 +864,7 @@ impl<'t, 'e> P<'t, 'e> {
 pub(crate) fn compile(ev: &EventFormat, long_size: u32, info: &dyn super::KernelInfo) -> Result<Prog, (Error, String)> {
     let src = ev.print_fmt.trim();
     let toks = lex(src).ok_or((Error::Unsupported("tokens"), String::new()))?;
-    let mut p = P {
+    let mut p = Compiler {
         toks: &toks,
         pos: 0,
         ev,
@@ -897,7 +899,7 @@ pub(crate) fn compile(ev: &EventFormat, long_size: u32, info: &dyn super::Kernel
     }
 }
 
-fn compile_in(p: &mut P) -> R<()> {
+fn compile_in(p: &mut Compiler) -> CompileResult<()> {
     let (fo, fl) = p.strings()?;
     let mut args: Vec<Id> = Vec::new();
     while p.eat(",") {
@@ -929,7 +931,7 @@ fn compile_in(p: &mut P) -> R<()> {
             Token::Lit(_) => items.push(Item::lit(&p.prog.pool, at, n as u32)),
             Token::Invalid => break,
             Token::Spec(spec) => {
-                let take_int = |p: &P, next: &mut dyn Iterator<Item = Id>| -> R<Id> {
+                let take_int = |p: &Compiler, next: &mut dyn Iterator<Item = Id>| -> CompileResult<Id> {
                     let id = next.next().ok_or(Error::Unsupported("too few arguments"))?;
                     p.int_ty(id)?;
                     Ok(id)

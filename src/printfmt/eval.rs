@@ -6,7 +6,7 @@ use core::fmt::{self, Write};
 use super::digits::Stage;
 use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
-use crate::format::{Abi, Endian};
+use crate::abi::{Abi, Endian};
 
 /// A value during evaluation.
 #[derive(Debug, Clone, Copy)]

@@ -26,7 +26,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use crate::format::{Abi, Endian, EventFormat, Field, FieldKind};
+use crate::abi::{Abi, Endian};
+use crate::format::{EventFormat, Field, FieldKind};
 use digits::{StackBuf, Stage};
 use ir::{Loc, Prog};
 use vsprintf::{write_bytes, Fwd};
@@ -396,7 +397,7 @@ impl Program {
     /// found through a locator word (`__data_loc`), which may point
     /// anywhere. `None` for the other bodies, and for a program that reads
     /// no field. Lets a renderer reuse the text of a payload it has seen
-    /// (`render::Memo`).
+    /// (`render::memo::Memo`).
     pub fn reads_from(&self) -> Option<u32> {
         let Body::Prog(p) = &self.body else { return None };
         let at = |l: &Loc| if matches!(l.kind, FieldKind::Scalar | FieldKind::Array { .. }) { l.offset } else { 0 };

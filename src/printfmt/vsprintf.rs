@@ -7,7 +7,7 @@
 use core::fmt::{self, Write};
 
 use super::digits::{Digits, StackBuf, DIGITS};
-use crate::format::{Abi, Endian};
+use crate::abi::{Abi, Endian};
 
 pub(crate) const SIGN: u8 = 1;
 pub(crate) const LEFT: u8 = 2;

@@ -4,7 +4,7 @@
 pub mod child;
 pub mod elf;
 mod error;
-pub mod events;
+pub mod kallsyms;
 pub mod kvars;
 pub mod lock;
 pub mod net;

@@ -15,7 +15,7 @@ use super::error::Error;
 use super::raw::RawPages;
 use super::stream::PageSource;
 use super::thread::Worker;
-use crate::format::Endian;
+use crate::abi::Endian;
 use crate::page::{Page, PageLayout};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -58,9 +58,9 @@ impl RawPages {
     /// board): the one under which its first telling page makes sense;
     /// `None` when no page tells. The pages read to find it are handed out
     /// again by [`next_page`](Self::next_page): the file is read once.
-    pub fn guess_endian(&mut self, layout: &crate::page::PageLayout) -> Result<Option<crate::format::Endian>, Error> {
+    pub fn guess_endian(&mut self, layout: &crate::page::PageLayout) -> Result<Option<crate::abi::Endian>, Error> {
         while let Some(page) = self.read_page()? {
-            let e = crate::sys::events::guess_endian(layout, page);
+            let e = crate::page::guess_endian(layout, page);
             let page = page.to_vec();
             self.held.push_back(page);
             if e.is_some() {
@@ -117,7 +117,8 @@ impl RawPages {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{Endian, HeaderPage};
+    use crate::abi::Endian;
+    use crate::format::HeaderPage;
     use crate::page::PageLayout;
 
     /// Guessing a copy's byte order reads its first pages once and hands

@@ -4,7 +4,7 @@
 
 use super::error::Error;
 use super::raw::RawPages;
-use crate::format::Endian;
+use crate::abi::Endian;
 use crate::merge::Peek;
 use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record, Walk};
 
@@ -83,7 +83,7 @@ pub struct FilePages {
     /// The trace.dat, opened for this CPU.
     pub file: std::fs::File,
     /// Where the CPU's pages are in it.
-    pub pages: crate::tracedat::CpuPages,
+    pub pages: crate::tracedat::DatPages,
     /// The file's name, for messages.
     pub path: std::path::PathBuf,
 }

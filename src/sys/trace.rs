@@ -4,12 +4,14 @@
 //! parsing is the core's; this only reads the files.
 
 use super::error::{describe, Error};
-use super::events::{guess_endian, header_page, LazyKallsyms};
+use super::kallsyms::LazyKallsyms;
 use super::raw::RawPages;
 use super::tracefs::Tracefs;
-use crate::format::Endian;
-use crate::page::PageLayout;
+use crate::abi::Endian;
+use crate::format::HeaderPage;
+use crate::page::{guess_endian, PageLayout};
 use crate::printk::PrintkFormats;
+use crate::problems::ProblemKind;
 use crate::render::Cmdlines;
 use crate::trace::{KernelProfile, Trace};
 use crate::tracedat::TraceDat;
@@ -40,6 +42,17 @@ pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
 pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
     let (header, endian) = tree_header(t)?;
     open_tree_with(t, header, endian, None)
+}
+
+/// `events/header_page` of the top level.
+pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
+    let p = t.top().join("events/header_page");
+    let text = super::read_text(&p).map_err(|e| Error::io(&p, e))?;
+    HeaderPage::parse(&text).map_err(|e| Error::Format {
+        path: p,
+        line: e.line,
+        what: crate::format::FormatError { line: 0, ..e }.to_string(),
+    })
 }
 
 /// What the raw pages of a tree need, and nothing more (header_page and the
@@ -145,7 +158,7 @@ pub fn read_dat(path: &Path) -> Result<TraceDat, Error> {
 pub fn read_dat_from(f: &mut std::fs::File, path: &Path) -> Result<TraceDat, Error> {
     let td = TraceDat::read(f)
         .map_err(|e| Error::TraceDat { path: path.into(), what: format!("not a readable trace.dat: {e}") })?;
-    for w in &td.warnings {
+    for w in &td.problems {
         log::warn!("{}: {w}", path.display());
     }
     Ok(td)
@@ -193,10 +206,11 @@ pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
     for (id, size) in &td.options.other {
         log::info!("{p}: option {id} ({size} bytes) skipped: trbox does not use it");
     }
-    let (trace, skipped) = Trace::from_dat(td, &path.to_string_lossy(), syms)
+    let trace = Trace::from_dat(td, &path.to_string_lossy(), syms)
         .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e}") })?;
-    for (sys, i, e) in skipped {
-        log::debug!("format {i} of {sys}: {e}");
+    // The file's own problems were told as it was read (read_dat_from).
+    for p in trace.problems.iter().filter(|p| p.kind == ProblemKind::BadFormat) {
+        log::debug!("{p}");
     }
     Ok(noted(trace))
 }
@@ -208,8 +222,8 @@ pub fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
 }
 
 /// Every `events/SYS/EVENT/format` below the top level. Formats that do not
-/// parse are skipped with a debug log (their records fall back to a
-/// generic line).
+/// parse are skipped with a debug log, and counted in the session's
+/// problems (their records fall back to a generic line).
 fn add_formats(t: &Tracefs, trace: &mut Opened, only: Option<&[&str]>) -> Result<(), Error> {
     let events = t.top().join("events");
     let systems = std::fs::read_dir(&events).map_err(|e| Error::io(&events, e))?;
@@ -227,7 +241,9 @@ fn add_formats(t: &Tracefs, trace: &mut Opened, only: Option<&[&str]>) -> Result
             let path = ev.path().join("format");
             let Ok(text) = super::read_text(&path) else { continue };
             if let Err(e) = trace.add_format(&sys_name, &text) {
-                log::debug!("{}: {e}", path.display());
+                let p = format!("{}: {e}", path.display());
+                log::debug!("{p}");
+                trace.problems.add(ProblemKind::BadFormat, p);
             }
         }
     }

@@ -28,6 +28,9 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+#[cfg(feature = "zlib")]
+use crate::problems::{ProblemKind, Problems};
+
 pub const BEGIN: &str = "trbox-console-begin 1";
 pub const END: &str = "trbox-console-end";
 const PREFIX: &str = "trbox:";
@@ -39,11 +42,23 @@ pub const BLOCK_BYTES: usize = 32 * 1024;
 /// plus one frame: a kallsyms piece or a page).
 pub const MAX_BLOCK: usize = 1 << 25;
 /// The most a block of trbox's writer inflates to per compressed byte:
-/// its deflate (deflate.rs, fixed codes) spends at least 13 bits on 258
-/// bytes (length code 285: 8 bits, distance code 0: 5 bits, no extra
-/// bits), 158.8 to 1. A block that inflates further is not trbox's (a
-/// decompression bomb, issue 27) and is left out after that many bytes.
+/// its deflate (`deflate` below: miniz_oxide, fixed codes) spends at
+/// least 13 bits on 258 bytes (length code 285: 8 bits, distance code 0:
+/// 5 bits, no extra bits), 158.8 to 1. A block that inflates further is
+/// not trbox's (a decompression bomb, issue 27) and is left out after that
+/// many bytes.
 pub const MAX_RATIO: usize = 159;
+
+/// One block as raw deflate (RFC 1951), by miniz_oxide: level 6 (zlib's
+/// default: lazy matching, up to 128 positions tried per match), with the
+/// fixed Huffman codes only, which keep [`MAX_RATIO`] true of every block
+/// (dynamic codes would make some 10-20% fewer lines, but a block of them
+/// may inflate up to 1032 times its size, which trbox's readers of
+/// before this compressor refuse as not trbox's). Any inflater reads it.
+fn deflate(data: &[u8]) -> Vec<u8> {
+    super::deflate::compress(data)
+}
+
 /// The most a whole recording may inflate to (the stream is then held
 /// in memory and converted): past it, the log is refused.
 pub const MAX_STREAM: usize = 1 << 30;
@@ -143,7 +158,7 @@ impl Encoder {
         if self.pending.is_empty() {
             return String::new();
         }
-        let z = super::deflate::compress(&self.pending);
+        let z = deflate(&self.pending);
         self.pending.clear();
         let mut out = String::with_capacity(z.len() * 4 / 3 + z.len() / LINE_BYTES * 24 + 32);
         let n = z.chunks(LINE_BYTES).len();
@@ -215,11 +230,24 @@ impl core::fmt::Display for ConsoleError {
 #[derive(Debug, Default)]
 pub struct Decoded {
     pub stream: Vec<u8>,
-    /// Lines of the recording found intact, and damaged.
+    /// Lines of the recording found intact.
     pub lines: u32,
-    pub damaged: u32,
-    pub blocks_lost: u32,
-    pub warnings: Vec<String>,
+    /// Damaged lines ([`ProblemKind::DamagedLine`]), blocks left out
+    /// ([`ProblemKind::LostBlock`]), a cut: each with what it lost.
+    pub problems: Problems,
+}
+
+#[cfg(feature = "zlib")]
+impl Decoded {
+    /// Lines of the recording found damaged.
+    pub fn damaged(&self) -> u64 {
+        self.problems.count(ProblemKind::DamagedLine)
+    }
+
+    /// Blocks left out.
+    pub fn blocks_lost(&self) -> u64 {
+        self.problems.count(ProblemKind::LostBlock)
+    }
 }
 
 #[cfg(feature = "zlib")]
@@ -293,10 +321,10 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
     let mut broken = false;
     let mut ended = None;
     let give_up = |d: &mut Decoded, from: usize, to: usize| {
-        d.blocks_lost += 1;
-        d.warnings.push(format!(
-            "log lines {from}-{to}: a block of the recording is left out (a line of it is damaged or missing)"
-        ));
+        d.problems.add(
+            ProblemKind::LostBlock,
+            format!("log lines {from}-{to}: a block of the recording is left out (a line of it is damaged or missing)"),
+        );
     };
     for (i, l) in lines.iter().enumerate().skip(begin + 1) {
         let no = i + 1;
@@ -312,8 +340,8 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
         };
         match parsed {
             Err(()) => {
-                d.damaged += 1;
-                d.warnings.push(format!("log line {no}: damaged (checksum or layout), left out"));
+                d.problems
+                    .add(ProblemKind::DamagedLine, format!("log line {no}: damaged (checksum or layout), left out"));
                 broken = true;
             }
             Ok(line) => {
@@ -348,7 +376,7 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
                             // (A first block lost leaves the rest to the stream's reader.)
                             Ok(b)
                                 if d.stream.is_empty()
-                                    && d.blocks_lost == 0
+                                    && d.blocks_lost() == 0
                                     && !b.starts_with(super::stream::MAGIC) =>
                             {
                                 return Err(ConsoleError::NotAStream)
@@ -359,9 +387,12 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
                             }
                             Err(e) => {
                                 if e.status == miniz_oxide::inflate::TINFLStatus::HasMoreOutput {
-                                    d.warnings.push(format!(
-                                        "log lines {block_from}-{no}: the block inflates to more than {MAX_RATIO} times its size (not what trbox writes)"
-                                    ));
+                                    d.problems.add(
+                                        ProblemKind::OversizedBlock,
+                                        format!(
+                                            "log lines {block_from}-{no}: the block inflates to more than {MAX_RATIO} times its size (not what trbox writes)"
+                                        ),
+                                    );
                                 }
                                 give_up(&mut d, block_from, no)
                             }
@@ -375,14 +406,16 @@ pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> 
         }
     }
     match ended {
-        None => d.warnings.push(String::from("no end marker: the recording is cut off; read up to there")),
-        Some(n) if n + 1 != next_seq => {
-            d.warnings.push(format!("the end marker counts {n} lines, the last one seen is {}", next_seq - 1))
-        }
+        None => d.problems.add(ProblemKind::CutOff, "no end marker: the recording is cut off; read up to there"),
+        Some(n) if n + 1 != next_seq => d.problems.add(
+            ProblemKind::CutOff,
+            format!("the end marker counts {n} lines, the last one seen is {}", next_seq - 1),
+        ),
         Some(_) => {}
     }
     if !block.is_empty() || broken {
-        d.warnings.push(format!("log lines {block_from}-: the last block is incomplete, left out"));
+        d.problems
+            .add(ProblemKind::LostBlock, format!("log lines {block_from}-: the last block is incomplete, left out"));
     }
     if d.stream.is_empty() {
         return Err(ConsoleError::NothingReadable);
@@ -433,8 +466,9 @@ mod tests {
         // 1 MiB of zeros in a block: miniz makes it ~1 KiB, over MAX_RATIO.
         let bomb = alloc::vec![0u8; 1 << 20];
         let d = decode(log_of(&[first.clone(), bomb.clone(), first[14..].to_vec()]).as_bytes()).unwrap();
-        assert_eq!(d.blocks_lost, 1);
-        assert!(d.warnings.iter().any(|w| w.contains("times its size")), "{:?}", d.warnings);
+        assert_eq!(d.blocks_lost(), 1);
+        assert_eq!(d.problems.count(ProblemKind::OversizedBlock), 1);
+        assert!(d.problems.iter().any(|w| w.message.contains("times its size")), "{:?}", d.problems);
         assert_eq!(d.stream.len(), 2 * BLOCK_BYTES - 14);
         // Only bombs: nothing, having inflated little.
         assert_eq!(decode(log_of(&[bomb.clone(), bomb]).as_bytes()).unwrap_err(), ConsoleError::NothingReadable);
@@ -477,8 +511,8 @@ mod tests {
         }
         log += &e.end();
         let d = decode(log.as_bytes()).unwrap();
-        assert_eq!(d.stream, data, "{:?}", d.warnings);
-        assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+        assert_eq!(d.stream, data, "{:?}", d.problems);
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
         // Damage one line in the middle: its block goes, the others stay.
         let target = log.lines().position(|l| l.starts_with("trbox:40:")).unwrap();
         let damaged: String = log
@@ -495,10 +529,30 @@ mod tests {
             )
             .collect();
         let d = decode(damaged.as_bytes()).unwrap();
-        assert_eq!(d.damaged, 1);
-        assert_eq!(d.blocks_lost, 1);
-        assert!(d.warnings.iter().any(|w| w.contains(&format!("log line {}", target + 1))), "{:?}", d.warnings);
+        assert_eq!(d.damaged(), 1);
+        assert_eq!(d.blocks_lost(), 1);
+        assert!(d.problems.iter().any(|w| w.message.contains(&format!("log line {}", target + 1))), "{:?}", d.problems);
         assert!(d.stream.len() < data.len() && !d.stream.is_empty());
+    }
+
+    /// [`deflate`]'s blocks inflate back, and none goes past [`MAX_RATIO`]
+    /// (zeros: the best case of the fixed codes).
+    #[test]
+    fn deflate_inflates_back_within_the_ratio() {
+        let round_trip = |data: &[u8]| {
+            let z = deflate(data);
+            assert_eq!(miniz_oxide::inflate::decompress_to_vec(&z).unwrap(), data);
+            assert!(data.len() <= z.len() * MAX_RATIO, "{} bytes from {}", data.len(), z.len());
+            z.len()
+        };
+        round_trip(b"");
+        round_trip(b"a");
+        round_trip(b"abcabcabcabcabcabcabcabcabcabc");
+        round_trip(&[0u8; BLOCK_BYTES]);
+        round_trip(&[0u8; 100_000]);
+        let all: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+        assert!(round_trip(&all) < 2_000);
+        round_trip(&stream_bytes(40_000));
     }
 
     #[test]
@@ -507,8 +561,29 @@ mod tests {
         let mut log = e.begin();
         log += &e.push(&stream_bytes(40_000));
         log += &e.end();
+        let whole = decode(log.as_bytes()).unwrap();
+        assert!(whole.problems.is_empty(), "{:?}", whole.problems);
+        let mut read = 0;
         for n in (0..log.len()).step_by(7) {
-            let _ = decode(&log.as_bytes()[..n]);
+            let cut = &log.as_bytes()[..n];
+            match decode(cut) {
+                // What is read is whole blocks from the start; anything
+                // short of the whole recording comes with a warning.
+                Ok(d) => {
+                    assert!(whole.stream.starts_with(&d.stream), "cut at {n}: not a prefix");
+                    assert!(d.stream == whole.stream || !d.problems.is_empty(), "cut at {n}: short, no warning");
+                    assert!(d.stream.len() >= read, "cut at {n}: less than a shorter cut");
+                    read = d.stream.len();
+                }
+                // Before the begin line is whole: no recording; before the
+                // first block is: none of it readable. Nothing else.
+                Err(e) if n < BEGIN.len() => assert_eq!(e, ConsoleError::NoBegin, "cut at {n}"),
+                Err(e) => {
+                    assert_eq!(e, ConsoleError::NothingReadable, "cut at {n}");
+                    assert_eq!(read, 0, "cut at {n}: nothing read after a shorter cut read some");
+                }
+            }
         }
+        assert!(read > 0);
     }
 }

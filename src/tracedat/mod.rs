@@ -5,7 +5,7 @@
 //!   through a [`Source`] — anything that can fill a buffer from a file
 //!   offset (a byte slice, or a file with `pread` in the std layer). The page
 //!   data is not loaded: every [`Instance`] lists per-CPU `(offset, size)`
-//!   ranges, and [`CpuPages`] hands out one sub-buffer at a time (for
+//!   ranges, and [`DatPages`] hands out one sub-buffer at a time (for
 //!   compressed v7 data, one decompressed chunk of a few pages is held), so
 //!   memory stays flat however large the file is.
 //! * [`write`](mod@write): [`V6Writer`] produces the bytes of a version 6 header in
@@ -28,13 +28,13 @@ pub mod stream;
 pub mod write;
 
 pub use compress::{decompress, Compression};
-pub use read::{selected_clock, ChunkHeader, CpuData, CpuPages, EventSystem, Instance, Options, TraceDat, Tsc2Nsec};
+pub use read::{selected_clock, ChunkHeader, CpuData, DatPages, EventSystem, Instance, Options, TraceDat, Tsc2Nsec};
 pub use write::{
     cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u32, encode_u64,
     FlyrecordSlot, OptionsSlot, V6Writer, WriteError, WriteOptions,
 };
 
-pub use crate::format::Endian;
+pub use crate::abi::Endian;
 
 /// The first ten bytes of every trace.dat.
 pub const MAGIC: [u8; 10] = [0x17, 0x08, 0x44, b't', b'r', b'a', b'c', b'i', b'n', b'g'];

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use super::compress::{decompress, Compression};
 use super::{opt, Endian, Error, ErrorKind, IoError, Source, MAGIC};
 use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
+use crate::problems::{ProblemKind, Problems};
 
 /// Longest NUL-terminated string accepted in metadata (names, clocks).
 const MAX_CSTR: usize = 4096;
@@ -26,7 +27,7 @@ const MAX_OPTION_SECTIONS: usize = 4096;
 
 /// The operations the metadata parsers need, over a file or over a
 /// decompressed section.
-trait In {
+trait MetaInput {
     fn endian(&self) -> Endian;
     /// File offset of the next byte (for compressed sections: the
     /// section's offset, as positions inside it do not map to the file).
@@ -55,7 +56,7 @@ trait In {
 }
 
 /// A cursor over bytes in memory (a decompressed section or an option).
-struct Cur<'b> {
+struct ByteCursor<'b> {
     b: &'b [u8],
     pos: usize,
     e: Endian,
@@ -66,16 +67,16 @@ struct Cur<'b> {
     sec: &'static str,
 }
 
-impl<'b> Cur<'b> {
+impl<'b> ByteCursor<'b> {
     fn new(b: &'b [u8], e: Endian, at: u64, mapped: bool, sec: &'static str) -> Self {
-        Cur { b, pos: 0, e, at, mapped, sec }
+        ByteCursor { b, pos: 0, e, at, mapped, sec }
     }
     fn rest(&self) -> &'b [u8] {
         self.b.get(self.pos..).unwrap_or(&[])
     }
 }
 
-impl In for Cur<'_> {
+impl MetaInput for ByteCursor<'_> {
     fn endian(&self) -> Endian {
         self.e
     }
@@ -183,7 +184,7 @@ impl<'s, S: Source + ?Sized> Stream<'s, S> {
     }
 }
 
-impl<S: Source + ?Sized> In for Stream<'_, S> {
+impl<S: Source + ?Sized> MetaInput for Stream<'_, S> {
     fn endian(&self) -> Endian {
         self.e
     }
@@ -371,17 +372,18 @@ pub struct TraceDat {
     pub instances: Vec<Instance>,
     /// Where the metadata ends (v6: after the flyrecord table and clock).
     pub metadata_end: u64,
-    /// Problems that did not stop reading: an instance that could not be
-    /// read (left out), CPU data running past the end of the file (cut to
-    /// what is there: the file was truncated).
-    pub warnings: Vec<Error>,
+    /// Problems that did not stop reading: an instance or section that
+    /// could not be read (left out, [`ProblemKind::BadSection`]), CPU data
+    /// running past the end of the file (cut to what is there: the file
+    /// was truncated, [`ProblemKind::CutOff`]); each told as its [`Error`].
+    pub problems: Problems,
 }
 
 // ---------------------------------------------------------------------------
 // Shared section parsers (the same payloads in v6 and v7)
 // ---------------------------------------------------------------------------
 
-fn expect_tag<I: In>(r: &mut I, tag: &[u8]) -> Result<(), Error> {
+fn expect_tag<I: MetaInput>(r: &mut I, tag: &[u8]) -> Result<(), Error> {
     let mut b = [0u8; 16];
     let b = b.get_mut(..tag.len()).ok_or_else(|| r.err(ErrorKind::Invalid("tag")))?;
     r.fill(b)?;
@@ -391,7 +393,7 @@ fn expect_tag<I: In>(r: &mut I, tag: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-fn header_info<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
+fn header_info<I: MetaInput>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     r.section("header_page");
     expect_tag(r, b"header_page\0")?;
     let n = r.u64()?;
@@ -403,7 +405,7 @@ fn header_info<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     Ok(())
 }
 
-fn ftrace_formats<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
+fn ftrace_formats<I: MetaInput>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     r.section("ftrace formats");
     let count = r.u32()?;
     td.ftrace_formats.clear();
@@ -414,7 +416,7 @@ fn ftrace_formats<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     Ok(())
 }
 
-fn event_formats<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
+fn event_formats<I: MetaInput>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     r.section("event formats");
     let systems = r.u32()?;
     td.systems.clear();
@@ -431,21 +433,21 @@ fn event_formats<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     Ok(())
 }
 
-fn kallsyms<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
+fn kallsyms<I: MetaInput>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     r.section("kallsyms");
     let n = r.u32()?;
     td.kallsyms = r.take(n.into())?;
     Ok(())
 }
 
-fn printk<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
+fn printk<I: MetaInput>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     r.section("printk formats");
     let n = r.u32()?;
     td.printk_formats = r.take(n.into())?;
     Ok(())
 }
 
-fn cmdlines<I: In>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
+fn cmdlines<I: MetaInput>(r: &mut I, td: &mut TraceDat) -> Result<(), Error> {
     r.section("saved cmdlines");
     let n = r.u64()?;
     td.saved_cmdlines = r.take(n)?;
@@ -529,7 +531,7 @@ fn handle_option(id: u16, data: &[u8], at: u64, v7: bool, td: &mut TraceDat, st:
         opt::MODULES_FILE => st.sections.modules = u64_at(0),
         opt::LAST_BOOT_INFO => o.last_boot = Some(opt_text(data)),
         opt::BUFFER | opt::BUFFER_TEXT => {
-            let mut c = Cur::new(data, e, at, true, "BUFFER option");
+            let mut c = ByteCursor::new(data, e, at, true, "BUFFER option");
             let offset = c.u64()?;
             let name = c.cstr()?;
             if !v7 {
@@ -570,7 +572,7 @@ fn handle_option(id: u16, data: &[u8], at: u64, v7: bool, td: &mut TraceDat, st:
 
 impl TraceDat {
     /// Parse the metadata of a trace.dat through `src`. Page data is not
-    /// read; see [`CpuPages`].
+    /// read; see [`DatPages`].
     pub fn read<S: Source + ?Sized>(src: &mut S) -> Result<TraceDat, Error> {
         let mut r = Stream::new(src, 0, Endian::Little, "file header");
         let mut magic = [0u8; 10];
@@ -606,7 +608,8 @@ impl TraceDat {
                     // A CPU without data may point past the end (trace-cmd
                     // writes the next page-aligned offset): not a cut.
                     if c.size > 0 && c.offset.saturating_add(c.size) > len {
-                        td.warnings.push(Error::new(ErrorKind::Truncated, "cpu data", c.offset.saturating_add(c.size)));
+                        let e = Error::new(ErrorKind::Truncated, "cpu data", c.offset.saturating_add(c.size));
+                        td.problems.add(ProblemKind::CutOff, e.to_string());
                         c.size = len.saturating_sub(c.offset);
                     }
                 }
@@ -656,9 +659,9 @@ impl TraceDat {
     }
 
     /// Iterate over the pages of CPU entry `idx` of `inst`.
-    pub fn pages(&self, inst: &Instance, idx: usize) -> Option<CpuPages> {
+    pub fn pages(&self, inst: &Instance, idx: usize) -> Option<DatPages> {
         let c = inst.cpus.get(idx)?;
-        Some(CpuPages::new(self, inst, c))
+        Some(DatPages::new(self, inst, c))
     }
 }
 
@@ -713,7 +716,7 @@ fn read_v6<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
                 }
                 td.instances.push(inst);
             }
-            Err(e) => td.warnings.push(e),
+            Err(e) => td.problems.add(ProblemKind::BadSection, e.to_string()),
         }
     }
     Ok(())
@@ -867,7 +870,7 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
             let data = r.take(csize.into())?;
             let mut out = Vec::new();
             decompress(&td.compression_algo(), &data, usize_ as usize, &mut out, "options", at)?;
-            let mut c = Cur::new(&out, td.endian, off, false, "options");
+            let mut c = ByteCursor::new(&out, td.endian, off, false, "options");
             next = options_v7(&mut c, td, &mut st)?;
         } else {
             next = options_v7(r, td, &mut st)?;
@@ -887,7 +890,7 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
         let Some(off) = off else { continue };
         let (body, compressed) = section_body(r, td, off, id, what)?;
         let at = if compressed { off } else { r.here().saturating_sub(body.len() as u64) };
-        let mut c = Cur::new(&body, td.endian, at, !compressed, what);
+        let mut c = ByteCursor::new(&body, td.endian, at, !compressed, what);
         match id {
             opt::HEADER_INFO => header_info(&mut c, td)?,
             opt::FTRACE_EVENTS => ftrace_formats(&mut c, td)?,
@@ -907,7 +910,7 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
         match section_body(r, td, off, id, what) {
             Ok((body, _)) if id == opt::BTF_FILE => td.btf = body,
             Ok((body, _)) => td.modules = body,
-            Err(e) => td.warnings.push(e),
+            Err(e) => td.problems.add(ProblemKind::BadSection, e.to_string()),
         }
     }
     td.cpus = td.options.cpucount.unwrap_or(0);
@@ -925,7 +928,7 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
                 }
                 keep.push(inst);
             }
-            Err(e) => td.warnings.push(e),
+            Err(e) => td.problems.add(ProblemKind::BadSection, e.to_string()),
         }
     }
     td.instances = keep;
@@ -936,7 +939,7 @@ fn read_v7<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Resu
 }
 
 /// Options of one v7 section, up to DONE; returns the next section offset.
-fn options_v7<I: In>(r: &mut I, td: &mut TraceDat, st: &mut OptState) -> Result<u64, Error> {
+fn options_v7<I: MetaInput>(r: &mut I, td: &mut TraceDat, st: &mut OptState) -> Result<u64, Error> {
     r.section("options");
     loop {
         let id = r.u16()?;
@@ -975,7 +978,7 @@ const READ_AHEAD: usize = 64 * 1024;
 /// Sequential access to one CPU's pages. Holds at most `READ_AHEAD`
 /// bytes of pages (or one decompressed chunk, ~10 pages) at a time.
 #[derive(Debug)]
-pub struct CpuPages {
+pub struct DatPages {
     pub cpu: u32,
     page_size: usize,
     endian: Endian,
@@ -994,10 +997,10 @@ pub struct CpuPages {
     label: &'static str,
 }
 
-impl CpuPages {
-    pub fn new(td: &TraceDat, inst: &Instance, c: &CpuData) -> CpuPages {
+impl DatPages {
+    pub fn new(td: &TraceDat, inst: &Instance, c: &CpuData) -> DatPages {
         let page_size = if inst.page_size != 0 { inst.page_size } else { td.page_size } as usize;
-        CpuPages {
+        DatPages {
             cpu: c.cpu,
             page_size,
             endian: td.endian,

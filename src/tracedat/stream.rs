@@ -36,6 +36,7 @@ use alloc::vec::Vec;
 
 use super::write::{data_layout, encode_flyrecord_table, V6Writer, WriteError, WriteOptions};
 use super::{cpustat_text, Endian, TraceDat};
+use crate::problems::{ProblemKind, Problems};
 
 /// The first bytes of a stream: a text line, then the version byte.
 pub const MAGIC: &[u8; 13] = b"trbox-stream\n";
@@ -169,7 +170,7 @@ pub struct Stream<'a> {
     /// The end frame was seen.
     pub complete: bool,
     /// What a person should know (a cut, frames left out).
-    pub warnings: Vec<String>,
+    pub problems: Problems,
 }
 
 impl<'a> Stream<'a> {
@@ -230,18 +231,23 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
     let mut skipped = 0u32;
     while at < bytes.len() {
         let Some(len) = le32(bytes, at + 1) else {
-            s.warnings
-                .push(format!("the stream is cut off at byte {} inside a frame header: read up to there", bytes.len()));
+            s.problems.add(
+                ProblemKind::CutOff,
+                format!("the stream is cut off at byte {} inside a frame header: read up to there", bytes.len()),
+            );
             break;
         };
         let k = bytes[at];
         let start = at + FRAME_HEADER;
         let Some(p) = start.checked_add(len as usize).and_then(|end| bytes.get(start..end)) else {
             let what = if k == kind::DATA { "a page" } else { "a frame" };
-            s.warnings.push(format!(
-                "the stream is cut off at byte {} inside {what} that began at byte {at}: read up to there",
-                bytes.len()
-            ));
+            s.problems.add(
+                ProblemKind::CutOff,
+                format!(
+                    "the stream is cut off at byte {} inside {what} that began at byte {at}: read up to there",
+                    bytes.len()
+                ),
+            );
             break;
         };
         at = start + p.len();
@@ -296,19 +302,23 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
         return Err(StreamError::NoStart);
     }
     if skipped > 0 {
-        s.warnings.push(format!("{skipped} malformed frames left out"));
+        s.problems.add_counted(
+            ProblemKind::BadFrame,
+            u64::from(skipped),
+            format!("{skipped} malformed frames left out"),
+        );
     }
     if !s.complete {
-        if s.warnings.is_empty() {
-            s.warnings.push(format!(
-                "the stream ends at byte {} without its end frame (cut off?): read up to there",
-                bytes.len()
-            ));
+        if s.problems.is_empty() {
+            s.problems.add(
+                ProblemKind::CutOff,
+                format!("the stream ends at byte {} without its end frame (cut off?): read up to there", bytes.len()),
+            );
         }
-        s.warnings.push(format!(
-            "{} pages read; the saved comms and the CPU stats come at the end and are missing",
-            s.page_count()
-        ));
+        s.problems.add(
+            ProblemKind::MissingEnd,
+            format!("{} pages read; the saved comms and the CPU stats come at the end and are missing", s.page_count()),
+        );
     }
     Ok(s)
 }
@@ -338,7 +348,7 @@ pub fn to_tracedat(s: &Stream<'_>) -> Result<Vec<u8>, WriteError> {
     let meta = |name: &str| s.meta(name).or_else(|| from_td(name)).unwrap_or_default();
     let meta_str = |name: &str| core::str::from_utf8(meta(name)).ok().filter(|t| !t.is_empty());
     let e = s.endian;
-    let mut w = V6Writer::new(crate::format::Abi::new(e, s.long_size.into()), s.page_size);
+    let mut w = V6Writer::new(crate::abi::Abi::new(e, s.long_size.into()), s.page_size);
     w.header_files(meta("header_page"), meta("header_event"))?;
     let mut systems: Vec<(&str, Vec<&[u8]>)> = s.systems.iter().map(|(n, f)| (*n, f.clone())).collect();
     if let Some(t) = &td {
@@ -420,7 +430,7 @@ mod tests {
         let b = sample();
         let s = parse(&b).unwrap();
         assert!(s.complete);
-        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
         assert_eq!(s.cpus, [0, 1]);
         assert_eq!(s.pages[1], [&[7u8; 64][..]]);
         assert_eq!(s.pages[0].len(), 1);
@@ -437,7 +447,7 @@ mod tests {
             match parse(&b[..n]) {
                 Ok(s) => {
                     assert!(!s.complete);
-                    assert!(!s.warnings.is_empty(), "cut at {n}");
+                    assert!(!s.problems.is_empty(), "cut at {n}");
                     let _ = to_tracedat(&s);
                 }
                 // Up to the end of the header_page frame (start 23 bytes,

@@ -6,7 +6,7 @@
 //! writes [`encode_flyrecord_table`] at [`FlyrecordSlot::table_pos`].
 //!
 //! ```text
-//! let mut w = V6Writer::new(trbox::format::Abi::new(Endian::Little, 8), 4096);
+//! let mut w = V6Writer::new(trbox::abi::Abi::new(Endian::Little, 8), 4096);
 //! w.header_files(hp, he)?; w.ftrace_formats(&ftrace)?; w.event_systems(&systems)?;
 //! w.kallsyms(ksyms)?; w.printk_formats(pf)?; w.saved_cmdlines(cl)?;
 //! w.cpus(ncpu)?; let opts = w.options(&o, None)?; let fly = w.flyrecord()?;
@@ -26,7 +26,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::{opt, Endian, MAGIC};
-use crate::format::Abi;
+use crate::abi::Abi;
 
 /// Why a write step was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -266,6 +266,28 @@ fn graph_and_stats_read_instance_only_files() {
     }
 }
 
+/// `--stats` ends with what was read past (trbox::problems): a count per
+/// kind and the first message of each, the one stderr's warning says; an
+/// intact file has no such part.
+#[test]
+fn stats_count_the_problems_read_past() {
+    let path = "tests/data/tracedat/v6-inst.dat";
+    let st = stdout(&run(&["tr-cat", "--stats", path]));
+    assert!(!st.contains("problems"), "{st}");
+    let dir = TempDir::new("stats-cut");
+    let cut = dir.path().join("cut.dat");
+    let full = std::fs::read(path).unwrap();
+    std::fs::write(&cut, &full[..full.len() - 5000]).unwrap();
+    let o = run(&["tr-cat", "--stats", cut.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (st, err) = (stdout(&o), stderr(&o));
+    // Both CPUs of the last buffer run past the cut.
+    let warned: Vec<&str> = err.lines().filter_map(|l| l.split_once("cut.dat: ").map(|x| x.1)).collect();
+    assert_eq!(warned.len(), 2, "{err}");
+    let want = format!("\n    problems  kind: the first of them\n           2  cut_off: {}\n", warned[0]);
+    assert!(st.ends_with(&want), "{st}");
+}
+
 /// Files of 4.x arm64 boards that say nothing of their kernel (an old
 /// trace-cmd wrote no UNAME option; cut from LISA's test suite, see
 /// tests/data/tracedat/README.md): the same events as `trace-cmd report`,

@@ -254,7 +254,8 @@ fn lost_entries() {
 fn trace_dat_input_gives_the_same_graph() {
     use std::io::Write;
     use std::os::unix::fs::FileExt;
-    use trbox::format::{Endian, HeaderPage};
+    use trbox::abi::Endian;
+    use trbox::format::HeaderPage;
     use trbox::tracedat::{data_layout, encode_flyrecord_table, V6Writer, WriteOptions};
     for d in fixtures() {
         let tmp = TempDir::new("graph-dat");
@@ -280,7 +281,7 @@ fn trace_dat_input_gives_the_same_graph() {
                 systems.push((name, formats(&s.path())));
             }
         }
-        let mut w = V6Writer::new(trbox::format::Abi::new(Endian::Little, hp.long_size()), page);
+        let mut w = V6Writer::new(trbox::abi::Abi::new(Endian::Little, hp.long_size()), page);
         w.header_files(&hp_text, &read("events/header_event")).unwrap();
         w.ftrace_formats(&formats(&d.join("events/ftrace"))).unwrap();
         w.event_systems(&systems).unwrap();

@@ -8,7 +8,8 @@ use crate::common;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
-use trbox::format::{Endian, EventFormat, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::{EventFormat, HeaderPage};
 use trbox::page::build::{Ev, PageBuilder};
 use trbox::page::{Missed, PageLayout};
 

@@ -6,7 +6,7 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::page::{Page, PageLayout, RB_MISSED_EVENTS};
 use trbox::tracedat::{data_layout, encode_flyrecord_table, V6Writer, WriteOptions};
 
@@ -104,7 +104,7 @@ pub fn build(meta: &Path, parts: &[Part<'_>], out: &Path) -> (u64, Vec<Vec<u8>>)
     }
     let page = layout.subbuf_size() as u32;
     let e = Endian::Little;
-    let mut w = V6Writer::new(trbox::format::Abi::new(e, trace.long_size()), page);
+    let mut w = V6Writer::new(trbox::abi::Abi::new(e, trace.long_size()), page);
     w.header_files(&hp_text, &read(&meta.join("events/header_event"))).unwrap();
     w.ftrace_formats(&ftrace).unwrap();
     w.event_systems(&systems).unwrap();

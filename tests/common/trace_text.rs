@@ -1,6 +1,7 @@
 //! The kernel's `trace` text, as the decoder tests read it.
 
-use trbox::format::{Endian, EventFormat};
+use trbox::abi::Endian;
+use trbox::format::EventFormat;
 
 /// `[CPU] FLAGS SECS.USECS: REST` from one line of `trace`: (cpu, µs, the
 /// text after the timestamp). COMM may hold anything, so each `[digits]`

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use trbox::format::Endian;
-use trbox::graph::stats::{Stats, TopBy};
+use trbox::abi::Endian;
+use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::{render_streams, GraphEvents, GraphOpts, GraphRec, GraphRenderer, IrqText};
 use trbox::page::{Item, Page};
 use trbox::Trace;
@@ -53,7 +53,7 @@ fn renderer(t: &Tree) -> GraphRenderer<'_> {
     GraphRenderer::new(
         &tr.events,
         &tr.cmdlines,
-        trbox::format::Abi::new(Endian::Little, tr.long_size()),
+        trbox::abi::Abi::new(Endian::Little, tr.long_size()),
         Some(&tr.symbols),
     )
 }
@@ -130,7 +130,7 @@ fn graph_text_matches_the_kernel() {
 fn folded_and_top_agree_with_the_graph() {
     for d in fixtures() {
         let t = load(&d);
-        let ev = GraphEvents::new(&t.trace.events, trbox::format::Abi::new(Endian::Little, t.trace.long_size()));
+        let ev = GraphEvents::new(&t.trace.events, trbox::abi::Abi::new(Endian::Little, t.trace.long_size()));
         let mut per_func: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
         // The per-task stacks need the records in time order across CPUs
         // (tasks migrate).
@@ -139,7 +139,7 @@ fn folded_and_top_agree_with_the_graph() {
             all.extend(recs.iter().map(|(ts, p)| (*ts, c, p)));
         }
         all.sort_by_key(|x| (x.0, x.1));
-        let mut s = Stats::new(&t.trace.events, trbox::format::Abi::new(Endian::Little, t.trace.long_size()), true);
+        let mut s = GraphStats::new(&t.trace.events, trbox::abi::Abi::new(Endian::Little, t.trace.long_size()), true);
         for (_, _, p) in &all {
             s.record(p, &t.trace.cmdlines);
             if let Some(GraphRec::Exit { func, calltime, rettime, .. }) = ev.decode(p) {
@@ -195,7 +195,7 @@ fn damaged_fixture_records_never_panic() {
             abstime: round > 1,
             ..GraphOpts::default()
         });
-        let mut s = Stats::new(&t.trace.events, trbox::format::Abi::new(Endian::Little, t.trace.long_size()), true);
+        let mut s = GraphStats::new(&t.trace.events, trbox::abi::Abi::new(Endian::Little, t.trace.long_size()), true);
         let mut out = String::new();
         let damaged: Vec<Vec<u8>> = recs
             .iter()

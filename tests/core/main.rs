@@ -12,7 +12,6 @@ mod module_cycles;
 mod page_fixture;
 mod page_qemu_fixtures;
 mod page_synthetic;
-mod page_throughput;
 mod printfmt_coverage;
 mod printfmt_fixtures;
 mod printfmt_kallsyms;

@@ -3,7 +3,11 @@
 //! each `crate::`, `super::` and `self::` path (and each path through a
 //! child module the file declares) is resolved to the module it names, and
 //! the import graph must have no cycle. A module and its own submodules
-//! (`printfmt` and `printfmt::compile`) are one unit and may use each other.
+//! (`printfmt` and `printfmt::compile`) are one unit and may use each other;
+//! the crate root (lib.rs, main.rs) is not: it is a module of its own, whose
+//! children are checked against it too. The binary's root dispatches to
+//! the applets, so none of its children may import from it (`crate::X` of
+//! an item defined in main.rs): the applet table goes down as an argument.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -78,16 +82,36 @@ fn is_ident(c: char) -> bool {
 /// Every path of the code: `a::b::{c, d::e}` gives `a::b::c` and
 /// `a::b::d::e` (only what a resolver needs: the leading segments).
 fn paths(code: &str) -> Vec<Vec<String>> {
+    paths_in_mods(code).into_iter().map(|(_, p)| p).collect()
+}
+
+/// [`paths`], each with the number of inline modules (`mod tests { … }`)
+/// around it: that many `super::` stay inside the file's module.
+fn paths_in_mods(code: &str) -> Vec<(usize, Vec<String>)> {
     let b: Vec<char> = code.chars().collect();
     let mut out = Vec::new();
+    // Per open brace: whether it opens an inline module.
+    let mut braces: Vec<bool> = Vec::new();
     let mut i = 0;
     while i < b.len() {
+        match b[i] {
+            '{' => {
+                let before: String = b[i.saturating_sub(80)..i].iter().collect();
+                let words: Vec<&str> = before.split_whitespace().rev().take(2).collect();
+                braces.push(matches!(words.as_slice(), [name, "mod"] if name.chars().all(is_ident)));
+            }
+            '}' => {
+                braces.pop();
+            }
+            _ => {}
+        }
         if !is_ident(b[i]) || (i > 0 && (is_ident(b[i - 1]) || b[i - 1] == ':')) {
             i += 1;
             continue;
         }
         let (next, found) = path_at(&b, i, Vec::new());
-        out.extend(found.into_iter().filter(|p| p.len() > 1));
+        let depth = braces.iter().filter(|m| **m).count();
+        out.extend(found.into_iter().filter(|p| p.len() > 1).map(|p| (depth, p)));
         i = next.max(i + 1);
     }
     out
@@ -130,11 +154,18 @@ fn path_at(b: &[char], mut i: usize, mut prefix: Vec<String>) -> (usize, Vec<Vec
     }
 }
 
-/// The module a path names, from module `at` (None: another crate, a
-/// local name, a type).
-fn resolve(mods: &BTreeMap<String, String>, at: &str, children: &BTreeSet<String>, path: &[String]) -> Option<String> {
+/// The module a path names, from module `at`, `inline` inline modules
+/// deep in its file (None: another crate, a local name, a type).
+fn resolve(
+    mods: &BTreeMap<String, String>,
+    at: &str,
+    inline: usize,
+    children: &BTreeSet<String>,
+    path: &[String],
+) -> Option<String> {
     let mut base: Vec<String> = if at.is_empty() { Vec::new() } else { at.split("::").map(String::from).collect() };
     let mut rest = path;
+    let mut inline = inline;
     match path.first()?.as_str() {
         "crate" => {
             base.clear();
@@ -143,6 +174,8 @@ fn resolve(mods: &BTreeMap<String, String>, at: &str, children: &BTreeSet<String
         "super" | "self" => {
             while let Some(s) = rest.first() {
                 match s.as_str() {
+                    // Out of an inline module: still the file's module.
+                    "super" if inline > 0 => inline -= 1,
                     "super" => {
                         base.pop()?;
                     }
@@ -172,8 +205,10 @@ fn resolve(mods: &BTreeMap<String, String>, at: &str, children: &BTreeSet<String
     best
 }
 
+/// Whether module `a` is `b` or inside it; the crate root ("") is a
+/// module of its own here, not the unit of all the others.
 fn within(a: &str, b: &str) -> bool {
-    b.is_empty() || a == b || a.starts_with(&format!("{b}::"))
+    a == b || (!b.is_empty() && a.starts_with(&format!("{b}::")))
 }
 
 /// Import edges between modules that are not one inside the other.
@@ -190,8 +225,8 @@ fn graph(dir: &Path, root_file: &str) -> BTreeMap<String, BTreeSet<String>> {
             })
             .collect();
         let mut to = BTreeSet::new();
-        for p in paths(&code) {
-            if let Some(t) = resolve(&mods, m, &children, &p) {
+        for (inline, p) in paths_in_mods(&code) {
+            if let Some(t) = resolve(&mods, m, inline, &children, &p) {
                 if !within(&t, m) && !within(m, &t) {
                     to.insert(t);
                 }
@@ -238,11 +273,17 @@ fn cycles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     out
 }
 
-fn check(dir: &str, root: &str) {
+fn check(dir: &str, root: &str) -> BTreeMap<String, BTreeSet<String>> {
     let g = graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), root);
     assert!(g.len() > 5, "{dir}: too few modules found");
     let c = cycles(&g);
     assert!(c.is_empty(), "{dir}: modules that import each other: {c:#?}");
+    g
+}
+
+/// The modules that import from the crate root.
+fn root_importers(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<&String> {
+    g.iter().filter(|(m, to)| !m.is_empty() && to.contains("")).map(|(m, _)| m).collect()
 }
 
 #[test]
@@ -252,7 +293,10 @@ fn library_modules_import_no_cycle() {
 
 #[test]
 fn applet_modules_import_no_cycle() {
-    check("applets", "main");
+    let g = check("applets", "main");
+    assert!(g[""].len() > 5, "main.rs: too few applet modules seen from the root");
+    let back = root_importers(&g);
+    assert!(back.is_empty(), "applets/ modules that import from main.rs (a back-edge to the root): {back:?}");
 }
 
 #[test]
@@ -271,4 +315,22 @@ fn the_checker_sees_a_cycle() {
     g.insert("c".to_string(), BTreeSet::from(["a".to_string()]));
     g.insert("d".to_string(), BTreeSet::from(["a".to_string()]));
     assert_eq!(cycles(&g), vec!["a → b, b → c, c → a".to_string()]);
+    // The root is a module of its own: a child's `crate::X` of the root's
+    // item is an edge back to it, and makes a cycle with the root's use of
+    // that child.
+    assert!(!within("cli", "") && within("", "") && within("a::b", "a"));
+    let mods = BTreeMap::from([(String::new(), String::new()), ("cli".to_string(), String::new())]);
+    let kids = BTreeSet::new();
+    let to_root = resolve(&mods, "cli", 0, &kids, &["crate".to_string(), "APPLETS".to_string()]);
+    assert_eq!(to_root.as_deref(), Some(""));
+    // `use super::build::Ev` in `mod tests { … }` of cli.rs is cli itself.
+    let p = paths_in_mods("mod tests {\n    use super::build::Ev;\n}\nuse super::X;");
+    assert_eq!(p.iter().map(|(d, _)| *d).collect::<Vec<_>>(), [1, 0]);
+    assert_eq!(resolve(&mods, "cli", 1, &kids, &p[0].1).as_deref(), Some("cli"));
+    assert_eq!(resolve(&mods, "cli", 0, &kids, &p[1].1).as_deref(), Some(""));
+    let mut g = BTreeMap::new();
+    g.insert(String::new(), BTreeSet::from(["cli".to_string()]));
+    g.insert("cli".to_string(), BTreeSet::from([String::new()]));
+    assert_eq!(cycles(&g), vec![" → cli, cli → ".to_string()]);
+    assert_eq!(root_importers(&g), vec!["cli"]);
 }

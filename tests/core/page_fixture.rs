@@ -8,7 +8,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::merge::merge;
 use trbox::page::{Item, Page, PageLayout};
 use trbox::Trace;

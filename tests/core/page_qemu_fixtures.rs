@@ -15,7 +15,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::page::{Item, Page};
 
 /// Does the kernel's text `rest` (after the timestamp) belong to event `ev`?

@@ -1,7 +1,8 @@
 //! Hand-assembled sub-buffers (bytes written out from the kernel's layout,
 //! not produced by the crate's own page builder), and corrupted real pages.
 
-use trbox::format::{Endian, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::HeaderPage;
 use trbox::page::{Item, Missed, Page, PageErrorKind, PageLayout};
 
 /// Little-endian x86_64-style page: 8-byte commit word with both flags

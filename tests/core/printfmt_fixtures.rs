@@ -9,7 +9,7 @@ use crate::common::bodies::{self, Tally};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::page::{decode, Item};
 use trbox::printfmt::{Ctx, Program};
 use trbox::trace::KernelProfile;
@@ -26,7 +26,7 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
     let (layout, fmts) = (trace.layout, &trace.events);
     let long = trace.long_size();
     let e = Endian::Little;
-    let ctx = Ctx { abi: trbox::format::Abi::new(e, long), syms: Some(&trace.symbols), strings: Some(&trace.printk) };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(e, long), syms: Some(&trace.symbols), strings: Some(&trace.printk) };
     let kernel = KernelProfile { version: ver, ..Default::default() };
     let mut progs: HashMap<u32, Program> = HashMap::new();
     let mut ours = bodies::Lines::new();

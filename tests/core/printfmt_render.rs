@@ -3,7 +3,8 @@
 //! kernel/trace/trace_output.c). Format files are copies of this machine's
 //! (x86_64, 6.18) in tests/data/printfmt/formats.
 
-use trbox::format::{Endian, EventFormat};
+use trbox::abi::Endian;
+use trbox::format::EventFormat;
 use trbox::kallsyms::Kallsyms;
 use trbox::printfmt::{vsprintf, Ctx, Program};
 use trbox::printk::PrintkFormats;
@@ -86,7 +87,7 @@ const PRINTK: &str = "0xffffffff82800000 : \"Start scheduler-tick\"\n\
 fn render(ev: &EventFormat, rec: &[u8]) -> String {
     let ks = Kallsyms::parse(KALLSYMS);
     let pk = PrintkFormats::parse(PRINTK);
-    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: Some(&pk) };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: Some(&pk) };
     let p = Program::compile(ev, 8);
     assert!(p.fallback_reason().is_none(), "{}: {:?} at {:?}", ev.name, p.fallback_reason(), p.fallback_context());
     let mut s = String::new();
@@ -190,7 +191,7 @@ fn syscalls() {
     assert!(!Program::compile(&ev, 8).name_prefix());
     let r = Rec::new(&ev).int("dfd", 0xffffff9c).int("filename", 0x7ffc12345678).int("flags", 0x80000).int("mode", 0).b;
     let ks = Kallsyms::parse(KALLSYMS);
-    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: None };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: None };
     let with = |v| {
         let mut s = String::new();
         Program::compile_with(&ev, 8, &Version(v)).render(&mut s, &r, &ctx).unwrap();
@@ -216,7 +217,7 @@ fn syscalls() {
 #[test]
 fn syscalls_with_user_data() {
     let ev = load("syscalls_sys_enter_openat-7.2");
-    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: None, strings: None };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: None, strings: None };
     let open = |flags: i64, mode: i64, name: &[u8], v: Option<(u32, u32)>| {
         let r = Rec::new(&ev)
             .int("dfd", -100)
@@ -385,7 +386,7 @@ fn unknown_argument_prints_marker() {
     assert!(!p.unknown_parts().is_empty());
     let r = Rec::new(&ev).int("pfn", 0x1234).int("order", 0).int("migratetype", 1).int("gfp_flags", 0xcc0).b;
     let mut s = String::new();
-    p.render(&mut s, &r, &Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: None, strings: None }).unwrap();
+    p.render(&mut s, &r, &Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: None, strings: None }).unwrap();
     assert_eq!(s, "page=<?> pfn=0x1234 order=0 migratetype=1 gfp_flags=GFP_KERNEL");
 }
 
@@ -400,7 +401,7 @@ fn fallback_and_truncated_records() {
     r[16..24].copy_from_slice(&0xffffffff81000000u64.to_le_bytes());
     r[24..27].copy_from_slice(b"abc");
     r[32..36].copy_from_slice(&[1, 0, 2, 0]);
-    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: None, strings: None };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: None, strings: None };
     let mut s = String::new();
     p.render(&mut s, &r, &ctx).unwrap();
     assert_eq!(s, "a=-3 ip=0xffffffff81000000 name=abc v={0x1,0x2}");
@@ -421,7 +422,7 @@ fn fallback_and_truncated_records() {
 fn bprint_bputs_print() {
     let ks = Kallsyms::parse(KALLSYMS);
     let pk = PrintkFormats::parse(PRINTK);
-    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: Some(&pk) };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: Some(&pk) };
     // "%d %s %llx %c [%5.2s] [%-4d] %pS %lu\n"
     let mut buf = Vec::new();
     buf.extend_from_slice(&(-7i32).to_le_bytes());
@@ -464,7 +465,7 @@ fn bprint_bputs_print() {
 /// vsprintf corner cases, checked against the kernel's number()/string().
 #[test]
 fn vsprintf_semantics() {
-    let ctx = Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: None, strings: None };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: None, strings: None };
     let fmt = |f: &str, args: &[u8]| {
         let mut s = String::new();
         vsprintf::bstr_printf(&mut s, f.as_bytes(), args, &ctx).unwrap();
@@ -535,7 +536,7 @@ fn kernel_info_resolves_vmemmap() {
     assert!(p.unknown_parts().is_empty(), "{:?}", p.unknown_parts());
     let r = Rec::new(&ev).int("pfn", 0x296ce6).int("order", 0).int("migratetype", 1).int("gfp_flags", 0xcc0).b;
     let mut s = String::new();
-    p.render(&mut s, &r, &Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: None, strings: None }).unwrap();
+    p.render(&mut s, &r, &Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: None, strings: None }).unwrap();
     assert_eq!(s, "page=ffffea000a5b3980 pfn=0x296ce6 order=0 migratetype=1 gfp_flags=GFP_KERNEL");
     let wb = load("writeback_writeback_dirty_inode_start");
     let p2 = Program::compile_with(&wb, 8, &Info);
@@ -543,12 +544,12 @@ fn kernel_info_resolves_vmemmap() {
     p2.render(
         &mut t,
         &Rec::new(&wb).int("state", 16).int("flags", 0x30).b,
-        &Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: None, strings: None },
+        &Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: None, strings: None },
     )
     .unwrap();
     assert!(t.ends_with("state=I_DIRTY_SYNC flags=I_DIRTY_SYNC|0x20"), "{t}");
     let r = Rec::new(&ev).int("pfn", -1).b;
     s.clear();
-    p.render(&mut s, &r, &Ctx { abi: trbox::format::Abi::new(Endian::Little, 8), syms: None, strings: None }).unwrap();
+    p.render(&mut s, &r, &Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: None, strings: None }).unwrap();
     assert!(s.starts_with("page=0000000000000000 pfn=0x0 "), "{s}");
 }

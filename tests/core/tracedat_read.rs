@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use trbox::page::Page;
-use trbox::tracedat::{CpuPages, TraceDat};
+use trbox::tracedat::{DatPages, TraceDat};
 use trbox::Trace;
 
 fn data(name: &str) -> PathBuf {
@@ -17,13 +17,13 @@ fn data(name: &str) -> PathBuf {
 
 /// (instance, cpu) -> events, and the total of lost-event marks.
 pub fn count_events(td: &TraceDat, src: &mut std::fs::File) -> BTreeMap<(String, u32), u64> {
-    let (trace, bad) = Trace::from_dat(td, "", ()).unwrap();
+    let trace = Trace::from_dat(td, "", ()).unwrap();
     let (layout, table) = (trace.layout, &trace.events);
-    assert!(bad.is_empty(), "formats that do not parse: {bad:?}");
+    assert!(trace.problems.is_empty(), "formats that do not parse: {:?}", trace.problems);
     let mut out = BTreeMap::new();
     for inst in &td.instances {
         for c in &inst.cpus {
-            let mut pages = CpuPages::new(td, inst, c);
+            let mut pages = DatPages::new(td, inst, c);
             let mut n = 0u64;
             while let Some(p) = pages.next_page(src).expect("page") {
                 let page = Page::parse(p, &layout, td.endian).expect("page header");
@@ -127,14 +127,14 @@ fn v6_with_only_an_instance() {
     let td = check_buffers("v6-only-fx.dat", 6, &["", "fx"]);
     assert_eq!(td.top().unwrap().data_bytes(), 0);
     assert!(td.instances[1].data_bytes() > 0);
-    assert!(td.warnings.is_empty(), "{:?}", td.warnings);
+    assert!(td.problems.is_empty(), "{:?}", td.problems);
 }
 
 #[test]
 fn v7_with_only_an_instance() {
     let td = check_buffers("v7-only-fx.dat", 7, &["fx"]);
     assert!(td.top().is_none());
-    assert!(td.warnings.is_empty(), "{:?}", td.warnings);
+    assert!(td.problems.is_empty(), "{:?}", td.problems);
 }
 
 /// Buffers without a single page: trace-cmd points their empty CPU data
@@ -143,7 +143,7 @@ fn v7_with_only_an_instance() {
 fn v6_without_events() {
     let td = check_buffers("v6-no-events.dat", 6, &["", "fx"]);
     assert!(td.instances.iter().all(|i| i.data_bytes() == 0));
-    assert!(td.warnings.is_empty(), "{:?}", td.warnings);
+    assert!(td.problems.is_empty(), "{:?}", td.problems);
 }
 
 /// trace-cmd 3.4's extract (make-3.4.sh): the BTF section (option 23) is
@@ -155,7 +155,7 @@ fn trace_cmd_3_4_extract_carries_btf() {
     let mut f = std::fs::File::open(&path).unwrap();
     let td = TraceDat::read(&mut f).unwrap();
     assert_eq!(td.version, 7);
-    assert!(td.warnings.is_empty(), "{:?}", td.warnings);
+    assert!(td.problems.is_empty(), "{:?}", td.problems);
     assert_eq!(td.options.other, vec![], "options left unread");
     assert_eq!(td.options.last_boot, None);
     assert!(td.modules.is_empty());

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use trbox::format::Endian;
-use trbox::tracedat::{opt, Compression, CpuPages, ErrorKind, TraceDat, MAGIC};
+use trbox::abi::Endian;
+use trbox::tracedat::{opt, Compression, DatPages, ErrorKind, TraceDat, MAGIC};
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/tracedat").join(name)).unwrap()
@@ -20,7 +20,7 @@ fn all_pages(td: &TraceDat, src: &mut Vec<u8>) -> Vec<Vec<Vec<u8>>> {
             inst.cpus
                 .iter()
                 .map(|c| {
-                    let mut p = CpuPages::new(td, inst, c);
+                    let mut p = DatPages::new(td, inst, c);
                     let mut v = Vec::new();
                     while let Some(pg) = p.next_page(src).unwrap() {
                         v.extend_from_slice(pg);
@@ -288,12 +288,44 @@ fn v7_none_synthetic() {
     roundtrip("none");
 }
 
+/// Per instance, per CPU: the page bytes read until the end or the first
+/// error; that error (the metadata's, or the first page's); and whether
+/// the metadata came with warnings.
+fn read_prefix(mut b: Vec<u8>) -> (Vec<Vec<Vec<u8>>>, Option<trbox::tracedat::Error>, bool) {
+    let td = match TraceDat::read(&mut b) {
+        Ok(td) => td,
+        Err(e) => return (Vec::new(), Some(e), false),
+    };
+    let mut first = None;
+    let mut out = Vec::new();
+    for inst in &td.instances {
+        let mut cpus = Vec::new();
+        for c in &inst.cpus {
+            let mut p = DatPages::new(&td, inst, c);
+            let mut v = Vec::new();
+            loop {
+                match p.next_page(&mut b) {
+                    Ok(Some(pg)) => v.extend_from_slice(pg),
+                    Ok(None) => break,
+                    Err(e) => {
+                        first.get_or_insert(e);
+                        break;
+                    }
+                }
+            }
+            cpus.push(v);
+        }
+        out.push(cpus);
+    }
+    (out, first, !td.problems.is_empty())
+}
+
 /// Read the metadata and every page; return the first error.
 fn read_all(mut b: Vec<u8>) -> Result<(), trbox::tracedat::Error> {
     let td = TraceDat::read(&mut b)?;
     for inst in &td.instances {
         for c in &inst.cpus {
-            let mut p = CpuPages::new(&td, inst, c);
+            let mut p = DatPages::new(&td, inst, c);
             while p.next_page(&mut b)?.is_some() {}
         }
     }
@@ -319,13 +351,28 @@ fn truncated_files_give_errors_with_offsets() {
                         assert!(e.offset <= cut as u64, "{name} cut {cut}: error at {} ({e})", e.offset);
                         assert!(!e.to_string().is_empty());
                     }
-                    Ok(t) => assert!(!t.warnings.is_empty(), "{name} cut {cut}: no error, no warning"),
+                    Ok(t) => assert!(!t.problems.is_empty(), "{name} cut {cut}: no error, no warning"),
                 }
             }
         }
-        // Cuts in the data: no panic, and what is read is a prefix.
+        // Cuts in the data: no panic; what is read of each CPU is a prefix
+        // of its pages in the whole file, and a cut that loses pages says
+        // so (an error, or a warning of the metadata).
+        let (whole, err, _) = read_prefix(full.clone());
+        assert!(err.is_none(), "{name}: {err:?}");
+        let total = |p: &[Vec<Vec<u8>>]| p.iter().flatten().map(Vec::len).sum::<usize>();
         for cut in (0..full.len()).step_by(97) {
-            let _ = read_all(full[..cut].to_vec());
+            let (got, err, warned) = read_prefix(full[..cut].to_vec());
+            assert!(got.len() <= whole.len(), "{name} cut {cut}: more instances than the whole file");
+            for (i, (g, w)) in got.iter().zip(&whole).enumerate() {
+                assert!(g.len() <= w.len(), "{name} cut {cut}: instance {i} has more CPUs");
+                for (c, (g, w)) in g.iter().zip(w).enumerate() {
+                    assert!(w.starts_with(g), "{name} cut {cut}: instance {i} CPU {c}: not a prefix");
+                }
+            }
+            if total(&got) < total(&whole) {
+                assert!(err.is_some() || warned, "{name} cut {cut}: pages lost, no error or warning");
+            }
         }
     }
 }
@@ -369,7 +416,7 @@ fn bad_magic_and_version() {
 fn big_endian_v6_roundtrip_header() {
     // The writer in big-endian: the reader must get the same metadata back.
     use trbox::tracedat::{V6Writer, WriteOptions};
-    let mut w = V6Writer::new(trbox::format::Abi::new(Endian::Big, 4), 4096);
+    let mut w = V6Writer::new(trbox::abi::Abi::new(Endian::Big, 4), 4096);
     w.header_files(b"hp", b"he").unwrap();
     w.ftrace_formats(&[b"f1".as_slice()]).unwrap();
     w.event_systems(&[("sys", vec![b"a".as_slice(), b"b".as_slice()])]).unwrap();
@@ -392,7 +439,7 @@ fn big_endian_v6_roundtrip_header() {
     assert_eq!(td.options.cpustat, ["CPU: 0\nentries: 1\n"]);
     assert_eq!(td.instances[0].cpus.len(), 4);
     // Writer order is enforced.
-    let mut w = V6Writer::new(trbox::format::Abi::new(Endian::Little, 8), 4096);
+    let mut w = V6Writer::new(trbox::abi::Abi::new(Endian::Little, 8), 4096);
     assert!(w.kallsyms(b"").is_err());
 }
 
@@ -407,7 +454,7 @@ fn a_cut_in_a_cpus_data_keeps_the_pages_before_it() {
     for inst in &td.instances {
         for c in &inst.cpus {
             let pages = |b: &mut Vec<u8>| {
-                let mut p = CpuPages::new(&td, inst, c);
+                let mut p = DatPages::new(&td, inst, c);
                 let mut v: Vec<Vec<u8>> = Vec::new();
                 while let Ok(Some(pg)) = p.next_page(b) {
                     v.push(pg.to_vec());
@@ -450,7 +497,7 @@ fn large_cpu_regions_come_back_page_by_page() {
     let ps = td.page_size as usize;
     for (inst, want) in td7.instances.iter().zip(&big) {
         for (c, data) in inst.cpus.iter().zip(want) {
-            let mut p = CpuPages::new(&td7, inst, c);
+            let mut p = DatPages::new(&td7, inst, c);
             let mut got: Vec<Vec<u8>> = Vec::new();
             while let Some(pg) = p.next_page(&mut v7).unwrap() {
                 got.push(pg.to_vec());

@@ -12,11 +12,12 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::Command;
 
-use trbox::format::{Endian, EventFormat, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::{EventFormat, HeaderPage};
 use trbox::page::build::{Ev, PageBuilder};
 use trbox::page::{Missed, Page, PageLayout};
 use trbox::tracedat::{
-    cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u64, CpuPages,
+    cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u64, DatPages,
     TraceDat, V6Writer, WriteOptions,
 };
 use trbox::Trace;
@@ -125,7 +126,7 @@ fn write_file(meta: &Meta, dir: &Path, page_size: u32) -> Written {
     let path = dir.join("trbox.dat");
     let mut f = fs::File::create(&path).unwrap();
     let e = Endian::Little;
-    let mut w = V6Writer::new(trbox::format::Abi::new(e, meta.long_size), page_size);
+    let mut w = V6Writer::new(trbox::abi::Abi::new(e, meta.long_size), page_size);
     w.header_files(&meta.header_page, &meta.header_event).unwrap();
     w.ftrace_formats(&meta.ftrace).unwrap();
     w.event_systems(&meta.systems).unwrap();
@@ -215,11 +216,11 @@ fn check_read_back(meta: &Meta, wr: &Written) {
     assert!(td.options.cpustat[1].starts_with("CPU: 1\nentries: 0\n"));
     assert_eq!(td.instances.len(), 2);
     assert_eq!(td.instances[1].name, "extra");
-    let layout = Trace::from_dat(&td, "", ()).unwrap().0.layout;
+    let layout = Trace::from_dat(&td, "", ()).unwrap().layout;
     for (inst, want) in td.instances.iter().zip([&wr.events, &wr.inst_events]) {
         let mut got = Vec::new();
         for c in &inst.cpus {
-            let mut pages = CpuPages::new(&td, inst, c);
+            let mut pages = DatPages::new(&td, inst, c);
             let mut n = 0;
             while let Some(p) = pages.next_page(&mut f).unwrap() {
                 n += Page::parse(p, &layout, td.endian).unwrap().records().inspect(|r| assert!(r.is_ok())).count();

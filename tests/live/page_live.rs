@@ -21,7 +21,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::merge::merge;
 use trbox::page::{Item, Page};
 

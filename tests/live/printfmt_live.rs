@@ -50,8 +50,7 @@ fn bodies_equal_kernel_text() {
     // The running kernel's session: its version decides the syscall events' layout.
     let trace = trbox::sys::trace::open_tree(&trbox::sys::Tracefs::at(&root).unwrap()).unwrap();
     let (layout, long, endian) = (trace.layout, trace.long_size(), trace.endian);
-    let ctx =
-        Ctx { abi: trbox::format::Abi::new(endian, long), syms: Some(&trace.symbols), strings: Some(&trace.printk) };
+    let ctx = Ctx { abi: trbox::abi::Abi::new(endian, long), syms: Some(&trace.symbols), strings: Some(&trace.printk) };
     let ncpu = (0..1024).take_while(|c| root.join(format!("per_cpu/cpu{c}")).is_dir()).count() as u32;
 
     let batches: &[&[&str]] = &[

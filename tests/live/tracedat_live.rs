@@ -12,9 +12,10 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use trbox::format::{Endian, HeaderPage};
+use trbox::abi::Endian;
+use trbox::format::HeaderPage;
 use trbox::page::{Page, PageLayout};
-use trbox::tracedat::{cpustat_text, data_layout, encode_flyrecord_table, CpuPages, TraceDat, V6Writer, WriteOptions};
+use trbox::tracedat::{cpustat_text, data_layout, encode_flyrecord_table, DatPages, TraceDat, V6Writer, WriteOptions};
 use trbox::Trace;
 
 const INSTANCE: &str = "trbox-tracedat-test";
@@ -102,7 +103,7 @@ fn record_live_pages_into_trace_dat() {
 
         let mut f = fs::File::create(&path).unwrap();
         let mut w =
-            V6Writer::new(trbox::format::Abi::new(Endian::NATIVE, std::mem::size_of::<usize>() as u32), page as u32);
+            V6Writer::new(trbox::abi::Abi::new(Endian::NATIVE, std::mem::size_of::<usize>() as u32), page as u32);
         w.header_files(&header_page, &common::read_whole(&root.join("events/header_event"))).unwrap();
         w.ftrace_formats(&common::formats(&root.join("events/ftrace"))).unwrap();
         w.event_systems(&[("sched", common::formats(&root.join("events/sched")))]).unwrap();
@@ -139,12 +140,12 @@ fn record_live_pages_into_trace_dat() {
     let td = TraceDat::read(&mut f).unwrap();
     assert_eq!(td.options.cpustat, stats_texts);
     let top = td.top().unwrap();
-    let layout = Trace::from_dat(&td, "", ()).unwrap().0.layout;
+    let layout = Trace::from_dat(&td, "", ()).unwrap().layout;
     let got: Vec<usize> = top
         .cpus
         .iter()
         .map(|c| {
-            let mut p = CpuPages::new(&td, top, c);
+            let mut p = DatPages::new(&td, top, c);
             let mut n = 0;
             while let Some(pg) = p.next_page(&mut f).unwrap() {
                 n += Page::parse(pg, &layout, td.endian).unwrap().records().filter(|r| r.is_ok()).count();

@@ -4,13 +4,13 @@
 //! session that decodes them.
 
 use super::opts::RawOpts;
-use crate::format::Endian;
+use crate::abi::Endian;
 use crate::graph::GraphOpts;
 use crate::page::PageLayout;
 use crate::sys::error::{describe, Error};
-use crate::sys::events::header_page;
 use crate::sys::raw::RawPages;
 use crate::sys::stream::{CpuPages, FilePages};
+use crate::sys::trace::header_page;
 use crate::sys::trace::{dat_file, dat_session, open_tree_texts, read_dat_from, KernelFacts, Opened};
 use crate::sys::Tracefs;
 use crate::tracedat::Instance;

@@ -2,7 +2,8 @@
 //! ([`Filter`]: pid, comm, events, trbox's own threads), the CPUs, whether
 //! to follow, the time limit, the threads.
 
-use crate::format::{Endian, EventFormat, EventTable, FieldLoc};
+use crate::abi::Endian;
+use crate::format::{EventFormat, EventTable, FieldLoc};
 use crate::names::glob_match;
 use crate::render::Cmdlines;
 use std::time::Duration;

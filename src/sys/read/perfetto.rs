@@ -9,7 +9,7 @@ use crate::sys::error::Error;
 /// A Perfetto trace of what `input` holds: its bytes, and how many events
 /// it has.
 pub fn perfetto(input: Input<'_>, o: &RawOpts) -> Result<(Vec<u8>, u64), Error> {
-    let mut tr = crate::perfetto::Trace::new();
+    let mut tr = crate::perfetto::TraceBuilder::new();
     let meta = collect(input, o, &|| false, &mut |m, it| {
         if let Item::Record { cpu, ts, payload, .. } = it {
             let endian = m.trace.endian;

@@ -39,7 +39,7 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     }
     let bytes = if stream::is_stream(&bytes) { bytes } else { from_console(path, &bytes)? };
     let s = stream::parse(&bytes).map_err(|e| Error::TraceDat { path: path.into(), what: e.to_string() })?;
-    for w in &s.warnings {
+    for w in &s.problems {
         log::warn!("{}: {w}", path.display());
     }
     let td = stream::to_tracedat(&s).map_err(|e| Error::TraceDat {
@@ -72,9 +72,9 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
 fn from_console(path: &Path, log: &[u8]) -> Result<Vec<u8>, Error> {
     use crate::tracedat::console;
     let d = console::decode(log).map_err(|e| Error::NotARecording { path: path.into(), what: e.to_string() })?;
-    for w in &d.warnings {
+    for w in &d.problems {
         log::warn!("{}: {w}", path.display());
     }
-    log::info!("{}: {} lines of the recording read, {} damaged", path.display(), d.lines, d.damaged);
+    log::info!("{}: {} lines of the recording read, {} damaged", path.display(), d.lines, d.damaged());
     Ok(d.stream)
 }

@@ -69,7 +69,21 @@ impl Summary {
     }
 
     /// The report; `all_tasks`: a row per task, not per comm and cut.
+    /// Then what was read past, if anything: a count per kind of problem
+    /// (`trbox::problems`), with the first message of each.
     pub fn render(&self, m: &Meta, all_tasks: bool) -> String {
+        let mut o = self.render_counts(m, all_tasks);
+        if !m.trace.problems.is_empty() {
+            o += "\n    problems  kind: the first of them\n";
+            for (kind, n) in m.trace.problems.counts() {
+                let first = m.trace.problems.first(kind).unwrap_or("");
+                let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{kind}: {first}"), 66));
+            }
+        }
+        o
+    }
+
+    fn render_counts(&self, m: &Meta, all_tasks: bool) -> String {
         let mut o = String::new();
         let total: u64 = self.cpus.0.iter().map(|c| c.1).sum();
         let _ = write!(o, "{total} events");

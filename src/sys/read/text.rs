@@ -7,10 +7,11 @@
 use super::opts::{Prepared, RawOpts};
 use super::out::Out;
 use super::Sink;
-use crate::format::{Endian, EventFormat, EventTable};
+use crate::abi::Endian;
+use crate::format::{EventFormat, EventTable};
 use crate::graph::{GraphRenderer, IrqText, Outcome};
 use crate::render::{write_lost, Cmdlines, Renderer};
-use crate::sys::events::LazyKallsyms;
+use crate::sys::kallsyms::LazyKallsyms;
 use crate::sys::stream::{CpuPages, Next};
 use std::io::Write as _;
 

@@ -5,7 +5,7 @@
 
 use super::super::error::Error;
 use super::super::tracefs::{read_text, Tracefs};
-use crate::format::Abi;
+use crate::abi::Abi;
 use crate::tracedat::{
     cpustat_text, encode_options, encode_u32, Endian, FlyrecordSlot, OptionsSlot, V6Writer, WriteOptions,
 };

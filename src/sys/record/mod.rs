@@ -109,7 +109,7 @@ pub struct Recorder {
     layout: PageLayout,
     /// The trace.dat's end-of-run slots; None for a stream.
     slots: Option<meta::Slots>,
-    endian: crate::format::Endian,
+    endian: crate::abi::Endian,
     /// A stream: what each CPU index sent, and the bytes written.
     sent: Vec<CpuData>,
     sink: Option<StreamSink>,
@@ -225,7 +225,7 @@ impl Recorder {
     /// [`Recorder::wait`] in a loop once tracing is on,
     /// [`Recorder::drain`] after turning it off, and [`Recorder::finish`].
     pub fn create(t: &Tracefs, path: &Path, o: &Options) -> Result<Recorder, Error> {
-        let hp = super::events::header_page(t)?;
+        let hp = super::trace::header_page(t)?;
         let layout = PageLayout::from(&hp);
         let ps = layout.subbuf_size();
         let mut cpus = Vec::new();
@@ -244,7 +244,7 @@ impl Recorder {
             // One header for both: built in an anonymous file, then sent.
             let mut f = super::anonymous_file(&[]).map_err(|e| Error::io(path, e))?;
             let n = numbers.len() as u32;
-            let abi = crate::format::Abi::new(crate::format::Endian::NATIVE, hp.long_size());
+            let abi = crate::abi::Abi::new(crate::abi::Endian::NATIVE, hp.long_size());
             let h = meta::net_header(t, &mut f, path, ps as u32, abi, n, &o.systems, o.net.is_some())?;
             let net = match &o.net {
                 Some(addr) => Some(super::net::connect(addr, n, ps as u32, &h)?),
@@ -262,7 +262,7 @@ impl Recorder {
             if sink.net.is_none() {
                 use crate::tracedat::stream::{frame, kind, preamble, start_frame};
                 let mut head = preamble().to_vec();
-                head.extend(start_frame(crate::format::Endian::NATIVE, abi.long_size as u8, ps as u32, &numbers));
+                head.extend(start_frame(crate::abi::Endian::NATIVE, abi.long_size as u8, ps as u32, &numbers));
                 sink.wire = 0;
                 let console = sink.console.as_ref().map(|e| e.begin());
                 let sent = match console {
@@ -282,7 +282,7 @@ impl Recorder {
                 file,
                 layout,
                 slots: None,
-                endian: crate::format::Endian::NATIVE,
+                endian: crate::abi::Endian::NATIVE,
                 sent: vec![CpuData::default(); cpus.len()],
                 sink: Some(sink),
                 pool: Pool::new(0, ps, cpus.len(), None),
@@ -302,7 +302,7 @@ impl Recorder {
             &mut file,
             path,
             ps as u32,
-            crate::format::Abi::new(crate::format::Endian::NATIVE, hp.long_size()),
+            crate::abi::Abi::new(crate::abi::Endian::NATIVE, hp.long_size()),
             cpus.len() as u32,
             &o.systems,
             true,

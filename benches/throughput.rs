@@ -1,13 +1,13 @@
-//! Decode and merge throughput (ignored by default; run in an optimized
-//! build):
-//!   cargo test --release --test page_throughput -- --ignored --nocapture
-//!   cargo test --profile bench --test page_throughput -- --ignored --nocapture
+//! Decode and merge throughput on their own (part of `make bench`;
+//! `TRBOX_BENCH=throughput make bench` runs only this): the page decoder
+//! on ~256 MiB of real pages, and the per-CPU merge (scan against heap)
+//! for 2 to 64 streams.
 
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use trbox::format::Endian;
+use trbox::abi::Endian;
 use trbox::merge::merge_with_mode;
 use trbox::page::{Item, Page, PageLayout};
 
@@ -33,9 +33,7 @@ fn fixture_pages() -> (PageLayout, Vec<u8>) {
     (layout, all)
 }
 
-#[test]
-#[ignore]
-fn decode_throughput() {
+pub fn decode_throughput() {
     let (layout, one) = fixture_pages();
     let sb = layout.subbuf_size();
     // About 256 MiB of real pages.
@@ -65,8 +63,8 @@ fn decode_throughput() {
         best = best.min(t.elapsed().as_secs_f64());
         best_cpu = best_cpu.min(cpu_now() - c0);
     }
-    eprintln!(
-        "decode: {} MiB of pages, {} events: wall {:.3} s = {:.2} GB/s, {:.1} M events/s; cpu {:.3} s = {:.2} GB/s, {:.1} M events/s",
+    println!(
+        "decode:      {} MiB of pages, {} events: wall {:.3} s = {:.2} GB/s, {:.1} M events/s; cpu {:.3} s = {:.2} GB/s, {:.1} M events/s",
         buf.len() >> 20,
         events,
         best,
@@ -78,9 +76,7 @@ fn decode_throughput() {
     );
 }
 
-#[test]
-#[ignore]
-fn merge_throughput() {
+pub fn merge_throughput() {
     for k in [2usize, 4, 8, 16, 64] {
         let per = 4_000_000 / k;
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -98,7 +94,7 @@ fn merge_throughput() {
                     .collect()
             })
             .collect();
-        let mut line = format!("merge k={k:>2} (cpu time):");
+        let mut line = format!("merge:       k={k:>2} (cpu time):");
         for heap in [false, true] {
             let c0 = cpu_now();
             let mut n = 0usize;
@@ -110,6 +106,6 @@ fn merge_throughput() {
             assert_eq!(n, per * k);
             line.push_str(&format!("  {}: {:6.1} M/s", if heap { "heap" } else { "scan" }, n as f64 / dt / 1e6));
         }
-        eprintln!("{line}");
+        println!("{line}");
     }
 }

@@ -1,21 +1,9 @@
-//! Parts of a trace session read from a tracefs tree (live or a copy):
-//! header_page, the byte order of a copy's pages, and kallsyms, read only
-//! when a record needs a symbol. `sys::trace` assembles them.
+//! The symbols of a trace session ([`LazyKallsyms`]): a tracefs tree's
+//! kallsyms (/proc/kallsyms live, the `kallsyms` file of a copy) or a
+//! trace.dat's, read only when a record needs a symbol. `sys::trace`
+//! assembles a session with them.
 
-use super::error::Error;
 use super::tracefs::Tracefs;
-use crate::format::HeaderPage;
-
-/// `events/header_page` of the top level.
-pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
-    let p = t.top().join("events/header_page");
-    let text = super::read_text(&p).map_err(|e| Error::io(&p, e))?;
-    HeaderPage::parse(&text).map_err(|e| Error::Format {
-        path: p,
-        line: e.line,
-        what: crate::format::FormatError { line: 0, ..e }.to_string(),
-    })
-}
 
 /// Symbols, read and parsed on first use only (a board's /proc/kallsyms can
 /// be megabytes; most event streams never need it).
@@ -88,18 +76,5 @@ impl crate::printfmt::SymbolLookup for LazyKallsyms {
     }
     fn kretprobe_trampoline(&self) -> Option<crate::printfmt::KretprobeTrampoline> {
         crate::printfmt::SymbolLookup::kretprobe_trampoline(self.get()?)
-    }
-}
-
-/// The byte order of a copied tree's raw pages: the one under which a page
-/// header makes sense (live data is always native).
-pub fn guess_endian(layout: &crate::page::PageLayout, page: &[u8]) -> Option<crate::format::Endian> {
-    use crate::format::Endian;
-    use crate::page::Page;
-    let ok = |e| Page::parse(page, layout, e).map(|p| p.len > 0).unwrap_or(false);
-    match (ok(Endian::Little), ok(Endian::Big)) {
-        (true, false) => Some(Endian::Little),
-        (false, true) => Some(Endian::Big),
-        _ => None,
     }
 }
