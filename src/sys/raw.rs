@@ -19,7 +19,7 @@ pub struct RawPages {
     regular: bool,
     done: bool,
     /// Pages [`RawPages::guess_endian`] read, handed out again first.
-    held: std::collections::VecDeque<Vec<u8>>,
+    held: Vec<Vec<u8>>,
 }
 
 impl RawPages {
@@ -46,7 +46,8 @@ impl RawPages {
 
     /// The next page, or `None` when the buffer (or file) is empty for now.
     pub fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
-        if let Some(page) = self.held.pop_front() {
+        if !self.held.is_empty() {
+            let page = self.held.remove(0);
             let n = page.len().min(self.buf.len());
             self.buf[..n].copy_from_slice(&page[..n]);
             return Ok(Some(&self.buf[..n]));
@@ -62,7 +63,7 @@ impl RawPages {
         while let Some(page) = self.read_page()? {
             let e = crate::page::guess_endian(layout, page);
             let page = page.to_vec();
-            self.held.push_back(page);
+            self.held.push(page);
             if e.is_some() {
                 return Ok(e);
             }

@@ -62,6 +62,25 @@ impl<'t> Input<'t> {
         o: &RawOpts,
         reading: &dyn Fn() -> Result<(), E>,
     ) -> Result<Self, E> {
+        // One copy of the opening for every caller's error type (the
+        // board's binary size): the callback's error waits here.
+        let mut failed = None;
+        let opened = Self::open_tree(t, o, &mut || match reading() {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        });
+        match (failed, opened) {
+            (Some(e), _) => Err(e),
+            // (None comes only with `failed` set.)
+            (None, r) => Ok(r?.ok_or(Error::Output(std::io::ErrorKind::Other.into()))?),
+        }
+    }
+
+    /// [`tree_then`](Self::tree_then); `None` when `reading` said no.
+    fn open_tree(t: &'t Tracefs, o: &RawOpts, reading: &mut dyn FnMut() -> bool) -> Result<Option<Self>, Error> {
         let header = header_page(t)?;
         let layout = PageLayout::from(&header);
         let mut sources = Vec::new();
@@ -74,7 +93,7 @@ impl<'t> Input<'t> {
                 Ok(s) => sources.push((cpu, s)),
                 // A copy may hold only some CPUs.
                 Err(e) if e.errno() == Some(libc::ENOENT) => log::info!("{rel}: absent, skipped"),
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         // Live pages are in this machine's byte order; a copy's may come
@@ -103,7 +122,9 @@ impl<'t> Input<'t> {
             s.follow = o.follow;
             streams.push(s);
         }
-        reading()?;
+        if !reading() {
+            return Ok(None);
+        }
         let (trace, texts) = open_tree_texts(t, header, endian, o.reading.systems)?;
         // A board build writes no other format: the texts go unused.
         #[cfg(not(feature = "host"))]
@@ -112,7 +133,7 @@ impl<'t> Input<'t> {
         let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
         let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));
         let irq_info = !options.split_ascii_whitespace().any(|o| o == "noirq-info");
-        Ok(Input {
+        Ok(Some(Input {
             kernel: KernelFacts::new(trace.kernel.version, Some(t.top().to_path_buf()), t.is_live()),
             trace,
             graph,
@@ -127,7 +148,7 @@ impl<'t> Input<'t> {
             buffers: Vec::new(),
             labels: Vec::new(),
             empty_note: None,
-        })
+        }))
     }
 
     /// A trace.dat file: the buffer `instance` (`""` = the top one), or by
