@@ -449,6 +449,28 @@ pub fn print(text: &str) -> Result<(), Error> {
     }
 }
 
+/// `--boot` (tr-on, tr-event, tr-graph): the kernel command line on one
+/// line, the bootconfig, then one `#` line for each setting a form cannot
+/// carry (`none`: those with no boot-time form at all).
+#[cfg(feature = "host")]
+pub fn print_boot(b: &trbox::boot::Boot, none: &[&str]) -> Result<(), Error> {
+    let mut o = String::from("# kernel command line:\n");
+    for p in [
+        &b.cmdline,
+        "\n# bootconfig (5.6+: bootconfig -a FILE initrd; boot with bootconfig):\n",
+        &b.bootconfig,
+        &b.notes,
+    ] {
+        o.push_str(p);
+    }
+    for n in none {
+        for p in ["# ", n, "\n"] {
+            o.push_str(p);
+        }
+    }
+    print(&o)
+}
+
 /// Run `argv` with the applet it names (by argv[0]'s basename, or
 /// argv[1] after `trbox`) and return the process exit code.
 pub fn dispatch(applets: &'static [Applet], argv: &[String]) -> u8 {

@@ -227,6 +227,9 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         if a.file.is_some() || a.input.is_some() {
             return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
         }
+        if a.output.is_none() && crate::host::console_dump(&i, a.json, a.stats)?.is_some() {
+            return Ok(Some(()));
+        }
         a.file = Some(i);
     }
     if let Some(i) = a.input.take() {

@@ -60,6 +60,11 @@ pub struct Args {
     /// leave the tracer set up when done
     #[argh(switch, short = 'k')]
     keep: bool,
+    /// host build: print the kernel command line and bootconfig for these
+    /// settings, to trace from boot
+    #[cfg(feature = "host")]
+    #[argh(switch)]
+    boot: bool,
 }
 
 pub fn main(args: &[String]) -> Result<(), Error> {
@@ -76,6 +81,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(
             Error::usage("--folded and --top are alternatives").hint("run tr-graph twice, or on a recorded file (-i)")
         );
+    }
+    #[cfg(feature = "host")]
+    if a.boot {
+        return boot(common, &a, cmd);
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let opts = |follow: bool, since| RawOpts::all(follow, false, a.time.map(|s| s.0), since);
@@ -203,6 +212,29 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     let _ = out.write_all(text.as_bytes());
     out.finish()?;
     Ok(true)
+}
+
+/// `--boot`: function_graph with its filter and depth from boot.
+#[cfg(feature = "host")]
+fn boot(common: &cli::Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
+    if !cmd.is_empty() || a.time.is_some() || a.input.is_some() || a.read || a.keep {
+        return Err(Error::usage("--boot prints settings: not with -- CMD, -t, -i, -r or -k"));
+    }
+    let s = trbox::boot::Settings {
+        instance: common.instance.as_deref(),
+        tracer: Some("function_graph"),
+        graph_functions: &a.funcs,
+        graph_depth: a.depth,
+        ..Default::default()
+    };
+    let mut none = Vec::new();
+    if a.pid.is_some() {
+        none.push("-P: no boot-time form (pids exist only after boot)");
+    }
+    if a.min_us.is_some() {
+        none.push("--min-us: no boot-time form (tracing_thresh)");
+    }
+    cli::print_boot(&trbox::boot::boot(&s), &none)
 }
 
 /// `--svg FILE`: the flame graph of the folded stacks, and a line on stderr

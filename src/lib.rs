@@ -13,10 +13,14 @@
 extern crate alloc;
 
 pub mod abi;
+#[cfg(feature = "host")]
+pub mod boot;
 pub mod btf;
 pub mod ctl;
 pub mod elf;
 pub mod format;
+#[cfg(feature = "host")]
+pub mod ftrace_dump;
 pub mod graph;
 pub mod kallsyms;
 pub mod kernel;
