@@ -170,7 +170,10 @@ fn split(name: &str, own: &'static [FlagInfo<'static>], args: &[String]) -> Resu
 
 /// argh's complaint as one line, with the hint.
 fn argh_error(name: &str, e: argh::EarlyExit) -> Error {
-    Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'"))
+    // A board build has no host-side options: say so where one may have
+    // been meant.
+    let host = if cfg!(feature = "host") { "" } else { " (reading logs, --listen, --svg, --boot: host build only)" };
+    Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'{host}"))
 }
 
 /// The common options, parsed and put to work: the log level, the kernel

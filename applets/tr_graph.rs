@@ -48,7 +48,7 @@ pub struct Args {
     top: Option<usize>,
     /// host build: write a flame graph of the calls to FILE (SVG: opens in a
     /// browser)
-    #[cfg_attr(not(feature = "host"), argh(hidden_help))]
+    #[cfg(feature = "host")]
     #[argh(option, arg_name = "FILE")]
     svg: Option<String>,
     /// read a trace.dat instead of tracing
@@ -67,15 +67,20 @@ pub struct Args {
     boot: bool,
 }
 
+impl Args {
+    /// `--svg FILE`, in the host build.
+    fn svg(&self) -> Option<&str> {
+        #[cfg(feature = "host")]
+        return self.svg.as_deref();
+        #[cfg(not(feature = "host"))]
+        None
+    }
+}
+
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = cli::parse::<Args>("tr-graph", own)?;
     let common = &common;
-    #[cfg(not(feature = "host"))]
-    if a.svg.is_some() {
-        return Err(Error::usage("--svg is in the host build of trbox only, not in this board build")
-            .hint("record with 'tr-cat -o FILE', then on the host: tr-graph -i FILE --svg OUT.svg"));
-    }
     command::one_target(a.pid.as_slice(), cmd)?;
     if a.folded && a.top.is_some() {
         return Err(
@@ -176,7 +181,7 @@ fn none_recorded(a: &Args, when: &str) -> Error {
 /// The graph as it streams, or the aggregation at the end; whether it
 /// showed anything.
 fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
-    if !a.folded && a.top.is_none() && a.svg.is_none() {
+    if !a.folded && a.top.is_none() && a.svg().is_none() {
         if let Some(g) = input.graph_opts() {
             let mut h = String::from("# tracer: function_graph\n#\n");
             let _ = write_header(&mut h, &g);
@@ -199,7 +204,7 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     };
     let syms = Some(&meta.trace.symbols as &dyn SymbolLookup);
     #[cfg(feature = "host")]
-    if let Some(path) = &a.svg {
+    if let Some(path) = a.svg() {
         write_svg(path, &s.folded(syms), a)?;
     }
     let mut text = String::new();
