@@ -171,7 +171,10 @@ fn split(name: &str, own: &'static [FlagInfo<'static>], args: &[String]) -> Resu
 
 /// argh's complaint as one line, with the hint.
 fn argh_error(name: &str, e: argh::EarlyExit) -> Error {
-    Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'"))
+    // A board build has no host-side options: say so where one may have
+    // been meant.
+    let host = if cfg!(feature = "host") { "" } else { " (reading logs, --listen, --svg, --boot: host build only)" };
+    Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'{host}"))
 }
 
 /// The common options, parsed and put to work: the log level, the kernel
@@ -448,6 +451,28 @@ pub fn print(text: &str) -> Result<(), Error> {
         }
         _ => Ok(()),
     }
+}
+
+/// `--boot` (tr-on, tr-event, tr-graph): the kernel command line on one
+/// line, the bootconfig, then one `#` line for each setting a form cannot
+/// carry (`none`: those with no boot-time form at all).
+#[cfg(feature = "host")]
+pub fn print_boot(b: &trbox::boot::Boot, none: &[&str]) -> Result<(), Error> {
+    let mut o = String::from("# kernel command line:\n");
+    for p in [
+        &b.cmdline,
+        "\n# bootconfig (5.6+: bootconfig -a FILE initrd; boot with bootconfig):\n",
+        &b.bootconfig,
+        &b.notes,
+    ] {
+        o.push_str(p);
+    }
+    for n in none {
+        for p in ["# ", n, "\n"] {
+            o.push_str(p);
+        }
+    }
+    print(&o)
 }
 
 /// Run `argv` with the applet it names (by argv[0]'s basename, or

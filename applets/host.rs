@@ -36,3 +36,88 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
     eprintln!("tr-cat: {output}: {events} events, {} bytes (Perfetto trace)", bytes.len());
     Ok(())
 }
+
+/// `tr-cat --from-console LOG` where the log holds the kernel's own dump
+/// (`ftrace_dump_on_oops`) and no trbox recording: the dump's lines as
+/// the kernel printed them (console prefix removed) and the oops lines
+/// that followed, `--json` (one object per event line) or `--stats`.
+/// `None` when the log holds a recording (the usual reading then goes on;
+/// a dump beside it is mentioned on stderr). Neither: an error (exit 2).
+pub fn console_dump(log: &str, json: bool, stats: bool) -> Result<Option<()>, Error> {
+    use std::fmt::Write as _;
+    use trbox::ftrace_dump::{self as fd, Stats};
+    let bytes = std::fs::read(log).map_err(|e| Error::runtime(format!("{log}: {}", trbox::sys::describe(&e))))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let dumps = fd::find(&text);
+    let recording = text.contains(trbox::tracedat::console::BEGIN);
+    if recording {
+        if let Some(d) = dumps.first() {
+            eprintln!("tr-cat: {log} also holds the kernel's ftrace dump (line {}); the recording is read", d.line);
+        }
+        return Ok(None);
+    }
+    if dumps.is_empty() {
+        return Err(Error::runtime(format!(
+            "{log}: neither a trbox recording ({}) nor a kernel ftrace dump (Dumping ftrace buffer:)",
+            trbox::tracedat::console::BEGIN
+        ))
+        .hint("record with 'tr-cat -o - --console', or arm the dump with 'tr-on --dump-on-oops all'"));
+    }
+    let mut o = String::new();
+    for d in &dumps {
+        let name = d.instance.as_deref().map_or(String::new(), |i| format!(" of instance {i}"));
+        if !json {
+            let state = if d.empty {
+                ": empty"
+            } else if !d.complete {
+                ": cut off (the log ends inside it)"
+            } else {
+                ""
+            };
+            let _ = writeln!(o, "# {log}:{}: the kernel's ftrace dump{name}{state}", d.line);
+        }
+        if stats {
+            let s = Stats::of(d);
+            let unit = if s.in_us { "us" } else { "" };
+            let span = s.span.map_or(String::new(), |(a, b)| format!(", {a}{unit} to {b}{unit}"));
+            let _ = writeln!(o, "{} events, {} other lines{span}", s.events, s.other);
+            let _ = writeln!(o, "{:>4} {:>10} {:>10}", "CPU", "events", "lost");
+            for (c, n, l) in &s.by_cpu {
+                let l = l.map_or("?".to_string(), |l| l.to_string());
+                let _ = writeln!(o, "{c:>4} {n:>10} {l:>10}");
+            }
+            let _ = writeln!(o, "{:>10}  event", "count");
+            for (e, n) in &s.by_event {
+                let _ = writeln!(o, "{n:>10}  {e}");
+            }
+            continue;
+        }
+        if json {
+            for l in &d.lines {
+                let Some(e) = fd::parse(l) else { continue };
+                let _ = write!(o, "{{\"ts_us\":{},\"cpu\":{},\"pid\":{},\"comm\":", e.ts, e.cpu, e.pid);
+                let _ = trbox::render::json_str(&mut o, e.comm);
+                o.push_str(",\"flags\":");
+                let _ = trbox::render::json_str(&mut o, e.flags);
+                o.push_str(",\"event\":");
+                let _ = trbox::render::json_str(&mut o, e.event);
+                o.push_str(",\"body\":");
+                let _ = trbox::render::json_str(&mut o, e.body);
+                o.push_str("}\n");
+            }
+            continue;
+        }
+        for l in d.warnings.iter().chain(&d.lines) {
+            o.push_str(l);
+            o.push('\n');
+        }
+        if !d.after.is_empty() {
+            let _ = writeln!(o, "# after the dump:");
+            for l in &d.after {
+                o.push_str(l);
+                o.push('\n');
+            }
+        }
+    }
+    crate::cli::print(&o).map(Some)
+}

@@ -76,19 +76,19 @@ pub struct Args {
     net: Option<String>,
     /// host build: the FILE to read, given as an option (-i -: a stream or a
     /// trace.dat on standard input)
-    #[cfg_attr(not(feature = "host"), argh(hidden_help))]
+    #[cfg(feature = "host")]
     #[argh(option, short = 'i', arg_name = "FILE")]
     input: Option<String>,
     /// host build: read the recording that tr-cat -o - --console printed,
     /// from a captured console log (with -o FILE: convert it to a trace.dat)
-    #[cfg_attr(not(feature = "host"), argh(hidden_help))]
+    #[cfg(feature = "host")]
     #[argh(option, arg_name = "LOG")]
     from_console: Option<String>,
     /// host build: receive recordings from tr-cat -N or trace-cmd record -N
     /// -t on PORT (of ADDR only, e.g. 127.0.0.1 behind an ssh tunnel), into
     /// trace.HOST:PORT.dat files (in the -o DIR); 16 senders at once, -m KB
     /// each (default 1 GiB); no authentication: a trusted network only
-    #[cfg_attr(not(feature = "host"), argh(hidden_help))]
+    #[cfg(feature = "host")]
     #[argh(option, arg_name = "[ADDR:]PORT")]
     listen: Option<String>,
 }
@@ -98,14 +98,6 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     #[cfg_attr(not(feature = "host"), allow(unused_mut))]
     let (common, mut a) = cli::parse::<Args>("tr-cat", own)?;
     let common = &common;
-    #[cfg(not(feature = "host"))]
-    if let Some(o) =
-        [(a.input.is_some(), "-i"), (a.from_console.is_some(), "--from-console"), (a.listen.is_some(), "--listen")]
-            .iter()
-            .find_map(|(given, o)| given.then_some(o))
-    {
-        return Err(Error::usage(format!("{o} is in the host build of trbox only, not in this board build")));
-    }
     #[cfg(feature = "host")]
     if host_side(common, &mut a, cmd)?.is_some() {
         return Ok(());
@@ -226,6 +218,9 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
     if let Some(i) = a.from_console.take() {
         if a.file.is_some() || a.input.is_some() {
             return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
+        }
+        if a.output.is_none() && crate::host::console_dump(&i, a.json, a.stats)?.is_some() {
+            return Ok(Some(()));
         }
         a.file = Some(i);
     }

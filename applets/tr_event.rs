@@ -68,6 +68,11 @@ pub struct Args {
     /// uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]' (repeatable)
     #[argh(option, arg_name = "PROBE")]
     uretprobe: Vec<String>,
+    /// host build: print the kernel command line and bootconfig for these
+    /// settings, to trace from boot
+    #[cfg(feature = "host")]
+    #[argh(switch)]
+    boot: bool,
 }
 
 pub fn main(args: &[String]) -> Result<(), Error> {
@@ -75,6 +80,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let (common, a) = cli::parse::<Args>("tr-event", own)?;
     let common = &common;
     command::one_target(&a.pid, cmd)?;
+    #[cfg(feature = "host")]
+    if a.boot {
+        return boot(common, &a, cmd);
+    }
     let t = Tracefs::open(common.tracefs.as_deref())?;
     let all = t.list_events()?;
     if a.list {
@@ -260,4 +269,47 @@ fn no_probes(top: &Tracefs, kind: Kind) -> Error {
         probe_file(kind)
     ))
     .hint(works)
+}
+
+/// `--boot`: the events (with -f, -R) from boot. A bare word is a system
+/// for tr-event but an event name for the kernel's `trace_event=`: where
+/// tracefs tells, a system becomes `SYS:*`.
+#[cfg(feature = "host")]
+fn boot(common: &cli::Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
+    if !cmd.is_empty() || a.time.is_some() || a.keep || a.json || a.list || a.format.is_some() {
+        return Err(Error::usage("--boot prints settings: not with -- CMD, -t, -k, --json, --list or --format"));
+    }
+    let t = Tracefs::open(common.tracefs.as_deref()).ok();
+    let events: Vec<String> = a
+        .events
+        .iter()
+        .flat_map(|e| e.split(','))
+        .filter(|e| !e.is_empty())
+        .map(|e| match &t {
+            Some(t)
+                if !e.contains(':') && t.exists(&format!("events/{e}")) && !t.exists(&format!("events/{e}/format")) =>
+            {
+                format!("{e}:*")
+            }
+            _ => e.to_string(),
+        })
+        .collect();
+    if events.is_empty() {
+        return Err(Error::usage("--boot: no events given").hint("e.g. tr-event --boot sched:sched_switch"));
+    }
+    let s = trbox::boot::Settings {
+        instance: common.instance.as_deref(),
+        events: &events,
+        filter: a.filter.as_deref(),
+        triggers: &a.trigger,
+        ..Default::default()
+    };
+    let mut none = Vec::new();
+    if !a.pid.is_empty() {
+        none.push("-P: no boot-time form (pids exist only after boot)");
+    }
+    if !(a.kprobe.is_empty() && a.kretprobe.is_empty() && a.uprobe.is_empty() && a.uretprobe.is_empty()) {
+        none.push("probes: not printed (bootconfig has ftrace.event.kprobes.E.probes)");
+    }
+    cli::print_boot(&trbox::boot::boot(&s), &none)
 }

@@ -48,7 +48,7 @@ pub struct Args {
     top: Option<usize>,
     /// host build: write a flame graph of the calls to FILE (SVG: opens in a
     /// browser)
-    #[cfg_attr(not(feature = "host"), argh(hidden_help))]
+    #[cfg(feature = "host")]
     #[argh(option, arg_name = "FILE")]
     svg: Option<String>,
     /// read a trace.dat instead of tracing
@@ -60,22 +60,36 @@ pub struct Args {
     /// leave the tracer set up when done
     #[argh(switch, short = 'k')]
     keep: bool,
+    /// host build: print the kernel command line and bootconfig for these
+    /// settings, to trace from boot
+    #[cfg(feature = "host")]
+    #[argh(switch)]
+    boot: bool,
+}
+
+impl Args {
+    /// `--svg FILE`, in the host build.
+    fn svg(&self) -> Option<&str> {
+        #[cfg(feature = "host")]
+        return self.svg.as_deref();
+        #[cfg(not(feature = "host"))]
+        None
+    }
 }
 
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = cli::parse::<Args>("tr-graph", own)?;
     let common = &common;
-    #[cfg(not(feature = "host"))]
-    if a.svg.is_some() {
-        return Err(Error::usage("--svg is in the host build of trbox only, not in this board build")
-            .hint("record with 'tr-cat -o FILE', then on the host: tr-graph -i FILE --svg OUT.svg"));
-    }
     command::one_target(a.pid.as_slice(), cmd)?;
     if a.folded && a.top.is_some() {
         return Err(
             Error::usage("--folded and --top are alternatives").hint("run tr-graph twice, or on a recorded file (-i)")
         );
+    }
+    #[cfg(feature = "host")]
+    if a.boot {
+        return boot(common, &a, cmd);
     }
     signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
     let opts = |follow: bool, since| RawOpts::all(follow, false, a.time.map(|s| s.0), since);
@@ -167,7 +181,7 @@ fn none_recorded(a: &Args, when: &str) -> Error {
 /// The graph as it streams, or the aggregation at the end; whether it
 /// showed anything.
 fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
-    if !a.folded && a.top.is_none() && a.svg.is_none() {
+    if !a.folded && a.top.is_none() && a.svg().is_none() {
         if let Some(g) = input.graph_opts() {
             let mut h = String::from("# tracer: function_graph\n#\n");
             let _ = write_header(&mut h, &g);
@@ -190,7 +204,7 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     };
     let syms = Some(&meta.trace.symbols as &dyn SymbolLookup);
     #[cfg(feature = "host")]
-    if let Some(path) = &a.svg {
+    if let Some(path) = a.svg() {
         write_svg(path, &s.folded(syms), a)?;
     }
     let mut text = String::new();
@@ -203,6 +217,29 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     let _ = out.write_all(text.as_bytes());
     out.finish()?;
     Ok(true)
+}
+
+/// `--boot`: function_graph with its filter and depth from boot.
+#[cfg(feature = "host")]
+fn boot(common: &cli::Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
+    if !cmd.is_empty() || a.time.is_some() || a.input.is_some() || a.read || a.keep {
+        return Err(Error::usage("--boot prints settings: not with -- CMD, -t, -i, -r or -k"));
+    }
+    let s = trbox::boot::Settings {
+        instance: common.instance.as_deref(),
+        tracer: Some("function_graph"),
+        graph_functions: &a.funcs,
+        graph_depth: a.depth,
+        ..Default::default()
+    };
+    let mut none = Vec::new();
+    if a.pid.is_some() {
+        none.push("-P: no boot-time form (pids exist only after boot)");
+    }
+    if a.min_us.is_some() {
+        none.push("--min-us: no boot-time form (tracing_thresh)");
+    }
+    cli::print_boot(&trbox::boot::boot(&s), &none)
 }
 
 /// `--svg FILE`: the flame graph of the folded stacks, and a line on stderr

@@ -8,6 +8,7 @@ use crate::session::Live;
 use argh::{ArgsInfo, FromArgs};
 use std::fmt::Write;
 use trbox::ctl;
+use trbox::ctl::DumpOnOops;
 use trbox::sys::state::State;
 use trbox::sys::status::{Item, Status, Unavailable};
 use trbox::sys::{reset, Found, Tracefs};
@@ -74,6 +75,15 @@ pub struct Args {
     /// with -- CMD or -t: one JSON object per event
     #[argh(switch)]
     json: bool,
+    /// arm ftrace_dump_on_oops: every CPU's buffer or the oopsing one's
+    /// (-B: that instance's, 6.9+)
+    #[argh(option, arg_name = "all|cpu")]
+    dump_on_oops: Option<String>,
+    /// host build: print the kernel command line and bootconfig for these
+    /// settings, to trace from boot
+    #[cfg(feature = "host")]
+    #[argh(switch)]
+    boot: bool,
 }
 
 impl Args {
@@ -88,14 +98,37 @@ impl Args {
             || !self.notrace.is_empty()
             || !self.pid.is_empty()
             || self.children
+            || self.dump_on_oops.is_some()
+    }
+
+    fn dump_mode(&self) -> Result<Option<DumpOnOops>, Error> {
+        match self.dump_on_oops.as_deref() {
+            None => Ok(None),
+            Some("all") => Ok(Some(DumpOnOops::AllCpus)),
+            Some("cpu") => Ok(Some(DumpOnOops::OopsCpu)),
+            Some(_) => Err(Error::usage("--dump-on-oops takes all or cpu")),
+        }
     }
 }
+
+/// The sysctl behind ftrace_dump_on_oops (kernel/trace/trace.c; an int
+/// 0/1/2 before 6.9, a string that may name instances since).
+pub const DUMP_SYSCTL: &str = "/proc/sys/kernel/ftrace_dump_on_oops";
 
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = cli::parse::<Args>("tr-on", own)?;
     let common = &common;
     let run = !cmd.is_empty() || a.time.is_some();
+    let dump = a.dump_mode()?;
+    // The board build has no --boot (argh: unrecognized argument).
+    #[cfg(feature = "host")]
+    if a.boot {
+        if run || a.reset || a.keep || a.json {
+            return Err(Error::usage("--boot prints settings: not with -- CMD, -t, --reset, -k or --json"));
+        }
+        return boot(common, &a, dump);
+    }
     if !run && !a.changes_something() {
         if a.keep || common.wait || a.json {
             return Err(Error::usage("nothing to switch or run").hint("try 'tr-on --help'"));
@@ -121,7 +154,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         // Everything is restored when a step fails; a switch keeps its
         // settings only once all of them are in place.
         let mut st = State::new(&live.t);
-        apply(&mut st, &a)?;
+        apply(&mut st, &a, dump)?;
         st.set(live.t.tracing_on_file(), if a.off { "0" } else { "1" })?;
         st.keep = true;
         drop(st);
@@ -130,7 +163,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     }
     let t = &live.t;
     let mut st = live.state(false)?;
-    apply(&mut st, &a)?;
+    apply(&mut st, &a, dump)?;
     let status = {
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();
         // The function pid filter matters to function-based tracers only,
@@ -193,8 +226,13 @@ fn rel_path(t: &Tracefs, e: &trbox::sys::Error) -> String {
 }
 
 /// Every setting the options ask for, through `st` (restored unless kept).
-fn apply(st: &mut State<'_>, a: &Args) -> Result<(), Error> {
+fn apply(st: &mut State<'_>, a: &Args, dump: Option<DumpOnOops>) -> Result<(), Error> {
     let t = st.tracefs();
+    if let Some(d) = dump {
+        // An instance's name is refused (EINVAL) before 6.9.
+        st.set(DUMP_SYSCTL, &d.value(t.instance.as_deref()))
+            .map_err(|e| Error::from(e).hint("ftrace_dump_on_oops names instances (-B) from 6.9 on"))?;
+    }
     if let Some(kb) = a.buffer {
         st.set("buffer_size_kb", &kb.to_string())?;
     }
@@ -394,6 +432,13 @@ fn report(t: &Tracefs, st: &Status) -> String {
     if t.instance.is_none() {
         line(&mut o, "instances", list(&st.instances, "none"));
     }
+    // A sysctl of the running kernel: not shown for a copied tree.
+    if !matches!(t.found, Found::Given) {
+        if let Ok(v) = std::fs::read_to_string(DUMP_SYSCTL) {
+            // 1: every CPU's buffer, 2: the oopsing CPU's (tr-on --help).
+            line(&mut o, "oops dump", Ok(v.trim().to_string()));
+        }
+    }
     cpus(&mut o, st);
     o
 }
@@ -510,4 +555,32 @@ fn cpus(o: &mut String, st: &Status) {
     if ovr + cov + drp > 0 {
         let _ = writeln!(o, "LOST EVENTS: {} (overrun {ovr}, commit overrun {cov}, dropped {drp})", ovr + cov + drp);
     }
+}
+
+/// `--boot`: the command line and bootconfig for the options given.
+#[cfg(feature = "host")]
+fn boot(common: &Common, a: &Args, dump: Option<DumpOnOops>) -> Result<(), Error> {
+    let s = trbox::boot::Settings {
+        instance: common.instance.as_deref(),
+        tracer: a.tracer.as_deref(),
+        buffer_kb: a.buffer,
+        clock: a.clock.as_deref(),
+        options: &a.option,
+        functions: &a.func,
+        notrace: &a.notrace,
+        off: a.off,
+        dump_on_oops: dump,
+        ..Default::default()
+    };
+    let mut none = Vec::new();
+    if !a.pid.is_empty() {
+        none.push("-P: no boot-time form (pids exist only after boot)");
+    }
+    if a.subbuf.is_some() {
+        none.push("-S: no boot-time form (sub-buffer size)");
+    }
+    if a.children {
+        none.push("-c: follows the pids of -P: no boot-time form");
+    }
+    cli::print_boot(&trbox::boot::boot(&s), &none)
 }

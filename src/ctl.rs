@@ -1,6 +1,7 @@
 //! Parsers for the small tracefs control files (`trace_clock`,
 //! `per_cpu/cpuN/stats`, `trigger`, `filter`, `set_event`…).
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
 /// The bracketed choice in files like `trace_clock` or `current_tracer`-style
@@ -146,6 +147,26 @@ pub fn buffer_kb_in_use(text: &str, data: u64) -> Option<u64> {
     let kb: u64 = exp.trim_end_matches(')').parse().ok()?;
     let pages = (kb * 1024).div_ceil(data.max(1)).max(2);
     Some(pages * data / 1024)
+}
+
+/// `ftrace_dump_on_oops`: every CPU's buffer, or the oopsing CPU's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpOnOops {
+    AllCpus,
+    OopsCpu,
+}
+
+impl DumpOnOops {
+    /// The value for the sysctl (and `=VALUE` on the command line): `1`,
+    /// `2`; for an instance (6.9+) `0,NAME` or `0,NAME=2`.
+    pub fn value(self, instance: Option<&str>) -> String {
+        match (self, instance) {
+            (DumpOnOops::AllCpus, None) => "1".into(),
+            (DumpOnOops::OopsCpu, None) => "2".into(),
+            (DumpOnOops::AllCpus, Some(i)) => ["0,", i].concat(),
+            (DumpOnOops::OopsCpu, Some(i)) => ["0,", i, "=2"].concat(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@
 //! | [`O_ACCMODE`], [`O_TMPFILE_BIT`]: the openat flags the print fmt leaves out | every version with [`SyscallStyle::UserData`] | 7.2 include/uapi/asm-generic/fcntl.h |
 //! | [`syscall_size_arg`]: a user buffer's size is the argument after it | 6.19 on | 7.2 `check_faultable_syscall()` |
 //! | [`FTRACE_REGS_MAX_ARGS`]: funcgraph-args records 6 `long`s, prints `...` past them | 6.15 on (funcgraph-args, CONFIG_FUNCTION_TRACE_ARGS) | 7.2 include/linux/ftrace_regs.h, trace_output.c `print_function_args()` |
+//! | [`TRACE_TRIGGER_SINCE`]: `trace_trigger=EVENT.TRIGGER` on the command line | 6.2 on | 6.2 kernel/trace/trace_events.c `setup_trace_triggers()` |
+//! | [`TRACE_INSTANCE_SINCE`]: `trace_instance=NAME,SYS:EVENT` | 6.3 on | 6.3 kernel/trace/trace.c `boot_instance()` |
+//! | [`DUMP_INSTANCE_SINCE`]: `ftrace_dump_on_oops=0,NAME[=2]` (instances; the sysctl a string) | 6.9 on | 6.9 kernel/trace/trace.c `ftrace_dump_by_param()` |
 //! | [`NEWEST_RULES`]: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
 //!
 //! A trace.dat without a UNAME option (trace-cmd before 2.7 wrote none)
@@ -125,6 +128,15 @@ pub fn syscall_size_arg(arg: usize) -> usize {
 /// `depth`, and prints `...` for parameters past them
 /// (`print_function_args()`).
 pub const FTRACE_REGS_MAX_ARGS: usize = 6;
+
+/// `trace_trigger=` on the kernel command line (event name, no system:
+/// `setup_trace_triggers()` in 6.2's trace_events.c).
+pub const TRACE_TRIGGER_SINCE: (u32, u32) = (6, 2);
+/// `trace_instance=` (6.3's trace.c `boot_instance()`, with its events).
+pub const TRACE_INSTANCE_SINCE: (u32, u32) = (6, 3);
+/// `ftrace_dump_on_oops` naming instances (`ftrace_dump_by_param()`,
+/// 6.9's trace.c; before, the sysctl is an int: 0, 1, 2).
+pub const DUMP_INSTANCE_SINCE: (u32, u32) = (6, 9);
 
 /// The newest kernel version whose text these rules were checked against
 /// line for line (the sid boards' fixtures, 7.2.13). A newer kernel gets

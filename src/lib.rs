@@ -14,6 +14,9 @@
 extern crate alloc;
 
 pub mod abi;
+#[cfg(feature = "host")]
+#[allow(missing_docs)] // to document (issue 28)
+pub mod boot;
 #[allow(missing_docs)] // to document (issue 28)
 pub mod btf;
 #[allow(missing_docs)] // to document (issue 28)
@@ -22,6 +25,9 @@ pub mod ctl;
 pub mod elf;
 #[allow(missing_docs)] // to document (issue 28)
 pub mod format;
+#[cfg(feature = "host")]
+#[allow(missing_docs)] // to document (issue 28)
+pub mod ftrace_dump;
 #[allow(missing_docs)] // to document (issue 28)
 pub mod graph;
 pub mod kallsyms;

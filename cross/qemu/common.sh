@@ -111,8 +111,10 @@ die() { say "error: $*"; exit 2; }
 # The kernel command line. nokaslr keeps addresses stable between boots
 # (fixtures, kallsyms); quiet keeps kernel chatter off the console.
 # FIXTURES="a b" (fixtures mode) records only those scenarios.
+# QEMU_APPEND adds parameters (e.g. the line of 'tr-on --boot').
 kernel_append() {
 	printf 'console=%s rdinit=/init panic=-1 quiet nokaslr trbox.mode=%s' "$CONSOLE" "$1"
+	[ -z "${QEMU_APPEND:-}" ] || printf ' %s' "$QEMU_APPEND"
 	if [ "$1" = fixtures ] && [ -n "${FIXTURES:-}" ]; then
 		printf ' trbox.fixtures=%s' "$(echo $FIXTURES | tr ' ' ',')"
 	fi

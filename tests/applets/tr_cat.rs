@@ -134,3 +134,75 @@ fn plain_tr_cat_prints_the_trace_file() {
     assert!(o.status.success());
     assert_eq!(stdout(&o), std::fs::read_to_string(format!("{FIX}/trace")).unwrap());
 }
+
+/// `tr-cat --from-console` on a console log with the kernel's own
+/// ftrace_dump_on_oops dump and no trbox recording (captured on the
+/// aarch64 6.1 board: tests/data/console/README.md): the dump's lines
+/// without the console prefix, the lines after it, --json, --stats; a log
+/// with neither is an error (exit 2).
+#[test]
+fn from_console_reads_the_kernels_oops_dump() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/console");
+    let log = dir.join("oops-aarch64-6.1.log");
+    let log = log.to_str().unwrap();
+    let o = run(&["tr-cat", "--from-console", log]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with("oops-aarch64-6.1.log:62: the kernel's ftrace dump"), "{}", lines[0]);
+    assert_eq!(lines[1], "CPU:0 [LOST 727 EVENTS]");
+    assert_eq!(
+        lines[2],
+        "  <idle>-0         0dNs.. 1579698us : sched_wakeup: comm=rcu_sched pid=14 prio=120 target_cpu=000"
+    );
+    assert!(out.contains("\n   tr-on-122       1..... 1719985us : vfs_read <-ksys_read\n"), "{out}");
+    assert!(out.ends_with(
+        "# after the dump:\nKernel Offset: disabled\nCPU features: 0x044000,2023c080,0000421b\nMemory Limit: none\n"
+    ));
+    // Every line between the dashes, in order, and nothing else.
+    let text = std::fs::read_to_string(log).unwrap();
+    let dump: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.ends_with("Dumping ftrace buffer:"))
+        .skip(2)
+        .take_while(|l| !l.ends_with("---------------------------------"))
+        .map(|l| &l[l.find("] ").unwrap() + 2..])
+        .collect();
+    assert_eq!(dump.len(), 980);
+    assert_eq!(lines[1..981], dump[..]);
+
+    let o = run(&["tr-cat", "--from-console", log, "--json"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 978);
+    assert_eq!(
+        out.lines().next(),
+        Some(
+            "{\"ts_us\":1579698,\"cpu\":0,\"pid\":0,\"comm\":\"<idle>\",\"flags\":\"dNs..\",\
+\"event\":\"sched_wakeup\",\"body\":\"comm=rcu_sched pid=14 prio=120 target_cpu=000\"}"
+        )
+    );
+    let o = run(&["tr-cat", "--from-console", log, "--stats"]);
+    let out = stdout(&o);
+    assert!(out.contains("978 events, 0 other lines, 1579698us to 2043506us\n"), "{out}");
+    assert!(out.contains("   1        578      13997\n"), "{out}");
+    assert!(out.contains("       774  function\n       137  sched_switch\n        67  sched_wakeup\n"), "{out}");
+
+    let d = TempDir::new("noconsole");
+    let empty = d.path().join("plain.log");
+    std::fs::write(&empty, "[    1.0] Booting Linux\nlogin:\n").unwrap();
+    let o = run(&["tr-cat", "--from-console", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("neither a trbox recording"), "{}", stderr(&o));
+}
+
+/// The 7.2 board's dump (sid's 7.2.13 arm64, the same session as the 6.1
+/// log): the same layout, both CPUs' LOST lines.
+#[test]
+fn from_console_reads_a_7_2_oops_dump() {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/console/oops-aarch64-7.2.log");
+    let o = run(&["tr-cat", "--from-console", log.to_str().unwrap(), "--stats"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("921 events, 0 other lines, 10679577us to 11951515us\n"), "{out}");
+    assert!(out.contains("   0        640      17039\n   1        281       2549\n"), "{out}");
+}

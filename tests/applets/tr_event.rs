@@ -529,3 +529,22 @@ fn a_left_out_event_takes_its_stack_with_it() {
     }
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// `tr-event --boot`: trace_event= (a bare system becomes SYS:* where the
+/// tree tells), the trigger on the command line, the filter in bootconfig.
+#[test]
+fn boot_prints_the_event_command_line() {
+    let tree = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tree-basic");
+    let t = tree.to_str().unwrap();
+    let o =
+        run(&["tr-event", "-T", t, "--boot", "sched:sched_switch,sched", "-f", "prev_pid != 0", "-R", "stacktrace"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(
+        out.lines().nth(1),
+        Some("trace_event=sched:sched_switch,sched:* trace_trigger=sched_switch.stacktrace")
+    );
+    assert!(out.contains("\nftrace.event.sched.sched_switch.filter = \"prev_pid != 0\"\n"), "{out}");
+    let o = run(&["tr-event", "--boot", "-B", "foo", "irq:irq_handler_entry"]);
+    assert_eq!(stdout(&o).lines().nth(1), Some("trace_instance=foo,irq:irq_handler_entry"));
+}

@@ -379,3 +379,14 @@ fn syscall_comments_follow_the_kernel_version() {
         assert_eq!(k, t, "{}", d.display());
     }
 }
+
+/// `tr-graph --boot`: function_graph with its filter and depth from boot.
+#[test]
+fn boot_prints_the_graph_command_line() {
+    let o = run(&["tr-graph", "--boot", "schedule", "-d", "3", "--min-us", "10"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().nth(1), Some("ftrace=function_graph ftrace_graph_filter=schedule ftrace_graph_max_depth=3"));
+    assert!(out.contains("kernel.ftrace_graph_max_depth = 3"), "{out}");
+    assert!(out.contains("# --min-us: no boot-time form"), "{out}");
+}

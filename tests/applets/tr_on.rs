@@ -652,3 +652,27 @@ fn subbuf_size_is_set_for_the_command_and_restored() {
     assert_eq!(rd(&root, "buffer_subbuf_size_kb"), was);
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// `--boot` prints the command line and bootconfig for the options and
+/// touches nothing (it does not even open tracefs); what has no boot-time
+/// form is said in a line of its own.
+#[test]
+fn boot_prints_the_command_line_for_the_options() {
+    let o = run(&["tr-on", "--boot", "function", "-l", "vfs_*", "-b", "1408", "-P", "1", "--dump-on-oops", "cpu"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "# kernel command line:");
+    assert_eq!(lines[1], "ftrace=function trace_buf_size=1408K ftrace_filter=vfs_* ftrace_dump_on_oops=2");
+    assert!(out.contains("\nftrace.tracer = \"function\"\n"), "{out}");
+    assert!(out.contains("\nkernel.ftrace_dump_on_oops = \"2\"\n"), "{out}");
+    assert!(out.contains("# -P: no boot-time form"), "{out}");
+    assert!(out.lines().all(|l| l.len() <= 80), "{out}");
+    let o = run(&["tr-on", "--boot", "-B", "foo", "--dump-on-oops", "all"]);
+    assert_eq!(stdout(&o).lines().nth(1), Some("trace_instance=foo ftrace_dump_on_oops=0,foo"));
+    let o = run(&["tr-on", "--boot", "-t", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = run(&["tr-on", "--dump-on-oops", "some"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("all or cpu"), "{}", stderr(&o));
+}
