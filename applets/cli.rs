@@ -259,6 +259,10 @@ pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWith
     row(&mut out, "  -h, --help", "this text");
     out.push_str("\nCommon options:\n");
     flag_rows(&mut out, common.flags);
+    if own.examples.is_empty() && !cfg!(feature = "host") {
+        // A board build leaves its examples to the docs.
+        out.push_str(&format!("\nExamples: docs/applets/{name}.md\n"));
+    }
     if !own.examples.is_empty() {
         out.push_str("\nExamples:\n");
         for e in own.examples {

@@ -13,12 +13,15 @@ use trbox::sys::Tracefs;
 /// Print the trace buffer (the kernel's trace file, not consumed), its raw
 /// pages decoded by trbox (--raw) or a trace.dat FILE; or record (-o, -N)
 /// until Ctrl-C, -t or the command after -- ends.
-#[argh(
-    example = "{command_name}   # the trace file, as the kernel prints it",
-    example = "{command_name} --raw --follow -t 5   # decode the raw pages as they fill",
-    example = "{command_name} -o trace.dat -e 'sched:*' -- make",
-    example = "{command_name} trace.dat --stats",
-    example = "{command_name} -o - --console -t 2   # a recording as text on a serial console"
+#[cfg_attr(
+    feature = "host",
+    argh(
+        example = "{command_name}   # the trace file, as the kernel prints it",
+        example = "{command_name} --raw --follow -t 5   # decode the raw pages as they fill",
+        example = "{command_name} -o trace.dat -e 'sched:*' -- make",
+        example = "{command_name} trace.dat --stats",
+        example = "{command_name} -o - --console -t 2   # a recording as text on a serial console"
+    )
 )]
 pub struct Args {
     /// a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input);

@@ -16,14 +16,17 @@ use trbox::sys::{elf, event_dir, Tracefs};
 /// Enable trace events and stream them decoded until Ctrl-C, -t or the
 /// command after -- ends; or list events (--list) and show formats
 /// (--format).
-#[argh(
-    example = "{command_name} sched:sched_switch,irq -t 2",
-    example = "{command_name} 'syscalls:sys_enter_open*' -f 'common_pid != 1' -- ls",
-    example = "{command_name} --list 'sched:*'",
-    note = "Probes live for the run (trbox/FUNCTION, or p:GROUP/NAME), e.g. \
---uprobe '/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. \
--f and -R go to the SYS:EVENT events, else to the probes."
+#[cfg_attr(
+    feature = "host",
+    argh(
+        example = "{command_name} sched:sched_switch,irq -t 2",
+        example = "{command_name} 'syscalls:sys_enter_open*' -f 'common_pid != 1' -- ls",
+        example = "{command_name} --list 'sched:*'"
+    )
 )]
+#[argh(note = "Probes live for the run (trbox/FUNCTION, or p:GROUP/NAME), e.g. \
+--uprobe '/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. \
+-f and -R go to the SYS:EVENT events, else to the probes.")]
 pub struct Args {
     /// events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or repeated); with
     /// --list: a GLOB of the events to list

@@ -19,10 +19,13 @@ use trbox::sys::{signals, Tracefs};
 /// Trace kernel function calls (function_graph) and print the call graph,
 /// folded stacks (--folded) or the functions with the most time (--top N);
 /// or read recorded data (-i FILE, -T COPY, -r), tracing nothing.
-#[argh(
-    example = "{command_name} vfs_read -d 3 -t 1",
-    example = "{command_name} --top 10 -- ls /",
-    example = "{command_name} -i trace.dat --folded > out.folded"
+#[cfg_attr(
+    feature = "host",
+    argh(
+        example = "{command_name} vfs_read -d 3 -t 1",
+        example = "{command_name} --top 10 -- ls /",
+        example = "{command_name} -i trace.dat --folded > out.folded"
+    )
 )]
 pub struct Args {
     /// graph only below these functions (set_graph_function; globs allowed)

@@ -29,17 +29,20 @@ const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "p
 /// syscall), or from the kernel's tracers: timerlat, osnoise and hwlat as
 /// rtla shows them, and the max-latency tracers' each new maximum as the
 /// kernel's trace text. Values in us (--ns: ns).
-#[argh(
-    example = "{command_name} wakeup --rt -t 10",
-    example = "{command_name} syscall -P 42 --hist",
-    example = "{command_name} timerlat -p 1000 --cpus 0-1 --priority f:95 -t 10",
-    example = "{command_name} hwlat -p 1000000 --width 500000 -t 5",
-    example = "{command_name} irqsoff -o /tmp/max -t 10",
-    example = "{command_name} wakeup -r   # what the buffer holds now (also a copy, -T)",
-    note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwlat, or a max-latency \
-tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max: the \
-kernel's wakeup tracer, all tasks)."
+#[cfg_attr(
+    feature = "host",
+    argh(
+        example = "{command_name} wakeup --rt -t 10",
+        example = "{command_name} syscall -P 42 --hist",
+        example = "{command_name} timerlat -p 1000 --cpus 0-1 --priority f:95 -t 10",
+        example = "{command_name} hwlat -p 1000000 --width 500000 -t 5",
+        example = "{command_name} irqsoff -o /tmp/max -t 10",
+        example = "{command_name} wakeup -r   # what the buffer holds now (also a copy, -T)"
+    )
 )]
+#[argh(note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwlat, or a max-latency \
+tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max: the \
+kernel's wakeup tracer, all tasks).")]
 pub struct Args {
     /// what to measure (see below)
     #[argh(positional, arg_name = "MODE")]

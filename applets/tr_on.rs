@@ -18,16 +18,19 @@ use trbox::sys::{reset, Found, Tracefs};
 /// Show the ftrace state (no arguments), switch it (a TRACER and/or options
 /// stay set), or trace one run with them (-- CMD or -t S: printed, then all
 /// restored unless -k; the exit status is CMD's).
-#[argh(
-    example = "{command_name}   # status report",
-    example = "{command_name} function -l 'vfs_*' -c -P 42",
-    example = "{command_name} function_graph -- ls /   # trace ls only, then restore",
-    example = "{command_name} -O sym-offset -C global -t 5",
-    example = "{command_name} --reset   # back to a clean default",
-    note = "--reset also turns tracing on and clears kprobes/uprobes; what the kernel \
-refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by pid too \
-(set_event_pid); -- CMD always follows the command's forks."
+#[cfg_attr(
+    feature = "host",
+    argh(
+        example = "{command_name}   # status report",
+        example = "{command_name} function -l 'vfs_*' -c -P 42",
+        example = "{command_name} function_graph -- ls /   # trace ls only, then restore",
+        example = "{command_name} -O sym-offset -C global -t 5",
+        example = "{command_name} --reset   # back to a clean default"
+    )
 )]
+#[argh(note = "--reset also turns tracing on and clears kprobes/uprobes; what the kernel \
+refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by pid too \
+(set_event_pid); -- CMD always follows the command's forks.")]
 pub struct Args {
     /// the tracer for current_tracer (function, function_graph, nop...)
     #[argh(positional, arg_name = "TRACER")]

@@ -25,10 +25,13 @@ const STACK_SYSCTL: &str = "/proc/sys/kernel/stack_tracer_enabled";
 #[argh(help_triggers("-h", "--help"))]
 /// Kernel stacks: the stack tracer's deepest stack; with -e, the distinct
 /// stacks behind an event, counted; with -l, who calls a function.
-#[argh(
-    example = "{command_name} --reset -t 5   # the deepest stack in 5 s",
-    example = "{command_name} -e sched:sched_switch -t 1",
-    example = "{command_name} -l 'kmalloc*' --folded -- ls"
+#[cfg_attr(
+    feature = "host",
+    argh(
+        example = "{command_name} --reset -t 5   # the deepest stack in 5 s",
+        example = "{command_name} -e sched:sched_switch -t 1",
+        example = "{command_name} -l 'kmalloc*' --folded -- ls"
+    )
 )]
 pub struct Args {
     /// count the stacks behind these events (repeatable, comma-separated)
