@@ -38,7 +38,7 @@ impl Live {
 
     /// Work in `t` as it is (an applet that chose its instance itself).
     pub fn lock(t: Tracefs, wait: bool) -> Result<Live, Error> {
-        let wake = signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+        let wake = signals::install().map_err(trbox::sys::Error::Signals)?;
         Ok(Live { _lock: Lock::take(t.dir(), wait)?, t, wake })
     }
 

@@ -126,7 +126,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if !cmd.is_empty() {
         return Err(Error::usage("'-- CMD' goes with -o").hint("e.g. tr-cat -o trace.dat -- CMD"));
     }
-    trbox::sys::signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    trbox::sys::signals::install().map_err(trbox::sys::Error::Signals)?;
     let opts = |follow| RawOpts {
         only: None,
         filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone(), not_self: false },

@@ -94,7 +94,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.boot {
         return boot(common, &a, cmd);
     }
-    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    signals::install().map_err(trbox::sys::Error::Signals)?;
     let opts = |follow: bool, since| RawOpts::all(follow, false, a.time.map(|s| s.0), since);
     if let Some(f) = &a.input {
         // A recorded file needs no tracefs (and no root).

@@ -183,7 +183,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.stack_us.is_some() && mode != Mode::Timerlat {
         return Err(Error::usage("-s (print_stack) is a timerlat option"));
     }
-    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    signals::install().map_err(trbox::sys::Error::Signals)?;
     let limit = a.time.map(|s| s.0);
     let _root: Option<Tracefs>;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;

@@ -75,7 +75,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("-e and -l are alternatives"));
     }
     command::one_target(&a.pid, cmd)?;
-    signals::install().map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+    signals::install().map_err(trbox::sys::Error::Signals)?;
     let limit = a.time.map(|s| s.0);
     let opts = |follow: bool, since| RawOpts::all(follow, false, limit, since);
     if let Some(f) = &a.input {

@@ -573,23 +573,6 @@ impl Lat {
         })
     }
 
-    /// The events in use, `sys:event` (for enabling them), or a whole
-    /// system (`syscalls`).
-    pub fn used(mode: Mode, events: &EventTable) -> Vec<String> {
-        let mut v = Vec::new();
-        if mode == Mode::Syscall && events.iter().any(|e| e.system == SYSCALL_EVENTS) {
-            v.push(String::from(SYSCALL_EVENTS));
-            return v;
-        }
-        for spec in mode.events() {
-            let spec = spec.trim_start_matches('?');
-            if let Some(ev) = spec.split('|').find_map(|n| events.by_name(n)) {
-                v.push(alloc::format!("{}:{}", ev.system, ev.name));
-            }
-        }
-        v
-    }
-
     /// wakeup: measure only these tasks and the children they fork. (The
     /// kernel's pid filter lets through what a filtered task does, and a
     /// filtered task wakes others: `sched_waking` is written when either
@@ -658,12 +641,13 @@ impl Lat {
         let id = u32::from(e.uint(p, 0, 2)? as u16);
         if let Some(s) = self.syscalls.get(&id) {
             let (nr, pid) = (s.ev.int(0, p, e)?, i64::from(s.ev.common.read(e, p).2));
-            return if s.enter {
-                self.syscall_enter(pid, nr, ts)
-            } else {
-                let (ret, name) = (s.ev.int(1, p, e)?, Some(s.name.clone()));
-                self.syscall_exit(pid, nr, ret, name, cpu, ts)
-            };
+            if s.enter {
+                return self.syscall_enter(pid, nr, ts);
+            }
+            // The call's name goes into its row once, not with every exit.
+            let named = self.rows.get(&(Table::Syscall, nr)).is_some_and(|r| !r.name.is_empty());
+            let (ret, name) = (s.ev.int(1, p, e)?, (!named).then(|| s.name.clone()));
+            return self.syscall_exit(pid, nr, ret, name, cpu, ts);
         }
         let which = self.which(id)?;
         let ev = self.evs.get(which)?.as_ref()?;
