@@ -16,7 +16,7 @@
 //! | 6.12 | `text delta:\t%ld` and `data delta:\t%ld` |
 //! | 6.14 | `%lx\t[kernel]` (the previous boot's KASLR offset), then `%lx\t%s` per module (its address then) |
 //! | 6.15 on | `%lx\t[kernel]` (the previous boot's `_text`), modules as before |
-//! | any | `# Current`: the buffer holds this boot's records |
+//! | 6.14 on | `# Current`: the buffer holds this boot's records (after tracing started in it) |
 //!
 //! The KASLR offset of 6.14 cannot be told from `_text` by its text alone,
 //! but an offset is small and `_text` is a kernel address: an offset is
@@ -127,6 +127,24 @@ impl LastBoot {
     }
 }
 
+/// Whose events a persistent instance holds (`tr-on`): `info` is its
+/// `last_boot_info`, `entries` the events in its buffers. 6.12's deltas do
+/// not say (starting tracing in the instance clears the previous boot's,
+/// `update_last_data()`); from 6.14 `# Current` says they are this boot's,
+/// and `[kernel]` is read until tracing starts (also after a cold start:
+/// 7.2 then shows `0\t[kernel]` over an empty buffer).
+pub fn whose(info: &str, entries: u64) -> &'static str {
+    if entries == 0 {
+        "empty"
+    } else if info.starts_with('#') {
+        "this boot's events"
+    } else if info.starts_with("text delta") {
+        "previous boot's events unless traced since"
+    } else {
+        "the previous boot's events"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +180,14 @@ mod tests {
         assert_eq!(lb.adjust(0xffff_ffff_9000_0000, Some(1)), 0xffff_ffff_9000_0000);
         // Garbage: nothing.
         assert_eq!(LastBoot::parse("x\ny z\n", "junk"), None);
+    }
+
+    #[test]
+    fn what_tr_on_says_of_a_persistent_instance() {
+        // The aarch64 boards' texts (cross/qemu/lastboot.sh).
+        assert_eq!(whose("ffff800080000000\t[kernel]\nffffffffc1000000\text4\n", 11), "the previous boot's events");
+        assert_eq!(whose("0\t[kernel]\n", 0), "empty");
+        assert_eq!(whose("# Current\n", 3), "this boot's events");
+        assert_eq!(whose("text delta:\t0\ndata delta:\t0\n", 9), "previous boot's events unless traced since");
     }
 }

@@ -48,6 +48,11 @@ for b in "${boards[@]}"; do
 	else
 		bad "first boot: no '@@PHASE first' (was the board booted with the instance? $(grep -c '^@@BOOT ' "$log") boots)"
 	fi
+	if grep -q '^persistent  boot_mapped: empty (0); last_boot_info: ' "$f"; then
+		ok "first boot: tr-on -B boot_mapped: $(grep -m1 '^persistent ' "$f" | cut -c13- | tr '\t' ' ')"
+	else
+		bad "first boot: tr-on -B boot_mapped did not say the persistent instance is empty"
+	fi
 	n=$(grep -c '^@@CMD ' "$f")
 	if grep -q "^@@CMD $n .*sysrq-trigger" "$f" && ! grep -q "^@@RC $n " "$f" &&
 		grep -qE 'sysrq: Trigger a crash|Kernel panic' "$f"; then
