@@ -68,6 +68,17 @@ for b in "${boards[@]}"; do
 	fi
 	mv -f "$out/second.log" "$log"
 	ARCH=$b KERNEL= "$QEMU_DIR/check.sh" "$rc"
+	# The copy of the instance (lastboot-send): lb.tgz, for fixtures.
+	hdr=$(grep -m1 '^@@FILE-BEGIN lb.tgz ' "$log")
+	if [ -n "$hdr" ]; then
+		sed -n '/^@@FILE-BEGIN lb.tgz /,/^@@FILE-END/p' "$log" | sed '1d;$d' | base64 -d >"$out/lb.tgz" 2>/dev/null
+		set -- $hdr
+		if [ "$(md5sum <"$out/lb.tgz" | cut -d' ' -f1)" = "$3" ]; then
+			ok "the copy of boot_mapped came through the console intact ($4 bytes, ${out#"$REPO"/}/lb.tgz)"
+		else
+			bad "the copy of boot_mapped did not come through the console intact"
+		fi
+	fi
 	if [ -s "$out/check-result" ]; then
 		read -r p f <"$out/check-result"
 		pass=$((pass + p)) fail=$((fail + f))

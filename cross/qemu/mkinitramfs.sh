@@ -43,7 +43,7 @@ pick "${SESSION:-$QEMU_DIR/session}" >"$root/etc/trbox/session"
 # A first boot's session (the warm-reboot board, lastboot.sh): guest/init
 # runs it when the persistent instance holds no previous boot.
 [ -z "${SESSION_FIRST:-}" ] || pick "$SESSION_FIRST" >"$root/etc/trbox/session-first"
-install -m 0755 "$QEMU_DIR/guest/lastboot-copy" "$root/etc/trbox/lastboot-copy"
+install -m 0755 "$QEMU_DIR/guest/lastboot-copy" "$QEMU_DIR/guest/lastboot-send" "$root/etc/trbox/"
 # The network boards' modules, net-up and session-net lines (net.sh).
 . "$QEMU_DIR/net.sh"
 net_initramfs "$root"
