@@ -11,8 +11,11 @@
 # the board, qemu keeps its RAM, and the second boot (guest/init finds the
 # marker) runs session-lastboot, checked by check.sh. Transcripts in
 # cross/out/lastboot/BOARD/: first-console.log (the first boot) and
-# console.log (the second). Prints "N passed, M failed"; exits 1 on any
-# failure.
+# console.log (the second), and what the board sent back (lb.tgz: the
+# kernel's text and tr-cat -o's trace.dat, read here by the host's tr-cat
+# and by trace-cmd 3.4). LASTBOOT_COPY=1: the board sends a tracefs copy of
+# the instance instead (tests/data/lastboot). Prints "N passed, M failed";
+# exits 1 on any failure.
 set -uo pipefail
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$QEMU_DIR/../.." && pwd)
@@ -20,6 +23,68 @@ boards=("$@")
 [ ${#boards[@]} -gt 0 ] || boards=(aarch64:7.2 aarch64:6.12)
 export QEMU_OUT=${QEMU_LASTBOOT_OUT:-$REPO/cross/out/lastboot} QEMU_NET_BOARDS=none
 pass=0 fail=0
+# "CPU TS PID" of each event line of a text (tr-cat's, the kernel's or
+# trace-cmd report's): the [CPU] token, the next S.US: token, the pid at
+# the end of the token before [CPU].
+events_of() {
+	awk '{
+		for (i = 2; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) break
+		if (i > NF) next
+		pid = $(i - 1); sub(/.*-/, "", pid)
+		for (j = i + 1; j <= NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+		if (j > NF) next
+		print $i, $j, pid
+	}' "$1"
+}
+# dat_check DIR: the board's tr-cat -o file DIR/lb.dat read on the host by
+# tr-cat (the host build) and by trace-cmd 3.4 (Debian sid's, in the sid
+# chroot SID_ROOT, default /var/tmp/sid: tests/data/tracedat/make-3.4.sh
+# says how it is made; without it that check is skipped, said so).
+dat_check() {
+	local d=$1 host=${CARGO_TARGET_DIR:-$REPO/target}/release/trbox sid=${SID_ROOT:-/var/tmp/sid} n tmp
+	grep -v '^#' "$d/k" >"$d/k.lines"
+	if [ ! -x "$host" ]; then
+		bad "no host binary $host to read the board's trace.dat (make qemu-lastboot builds it)"
+	else
+		"$host" tr-cat "$d/lb.dat" -v >"$d/host.txt" 2>"$d/host.err"
+		grep -v '^#' "$d/host.txt" >"$d/host.lines"
+		if [ -s "$d/host.lines" ] && cmp -s "$d/k.lines" "$d/host.lines"; then
+			ok "the host's tr-cat of the board's tr-cat -o file: the kernel's text, $(wc -l <"$d/host.lines") lines"
+		else
+			bad "the host's tr-cat of the board's tr-cat -o file differs from the kernel's text"
+			{ head -n 3 "$d/host.err"; diff "$d/k.lines" "$d/host.lines" | head -n 10; } | sed 's/^/        | /'
+		fi
+		if grep -q 'LAST_BOOT_INFO, option 24' "$d/host.err"; then
+			ok "the file holds LAST_BOOT_INFO (option 24): $(grep -m1 'LAST_BOOT_INFO' "$d/host.err" | sed 's/.*: records/records/' | cut -c1-70)"
+		else
+			bad "the file holds no LAST_BOOT_INFO (option 24)"
+		fi
+	fi
+	if [ ! -x "$sid/usr/bin/trace-cmd" ]; then
+		ok "trace-cmd 3.4: skipped (no sid chroot at $sid; tests/data/tracedat/make-3.4.sh makes one)"
+		return
+	fi
+	tmp=$(mktemp -d "$sid/tmp/trbox-lastboot.XXXXXX")
+	cp "$d/lb.dat" "$tmp/"
+	chroot "$sid" trace-cmd report -i "/tmp/${tmp##*/}/lb.dat" >"$d/tc.txt" 2>"$d/tc.err"
+	chroot "$sid" trace-cmd dump --options -i "/tmp/${tmp##*/}/lb.dat" >"$d/tc.options" 2>&1
+	rm -rf "$tmp"
+	events_of "$d/k.lines" >"$d/k.events"
+	events_of "$d/tc.txt" >"$d/tc.events"
+	n=$(wc -l <"$d/k.events")
+	if [ "$n" -gt 0 ] && cmp -s "$d/k.events" "$d/tc.events" && grep -q '__handle_sysrq' "$d/tc.txt" &&
+		grep -q 'write_sysrq_trigger' "$d/tc.txt"; then
+		ok "trace-cmd 3.4 report of the board's file: the same $n events (CPU, time, pid) as the kernel's text, the functions named"
+	else
+		bad "trace-cmd 3.4 report of the board's file differs ($n vs $(wc -l <"$d/tc.events") events)"
+		{ head -n 3 "$d/tc.err"; diff "$d/k.events" "$d/tc.events" | head -n 10; } | sed 's/^/        | /'
+	fi
+	if grep -q 'LAST_BOOT_INFO' "$d/tc.options"; then
+		ok "trace-cmd 3.4 dump: $(grep -m1 -A1 'LAST_BOOT_INFO' "$d/tc.options" | tr '\n\t' '  ' | cut -c1-80)"
+	else
+		bad "trace-cmd 3.4 dump shows no LAST_BOOT_INFO option"
+	fi
+}
 for b in "${boards[@]}"; do
 	t0=$SECONDS
 	out=$QEMU_OUT/$(ARCH=$b KERNEL= bash -c '. "$1/common.sh" && echo "$BOARD"' _ "$QEMU_DIR")
@@ -36,7 +101,7 @@ for b in "${boards[@]}"; do
 	fi
 	rc=0
 	ARCH=$b KERNEL= QEMU_REBOOT=1 QEMU_TIMEOUT=${QEMU_TIMEOUT:-420} \
-		QEMU_APPEND="reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1${QEMU_APPEND:+ $QEMU_APPEND}" \
+		QEMU_APPEND="reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1${LASTBOOT_COPY:+ trbox.lastboot=copy}${QEMU_APPEND:+ $QEMU_APPEND}" \
 		"$QEMU_DIR/run.sh" test || rc=$?
 	log=$out/console.log
 	# The first boot: up to the second @@BOOT.
@@ -68,17 +133,22 @@ for b in "${boards[@]}"; do
 	fi
 	mv -f "$out/second.log" "$log"
 	ARCH=$b KERNEL= "$QEMU_DIR/check.sh" "$rc"
-	# The copy of the instance (lastboot-send): lb.tgz, for fixtures.
+	# What the board sent: lb.tgz, the kernel's text (k) and tr-cat -o's
+	# extract (lb.dat), or with LASTBOOT_COPY=1 the tracefs copy (lb/).
 	hdr=$(grep -m1 '^@@FILE-BEGIN lb.tgz ' "$log")
+	rm -rf "$out/sent"
 	if [ -n "$hdr" ]; then
 		sed -n '/^@@FILE-BEGIN lb.tgz /,/^@@FILE-END/p' "$log" | sed '1d;$d' | base64 -d >"$out/lb.tgz" 2>/dev/null
 		set -- $hdr
-		if [ "$(md5sum <"$out/lb.tgz" | cut -d' ' -f1)" = "$3" ]; then
-			ok "the copy of boot_mapped came through the console intact ($4 bytes, ${out#"$REPO"/}/lb.tgz)"
+		if [ "$(md5sum <"$out/lb.tgz" | cut -d' ' -f1)" = "$3" ] && mkdir -p "$out/sent" && tar xzf "$out/lb.tgz" -C "$out/sent"; then
+			ok "what the board sent came through the console intact ($4 bytes, ${out#"$REPO"/}/lb.tgz)"
 		else
-			bad "the copy of boot_mapped did not come through the console intact"
+			bad "what the board sent did not come through the console intact"
 		fi
+	else
+		bad "the board sent nothing back"
 	fi
+	[ -f "$out/sent/lb.dat" ] && dat_check "$out/sent"
 	if [ -s "$out/check-result" ]; then
 		read -r p f <"$out/check-result"
 		pass=$((pass + p)) fail=$((fail + f))
