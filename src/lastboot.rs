@@ -46,6 +46,20 @@ pub struct LastBoot {
     pub gone: Vec<String>,
 }
 
+/// Where module `name` is now, and its size: its line of `/proc/modules`
+/// (`NAME SIZE REFS DEPS STATE ADDR`).
+fn module_now(modules: &str, name: &str) -> Option<(u64, u64)> {
+    modules.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        if w.next()? != name {
+            return None;
+        }
+        let size = w.next()?.parse().ok()?;
+        let addr = u64::from_str_radix(w.nth(3)?.trim_start_matches("0x"), 16).ok()?;
+        Some((addr, size))
+    })
+}
+
 /// A kernel address of either word size (a KASLR offset is far below).
 fn is_kernel_address(a: u64) -> bool {
     a >= 0xffff_0000_0000_0000 || (0xc000_0000..=0xffff_ffff).contains(&a)
@@ -63,35 +77,26 @@ impl LastBoot {
             Some((name, rest)) if !name.contains(char::is_whitespace) && !name.starts_with('#') => rest,
             _ => info,
         };
-        let now: Vec<(&str, u64, u64)> = modules
-            .lines()
-            .filter_map(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                let size = w.get(1)?.parse().ok()?;
-                let addr = u64::from_str_radix(w.get(5)?.trim_start_matches("0x"), 16).ok()?;
-                Some((*w.first()?, addr, size))
-            })
-            .collect();
         let mut lb = LastBoot::default();
-        for line in info.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if line.starts_with('#') {
-                continue;
-            }
+        for line in info.lines().map(str::trim) {
             if let Some(v) = line.strip_prefix("text delta:") {
                 lb.text_delta = v.trim().parse().ok();
                 continue;
             }
-            if line.starts_with("data delta:") {
-                lb.skipped.push(String::from(line));
-                continue;
-            }
+            // '# Current' and 6.12's "data delta:" have no address first.
             let Some((addr, name)) = line.split_once(char::is_whitespace) else { continue };
-            let Ok(addr) = u64::from_str_radix(addr.trim_start_matches("0x"), 16) else { continue };
+            let Ok(addr) = u64::from_str_radix(addr.trim_start_matches("0x"), 16) else {
+                if line.starts_with("data") {
+                    lb.skipped.push(String::from(line));
+                }
+                continue;
+            };
             match name.trim() {
                 "[kernel]" if is_kernel_address(addr) => lb.text = Some(addr),
-                "[kernel]" => lb.skipped.push(alloc::format!("{addr:x} [kernel] (a KASLR offset, as 6.14 wrote it)")),
-                m => match now.iter().find(|(n, _, _)| *n == m) {
-                    Some(&(_, at, size)) => lb.modules.push((addr, at, size)),
+                // A KASLR offset, as 6.14 wrote it.
+                "[kernel]" => lb.skipped.push(String::from(line)),
+                m => match module_now(modules, m) {
+                    Some((at, size)) => lb.modules.push((addr, at, size)),
                     None => lb.gone.push(String::from(m)),
                 },
             }
