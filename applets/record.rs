@@ -50,8 +50,10 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     let live = Live::enter(t, common, false)?;
     // A persistent instance (last_boot_info, 6.12+) and nothing to run:
     // extract what it holds, a previous boot's events as they are (trace-cmd
-    // extract). Starting tracing there would clear them
-    // (update_last_data(), kernel/trace/trace.c).
+    // extract): no clearing, no waiting (tracing_on is switched on and off
+    // as for a recording; nothing is enabled after a reboot, and it only
+    // gates writes). Starting a tracer or enabling events there would clear
+    // them (update_last_data(), kernel/trace/trace.c).
     let extract = r.cmd.is_empty() && r.time.is_none() && events.is_empty() && live.t.exists("last_boot_info");
     let (t, wake) = (&live.t, live.wake);
     let path = Path::new(if stream { "standard output" } else { r.path });
@@ -77,24 +79,21 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
             t.write("trace", "")?;
         }
         rec.start(t);
-        if !extract {
-            st.set(t.tracing_on_file(), "1")?;
-        }
+        st.set(t.tracing_on_file(), "1")?;
         child.release()?;
         let start = Instant::now();
-        let limit = r.time.map(|s| s.0);
+        // Extract: no wait, only the drain below.
+        let limit = if extract { Some(Duration::ZERO) } else { r.time.map(|s| s.0) };
         // The tick bounds how late a command's exit or -t is noticed.
         let tick = Duration::from_millis(if r.cmd.is_empty() { 1000 } else { 100 });
-        while !extract && signals::stop_requested().is_none() && rec.write_error.is_none() && !child.exited() {
+        while signals::stop_requested().is_none() && rec.write_error.is_none() && !child.exited() {
             let left = limit.map_or(tick, |l| l.saturating_sub(start.elapsed()));
             if limit.is_some() && left.is_zero() {
                 break;
             }
             rec.wait(wake, left.min(tick));
         }
-        if !extract {
-            st.set(t.tracing_on_file(), "0")?;
-        }
+        st.set(t.tracing_on_file(), "0")?;
         if rec.write_error.is_none() {
             rec.drain();
         }

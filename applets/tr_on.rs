@@ -436,7 +436,7 @@ fn report(t: &Tracefs, st: &Status) -> String {
         line(&mut o, "instances", list(&st.instances, "none"));
     }
     // Persistent instances (with last_boot_info, 6.12+; -B: that one):
-    // whose events, and last_boot_info on one line (its lines joined by ',').
+    // whose events, then last_boot_info's lines under the value column.
     let cpu_list = t.cpus().unwrap_or_default();
     for n in t.instances().unwrap_or_default() {
         let d = t.top().join("instances").join(&n);
@@ -450,11 +450,7 @@ fn report(t: &Tracefs, st: &Status) -> String {
             e += trbox::ctl::CpuStats::parse(&s).entries.unwrap_or(0);
         }
         let what = trbox::lastboot::whose(&info, e);
-        line(
-            &mut o,
-            "persistent",
-            Ok(format!("{n}: {what} ({e}); last_boot_info: {}", info.trim().replace('\n', ", "))),
-        );
+        line(&mut o, "persistent", Ok(format!("{n}: {what} ({e}); last_boot_info:\n{info}")));
     }
     // A sysctl of the running kernel: not shown for a copied tree.
     if !matches!(t.found, Found::Given) {

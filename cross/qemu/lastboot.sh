@@ -113,8 +113,8 @@ for b in "${boards[@]}"; do
 	else
 		bad "first boot: no '@@PHASE first' (was the board booted with the instance? $(grep -c '^@@BOOT ' "$log") boots)"
 	fi
-	if grep -q '^persistent  boot_mapped: empty (0); last_boot_info: ' "$f"; then
-		ok "first boot: tr-on -B boot_mapped: $(grep -m1 '^persistent ' "$f" | cut -c13- | tr '\t' ' ')"
+	if grep -q '^persistent  boot_mapped: empty (0); last_boot_info:' "$f"; then
+		ok "first boot: tr-on -B boot_mapped: $(grep -m1 -A1 '^persistent ' "$f" | cut -c13- | tr '\t\n' '  ')"
 	else
 		bad "first boot: tr-on -B boot_mapped did not say the persistent instance is empty"
 	fi
