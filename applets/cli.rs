@@ -529,14 +529,25 @@ fn say(name: &str, e: &Error) {
 /// Say `e` on stderr as the final error would be said, and go on (e.g. a
 /// window that recorded nothing: not a failure, never silent).
 pub fn note(e: &Error) {
-    say(APPLET.get().copied().unwrap_or("trbox"), e);
+    say(applet_name(), e);
+}
+
+/// The applet that runs (as messages name it).
+pub fn applet_name() -> &'static str {
+    APPLET.get().copied().unwrap_or("trbox")
 }
 
 /// Stdout is a terminal that can be cleared (TERM is set and not `dumb`):
 /// where a table may be drawn again in place.
 pub fn is_tty() -> bool {
+    terminal(1)
+}
+
+/// Descriptor `fd` is a terminal that can be cleared (TERM is set and not
+/// `dumb`).
+pub fn terminal(fd: i32) -> bool {
     // SAFETY: isatty only looks at the descriptor.
-    let tty = unsafe { libc::isatty(1) } == 1;
+    let tty = unsafe { libc::isatty(fd) } == 1;
     tty && std::env::var_os("TERM").is_some_and(|t| t != "dumb")
 }
 

@@ -7,6 +7,7 @@ mod command;
 mod host;
 #[cfg(feature = "host")]
 mod listen;
+mod progress;
 mod record;
 mod screen;
 mod session;
