@@ -5,7 +5,8 @@
 #   make size       stripped size table                               (cross/cross.mk)
 #   make qemu       boot an arm64 board and tour trbox's applets      (cross/qemu.mk)
 #   make bench      benchmarks against trace-cmd                       (benches/)
-#   make docs       the --help blocks of docs/applets/*.md, from the binary
+#   make docs       the --help blocks of docs/applets/*.md, docs/man/*.1 and
+#                   completions/, from the binary
 
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
@@ -45,8 +46,10 @@ test-host: check-nostd lint apidoc
 	@$(MAKE) --no-print-directory example
 
 # The applet pages quote each applet's --help (docs/applets/tr-*.md, between
-# <!-- help --> markers); tests/applets/docs.rs fails when one differs from
-# the binary, and this rewrites them from the binary just built.
+# <!-- help --> markers), and docs/man/*.1 and completions/ hold what
+# `trbox --man NAME` and `trbox --completions SHELL` print; tests/applets/docs.rs
+# fails when one differs from the binary, and this rewrites them from the
+# binary just built.
 docs:
 	TRBOX_BLESS=1 $(CARGO) test --release --test applets docs::
 
