@@ -9,10 +9,12 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 pub struct Progress {
-    /// When the line may be drawn next; None: never (not a terminal).
-    next: Option<Instant>,
-    /// The end of -t.
-    end: Option<Instant>,
+    on: bool,
+    start: Instant,
+    /// -t.
+    limit: Option<Duration>,
+    /// When the line was drawn last.
+    drawn: Option<Instant>,
     shown: bool,
 }
 
@@ -26,38 +28,36 @@ impl Progress {
     /// nothing else writes to standard output until the end (else the
     /// line is drawn only when standard output is not a terminal).
     pub fn new(limit: Option<Duration>, want: bool, quiet_stdout: bool) -> Progress {
-        let now = Instant::now();
-        let on = want && crate::cli::terminal(2) && (quiet_stdout || !crate::cli::terminal(1));
-        Progress { next: on.then_some(now), end: limit.map(|l| now + l), shown: false }
+        // SAFETY: isatty only looks at the descriptor.
+        let on = want && crate::cli::terminal(2) && (quiet_stdout || unsafe { libc::isatty(1) } != 1);
+        Progress { on, start: Instant::now(), limit, drawn: None, shown: false }
     }
 
     /// Whether the line is shown at all.
     pub fn on(&self) -> bool {
-        self.next.is_some()
+        self.on
     }
 
     /// Time for a redraw (then [`Progress::show`] it).
     pub fn due(&self) -> bool {
-        self.next.is_some_and(|n| Instant::now() >= n)
+        self.on && self.drawn.map_or(true, |d| d.elapsed() >= EVERY)
     }
 
-    /// Draw `what` after the applet's name (and the time left of -t), in
-    /// place of the last line.
+    /// Draw `what` after the applet's name, and the seconds left of -t (or
+    /// without -t: the seconds so far), in place of the last line.
     pub fn show(&mut self, what: std::fmt::Arguments) {
-        let now = Instant::now();
-        self.next = Some(now + EVERY);
-        let name = crate::cli::applet_name();
-        let mut e = std::io::stderr();
-        self.shown = match self.end {
-            Some(end) => {
+        self.drawn = Some(Instant::now());
+        let run = self.start.elapsed();
+        let (secs, word) = match self.limit {
+            Some(l) => {
                 // Whole seconds, rounded up: "0 s left" only at the end.
-                let d = end.saturating_duration_since(now);
-                let left = d.as_secs() + u64::from(d.subsec_nanos() > 0);
-                write!(e, "\r{name}: {what}, {left} s left\x1b[K")
+                let d = l.saturating_sub(run);
+                (d.as_secs() + u64::from(d.subsec_nanos() > 0), "left")
             }
-            None => write!(e, "\r{name}: {what}\x1b[K"),
-        }
-        .is_ok();
+            None => (run.as_secs(), "so far"),
+        };
+        let name = crate::cli::applet_name();
+        self.shown = write!(std::io::stderr(), "\r{name}: {what}, {secs} s {word}\x1b[K").is_ok();
     }
 
     /// Take the line away (the summary or the result goes there).

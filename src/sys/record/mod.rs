@@ -359,13 +359,14 @@ impl Recorder {
     /// events`, which ring_buffer.c's ring_buffer_read_page counts for the
     /// pages handed to splice and read alike — and still in its buffer,
     /// `entries`), events it lost (overrun, commit overrun, dropped), and
-    /// bytes kept (a stream: sent).
+    /// bytes kept (a stream: sent). The counts start from zero: clearing
+    /// `trace` before [`Recorder::start`] reset them (rb_reset_cpu).
     pub fn so_far(&self, t: &Tracefs) -> (u64, u64, u64) {
         let (mut events, mut lost_now) = (0, 0);
-        for (c, s0) in self.cpus.iter().zip(&self.stats0) {
+        for c in &self.cpus {
             let s = cpu_stats(t, c.cpu);
-            events += s.read.unwrap_or(0).saturating_sub(s0.read.unwrap_or(0)) + s.entries.unwrap_or(0);
-            lost_now += lost(&s).unwrap_or(0).saturating_sub(lost(s0).unwrap_or(0));
+            events += s.read.unwrap_or(0) + s.entries.unwrap_or(0);
+            lost_now += lost(&s).unwrap_or(0);
         }
         let bytes = self.sink.as_ref().map_or(self.pool.pages() * self.layout.subbuf_size() as u64, |s| s.wire);
         (events, lost_now, bytes)
