@@ -309,7 +309,7 @@ pub fn stream(
     opts.filter.not_self = true;
     let command = child.is_some();
     let w = Window::open(st, t.tracing_on_file(), limit)?;
-    let progress = RefCell::new(Progress::new(limit, limit.is_some() && !command, quiet));
+    let progress = Progress::new(limit, limit.is_some() && !command, quiet);
     // The buffer's readers (threads reading ahead) start before the command
     // runs: a busy command fills the kernel's buffer in milliseconds, less
     // than opening the tree takes. The rest (the comms, saved_cmdlines) is
@@ -325,16 +325,15 @@ pub fn stream(
         if end {
             w.stop();
         }
-        let mut p = progress.borrow_mut();
         if signals::stop_requested().is_some() {
-            p.clear();
-        } else if p.due() {
-            p.show(format_args!("tracing"));
+            progress.clear();
+        } else if progress.due() {
+            progress.show(format_args!("tracing"));
         }
         end
     };
     let r = input.and_then(|i| show(i, &opts, &done));
-    progress.borrow_mut().clear();
+    progress.clear();
     // The command may still run (Ctrl-C, -t): it got the same signal from
     // the terminal, or it is ended now.
     let status = child.finish();

@@ -5,6 +5,7 @@
 //! log (stderr not a tty, or `TERM=dumb`), and not when something else
 //! writes to the same terminal meanwhile (a traced command, streamed text).
 
+use std::cell::Cell;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -14,8 +15,8 @@ pub struct Progress {
     /// -t.
     limit: Option<Duration>,
     /// When the line was drawn last.
-    drawn: Option<Instant>,
-    shown: bool,
+    drawn: Cell<Option<Instant>>,
+    shown: Cell<bool>,
 }
 
 /// The least time between two redraws: at 115200 baud a 60-character line
@@ -30,7 +31,7 @@ impl Progress {
     pub fn new(limit: Option<Duration>, want: bool, quiet_stdout: bool) -> Progress {
         // SAFETY: isatty only looks at the descriptor.
         let on = want && crate::cli::terminal(2) && (quiet_stdout || unsafe { libc::isatty(1) } != 1);
-        Progress { on, start: Instant::now(), limit, drawn: None, shown: false }
+        Progress { on, start: Instant::now(), limit, drawn: Cell::new(None), shown: Cell::new(false) }
     }
 
     /// Whether the line is shown at all.
@@ -40,13 +41,13 @@ impl Progress {
 
     /// Time for a redraw (then [`Progress::show`] it).
     pub fn due(&self) -> bool {
-        self.on && self.drawn.map_or(true, |d| d.elapsed() >= EVERY)
+        self.on && self.drawn.get().map_or(true, |d| d.elapsed() >= EVERY)
     }
 
     /// Draw `what` after the applet's name, and the seconds left of -t (or
     /// without -t: the seconds so far), in place of the last line.
-    pub fn show(&mut self, what: std::fmt::Arguments) {
-        self.drawn = Some(Instant::now());
+    pub fn show(&self, what: std::fmt::Arguments) {
+        self.drawn.set(Some(Instant::now()));
         let run = self.start.elapsed();
         let (secs, word) = match self.limit {
             Some(l) => {
@@ -57,12 +58,12 @@ impl Progress {
             None => (run.as_secs(), "so far"),
         };
         let name = crate::cli::applet_name();
-        self.shown = write!(std::io::stderr(), "\r{name}: {what}, {secs} s {word}\x1b[K").is_ok();
+        self.shown.set(write!(std::io::stderr(), "\r{name}: {what}, {secs} s {word}\x1b[K").is_ok());
     }
 
     /// Take the line away (the summary or the result goes there).
-    pub fn clear(&mut self) {
-        if std::mem::take(&mut self.shown) {
+    pub fn clear(&self) {
+        if self.shown.replace(false) {
             let _ = std::io::stderr().write_all(b"\r\x1b[K");
         }
     }

@@ -76,7 +76,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         let start = Instant::now();
         let limit = r.time.map(|s| s.0);
         // On a terminal (no command writing to it, no console lines on it).
-        let mut progress = Progress::new(limit, r.cmd.is_empty(), !r.console);
+        let progress = Progress::new(limit, r.cmd.is_empty(), !r.console);
         // The tick bounds how late a command's exit or -t is noticed, and
         // how often the progress line is drawn.
         let tick = Duration::from_millis(if !r.cmd.is_empty() {
