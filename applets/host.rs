@@ -13,7 +13,16 @@ use trbox::sys::read;
 pub fn convert(input: &str, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
     let inp = Path::new(input);
-    let Some(bytes) = trbox::sys::read::load_stream(inp)? else {
+    // A long recording's stream runs to gigabytes: on a terminal, the MiB
+    // read so far.
+    let progress = crate::progress::Progress::new(None, true, true);
+    let loaded = read::load_stream_with(inp, &|n| {
+        if progress.due() {
+            progress.show(format_args!("{} MiB read", n >> 20));
+        }
+    });
+    progress.clear();
+    let Some(bytes) = loaded? else {
         return Err(Error::usage(format!("{input}: not a trbox stream (tr-cat -o - writes one); nothing to convert"))
             .hint("a trace.dat is read as it is: tr-cat FILE"));
     };

@@ -37,6 +37,8 @@ pub use out::Out;
 #[cfg(feature = "host")]
 pub use perfetto::perfetto;
 pub use stream_in::load_stream;
+#[cfg(feature = "host")]
+pub use stream_in::load_stream_with;
 pub use summary::Summary;
 pub use text::{Emitter, Kept, Plain, StackVerdicts};
 
