@@ -281,6 +281,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             a.json,
             limit,
             reading(mode, tracer),
+            false,
             &show,
             Some(&|w| none_measured(&a, mode, w)),
         );

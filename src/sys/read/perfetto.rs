@@ -7,10 +7,11 @@ use super::{collect, Input, Item, RawOpts};
 use crate::sys::error::Error;
 
 /// A Perfetto trace of what `input` holds: its bytes, and how many events
-/// it has.
-pub fn perfetto(input: Input<'_>, o: &RawOpts) -> Result<(Vec<u8>, u64), Error> {
+/// it has. `done` is asked before each record is read, as by [`collect`]
+/// (a caller counts the records so, for a progress line).
+pub fn perfetto(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(Vec<u8>, u64), Error> {
     let mut tr = crate::perfetto::TraceBuilder::new();
-    let meta = collect(input, o, &|| false, &mut |m, it| {
+    let meta = collect(input, o, done, &mut |m, it| {
         if let Item::Record { cpu, ts, payload, .. } = it {
             let endian = m.trace.endian;
             if let Some(ev) = m.trace.events.event_of(payload, endian) {
