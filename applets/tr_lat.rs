@@ -112,6 +112,19 @@ pub struct Args {
     /// (osnoise/print_stack)
     #[argh(option, short = 's', arg_name = "US")]
     stack_us: Option<u64>,
+    /// timerlat: measure from user-space threads (timerlatu/N reading
+    /// osnoise/per_cpu/cpuN/timerlat_fd, 6.7+): a third latency, the
+    /// return to user space; the default where the kernel has them, as in
+    /// rtla 7.2
+    #[argh(switch, short = 'u')]
+    user_threads: bool,
+    /// timerlat: no threads of tr-lat's: the user's own load reads
+    /// timerlat_fd and is measured (rtla's -U)
+    #[argh(switch, short = 'U')]
+    user_load: bool,
+    /// timerlat: the kernel's timerlat/N threads (rtla's -k)
+    #[argh(switch)]
+    kernel_threads: bool,
     /// read what the buffer holds now, changing nothing
     #[argh(switch, short = 'r')]
     read: bool,
@@ -162,7 +175,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode()))
             .hint("use --cpus CPUS, and -t S"));
     }
-    let tracer_opts = a.period.is_some()
+    let tracer_opts = a.user_threads
+        || a.user_load
+        || a.kernel_threads
+        || a.period.is_some()
         || a.cpus.is_some()
         || a.irq_us.is_some()
         || a.total_us.is_some()
@@ -180,8 +196,11 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.samples && !a.json {
         return Err(Error::usage("--samples goes with --json"));
     }
-    if a.stack_us.is_some() && mode != Mode::Timerlat {
-        return Err(Error::usage("-s (print_stack) is a timerlat option"));
+    if (a.stack_us.is_some() || a.user_threads || a.user_load || a.kernel_threads) && mode != Mode::Timerlat {
+        return Err(Error::usage("-s, -u, -U and --kernel-threads are timerlat options"));
+    }
+    if [a.user_threads, a.user_load, a.kernel_threads].iter().filter(|&&x| x).count() > 1 {
+        return Err(Error::usage("one of -u, -U and --kernel-threads"));
     }
     signals::install().map_err(trbox::sys::Error::Signals)?;
     let limit = a.time.map(|s| s.0);
@@ -226,9 +245,33 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         let mut global = State::new(&top);
         global.keep = a.keep;
         let mut st = live.state(a.keep)?;
+        // timerlat: whose threads (rtla 7.2's timerlat_apply_config: user
+        // threads where cpu0's timerlat_fd is, else the kernel's).
+        let user = mode == Mode::Timerlat && !a.kernel_threads && {
+            let fd = top.exists("osnoise/per_cpu/cpu0/timerlat_fd");
+            if !fd && (a.user_threads || a.user_load) {
+                return Err(Error::runtime("this kernel has no osnoise/per_cpu/cpuN/timerlat_fd (6.7+): no user-space timerlat threads")
+                    .hint("without -u/-U, tr-lat timerlat measures from the kernel's threads"));
+            }
+            if !fd {
+                log::info!("no timerlat_fd (6.7+): the kernel's timerlat threads measure");
+            }
+            fd
+        };
         if tracer {
             tracer_settings(&mut global, &a, mode)?;
+            if mode == Mode::Timerlat && global.set_osnoise_option("OSNOISE_WORKLOAD", !user)?.is_none() && user {
+                return Err(Error::runtime("this kernel's osnoise/options has no OSNOISE_WORKLOAD")
+                    .hint("tr-lat timerlat --kernel-threads works here"));
+            }
         }
+        let cpus: Vec<u32> = match user && !a.user_load {
+            true => {
+                let online = top.cpus()?;
+                lat::cpu_list(&top.read("osnoise/cpus")?).into_iter().filter(|c| online.contains(c)).collect()
+            }
+            false => Vec::new(),
+        };
         let child = command::whom(&mut st, cmd, &a.pid, Follow { events: !tracer, functions: false })?;
         if tracer {
             // A stop threshold: the osnoise events too (which IRQ, softirq,
@@ -266,8 +309,12 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 }
                 d
             };
-            // The tracer's threads run now (tracing is on): their policy.
-            if let Some(s) = a.priority {
+            // The tracer's threads run now (tracing is on): their policy;
+            // or tr-lat's own, started now (timerlat_fd opens only then).
+            let _threads = trbox::sys::sched::UserThreads::start(&top.path("osnoise"), &cpus, a.priority).map_err(
+                |(cpu, step, e)| Error::runtime(format!("-u: the user-space thread of CPU {cpu} could not {step}: {e}")),
+            )?;
+            if let Some(s) = a.priority.filter(|_| !user) {
                 let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
                 trbox::sys::sched::set_threads(prefix, s)
                     .map_err(|e| Error::runtime(format!("--priority: the {prefix}N threads: {e}")))?;

@@ -1,9 +1,13 @@
 //! Scheduling of the latency tracers' kernel threads (`timerlat/N`,
 //! `osnoise/N`), as rtla's `-P` sets it: the kernel creates them with its
 //! own defaults (timerlat: SCHED_FIFO 95 on 6.1) when the tracer starts,
-//! and they end with it, so nothing is left to restore.
+//! and they end with it, so nothing is left to restore. And timerlat's
+//! user-space threads ([`UserThreads`]), as rtla's `-u` starts them.
 
+use std::ffi::CString;
 use std::io;
+use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
 
 /// A policy and its value, in rtla's spelling: `f:PRIO` SCHED_FIFO,
 /// `r:PRIO` SCHED_RR, `o:NICE` SCHED_OTHER at that nice value.
@@ -31,10 +35,9 @@ impl Sched {
     }
 }
 
-/// Give every task whose comm starts with `prefix` the policy `s`. The
-/// kernel's refusal (EINVAL for a priority out of range, EPERM) is the
-/// error, and so is finding none (NotFound).
-pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
+/// Give task `pid` (0: the caller) the policy `s`: 0, or -1 with errno.
+/// Async-signal-safe (plain system calls): a forked child calls it.
+fn set_one(pid: i32, s: Sched) -> i32 {
     let (policy, prio) = match s {
         Sched::Fifo(p) => (libc::SCHED_FIFO, p),
         Sched::Rr(p) => (libc::SCHED_RR, p),
@@ -44,21 +47,28 @@ pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
     // glibc's): all zero is a valid value.
     let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
     param.sched_priority = prio;
+    // The system call itself: musl's sched_setscheduler() is a stub
+    // (ENOSYS), POSIX's per-process meaning not being Linux's.
+    // SAFETY: plain syscalls on a pid, with a valid sched_param.
+    let mut r = unsafe { libc::syscall(libc::SYS_sched_setscheduler, pid, policy, &param) } as i32;
+    if let (Sched::Other(nice), 0) = (s, r) {
+        // SAFETY: as above.
+        r = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) };
+    }
+    r
+}
+
+/// Give every task whose comm starts with `prefix` the policy `s`. The
+/// kernel's refusal (EINVAL for a priority out of range, EPERM) is the
+/// error, and so is finding none (NotFound).
+pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
     let mut found = false;
     for e in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else { continue };
         if !std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.starts_with(prefix)) {
             continue;
         }
-        // The system call itself: musl's sched_setscheduler() is a stub
-        // (ENOSYS), POSIX's per-process meaning not being Linux's.
-        // SAFETY: plain syscalls on a pid, with a valid sched_param.
-        let mut r = unsafe { libc::syscall(libc::SYS_sched_setscheduler, pid, policy, &param) } as i32;
-        if let (Sched::Other(nice), 0) = (s, r) {
-            // SAFETY: as above.
-            r = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) };
-        }
-        if r != 0 {
+        if set_one(pid, s) != 0 {
             return Err(io::Error::last_os_error());
         }
         found = true;
@@ -67,6 +77,117 @@ pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::ErrorKind::NotFound.into())
+    }
+}
+
+/// timerlat's user-space threads: one process per CPU (`timerlatu/N`, as
+/// rtla 7.2's timerlat_u.c forks them), pinned to its CPU, SCHED_FIFO 95
+/// unless a policy is given, that opens `osnoise/per_cpu/cpuN/timerlat_fd`
+/// and reads it: each read returns at the next period, the kernel
+/// recording the IRQ, thread and return-to-user latencies (context 0, 1,
+/// 2). Processes, not threads: the kernel stops such a reader with
+/// SIGKILL when the tracer stops (trace_osnoise.c, stop_kthread), which
+/// would end trbox itself. The kernel lets only a task pinned to that one
+/// CPU open the file (EPERM), and only with the timerlat tracer on and
+/// NO_OSNOISE_WORKLOAD in osnoise/options (EINVAL); once per CPU (EBUSY).
+/// Dropped: each is killed and reaped (each also dies with trbox:
+/// PR_SET_PDEATHSIG).
+pub struct UserThreads(Vec<libc::pid_t>);
+
+impl UserThreads {
+    /// Start one per CPU of `cpus`; `osnoise` is the tracefs path of
+    /// `osnoise/`. The first failure of a child (its CPU, what failed, the
+    /// kernel's errno) is the error, after the others are stopped.
+    pub fn start(osnoise: &Path, cpus: &[u32], s: Option<Sched>) -> Result<UserThreads, (u32, &'static str, io::Error)> {
+        let paths: Vec<CString> = cpus
+            .iter()
+            .filter_map(|c| CString::new(osnoise.join(format!("per_cpu/cpu{c}/timerlat_fd")).into_os_string().into_vec()).ok())
+            .collect();
+        let names: Vec<CString> = cpus.iter().filter_map(|c| CString::new(format!("timerlatu/{c}")).ok()).collect();
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: a valid array of two ints.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err((0, "pipe", io::Error::last_os_error()));
+        }
+        let mut me = UserThreads(Vec::new());
+        for ((&cpu, path), name) in cpus.iter().zip(&paths).zip(&names) {
+            // SAFETY: the child makes only async-signal-safe calls (system
+            // calls on values made before the fork) and ends in _exit.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: as above.
+                unsafe { user_thread(cpu, name, path, s, fds[1]) }
+            }
+            if pid < 0 {
+                let e = io::Error::last_os_error();
+                // SAFETY: our own descriptors.
+                unsafe { libc::close(fds[0]) };
+                unsafe { libc::close(fds[1]) };
+                return Err((cpu, "fork", e));
+            }
+            me.0.push(pid);
+        }
+        // A child writes its CPU, step and errno, or closes its end once
+        // reading: EOF when all of them read.
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(fds[1]) };
+        let mut b = [0u8; 12];
+        // SAFETY: a buffer of 12 bytes, our own descriptor.
+        let n = unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 12) };
+        unsafe { libc::close(fds[0]) };
+        if n == 12 {
+            let w = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+            let step = ["set its affinity", "set its policy", "open timerlat_fd"].get(w(4) as usize).copied();
+            return Err((w(0), step.unwrap_or("start"), io::Error::from_raw_os_error(w(8) as i32)));
+        }
+        Ok(me)
+    }
+}
+
+/// The child of [`UserThreads::start`] for `cpu`.
+///
+/// # Safety
+/// Called in a forked child only.
+unsafe fn user_thread(cpu: u32, name: &CString, path: &CString, s: Option<Sched>, report: libc::c_int) -> ! {
+    // SAFETY: system calls on values made before the fork.
+    unsafe {
+        let fail = |step: u32| {
+            let mut b = [0u8; 12];
+            let e = *libc::__errno_location() as u32;
+            for (i, v) in [cpu, step, e].into_iter().enumerate() {
+                b[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+            }
+            libc::write(report, b.as_ptr().cast(), 12);
+            libc::_exit(1)
+        };
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::prctl(libc::PR_SET_NAME, name.as_ptr());
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+            fail(0);
+        }
+        if set_one(0, s.unwrap_or(Sched::Fifo(95))) != 0 {
+            fail(1);
+        }
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            fail(2);
+        }
+        libc::close(report);
+        let mut b = [0u8; 64];
+        while libc::read(fd, b.as_mut_ptr().cast(), b.len()) >= 0 || *libc::__errno_location() == libc::EINTR {}
+        libc::_exit(0)
+    }
+}
+
+impl Drop for UserThreads {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            // SAFETY: our own children, killed and reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        }
     }
 }
 
