@@ -250,8 +250,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         let user = mode == Mode::Timerlat && !a.kernel_threads && {
             let fd = top.exists("osnoise/per_cpu/cpu0/timerlat_fd");
             if !fd && (a.user_threads || a.user_load) {
-                return Err(Error::runtime("this kernel has no osnoise/per_cpu/cpuN/timerlat_fd (6.7+): no user-space timerlat threads")
-                    .hint("without -u/-U, tr-lat timerlat measures from the kernel's threads"));
+                return Err(Error::runtime(
+                    "this kernel has no osnoise/per_cpu/cpuN/timerlat_fd (6.7+): no user-space timerlat threads",
+                )
+                .hint("without -u/-U, tr-lat timerlat measures from the kernel's threads"));
             }
             if !fd {
                 log::info!("no timerlat_fd (6.7+): the kernel's timerlat threads measure");
@@ -312,7 +314,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             // The tracer's threads run now (tracing is on): their policy;
             // or tr-lat's own, started now (timerlat_fd opens only then).
             let _threads = trbox::sys::sched::UserThreads::start(&top.path("osnoise"), &cpus, a.priority).map_err(
-                |(cpu, step, e)| Error::runtime(format!("-u: the user-space thread of CPU {cpu} could not {step}: {e}")),
+                |(cpu, step, e)| {
+                    Error::runtime(format!("-u: the user-space thread of CPU {cpu} could not {step}: {e}"))
+                },
             )?;
             if let Some(s) = a.priority.filter(|_| !user) {
                 let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
@@ -719,8 +723,11 @@ fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
         Mode::Wakeup => ("no wakeup was measured", "did the traced task sleep and wake up?"),
         Mode::Irq => ("no IRQ handler or softirq was measured", "try a longer -t"),
         Mode::Syscall => ("no system call was measured", "did the traced task make system calls?"),
+        Mode::Timerlat if a.user_load => {
+            ("no timerlat sample was recorded", "-U: a task pinned to CPU N reads osnoise/per_cpu/cpuN/timerlat_fd")
+        }
         Mode::Timerlat => {
-            ("no timerlat sample was recorded", "is the timerlat tracer allowed to run on these CPUs (-c)?")
+            ("no timerlat sample was recorded", "is the timerlat tracer allowed to run on these CPUs (--cpus)?")
         }
         Mode::Osnoise => ("no osnoise sample was recorded", "a period lasts osnoise/period_us: try a longer -t"),
         Mode::Hwlat => ("no hwlat sample was recorded", "hwlat records only samples over tracing_thresh (--irq-us US)"),

@@ -98,10 +98,16 @@ impl UserThreads {
     /// Start one per CPU of `cpus`; `osnoise` is the tracefs path of
     /// `osnoise/`. The first failure of a child (its CPU, what failed, the
     /// kernel's errno) is the error, after the others are stopped.
-    pub fn start(osnoise: &Path, cpus: &[u32], s: Option<Sched>) -> Result<UserThreads, (u32, &'static str, io::Error)> {
+    pub fn start(
+        osnoise: &Path,
+        cpus: &[u32],
+        s: Option<Sched>,
+    ) -> Result<UserThreads, (u32, &'static str, io::Error)> {
         let paths: Vec<CString> = cpus
             .iter()
-            .filter_map(|c| CString::new(osnoise.join(format!("per_cpu/cpu{c}/timerlat_fd")).into_os_string().into_vec()).ok())
+            .filter_map(|c| {
+                CString::new(osnoise.join(format!("per_cpu/cpu{c}/timerlat_fd")).into_os_string().into_vec()).ok()
+            })
             .collect();
         let names: Vec<CString> = cpus.iter().filter_map(|c| CString::new(format!("timerlatu/{c}")).ok()).collect();
         let mut fds = [0 as libc::c_int; 2];
