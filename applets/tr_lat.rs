@@ -112,14 +112,11 @@ pub struct Args {
     /// (osnoise/print_stack)
     #[argh(option, short = 's', arg_name = "US")]
     stack_us: Option<u64>,
-    /// timerlat: measure from user-space threads (timerlatu/N reading
-    /// osnoise/per_cpu/cpuN/timerlat_fd, 6.7+): a third latency, the
-    /// return to user space; the default where the kernel has them, as in
-    /// rtla 7.2
+    /// timerlat: user-space threads (timerlatu/N reading timerlat_fd,
+    /// 6.7+: the default there, as in rtla 7.2), and the return to user
     #[argh(switch, short = 'u')]
     user_threads: bool,
-    /// timerlat: no threads of tr-lat's: the user's own load reads
-    /// timerlat_fd and is measured (rtla's -U)
+    /// timerlat: measure your own tasks reading timerlat_fd (no threads)
     #[argh(switch, short = 'U')]
     user_load: bool,
     /// timerlat: the kernel's timerlat/N threads (rtla's -k)
@@ -315,7 +312,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             // or tr-lat's own, started now (timerlat_fd opens only then).
             let _threads = trbox::sys::sched::UserThreads::start(&top.path("osnoise"), &cpus, a.priority).map_err(
                 |(cpu, step, e)| {
-                    Error::runtime(format!("-u: the user-space thread of CPU {cpu} could not {step}: {e}"))
+                    Error::runtime(format!(
+                        "-u: timerlatu/{cpu}: {}: {e}",
+                        ["affinity", "policy", "timerlat_fd"][step.min(2) as usize]
+                    ))
                 },
             )?;
             if let Some(s) = a.priority.filter(|_| !user) {

@@ -4,9 +4,7 @@
 //! and they end with it, so nothing is left to restore. And timerlat's
 //! user-space threads ([`UserThreads`]), as rtla's `-u` starts them.
 
-use std::ffi::CString;
 use std::io;
-use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 
 /// A policy and its value, in rtla's spelling: `f:PRIO` SCHED_FIFO,
@@ -96,94 +94,73 @@ pub struct UserThreads(Vec<libc::pid_t>);
 
 impl UserThreads {
     /// Start one per CPU of `cpus`; `osnoise` is the tracefs path of
-    /// `osnoise/`. The first failure of a child (its CPU, what failed, the
-    /// kernel's errno) is the error, after the others are stopped.
-    pub fn start(
-        osnoise: &Path,
-        cpus: &[u32],
-        s: Option<Sched>,
-    ) -> Result<UserThreads, (u32, &'static str, io::Error)> {
-        let paths: Vec<CString> = cpus
-            .iter()
-            .filter_map(|c| {
-                CString::new(osnoise.join(format!("per_cpu/cpu{c}/timerlat_fd")).into_os_string().into_vec()).ok()
-            })
-            .collect();
-        let names: Vec<CString> = cpus.iter().filter_map(|c| CString::new(format!("timerlatu/{c}")).ok()).collect();
+    /// `osnoise/`. The first failure of a child is the error (its CPU, the
+    /// step: 0 affinity, 1 policy, 2 open; the kernel's errno), the others
+    /// stopped.
+    pub fn start(osnoise: &Path, cpus: &[u32], s: Option<Sched>) -> Result<UserThreads, (u32, u32, io::Error)> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: a valid array of two ints.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err((0, "pipe", io::Error::last_os_error()));
-        }
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
         let mut me = UserThreads(Vec::new());
-        for ((&cpu, path), name) in cpus.iter().zip(&paths).zip(&names) {
+        for &cpu in cpus {
+            // Made before the fork: the child only makes system calls.
+            let path = format!("{}/per_cpu/cpu{cpu}/timerlat_fd\0", osnoise.display());
+            let name = format!("timerlatu/{cpu}\0");
             // SAFETY: the child makes only async-signal-safe calls (system
             // calls on values made before the fork) and ends in _exit.
-            let pid = unsafe { libc::fork() };
-            if pid == 0 {
+            match unsafe { libc::fork() } {
                 // SAFETY: as above.
-                unsafe { user_thread(cpu, name, path, s, fds[1]) }
+                0 => unsafe { user_thread(cpu, &name, &path, s, fds[1]) },
+                pid if pid > 0 => me.0.push(pid),
+                _ => break,
             }
-            if pid < 0 {
-                let e = io::Error::last_os_error();
-                // SAFETY: our own descriptors.
-                unsafe { libc::close(fds[0]) };
-                unsafe { libc::close(fds[1]) };
-                return Err((cpu, "fork", e));
-            }
-            me.0.push(pid);
         }
         // A child writes its CPU, step and errno, or closes its end once
-        // reading: EOF when all of them read.
-        // SAFETY: our own descriptor.
-        unsafe { libc::close(fds[1]) };
-        let mut b = [0u8; 12];
-        // SAFETY: a buffer of 12 bytes, our own descriptor.
-        let n = unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 12) };
-        unsafe { libc::close(fds[0]) };
-        if n == 12 {
-            let w = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-            let step = ["set its affinity", "set its policy", "open timerlat_fd"].get(w(4) as usize).copied();
-            return Err((w(0), step.unwrap_or("start"), io::Error::from_raw_os_error(w(8) as i32)));
+        // reading: EOF when all of them read (or a fork failed: fewer).
+        let mut b = [0u32; 3];
+        // SAFETY: our own descriptors; a buffer of 12 bytes.
+        let n = unsafe {
+            libc::close(fds[1]);
+            let n = libc::read(fds[0], b.as_mut_ptr().cast(), 12);
+            libc::close(fds[0]);
+            n
+        };
+        if n == 12 || me.0.len() < cpus.len() {
+            return Err((b[0], b[1], io::Error::from_raw_os_error(b[2] as i32)));
         }
         Ok(me)
     }
 }
 
-/// The child of [`UserThreads::start`] for `cpu`.
+/// The child of [`UserThreads::start`] for `cpu`: `name` and `path` end
+/// in a NUL.
 ///
 /// # Safety
 /// Called in a forked child only.
-unsafe fn user_thread(cpu: u32, name: &CString, path: &CString, s: Option<Sched>, report: libc::c_int) -> ! {
+unsafe fn user_thread(cpu: u32, name: &str, path: &str, s: Option<Sched>, report: libc::c_int) -> ! {
     // SAFETY: system calls on values made before the fork.
     unsafe {
-        let fail = |step: u32| {
-            let mut b = [0u8; 12];
-            let e = *libc::__errno_location() as u32;
-            for (i, v) in [cpu, step, e].into_iter().enumerate() {
-                b[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-            }
-            libc::write(report, b.as_ptr().cast(), 12);
-            libc::_exit(1)
-        };
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         libc::prctl(libc::PR_SET_NAME, name.as_ptr());
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
-            fail(0);
+        let mut step = 0;
+        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0 {
+            step = 1;
+            if set_one(0, s.unwrap_or(Sched::Fifo(95))) == 0 {
+                step = 2;
+                let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::close(report);
+                    let mut b = [0u8; 8];
+                    while libc::read(fd, b.as_mut_ptr().cast(), 8) >= 0 || *libc::__errno_location() == libc::EINTR {}
+                    libc::_exit(0)
+                }
+            }
         }
-        if set_one(0, s.unwrap_or(Sched::Fifo(95))) != 0 {
-            fail(1);
-        }
-        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            fail(2);
-        }
-        libc::close(report);
-        let mut b = [0u8; 64];
-        while libc::read(fd, b.as_mut_ptr().cast(), b.len()) >= 0 || *libc::__errno_location() == libc::EINTR {}
-        libc::_exit(0)
+        let b = [cpu, step, *libc::__errno_location() as u32];
+        libc::write(report, b.as_ptr().cast(), 12);
+        libc::_exit(1)
     }
 }
 
