@@ -40,7 +40,7 @@ const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "p
         example = "{command_name} wakeup -r   # what the buffer holds now (also a copy, -T)"
     )
 )]
-#[argh(note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwlat, or a max-latency \
+#[argh(note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, or a max-latency \
 tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max: the \
 kernel's wakeup tracer, all tasks).")]
 pub struct Args {
@@ -131,8 +131,19 @@ pub struct Args {
 }
 
 impl Args {
+    /// The mode; hwnoise is the osnoise tracer (with IRQs disabled).
     fn mode(&self) -> &str {
-        self.mode.as_deref().unwrap_or_default()
+        match self.mode.as_deref().unwrap_or_default() {
+            "hwnoise" => "osnoise",
+            m => m,
+        }
+    }
+
+    /// `hwnoise`: osnoise with OSNOISE_IRQ_DISABLE, as rtla hwnoise runs
+    /// it: only what the hardware and firmware take (rtla 7.2's
+    /// osnoise_hist/top with irq_disable, trace_osnoise.c 6.3+).
+    fn hw(&self) -> bool {
+        self.mode.as_deref() == Some("hwnoise")
     }
 }
 
@@ -157,7 +168,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     }
     let Some(mode) = Mode::parse(a.mode()) else {
         return Err(Error::usage(format!("unknown mode '{}'", a.mode())).hint(
-            "modes: wakeup, irq, syscall, timerlat, osnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
+            "modes: wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
         ));
     };
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
@@ -259,6 +270,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         };
         if tracer {
             tracer_settings(&mut global, &a, mode)?;
+            if a.hw() && global.set_osnoise_option("OSNOISE_IRQ_DISABLE", true)?.is_none() {
+                return Err(Error::runtime("this kernel's osnoise/options has no OSNOISE_IRQ_DISABLE (6.3+)")
+                    .hint("tr-lat osnoise measures all the noise"));
+            }
             if mode == Mode::Timerlat && global.set_osnoise_option("OSNOISE_WORKLOAD", !user)?.is_none() && user {
                 return Err(Error::runtime("this kernel's osnoise/options has no OSNOISE_WORKLOAD")
                     .hint("tr-lat timerlat --kernel-threads works here"));
