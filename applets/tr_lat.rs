@@ -122,6 +122,14 @@ pub struct Args {
     /// timerlat: the kernel's timerlat/N threads (rtla's -k)
     #[argh(switch)]
     kernel_threads: bool,
+    /// timerlat/osnoise: when the kernel stops at a threshold, do this
+    /// (rtla's grammar: trace[,file=F], signal,num=N,pid=P|parent,
+    /// shell,command=CMD, continue: go on measuring); repeatable
+    #[argh(option, arg_name = "ACTION", from_str_fn(action))]
+    on_threshold: Vec<Action>,
+    /// at the end, do this (as --on-threshold); repeatable
+    #[argh(option, arg_name = "ACTION", from_str_fn(action))]
+    on_end: Vec<Action>,
     /// read what the buffer holds now, changing nothing
     #[argh(switch, short = 'r')]
     read: bool,
@@ -145,6 +153,68 @@ impl Args {
     fn hw(&self) -> bool {
         self.mode.as_deref() == Some("hwnoise")
     }
+}
+
+/// An action of --on-threshold / --on-end, in rtla 7.2's grammar
+/// (tools/tracing/rtla/src/actions.c): the trace file's text into FILE
+/// (default MODE_trace.txt), a signal, a shell command (waited for), or
+/// `continue`: tracing on again, measuring goes on.
+#[derive(Clone, Debug)]
+pub enum Action {
+    Trace(Option<String>),
+    Signal(i32, u32),
+    Shell(String),
+    Continue,
+}
+
+fn action(v: &str) -> Result<Action, String> {
+    let (kind, rest) = v.split_once(',').unwrap_or((v, ""));
+    let arg = |k: &str| rest.split(',').find_map(|p| p.strip_prefix(k)?.strip_prefix('='));
+    let num = |k: &str| arg(k).and_then(|n| n.parse().ok());
+    Ok(match kind {
+        "trace" => Action::Trace(arg("file").map(String::from)),
+        "signal" => match (num("num"), arg("pid")) {
+            (Some(n), Some("parent")) => Action::Signal(n, std::os::unix::process::parent_id()),
+            (Some(n), Some(_)) if num("pid").is_some() => Action::Signal(n, num("pid").unwrap_or_default() as u32),
+            _ => return Err("signal,num=N,pid=PID|parent".into()),
+        },
+        "shell" if rest.starts_with("command=") => Action::Shell(rest[8..].into()),
+        "continue" if rest.is_empty() => Action::Continue,
+        _ => return Err("trace[,file=F], signal,num=N,pid=P, shell,command=CMD or continue".into()),
+    })
+}
+
+/// Run `acts` in order (as rtla does); whether one is `continue`. A
+/// failed action is a note, the others still run.
+fn run_actions(t: &Tracefs, acts: &[Action], mode: &str) -> bool {
+    let mut go_on = false;
+    for act in acts {
+        let r = match act {
+            Action::Trace(f) => {
+                let f = f.clone().unwrap_or_else(|| format!("{mode}_trace.txt"));
+                t.read("trace").map_err(Error::from).and_then(|x| {
+                    std::fs::write(&f, x).map_err(|e| Error::from(trbox::sys::Error::io(std::path::Path::new(&f), e)))
+                })
+            }
+            // SAFETY: a plain system call.
+            Action::Signal(n, pid) => match unsafe { libc::kill(*pid as i32, *n) } {
+                0 => Ok(()),
+                _ => Err(Error::runtime(format!("signal {n} to {pid}: {}", std::io::Error::last_os_error()))),
+            },
+            Action::Shell(c) => trbox::sys::child::Paused::spawn("sh", &["-c".into(), c.clone()])
+                .and_then(|mut p| p.release().map(|_| p.wait()))
+                .map(drop)
+                .map_err(|e| Error::runtime(format!("shell,command={c}: {e}"))),
+            Action::Continue => {
+                go_on = true;
+                Ok(())
+            }
+        };
+        if let Err(e) = r {
+            cli::note(&e);
+        }
+    }
+    go_on
 }
 
 fn policy(v: &str) -> Result<trbox::sys::sched::Sched, String> {
@@ -200,6 +270,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     }
     if a.rt && mode != Mode::Wakeup {
         return Err(Error::usage("--rt is for the wakeup mode"));
+    }
+    if !a.on_threshold.is_empty() && !stop_armed(&a, mode) {
+        return Err(Error::usage("--on-threshold needs a stop threshold: --irq-us or --total-us"));
     }
     if a.samples && !a.json {
         return Err(Error::usage("--samples goes with --json"));
@@ -317,8 +390,13 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 if armed && !d && !stopped.get() && looked.get().elapsed() >= Duration::from_millis(50) {
                     looked.set(Instant::now());
                     if t.read(on).is_ok_and(|v| v.trim() == "0") && signals::stop_requested().is_none() {
-                        stopped.set(true);
-                        signals::request_stop();
+                        if run_actions(t, &a.on_threshold, a.mode()) {
+                            log::warn!("a threshold stopped tracing: on again (--on-threshold continue)");
+                            let _ = t.write(on, "1");
+                        } else {
+                            stopped.set(true);
+                            signals::request_stop();
+                        }
                     }
                 }
                 d
@@ -350,6 +428,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             &show,
             Some(&|w| none_measured(&a, mode, w)),
         );
+        run_actions(t, &a.on_end, a.mode());
         drop(st);
         drop(global);
         r?
@@ -752,4 +831,24 @@ fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
         p => format!(" (pid {})", p.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
     };
     Error::runtime(format!("{what} {when}{whom}")).hint(hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_read_as_rtla_writes_them() {
+        assert!(matches!(action("trace"), Ok(Action::Trace(None))));
+        assert!(matches!(action("trace,file=/tmp/t.txt"), Ok(Action::Trace(Some(f))) if f == "/tmp/t.txt"));
+        assert!(matches!(action("signal,num=10,pid=42"), Ok(Action::Signal(10, 42))));
+        assert!(
+            matches!(action("signal,num=2,pid=parent"), Ok(Action::Signal(2, p)) if p == std::os::unix::process::parent_id())
+        );
+        assert!(matches!(action("shell,command=echo a,b"), Ok(Action::Shell(c)) if c == "echo a,b"));
+        assert!(matches!(action("continue"), Ok(Action::Continue)));
+        for bad in ["", "signal,num=x,pid=1", "signal,pid=1", "shell", "continue,x", "stop"] {
+            assert!(action(bad).is_err(), "{bad}");
+        }
+    }
 }

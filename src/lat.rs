@@ -1203,6 +1203,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cpu_lists_read_as_the_kernel_writes_them() {
+        assert_eq!(cpu_list("0-3,5\n"), [0, 1, 2, 3, 5]);
+        assert_eq!(cpu_list("1"), [1]);
+        assert_eq!(cpu_list(""), [] as [u32; 0]);
+        assert_eq!(cpu_list("x,2-1,7"), [7]);
+        assert_eq!(cpu_list("0-4294967295").len(), 4096);
+    }
+
+    #[test]
     fn a_new_maximum_is_one_json_line_with_its_file_or_its_text() {
         let mut w = String::new();
         write_max_json(&mut w, "wakeup_rt", 2, 17, Some("out/2.txt"), "ignored").unwrap();
