@@ -130,6 +130,19 @@ pub struct Args {
     /// at the end, do this (as --on-threshold); repeatable
     #[argh(option, arg_name = "ACTION", from_str_fn(action))]
     on_end: Vec<Action>,
+    /// timerlat/osnoise: leave out the first S seconds (warm-up)
+    #[argh(option, arg_name = "S")]
+    warm_up: Option<cli::Seconds>,
+    /// timerlat/osnoise: hold /dev/cpu_dma_latency at US while measuring
+    /// (no deep idle states)
+    #[argh(option, arg_name = "US")]
+    dma_latency: Option<i32>,
+    /// timerlat/osnoise: the buffer's size per CPU (buffer_size_kb)
+    #[argh(option, arg_name = "KB")]
+    trace_buffer_size: Option<u64>,
+    /// timerlat/osnoise: tr-lat's own work on these CPUs (housekeeping)
+    #[argh(option, short = 'H', arg_name = "CPUS")]
+    house_keeping: Option<String>,
     /// read what the buffer holds now, changing nothing
     #[argh(switch, short = 'r')]
     read: bool,
@@ -159,7 +172,6 @@ impl Args {
 /// (tools/tracing/rtla/src/actions.c): the trace file's text into FILE
 /// (default MODE_trace.txt), a signal, a shell command (waited for), or
 /// `continue`: tracing on again, measuring goes on.
-#[derive(Clone, Debug)]
 pub enum Action {
     Trace(Option<String>),
     Signal(i32, u32),
@@ -253,7 +265,11 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode()))
             .hint("use --cpus CPUS, and -t S"));
     }
-    let tracer_opts = a.user_threads
+    let tracer_opts = a.warm_up.is_some()
+        || a.dma_latency.is_some()
+        || a.trace_buffer_size.is_some()
+        || a.house_keeping.is_some()
+        || a.user_threads
         || a.user_load
         || a.kernel_threads
         || a.period.is_some()
@@ -284,7 +300,12 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("one of -u, -U and --kernel-threads"));
     }
     signals::install().map_err(trbox::sys::Error::Signals)?;
-    let limit = a.time.map(|s| s.0);
+    // The warm-up is not part of -t's time.
+    let limit = a.time.map(|s| s.0 + a.warm_up.map(|w| w.0).unwrap_or_default());
+    // -H: the readers (threads started later) inherit it.
+    if let Some(c) = &a.house_keeping {
+        trbox::sys::sched::pin_self(&lat::cpu_list(c)).map_err(|e| Error::runtime(format!("-H {c}: {e}")))?;
+    }
     let _root: Option<Tracefs>;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() || a.read {
@@ -352,6 +373,14 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                     .hint("tr-lat timerlat --kernel-threads works here"));
             }
         }
+        // Closed (the kernel's request dropped) when tr-lat ends, however.
+        let _dma = match a.dma_latency {
+            Some(us) => Some(
+                trbox::sys::sched::hold_dma_latency(us)
+                    .map_err(|e| Error::runtime(format!("--dma-latency: /dev/cpu_dma_latency: {e}")))?,
+            ),
+            None => None,
+        };
         let cpus: Vec<u32> = match user && !a.user_load {
             true => {
                 let online = top.cpus()?;
@@ -366,6 +395,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             // auto-analysis enables them.
             if stop_armed(&a, mode) && t.exists("events/osnoise/enable") {
                 st.set("events/osnoise/enable", "1")?;
+            }
+            if let Some(kb) = a.trace_buffer_size {
+                st.set("buffer_size_kb", &kb.to_string())?;
             }
             // The tracers raise it at each new maximum: put back after.
             st.set("tracing_max_latency", "0")?;
@@ -657,6 +689,9 @@ fn measure(
     // With a stop threshold: the last records and latency of each CPU.
     let mut tail: Vec<Tail> = Vec::new();
     let keep_tail = stop_armed(a, mode) && !a.read;
+    // --warm-up: records before the first one's time + S are left out.
+    let warm = a.warm_up.map(|w| w.0.as_nanos() as u64);
+    let mut from = None;
     // On a terminal the table is shown again about once a second (when
     // records come), in place; elsewhere once, at the end.
     let mut refreshed = (!a.json && !a.read && cli::is_tty()).then(Instant::now);
@@ -692,6 +727,7 @@ fn measure(
             return;
         };
         match it {
+            Item::Record { ts, .. } if warm.is_some_and(|w| ts < *from.get_or_insert(ts + w)) => {}
             Item::Record { cpu, ts, payload, .. } => {
                 if let (Some(at), Some(screen)) =
                     (refreshed.as_mut().filter(|at| at.elapsed() >= REFRESH), screen.as_mut())

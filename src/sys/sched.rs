@@ -78,6 +78,35 @@ pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
     }
 }
 
+/// Run the calling process (and the threads it starts later) on `cpus`
+/// only: rtla's -H, housekeeping CPUs.
+pub fn pin_self(cpus: &[u32]) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t, filled with CPU_SET, for this process.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpus.is_empty() || cpus.iter().any(|&c| c >= 1024) {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        for &c in cpus {
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Ask the kernel for at most `us` microseconds of wake-up latency (PM QoS
+/// through /dev/cpu_dma_latency, as rtla's --dma-latency: a binary s32
+/// written to it), for as long as the file stays open.
+pub fn hold_dma_latency(us: i32) -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
+    f.write_all(&us.to_ne_bytes())?;
+    Ok(f)
+}
+
 /// timerlat's user-space threads: one process per CPU (`timerlatu/N`, as
 /// rtla 7.2's timerlat_u.c forks them), pinned to its CPU, SCHED_FIFO 95
 /// unless a policy is given, that opens `osnoise/per_cpu/cpuN/timerlat_fd`
