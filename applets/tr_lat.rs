@@ -407,6 +407,18 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 st.set(&format!("{}/enable", event_dir(&e)), "1")?;
             }
         }
+        // -u: tr-lat's own threads, started before the window opens (the
+        // tracer is set: timerlat_fd opens; tracing_on switched on does not
+        // restart the tracer, only off stops it and ends them), so that
+        // they measure the whole window, as the kernel's threads do.
+        let threads = trbox::sys::sched::UserThreads::start(&top.path("osnoise"), &cpus, a.priority).map_err(
+            |(cpu, step, e)| {
+                Error::runtime(format!(
+                    "-u: timerlatu/{cpu}: {}: {e}",
+                    ["affinity", "policy", "timerlat_fd"][step.min(2) as usize]
+                ))
+            },
+        )?;
         let on = t.tracing_on_file();
         // The tasks whose wakeups count: the command (its children follow
         // through sched_process_fork), or -P.
@@ -433,16 +445,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 }
                 d
             };
-            // The tracer's threads run now (tracing is on): their policy;
-            // or tr-lat's own, started now (timerlat_fd opens only then).
-            let _threads = trbox::sys::sched::UserThreads::start(&top.path("osnoise"), &cpus, a.priority).map_err(
-                |(cpu, step, e)| {
-                    Error::runtime(format!(
-                        "-u: timerlatu/{cpu}: {}: {e}",
-                        ["affinity", "policy", "timerlat_fd"][step.min(2) as usize]
-                    ))
-                },
-            )?;
+            // The tracer's threads run now (tracing is on): their policy.
             if let Some(s) = a.priority.filter(|_| !user) {
                 let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
                 trbox::sys::sched::set_threads(prefix, s)
@@ -461,6 +464,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             Some(&|w| none_measured(&a, mode, w)),
         );
         run_actions(t, &a.on_end, a.mode());
+        drop(threads);
         drop(st);
         drop(global);
         r?
