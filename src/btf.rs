@@ -624,7 +624,7 @@ pub trait VarReader {
 /// optional reader of live variables.
 #[derive(Default)]
 pub struct BtfInfo {
-    pub btf: Option<Btf>,
+    pub(crate) btf: Option<Btf>,
     /// Variables with known values (checked before the reader).
     pub known: Vec<(String, u64)>,
     pub reader: Option<Box<dyn VarReader + Send + Sync>>,
@@ -1193,7 +1193,7 @@ mod tests {
             b.t("do_it", K_FUNC, 0, false, proto);
             b.t("skipped", K_FUNC, 0, false, proto);
             let f = FuncArgs::parse(&b.blob(0), &|n| n != "skipped").unwrap();
-            assert_eq!(f.len(), 1);
+            assert_eq!(f.funcs.len(), 1);
             assert!(f.params("skipped").is_none());
             let p = f.params("do_it").unwrap();
             let names: Vec<&str> = p.iter().map(|x| x.name.as_str()).collect();
@@ -1239,8 +1239,8 @@ pub enum ArgType {
 /// One parameter of a function: its name (may be empty) and type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Param {
-    pub name: String,
-    pub ty: ArgType,
+    pub(crate) name: String,
+    pub(crate) ty: ArgType,
 }
 
 /// The parameters of the kernel's functions (`BTF_KIND_FUNC` and its
@@ -1352,13 +1352,5 @@ impl FuncArgs {
     /// The parameters of function `name`; `None`: BTF has no such function.
     pub fn params(&self, name: &str) -> Option<&[Param]> {
         self.funcs.get(name).map(Vec::as_slice)
-    }
-
-    pub fn len(&self) -> usize {
-        self.funcs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.funcs.is_empty()
     }
 }

@@ -21,9 +21,9 @@ pub struct CpuStats {
     pub entries: Option<u64>,
     pub overrun: Option<u64>,
     pub commit_overrun: Option<u64>,
-    pub bytes: Option<u64>,
+    pub(crate) bytes: Option<u64>,
     pub dropped: Option<u64>,
-    pub read: Option<u64>,
+    pub(crate) read: Option<u64>,
     /// `now ts:` in trace-clock units: nanoseconds (from the printed
     /// `secs.usecs`) for clocks in ns, the raw count for counter clocks.
     pub now: Option<u64>,

@@ -134,13 +134,13 @@ pub struct Symbol<'a> {
     /// GNU version of a `.dynsym` entry and whether it is the default one
     /// (`name@@VER`) rather than a hidden one (`name@VER`).
     pub version: Option<(&'a str, bool)>,
-    pub value: u64,
-    pub size: u64,
+    pub(crate) value: u64,
+    pub(crate) size: u64,
     /// STT_* type.
     pub kind: u8,
     /// STB_* binding (0 local, 1 global, 2 weak…).
     pub bind: u8,
-    pub shndx: u16,
+    pub(crate) shndx: u16,
 }
 
 impl Symbol<'_> {
@@ -174,9 +174,9 @@ struct Section {
 /// address `vaddr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
-    pub offset: u64,
-    pub vaddr: u64,
-    pub filesz: u64,
+    pub(crate) offset: u64,
+    pub(crate) vaddr: u64,
+    pub(crate) filesz: u64,
 }
 
 /// File offset of `len` bytes at address `vaddr`, if one segment's file
@@ -192,18 +192,18 @@ pub fn segment_offset(segments: &[Segment], vaddr: u64, len: u64) -> Option<u64>
 /// order, class and where the tables are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    pub endian: Endian,
-    pub is64: bool,
+    pub(crate) endian: Endian,
+    pub(crate) is64: bool,
     /// `e_type`: 1 relocatable, 2 executable, 3 shared object / PIE, 4 core.
     pub kind: u16,
     /// `e_machine` (3 x86, 40 ARM, 62 x86_64, 183 AArch64…).
     pub machine: u16,
-    pub phoff: u64,
-    pub phentsize: u16,
-    pub phnum: u16,
-    pub shoff: u64,
-    pub shentsize: u16,
-    pub shnum: u16,
+    pub(crate) phoff: u64,
+    pub(crate) phentsize: u16,
+    pub(crate) phnum: u16,
+    pub(crate) shoff: u64,
+    pub(crate) shentsize: u16,
+    pub(crate) shnum: u16,
 }
 
 /// Size of the ELF header (ELF64; an ELF32 header is 52 bytes): what

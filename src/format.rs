@@ -54,10 +54,10 @@ pub struct EventFormat {
 /// the renderers all read fields through it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FieldLoc {
-    pub offset: u32,
-    pub size: u32,
-    pub signed: bool,
-    pub kind: FieldKind,
+    pub(crate) offset: u32,
+    pub(crate) size: u32,
+    pub(crate) signed: bool,
+    pub(crate) kind: FieldKind,
 }
 
 impl FieldLoc {
@@ -128,12 +128,12 @@ impl Field {
 /// to a line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FormatError {
-    pub line: u32,
-    pub kind: FormatErrorKind,
+    pub(crate) line: u32,
+    pub(crate) kind: FormatErrorKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FormatErrorKind {
+pub(crate) enum FormatErrorKind {
     /// No `name:` line.
     MissingName,
     /// No `ID:` line.
@@ -491,9 +491,9 @@ impl EventFormat {
 /// sizes in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderPage {
-    pub timestamp_offset: u32,
-    pub timestamp_size: u32,
-    pub commit_offset: u32,
+    pub(crate) timestamp_offset: u32,
+    pub(crate) timestamp_size: u32,
+    pub(crate) commit_offset: u32,
     /// 8 on 64-bit kernels, 4 on 32-bit ones: the kernel's `long` size.
     pub commit_size: u32,
     /// `int overwrite` (a view of the commit word's flag bits), if listed.
@@ -586,14 +586,14 @@ impl HeaderPage {
 /// (which the page decoder does not support).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderEvent {
-    pub type_len_bits: u32,
-    pub time_delta_bits: u32,
-    pub array_bits: u32,
-    pub padding_type: u32,
-    pub time_extend_type: u32,
+    pub(crate) type_len_bits: u32,
+    pub(crate) time_delta_bits: u32,
+    pub(crate) array_bits: u32,
+    pub(crate) padding_type: u32,
+    pub(crate) time_extend_type: u32,
     /// Absent before 4.17 kernels printed it.
     pub time_stamp_type: Option<u32>,
-    pub data_max_type_len: u32,
+    pub(crate) data_max_type_len: u32,
     /// The header describes the old (2.6.30) `type`/`len` layout.
     pub old_format: bool,
 }
@@ -764,14 +764,6 @@ impl EventTable {
     #[inline]
     pub fn event_of(&self, payload: &[u8], e: Endian) -> Option<&EventFormat> {
         self.get(self.record_id(payload, e)?)
-    }
-
-    pub fn len(&self) -> usize {
-        self.events.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &EventFormat> {
@@ -967,7 +959,7 @@ print fmt: \"task %s:%d\", REC->prev_comm, REC->prev_pid\r\n";
         other.id = 70000;
         other.name = String::from("big");
         t.insert(other);
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.events.len(), 2);
         assert_eq!(t.get(105).unwrap().name, "irq_handler_entry");
         assert_eq!(t.get(70000).unwrap().name, "big");
         assert!(t.get(104).is_none());
@@ -983,7 +975,7 @@ print fmt: \"task %s:%d\", REC->prev_comm, REC->prev_pid\r\n";
         assert_eq!(t.insert(again).unwrap().name, "irq_handler_entry");
         assert!(t.by_name("irq:irq_handler_entry").is_none());
         assert_eq!(t.by_name("irq:renamed").unwrap().id, 105);
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.events.len(), 2);
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub struct Line<'a> {
     /// Microseconds since the buffer started (or counter ticks when
     /// `in_us` is false).
     pub ts: u64,
-    pub in_us: bool,
+    pub(crate) in_us: bool,
     /// The event's name; `function` for the function tracer's
     /// `func <-parent`, empty when the text names none.
     pub event: &'a str,

@@ -329,13 +329,7 @@ pub enum GraphRec {
     },
 }
 
-impl GraphRec {
-    pub fn pid(&self) -> i32 {
-        match *self {
-            GraphRec::Entry { pid, .. } | GraphRec::Exit { pid, .. } => pid,
-        }
-    }
-}
+impl GraphRec {}
 
 /// Finds the funcgraph events in an event table (by name, fields by name)
 /// and decodes their records.
@@ -611,10 +605,6 @@ impl<'a> GraphRenderer<'a> {
     /// graph record never needs.
     pub fn set_irq_text(&mut self, t: IrqText) {
         self.irq = t;
-    }
-
-    pub fn opts(&self) -> &GraphOpts {
-        &self.opts
     }
 
     /// The graph events found in the table.

@@ -50,7 +50,7 @@ const MAX_OPEN: usize = 1 << 16;
 pub struct VecMap<K, V>(Vec<(K, V)>);
 
 impl<K: Ord + Copy, V> VecMap<K, V> {
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         VecMap(Vec::new())
     }
 
@@ -58,16 +58,16 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
         self.0.binary_search_by(|e| e.0.cmp(k))
     }
 
-    pub fn get(&self, k: &K) -> Option<&V> {
+    pub(crate) fn get(&self, k: &K) -> Option<&V> {
         self.find(k).ok().and_then(|i| self.0.get(i)).map(|e| &e.1)
     }
 
-    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+    pub(crate) fn get_mut(&mut self, k: &K) -> Option<&mut V> {
         let i = self.find(k).ok()?;
         self.0.get_mut(i).map(|e| &mut e.1)
     }
 
-    pub fn contains_key(&self, k: &K) -> bool {
+    pub(crate) fn contains_key(&self, k: &K) -> bool {
         self.find(k).is_ok()
     }
 
@@ -94,19 +94,19 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
         }
     }
 
-    pub fn remove(&mut self, k: &K) -> Option<V> {
+    pub(crate) fn remove(&mut self, k: &K) -> Option<V> {
         self.find(k).ok().map(|i| self.0.remove(i).1)
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.0.clear()
     }
 
@@ -126,16 +126,16 @@ impl<K: Ord + Copy, V> Default for VecMap<K, V> {
 /// system calls: how many failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stat {
-    pub count: u64,
-    pub min: u64,
-    pub max: u64,
-    pub sum: u64,
-    pub last: u64,
-    pub errors: u64,
+    pub(crate) count: u64,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+    pub(crate) sum: u64,
+    pub(crate) last: u64,
+    pub(crate) errors: u64,
 }
 
 impl Stat {
-    pub fn add(&mut self, v: u64) {
+    pub(crate) fn add(&mut self, v: u64) {
         if self.count == 0 || v < self.min {
             self.min = v;
         }
@@ -145,7 +145,7 @@ impl Stat {
         self.last = v;
     }
 
-    pub fn avg(&self) -> u64 {
+    pub(crate) fn avg(&self) -> u64 {
         self.sum.checked_div(self.count).unwrap_or(0)
     }
 
@@ -165,9 +165,9 @@ impl Stat {
 /// ns; `over` those at or past the last bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hist {
-    pub width: u64,
-    pub buckets: Vec<u64>,
-    pub over: u64,
+    pub(crate) width: u64,
+    pub(crate) buckets: Vec<u64>,
+    pub(crate) over: u64,
 }
 
 impl Hist {
@@ -177,7 +177,7 @@ impl Hist {
         Hist { width: width.max(1), buckets: alloc::vec![0; entries.clamp(1, MAX_ENTRIES)], over: 0 }
     }
 
-    pub fn add(&mut self, v: u64) {
+    pub(crate) fn add(&mut self, v: u64) {
         let i = v / self.width;
         match usize::try_from(i).ok().and_then(|i| self.buckets.get_mut(i)) {
             Some(b) => *b += 1,
@@ -346,17 +346,17 @@ const SOFTIRQS: [&str; 10] =
 /// statistics and the histogram.
 #[derive(Debug, Clone)]
 pub struct Row {
-    pub name: String,
-    pub stat: Stat,
-    pub hist: Option<Hist>,
+    pub(crate) name: String,
+    pub(crate) stat: Stat,
+    pub(crate) hist: Option<Hist>,
 }
 
 /// One measured latency, for `--samples`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     pub table: Table,
-    pub key: i64,
-    pub cpu: u32,
+    pub(crate) key: i64,
+    pub(crate) cpu: u32,
     /// Trace-clock time of the begin (the timerlat/osnoise entry itself
     /// for those modes) and the end.
     pub begin: u64,
@@ -367,15 +367,15 @@ pub struct Sample {
 /// The osnoise tracer's totals for one CPU (µs, as the entries give them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Noise {
-    pub periods: u64,
-    pub runtime: u64,
-    pub noise: u64,
-    pub max_single: u64,
-    pub hw: u64,
-    pub nmi: u64,
-    pub irq: u64,
-    pub softirq: u64,
-    pub thread: u64,
+    pub(crate) periods: u64,
+    pub(crate) runtime: u64,
+    pub(crate) noise: u64,
+    pub(crate) max_single: u64,
+    pub(crate) hw: u64,
+    pub(crate) nmi: u64,
+    pub(crate) irq: u64,
+    pub(crate) softirq: u64,
+    pub(crate) thread: u64,
 }
 
 impl Noise {
@@ -459,7 +459,7 @@ const FORK: usize = 2;
 
 /// The accumulators of one run.
 pub struct Lat {
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     endian: Endian,
     /// wakeup: real-time (and deadline) tasks only.
     rt_only: bool,
@@ -476,7 +476,7 @@ pub struct Lat {
     open: VecMap<i64, (i64, u64)>,
     /// irq: per CPU (IRQ, entry time) and (vector, entry time).
     irq_open: Vec<(Open, Open)>,
-    pub noise: VecMap<u32, Noise>,
+    pub(crate) noise: VecMap<u32, Noise>,
     /// Ends without their begin, and begins forgotten at a loss.
     pub unpaired: u64,
     /// wakeup: wakings that no switch to their task followed (the task ran
@@ -485,7 +485,7 @@ pub struct Lat {
     pub lost: u64,
     /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
     seq: VecMap<(u32, i64), u64>,
-    pub seq_gaps: u64,
+    pub(crate) seq_gaps: u64,
     /// syscall: the per-call events by ID, where the kernel has them.
     syscalls: VecMap<u32, SyscallEv>,
 }

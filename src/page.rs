@@ -43,11 +43,11 @@ const TS_MSB: u64 = 0xf8 << 56;
 /// Where a sub-buffer's header fields are, from `events/header_page`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageLayout {
-    pub ts_offset: usize,
-    pub commit_offset: usize,
+    pub(crate) ts_offset: usize,
+    pub(crate) commit_offset: usize,
     /// 4 or 8: the kernel's `long` size (also the stored lost-count size).
     pub commit_size: usize,
-    pub data_offset: usize,
+    pub(crate) data_offset: usize,
     /// Maximum data bytes (sub-buffer size − data offset).
     pub data_size: usize,
 }
@@ -448,10 +448,13 @@ pub struct Items<'a> {
 }
 
 impl<'a> Items<'a> {
+    /// Where the walk is, the lost-events marker included (for
+    /// [`Page::items_at`], to resume a page after a pause).
     pub fn cursor(&self) -> Cursor {
         Cursor { lost_done: self.lost.is_none(), ..self.rec.cursor() }
     }
 
+    /// Discarded events (padding with a non-zero delta) skipped so far.
     pub fn discarded(&self) -> u32 {
         self.rec.discarded()
     }
@@ -514,9 +517,9 @@ pub mod build {
     /// A sub-buffer under construction.
     #[derive(Debug, Clone)]
     pub struct PageBuilder {
-        pub layout: PageLayout,
-        pub endian: Endian,
-        pub timestamp: u64,
+        pub(crate) layout: PageLayout,
+        pub(crate) endian: Endian,
+        pub(crate) timestamp: u64,
         data: Vec<u8>,
     }
 

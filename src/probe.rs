@@ -21,8 +21,8 @@ pub enum Kind {
 /// became `ret`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Def<'a> {
-    pub kind: Kind,
-    pub ret: bool,
+    pub(crate) kind: Kind,
+    pub(crate) ret: bool,
     /// A kretprobe's `maxactive` (the digits of `r10:`), or empty.
     pub maxactive: &'a str,
     pub group: Option<&'a str>,

@@ -65,7 +65,7 @@ pub struct StackRow {
     pub origin: String,
     /// Innermost frame first, as the kernel prints them.
     pub frames: Vec<String>,
-    pub count: u64,
+    pub(crate) count: u64,
 }
 
 /// Counts stacks from a stream of records in merged order.

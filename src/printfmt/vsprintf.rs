@@ -83,15 +83,15 @@ pub enum Conv {
 /// One decoded conversion specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spec {
-    pub flags: u8,
+    pub(crate) flags: u8,
     /// -1 when not given.
     pub width: i32,
-    pub width_star: bool,
+    pub(crate) width_star: bool,
     /// -1 when not given.
     pub prec: i32,
-    pub prec_star: bool,
-    pub qual: Qual,
-    pub conv: Conv,
+    pub(crate) prec_star: bool,
+    pub(crate) qual: Qual,
+    pub(crate) conv: Conv,
 }
 
 /// One token of a format string.
@@ -336,7 +336,7 @@ pub struct Ctx<'e> {
 }
 
 impl Ctx<'_> {
-    pub fn long_mask(&self) -> u64 {
+    pub(crate) fn long_mask(&self) -> u64 {
         self.abi.long_mask()
     }
 }

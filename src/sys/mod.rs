@@ -11,7 +11,6 @@ pub mod net;
 pub mod prefetch;
 pub mod raw;
 pub mod read;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod record;
 pub mod reset;
 pub mod sched;

@@ -38,7 +38,7 @@ impl Compression {
         }
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Compression::None => "none",
             Compression::Zstd => "zstd",

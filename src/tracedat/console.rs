@@ -32,7 +32,7 @@ use alloc::vec::Vec;
 use crate::problems::{ProblemKind, Problems};
 
 pub const BEGIN: &str = "trbox-console-begin 1";
-pub const END: &str = "trbox-console-end";
+pub(crate) const END: &str = "trbox-console-end";
 const PREFIX: &str = "trbox:";
 /// Compressed bytes per line (76 base64 characters).
 pub const LINE_BYTES: usize = 57;
@@ -229,7 +229,7 @@ impl core::fmt::Display for ConsoleError {
 /// The stream taken back from a console log.
 #[derive(Debug, Default)]
 pub struct Decoded {
-    pub stream: Vec<u8>,
+    pub(crate) stream: Vec<u8>,
     /// Lines of the recording found intact.
     pub lines: u32,
     /// Damaged lines ([`ProblemKind::DamagedLine`]), blocks left out

@@ -284,9 +284,9 @@ impl Instance {
 /// TSC2NSEC option: `ns = ((tsc * mult) >> shift) + offset`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tsc2Nsec {
-    pub mult: u32,
-    pub shift: u32,
-    pub offset: u64,
+    pub(crate) mult: u32,
+    pub(crate) shift: u32,
+    pub(crate) offset: u64,
 }
 
 /// The options of the file (stored, not applied to timestamps).
@@ -298,7 +298,7 @@ pub struct Options {
     pub clock: Option<String>,
     /// The TRACECLOCK option as stored (the whole `trace_clock` file text).
     pub trace_clock_text: Option<String>,
-    pub cpucount: Option<u32>,
+    pub(crate) cpucount: Option<u32>,
     pub uname: Option<String>,
     /// DATE: offset of timestamps to wall-clock time (hex/decimal µs text).
     pub date: Option<String>,
@@ -309,12 +309,12 @@ pub struct Options {
     /// CPUSTAT texts in file order (trace-cmd writes one per CPU, and a
     /// `Buffer: NAME` separator before each instance's).
     pub cpustat: Vec<String>,
-    pub trace_id: Option<u64>,
-    pub tsc2nsec: Option<Tsc2Nsec>,
+    pub(crate) trace_id: Option<u64>,
+    pub(crate) tsc2nsec: Option<Tsc2Nsec>,
     /// TIME_SHIFT option bytes, as stored.
     pub time_shift: Option<Vec<u8>>,
-    pub hooks: Vec<String>,
-    pub procmaps: Option<String>,
+    pub(crate) hooks: Vec<String>,
+    pub(crate) procmaps: Option<String>,
     /// GUEST options, as stored.
     pub guests: Vec<Vec<u8>>,
     /// LAST_BOOT_INFO (24, trace-cmd 3.4): `INSTANCE:` then the text of
@@ -961,13 +961,13 @@ fn options_v7<I: MetaInput>(r: &mut I, td: &mut TraceDat, st: &mut OptState) -> 
 /// to `usize` bytes (whole pages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkHeader {
-    pub csize: u32,
-    pub usize: u32,
+    pub(crate) csize: u32,
+    pub(crate) usize: u32,
 }
 
 impl ChunkHeader {
-    pub const LEN: usize = 8;
-    pub fn parse(b: &[u8], e: Endian) -> Option<ChunkHeader> {
+    pub(crate) const LEN: usize = 8;
+    pub(crate) fn parse(b: &[u8], e: Endian) -> Option<ChunkHeader> {
         Some(ChunkHeader { csize: e.u32(b, 0)?, usize: e.u32(b, 4)? })
     }
 }
@@ -979,7 +979,6 @@ const READ_AHEAD: usize = 64 * 1024;
 /// bytes of pages (or one decompressed chunk, ~10 pages) at a time.
 #[derive(Debug)]
 pub struct DatPages {
-    pub cpu: u32,
     page_size: usize,
     endian: Endian,
     algo: Option<Compression>,
@@ -1001,7 +1000,6 @@ impl DatPages {
     pub fn new(td: &TraceDat, inst: &Instance, c: &CpuData) -> DatPages {
         let page_size = if inst.page_size != 0 { inst.page_size } else { td.page_size } as usize;
         DatPages {
-            cpu: c.cpu,
             page_size,
             endian: td.endian,
             algo: inst.compressed.then(|| td.compression_algo()),

@@ -108,7 +108,7 @@ pub struct OptionsSlot {
 pub struct FlyrecordSlot {
     /// File offset of the per-CPU `{u64 offset, u64 size}` table.
     pub table_pos: u64,
-    pub cpus: u32,
+    pub(crate) cpus: u32,
     /// First page-aligned offset after the header (the header bytes are
     /// padded with zeros up to here).
     pub data_start: u64,
@@ -336,10 +336,6 @@ impl V6Writer {
     pub fn take(&mut self) -> Vec<u8> {
         self.flushed += self.out.len() as u64;
         core::mem::take(&mut self.out)
-    }
-
-    pub fn endian(&self) -> Endian {
-        self.e
     }
 
     fn step(&mut self, from: Stage, to: Stage, what: &'static str) -> Result<(), WriteError> {

@@ -117,7 +117,7 @@ pub struct Recorder {
     cpus: Vec<Cpu>,
     /// The splice pipe (read end, write end) and its capacity.
     pipe: Option<(i32, i32, usize)>,
-    pub mover: Mover,
+    pub(crate) mover: Mover,
     buf: Vec<u8>,
     /// The first failed write to the output: recording stops there.
     pub write_error: Option<io::Error>,

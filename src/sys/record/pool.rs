@@ -11,9 +11,9 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-pub struct Pool {
-    pub data_start: u64,
-    pub page_size: usize,
+pub(crate) struct Pool {
+    pub(crate) data_start: u64,
+    pub(crate) page_size: usize,
     /// Per CPU index: its slots, oldest first.
     queues: Vec<VecDeque<u32>>,
     /// Per CPU index: the page timestamp of the queue's first slot (for the
@@ -43,7 +43,7 @@ pub struct CpuData {
 }
 
 impl Pool {
-    pub fn new(data_start: u64, page_size: usize, cpus: usize, max_slots: Option<u32>) -> Pool {
+    pub(crate) fn new(data_start: u64, page_size: usize, cpus: usize, max_slots: Option<u32>) -> Pool {
         Pool {
             data_start,
             page_size,
@@ -56,7 +56,7 @@ impl Pool {
         }
     }
 
-    pub fn offset(&self, slot: u32) -> u64 {
+    pub(crate) fn offset(&self, slot: u32) -> u64 {
         self.data_start + u64::from(slot) * self.page_size as u64
     }
 
