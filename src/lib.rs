@@ -29,17 +29,19 @@ pub mod kvars;
 pub mod lastboot;
 pub mod lat;
 pub mod merge;
-pub mod mountinfo;
+// Only the std layer reads /proc/self/mountinfo (sys::tracefs).
+#[cfg(feature = "std")]
+pub(crate) mod mountinfo;
 pub mod names;
 pub mod page;
 #[cfg(feature = "host")]
-pub mod perfetto;
+pub(crate) mod perfetto;
 pub mod printfmt;
 pub mod printk;
 pub mod probe;
 pub mod problems;
 pub mod render;
-pub mod strmap;
+pub(crate) mod strmap;
 pub mod trace;
 pub mod tracedat;
 

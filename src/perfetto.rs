@@ -149,14 +149,6 @@ impl Plan {
         }
         Plan::Generic { name: f.name.clone(), fields: f.fields.clone() }
     }
-
-    /// Which typed message, if any (for tests and counts).
-    pub fn typed_field(&self) -> Option<u32> {
-        match self {
-            Plan::Typed { field, .. } => Some(*field),
-            Plan::Generic { .. } => None,
-        }
-    }
 }
 
 /// A field's bytes; a trailing `char buf[]` (size 0) runs to the record's
