@@ -43,17 +43,42 @@ pub enum Error {
     BadSpec(&'static str),
     /// The symbol table has no function of that name; `near` are the closest
     /// function names.
-    NotFound { symbol: String, near: Vec<String> },
+    NotFound {
+        /// The name that was looked up.
+        symbol: String,
+        /// Function names close to it (for a "did you mean" hint).
+        near: Vec<String>,
+    },
     /// No `.symtab` (stripped) and the symbol is not among the `exported`
     /// functions of `.dynsym`.
-    Stripped { symbol: String, exported: usize, near: Vec<String> },
+    Stripped {
+        /// The name that was looked up.
+        symbol: String,
+        /// How many functions `.dynsym` exports.
+        exported: usize,
+        /// Exported names close to it.
+        near: Vec<String>,
+    },
     /// The name is given to several functions at different places.
-    Ambiguous { symbol: String, offsets: Vec<u64> },
+    Ambiguous {
+        /// The name that was looked up.
+        symbol: String,
+        /// The file offsets of each function of that name.
+        offsets: Vec<u64>,
+    },
     /// An indirect function (STT_GNU_IFUNC, like glibc's `memcpy`): its
     /// address is a resolver run once at load time, not the code called.
-    Ifunc { symbol: String },
+    Ifunc {
+        /// The name that was looked up.
+        symbol: String,
+    },
     /// The address is in no PT_LOAD segment's file contents.
-    NotMapped { symbol: String, vaddr: u64 },
+    NotMapped {
+        /// The name that was looked up.
+        symbol: String,
+        /// Its `st_value`, a virtual address.
+        vaddr: u64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -122,7 +147,9 @@ impl Error {
 /// Which symbol table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Table {
+    /// `.symtab`: every symbol, gone once the file is stripped.
     Symtab,
+    /// `.dynsym`: the exported symbols, kept by `strip`.
     Dynsym,
 }
 
@@ -325,6 +352,9 @@ fn cstr(strtab: &[u8], off: u64) -> Option<&str> {
 }
 
 impl<'a> Elf<'a> {
+    /// Reads the ELF header, program headers and symbol tables of a
+    /// 32- or 64-bit file of either byte order; an executable or shared
+    /// object only (a uprobe's offset is a file offset in one).
     pub fn parse(data: &'a [u8]) -> Result<Self, Error> {
         // The type first: a core or an object file is named as such even
         // when the rest of its header is cut short.

@@ -14,31 +14,51 @@ pub enum FieldKind {
     /// A plain integer (or pointer) of `size` bytes.
     Scalar,
     /// A fixed array: `count` elements of `elem_size` bytes (`char comm[16]`).
-    Array { elem_size: u32, count: u32 },
+    Array {
+        /// Bytes per element.
+        elem_size: u32,
+        /// Elements (the `[N]`; 0 for a trailing `buf[]` that runs to the
+        /// record's end).
+        count: u32,
+    },
     /// `__data_loc`: a u32 `(len << 16) | offset`, offset from record start.
-    DataLoc { elem_size: u32 },
+    DataLoc {
+        /// Bytes per element of the array it points at.
+        elem_size: u32,
+    },
     /// `__rel_loc`: like DataLoc, offset from the end of this field.
-    RelLoc { elem_size: u32 },
+    RelLoc {
+        /// Bytes per element of the array it points at.
+        elem_size: u32,
+    },
 }
 
 /// One `field:` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
+    /// The field's name (`common_pid`, `prev_comm`).
     pub name: String,
     /// The C type as written, without the name and brackets
     /// (`unsigned long`, `char`, `__data_loc char`, `const char *`).
     pub type_name: String,
+    /// Bytes from the start of the record's payload.
     pub offset: u32,
+    /// Bytes the field takes in the record (the whole array for one).
     pub size: u32,
+    /// `signed:1`: read the bytes as a signed integer.
     pub signed: bool,
+    /// Scalar, array, or a pointer to variable-length data.
     pub kind: FieldKind,
 }
 
 /// One event's format file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventFormat {
+    /// `ID:`, the number each record carries in `common_type`.
     pub id: u32,
+    /// The event's system (its directory under `events/`).
     pub system: String,
+    /// `name:`.
     pub name: String,
     /// `common_*` fields (the part before the blank line).
     pub common: Vec<Field>,
@@ -498,7 +518,10 @@ pub struct HeaderPage {
     pub commit_size: u32,
     /// `int overwrite` (a view of the commit word's flag bits), if listed.
     pub overwrite: Option<(u32, u32)>,
+    /// Where the records start on a page (after the header).
     pub data_offset: u32,
+    /// Bytes of records a page can hold: the sub-buffer size less the
+    /// header.
     pub data_size: u32,
 }
 
@@ -667,6 +690,7 @@ const MAX_DIRECT_ID: u32 = 1 << 16;
 const GONE: u64 = u64::MAX;
 
 impl EventTable {
+    /// An empty table; [`EventTable::insert`] adds the formats.
     pub fn new() -> Self {
         Self::default()
     }
@@ -766,6 +790,8 @@ impl EventTable {
         self.get(self.record_id(payload, e)?)
     }
 
+    /// Every event, in the order first inserted (a replaced one keeps its
+    /// place).
     pub fn iter(&self) -> impl Iterator<Item = &EventFormat> {
         self.events.iter()
     }

@@ -310,26 +310,40 @@ struct RetLayout {
 /// One decoded graph record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GraphRec {
+    /// `funcgraph_entry`: a traced function was called.
     /// `args`: where the record's arguments start, when it carries them
     /// (funcgraph-args: [`crate::kernel::FTRACE_REGS_MAX_ARGS`] `long`s).
     Entry {
+        /// `common_pid`: the task that made the call.
         pid: i32,
+        /// The called function's address (`graph_ent.func`).
         func: u64,
+        /// Call depth, 0 for the outermost function traced.
         depth: i64,
+        /// Byte offset of the first argument in the payload.
         args: Option<u32>,
     },
+    /// `funcgraph_exit`: a traced function returned.
     Exit {
+        /// `common_pid`: the task that returned.
         pid: i32,
+        /// The returning function's address.
         func: u64,
+        /// Call depth, as its entry had.
         depth: i64,
+        /// Returns the task's return stack lost (it was full): the entries
+        /// and exits around it no longer pair.
         overrun: u64,
+        /// Trace-clock time of the call.
         calltime: u64,
+        /// Trace-clock time of the return; `rettime - calltime` is the
+        /// duration printed.
         rettime: u64,
+        /// The return value, where the format has a `retval` field (6.5+,
+        /// CONFIG_FUNCTION_GRAPH_RETVAL).
         retval: Option<u64>,
     },
 }
-
-impl GraphRec {}
 
 /// Finds the funcgraph events in an event table (by name, fields by name)
 /// and decodes their records.
@@ -349,6 +363,9 @@ fn field<'a>(ev: &'a EventFormat, name: &str) -> Option<&'a Field> {
 }
 
 impl GraphEvents {
+    /// Finds `funcgraph_entry`/`funcgraph_exit` in `events` and where each
+    /// field lies, whatever the kernel version's layout; `abi` is the
+    /// traced kernel's byte order and `long` size.
     pub fn new(events: &EventTable, abi: Abi) -> Self {
         let mut g = GraphEvents {
             endian: abi.endian,
@@ -576,6 +593,8 @@ impl<'a> GraphRenderer<'a> {
         self
     }
 
+    /// The `funcgraph-*` options to render with (the traced kernel's
+    /// `trace_options`, or the defaults).
     pub fn with_opts(mut self, o: GraphOpts) -> Self {
         self.opts = o;
         self

@@ -194,15 +194,24 @@ impl Hist {
 /// What a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// From a task's wakeup (`sched_waking`) to the switch to it.
     Wakeup,
+    /// Hard and soft interrupt handler durations.
     Irq,
+    /// System call durations (`raw_syscalls` or per-call events).
     Syscall,
+    /// The timerlat tracer's IRQ and thread latencies.
     Timerlat,
+    /// The osnoise tracer's noise per period.
     Osnoise,
+    /// The hwlat tracer's samples (time the CPU was away, seen from a
+    /// busy loop with interrupts off).
     Hwlat,
 }
 
 impl Mode {
+    /// The mode a `tr-lat` argument names (`wakeup`, `irq`, `syscall`,
+    /// `timerlat`, `osnoise`, `hwlat`).
     pub fn parse(s: &str) -> Option<Mode> {
         Some(match s {
             "wakeup" => Mode::Wakeup,
@@ -274,15 +283,21 @@ pub enum Table {
     SyscallTask,
     /// timerlat, per CPU: IRQ, thread and user-return latency.
     TimerIrq,
+    /// timerlat, per CPU: the latency seen by the timerlat thread.
     TimerThread,
+    /// timerlat, per CPU: the latency seen by a user-space timerlat task
+    /// on its return to user space.
     TimerUser,
     /// osnoise, per CPU: the noise of each period.
     Noise,
     /// osnoise, per CPU: single noises over the threshold (the
     /// `osnoise:sample_threshold` event, when enabled).
     Single,
-    /// hwlat, per CPU: the inner and outer loop's sample.
+    /// hwlat, per CPU: the inner sample, the gap between two consecutive
+    /// clock reads (kernel/trace/trace_hwlat.c `get_sample()`).
     HwInner,
+    /// hwlat, per CPU: the outer sample, from one pair of reads to the
+    /// next.
     HwOuter,
 }
 
@@ -354,13 +369,16 @@ pub struct Row {
 /// One measured latency, for `--samples`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
+    /// What was measured (the table its row is in).
     pub table: Table,
     pub(crate) key: i64,
     pub(crate) cpu: u32,
     /// Trace-clock time of the begin (the timerlat/osnoise entry itself
     /// for those modes) and the end.
     pub begin: u64,
+    /// Trace-clock time of the end.
     pub end: u64,
+    /// The latency, in nanoseconds.
     pub ns: u64,
 }
 
@@ -482,6 +500,8 @@ pub struct Lat {
     /// wakeup: wakings that no switch to their task followed (the task ran
     /// before one was seen, or was woken again): not latencies.
     pub no_switch: u64,
+    /// Lost-events marks met ([`Lat::lose`]): the counts may miss
+    /// latencies around each.
     pub lost: u64,
     /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
     seq: VecMap<(u32, i64), u64>,
@@ -883,10 +903,12 @@ impl Lat {
 /// How values are printed: µs with three decimals (default) or ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unit {
+    /// Print nanoseconds (`--ns`), not microseconds.
     pub ns: bool,
 }
 
 impl Unit {
+    /// The unit's name for column headers and JSON (`us` or `ns`).
     pub fn name(self) -> &'static str {
         if self.ns {
             "ns"
@@ -895,6 +917,7 @@ impl Unit {
         }
     }
 
+    /// Writes `v` nanoseconds in this unit: `12.345` (µs) or `12345`.
     pub fn write<W: Write + ?Sized>(self, w: &mut W, v: u64) -> fmt::Result {
         if self.ns {
             write!(w, "{v}")

@@ -84,6 +84,9 @@ pub struct StackCounts {
 }
 
 impl StackCounts {
+    /// Finds the `ftrace:kernel_stack` and `ftrace:function` events and
+    /// their fields in `events`; `abi` gives the byte order and the size
+    /// of an address.
     pub fn new(events: &EventTable, abi: Abi) -> Self {
         let mut s = StackCounts {
             endian: abi.endian,

@@ -31,6 +31,7 @@ use alloc::vec::Vec;
 #[cfg(feature = "zlib")]
 use crate::problems::{ProblemKind, Problems};
 
+/// The first line of a console stream; the digit is the form's version.
 pub const BEGIN: &str = "trbox-console-begin 1";
 pub(crate) const END: &str = "trbox-console-end";
 const PREFIX: &str = "trbox:";
@@ -133,6 +134,7 @@ pub struct Encoder {
 }
 
 impl Encoder {
+    /// An encoder at line 1 with nothing pending.
     pub fn new() -> Encoder {
         Encoder::default()
     }

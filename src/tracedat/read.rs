@@ -244,7 +244,9 @@ impl<S: Source + ?Sized> MetaInput for Stream<'_, S> {
 /// One event system's format files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventSystem {
+    /// The system's name (`sched`, `irq`).
     pub name: String,
+    /// Each event's `format` file text, in file order.
     pub formats: Vec<Vec<u8>>,
 }
 
@@ -252,8 +254,11 @@ pub struct EventSystem {
 /// (for compressed buffers: the chunk stream, `size` compressed bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuData {
+    /// The CPU number.
     pub cpu: u32,
+    /// File offset of the data.
     pub offset: u64,
+    /// Bytes of data (0: the CPU recorded nothing).
     pub size: u64,
 }
 
@@ -261,6 +266,7 @@ pub struct CpuData {
 /// made with `trace-cmd record -B NAME`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Instance {
+    /// The instance's name, `""` for the top buffer.
     pub name: String,
     /// Trace clock of this buffer (`local`, `global`, `x86-tsc`…), if known.
     pub clock: Option<String>,
@@ -268,6 +274,7 @@ pub struct Instance {
     pub page_size: u32,
     /// Data is stored as compressed chunks (v7).
     pub compressed: bool,
+    /// Where each CPU's pages are, in CPU order.
     pub cpus: Vec<CpuData>,
     /// `latency` form: the text of the `trace` file at this (offset, size)
     /// instead of per-CPU pages.
@@ -299,6 +306,7 @@ pub struct Options {
     /// The TRACECLOCK option as stored (the whole `trace_clock` file text).
     pub trace_clock_text: Option<String>,
     pub(crate) cpucount: Option<u32>,
+    /// UNAME: `uname -a` of the recording machine.
     pub uname: Option<String>,
     /// DATE: offset of timestamps to wall-clock time (hex/decimal µs text).
     pub date: Option<String>,
@@ -343,6 +351,8 @@ struct Sections {
 pub struct TraceDat {
     /// File version (6 or 7).
     pub version: u32,
+    /// Byte order of the recording machine (and of every number in the
+    /// file and its pages).
     pub endian: Endian,
     /// Size of a `long` in the recording user space (the kernel's is in
     /// `header_page`).
@@ -351,13 +361,19 @@ pub struct TraceDat {
     pub page_size: u32,
     /// v7 compression algorithm (and its version string); `None` for v6.
     pub compression: Option<(Compression, String)>,
+    /// `events/header_page` text: the sub-buffer header's layout.
     pub header_page: Vec<u8>,
+    /// `events/header_event` text: the record header's layout.
     pub header_event: Vec<u8>,
     /// `events/ftrace/*/format` texts.
     pub ftrace_formats: Vec<Vec<u8>>,
+    /// Every other event system's formats.
     pub systems: Vec<EventSystem>,
+    /// `/proc/kallsyms` text, empty when not recorded.
     pub kallsyms: Vec<u8>,
+    /// `printk_formats` text: the strings behind `%s` of kernel pointers.
     pub printk_formats: Vec<u8>,
+    /// `saved_cmdlines` text: pid to task name.
     pub saved_cmdlines: Vec<u8>,
     /// BTF_FILE section (23, trace-cmd 3.4, v7 only): the recording
     /// machine's /sys/kernel/btf/vmlinux; empty when the file has none.
@@ -367,6 +383,7 @@ pub struct TraceDat {
     pub modules: Vec<u8>,
     /// CPU count from the header (v6) or the CPUCOUNT option (v7).
     pub cpus: u32,
+    /// The options the file carries.
     pub options: Options,
     /// The top buffer first (when the file has one), then the instances.
     pub instances: Vec<Instance>,
@@ -997,6 +1014,8 @@ pub struct DatPages {
 }
 
 impl DatPages {
+    /// Reads `c`'s pages of instance `inst`, decompressing where the file
+    /// stores them compressed.
     pub fn new(td: &TraceDat, inst: &Instance, c: &CpuData) -> DatPages {
         let page_size = if inst.page_size != 0 { inst.page_size } else { td.page_size } as usize;
         DatPages {

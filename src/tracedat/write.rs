@@ -36,9 +36,19 @@ pub enum WriteError {
     /// A blob does not fit its size field (kallsyms/printk are u32-sized).
     TooLarge(&'static str),
     /// The options do not fit the reserved size.
-    NoRoom { need: usize, reserved: usize },
+    NoRoom {
+        /// Bytes the options take.
+        need: usize,
+        /// Bytes reserved for them.
+        reserved: usize,
+    },
     /// A raw blob was announced with one length and written with another.
-    Length { expected: u64, written: u64 },
+    Length {
+        /// The length announced.
+        expected: u64,
+        /// The bytes written.
+        written: u64,
+    },
 }
 
 impl fmt::Display for WriteError {
@@ -77,6 +87,7 @@ pub struct WriteOptions<'a> {
     /// flyrecord table length from it: leave it `None`, or equal to
     /// [`V6Writer::cpus`].
     pub cpucount: Option<u32>,
+    /// TRACEID: the recording's id (trace-cmd writes a random one).
     pub trace_id: Option<u64>,
     /// CPUSTAT texts, one per CPU: `"CPU: N\n"` + `per_cpu/cpuN/stats`
     /// (see [`cpustat_text`]).

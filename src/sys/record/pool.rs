@@ -28,11 +28,15 @@ pub(crate) struct Pool {
     pub evicted: Vec<u64>,
 }
 
-/// What [`Pool::finish`] found in each CPU's pages, and where they ended up.
+/// What the recording found in one CPU's pages (counted as
+/// `Pool::finish` puts them in place), and where they ended up.
 #[derive(Debug, Clone, Default)]
 pub struct CpuData {
+    /// File offset of the CPU's first page (its pages are contiguous).
     pub offset: u64,
+    /// Pages written.
     pub pages: u64,
+    /// Events in them.
     pub records: u64,
     /// Lost events the page headers counted.
     pub lost: u64,
