@@ -23,6 +23,7 @@ pub mod format;
 #[cfg(feature = "host")]
 pub mod ftrace_dump;
 pub mod graph;
+pub mod json;
 pub mod kallsyms;
 pub mod kernel;
 pub mod kvars;
