@@ -584,7 +584,11 @@ fn measure(
         return Ok(false);
     }
     let mut out = Out::stdout();
-    let _ = out.write_all(render(a, &l, &meta.trace.cmdlines, refreshed.is_some()).as_bytes());
+    let mut text = render(a, &l, &meta.trace.cmdlines, refreshed.is_some());
+    if a.json {
+        let _ = lat::write_problems_json(&mut text, &meta.trace.problems);
+    }
+    let _ = out.write_all(text.as_bytes());
     out.finish()?;
     if !meta.trace.in_ns() {
         cli::note(

@@ -288,6 +288,28 @@ fn stats_count_the_problems_read_past() {
     assert!(st.ends_with(&want), "{st}");
 }
 
+/// `--json` carries the same counts as `--stats`: one last line,
+/// `{"problems":{KIND:N,…}}`, after the events that could be read; an
+/// intact file has no such line.
+#[test]
+fn json_ends_with_the_problem_counts() {
+    let path = "tests/data/tracedat/v6-inst.dat";
+    let js = stdout(&run(&["tr-cat", "--json", path]));
+    assert!(js.lines().all(|l| l.starts_with("{\"ts_ns\":")), "{js}");
+    assert!(!js.contains("problems"));
+    let dir = TempDir::new("json-cut");
+    let cut = dir.path().join("cut.dat");
+    let full = std::fs::read(path).unwrap();
+    std::fs::write(&cut, &full[..full.len() - 5000]).unwrap();
+    let o = run(&["tr-cat", "--json", cut.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let js = stdout(&o);
+    let lines: Vec<&str> = js.lines().collect();
+    assert!(lines.len() > 1, "{js}");
+    assert_eq!(lines.last(), Some(&"{\"problems\":{\"cut_off\":2}}"), "{js}");
+    assert!(lines[..lines.len() - 1].iter().all(|l| l.starts_with("{\"ts_ns\":")), "{js}");
+}
+
 /// Files of 4.x arm64 boards that say nothing of their kernel (an old
 /// trace-cmd wrote no UNAME option; cut from LISA's test suite, see
 /// tests/data/tracedat/README.md): the same events as `trace-cmd report`,
