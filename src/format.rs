@@ -797,20 +797,35 @@ impl EventTable {
     }
 }
 
+/// The four common fields every event's format file starts with on the
+/// kernels trbox's fixtures come from (`common_type`, `common_flags`,
+/// `common_preempt_count`, `common_pid`; kernel/trace/trace_events.c
+/// `trace_define_common_fields()`), and the blank line after them: for
+/// tests that write a format file, `concat!(HEAD, common_fields!(), FIELDS)`.
+#[cfg(test)]
+macro_rules! common_fields {
+    () => {
+        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+    };
+}
+#[cfg(test)]
+pub(crate) use common_fields;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const IRQ: &str = "name: irq_handler_entry\nID: 105\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
-\n\
-\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\
+    const IRQ: &str = concat!(
+        "name: irq_handler_entry\nID: 105\nformat:\n",
+        common_fields!(),
+        "\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\
 \tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n\
 \n\
-print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)\n";
+print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)\n"
+    );
 
     #[test]
     fn irq_handler_entry() {
