@@ -619,7 +619,9 @@ impl Lat {
         self.evs.iter().position(|e| e.as_ref().is_some_and(|e| e.id == id))
     }
 
-    fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) {
+    /// Count `ns` in the row of (`table`, `key`), made if new, named
+    /// `name` when one is given; the row, for what else the caller counts.
+    fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) -> &mut Row {
         let hist = self.hist;
         let row = self.rows.entry((table, key), || Row {
             name: String::new(),
@@ -633,6 +635,7 @@ impl Lat {
         if let Some(h) = row.hist.as_mut() {
             h.add(ns);
         }
+        row
     }
 
     /// wakeup: the wakings that no switch to their task followed, those
@@ -844,11 +847,10 @@ impl Lat {
         match self.open.remove(&pid) {
             Some((m, begin)) if m == nr => {
                 let ns = ts.saturating_sub(begin);
-                self.add(Table::Syscall, nr, name, ns);
+                let row = self.add(Table::Syscall, nr, name, ns);
+                // -MAX_ERRNO..0 is an error (include/linux/err.h IS_ERR_VALUE).
                 if (-4095..0).contains(&ret) {
-                    if let Some(r) = self.rows.get_mut(&(Table::Syscall, nr)) {
-                        r.stat.errors += 1;
-                    }
+                    row.stat.errors += 1;
                 }
                 self.add(Table::SyscallTask, pid, None, ns);
                 Some(Sample { table: Table::Syscall, key: nr, cpu, begin, end: ts, ns })
