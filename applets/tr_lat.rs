@@ -183,7 +183,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.stack_us.is_some() && mode != Mode::Timerlat {
         return Err(Error::usage("-s (print_stack) is a timerlat option"));
     }
-    signals::install().map_err(trbox::sys::Error::Signals)?;
+    // First thing: a Ctrl-C during the set-up below (which may make an
+    // instance) ends the run through the normal path, undoing it.
+    let wake = signals::install().map_err(trbox::sys::Error::Signals)?;
     let limit = a.time.map(|s| s.0);
     let _root: Option<Tracefs>;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
@@ -217,7 +219,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         }
     }
     let top = t.top_level();
-    let live = Live::lock(t, common.wait)?;
+    let live = Live::lock(t, common.wait, wake)?;
     let t = &live.t;
     let stopped = Cell::new(false);
     let status = {
