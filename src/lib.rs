@@ -14,7 +14,6 @@
 extern crate alloc;
 
 pub mod abi;
-#[cfg(feature = "host")]
 pub mod boot;
 pub mod btf;
 pub mod ctl;
