@@ -69,6 +69,21 @@ pub fn uint_array(w: &mut dyn Write, values: impl IntoIterator<Item = u64>) -> f
     w.write_str("]")
 }
 
+/// The members `"bad_format":2,"cut_off":1`: a member per kind of
+/// problem met, its name and count, in
+/// [`crate::problems::ProblemKind::ALL`]'s order; nothing when there were
+/// none. The caller writes the braces (and a comma before, when other
+/// members come first).
+pub fn problem_counts(w: &mut dyn Write, p: &Problems) -> fmt::Result {
+    for (i, (kind, n)) in p.counts().enumerate() {
+        w.write_str(if i > 0 { ",\"" } else { "\"" })?;
+        w.write_str(kind.name())?;
+        w.write_str("\":")?;
+        uint(w, n)?;
+    }
+    Ok(())
+}
+
 /// An object written member by member, in the order given: `{` when
 /// begun, `,` between members, `}` at [`Object::end`].
 pub struct Object<'w> {
@@ -106,16 +121,6 @@ impl<'w> Object<'w> {
     /// A member whose value is a signed number.
     pub fn int(&mut self, k: &str, v: i64) -> fmt::Result {
         int(self.key(k)?, v)
-    }
-
-    /// A member per kind of problem met, its name (`cut_off`) and count,
-    /// in [`crate::problems::ProblemKind::ALL`]'s order; none when there
-    /// were none.
-    pub fn problem_counts(&mut self, p: &Problems) -> fmt::Result {
-        for (kind, n) in p.counts() {
-            self.uint(kind.name(), n)?;
-        }
-        Ok(())
     }
 
     /// Writes the `}`.
@@ -166,9 +171,10 @@ mod tests {
         p.add(ProblemKind::CutOff, "the stream ends inside a frame");
         p.add_counted(ProblemKind::BadFormat, 2, "2 formats do not parse");
         let mut s = String::new();
-        let mut o = Object::begin(&mut s).unwrap();
-        o.problem_counts(&p).unwrap();
-        o.end().unwrap();
-        assert_eq!(s, r#"{"bad_format":2,"cut_off":1}"#);
+        problem_counts(&mut s, &p).unwrap();
+        assert_eq!(s, r#""bad_format":2,"cut_off":1"#);
+        let mut s = String::new();
+        problem_counts(&mut s, &Problems::new()).unwrap();
+        assert_eq!(s, "");
     }
 }

@@ -134,12 +134,9 @@ fn problems_json(w: &mut dyn std::fmt::Write, p: &crate::problems::Problems) -> 
     if p.is_empty() {
         return Ok(());
     }
-    let mut o = crate::json::Object::begin(w)?;
-    let mut counts = crate::json::Object::begin(o.key("problems")?)?;
-    counts.problem_counts(p)?;
-    counts.end()?;
-    o.end()?;
-    w.write_str("\n")
+    w.write_str("{\"problems\":{")?;
+    crate::json::problem_counts(w, p)?;
+    w.write_str("}}\n")
 }
 
 /// Never silently nothing: say so when the streams held no item at all.
