@@ -122,15 +122,8 @@ pub fn console_dump(log: &str, json: bool, stats: bool) -> Result<Option<()>, Er
         if json {
             for l in &d.lines {
                 let Some(e) = fd::parse(l) else { continue };
-                let _ = write!(o, "{{\"ts_us\":{},\"cpu\":{},\"pid\":{},\"comm\":", e.ts, e.cpu, e.pid);
-                let _ = trbox::render::json_str(&mut o, e.comm);
-                o.push_str(",\"flags\":");
-                let _ = trbox::render::json_str(&mut o, e.flags);
-                o.push_str(",\"event\":");
-                let _ = trbox::render::json_str(&mut o, e.event);
-                o.push_str(",\"body\":");
-                let _ = trbox::render::json_str(&mut o, e.body);
-                o.push_str("}\n");
+                let _ = dump_line_json(&mut o, &e);
+                o.push('\n');
             }
             continue;
         }
@@ -155,4 +148,18 @@ pub fn console_dump(log: &str, json: bool, stats: bool) -> Result<Option<()>, Er
         }
     }
     crate::cli::print(&o).map(Some)
+}
+
+/// A dump's event line as a JSON object: `ts_us`, `cpu`, `pid`, `comm`,
+/// `flags`, `event`, `body`.
+fn dump_line_json(w: &mut dyn std::fmt::Write, e: &trbox::ftrace_dump::Line<'_>) -> std::fmt::Result {
+    let mut o = trbox::json::Object::begin(w)?;
+    o.uint("ts_us", e.ts)?;
+    o.uint("cpu", u64::from(e.cpu))?;
+    o.int("pid", e.pid)?;
+    o.string("comm", e.comm)?;
+    o.string("flags", e.flags)?;
+    o.string("event", e.event)?;
+    o.string("body", e.body)?;
+    o.end()
 }

@@ -26,19 +26,22 @@ impl Live {
 
     /// Work in `t`, which must be the kernel's: in -B's instance (made if
     /// missing, and removed again unless `keep`), with the signal handlers
-    /// in place and the lock taken (--wait: waited for).
+    /// in place and the lock taken (--wait: waited for). The handlers come
+    /// first, so that a Ctrl-C once the instance exists removes it.
     pub fn enter(mut t: Tracefs, common: &Common, keep: bool) -> Result<Live, Error> {
         require_live(&t)?;
+        let wake = signals::install().map_err(trbox::sys::Error::Signals)?;
         if let Some(i) = &common.instance {
             t.enter_or_create_instance(i)?;
             t.keep_instance = keep;
         }
-        Live::lock(t, common.wait)
+        Live::lock(t, common.wait, wake)
     }
 
-    /// Work in `t` as it is (an applet that chose its instance itself).
-    pub fn lock(t: Tracefs, wait: bool) -> Result<Live, Error> {
-        let wake = signals::install().map_err(trbox::sys::Error::Signals)?;
+    /// Work in `t` as it is: an applet that chose its instance itself,
+    /// after installing the signal handlers (`wake`: what
+    /// `signals::install` returned).
+    pub fn lock(t: Tracefs, wait: bool, wake: RawFd) -> Result<Live, Error> {
         Ok(Live { _lock: Lock::take(t.dir(), wait)?, t, wake })
     }
 

@@ -299,7 +299,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if [a.user_threads, a.user_load, a.kernel_threads].iter().filter(|&&x| x).count() > 1 {
         return Err(Error::usage("one of -u, -U and --kernel-threads"));
     }
-    signals::install().map_err(trbox::sys::Error::Signals)?;
+    // First thing: a Ctrl-C during the set-up below (which may make an
+    // instance) ends the run through the normal path, undoing it.
+    let wake = signals::install().map_err(trbox::sys::Error::Signals)?;
     // The warm-up is not part of -t's time.
     let limit = a.time.map(|s| s.0 + a.warm_up.map(|w| w.0).unwrap_or_default());
     // -H: the readers (threads started later) inherit it.
@@ -338,7 +340,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         }
     }
     let top = t.top_level();
-    let live = Live::lock(t, common.wait)?;
+    let live = Live::lock(t, common.wait, wake)?;
     let t = &live.t;
     let stopped = Cell::new(false);
     let status = {
@@ -770,7 +772,11 @@ fn measure(
         return Ok(false);
     }
     let mut out = Out::stdout();
-    let _ = out.write_all(render(a, &l, &meta.trace.cmdlines, refreshed.is_some()).as_bytes());
+    let mut text = render(a, &l, &meta.trace.cmdlines, refreshed.is_some());
+    if a.json {
+        let _ = lat::write_problems_json(&mut text, &meta.trace.problems);
+    }
+    let _ = out.write_all(text.as_bytes());
     out.finish()?;
     if !meta.trace.in_ns() {
         cli::note(

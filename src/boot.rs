@@ -51,21 +51,34 @@ pub fn from_cmdline(cmdline: &str) -> Vec<&str> {
 /// What a run would set; the applets fill what they have.
 #[derive(Debug, Default)]
 pub struct Settings<'a> {
+    /// The instance to set up (`-B`); `None`: the top buffer, the only one
+    /// the plain command line reaches for most settings.
     pub instance: Option<&'a str>,
+    /// The tracer (`function`, `function_graph`, …).
     pub tracer: Option<&'a str>,
+    /// Ring buffer size per CPU, in KiB.
     pub buffer_kb: Option<u64>,
+    /// The trace clock (`local`, `global`, `mono`, …).
     pub clock: Option<&'a str>,
     /// `OPT` or `noOPT`.
     pub options: &'a [String],
+    /// `set_ftrace_filter` patterns.
     pub functions: &'a [String],
+    /// `set_ftrace_notrace` patterns.
     pub notrace: &'a [String],
+    /// `set_graph_function` patterns.
     pub graph_functions: &'a [String],
+    /// `max_graph_depth`.
     pub graph_depth: Option<u32>,
     /// `SYS:EVENT`, `SYS:GLOB` (or the set_event forms `SYS:*`, `EVENT`).
     pub events: &'a [String],
+    /// A filter expression for every event in `events` (bootconfig only).
     pub filter: Option<&'a str>,
+    /// Event triggers, `EVENT.TRIGGER[ if FILTER]`.
     pub triggers: &'a [String],
+    /// Leave `tracing_on` at 0: set up but not recording.
     pub off: bool,
+    /// Dump the buffers on an oops.
     pub dump_on_oops: Option<DumpOnOops>,
 }
 
@@ -73,8 +86,11 @@ pub struct Settings<'a> {
 /// line per key) and a `# ` line for each setting a form cannot carry.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Boot {
+    /// Kernel command-line arguments, space separated, no newline.
     pub cmdline: String,
+    /// Bootconfig lines (`ftrace.… = …`), each ending in a newline.
     pub bootconfig: String,
+    /// `# ` lines, one per setting that one of the two forms cannot carry.
     pub notes: String,
 }
 

@@ -66,11 +66,22 @@ pub enum BtfError {
     /// `hdr_len` too small, or a section lies outside the blob.
     BadHeader,
     /// A type record (with its trailing data) runs past the type section.
-    TruncatedType { offset: usize },
+    TruncatedType {
+        /// Byte offset of the record in the type section.
+        offset: usize,
+    },
     /// A kind this parser does not know how to step over.
-    UnknownKind { kind: u8, offset: usize },
+    UnknownKind {
+        /// The `BTF_KIND_*` number (include/uapi/linux/btf.h).
+        kind: u8,
+        /// Byte offset of the record in the type section.
+        offset: usize,
+    },
     /// A name offset outside the string section, or a string without NUL.
-    BadString { offset: usize },
+    BadString {
+        /// The name offset, into the string section.
+        offset: usize,
+    },
     /// A split blob whose byte order differs from its base.
     EndianMismatch,
     /// More than `u32` can address (names blob or type count).
@@ -521,6 +532,7 @@ impl Btf {
         self.tables.iter().map(|t| t.entries.len()).sum()
     }
 
+    /// No name indexed (a blob of anonymous types only).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -617,6 +629,8 @@ fn build_table(mut items: Vec<(Kind, &[u8], u64, u8)>, keep: &dyn Fn(&str) -> bo
 /// A source of kernel variable values (the live system: `sys::kvars::LiveVars`,
 /// std only).
 pub trait VarReader {
+    /// The value of the kernel variable `name` (a `u64` or pointer), or
+    /// `None` when it cannot be read (no such symbol, no `/proc/kcore`).
     fn read_var(&self, name: &str) -> Option<u64>;
 }
 
@@ -624,9 +638,11 @@ pub trait VarReader {
 /// optional reader of live variables.
 #[derive(Default)]
 pub struct BtfInfo {
-    pub btf: Option<Btf>,
+    pub(crate) btf: Option<Btf>,
     /// Variables with known values (checked before the reader).
     pub known: Vec<(String, u64)>,
+    /// Asked for variables not in `known`: the live kernel's memory, when
+    /// trbox runs on the traced machine; `None` for a recorded file.
     pub reader: Option<Box<dyn VarReader + Send + Sync>>,
 }
 
@@ -641,6 +657,8 @@ impl fmt::Debug for BtfInfo {
 }
 
 impl BtfInfo {
+    /// Constants from `btf` (a kernel's `/sys/kernel/btf/vmlinux`), no
+    /// variables known yet.
     pub fn from_btf(btf: Btf) -> Self {
         BtfInfo { btf: Some(btf), ..Default::default() }
     }
@@ -1193,7 +1211,7 @@ mod tests {
             b.t("do_it", K_FUNC, 0, false, proto);
             b.t("skipped", K_FUNC, 0, false, proto);
             let f = FuncArgs::parse(&b.blob(0), &|n| n != "skipped").unwrap();
-            assert_eq!(f.len(), 1);
+            assert_eq!(f.funcs.len(), 1);
             assert!(f.params("skipped").is_none());
             let p = f.params("do_it").unwrap();
             let names: Vec<&str> = p.iter().map(|x| x.name.as_str()).collect();
@@ -1226,21 +1244,29 @@ pub enum ArgType {
     /// A pointer: `0x%lx`.
     Pointer,
     /// An integer: `%ld` when signed, else `0x%lx`.
-    Int { signed: bool },
+    Int {
+        /// `BTF_INT_SIGNED` is set in the int's encoding.
+        signed: bool,
+    },
     /// An enum (32-bit enumerators): `%ld`, then ` [NAME]` of the first
     /// enumerator with that value.
     Enum(Vec<(u64, String)>),
     /// Anything else (a struct or union by value, a float, a 64-bit enum):
     /// `(KIND)[0x%lx` and one more `:0x%lx` per further `long` of its size,
     /// `]`; KIND is `btf_type_str()`, the kind's upper-case name.
-    Other { kind: &'static str, size: u32 },
+    Other {
+        /// The kind's name as `btf_type_str()` prints it (`STRUCT`, `UNION`, …).
+        kind: &'static str,
+        /// The type's size in bytes.
+        size: u32,
+    },
 }
 
 /// One parameter of a function: its name (may be empty) and type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Param {
-    pub name: String,
-    pub ty: ArgType,
+    pub(crate) name: String,
+    pub(crate) ty: ArgType,
 }
 
 /// The parameters of the kernel's functions (`BTF_KIND_FUNC` and its
@@ -1352,13 +1378,5 @@ impl FuncArgs {
     /// The parameters of function `name`; `None`: BTF has no such function.
     pub fn params(&self, name: &str) -> Option<&[Param]> {
         self.funcs.get(name).map(Vec::as_slice)
-    }
-
-    pub fn len(&self) -> usize {
-        self.funcs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.funcs.is_empty()
     }
 }

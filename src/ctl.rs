@@ -18,18 +18,28 @@ pub fn choices(text: &str) -> Vec<&str> {
 /// `per_cpu/cpuN/stats`. Fields a kernel does not have stay `None`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CpuStats {
+    /// `entries:` events in the buffer now, not yet read.
     pub entries: Option<u64>,
+    /// `overrun:` events overwritten because the buffer was full
+    /// (overwrite mode): the events a reader lost.
     pub overrun: Option<u64>,
+    /// `commit overrun:` events lost because an interrupt nested so deep
+    /// that the writer wrapped the page it was committing; should be 0.
     pub commit_overrun: Option<u64>,
-    pub bytes: Option<u64>,
+    pub(crate) bytes: Option<u64>,
+    /// `dropped events:` events refused because the buffer was full and
+    /// not in overwrite mode.
     pub dropped: Option<u64>,
-    pub read: Option<u64>,
+    pub(crate) read: Option<u64>,
     /// `now ts:` in trace-clock units: nanoseconds (from the printed
     /// `secs.usecs`) for clocks in ns, the raw count for counter clocks.
     pub now: Option<u64>,
 }
 
 impl CpuStats {
+    /// Reads the `key: value` lines of `per_cpu/cpuN/stats`
+    /// (kernel/trace/trace.c `tracing_stats_read()`); unknown keys and
+    /// unreadable values are skipped.
     pub fn parse(text: &str) -> Self {
         let mut s = CpuStats::default();
         for line in text.lines() {
@@ -152,7 +162,9 @@ pub fn buffer_kb_in_use(text: &str, data: u64) -> Option<u64> {
 /// `ftrace_dump_on_oops`: every CPU's buffer, or the oopsing CPU's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DumpOnOops {
+    /// `ftrace_dump_on_oops` (or `=1`): all CPUs' buffers.
     AllCpus,
+    /// `ftrace_dump_on_oops=2` (`orig_cpu`): only the oopsing CPU's.
     OopsCpu,
 }
 

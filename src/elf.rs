@@ -43,17 +43,42 @@ pub enum Error {
     BadSpec(&'static str),
     /// The symbol table has no function of that name; `near` are the closest
     /// function names.
-    NotFound { symbol: String, near: Vec<String> },
+    NotFound {
+        /// The name that was looked up.
+        symbol: String,
+        /// Function names close to it (for a "did you mean" hint).
+        near: Vec<String>,
+    },
     /// No `.symtab` (stripped) and the symbol is not among the `exported`
     /// functions of `.dynsym`.
-    Stripped { symbol: String, exported: usize, near: Vec<String> },
+    Stripped {
+        /// The name that was looked up.
+        symbol: String,
+        /// How many functions `.dynsym` exports.
+        exported: usize,
+        /// Exported names close to it.
+        near: Vec<String>,
+    },
     /// The name is given to several functions at different places.
-    Ambiguous { symbol: String, offsets: Vec<u64> },
+    Ambiguous {
+        /// The name that was looked up.
+        symbol: String,
+        /// The file offsets of each function of that name.
+        offsets: Vec<u64>,
+    },
     /// An indirect function (STT_GNU_IFUNC, like glibc's `memcpy`): its
     /// address is a resolver run once at load time, not the code called.
-    Ifunc { symbol: String },
+    Ifunc {
+        /// The name that was looked up.
+        symbol: String,
+    },
     /// The address is in no PT_LOAD segment's file contents.
-    NotMapped { symbol: String, vaddr: u64 },
+    NotMapped {
+        /// The name that was looked up.
+        symbol: String,
+        /// Its `st_value`, a virtual address.
+        vaddr: u64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -122,7 +147,9 @@ impl Error {
 /// Which symbol table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Table {
+    /// `.symtab`: every symbol, gone once the file is stripped.
     Symtab,
+    /// `.dynsym`: the exported symbols, kept by `strip`.
     Dynsym,
 }
 
@@ -134,13 +161,13 @@ pub struct Symbol<'a> {
     /// GNU version of a `.dynsym` entry and whether it is the default one
     /// (`name@@VER`) rather than a hidden one (`name@VER`).
     pub version: Option<(&'a str, bool)>,
-    pub value: u64,
-    pub size: u64,
+    pub(crate) value: u64,
+    pub(crate) size: u64,
     /// STT_* type.
     pub kind: u8,
     /// STB_* binding (0 local, 1 global, 2 weak…).
     pub bind: u8,
-    pub shndx: u16,
+    pub(crate) shndx: u16,
 }
 
 impl Symbol<'_> {
@@ -174,9 +201,9 @@ struct Section {
 /// address `vaddr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
-    pub offset: u64,
-    pub vaddr: u64,
-    pub filesz: u64,
+    pub(crate) offset: u64,
+    pub(crate) vaddr: u64,
+    pub(crate) filesz: u64,
 }
 
 /// File offset of `len` bytes at address `vaddr`, if one segment's file
@@ -192,18 +219,18 @@ pub fn segment_offset(segments: &[Segment], vaddr: u64, len: u64) -> Option<u64>
 /// order, class and where the tables are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    pub endian: Endian,
-    pub is64: bool,
+    pub(crate) endian: Endian,
+    pub(crate) is64: bool,
     /// `e_type`: 1 relocatable, 2 executable, 3 shared object / PIE, 4 core.
     pub kind: u16,
     /// `e_machine` (3 x86, 40 ARM, 62 x86_64, 183 AArch64…).
     pub machine: u16,
-    pub phoff: u64,
-    pub phentsize: u16,
-    pub phnum: u16,
-    pub shoff: u64,
-    pub shentsize: u16,
-    pub shnum: u16,
+    pub(crate) phoff: u64,
+    pub(crate) phentsize: u16,
+    pub(crate) phnum: u16,
+    pub(crate) shoff: u64,
+    pub(crate) shentsize: u16,
+    pub(crate) shnum: u16,
 }
 
 /// Size of the ELF header (ELF64; an ELF32 header is 52 bytes): what
@@ -325,6 +352,9 @@ fn cstr(strtab: &[u8], off: u64) -> Option<&str> {
 }
 
 impl<'a> Elf<'a> {
+    /// Reads the ELF header, program headers and symbol tables of a
+    /// 32- or 64-bit file of either byte order; an executable or shared
+    /// object only (a uprobe's offset is a file offset in one).
     pub fn parse(data: &'a [u8]) -> Result<Self, Error> {
         // The type first: a core or an object file is named as such even
         // when the rest of its header is cut short.

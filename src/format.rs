@@ -14,31 +14,51 @@ pub enum FieldKind {
     /// A plain integer (or pointer) of `size` bytes.
     Scalar,
     /// A fixed array: `count` elements of `elem_size` bytes (`char comm[16]`).
-    Array { elem_size: u32, count: u32 },
+    Array {
+        /// Bytes per element.
+        elem_size: u32,
+        /// Elements (the `[N]`; 0 for a trailing `buf[]` that runs to the
+        /// record's end).
+        count: u32,
+    },
     /// `__data_loc`: a u32 `(len << 16) | offset`, offset from record start.
-    DataLoc { elem_size: u32 },
+    DataLoc {
+        /// Bytes per element of the array it points at.
+        elem_size: u32,
+    },
     /// `__rel_loc`: like DataLoc, offset from the end of this field.
-    RelLoc { elem_size: u32 },
+    RelLoc {
+        /// Bytes per element of the array it points at.
+        elem_size: u32,
+    },
 }
 
 /// One `field:` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
+    /// The field's name (`common_pid`, `prev_comm`).
     pub name: String,
     /// The C type as written, without the name and brackets
     /// (`unsigned long`, `char`, `__data_loc char`, `const char *`).
     pub type_name: String,
+    /// Bytes from the start of the record's payload.
     pub offset: u32,
+    /// Bytes the field takes in the record (the whole array for one).
     pub size: u32,
+    /// `signed:1`: read the bytes as a signed integer.
     pub signed: bool,
+    /// Scalar, array, or a pointer to variable-length data.
     pub kind: FieldKind,
 }
 
 /// One event's format file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventFormat {
+    /// `ID:`, the number each record carries in `common_type`.
     pub id: u32,
+    /// The event's system (its directory under `events/`).
     pub system: String,
+    /// `name:`.
     pub name: String,
     /// `common_*` fields (the part before the blank line).
     pub common: Vec<Field>,
@@ -54,10 +74,10 @@ pub struct EventFormat {
 /// the renderers all read fields through it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FieldLoc {
-    pub offset: u32,
-    pub size: u32,
-    pub signed: bool,
-    pub kind: FieldKind,
+    pub(crate) offset: u32,
+    pub(crate) size: u32,
+    pub(crate) signed: bool,
+    pub(crate) kind: FieldKind,
 }
 
 impl FieldLoc {
@@ -128,12 +148,12 @@ impl Field {
 /// to a line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FormatError {
-    pub line: u32,
-    pub kind: FormatErrorKind,
+    pub(crate) line: u32,
+    pub(crate) kind: FormatErrorKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FormatErrorKind {
+pub(crate) enum FormatErrorKind {
     /// No `name:` line.
     MissingName,
     /// No `ID:` line.
@@ -491,14 +511,17 @@ impl EventFormat {
 /// sizes in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderPage {
-    pub timestamp_offset: u32,
-    pub timestamp_size: u32,
-    pub commit_offset: u32,
+    pub(crate) timestamp_offset: u32,
+    pub(crate) timestamp_size: u32,
+    pub(crate) commit_offset: u32,
     /// 8 on 64-bit kernels, 4 on 32-bit ones: the kernel's `long` size.
     pub commit_size: u32,
     /// `int overwrite` (a view of the commit word's flag bits), if listed.
     pub overwrite: Option<(u32, u32)>,
+    /// Where the records start on a page (after the header).
     pub data_offset: u32,
+    /// Bytes of records a page can hold: the sub-buffer size less the
+    /// header.
     pub data_size: u32,
 }
 
@@ -586,14 +609,14 @@ impl HeaderPage {
 /// (which the page decoder does not support).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderEvent {
-    pub type_len_bits: u32,
-    pub time_delta_bits: u32,
-    pub array_bits: u32,
-    pub padding_type: u32,
-    pub time_extend_type: u32,
+    pub(crate) type_len_bits: u32,
+    pub(crate) time_delta_bits: u32,
+    pub(crate) array_bits: u32,
+    pub(crate) padding_type: u32,
+    pub(crate) time_extend_type: u32,
     /// Absent before 4.17 kernels printed it.
     pub time_stamp_type: Option<u32>,
-    pub data_max_type_len: u32,
+    pub(crate) data_max_type_len: u32,
     /// The header describes the old (2.6.30) `type`/`len` layout.
     pub old_format: bool,
 }
@@ -667,6 +690,7 @@ const MAX_DIRECT_ID: u32 = 1 << 16;
 const GONE: u64 = u64::MAX;
 
 impl EventTable {
+    /// An empty table; [`EventTable::insert`] adds the formats.
     pub fn new() -> Self {
         Self::default()
     }
@@ -766,33 +790,42 @@ impl EventTable {
         self.get(self.record_id(payload, e)?)
     }
 
-    pub fn len(&self) -> usize {
-        self.events.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
+    /// Every event, in the order first inserted (a replaced one keeps its
+    /// place).
     pub fn iter(&self) -> impl Iterator<Item = &EventFormat> {
         self.events.iter()
     }
 }
 
+/// The four common fields every event's format file starts with on the
+/// kernels trbox's fixtures come from (`common_type`, `common_flags`,
+/// `common_preempt_count`, `common_pid`; kernel/trace/trace_events.c
+/// `trace_define_common_fields()`), and the blank line after them: for
+/// tests that write a format file, `concat!(HEAD, common_fields!(), FIELDS)`.
+#[cfg(test)]
+macro_rules! common_fields {
+    () => {
+        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+    };
+}
+#[cfg(test)]
+pub(crate) use common_fields;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const IRQ: &str = "name: irq_handler_entry\nID: 105\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
-\n\
-\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\
+    const IRQ: &str = concat!(
+        "name: irq_handler_entry\nID: 105\nformat:\n",
+        common_fields!(),
+        "\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\
 \tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n\
 \n\
-print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)\n";
+print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)\n"
+    );
 
     #[test]
     fn irq_handler_entry() {
@@ -967,7 +1000,7 @@ print fmt: \"task %s:%d\", REC->prev_comm, REC->prev_pid\r\n";
         other.id = 70000;
         other.name = String::from("big");
         t.insert(other);
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.events.len(), 2);
         assert_eq!(t.get(105).unwrap().name, "irq_handler_entry");
         assert_eq!(t.get(70000).unwrap().name, "big");
         assert!(t.get(104).is_none());
@@ -983,7 +1016,7 @@ print fmt: \"task %s:%d\", REC->prev_comm, REC->prev_pid\r\n";
         assert_eq!(t.insert(again).unwrap().name, "irq_handler_entry");
         assert!(t.by_name("irq:irq_handler_entry").is_none());
         assert_eq!(t.by_name("irq:renamed").unwrap().id, 105);
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.events.len(), 2);
     }
 
     #[test]

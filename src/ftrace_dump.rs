@@ -69,18 +69,22 @@ pub struct Dump {
 /// One event line of a dump, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line<'a> {
+    /// The task's name as the dump printed it (`<idle>`, `<...>`).
     pub comm: &'a str,
+    /// The task's pid.
     pub pid: i64,
+    /// The CPU whose buffer held the event (`[003]`).
     pub cpu: u32,
     /// The latency columns (`d..2.`).
     pub flags: &'a str,
     /// Microseconds since the buffer started (or counter ticks when
     /// `in_us` is false).
     pub ts: u64,
-    pub in_us: bool,
+    pub(crate) in_us: bool,
     /// The event's name; `function` for the function tracer's
     /// `func <-parent`, empty when the text names none.
     pub event: &'a str,
+    /// The rest of the line after `event: `, as the kernel printed it.
     pub body: &'a str,
 }
 
@@ -259,6 +263,7 @@ pub fn find(log: &str) -> Vec<Dump> {
 /// Counts over a dump's lines for `--stats`.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// Event lines parsed.
     pub events: u64,
     /// Lines that are neither events nor lost-event marks (continuations,
     /// another tracer's layout, a message that tore in).
@@ -269,10 +274,13 @@ pub struct Stats {
     pub by_cpu: Vec<(u32, u64, Option<u64>)>,
     /// First and last time stamp.
     pub span: Option<(u64, u64)>,
+    /// The time stamps are microseconds (else counter ticks, from a
+    /// counter trace clock such as `x86-tsc`).
     pub in_us: bool,
 }
 
 impl Stats {
+    /// Counts the lines of one dump.
     pub fn of(d: &Dump) -> Stats {
         let mut s = Stats::default();
         let cpu = |s: &mut Stats, c: u32| -> usize {

@@ -310,31 +310,39 @@ struct RetLayout {
 /// One decoded graph record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GraphRec {
+    /// `funcgraph_entry`: a traced function was called.
     /// `args`: where the record's arguments start, when it carries them
     /// (funcgraph-args: [`crate::kernel::FTRACE_REGS_MAX_ARGS`] `long`s).
     Entry {
+        /// `common_pid`: the task that made the call.
         pid: i32,
+        /// The called function's address (`graph_ent.func`).
         func: u64,
+        /// Call depth, 0 for the outermost function traced.
         depth: i64,
+        /// Byte offset of the first argument in the payload.
         args: Option<u32>,
     },
+    /// `funcgraph_exit`: a traced function returned.
     Exit {
+        /// `common_pid`: the task that returned.
         pid: i32,
+        /// The returning function's address.
         func: u64,
+        /// Call depth, as its entry had.
         depth: i64,
+        /// Returns the task's return stack lost (it was full): the entries
+        /// and exits around it no longer pair.
         overrun: u64,
+        /// Trace-clock time of the call.
         calltime: u64,
+        /// Trace-clock time of the return; `rettime - calltime` is the
+        /// duration printed.
         rettime: u64,
+        /// The return value, where the format has a `retval` field (6.5+,
+        /// CONFIG_FUNCTION_GRAPH_RETVAL).
         retval: Option<u64>,
     },
-}
-
-impl GraphRec {
-    pub fn pid(&self) -> i32 {
-        match *self {
-            GraphRec::Entry { pid, .. } | GraphRec::Exit { pid, .. } => pid,
-        }
-    }
 }
 
 /// Finds the funcgraph events in an event table (by name, fields by name)
@@ -355,6 +363,9 @@ fn field<'a>(ev: &'a EventFormat, name: &str) -> Option<&'a Field> {
 }
 
 impl GraphEvents {
+    /// Finds `funcgraph_entry`/`funcgraph_exit` in `events` and where each
+    /// field lies, whatever the kernel version's layout; `abi` is the
+    /// traced kernel's byte order and `long` size.
     pub fn new(events: &EventTable, abi: Abi) -> Self {
         let mut g = GraphEvents {
             endian: abi.endian,
@@ -582,6 +593,8 @@ impl<'a> GraphRenderer<'a> {
         self
     }
 
+    /// The `funcgraph-*` options to render with (the traced kernel's
+    /// `trace_options`, or the defaults).
     pub fn with_opts(mut self, o: GraphOpts) -> Self {
         self.opts = o;
         self
@@ -611,10 +624,6 @@ impl<'a> GraphRenderer<'a> {
     /// graph record never needs.
     pub fn set_irq_text(&mut self, t: IrqText) {
         self.irq = t;
-    }
-
-    pub fn opts(&self) -> &GraphOpts {
-        &self.opts
     }
 
     /// The graph events found in the table.
@@ -1179,9 +1188,9 @@ mod tests {
     }
 
     // Synthetic records for a 64-bit little-endian 6.1 kernel.
-    const FMT_ENT: &str = "name: funcgraph_entry\nID: 11\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:int depth;\toffset:16;\tsize:4;\tsigned:1;\n\nprint fmt: \"--> %ps (%d)\", (void *)REC->func, REC->depth\n";
-    const FMT_RET: &str = "name: funcgraph_exit\nID: 10\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:int depth;\toffset:16;\tsize:4;\tsigned:1;\n\tfield:unsigned int overrun;\toffset:20;\tsize:4;\tsigned:0;\n\tfield:unsigned long long calltime;\toffset:24;\tsize:8;\tsigned:0;\n\tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n\nprint fmt: \"<-- %ps (%d) (start: %llx  end: %llx) over: %d\", (void *)REC->func, REC->depth, REC->calltime, REC->rettime, REC->depth\n";
-    const FMT_PRINT: &str = "name: print\nID: 5\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n\nprint fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n";
+    const FMT_ENT: &str = concat!("name: funcgraph_entry\nID: 11\nformat:\n", crate::format::common_fields!(), "\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:int depth;\toffset:16;\tsize:4;\tsigned:1;\n\nprint fmt: \"--> %ps (%d)\", (void *)REC->func, REC->depth\n");
+    const FMT_RET: &str = concat!("name: funcgraph_exit\nID: 10\nformat:\n", crate::format::common_fields!(), "\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:int depth;\toffset:16;\tsize:4;\tsigned:1;\n\tfield:unsigned int overrun;\toffset:20;\tsize:4;\tsigned:0;\n\tfield:unsigned long long calltime;\toffset:24;\tsize:8;\tsigned:0;\n\tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n\nprint fmt: \"<-- %ps (%d) (start: %llx  end: %llx) over: %d\", (void *)REC->func, REC->depth, REC->calltime, REC->rettime, REC->depth\n");
+    const FMT_PRINT: &str = concat!("name: print\nID: 5\nformat:\n", crate::format::common_fields!(), "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n\nprint fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n");
 
     pub(crate) fn table() -> EventTable {
         let mut t = EventTable::new();
@@ -1369,7 +1378,7 @@ mod tests {
     /// on a big-endian 32-bit kernel, with funcgraph-retval.
     #[test]
     fn newer_layout_retval_big_endian_32() {
-        let c = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+        let c = crate::format::common_fields!();
         let ent = alloc::format!("name: funcgraph_entry\nID: 11\nformat:\n{c}\tfield:unsigned long func;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:unsigned int depth;\toffset:12;\tsize:4;\tsigned:0;\n\nprint fmt: \"x\"\n");
         let ret = alloc::format!("name: funcgraph_exit\nID: 10\nformat:\n{c}\tfield:unsigned long func;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:unsigned long retval;\toffset:12;\tsize:4;\tsigned:0;\n\tfield:unsigned int depth;\toffset:16;\tsize:4;\tsigned:0;\n\tfield:unsigned int overrun;\toffset:20;\tsize:4;\tsigned:0;\n\tfield:unsigned long long calltime;\toffset:24;\tsize:8;\tsigned:0;\n\tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n\nprint fmt: \"y\"\n");
         let mut t = EventTable::new();

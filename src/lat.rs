@@ -35,7 +35,9 @@ use core::fmt::{self, Write};
 
 use crate::abi::Endian;
 use crate::format::{EventFormat, EventTable, Field, FieldKind};
-use crate::render::{json_str, Cmdlines, CommonFields};
+use crate::json;
+use crate::problems::Problems;
+use crate::render::{Cmdlines, CommonFields};
 
 /// Most histogram entries per key (`-E`).
 pub const MAX_ENTRIES: usize = 1 << 16;
@@ -50,7 +52,7 @@ const MAX_OPEN: usize = 1 << 16;
 pub struct VecMap<K, V>(Vec<(K, V)>);
 
 impl<K: Ord + Copy, V> VecMap<K, V> {
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         VecMap(Vec::new())
     }
 
@@ -58,16 +60,16 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
         self.0.binary_search_by(|e| e.0.cmp(k))
     }
 
-    pub fn get(&self, k: &K) -> Option<&V> {
+    pub(crate) fn get(&self, k: &K) -> Option<&V> {
         self.find(k).ok().and_then(|i| self.0.get(i)).map(|e| &e.1)
     }
 
-    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+    pub(crate) fn get_mut(&mut self, k: &K) -> Option<&mut V> {
         let i = self.find(k).ok()?;
         self.0.get_mut(i).map(|e| &mut e.1)
     }
 
-    pub fn contains_key(&self, k: &K) -> bool {
+    pub(crate) fn contains_key(&self, k: &K) -> bool {
         self.find(k).is_ok()
     }
 
@@ -94,19 +96,19 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
         }
     }
 
-    pub fn remove(&mut self, k: &K) -> Option<V> {
+    pub(crate) fn remove(&mut self, k: &K) -> Option<V> {
         self.find(k).ok().map(|i| self.0.remove(i).1)
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.0.clear()
     }
 
@@ -126,16 +128,16 @@ impl<K: Ord + Copy, V> Default for VecMap<K, V> {
 /// system calls: how many failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stat {
-    pub count: u64,
-    pub min: u64,
-    pub max: u64,
-    pub sum: u64,
-    pub last: u64,
-    pub errors: u64,
+    pub(crate) count: u64,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+    pub(crate) sum: u64,
+    pub(crate) last: u64,
+    pub(crate) errors: u64,
 }
 
 impl Stat {
-    pub fn add(&mut self, v: u64) {
+    pub(crate) fn add(&mut self, v: u64) {
         if self.count == 0 || v < self.min {
             self.min = v;
         }
@@ -145,7 +147,7 @@ impl Stat {
         self.last = v;
     }
 
-    pub fn avg(&self) -> u64 {
+    pub(crate) fn avg(&self) -> u64 {
         self.sum.checked_div(self.count).unwrap_or(0)
     }
 
@@ -165,9 +167,9 @@ impl Stat {
 /// ns; `over` those at or past the last bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hist {
-    pub width: u64,
-    pub buckets: Vec<u64>,
-    pub over: u64,
+    pub(crate) width: u64,
+    pub(crate) buckets: Vec<u64>,
+    pub(crate) over: u64,
 }
 
 impl Hist {
@@ -177,7 +179,7 @@ impl Hist {
         Hist { width: width.max(1), buckets: alloc::vec![0; entries.clamp(1, MAX_ENTRIES)], over: 0 }
     }
 
-    pub fn add(&mut self, v: u64) {
+    pub(crate) fn add(&mut self, v: u64) {
         let i = v / self.width;
         match usize::try_from(i).ok().and_then(|i| self.buckets.get_mut(i)) {
             Some(b) => *b += 1,
@@ -194,15 +196,24 @@ impl Hist {
 /// What a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// From a task's wakeup (`sched_waking`) to the switch to it.
     Wakeup,
+    /// Hard and soft interrupt handler durations.
     Irq,
+    /// System call durations (`raw_syscalls` or per-call events).
     Syscall,
+    /// The timerlat tracer's IRQ and thread latencies.
     Timerlat,
+    /// The osnoise tracer's noise per period.
     Osnoise,
+    /// The hwlat tracer's samples (time the CPU was away, seen from a
+    /// busy loop with interrupts off).
     Hwlat,
 }
 
 impl Mode {
+    /// The mode a `tr-lat` argument names (`wakeup`, `irq`, `syscall`,
+    /// `timerlat`, `osnoise`, `hwlat`).
     pub fn parse(s: &str) -> Option<Mode> {
         Some(match s {
             "wakeup" => Mode::Wakeup,
@@ -287,15 +298,21 @@ pub enum Table {
     SyscallTask,
     /// timerlat, per CPU: IRQ, thread and user-return latency.
     TimerIrq,
+    /// timerlat, per CPU: the latency seen by the timerlat thread.
     TimerThread,
+    /// timerlat, per CPU: the latency seen by a user-space timerlat task
+    /// on its return to user space.
     TimerUser,
     /// osnoise, per CPU: the noise of each period.
     Noise,
     /// osnoise, per CPU: single noises over the threshold (the
     /// `osnoise:sample_threshold` event, when enabled).
     Single,
-    /// hwlat, per CPU: the inner and outer loop's sample.
+    /// hwlat, per CPU: the inner sample, the gap between two consecutive
+    /// clock reads (kernel/trace/trace_hwlat.c `get_sample()`).
     HwInner,
+    /// hwlat, per CPU: the outer sample, from one pair of reads to the
+    /// next.
     HwOuter,
 }
 
@@ -359,36 +376,39 @@ const SOFTIRQS: [&str; 10] =
 /// statistics and the histogram.
 #[derive(Debug, Clone)]
 pub struct Row {
-    pub name: String,
-    pub stat: Stat,
-    pub hist: Option<Hist>,
+    pub(crate) name: String,
+    pub(crate) stat: Stat,
+    pub(crate) hist: Option<Hist>,
 }
 
 /// One measured latency, for `--samples`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
+    /// What was measured (the table its row is in).
     pub table: Table,
-    pub key: i64,
-    pub cpu: u32,
+    pub(crate) key: i64,
+    pub(crate) cpu: u32,
     /// Trace-clock time of the begin (the timerlat/osnoise entry itself
     /// for those modes) and the end.
     pub begin: u64,
+    /// Trace-clock time of the end.
     pub end: u64,
+    /// The latency, in nanoseconds.
     pub ns: u64,
 }
 
 /// The osnoise tracer's totals for one CPU (µs, as the entries give them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Noise {
-    pub periods: u64,
-    pub runtime: u64,
-    pub noise: u64,
-    pub max_single: u64,
-    pub hw: u64,
-    pub nmi: u64,
-    pub irq: u64,
-    pub softirq: u64,
-    pub thread: u64,
+    pub(crate) periods: u64,
+    pub(crate) runtime: u64,
+    pub(crate) noise: u64,
+    pub(crate) max_single: u64,
+    pub(crate) hw: u64,
+    pub(crate) nmi: u64,
+    pub(crate) irq: u64,
+    pub(crate) softirq: u64,
+    pub(crate) thread: u64,
 }
 
 impl Noise {
@@ -472,7 +492,7 @@ const FORK: usize = 2;
 
 /// The accumulators of one run.
 pub struct Lat {
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     endian: Endian,
     /// wakeup: real-time (and deadline) tasks only.
     rt_only: bool,
@@ -489,16 +509,18 @@ pub struct Lat {
     open: VecMap<i64, (i64, u64)>,
     /// irq: per CPU (IRQ, entry time) and (vector, entry time).
     irq_open: Vec<(Open, Open)>,
-    pub noise: VecMap<u32, Noise>,
+    pub(crate) noise: VecMap<u32, Noise>,
     /// Ends without their begin, and begins forgotten at a loss.
     pub unpaired: u64,
     /// wakeup: wakings that no switch to their task followed (the task ran
     /// before one was seen, or was woken again): not latencies.
     pub no_switch: u64,
+    /// Lost-events marks met ([`Lat::lose`]): the counts may miss
+    /// latencies around each.
     pub lost: u64,
     /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
     seq: VecMap<(u32, i64), u64>,
-    pub seq_gaps: u64,
+    pub(crate) seq_gaps: u64,
     /// syscall: the per-call events by ID, where the kernel has them.
     syscalls: VecMap<u32, SyscallEv>,
 }
@@ -610,7 +632,9 @@ impl Lat {
         self.evs.iter().position(|e| e.as_ref().is_some_and(|e| e.id == id))
     }
 
-    fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) {
+    /// Count `ns` in the row of (`table`, `key`), made if new, named
+    /// `name` when one is given; the row, for what else the caller counts.
+    fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) -> &mut Row {
         let hist = self.hist;
         let row = self.rows.entry((table, key), || Row {
             name: String::new(),
@@ -624,6 +648,7 @@ impl Lat {
         if let Some(h) = row.hist.as_mut() {
             h.add(ns);
         }
+        row
     }
 
     /// wakeup: the wakings that no switch to their task followed, those
@@ -835,11 +860,10 @@ impl Lat {
         match self.open.remove(&pid) {
             Some((m, begin)) if m == nr => {
                 let ns = ts.saturating_sub(begin);
-                self.add(Table::Syscall, nr, name, ns);
+                let row = self.add(Table::Syscall, nr, name, ns);
+                // -MAX_ERRNO..0 is an error (include/linux/err.h IS_ERR_VALUE).
                 if (-4095..0).contains(&ret) {
-                    if let Some(r) = self.rows.get_mut(&(Table::Syscall, nr)) {
-                        r.stat.errors += 1;
-                    }
+                    row.stat.errors += 1;
                 }
                 self.add(Table::SyscallTask, pid, None, ns);
                 Some(Sample { table: Table::Syscall, key: nr, cpu, begin, end: ts, ns })
@@ -896,10 +920,12 @@ impl Lat {
 /// How values are printed: µs with three decimals (default) or ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unit {
+    /// Print nanoseconds (`--ns`), not microseconds.
     pub ns: bool,
 }
 
 impl Unit {
+    /// The unit's name for column headers and JSON (`us` or `ns`).
     pub fn name(self) -> &'static str {
         if self.ns {
             "ns"
@@ -908,6 +934,7 @@ impl Unit {
         }
     }
 
+    /// Writes `v` nanoseconds in this unit: `12.345` (µs) or `12345`.
     pub fn write<W: Write + ?Sized>(self, w: &mut W, v: u64) -> fmt::Result {
         if self.ns {
             write!(w, "{v}")
@@ -1111,11 +1138,15 @@ pub fn write_hists<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines
 }
 
 /// One JSON object per row (and per osnoise CPU), one a line; values in
-/// `unit`, with `"unit"` saying which.
+/// `unit`, with `"unit"` saying which. The members of fixed names are one
+/// format string a line (no name needs escaping); names go through
+/// [`json::string`], the histogram through [`json::uint_array`]. (Written
+/// member by member with [`json::Object`], these lines cost 672 bytes more on
+/// aarch64.)
 pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
     for (t, k, r) in lat.rows() {
         write!(w, "{{\"table\":\"{}\",\"key\":{k},\"name\":", t.name())?;
-        json_str(w, &key_name(t, k, r, cmdlines))?;
+        json::string(w, &key_name(t, k, r, cmdlines))?;
         write!(w, ",\"unit\":\"{}\",\"count\":{}", unit.name(), r.stat.count)?;
         for (n, v) in [("min", r.stat.min), ("avg", r.stat.avg()), ("max", r.stat.max), ("sum", r.stat.sum)] {
             write!(w, ",\"{n}\":")?;
@@ -1127,11 +1158,9 @@ pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdline
         if let Some(h) = &r.hist {
             w.write_str(",\"hist\":{\"width\":")?;
             unit.write(w, h.width)?;
-            w.write_str(",\"buckets\":[")?;
-            for (i, n) in h.buckets.iter().enumerate() {
-                write!(w, "{}{n}", if i > 0 { "," } else { "" })?;
-            }
-            write!(w, "],\"over\":{}}}", h.over)?;
+            w.write_str(",\"buckets\":")?;
+            json::uint_array(w, h.buckets.iter().copied())?;
+            write!(w, ",\"over\":{}}}", h.over)?;
         }
         w.write_str("}\n")?;
     }
@@ -1180,7 +1209,7 @@ pub fn write_max_json<W: Write>(
 ) -> fmt::Result {
     let (k, body) = file.map_or(("trace", trace), |f| ("file", f));
     write!(w, "{{\"tracer\":\"{tracer}\",\"n\":{n},\"unit\":\"us\",\"latency\":{latency_us},\"{k}\":")?;
-    json_str(w, body)?;
+    json::string(w, body)?;
     writeln!(w, "}}")
 }
 
@@ -1198,6 +1227,18 @@ pub fn write_sample<W: Write + ?Sized>(w: &mut W, s: &Sample) -> fmt::Result {
     )
 }
 
+/// What the input's readers read past ([`Problems`]) as one line in the
+/// style of [`write_json`]'s: `{"table":"problems","cut_off":1}`, a
+/// member per kind met; nothing when there were none.
+pub fn write_problems_json(w: &mut dyn Write, p: &Problems) -> fmt::Result {
+    if p.is_empty() {
+        return Ok(());
+    }
+    w.write_str("{\"table\":\"problems\",")?;
+    json::problem_counts(w, p)?;
+    w.write_str("}\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1209,6 +1250,19 @@ mod tests {
         assert_eq!(cpu_list(""), [] as [u32; 0]);
         assert_eq!(cpu_list("x,2-1,7"), [7]);
         assert_eq!(cpu_list("0-4294967295").len(), 4096);
+    }
+
+    #[test]
+    fn problems_are_one_json_line_in_the_tables_style() {
+        use crate::problems::ProblemKind;
+        let mut w = String::new();
+        let mut p = Problems::new();
+        write_problems_json(&mut w, &p).unwrap();
+        assert_eq!(w, "");
+        p.add(ProblemKind::BadFormat, "sched:sched_switch: the format does not parse");
+        p.add(ProblemKind::BadFormat, "irq:irq_handler_entry: the format does not parse");
+        write_problems_json(&mut w, &p).unwrap();
+        assert_eq!(w, "{\"table\":\"problems\",\"bad_format\":2}\n");
     }
 
     #[test]
@@ -1225,9 +1279,9 @@ mod tests {
     }
     use crate::format::EventFormat;
 
-    const WAKING: &str = "name: sched_waking\nID: 5\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
-    const SWITCH: &str = "name: sched_switch\nID: 6\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
-    const TIMERLAT: &str = "name: timerlat\nID: 18\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:unsigned int seqnum;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:int context;\toffset:12;\tsize:4;\tsigned:1;\n\tfield:u64 timer_latency;\toffset:16;\tsize:8;\tsigned:0;\n\nprint fmt: \"x\"\n";
+    const WAKING: &str = concat!("name: sched_waking\nID: 5\nformat:\n", crate::format::common_fields!(), "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n");
+    const SWITCH: &str = concat!("name: sched_switch\nID: 6\nformat:\n", crate::format::common_fields!(), "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n");
+    const TIMERLAT: &str = concat!("name: timerlat\nID: 18\nformat:\n", crate::format::common_fields!(), "\tfield:unsigned int seqnum;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:int context;\toffset:12;\tsize:4;\tsigned:1;\n\tfield:u64 timer_latency;\toffset:16;\tsize:8;\tsigned:0;\n\nprint fmt: \"x\"\n");
 
     fn table(texts: &[(&str, &str)]) -> EventTable {
         let mut t = EventTable::new();

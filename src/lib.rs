@@ -14,48 +14,35 @@
 extern crate alloc;
 
 pub mod abi;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod boot;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod btf;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod ctl;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod elf;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod format;
 #[cfg(feature = "host")]
-#[allow(missing_docs)] // to document (issue 28)
 pub mod ftrace_dump;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod graph;
+pub mod json;
 pub mod kallsyms;
 pub mod kernel;
 pub mod kvars;
 pub mod lastboot;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod lat;
 pub mod merge;
-#[allow(missing_docs)] // to document (issue 28)
-pub mod mountinfo;
+// Only the std layer reads /proc/self/mountinfo (sys::tracefs).
+#[cfg(feature = "std")]
+pub(crate) mod mountinfo;
 pub mod names;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod page;
 #[cfg(feature = "host")]
-#[allow(missing_docs)] // to document (issue 28)
-pub mod perfetto;
-#[allow(missing_docs)] // to document (issue 28)
+pub(crate) mod perfetto;
 pub mod printfmt;
 pub mod printk;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod probe;
 pub mod problems;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod render;
-#[allow(missing_docs)] // to document (issue 28)
-pub mod strmap;
+pub(crate) mod strmap;
 pub mod trace;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod tracedat;
 
 pub use trace::Trace;

@@ -15,8 +15,8 @@ pub struct Mount {
     pub root: String,
     /// Where it is mounted, octal escapes (`\040`…) decoded.
     pub mount_point: String,
-    pub fstype: String,
-    pub source: String,
+    pub(crate) fstype: String,
+    pub(crate) source: String,
 }
 
 /// Why a mountinfo line was not understood.
@@ -96,8 +96,8 @@ pub enum Kind {
 /// A directory that should be a tracing root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
-    pub path: String,
-    pub kind: Kind,
+    pub(crate) path: String,
+    pub(crate) kind: Kind,
 }
 
 /// Is `a` equal to `b` or an ancestor directory of it?

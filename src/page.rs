@@ -43,11 +43,11 @@ const TS_MSB: u64 = 0xf8 << 56;
 /// Where a sub-buffer's header fields are, from `events/header_page`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageLayout {
-    pub ts_offset: usize,
-    pub commit_offset: usize,
+    pub(crate) ts_offset: usize,
+    pub(crate) commit_offset: usize,
     /// 4 or 8: the kernel's `long` size (also the stored lost-count size).
     pub commit_size: usize,
-    pub data_offset: usize,
+    pub(crate) data_offset: usize,
     /// Maximum data bytes (sub-buffer size − data offset).
     pub data_size: usize,
 }
@@ -99,9 +99,11 @@ pub enum Missed {
 pub struct PageError {
     /// Byte offset in the page (from its first byte) where it went wrong.
     pub offset: u32,
+    /// What was wrong there.
     pub kind: PageErrorKind,
 }
 
+/// What [`PageError`] found wrong at its offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageErrorKind {
     /// The bytes do not even hold the page header.
@@ -140,7 +142,10 @@ impl std::error::Error for PageError {}
 /// the event's fields (rounded up to 4 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Record<'a> {
+    /// Absolute time stamp: the page's time plus every delta, extend and
+    /// absolute stamp before the record (kernel/trace/ring_buffer.c).
     pub ts: u64,
+    /// The event's bytes, from `common_type` on.
     pub payload: &'a [u8],
 }
 
@@ -150,9 +155,13 @@ pub enum Item<'a> {
     /// Events were lost before this page (first item of the page; `ts` is
     /// the page timestamp). `count` is `None` when the kernel did not store it.
     Lost {
+        /// The page's time stamp.
         ts: u64,
+        /// How many, when the commit word carried the count
+        /// (`RB_MISSED_STORED`).
         count: Option<u64>,
     },
+    /// A data event.
     Record(Record<'a>),
 }
 
@@ -175,6 +184,7 @@ pub struct Page<'a> {
     pub timestamp: u64,
     /// The committed data length in bytes.
     pub len: u32,
+    /// Events lost before this page, from the commit word's flags.
     pub missed: Missed,
     /// The committed data as far as the bytes go.
     data: &'a [u8],
@@ -448,10 +458,13 @@ pub struct Items<'a> {
 }
 
 impl<'a> Items<'a> {
+    /// Where the walk is, the lost-events marker included (for
+    /// [`Page::items_at`], to resume a page after a pause).
     pub fn cursor(&self) -> Cursor {
         Cursor { lost_done: self.lost.is_none(), ..self.rec.cursor() }
     }
 
+    /// Discarded events (padding with a non-zero delta) skipped so far.
     pub fn discarded(&self) -> u32 {
         self.rec.discarded()
     }
@@ -498,7 +511,16 @@ pub mod build {
     pub enum Ev<'p> {
         /// A data event with this delta and payload (length rounded up to 4;
         /// `type_len` form for ≤ 112 bytes unless `force_long`).
-        Data { delta: u32, payload: &'p [u8], force_long: bool },
+        Data {
+            /// Time since the previous event, in trace-clock units (27 bits
+            /// kept).
+            delta: u32,
+            /// The event's bytes.
+            payload: &'p [u8],
+            /// Use the long form (`type_len` 0, length word) even where
+            /// the short one fits.
+            force_long: bool,
+        },
         /// Time extend adding `delta`  (`> 27 bits` allowed).
         Extend(u64),
         /// Absolute time stamp (bits 0..59 stored).
@@ -514,13 +536,15 @@ pub mod build {
     /// A sub-buffer under construction.
     #[derive(Debug, Clone)]
     pub struct PageBuilder {
-        pub layout: PageLayout,
-        pub endian: Endian,
-        pub timestamp: u64,
+        pub(crate) layout: PageLayout,
+        pub(crate) endian: Endian,
+        pub(crate) timestamp: u64,
         data: Vec<u8>,
     }
 
     impl PageBuilder {
+        /// An empty page with this header `layout`, byte order and page
+        /// time stamp.
         pub fn new(layout: PageLayout, endian: Endian, timestamp: u64) -> Self {
             PageBuilder { layout, endian, timestamp, data: Vec::new() }
         }
@@ -542,6 +566,7 @@ pub mod build {
             self.w32(h);
         }
 
+        /// Appends `ev`'s header and body as ring_buffer.c writes them.
         pub fn push(&mut self, ev: Ev<'_>) -> &mut Self {
             match ev {
                 Ev::Data { delta, payload, force_long } => {

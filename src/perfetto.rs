@@ -142,20 +142,12 @@ pub enum Plan {
 }
 
 impl Plan {
-    pub fn of(f: &EventFormat) -> Plan {
+    pub(crate) fn of(f: &EventFormat) -> Plan {
         if let Some((_, _, field, map)) = TYPED.iter().find(|t| t.0 == f.system && t.1 == f.name) {
             let copies = map.iter().filter_map(|(n, p, s)| f.field(n).map(|x| (x.clone(), *p, *s))).collect();
             return Plan::Typed { field: *field, copies };
         }
         Plan::Generic { name: f.name.clone(), fields: f.fields.clone() }
-    }
-
-    /// Which typed message, if any (for tests and counts).
-    pub fn typed_field(&self) -> Option<u32> {
-        match self {
-            Plan::Typed { field, .. } => Some(*field),
-            Plan::Generic { .. } => None,
-        }
     }
 }
 
@@ -236,14 +228,14 @@ pub struct TraceBuilder {
     scratch: Vec<u8>,
     /// Kernel addresses seen in funcgraph events, and their iids.
     ksyms: BTreeMap<u64, u64>,
-    pub events: u64,
+    pub(crate) events: u64,
 }
 
 /// trusted_packet_sequence_id of every packet (one writer).
 const SEQ: u64 = 1;
 
 impl TraceBuilder {
-    pub fn new() -> TraceBuilder {
+    pub(crate) fn new() -> TraceBuilder {
         TraceBuilder::default()
     }
 

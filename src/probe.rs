@@ -10,9 +10,14 @@ use core::fmt;
 /// The group of probes trbox names itself.
 pub const GROUP: &str = "trbox";
 
+/// Which probe: the two differ in what a place is and in the file under
+/// tracefs that defines them (`dynamic_events` takes both; kprobe_events
+/// and uprobe_events on older kernels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A kernel function or address (kernel/trace/trace_kprobe.c).
     Kprobe,
+    /// An offset in an executable file (kernel/trace/trace_uprobe.c).
     Uprobe,
 }
 
@@ -21,19 +26,25 @@ pub enum Kind {
 /// became `ret`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Def<'a> {
-    pub kind: Kind,
-    pub ret: bool,
+    pub(crate) kind: Kind,
+    pub(crate) ret: bool,
     /// A kretprobe's `maxactive` (the digits of `r10:`), or empty.
     pub maxactive: &'a str,
+    /// The `GROUP/` given; `None`: [`GROUP`].
     pub group: Option<&'a str>,
+    /// The `EVENT` name given; `None`: one is made from the place.
     pub event: Option<&'a str>,
+    /// Where the probe goes (see above).
     pub place: &'a str,
     /// Fetch arguments, as given.
     pub args: &'a str,
 }
 
+/// Why a definition was refused before the kernel saw it; `Display`
+/// says it as one line for a usage error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DefError {
+    /// Nothing but white space.
     Empty,
     /// `-:NAME` removes an event; not a probe.
     Removal,

@@ -8,7 +8,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 #[derive(Debug, Clone, Default)]
-pub struct StrMap {
+pub(crate) struct StrMap {
     entries: Vec<(String, u64)>,
     /// Entry position + 1 (0: free); the length is 0 or a power of two,
     /// kept at most 3/4 full.
@@ -21,16 +21,8 @@ fn hash(key: &str) -> usize {
 }
 
 impl StrMap {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// `Ok(entry)` where `key` is, or `Err(slot)`: the free slot of the
@@ -52,11 +44,11 @@ impl StrMap {
         }
     }
 
-    pub fn get(&self, key: &str) -> Option<u64> {
+    pub(crate) fn get(&self, key: &str) -> Option<u64> {
         self.find(key).ok().and_then(|i| self.entries.get(i)).map(|e| e.1)
     }
 
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut u64> {
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut u64> {
         let i = self.find(key).ok()?;
         self.entries.get_mut(i).map(|e| &mut e.1)
     }
@@ -118,7 +110,7 @@ mod tests {
         for i in 0..1000u64 {
             *m.entry(&format!("k{}", i % 300), 0) += i;
         }
-        assert_eq!(m.len(), 300);
+        assert_eq!(m.entries.len(), 300);
         assert_eq!(m.get("k7"), Some(7 + 307 + 607 + 907));
         assert_eq!(m.get("nope"), None);
         *m.get_mut("k7").unwrap() = 1;

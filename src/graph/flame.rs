@@ -37,10 +37,10 @@ const CHAR_PX: u64 = 70;
 /// weight.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame<'a> {
-    pub name: &'a str,
-    pub depth: usize,
-    pub start: u64,
-    pub end: u64,
+    pub(crate) name: &'a str,
+    pub(crate) depth: usize,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
 }
 
 /// The boxes of `folded` (`(path, weight)`, frames separated by `;`; zero

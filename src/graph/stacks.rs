@@ -65,7 +65,7 @@ pub struct StackRow {
     pub origin: String,
     /// Innermost frame first, as the kernel prints them.
     pub frames: Vec<String>,
-    pub count: u64,
+    pub(crate) count: u64,
 }
 
 /// Counts stacks from a stream of records in merged order.
@@ -84,6 +84,9 @@ pub struct StackCounts {
 }
 
 impl StackCounts {
+    /// Finds the `ftrace:kernel_stack` and `ftrace:function` events and
+    /// their fields in `events`; `abi` gives the byte order and the size
+    /// of an address.
     pub fn new(events: &EventTable, abi: Abi) -> Self {
         let mut s = StackCounts {
             endian: abi.endian,

@@ -67,16 +67,22 @@ impl FuncStat {
 /// How `--top` sorts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopBy {
+    /// Time in the function, its callees included.
     Total,
+    /// Time in the function less its callees' time.
     Self_,
+    /// Number of calls.
     Count,
+    /// The longest single call.
     Max,
 }
 
 /// One row of the top table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopRow {
+    /// The function (symbol name, or its address when unknown).
     pub name: String,
+    /// Its counts and times.
     pub stat: FuncStat,
 }
 

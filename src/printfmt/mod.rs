@@ -94,7 +94,10 @@ impl KernelInfo for NoKernelInfo {}
 /// variables) plus the kernel version:
 /// `Program::compile_with(ev, long, &FromConsts { consts: &info, version })`.
 pub struct FromConsts<'a, T: crate::btf::KernelConsts + ?Sized> {
+    /// Where enum and `#define` values come from.
     pub consts: &'a T,
+    /// The traced kernel's (major, minor), for what its format files
+    /// leave out (see [`crate::kernel`]); `None` when unknown.
     pub version: Option<(u32, u32)>,
 }
 
@@ -387,6 +390,9 @@ impl Program {
         }
     }
 
+    /// The print fmt could not be compiled: records print their fields
+    /// as `name=value` instead, as the kernel does for an event it cannot
+    /// parse.
     pub fn is_fallback(&self) -> bool {
         self.fallback_reason().is_some()
     }

@@ -23,7 +23,7 @@ const WIDTH_MAX: i32 = 4096;
 
 /// Length qualifier of an integer conversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Qual {
+pub(crate) enum Qual {
     None,
     /// `hh`
     Char,
@@ -41,7 +41,7 @@ pub enum Qual {
 
 /// What a `%p` extension prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PtrFmt {
+pub(crate) enum PtrFmt {
     /// `%p` (printed like `%px`: hash-ptr off) .
     Plain,
     /// `%px`
@@ -72,7 +72,7 @@ pub enum PtrFmt {
 
 /// The conversion character.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Conv {
+pub(crate) enum Conv {
     Int { base: u8 },
     Char,
     Str,
@@ -83,21 +83,23 @@ pub enum Conv {
 /// One decoded conversion specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spec {
-    pub flags: u8,
+    pub(crate) flags: u8,
     /// -1 when not given.
     pub width: i32,
-    pub width_star: bool,
+    pub(crate) width_star: bool,
     /// -1 when not given.
     pub prec: i32,
-    pub prec_star: bool,
-    pub qual: Qual,
-    pub conv: Conv,
+    pub(crate) prec_star: bool,
+    pub(crate) qual: Qual,
+    pub(crate) conv: Conv,
 }
 
 /// One token of a format string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Token<'a> {
+    /// Text copied as it is (`%%` is a [`Spec`] of its own).
     Lit(&'a [u8]),
+    /// A conversion, `%` up to its conversion character.
     Spec(Spec),
     /// An unsupported conversion: the kernel stops formatting here.
     Invalid,
@@ -221,7 +223,7 @@ pub fn next_token(f: &[u8]) -> Option<(Token<'_>, usize)> {
 }
 
 /// Classify the alphanumerics after `%p`.
-pub fn ptr_fmt(ext: &[u8]) -> PtrFmt {
+pub(crate) fn ptr_fmt(ext: &[u8]) -> PtrFmt {
     let at = |k: usize| ext.get(k).copied().unwrap_or(0);
     match at(0) {
         0 => PtrFmt::Plain,
@@ -290,9 +292,13 @@ impl PtrFmt {
 /// A symbol found for an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sym<'a> {
+    /// The symbol's name.
     pub name: &'a str,
+    /// Bytes from the symbol's start to the address (`+0x1c` in `%pS`).
     pub offset: u64,
+    /// The symbol's size in bytes (`/0x80` in `%pS`), 0 when unknown.
     pub size: u64,
+    /// The module it belongs to (`[ext4]`), `None` for the kernel proper.
     pub module: Option<&'a str>,
 }
 
@@ -312,6 +318,8 @@ pub enum KretprobeTrampoline {
 
 /// Address → symbol (implemented by [`crate::kallsyms::Kallsyms`]).
 pub trait SymbolLookup {
+    /// The symbol containing `addr`, or `None` (printed as a bare
+    /// address, as the kernel does).
     fn lookup(&self, addr: u64) -> Option<Sym<'_>>;
     /// The kretprobe trampoline of this kernel, when the table names it.
     fn kretprobe_trampoline(&self) -> Option<KretprobeTrampoline> {
@@ -323,6 +331,8 @@ pub trait SymbolLookup {
 /// [`crate::printk::PrintkFormats`]: `printk_formats` also lists every
 /// `tracepoint_string`).
 pub trait StringLookup {
+    /// The string the kernel keeps at `addr`, or `None` (printed as the
+    /// address).
     fn string_at(&self, addr: u64) -> Option<&str>;
 }
 
@@ -331,12 +341,15 @@ pub trait StringLookup {
 pub struct Ctx<'e> {
     /// Byte order and `sizeof(long)` (4 or 8) of the traced kernel.
     pub abi: Abi,
+    /// Symbols for `%pS`-style conversions; `None`: print addresses.
     pub syms: Option<&'e dyn SymbolLookup>,
+    /// Strings for `%s` of a pointer into the kernel; `None`: print the
+    /// address.
     pub strings: Option<&'e dyn StringLookup>,
 }
 
 impl Ctx<'_> {
-    pub fn long_mask(&self) -> u64 {
+    pub(crate) fn long_mask(&self) -> u64 {
         self.abi.long_mask()
     }
 }

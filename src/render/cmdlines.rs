@@ -41,14 +41,6 @@ impl Cmdlines {
             Err(_) => "<...>",
         }
     }
-
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -62,6 +54,6 @@ mod tests {
         assert_eq!(c.comm(7), "kworker/0:1 x");
         assert_eq!(c.comm(0), "<idle>");
         assert_eq!(c.comm(99), "<...>");
-        assert_eq!(c.len(), 2);
+        assert_eq!(c.map.len(), 2);
     }
 }

@@ -24,7 +24,7 @@ impl CommonFields {
         events.iter().next().map(Self::of)
     }
 
-    pub fn of(ev: &EventFormat) -> Self {
+    pub(crate) fn of(ev: &EventFormat) -> Self {
         let f = |n: &str| ev.common.iter().find(|f| f.name == n).map_or((0, 0), |f| (f.offset, f.size));
         let at = [f("common_flags"), f("common_preempt_count"), f("common_pid")];
         let lazy = ev.common.iter().find(|f| f.name == "common_preempt_lazy_count").map(|f| f.offset);

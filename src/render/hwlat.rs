@@ -60,12 +60,10 @@ mod tests {
     use crate::render::{Cmdlines, Renderer};
     use alloc::string::String;
 
-    const HWLAT: &str = "name: hwlat\nID: 15\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
-\tfield:u64 duration;\toffset:8;\tsize:8;\tsigned:0;\n\
+    const HWLAT: &str = concat!(
+        "name: hwlat\nID: 15\nformat:\n",
+        crate::format::common_fields!(),
+        "\tfield:u64 duration;\toffset:8;\tsize:8;\tsigned:0;\n\
 \tfield:u64 outer_duration;\toffset:16;\tsize:8;\tsigned:0;\n\
 \tfield:u64 nmi_total_ts;\toffset:24;\tsize:8;\tsigned:0;\n\
 \tfield:s64 tv_sec;\toffset:32;\tsize:8;\tsigned:1;\n\
@@ -73,7 +71,8 @@ mod tests {
 \tfield:unsigned int nmi_count;\toffset:48;\tsize:4;\tsigned:0;\n\
 \tfield:unsigned int seqnum;\toffset:52;\tsize:4;\tsigned:0;\n\
 \tfield:unsigned int count;\toffset:56;\tsize:4;\tsigned:0;\n\n\
-print fmt: \"cnt:%u\", REC->seqnum\n";
+print fmt: \"cnt:%u\", REC->seqnum\n"
+    );
 
     /// One hwlat record's body, as trace_hwlat_print writes it.
     fn body(format: &str, nmi: (u32, u64)) -> String {

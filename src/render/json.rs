@@ -1,53 +1,12 @@
-//! The JSON writers: one event as a JSON object on one line (`--json`).
+//! One event as a JSON object on one line (`tr-cat --json`), written with
+//! [`crate::json`]'s primitives.
 
 use core::fmt::{self, Write};
 
 use super::cmdlines::Cmdlines;
 use crate::abi::Endian;
 use crate::format::EventFormat;
-
-/// Write `s` as a JSON string literal.
-pub fn json_str(w: &mut dyn Write, s: &str) -> fmt::Result {
-    w.write_str("\"")?;
-    json_text(w, s)?;
-    w.write_str("\"")
-}
-
-/// The inside of a JSON string: runs that need no escape are written
-/// whole (a line holds a few dozen characters; one write each was most of
-/// `--json`'s time).
-fn json_text(w: &mut dyn Write, s: &str) -> fmt::Result {
-    let mut from = 0;
-    for (i, b) in s.bytes().enumerate() {
-        if b >= 0x20 && b != b'"' && b != b'\\' {
-            continue;
-        }
-        // An ASCII byte: `i` and `i + 1` are character boundaries.
-        w.write_str(s.get(from..i).unwrap_or(""))?;
-        from = i + 1;
-        match b {
-            b'"' => w.write_str("\\\"")?,
-            b'\\' => w.write_str("\\\\")?,
-            b'\n' => w.write_str("\\n")?,
-            b'\t' => w.write_str("\\t")?,
-            _ => write!(w, "\\u{:04x}", b)?,
-        }
-    }
-    w.write_str(s.get(from..).unwrap_or(""))
-}
-
-/// A JSON number: the digits by hand (core's integer `Display` goes
-/// through its padding code for every field).
-fn json_uint(w: &mut dyn Write, v: u64) -> fmt::Result {
-    w.write_str(crate::printfmt::digits::Digits::new(v, 10, false).as_str())
-}
-
-fn json_int(w: &mut dyn Write, v: i64) -> fmt::Result {
-    if v < 0 {
-        w.write_str("-")?;
-    }
-    json_uint(w, v.unsigned_abs())
-}
+use crate::json::{int as json_int, string as json_str, text as json_text, uint as json_uint, uint_array};
 
 /// One event as a JSON object on one line: `{"ts_ns":…,"cpu":…,"pid":…,
 /// "comm":"…","event":"sys:name","fields":{…}}`. Integers stay numbers,
@@ -111,14 +70,7 @@ pub fn write_json(
                     FieldKind::Scalar => 1,
                 };
                 let es = if matches!(es, 1 | 2 | 4 | 8) { es } else { 1 };
-                w.write_str("[")?;
-                for (j, c) in b.chunks_exact(es).enumerate() {
-                    if j > 0 {
-                        w.write_str(",")?;
-                    }
-                    json_uint(w, e.uint(c, 0, es).unwrap_or(0))?;
-                }
-                w.write_str("]")?;
+                uint_array(w, b.chunks_exact(es).map(|c| e.uint(c, 0, es).unwrap_or(0)))?;
             }
         }
     }
@@ -130,23 +82,5 @@ fn mask(size: u32) -> u64 {
         u64::MAX
     } else {
         (1u64 << (size * 8)) - 1
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use alloc::string::String;
-
-    #[test]
-    fn json_strings_escape_quotes_backslashes_and_controls() {
-        let mut s = String::new();
-        json_str(&mut s, "a\"b\\c\nd\te\u{1}\u{1f}f\u{7f}é€😀").unwrap();
-        assert_eq!(s, "\"a\\\"b\\\\c\\nd\\te\\u0001\\u001ff\u{7f}é€😀\"");
-        for (t, want) in [("", "\"\""), ("\"", "\"\\\"\""), ("plain", "\"plain\""), ("\n\n", "\"\\n\\n\"")] {
-            let mut s = String::new();
-            json_str(&mut s, t).unwrap();
-            assert_eq!(s, want, "{t:?}");
-        }
     }
 }

@@ -120,15 +120,14 @@ mod tests {
 
     /// Two scalar fields, a fixed string and a symbolic table; one common
     /// field read by the print fmt (keys must then hold it too).
-    const EV: &str = "name: ev\nID: 9\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
-\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n\
+    const EV: &str = concat!(
+        "name: ev\nID: 9\nformat:\n",
+        crate::format::common_fields!(),
+        "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n\
 \tfield:char comm[16];\toffset:12;\tsize:16;\tsigned:0;\n\
 \tfield:u64 t;\toffset:32;\tsize:8;\tsigned:0;\n\n\
-print fmt: \"vec=%u [%s] comm=%s t=%llu\", REC->vec, __print_symbolic(REC->vec, { 0, \"HI\" }, { 1, \"TIMER\" }), REC->comm, REC->t\n";
+print fmt: \"vec=%u [%s] comm=%s t=%llu\", REC->vec, __print_symbolic(REC->vec, { 0, \"HI\" }, { 1, \"TIMER\" }), REC->comm, REC->t\n"
+    );
 
     fn rec(vec: u32, comm: &str, t: u64, pid: i32) -> [u8; 40] {
         let mut r = [0u8; 40];

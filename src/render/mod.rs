@@ -17,7 +17,7 @@ pub mod renderer;
 
 pub use cmdlines::Cmdlines;
 pub use common_fields::CommonFields;
-pub use json::{json_str, write_json};
+pub use json::write_json;
 pub use lat_flags::write_lat_flags;
 pub use prefix::{clock_in_ns, write_lost, write_prefix, write_timestamp};
 pub use renderer::Renderer;

@@ -85,6 +85,11 @@ const COLS: usize = 256;
 const COL_MAX: usize = 32;
 
 impl<'a> Renderer<'a> {
+    /// A renderer for records of `events`, with task names from
+    /// `cmdlines`; `abi` is the traced kernel's byte order and `long`
+    /// size; `in_ns`: the trace clock counts nanoseconds (see
+    /// [`crate::render::clock_in_ns`]), printed as `secs.usecs`; else a
+    /// counter's raw ticks are printed as they are.
     pub fn new(events: &'a EventTable, cmdlines: Cmdlines, abi: Abi, in_ns: bool) -> Self {
         let common = CommonFields::of_table(events);
         Renderer {

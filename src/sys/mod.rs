@@ -4,14 +4,13 @@
 pub mod child;
 pub mod elf;
 mod error;
-pub mod kallsyms;
+pub(crate) mod kallsyms;
 pub mod kvars;
 pub mod lock;
-pub mod net;
-pub mod prefetch;
-pub mod raw;
+pub(crate) mod net;
+pub(crate) mod prefetch;
+pub(crate) mod raw;
 pub mod read;
-#[allow(missing_docs)] // to document (issue 28)
 pub mod record;
 pub mod reset;
 pub mod sched;

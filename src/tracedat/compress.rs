@@ -11,7 +11,9 @@ use super::{Error, ErrorKind};
 pub enum Compression {
     /// `"none"`: sections are stored as they are.
     None,
+    /// `"zstd"`: trace-cmd's default where libzstd is built in.
     Zstd,
+    /// `"zlib"`: deflate in zlib framing.
     Zlib,
     /// Some other name: the metadata that is not compressed can still be
     /// read, compressed sections cannot.
@@ -19,6 +21,7 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// The algorithm of a compression header's name (empty reads as none).
     pub fn from_name(name: &str) -> Compression {
         match name {
             "none" | "" => Compression::None,
@@ -38,7 +41,7 @@ impl Compression {
         }
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Compression::None => "none",
             Compression::Zstd => "zstd",

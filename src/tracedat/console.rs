@@ -31,8 +31,9 @@ use alloc::vec::Vec;
 #[cfg(feature = "zlib")]
 use crate::problems::{ProblemKind, Problems};
 
+/// The first line of a console stream; the digit is the form's version.
 pub const BEGIN: &str = "trbox-console-begin 1";
-pub const END: &str = "trbox-console-end";
+pub(crate) const END: &str = "trbox-console-end";
 const PREFIX: &str = "trbox:";
 /// Compressed bytes per line (76 base64 characters).
 pub const LINE_BYTES: usize = 57;
@@ -133,6 +134,7 @@ pub struct Encoder {
 }
 
 impl Encoder {
+    /// An encoder at line 1 with nothing pending.
     pub fn new() -> Encoder {
         Encoder::default()
     }
@@ -229,7 +231,7 @@ impl core::fmt::Display for ConsoleError {
 /// The stream taken back from a console log.
 #[derive(Debug, Default)]
 pub struct Decoded {
-    pub stream: Vec<u8>,
+    pub(crate) stream: Vec<u8>,
     /// Lines of the recording found intact.
     pub lines: u32,
     /// Damaged lines ([`ProblemKind::DamagedLine`]), blocks left out

@@ -39,33 +39,61 @@ pub use crate::abi::Endian;
 /// The first ten bytes of every trace.dat.
 pub const MAGIC: [u8; 10] = [0x17, 0x08, 0x44, b't', b'r', b'a', b'c', b'i', b'n', b'g'];
 
-/// Option (and v7 section) ids, as trace-cmd numbers them.
+/// Option (and v7 section) ids, as trace-cmd numbers them (`enum
+/// tracecmd_file_options`, trace-cmd's include/private/trace-cmd-private.h,
+/// 3.x). trbox reads the ones its output needs and steps over the rest.
 pub mod opt {
+    /// Ends the option list.
     pub const DONE: u16 = 0;
+    /// Time offset of the trace clock to wall-clock time (`--date`).
     pub const DATE: u16 = 1;
+    /// One CPU's `per_cpu/cpuN/stats` text at the end of the recording.
     pub const CPUSTAT: u16 = 2;
+    /// An instance's buffer: its data offset and name (v7: also its clock, page size and CPU table).
     pub const BUFFER: u16 = 3;
+    /// The `trace_clock` file's text, the selected clock in brackets.
     pub const TRACECLOCK: u16 = 4;
+    /// `uname -a` of the traced machine, as text.
     pub const UNAME: u16 = 5;
+    /// A `--hook` definition (trace-cmd's event hooks).
     pub const HOOK: u16 = 6;
+    /// A time stamp offset to add to every event.
     pub const OFFSET: u16 = 7;
+    /// The number of CPUs (a u32).
     pub const CPUCOUNT: u16 = 8;
+    /// The trace-cmd version that wrote the file, as text.
     pub const VERSION: u16 = 9;
+    /// `/proc/PID/maps` of the traced processes (`--proc-map`).
     pub const PROCMAPS: u16 = 10;
+    /// The recording's 64-bit id, shared by host and guest files.
     pub const TRACEID: u16 = 11;
+    /// Host-guest clock offsets and scaling (`trace-cmd agent`).
     pub const TIME_SHIFT: u16 = 12;
+    /// A guest's name, id and CPU-to-host-task table.
     pub const GUEST: u16 = 13;
+    /// The multiplier, shift and offset to turn TSC ticks into ns.
     pub const TSC2NSEC: u16 = 14;
+    /// Extra strings (v7 metadata).
     pub const STRINGS: u16 = 15;
+    /// v7: the section with `header_page` and `header_event`.
     pub const HEADER_INFO: u16 = 16;
+    /// v7: the section with the `ftrace` system's formats.
     pub const FTRACE_EVENTS: u16 = 17;
+    /// v7: the section with every other system's formats.
     pub const EVENT_FORMATS: u16 = 18;
+    /// v7: the section with `/proc/kallsyms`.
     pub const KALLSYMS: u16 = 19;
+    /// v7: the section with `printk_formats`.
     pub const PRINTK: u16 = 20;
+    /// v7: the section with `saved_cmdlines`.
     pub const CMDLINES: u16 = 21;
+    /// v7: an instance recorded as text (latency tracers), not pages.
     pub const BUFFER_TEXT: u16 = 22;
+    /// The kernel's BTF (`/sys/kernel/btf/vmlinux`).
     pub const BTF_FILE: u16 = 23;
+    /// The previous boot's persistent buffer: its module and text addresses (`last_boot_info`).
     pub const LAST_BOOT_INFO: u16 = 24;
+    /// `/proc/modules` of the traced machine.
     pub const MODULES_FILE: u16 = 25;
 }
 
@@ -139,6 +167,7 @@ pub enum ErrorKind {
 /// A read error: what, in which part of the file, at which byte offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
+    /// What was wrong.
     pub kind: ErrorKind,
     /// The part of the file being read ("header_page", "options", "cpu 3 data"…).
     pub section: &'static str,

@@ -23,20 +23,32 @@
 
 use alloc::vec::Vec;
 
+/// The listener's first words to a sender.
 pub const GREETING: &[u8; 8] = b"tracecmd";
+/// The sender asks for protocol 3 (a CPU count of -1, then `V3`).
 pub const V3_CPU: &[u8; 5] = b"-1V3\0";
+/// The listener agrees to protocol 3.
 pub const V3_REPLY: &[u8; 3] = b"V3\0";
 /// `sizeof(V3_MAGIC)` of `"766679\0"`: the explicit NUL and C's.
 pub const V3_MAGIC: &[u8; 8] = b"766679\0\0";
+/// The listener accepts the magic.
 pub const OK: &[u8; 2] = b"OK";
 
+// Message commands, `enum tracecmd_msg_cmd` in trace-msg.c.
+/// The recording is over.
 pub const CLOSE: u32 = 0;
+/// The sender's set-up: CPUs, page size, options.
 pub const TINIT: u32 = 1;
+/// The listener's reply: one port per CPU.
 pub const RINIT: u32 = 2;
+/// A piece of the trace.dat header.
 pub const SEND_DATA: u32 = 3;
+/// The header is complete.
 pub const FIN_DATA: u32 = 4;
+/// The other side does not know the command it was sent.
 pub const NOT_SUPP: u32 = 5;
 
+/// Bytes of a message header: size, cmd, cmd_size, each a big-endian u32.
 pub const HEADER_LEN: usize = 12;
 /// The largest message trace-cmd accepts, header included.
 pub const MAX_LEN: usize = 8192;
@@ -50,12 +62,14 @@ const RINIT_LEN: usize = 4;
 pub struct Header {
     /// The whole message, header included.
     pub size: u32,
+    /// The command ([`TINIT`], [`SEND_DATA`], …).
     pub cmd: u32,
     /// The command's fixed part (after the header, before the data).
     pub cmd_size: u32,
 }
 
 impl Header {
+    /// Reads the three big-endian words; [`Header::body_len`] checks them.
     pub fn parse(b: &[u8; HEADER_LEN]) -> Header {
         let be = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         Header { size: be(0), cmd: be(4), cmd_size: be(8) }
@@ -137,6 +151,7 @@ pub fn parse_tinit<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, Vec<&'a 
 /// looks for it there).
 #[derive(Debug, Clone)]
 pub struct Head {
+    /// The bytes to write at the start of the file.
     pub bytes: Vec<u8>,
     /// Where the `{u64 offset, u64 size}` per CPU go in `bytes`.
     pub table_pos: usize,

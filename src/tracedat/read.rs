@@ -244,7 +244,9 @@ impl<S: Source + ?Sized> MetaInput for Stream<'_, S> {
 /// One event system's format files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventSystem {
+    /// The system's name (`sched`, `irq`).
     pub name: String,
+    /// Each event's `format` file text, in file order.
     pub formats: Vec<Vec<u8>>,
 }
 
@@ -252,8 +254,11 @@ pub struct EventSystem {
 /// (for compressed buffers: the chunk stream, `size` compressed bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuData {
+    /// The CPU number.
     pub cpu: u32,
+    /// File offset of the data.
     pub offset: u64,
+    /// Bytes of data (0: the CPU recorded nothing).
     pub size: u64,
 }
 
@@ -261,6 +266,7 @@ pub struct CpuData {
 /// made with `trace-cmd record -B NAME`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Instance {
+    /// The instance's name, `""` for the top buffer.
     pub name: String,
     /// Trace clock of this buffer (`local`, `global`, `x86-tsc`…), if known.
     pub clock: Option<String>,
@@ -268,6 +274,7 @@ pub struct Instance {
     pub page_size: u32,
     /// Data is stored as compressed chunks (v7).
     pub compressed: bool,
+    /// Where each CPU's pages are, in CPU order.
     pub cpus: Vec<CpuData>,
     /// `latency` form: the text of the `trace` file at this (offset, size)
     /// instead of per-CPU pages.
@@ -284,9 +291,9 @@ impl Instance {
 /// TSC2NSEC option: `ns = ((tsc * mult) >> shift) + offset`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tsc2Nsec {
-    pub mult: u32,
-    pub shift: u32,
-    pub offset: u64,
+    pub(crate) mult: u32,
+    pub(crate) shift: u32,
+    pub(crate) offset: u64,
 }
 
 /// The options of the file (stored, not applied to timestamps).
@@ -298,7 +305,8 @@ pub struct Options {
     pub clock: Option<String>,
     /// The TRACECLOCK option as stored (the whole `trace_clock` file text).
     pub trace_clock_text: Option<String>,
-    pub cpucount: Option<u32>,
+    pub(crate) cpucount: Option<u32>,
+    /// UNAME: `uname -a` of the recording machine.
     pub uname: Option<String>,
     /// DATE: offset of timestamps to wall-clock time (hex/decimal µs text).
     pub date: Option<String>,
@@ -309,12 +317,12 @@ pub struct Options {
     /// CPUSTAT texts in file order (trace-cmd writes one per CPU, and a
     /// `Buffer: NAME` separator before each instance's).
     pub cpustat: Vec<String>,
-    pub trace_id: Option<u64>,
-    pub tsc2nsec: Option<Tsc2Nsec>,
+    pub(crate) trace_id: Option<u64>,
+    pub(crate) tsc2nsec: Option<Tsc2Nsec>,
     /// TIME_SHIFT option bytes, as stored.
     pub time_shift: Option<Vec<u8>>,
-    pub hooks: Vec<String>,
-    pub procmaps: Option<String>,
+    pub(crate) hooks: Vec<String>,
+    pub(crate) procmaps: Option<String>,
     /// GUEST options, as stored.
     pub guests: Vec<Vec<u8>>,
     /// LAST_BOOT_INFO (24, trace-cmd 3.4): `INSTANCE:` then the text of
@@ -343,6 +351,8 @@ struct Sections {
 pub struct TraceDat {
     /// File version (6 or 7).
     pub version: u32,
+    /// Byte order of the recording machine (and of every number in the
+    /// file and its pages).
     pub endian: Endian,
     /// Size of a `long` in the recording user space (the kernel's is in
     /// `header_page`).
@@ -351,13 +361,19 @@ pub struct TraceDat {
     pub page_size: u32,
     /// v7 compression algorithm (and its version string); `None` for v6.
     pub compression: Option<(Compression, String)>,
+    /// `events/header_page` text: the sub-buffer header's layout.
     pub header_page: Vec<u8>,
+    /// `events/header_event` text: the record header's layout.
     pub header_event: Vec<u8>,
     /// `events/ftrace/*/format` texts.
     pub ftrace_formats: Vec<Vec<u8>>,
+    /// Every other event system's formats.
     pub systems: Vec<EventSystem>,
+    /// `/proc/kallsyms` text, empty when not recorded.
     pub kallsyms: Vec<u8>,
+    /// `printk_formats` text: the strings behind `%s` of kernel pointers.
     pub printk_formats: Vec<u8>,
+    /// `saved_cmdlines` text: pid to task name.
     pub saved_cmdlines: Vec<u8>,
     /// BTF_FILE section (23, trace-cmd 3.4, v7 only): the recording
     /// machine's /sys/kernel/btf/vmlinux; empty when the file has none.
@@ -367,6 +383,7 @@ pub struct TraceDat {
     pub modules: Vec<u8>,
     /// CPU count from the header (v6) or the CPUCOUNT option (v7).
     pub cpus: u32,
+    /// The options the file carries.
     pub options: Options,
     /// The top buffer first (when the file has one), then the instances.
     pub instances: Vec<Instance>,
@@ -961,13 +978,13 @@ fn options_v7<I: MetaInput>(r: &mut I, td: &mut TraceDat, st: &mut OptState) -> 
 /// to `usize` bytes (whole pages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkHeader {
-    pub csize: u32,
-    pub usize: u32,
+    pub(crate) csize: u32,
+    pub(crate) usize: u32,
 }
 
 impl ChunkHeader {
-    pub const LEN: usize = 8;
-    pub fn parse(b: &[u8], e: Endian) -> Option<ChunkHeader> {
+    pub(crate) const LEN: usize = 8;
+    pub(crate) fn parse(b: &[u8], e: Endian) -> Option<ChunkHeader> {
         Some(ChunkHeader { csize: e.u32(b, 0)?, usize: e.u32(b, 4)? })
     }
 }
@@ -979,7 +996,6 @@ const READ_AHEAD: usize = 64 * 1024;
 /// bytes of pages (or one decompressed chunk, ~10 pages) at a time.
 #[derive(Debug)]
 pub struct DatPages {
-    pub cpu: u32,
     page_size: usize,
     endian: Endian,
     algo: Option<Compression>,
@@ -998,10 +1014,11 @@ pub struct DatPages {
 }
 
 impl DatPages {
+    /// Reads `c`'s pages of instance `inst`, decompressing where the file
+    /// stores them compressed.
     pub fn new(td: &TraceDat, inst: &Instance, c: &CpuData) -> DatPages {
         let page_size = if inst.page_size != 0 { inst.page_size } else { td.page_size } as usize;
         DatPages {
-            cpu: c.cpu,
             page_size,
             endian: td.endian,
             algo: inst.compressed.then(|| td.compression_algo()),

@@ -40,21 +40,21 @@ use crate::problems::{ProblemKind, Problems};
 
 /// The first bytes of a stream: a text line, then the version byte.
 pub const MAGIC: &[u8; 13] = b"trbox-stream\n";
-pub const VERSION: u8 = 2;
+pub(crate) const VERSION: u8 = 2;
 /// The largest sub-buffer size a stream may declare.
 pub const MAX_PAGE_SIZE: u32 = 1 << 24;
 /// Bytes of a frame header: kind and length.
 pub const FRAME_HEADER: usize = 5;
 
-pub mod kind {
-    pub const START: u8 = b'S';
-    pub const HEADER: u8 = b'H';
-    pub const META: u8 = b'M';
-    pub const FORMAT: u8 = b'F';
-    pub const KALLSYMS: u8 = b'K';
-    pub const DATA: u8 = b'D';
-    pub const STATS: u8 = b'T';
-    pub const END: u8 = b'E';
+pub(crate) mod kind {
+    pub(crate) const START: u8 = b'S';
+    pub(crate) const HEADER: u8 = b'H';
+    pub(crate) const META: u8 = b'M';
+    pub(crate) const FORMAT: u8 = b'F';
+    pub(crate) const KALLSYMS: u8 = b'K';
+    pub(crate) const DATA: u8 = b'D';
+    pub(crate) const STATS: u8 = b'T';
+    pub(crate) const END: u8 = b'E';
 }
 
 /// The stream's first bytes: magic and version.
@@ -152,9 +152,9 @@ impl core::fmt::Display for StreamError {
 /// A stream's contents, borrowed from its bytes.
 #[derive(Debug, Default)]
 pub struct Stream<'a> {
-    pub endian: Endian,
-    pub long_size: u8,
-    pub page_size: u32,
+    pub(crate) endian: Endian,
+    pub(crate) long_size: u8,
+    pub(crate) page_size: u32,
     /// CPU numbers, in the order of the flyrecord table.
     pub cpus: Vec<u32>,
     /// The `H` frame: a trace.dat up to its options.
@@ -163,10 +163,10 @@ pub struct Stream<'a> {
     pub meta: Vec<(&'a str, &'a [u8])>,
     /// `F` frames grouped by system, in order of first appearance.
     pub systems: Vec<(&'a str, Vec<&'a [u8]>)>,
-    pub kallsyms: Vec<u8>,
+    pub(crate) kallsyms: Vec<u8>,
     /// Per CPU index: its pages, oldest first.
     pub pages: Vec<Vec<&'a [u8]>>,
-    pub stats: Vec<(u32, &'a str)>,
+    pub(crate) stats: Vec<(u32, &'a str)>,
     /// The end frame was seen.
     pub complete: bool,
     /// What a person should know (a cut, frames left out).
@@ -179,7 +179,7 @@ impl<'a> Stream<'a> {
         self.meta.iter().rev().find(|(n, _)| *n == name).map(|(_, b)| *b)
     }
 
-    pub fn page_count(&self) -> usize {
+    pub(crate) fn page_count(&self) -> usize {
         self.pages.iter().map(Vec::len).sum()
     }
 }

@@ -36,9 +36,19 @@ pub enum WriteError {
     /// A blob does not fit its size field (kallsyms/printk are u32-sized).
     TooLarge(&'static str),
     /// The options do not fit the reserved size.
-    NoRoom { need: usize, reserved: usize },
+    NoRoom {
+        /// Bytes the options take.
+        need: usize,
+        /// Bytes reserved for them.
+        reserved: usize,
+    },
     /// A raw blob was announced with one length and written with another.
-    Length { expected: u64, written: u64 },
+    Length {
+        /// The length announced.
+        expected: u64,
+        /// The bytes written.
+        written: u64,
+    },
 }
 
 impl fmt::Display for WriteError {
@@ -77,6 +87,7 @@ pub struct WriteOptions<'a> {
     /// flyrecord table length from it: leave it `None`, or equal to
     /// [`V6Writer::cpus`].
     pub cpucount: Option<u32>,
+    /// TRACEID: the recording's id (trace-cmd writes a random one).
     pub trace_id: Option<u64>,
     /// CPUSTAT texts, one per CPU: `"CPU: N\n"` + `per_cpu/cpuN/stats`
     /// (see [`cpustat_text`]).
@@ -111,7 +122,7 @@ pub struct OptionsSlot {
 pub struct FlyrecordSlot {
     /// File offset of the per-CPU `{u64 offset, u64 size}` table.
     pub table_pos: u64,
-    pub cpus: u32,
+    pub(crate) cpus: u32,
     /// First page-aligned offset after the header (the header bytes are
     /// padded with zeros up to here).
     pub data_start: u64,
@@ -342,10 +353,6 @@ impl V6Writer {
     pub fn take(&mut self) -> Vec<u8> {
         self.flushed += self.out.len() as u64;
         core::mem::take(&mut self.out)
-    }
-
-    pub fn endian(&self) -> Endian {
-        self.e
     }
 
     fn step(&mut self, from: Stage, to: Stage, what: &'static str) -> Result<(), WriteError> {

@@ -266,26 +266,49 @@ fn graph_and_stats_read_instance_only_files() {
     }
 }
 
+/// An intact trace.dat with two buffers, and a copy of it in `dir` cut
+/// 5000 bytes short: both CPUs of its last buffer run past the cut.
+const INTACT: &str = "tests/data/tracedat/v6-inst.dat";
+fn cut_copy(dir: &TempDir) -> String {
+    let cut = dir.path().join("cut.dat");
+    let full = std::fs::read(INTACT).unwrap();
+    std::fs::write(&cut, &full[..full.len() - 5000]).unwrap();
+    cut.to_str().unwrap().to_string()
+}
+
 /// `--stats` ends with what was read past (trbox::problems): a count per
 /// kind and the first message of each, the one stderr's warning says; an
 /// intact file has no such part.
 #[test]
 fn stats_count_the_problems_read_past() {
-    let path = "tests/data/tracedat/v6-inst.dat";
-    let st = stdout(&run(&["tr-cat", "--stats", path]));
+    let st = stdout(&run(&["tr-cat", "--stats", INTACT]));
     assert!(!st.contains("problems"), "{st}");
     let dir = TempDir::new("stats-cut");
-    let cut = dir.path().join("cut.dat");
-    let full = std::fs::read(path).unwrap();
-    std::fs::write(&cut, &full[..full.len() - 5000]).unwrap();
-    let o = run(&["tr-cat", "--stats", cut.to_str().unwrap()]);
+    let o = run(&["tr-cat", "--stats", &cut_copy(&dir)]);
     assert!(o.status.success(), "{}", stderr(&o));
     let (st, err) = (stdout(&o), stderr(&o));
-    // Both CPUs of the last buffer run past the cut.
     let warned: Vec<&str> = err.lines().filter_map(|l| l.split_once("cut.dat: ").map(|x| x.1)).collect();
     assert_eq!(warned.len(), 2, "{err}");
     let want = format!("\n    problems  kind: the first of them\n           2  cut_off: {}\n", warned[0]);
     assert!(st.ends_with(&want), "{st}");
+}
+
+/// `--json` carries the same counts as `--stats`: one last line,
+/// `{"problems":{KIND:N,…}}`, after the events that could be read; an
+/// intact file has no such line.
+#[test]
+fn json_ends_with_the_problem_counts() {
+    let js = stdout(&run(&["tr-cat", "--json", INTACT]));
+    assert!(js.lines().all(|l| l.starts_with("{\"ts_ns\":")), "{js}");
+    assert!(!js.contains("problems"));
+    let dir = TempDir::new("json-cut");
+    let o = run(&["tr-cat", "--json", &cut_copy(&dir)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let js = stdout(&o);
+    let lines: Vec<&str> = js.lines().collect();
+    assert!(lines.len() > 1, "{js}");
+    assert_eq!(lines.last(), Some(&"{\"problems\":{\"cut_off\":2}}"), "{js}");
+    assert!(lines[..lines.len() - 1].iter().all(|l| l.starts_with("{\"ts_ns\":")), "{js}");
 }
 
 /// Files of 4.x arm64 boards that say nothing of their kernel (an old

@@ -10,13 +10,14 @@
 //! reads. Memory stays at two pages plus a few bytes per page recorded.
 
 mod meta;
-pub mod pool;
+mod pool;
 
 use super::error::Error;
 use super::tracefs::Tracefs;
 use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
-use pool::{CpuData, Pool};
+pub use pool::CpuData;
+use pool::Pool;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -27,11 +28,13 @@ use std::time::{Duration, Instant};
 /// How the pages are moved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mover {
+    /// splice(2) from trace_pipe_raw through a pipe to the file.
     Splice,
     /// read(2)/pwrite(2), and why splice is not used.
     Read(String),
 }
 
+/// What [`Recorder`] writes, and where.
 pub struct Options {
     /// Keep at most this many KiB of page data (the newest).
     pub max_kb: Option<u64>,
@@ -103,6 +106,8 @@ struct Cpu {
     error: Option<io::Error>,
 }
 
+/// One recording: the output's header is written when it is opened, the
+/// pages as they fill, and the rest at the stop.
 pub struct Recorder {
     path: PathBuf,
     file: File,
@@ -117,7 +122,7 @@ pub struct Recorder {
     cpus: Vec<Cpu>,
     /// The splice pipe (read end, write end) and its capacity.
     pipe: Option<(i32, i32, usize)>,
-    pub mover: Mover,
+    pub(crate) mover: Mover,
     buf: Vec<u8>,
     /// The first failed write to the output: recording stops there.
     pub write_error: Option<io::Error>,
@@ -130,35 +135,48 @@ pub struct Recorder {
 /// One CPU's line of the summary.
 #[derive(Debug, Clone)]
 pub struct CpuSummary {
+    /// The CPU number.
     pub cpu: u32,
+    /// Its pages and records as written.
     pub data: CpuData,
     /// Pages dropped to stay within `-m`.
     pub evicted: u64,
     /// Events the kernel counted as lost while recording (overrun, commit
     /// overrun, dropped; difference of `per_cpu/cpuN/stats`).
     pub lost_stats: Option<u64>,
+    /// The error that ended this CPU's reading early, as text.
     pub read_error: Option<String>,
 }
 
+/// What a recording did, for the summary printed at its end.
 #[derive(Debug, Clone)]
 pub struct Summary {
+    /// One entry per CPU recorded.
     pub cpus: Vec<CpuSummary>,
+    /// The ring buffer's page (sub-buffer) size in bytes.
     pub page_size: usize,
+    /// Bytes written: the trace.dat's size, or the stream's on the wire.
     pub file_size: u64,
     /// A stream: its bytes before the console encoding (file_size: the
     /// bytes written).
     pub stream_bytes: u64,
     /// A stream: the bytes written before the first page.
     pub header_wire: u64,
+    /// From opening the output to the end of the drain.
     pub elapsed: Duration,
+    /// How the pages were moved.
     pub mover: Mover,
+    /// Pages taken from the kernel that could not be written.
     pub unsaved: u64,
 }
 
 impl Summary {
+    /// Events recorded, over all CPUs.
     pub fn events(&self) -> u64 {
         self.cpus.iter().map(|c| c.data.records).sum()
     }
+
+    /// Pages recorded, over all CPUs.
     pub fn pages(&self) -> u64 {
         self.cpus.iter().map(|c| c.data.pages).sum()
     }

@@ -11,9 +11,9 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-pub struct Pool {
-    pub data_start: u64,
-    pub page_size: usize,
+pub(crate) struct Pool {
+    pub(crate) data_start: u64,
+    pub(crate) page_size: usize,
     /// Per CPU index: its slots, oldest first.
     queues: Vec<VecDeque<u32>>,
     /// Per CPU index: the page timestamp of the queue's first slot (for the
@@ -28,11 +28,15 @@ pub struct Pool {
     pub evicted: Vec<u64>,
 }
 
-/// What [`Pool::finish`] found in each CPU's pages, and where they ended up.
+/// What the recording found in one CPU's pages (counted as
+/// `Pool::finish` puts them in place), and where they ended up.
 #[derive(Debug, Clone, Default)]
 pub struct CpuData {
+    /// File offset of the CPU's first page (its pages are contiguous).
     pub offset: u64,
+    /// Pages written.
     pub pages: u64,
+    /// Events in them.
     pub records: u64,
     /// Lost events the page headers counted.
     pub lost: u64,
@@ -43,7 +47,7 @@ pub struct CpuData {
 }
 
 impl Pool {
-    pub fn new(data_start: u64, page_size: usize, cpus: usize, max_slots: Option<u32>) -> Pool {
+    pub(crate) fn new(data_start: u64, page_size: usize, cpus: usize, max_slots: Option<u32>) -> Pool {
         Pool {
             data_start,
             page_size,
@@ -56,7 +60,7 @@ impl Pool {
         }
     }
 
-    pub fn offset(&self, slot: u32) -> u64 {
+    pub(crate) fn offset(&self, slot: u32) -> u64 {
         self.data_start + u64::from(slot) * self.page_size as u64
     }
 
