@@ -29,12 +29,24 @@ pub fn convert(input: &str, output: &str) -> Result<(), Error> {
 /// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format (the
 /// library's Perfetto sink), written to `output`.
 pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Result<(), Error> {
-    use std::io::Write as _;
-    let (bytes, events) = read::perfetto(input, o)?;
-    let mut f = trbox::sys::record::create_output(Path::new(output))?;
-    f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
-    eprintln!("tr-cat: {output}: {events} events, {} bytes (Perfetto trace)", bytes.len());
-    Ok(())
+    let path = Path::new(output);
+    let f = trbox::sys::record::create_output(path)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    match read::perfetto(input, o, &mut w, path) {
+        Ok(n) => {
+            eprintln!(
+                "tr-cat: {output}: {} events ({} sched_switch/sched_waking in compact form), {} bytes (Perfetto trace)",
+                n.events, n.compact, n.bytes
+            );
+            Ok(())
+        }
+        Err(e) => {
+            // Nothing half-written is left behind.
+            drop(w);
+            let _ = std::fs::remove_file(path);
+            Err(e.into())
+        }
+    }
 }
 
 /// `tr-cat --from-console LOG` where the log holds the kernel's own dump
