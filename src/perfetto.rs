@@ -679,7 +679,7 @@ impl TraceBuilder {
         self.events += 1;
         let plan = &self.plans[p];
         let lane = &mut self.lanes[l];
-        let later = self.compact_ok && lane.last_ts.is_none_or(|t| ts > t);
+        let later = self.compact_ok && lane.last_ts.map_or(true, |t| ts > t);
         lane.last_ts = Some(ts);
         let pid = i64::from(pid);
         let mut done = false;
@@ -703,7 +703,7 @@ impl TraceBuilder {
             }
             Compact::Waking { f: x, success, flags } => {
                 let v = |i: usize| x[i].int(rec, e);
-                let ok = success.as_ref().is_none_or(|s| s.int(rec, e) == Some(1));
+                let ok = success.as_ref().map_or(true, |s| s.int(rec, e) == Some(1));
                 if later && ok && lane.current == Some(pid) {
                     if let (Some(wpid), Some(target), Some(prio)) = (v(0), v(1), v(2)) {
                         let c = lane.comm(field_bytes(&x[3], rec, e));
