@@ -219,6 +219,24 @@ impl<const N: usize> StackBuf<N> {
         }
     }
 
+    /// The hex digits of `v` (lowercase unless `upper`), as
+    /// [`Digits::new`] writes them, straight into the buffer (dropped
+    /// whole when they do not fit).
+    #[cfg(feature = "host")]
+    #[inline(always)]
+    pub fn push_hex(&mut self, mut v: u64, upper: bool) {
+        let hex: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+        let n = (64 - (v | 1).leading_zeros()).div_ceil(4) as usize;
+        if let Some(s) = self.b.get_mut(self.len..self.len + n) {
+            // Hex digits are ASCII.
+            for c in s.iter_mut().rev() {
+                *c = hex[(v & 15) as usize];
+                v >>= 4;
+            }
+            self.len += n;
+        }
+    }
+
     /// Two decimal digits of `v` (below 100).
     #[inline(always)]
     pub fn push_pair(&mut self, v: u32) {
@@ -338,6 +356,17 @@ impl<'a> Stage<'a> {
             return Ok(());
         }
         self.spill(s)
+    }
+
+    /// [`StackBuf::push_hex`] on the line, spilling when it is full.
+    #[cfg(feature = "host")]
+    #[inline(always)]
+    pub fn push_hex(&mut self, v: u64, upper: bool) -> core::fmt::Result {
+        if self.buf.room() >= 16 {
+            self.buf.push_hex(v, upper);
+            return Ok(());
+        }
+        self.spill(Digits::new(v, 16, upper).as_str())
     }
 
     /// The text of a small buffer (a fixed-size copy when there is room).

@@ -6,6 +6,8 @@ use core::fmt::{self, Write};
 use super::digits::Stage;
 use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
+#[cfg(feature = "host")]
+use super::vsprintf::{convert_int, Qual, ZEROPAD};
 use crate::abi::{Abi, Endian};
 
 /// A value during evaluation.
@@ -281,6 +283,20 @@ impl<'a, 'e> Frame<'a, 'e> {
                 Item::Short(b) => st.push_buf(b)?,
                 &Item::Lit(o, l) => st.push(self.name(o, l))?,
                 Item::Conv(p) => {
+                    // Host builds: a plain `%x` / `%lx` of an integer (no
+                    // width, precision or flag that changes its text) is
+                    // written straight into the line: the digits that
+                    // `plain_number` would give, without its buffer.
+                    #[cfg(feature = "host")]
+                    if let (None, None, Conv::Int { base: 16 }) = (p.width, p.prec, p.spec.conv) {
+                        let s = &p.spec;
+                        if s.width <= 0 && s.prec < 0 && s.flags & !(SMALL | ZEROPAD) == 0 && s.qual != Qual::PtrDiff {
+                            if let Some(V::I(x)) = self.arg(p, s) {
+                                st.push_hex(convert_int(x, s, self.ctx.abi.long_size), s.flags & SMALL == 0)?;
+                                continue;
+                            }
+                        }
+                    }
                     let spec = self.spec(p);
                     let v = self.arg(p, &spec);
                     if let Some(d) =
