@@ -92,6 +92,11 @@ pub fn console_dump(log: &str, json: bool, stats: bool) -> Result<Option<()>, Er
             let s = Stats::of(d);
             let unit = if s.in_us { "us" } else { "" };
             let span = s.span.map_or(String::new(), |(a, b)| format!(", {a}{unit} to {b}{unit}"));
+            // The report's headline: the oops or panic, not the sysrq key.
+            let cause = d.before.iter().filter(|l| fd::opens_report(l)).find(|l| !l.starts_with("sysrq:"));
+            if let Some(cause) = cause.or(d.before.first()) {
+                let _ = writeln!(o, "dumped at: {cause}");
+            }
             let _ = writeln!(o, "{} events, {} other lines{span}", s.events, s.other);
             let _ = writeln!(o, "{:>4} {:>10} {:>10}", "CPU", "events", "lost");
             for (c, n, l) in &s.by_cpu {
@@ -118,6 +123,14 @@ pub fn console_dump(log: &str, json: bool, stats: bool) -> Result<Option<()>, Er
                 o.push_str("}\n");
             }
             continue;
+        }
+        if !d.before.is_empty() {
+            let _ = writeln!(o, "# before the dump:");
+            for l in &d.before {
+                o.push_str(l);
+                o.push('\n');
+            }
+            let _ = writeln!(o, "# the dump:");
         }
         for l in d.warnings.iter().chain(&d.lines) {
             o.push_str(l);

@@ -441,6 +441,20 @@ fn report(t: &Tracefs, st: &Status) -> String {
             // 1: every CPU's buffer, 2: the oopsing CPU's (tr-on --help).
             line(&mut o, "oops dump", Ok(v.trim().to_string()));
         }
+        // Tracing set up by the kernel command line (--boot prints one).
+        if let Ok(c) = std::fs::read_to_string("/proc/cmdline") {
+            let words = trbox::boot::from_cmdline(&c);
+            if !words.is_empty() {
+                line(&mut o, "from boot", Ok(words.join(" ")));
+            }
+        }
+        // And by a bootconfig's ftrace.* keys (boot-time tracing, 5.6+).
+        if let Ok(b) = std::fs::read_to_string("/proc/bootconfig") {
+            let n = b.lines().filter(|l| l.starts_with("ftrace.")).count();
+            if n > 0 {
+                line(&mut o, "from boot", Ok(format!("{n} ftrace.* keys in /proc/bootconfig")));
+            }
+        }
     }
     cpus(&mut o, st);
     o

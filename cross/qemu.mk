@@ -9,6 +9,7 @@
 #                                           (make test runs it)
 #   make qemu-shell [ARCH=...] [KERNEL=...] interactive board shell (Ctrl-A x quits)
 #   make qemu-test [QEMU_BOARDS="..."]      the session on every board, checked on the host
+#   make qemu-boot-test                     a boot with --boot's line; a panic's ftrace dump read back
 #   make qemu-selfcheck                     broken boards must make qemu-test fail
 #   make qemu-fixtures [FIXTURES="a b"]     re-record tests/fixtures/ARCH/ (maintainers;
 #                                           FIXTURES: only those scenarios, the rest kept)
@@ -36,7 +37,7 @@ QEMU_TRIPLE_armv7 := armv7-unknown-linux-musleabihf
 QEMU_TRIPLE_x86_64 := x86_64-unknown-linux-musl
 QEMU_TRIPLE = $(or $(QEMU_TRIPLE_$(ARCH)),$(error ARCH=$(ARCH): use aarch64, armv7 or x86_64))
 
-.PHONY: qemu qemu-tour qemu-shell qemu-test qemu-selfcheck qemu-fixtures qemu-setup qemu-fetch
+.PHONY: qemu qemu-tour qemu-shell qemu-test qemu-boot-test qemu-selfcheck qemu-fixtures qemu-setup qemu-fetch
 
 qemu-setup:
 	$(QEMU_SH)/setup.sh
@@ -90,6 +91,13 @@ qemu-shell: setup
 
 qemu-test: setup build cross
 	BREAK='$(BREAK)' $(QEMU_SH)/test.sh $(QEMU_BOARDS)
+
+# Issue 30's boots of their own (cross/qemu/boot-test.sh): a boot with
+# --boot's kernel command line, and a panic whose ftrace dump the host
+# reads back from the console log.
+qemu-boot-test: setup build
+	@$(MAKE) --no-print-directory cross CROSS_TARGETS=aarch64-unknown-linux-musl
+	$(QEMU_SH)/boot-test.sh
 
 qemu-selfcheck: cross
 	$(QEMU_SH)/selfcheck.sh

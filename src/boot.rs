@@ -26,6 +26,28 @@ use crate::kernel::{DUMP_INSTANCE_SINCE, TRACE_INSTANCE_SINCE, TRACE_TRIGGER_SIN
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+/// The kernel command line's tracing parameters
+/// (Documentation/admin-guide/kernel-parameters.txt): kernel/trace's
+/// start with these (`ftrace=`, `ftrace_filter=`, `trace_event=`,
+/// `trace_instance=`, `tp_printk`, `traceoff_on_warning`, …), and
+/// `reserve_mem=` holds a persistent buffer's memory.
+const PARAMS: [&str; 8] = [
+    "ftrace",
+    "trace_",
+    "tp_printk",
+    "traceoff_on_warning",
+    "alloc_snapshot",
+    "kprobe_event",
+    "fgraph_",
+    "reserve_mem",
+];
+
+/// The words of a kernel command line (`/proc/cmdline`) that set up
+/// tracing at boot, in their order: what `tr-on` shows as set up at boot.
+pub fn from_cmdline(cmdline: &str) -> Vec<&str> {
+    cmdline.split_whitespace().filter(|w| PARAMS.iter().any(|p| w.starts_with(p))).collect()
+}
+
 /// What a run would set; the applets fill what they have.
 #[derive(Debug, Default)]
 pub struct Settings<'a> {
@@ -228,6 +250,24 @@ pub fn boot(s: &Settings) -> Boot {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tracing_words_of_a_command_line() {
+        let l = "console=ttyAMA0 ftrace=function trace_buf_size=64K quiet trace_event=sched:sched_switch \
+                 reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace tp_printk tracer=1";
+        assert_eq!(
+            from_cmdline(l),
+            [
+                "ftrace=function",
+                "trace_buf_size=64K",
+                "trace_event=sched:sched_switch",
+                "reserve_mem=12M:4096:trace",
+                "trace_instance=boot_mapped@trace",
+                "tp_printk"
+            ]
+        );
+        assert!(from_cmdline("console=ttyS0 quiet").is_empty());
+    }
+
     use super::*;
 
     fn v(s: &[&str]) -> Vec<String> {

@@ -56,6 +56,10 @@ pub struct Dump {
     pub complete: bool,
     /// The lines before the dashes (the kernel's warnings).
     pub warnings: Vec<String>,
+    /// The oops or panic report that came before the dump, from its first
+    /// line ([`opens_report`]) to the dump's header, up to [`MAX_AFTER`]
+    /// lines: a panic prints its message and backtrace, then dumps.
+    pub before: Vec<String>,
     /// The console lines that followed the dump (the rest of the oops
     /// report, the panic), up to [`MAX_AFTER`], the next dump or the
     /// next boot.
@@ -169,6 +173,26 @@ fn header(l: &str) -> Option<Option<String>> {
     Some(Some(name.to_string()))
 }
 
+/// The first line of an oops or panic report: arm64's and x86's page
+/// fault messages (arch/*/mm/fault.c), `die()`'s (arm, arm64:
+/// `Internal error:`; x86: `Oops:`), x86's `BUG:` and `general protection
+/// fault`, `panic()`'s, a WARN/BUG's `cut here` line (arm's fault
+/// handler prints its own), and the sysrq crash key (drivers/tty/sysrq.c).
+pub fn opens_report(l: &str) -> bool {
+    const FIRST: [&str; 9] = [
+        "Unable to handle kernel ",
+        "Internal error: ",
+        "Oops",
+        "BUG: ",
+        "general protection fault",
+        "Kernel panic - not syncing",
+        "------------[ cut here ]------------",
+        "8<--- cut here ---",
+        "sysrq: Trigger a crash",
+    ];
+    FIRST.iter().any(|f| l.starts_with(f))
+}
+
 /// A new boot in the log ends what followed a dump.
 fn boots(l: &str) -> bool {
     l.starts_with("Booting Linux") || l.starts_with("Linux version ")
@@ -185,12 +209,30 @@ pub fn find(log: &str) -> Vec<Dump> {
     }
     let mut dumps: Vec<Dump> = Vec::new();
     let mut at = At::Outside;
+    // The report being printed: its lines since its first one, and whether
+    // that line had a console time stamp. A stamped report is one run of
+    // kernel lines; a line without the stamp (a shell's output) ends it.
+    let mut report: Vec<String> = Vec::new();
+    let mut stamped = false;
     for (n, raw) in log.lines().enumerate() {
         let l = strip_prefix(raw);
         if let Some(instance) = header(l) {
-            dumps.push(Dump { instance, line: n + 1, ..Dump::default() });
+            let before = core::mem::take(&mut report);
+            dumps.push(Dump { instance, line: n + 1, before, ..Dump::default() });
             at = At::Header;
             continue;
+        }
+        if at == At::Outside || at == At::After {
+            let has_stamp = l.len() != raw.trim_end_matches('\r').len();
+            if boots(l) || (stamped && !has_stamp) || report.len() >= MAX_AFTER {
+                report.clear();
+            }
+            if report.is_empty() && opens_report(l) {
+                stamped = has_stamp;
+            }
+            if !report.is_empty() || opens_report(l) {
+                report.push(l.to_string());
+            }
         }
         let Some(d) = dumps.last_mut() else { continue };
         match at {
@@ -301,6 +343,26 @@ mod tests {
     }
 
     #[test]
+    fn the_report_before_a_dump_is_one_run_of_kernel_lines() {
+        let log = "\
+[    1.0] ------------[ cut here ]------------\n\
+[    1.1] WARNING: an old one\n\
+# a shell's line ends that report\n\
+[    2.0] Unable to handle kernel NULL pointer dereference at virtual address 0\n\
+[    2.0] Mem abort info:\n\
+[    2.1] Internal error: Oops: 0000000096000005 [#1] SMP\n\
+[    2.2] Dumping ftrace buffer:\n\
+[    2.2]    (ftrace buffer empty)\n";
+        let d = find(log);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].before.len(), 3);
+        assert!(d[0].before[0].starts_with("Unable to handle kernel NULL"));
+        // Without time stamps, the report runs up to the dump.
+        let d = find("Oops: 0002 [#1] SMP\n# shell\nDumping ftrace buffer:\n");
+        assert_eq!(d[0].before, ["Oops: 0002 [#1] SMP", "# shell"]);
+    }
+
+    #[test]
     fn dumps_in_a_log() {
         let log = "\
 [    5.0] sysrq: Trigger a crash\n\
@@ -319,6 +381,8 @@ mod tests {
         assert_eq!(d.len(), 2);
         assert_eq!((d[0].line, d[0].lines.len(), d[0].complete), (2, 3, true));
         assert_eq!(d[0].after, ["Kernel panic - not syncing: sysrq triggered crash"]);
+        assert_eq!(d[0].before, ["sysrq: Trigger a crash"]);
+        assert_eq!(d[1].before, ["Kernel panic - not syncing: sysrq triggered crash"]);
         assert_eq!((d[1].instance.as_deref(), d[1].empty, d[1].after.len()), (Some("foo"), true, 0));
         let s = Stats::of(&d[0]);
         assert_eq!((s.events, s.other, s.span), (2, 0, Some((3902133, 3902140))));

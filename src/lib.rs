@@ -14,7 +14,6 @@
 extern crate alloc;
 
 pub mod abi;
-#[cfg(feature = "host")]
 #[allow(missing_docs)] // to document (issue 28)
 pub mod boot;
 #[allow(missing_docs)] // to document (issue 28)

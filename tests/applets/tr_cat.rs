@@ -138,7 +138,8 @@ fn plain_tr_cat_prints_the_trace_file() {
 /// `tr-cat --from-console` on a console log with the kernel's own
 /// ftrace_dump_on_oops dump and no trbox recording (captured on the
 /// aarch64 6.1 board: tests/data/console/README.md): the dump's lines
-/// without the console prefix, the lines after it, --json, --stats; a log
+/// without the console prefix, the panic's report before it and the lines
+/// after it, --json, --stats; a log
 /// with neither is an error (exit 2).
 #[test]
 fn from_console_reads_the_kernels_oops_dump() {
@@ -150,6 +151,15 @@ fn from_console_reads_the_kernels_oops_dump() {
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].ends_with("oops-aarch64-6.1.log:62: the kernel's ftrace dump"), "{}", lines[0]);
+    // The panic's report, printed before the kernel dumped: from the sysrq
+    // key to the other CPUs' stop, then the dump.
+    assert_eq!(
+        lines[1..4],
+        ["# before the dump:", "sysrq: Trigger a crash", "Kernel panic - not syncing: sysrq triggered crash"]
+    );
+    let at = lines.iter().position(|l| *l == "# the dump:").unwrap();
+    assert_eq!((at, lines[at - 1]), (26, "SMP: stopping secondary CPUs"));
+    let lines = &lines[at..];
     assert_eq!(lines[1], "CPU:0 [LOST 727 EVENTS]");
     assert_eq!(
         lines[2],
@@ -183,7 +193,7 @@ fn from_console_reads_the_kernels_oops_dump() {
     );
     let o = run(&["tr-cat", "--from-console", log, "--stats"]);
     let out = stdout(&o);
-    assert!(out.contains("978 events, 0 other lines, 1579698us to 2043506us\n"), "{out}");
+    assert!(out.contains("dumped at: Kernel panic - not syncing: sysrq triggered crash\n978 events, 0 other lines, 1579698us to 2043506us\n"), "{out}");
     assert!(out.contains("   1        578      13997\n"), "{out}");
     assert!(out.contains("       774  function\n       137  sched_switch\n        67  sched_wakeup\n"), "{out}");
 
