@@ -62,7 +62,7 @@ include cross/qemu.mk
 
 # Order: fast host tests first, then the other architectures.
 test: setup
-	@$(MAKE) --no-print-directory test-host cross-test size qemu-tour qemu-test qemu-boot-test
+	@$(MAKE) --no-print-directory test-host cross-test size qemu-tour qemu-test qemu-boot-test qemu-lastboot
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

@@ -48,6 +48,13 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     }
     let events = if r.events.is_empty() { Vec::new() } else { resolve_all(&t.list_events()?, r.events)? };
     let live = Live::enter(t, common, false)?;
+    // A persistent instance (last_boot_info, 6.12+) and nothing to run:
+    // extract what it holds, a previous boot's events as they are (trace-cmd
+    // extract): no clearing, no waiting (tracing_on is switched on and off
+    // as for a recording; nothing is enabled after a reboot, and it only
+    // gates writes). Starting a tracer or enabling events there would clear
+    // them (update_last_data(), kernel/trace/trace.c).
+    let extract = r.cmd.is_empty() && r.time.is_none() && events.is_empty() && live.t.exists("last_boot_info");
     let (t, wake) = (&live.t, live.wake);
     let path = Path::new(if stream { "standard output" } else { r.path });
     let net = r.net.then(|| r.path.to_string());
@@ -68,12 +75,15 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         let child = Command::start(r.cmd, &mut st, Follow { events: true, functions })?;
         // Start from an empty buffer (as trace-cmd record does): old pages
         // do not belong to this run, and the stats count from zero.
-        t.write("trace", "")?;
+        if !extract {
+            t.write("trace", "")?;
+        }
         rec.start(t);
         st.set(t.tracing_on_file(), "1")?;
         child.release()?;
         let start = Instant::now();
-        let limit = r.time.map(|s| s.0);
+        // Extract: no wait, only the drain below.
+        let limit = if extract { Some(Duration::ZERO) } else { r.time.map(|s| s.0) };
         // The tick bounds how late a command's exit or -t is noticed.
         let tick = Duration::from_millis(if r.cmd.is_empty() { 1000 } else { 100 });
         while signals::stop_requested().is_none() && rec.write_error.is_none() && !child.exited() {

@@ -435,6 +435,23 @@ fn report(t: &Tracefs, st: &Status) -> String {
     if t.instance.is_none() {
         line(&mut o, "instances", list(&st.instances, "none"));
     }
+    // Persistent instances (with last_boot_info, 6.12+; -B: that one):
+    // whose events, then last_boot_info's lines under the value column.
+    let cpu_list = t.cpus().unwrap_or_default();
+    for n in t.instances().unwrap_or_default() {
+        let d = t.top().join("instances").join(&n);
+        let Ok(info) = std::fs::read_to_string(d.join("last_boot_info")) else { continue };
+        if t.instance.as_ref().is_some_and(|i| *i != n) {
+            continue;
+        }
+        let mut e = 0;
+        for c in &cpu_list {
+            let s = std::fs::read_to_string(d.join(format!("per_cpu/cpu{c}/stats"))).unwrap_or_default();
+            e += trbox::ctl::CpuStats::parse(&s).entries.unwrap_or(0);
+        }
+        let what = trbox::lastboot::whose(&info, e);
+        line(&mut o, "persistent", Ok(format!("{n}: {what} ({e}); last_boot_info:\n{info}")));
+    }
     // A sysctl of the running kernel: not shown for a copied tree.
     if !matches!(t.found, Found::Given) {
         if let Ok(v) = std::fs::read_to_string(DUMP_SYSCTL) {

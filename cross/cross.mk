@@ -20,7 +20,7 @@ export TRBOX_NIGHTLY
 
 ifeq ($(CROSS),1)
 # Flags shared with cross/build.sh, passed into the container by Cross.toml.
-cross: export RUSTFLAGS := -C force-unwind-tables=no -C relocation-model=static -C llvm-args=-machine-outliner-reruns=3 $(if $(filter 0,$(TRBOX_IMMEDIATE_ABORT)),,-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none -Zfmt-debug=none) $(RUSTFLAGS)
+cross: export RUSTFLAGS := -C force-unwind-tables=no -C relocation-model=static -C llvm-args=-machine-outliner-reruns=3 -C llvm-args=-enable-global-merge-func=true $(if $(filter 0,$(TRBOX_IMMEDIATE_ABORT)),,-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none -Zfmt-debug=none) $(RUSTFLAGS)
 cross: export CROSS_CONFIG := cross/Cross.toml
 cross:
 	@command -v cross >/dev/null || { echo "make cross CROSS=1: 'cross' not found (cargo install cross; needs Docker or Podman)" >&2; exit 1; }

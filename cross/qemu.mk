@@ -10,6 +10,9 @@
 #   make qemu-shell [ARCH=...] [KERNEL=...] interactive board shell (Ctrl-A x quits)
 #   make qemu-test [QEMU_BOARDS="..."]      the session on every board, checked on the host
 #   make qemu-boot-test                     a boot with --boot's line; a panic's ftrace dump read back
+#   make qemu-lastboot [QEMU_LASTBOOT_BOARDS="..."]
+#                                           persistent ring buffer: crash, warm reboot,
+#                                           read the previous boot (make test runs it)
 #   make qemu-selfcheck                     broken boards must make qemu-test fail
 #   make qemu-fixtures [FIXTURES="a b"]     re-record tests/fixtures/ARCH/ (maintainers;
 #                                           FIXTURES: only those scenarios, the rest kept)
@@ -37,7 +40,7 @@ QEMU_TRIPLE_armv7 := armv7-unknown-linux-musleabihf
 QEMU_TRIPLE_x86_64 := x86_64-unknown-linux-musl
 QEMU_TRIPLE = $(or $(QEMU_TRIPLE_$(ARCH)),$(error ARCH=$(ARCH): use aarch64, armv7 or x86_64))
 
-.PHONY: qemu qemu-tour qemu-shell qemu-test qemu-boot-test qemu-selfcheck qemu-fixtures qemu-setup qemu-fetch
+.PHONY: qemu qemu-tour qemu-shell qemu-test qemu-boot-test qemu-lastboot qemu-selfcheck qemu-fixtures qemu-setup qemu-fetch
 
 qemu-setup:
 	$(QEMU_SH)/setup.sh
@@ -98,6 +101,12 @@ qemu-test: setup build cross
 qemu-boot-test: setup build
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=aarch64-unknown-linux-musl
 	$(QEMU_SH)/boot-test.sh
+
+# The persistent ring buffer across a crash and a warm reboot (issue 30):
+# one qemu run per board, ~40-50 s each (cross/qemu/lastboot.sh).
+QEMU_LASTBOOT_BOARDS ?= aarch64:7.2 aarch64:6.12
+qemu-lastboot: setup build cross
+	$(QEMU_SH)/lastboot.sh $(QEMU_LASTBOOT_BOARDS)
 
 qemu-selfcheck: cross
 	$(QEMU_SH)/selfcheck.sh

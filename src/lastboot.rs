@@ -16,7 +16,7 @@
 //! | 6.12 | `text delta:\t%ld` and `data delta:\t%ld` |
 //! | 6.14 | `%lx\t[kernel]` (the previous boot's KASLR offset), then `%lx\t%s` per module (its address then) |
 //! | 6.15 on | `%lx\t[kernel]` (the previous boot's `_text`), modules as before |
-//! | any | `# Current`: the buffer holds this boot's records |
+//! | 6.14 on | `# Current`: the buffer holds this boot's records (after tracing started in it) |
 //!
 //! The KASLR offset of 6.14 cannot be told from `_text` by its text alone,
 //! but an offset is small and `_text` is a kernel address: an offset is
@@ -46,6 +46,20 @@ pub struct LastBoot {
     pub gone: Vec<String>,
 }
 
+/// Where module `name` is now, and its size: its line of `/proc/modules`
+/// (`NAME SIZE REFS DEPS STATE ADDR`).
+fn module_now(modules: &str, name: &str) -> Option<(u64, u64)> {
+    modules.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        if w.next()? != name {
+            return None;
+        }
+        let size = w.next()?.parse().ok()?;
+        let addr = u64::from_str_radix(w.nth(3)?.trim_start_matches("0x"), 16).ok()?;
+        Some((addr, size))
+    })
+}
+
 /// A kernel address of either word size (a KASLR offset is far below).
 fn is_kernel_address(a: u64) -> bool {
     a >= 0xffff_0000_0000_0000 || (0xc000_0000..=0xffff_ffff).contains(&a)
@@ -63,35 +77,26 @@ impl LastBoot {
             Some((name, rest)) if !name.contains(char::is_whitespace) && !name.starts_with('#') => rest,
             _ => info,
         };
-        let now: Vec<(&str, u64, u64)> = modules
-            .lines()
-            .filter_map(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                let size = w.get(1)?.parse().ok()?;
-                let addr = u64::from_str_radix(w.get(5)?.trim_start_matches("0x"), 16).ok()?;
-                Some((*w.first()?, addr, size))
-            })
-            .collect();
         let mut lb = LastBoot::default();
-        for line in info.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if line.starts_with('#') {
-                continue;
-            }
+        for line in info.lines().map(str::trim) {
             if let Some(v) = line.strip_prefix("text delta:") {
                 lb.text_delta = v.trim().parse().ok();
                 continue;
             }
-            if line.starts_with("data delta:") {
-                lb.skipped.push(String::from(line));
-                continue;
-            }
+            // '# Current' and 6.12's "data delta:" have no address first.
             let Some((addr, name)) = line.split_once(char::is_whitespace) else { continue };
-            let Ok(addr) = u64::from_str_radix(addr.trim_start_matches("0x"), 16) else { continue };
+            let Ok(addr) = u64::from_str_radix(addr.trim_start_matches("0x"), 16) else {
+                if line.starts_with("data") {
+                    lb.skipped.push(String::from(line));
+                }
+                continue;
+            };
             match name.trim() {
                 "[kernel]" if is_kernel_address(addr) => lb.text = Some(addr),
-                "[kernel]" => lb.skipped.push(alloc::format!("{addr:x} [kernel] (a KASLR offset, as 6.14 wrote it)")),
-                m => match now.iter().find(|(n, _, _)| *n == m) {
-                    Some(&(_, at, size)) => lb.modules.push((addr, at, size)),
+                // A KASLR offset, as 6.14 wrote it.
+                "[kernel]" => lb.skipped.push(String::from(line)),
+                m => match module_now(modules, m) {
+                    Some((at, size)) => lb.modules.push((addr, at, size)),
                     None => lb.gone.push(String::from(m)),
                 },
             }
@@ -124,6 +129,24 @@ impl LastBoot {
             Some(d) => addr.wrapping_add(d as u64),
             None => addr,
         }
+    }
+}
+
+/// Whose events a persistent instance holds (`tr-on`): `info` is its
+/// `last_boot_info`, `entries` the events in its buffers. 6.12's deltas do
+/// not say (starting tracing in the instance clears the previous boot's,
+/// `update_last_data()`); from 6.14 `# Current` says they are this boot's,
+/// and `[kernel]` is read until tracing starts (also after a cold start:
+/// 7.2 then shows `0\t[kernel]` over an empty buffer).
+pub fn whose(info: &str, entries: u64) -> &'static str {
+    if entries == 0 {
+        "empty"
+    } else if info.starts_with('#') {
+        "this boot's events"
+    } else if info.starts_with("text delta") {
+        "previous boot's events unless traced since"
+    } else {
+        "the previous boot's events"
     }
 }
 
@@ -162,5 +185,14 @@ mod tests {
         assert_eq!(lb.adjust(0xffff_ffff_9000_0000, Some(1)), 0xffff_ffff_9000_0000);
         // Garbage: nothing.
         assert_eq!(LastBoot::parse("x\ny z\n", "junk"), None);
+    }
+
+    #[test]
+    fn what_tr_on_says_of_a_persistent_instance() {
+        // The aarch64 boards' texts (cross/qemu/lastboot.sh).
+        assert_eq!(whose("ffff800080000000\t[kernel]\nffffffffc1000000\text4\n", 11), "the previous boot's events");
+        assert_eq!(whose("0\t[kernel]\n", 0), "empty");
+        assert_eq!(whose("# Current\n", 3), "this boot's events");
+        assert_eq!(whose("text delta:\t0\ndata delta:\t0\n", 9), "previous boot's events unless traced since");
     }
 }

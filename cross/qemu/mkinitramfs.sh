@@ -28,6 +28,7 @@ install -m 0755 "$QEMU_DIR/guest/vs-trace-cmd" "$root/etc/trbox/vs-trace-cmd"
 # lines whose '## boards: LIST' names this board -- 'all', the board
 # (aarch64:6.1-rt) or its kernel (6.1-rt: lines for what only that kernel
 # has, such as the RT tracers); unmarked lines run in the whole session only.
+pick() {
 awk -v full="$SESSION_FULL" -v board="$ARCH:$KERNEL" -v kernel="$KERNEL" '
 /^(#|$)/ { print; next }
 {
@@ -36,7 +37,13 @@ awk -v full="$SESSION_FULL" -v board="$ARCH:$KERNEL" -v kernel="$KERNEL" '
 	n = split(substr($0, i + 11), w, " ")
 	for (j = 1; j <= n && w[j] != "##"; j++)
 		if (w[j] == "all" || w[j] == board || w[j] == kernel) { print; next }
-}' "${SESSION:-$QEMU_DIR/session}" >"$root/etc/trbox/session"
+}' "$1"
+}
+pick "${SESSION:-$QEMU_DIR/session}" >"$root/etc/trbox/session"
+# A first boot's session (the warm-reboot board, lastboot.sh): guest/init
+# runs it when the persistent instance holds no previous boot.
+[ -z "${SESSION_FIRST:-}" ] || pick "$SESSION_FIRST" >"$root/etc/trbox/session-first"
+install -m 0755 "$QEMU_DIR/guest/lastboot-copy" "$QEMU_DIR/guest/lastboot-send" "$root/etc/trbox/"
 # The network boards' modules, net-up and session-net lines (net.sh).
 . "$QEMU_DIR/net.sh"
 net_initramfs "$root"

@@ -29,7 +29,10 @@ esac
 mapfile -t nic < <(net_qemu_args)
 qemu=("$QEMU_BIN" "${QEMU_MACHINE[@]}" -m "$QEMU_MEM" -smp "$QEMU_SMP"
 	-kernel "$CACHE/vmlinuz" -initrd "$OUT/initramfs.gz"
-	-append "$(kernel_append "$mode")$NET_APPEND" -no-reboot "${nic[@]}")
+	-append "$(kernel_append "$mode")$NET_APPEND" "${nic[@]}")
+# QEMU_REBOOT=1 (lastboot.sh): a panic or reboot resets the board, and the
+# reset keeps guest RAM (a persistent ring buffer survives it).
+[ "${QEMU_REBOOT:-0}" = 1 ] || qemu+=(-no-reboot)
 
 if [ "$mode" = shell ]; then
 	say "interactive shell; 'poweroff' leaves, Ctrl-A x kills qemu"

@@ -26,7 +26,12 @@ impl LazyKallsyms {
         } else {
             Some(t.top().join("kallsyms")).filter(|p| p.is_file())
         };
-        LazyKallsyms { path, text: None, table: std::sync::OnceLock::new(), last_boot: None }
+        let syms = LazyKallsyms { path, text: None, table: std::sync::OnceLock::new(), last_boot: None };
+        // A persistent buffer's previous boot: its addresses move first.
+        match last_boot(t) {
+            Some(lb) => syms.with_last_boot(lb),
+            None => syms,
+        }
     }
 
     /// Symbols from a kallsyms text held in memory (a trace.dat's).
@@ -77,4 +82,18 @@ impl crate::printfmt::SymbolLookup for LazyKallsyms {
     fn kretprobe_trampoline(&self) -> Option<crate::printfmt::KretprobeTrampoline> {
         crate::printfmt::SymbolLookup::kretprobe_trampoline(self.get()?)
     }
+}
+
+/// The current boot's `/proc/modules` (a copy's `modules` file): where the
+/// modules of a previous boot are now.
+pub fn modules_text(t: &Tracefs) -> String {
+    let p = if t.is_live() { "/proc/modules".into() } else { t.top().join("modules") };
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+/// What the `last_boot_info` of the buffer `t` works in says, when the
+/// buffer holds a previous boot's records (a persistent instance, 6.12+).
+pub fn last_boot(t: &Tracefs) -> Option<crate::lastboot::LastBoot> {
+    let info = t.read_opt("last_boot_info").ok()??;
+    crate::lastboot::LastBoot::parse(&info, &modules_text(t))
 }

@@ -84,6 +84,9 @@ pub struct WriteOptions<'a> {
     /// Extra instances (v6 BUFFER options); their flyrecord offsets are
     /// patched later at [`OptionsSlot::buffer_offsets`].
     pub instances: &'a [&'a str],
+    /// LAST_BOOT_INFO (24): `INSTANCE:` and the text of its
+    /// `last_boot_info`, as trace-cmd 3.4 writes it (trace-record.c).
+    pub last_boot: Option<&'a str>,
 }
 
 /// The CPUSTAT text trace-cmd stores for one CPU.
@@ -232,6 +235,9 @@ pub fn encode_options(
         }
         if let Some(id) = o.trace_id {
             put_opt(&mut v, e, opt::TRACEID, &encode_u64(e, id));
+        }
+        if let Some(l) = o.last_boot {
+            put_str_opt(&mut v, e, opt::LAST_BOOT_INFO, l, 0);
         }
         let last = o.cpustat.len().saturating_sub(1);
         for (i, s) in o.cpustat.iter().enumerate() {

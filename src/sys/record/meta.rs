@@ -23,6 +23,8 @@ pub struct Slots {
     pub fly: FlyrecordSlot,
     clock: String,
     uname: String,
+    /// LAST_BOOT_INFO: `INSTANCE:` + a persistent instance's `last_boot_info`.
+    last_boot: Option<String>,
 }
 
 /// Bytes a saved_cmdlines line can take: pid (7 digits), space, comm (15),
@@ -89,19 +91,23 @@ pub fn write_header(
     w.cpus(cpus).map_err(bad)?;
     let clock = t.read_opt("trace_clock")?.unwrap_or_else(|| "[local]".into()).trim().to_string();
     let uname = uname();
+    // A persistent instance (6.12+): its last_boot_info, as trace-cmd 3.4.
+    let last_boot = t.read_opt("last_boot_info")?.map(|i| t.instance.clone().unwrap_or_default() + ":" + &i);
     let provisional = WriteOptions {
         trace_clock: Some(&clock),
         uname: Some(&uname),
         version: Some(VERSION),
         cpucount: Some(cpus),
+        last_boot: last_boot.as_deref(),
         ..Default::default()
     };
     // Room for one CPUSTAT per CPU (about 200 bytes each).
-    let options = w.options(&provisional, Some(1024 + 320 * cpus as usize)).map_err(bad)?;
+    let room = 1024 + 320 * cpus as usize + last_boot.as_deref().unwrap_or_default().len();
+    let options = w.options(&provisional, Some(room)).map_err(bad)?;
     let fly = w.flyrecord().map_err(bad)?;
     put(file, path, &mut w)?;
     file.write_all_at(&encode_u32(e, klen), len_pos).map_err(|e| Error::io(path, e))?;
-    Ok(Slots { endian: e, cmdlines: (cmdlines_pos, reserve), options, fly, clock, uname })
+    Ok(Slots { endian: e, cmdlines: (cmdlines_pos, reserve), options, fly, clock, uname, last_boot })
 }
 
 /// /proc/kallsyms (or the copy's) in pieces of 64 KiB: it says size 0, and
@@ -176,6 +182,7 @@ pub fn finish_header(
         version: Some(VERSION),
         cpucount: Some(s.fly.cpus),
         cpustat: &texts,
+        last_boot: s.last_boot.as_deref(),
         ..Default::default()
     };
     let block = match encode_options(e, &o, Some(s.options.len)) {
@@ -224,6 +231,11 @@ fn systems_to_store(t: &Tracefs) -> Vec<String> {
         .into_iter()
         .filter(|s| s != "ftrace" && t.path(&format!("events/{s}")).is_dir())
         .collect();
+    // A persistent instance may hold a previous boot's events, which
+    // nothing enables now: every system's formats.
+    if t.exists("last_boot_info") {
+        return all;
+    }
     let Ok(Some(set)) = t.read_opt("set_event") else { return all };
     let mut on: Vec<String> = set
         .lines()
