@@ -94,6 +94,7 @@ fn put_str(out: &mut Vec<u8>, field: u32, b: &[u8]) {
 mod ev {
     pub const TIMESTAMP: u32 = 1;
     pub const PID: u32 = 2;
+    pub const GENERIC: u32 = 327;
     /// The first field number of the events described in the bundle
     /// (traced_probes' kGenericEvtProtoMinPbFieldId).
     pub const FIRST_DESCRIBED: u32 = 65536;
@@ -314,6 +315,11 @@ pub struct Plan {
     compact: Compact,
     /// A described event: its `GenericEventDescriptor`, encoded.
     descriptor: Option<Vec<u8>>,
+    /// An event of more fields than trace_processor takes in a
+    /// descriptor (field numbers below 32, generic_ftrace_tracker.cc's
+    /// kMaxAllowedFields): a `GenericFtraceEvent` of this name, each field
+    /// with its name.
+    generic: Option<String>,
 }
 
 fn is_text(f: &Field) -> bool {
@@ -323,6 +329,21 @@ fn is_text(f: &Field) -> bool {
 fn is_int(f: &Field) -> bool {
     matches!(f.kind, FieldKind::Scalar) && f.size <= 8
 }
+
+/// How a field of a described or generic event is written: text, an
+/// integer, or an array of numbers as hex text.
+fn how_of(f: &Field) -> How {
+    if is_text(f) {
+        How::Str
+    } else if is_int(f) {
+        How::Int
+    } else {
+        How::Hex
+    }
+}
+
+/// Fields a descriptor may have (numbers 1 to 31).
+const MAX_DESCRIBED_FIELDS: usize = 32;
 
 /// `DescriptorProto` field types (google/protobuf/descriptor.proto).
 const TYPE_INT64: u64 = 3;
@@ -337,6 +358,16 @@ impl Plan {
         if let Some(p) = Self::typed(f) {
             return p;
         }
+        if f.fields.len() >= MAX_DESCRIBED_FIELDS {
+            let copies = f.fields.iter().map(|x| (x.clone(), 0, how_of(x))).collect();
+            return Plan {
+                field: ev::GENERIC,
+                copies,
+                compact: Compact::None,
+                descriptor: None,
+                generic: Some(f.name.clone()),
+            };
+        }
         // GenericEventDescriptor { field_id 1, event_descriptor 2
         // (DescriptorProto { name 1, field 2 (FieldDescriptorProto {
         // name 1, number 3, label 4, type 5 }) }), group_name 3 }.
@@ -346,12 +377,11 @@ impl Plan {
         let mut copies = Vec::new();
         for (i, x) in f.fields.iter().enumerate() {
             let number = i as u32 + 1;
-            let (how, ty) = if is_text(x) {
-                (How::Str, TYPE_STRING)
-            } else if is_int(x) {
-                (How::Int, if x.signed { TYPE_INT64 } else { TYPE_UINT64 })
-            } else {
-                (How::Hex, TYPE_STRING)
+            let how = how_of(x);
+            let ty = match how {
+                How::Int if x.signed => TYPE_INT64,
+                How::Int => TYPE_UINT64,
+                _ => TYPE_STRING,
             };
             let mut fd = Vec::new();
             put_bytes(&mut fd, 1, x.name.as_bytes());
@@ -366,7 +396,7 @@ impl Plan {
         put_bytes(&mut g, 2, &d);
         put_bytes(&mut g, 3, f.system.as_bytes());
         let _ = LABEL_REPEATED;
-        Plan { field, copies, compact: Compact::None, descriptor: Some(g) }
+        Plan { field, copies, compact: Compact::None, descriptor: Some(g), generic: None }
     }
 
     fn typed(f: &EventFormat) -> Option<Plan> {
@@ -417,12 +447,18 @@ impl Plan {
             })(),
             _ => None,
         };
-        Some(Plan { field: t.field, copies, compact: compact.unwrap_or(Compact::None), descriptor: None })
+        Some(Plan {
+            field: t.field,
+            copies,
+            compact: compact.unwrap_or(Compact::None),
+            descriptor: None,
+            generic: None,
+        })
     }
 
     /// Which typed message, if any (for tests and counts).
     pub fn typed_field(&self) -> Option<u32> {
-        self.descriptor.is_none().then_some(self.field)
+        (self.descriptor.is_none() && self.generic.is_none()).then_some(self.field)
     }
 }
 
@@ -438,6 +474,16 @@ fn field_bytes<'a>(f: &Field, rec: &'a [u8], e: Endian) -> &'a [u8] {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// A string field: the bytes `b` in hex.
+fn put_hex(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+    key(out, field, LEN);
+    varint(out, 2 * b.len() as u64);
+    for x in b {
+        out.push(HEX[usize::from(x >> 4)]);
+        out.push(HEX[usize::from(x & 15)]);
+    }
+}
 
 /// Symbol names of kernel addresses, interned as the events need them.
 #[derive(Default)]
@@ -473,6 +519,28 @@ fn encode_payload(
     syms: &mut Symbols,
     name: &dyn Fn(u64) -> Option<String>,
 ) {
+    if let Some(n) = &plan.generic {
+        // GenericFtraceEvent { event_name 1, field 2 (Field { name 1,
+        // str_value 3, int_value 4, uint_value 5 }) }.
+        put_bytes(out, 1, n.as_bytes());
+        let mut one = Vec::new();
+        for (f, _, how) in &plan.copies {
+            one.clear();
+            put_bytes(&mut one, 1, f.name.as_bytes());
+            if *how == How::Int {
+                match f.int(rec, e) {
+                    Some(v) => put_int(&mut one, if f.signed { 4 } else { 5 }, v as u64),
+                    None => continue,
+                }
+            } else if *how == How::Str {
+                put_str(&mut one, 3, field_bytes(f, rec, e));
+            } else {
+                put_hex(&mut one, 3, field_bytes(f, rec, e));
+            }
+            put_bytes(out, 2, &one);
+        }
+        return;
+    }
     for (f, p, how) in &plan.copies {
         match how {
             How::Str => put_str(out, *p, field_bytes(f, rec, e)),
@@ -490,15 +558,7 @@ fn encode_payload(
                     }
                 }
             }
-            How::Hex => {
-                let b = field_bytes(f, rec, e);
-                key(out, *p, LEN);
-                varint(out, 2 * b.len() as u64);
-                for x in b {
-                    out.push(HEX[usize::from(x >> 4)]);
-                    out.push(HEX[usize::from(x & 15)]);
-                }
-            }
+            How::Hex => put_hex(out, *p, field_bytes(f, rec, e)),
         }
     }
 }
@@ -850,5 +910,36 @@ mod tests {
         v.clear();
         put_int(&mut v, 1, -1i64 as u64);
         assert_eq!(v.len(), 11);
+    }
+
+    /// An event of more fields than a descriptor may number is a
+    /// GenericFtraceEvent (FtraceEvent field 327) with its fields' names;
+    /// a smaller one is described (field 65536 + n).
+    #[test]
+    fn wide_events_are_generic() {
+        let field = |i: u32| Field {
+            name: alloc::format!("f{i}"),
+            type_name: "int".into(),
+            offset: 8 + 4 * i,
+            size: 4,
+            signed: true,
+            kind: FieldKind::Scalar,
+        };
+        let ev = |n: u32| EventFormat {
+            id: 100 + n,
+            system: "x".into(),
+            name: alloc::format!("e{n}"),
+            common: Vec::new(),
+            fields: (0..n).map(field).collect(),
+            print_fmt: String::new(),
+        };
+        let wide = Plan::of(&ev(40), 0);
+        assert_eq!((wide.field, wide.generic.as_deref()), (ev::GENERIC, Some("e40")));
+        let rec = [0u8; 8 + 4 * 40];
+        let mut out = Vec::new();
+        encode_payload(&wide, &rec, Endian::Little, &mut out, &mut Symbols::default(), &|_| None);
+        assert!(out.windows(3).any(|w| w == [0x12, 0x06, 0x0a]), "a Field message with a name");
+        let narrow = Plan::of(&ev(31), 0);
+        assert_eq!((narrow.field, narrow.generic.is_none()), (ev::FIRST_DESCRIBED, true));
     }
 }
