@@ -5,12 +5,15 @@
 #   make size       stripped size table                               (cross/cross.mk)
 #   make qemu       boot an arm64 board and tour trbox's applets      (cross/qemu.mk)
 #   make bench      benchmarks against trace-cmd                       (benches/)
-#   make docs       the --help blocks of docs/applets/*.md, from the binary
+#   make pictures   the README's pictures: Chromium's rendering of the flame
+#                   graph, a recording in KernelShark (docs/pictures.sh)
+#   make docs       the --help blocks of docs/applets/*.md, docs/man/*.1 and
+#                   completions/, from the binary
 
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host check-nostd lint apidoc example bench clean docs
+.PHONY: all build setup test test-host check-nostd lint apidoc example bench clean docs pictures
 
 all: build
 
@@ -45,10 +48,16 @@ test-host: check-nostd lint apidoc
 	@$(MAKE) --no-print-directory example
 
 # The applet pages quote each applet's --help (docs/applets/tr-*.md, between
-# <!-- help --> markers); tests/applets/docs.rs fails when one differs from
-# the binary, and this rewrites them from the binary just built.
+# <!-- help --> markers), and docs/man/*.1 and completions/ hold what
+# `trbox --man NAME` and `trbox --completions SHELL` print; tests/applets/docs.rs
+# fails when one differs from the binary, and this rewrites them from the
+# binary just built.
 docs:
 	TRBOX_BLESS=1 $(CARGO) test --release --test applets docs::
+
+# docs/img/tr-graph-flame.png and docs/img/kernelshark.png (root: it records).
+pictures: build
+	bash docs/pictures.sh
 
 # What the build and the tests need (apt packages, rustup targets, the nightly
 # with rust-src, the board harness's qemu): installed when missing, a quiet

@@ -400,9 +400,23 @@ struct Top {
     /// print trbox's version
     #[argh(switch, short = 'V')]
     version: bool,
+    /// host build: print the man page of applet NAME (or trbox) in roff
+    #[cfg(feature = "host")]
+    #[argh(option, arg_name = "NAME")]
+    man: Option<String>,
+    /// host build: print the completion script for SHELL (bash, zsh, fish)
+    #[cfg(feature = "host")]
+    #[argh(option, arg_name = "SHELL")]
+    completions: Option<String>,
     /// with --install: the directory for the links
     #[argh(positional, arg_name = "DIR")]
     dir: Option<String>,
+}
+
+/// trbox's own options, as declared.
+#[cfg(feature = "host")]
+pub fn top_info() -> CommandInfoWithArgs {
+    Top::get_args_info()
 }
 
 fn banner(applets: &[Applet]) -> String {
@@ -433,6 +447,14 @@ fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
             )
         }
     };
+    #[cfg(feature = "host")]
+    if let Some(n) = &t.man {
+        return print(&crate::manpage::man(applets, n)?);
+    }
+    #[cfg(feature = "host")]
+    if let Some(sh) = &t.completions {
+        return print(&crate::manpage::completions(applets, sh)?);
+    }
     match (t.list, t.install, t.version, &t.dir) {
         (true, false, false, None) => print(&applets.iter().map(|a| format!("{}\n", a.name)).collect::<String>()),
         (false, true, false, Some(dir)) => install(applets, dir, t.symlink),
@@ -529,14 +551,25 @@ fn say(name: &str, e: &Error) {
 /// Say `e` on stderr as the final error would be said, and go on (e.g. a
 /// window that recorded nothing: not a failure, never silent).
 pub fn note(e: &Error) {
-    say(APPLET.get().copied().unwrap_or("trbox"), e);
+    say(applet_name(), e);
+}
+
+/// The applet that runs (as messages name it).
+pub fn applet_name() -> &'static str {
+    APPLET.get().copied().unwrap_or("trbox")
 }
 
 /// Stdout is a terminal that can be cleared (TERM is set and not `dumb`):
 /// where a table may be drawn again in place.
 pub fn is_tty() -> bool {
+    terminal(1)
+}
+
+/// Descriptor `fd` is a terminal that can be cleared (TERM is set and not
+/// `dumb`).
+pub fn terminal(fd: i32) -> bool {
     // SAFETY: isatty only looks at the descriptor.
-    let tty = unsafe { libc::isatty(1) } == 1;
+    let tty = unsafe { libc::isatty(fd) } == 1;
     tty && std::env::var_os("TERM").is_some_and(|t| t != "dumb")
 }
 

@@ -4,6 +4,7 @@
 //! `Tracefs::list_events`) and the traced window.
 
 use crate::cli::Error;
+use crate::progress::Progress;
 use std::cell::RefCell;
 use std::time::Duration;
 use trbox::names::{closest, glob_match};
@@ -274,7 +275,8 @@ pub fn stream_text(
     limit: Option<Duration>,
     empty: &Empty,
 ) -> Result<Option<u8>, Error> {
-    stream(t, st, child, json, limit, Reading::default(), &|i, o, d| Ok(trbox::sys::read::print(i, o, d)?), Some(empty))
+    let print: &Show = &|i, o, d| Ok(trbox::sys::read::print(i, o, d)?);
+    stream(t, st, child, json, limit, Reading::default(), false, print, Some(empty))
 }
 
 /// What a run does with the records of its window: print them decoded, or
@@ -288,6 +290,9 @@ pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<boo
 /// out; then the command's exit status (None without one). A window that
 /// showed nothing says so on stderr (`empty`: what was traced, for whom;
 /// None where `show` says it itself). `reading`: see [`Reading`].
+/// `quiet`: `show` prints only once the window is closed (a table, a
+/// summary): a -t window without a command then shows its progress on a
+/// terminal's stderr even when standard output is that terminal.
 #[allow(clippy::too_many_arguments)]
 pub fn stream(
     t: &Tracefs,
@@ -296,6 +301,7 @@ pub fn stream(
     json: bool,
     limit: Option<Duration>,
     reading: Reading,
+    quiet: bool,
     show: &Show,
     empty: Option<&Empty>,
 ) -> Result<Option<u8>, Error> {
@@ -303,6 +309,7 @@ pub fn stream(
     opts.filter.not_self = true;
     let command = child.is_some();
     let w = Window::open(st, t.tracing_on_file(), limit)?;
+    let progress = Progress::new(limit, limit.is_some() && !command, quiet);
     // The buffer's readers (threads reading ahead) start before the command
     // runs: a busy command fills the kernel's buffer in milliseconds, less
     // than opening the tree takes. The rest (the comms, saved_cmdlines) is
@@ -311,14 +318,22 @@ pub fn stream(
     let input = Input::tree_then(t, &opts, &|| child.release());
     // The command's end is seen here rather than by the decode loop, so
     // that it closes the window as a signal does.
+    // The read loop asks this first, also after a stop (it drains then):
+    // the progress line goes before anything is printed.
     let done = || {
         let end = child.exited();
         if end {
             w.stop();
         }
+        if signals::stop_requested().is_some() {
+            progress.clear();
+        } else if progress.due() {
+            progress.show(format_args!("tracing"));
+        }
         end
     };
     let r = input.and_then(|i| show(i, &opts, &done));
+    progress.clear();
     // The command may still run (Ctrl-C, -t): it got the same signal from
     // the terminal, or it is ended now.
     let status = child.finish();

@@ -13,7 +13,16 @@ use trbox::sys::read;
 pub fn convert(input: &str, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
     let inp = Path::new(input);
-    let Some(bytes) = trbox::sys::read::load_stream(inp)? else {
+    // A long recording's stream runs to gigabytes: on a terminal, the MiB
+    // read so far.
+    let progress = crate::progress::Progress::new(None, true, true);
+    let loaded = read::load_stream_with(inp, &|n| {
+        if progress.due() {
+            progress.show(format_args!("{} MiB read", n >> 20));
+        }
+    });
+    progress.clear();
+    let Some(bytes) = loaded? else {
         return Err(Error::usage(format!("{input}: not a trbox stream (tr-cat -o - writes one); nothing to convert"))
             .hint("a trace.dat is read as it is: tr-cat FILE"));
     };
@@ -32,7 +41,20 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
     let path = Path::new(output);
     let f = trbox::sys::record::create_output(path)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-    match read::perfetto(input, o, &mut w, path) {
+    // A big file takes a while: on a terminal, the records read so far
+    // (done() is asked once before each).
+    let progress = crate::progress::Progress::new(None, true, true);
+    let records = std::cell::Cell::new(0u64);
+    let done = || {
+        records.set(records.get() + 1);
+        if progress.due() {
+            progress.show(format_args!("{} records read", records.get() - 1));
+        }
+        false
+    };
+    let converted = read::perfetto(input, o, &done, &mut w, path);
+    progress.clear();
+    match converted {
         Ok(n) => {
             eprintln!(
                 "tr-cat: {output}: {} events ({} sched_switch/sched_waking in compact form), {} bytes (Perfetto trace)",

@@ -7,6 +7,9 @@ mod command;
 mod host;
 #[cfg(feature = "host")]
 mod listen;
+#[cfg(feature = "host")]
+mod manpage;
+mod progress;
 mod record;
 mod screen;
 mod session;

@@ -5,6 +5,7 @@
 
 use crate::cli::{Common, Error};
 use crate::command::{self, resolve_all, Command, Follow};
+use crate::progress::Progress;
 use crate::session::Live;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -84,15 +85,29 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         let start = Instant::now();
         // Extract: no wait, only the drain below.
         let limit = if extract { Some(Duration::ZERO) } else { r.time.map(|s| s.0) };
-        // The tick bounds how late a command's exit or -t is noticed.
-        let tick = Duration::from_millis(if r.cmd.is_empty() { 1000 } else { 100 });
+        // On a terminal (no command writing to it, no console lines on it).
+        let progress = Progress::new(limit, r.cmd.is_empty(), !r.console);
+        // The tick bounds how late a command's exit or -t is noticed, and
+        // how often the progress line is drawn.
+        let tick = Duration::from_millis(if !r.cmd.is_empty() {
+            100
+        } else if progress.on() {
+            250
+        } else {
+            1000
+        });
         while signals::stop_requested().is_none() && rec.write_error.is_none() && !child.exited() {
             let left = limit.map_or(tick, |l| l.saturating_sub(start.elapsed()));
             if limit.is_some() && left.is_zero() {
                 break;
             }
             rec.wait(wake, left.min(tick));
+            if progress.due() {
+                let (events, lost, bytes) = rec.so_far(t);
+                progress.show(format_args!("{events} events, {} KiB written, {lost} lost", bytes >> 10));
+            }
         }
+        drop(progress);
         st.set(t.tracing_on_file(), "0")?;
         if rec.write_error.is_none() {
             rec.drain();

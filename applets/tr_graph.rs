@@ -147,6 +147,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             false,
             a.time.map(|s| s.0),
             Default::default(),
+            a.folded || a.top.is_some() || a.svg().is_some(),
             &show,
             Some(&|w| none_recorded(&a, w)),
         );

@@ -40,7 +40,7 @@ const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "p
         example = "{command_name} wakeup -r   # what the buffer holds now (also a copy, -T)"
     )
 )]
-#[argh(note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwlat, or a max-latency \
+#[argh(note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, or a max-latency \
 tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max: the \
 kernel's wakeup tracer, all tasks).")]
 pub struct Args {
@@ -112,6 +112,37 @@ pub struct Args {
     /// (osnoise/print_stack)
     #[argh(option, short = 's', arg_name = "US")]
     stack_us: Option<u64>,
+    /// timerlat: user-space threads (timerlatu/N reading timerlat_fd,
+    /// 6.7+: the default there, as in rtla 7.2), and the return to user
+    #[argh(switch, short = 'u')]
+    user_threads: bool,
+    /// timerlat: measure your own tasks reading timerlat_fd (no threads)
+    #[argh(switch, short = 'U')]
+    user_load: bool,
+    /// timerlat: the kernel's timerlat/N threads (rtla's -k)
+    #[argh(switch)]
+    kernel_threads: bool,
+    /// timerlat/osnoise: when the kernel stops at a threshold, do this
+    /// (rtla's grammar: trace[,file=F], signal,num=N,pid=P|parent,
+    /// shell,command=CMD, continue: go on measuring); repeatable
+    #[argh(option, arg_name = "ACTION", from_str_fn(action))]
+    on_threshold: Vec<Action>,
+    /// at the end, do this (as --on-threshold); repeatable
+    #[argh(option, arg_name = "ACTION", from_str_fn(action))]
+    on_end: Vec<Action>,
+    /// timerlat/osnoise: leave out the first S seconds (warm-up)
+    #[argh(option, arg_name = "S")]
+    warm_up: Option<cli::Seconds>,
+    /// timerlat/osnoise: hold /dev/cpu_dma_latency at US while measuring
+    /// (no deep idle states)
+    #[argh(option, arg_name = "US")]
+    dma_latency: Option<i32>,
+    /// timerlat/osnoise: the buffer's size per CPU (buffer_size_kb)
+    #[argh(option, arg_name = "KB")]
+    trace_buffer_size: Option<u64>,
+    /// timerlat/osnoise: tr-lat's own work on these CPUs (housekeeping)
+    #[argh(option, short = 'H', arg_name = "CPUS")]
+    house_keeping: Option<String>,
     /// read what the buffer holds now, changing nothing
     #[argh(switch, short = 'r')]
     read: bool,
@@ -121,9 +152,81 @@ pub struct Args {
 }
 
 impl Args {
+    /// The mode; hwnoise is the osnoise tracer (with IRQs disabled).
     fn mode(&self) -> &str {
-        self.mode.as_deref().unwrap_or_default()
+        match self.mode.as_deref().unwrap_or_default() {
+            "hwnoise" => "osnoise",
+            m => m,
+        }
     }
+
+    /// `hwnoise`: osnoise with OSNOISE_IRQ_DISABLE, as rtla hwnoise runs
+    /// it: only what the hardware and firmware take (rtla 7.2's
+    /// osnoise_hist/top with irq_disable, trace_osnoise.c 6.3+).
+    fn hw(&self) -> bool {
+        self.mode.as_deref() == Some("hwnoise")
+    }
+}
+
+/// An action of --on-threshold / --on-end, in rtla 7.2's grammar
+/// (tools/tracing/rtla/src/actions.c): the trace file's text into FILE
+/// (default MODE_trace.txt), a signal, a shell command (waited for), or
+/// `continue`: tracing on again, measuring goes on.
+pub enum Action {
+    Trace(Option<String>),
+    Signal(i32, u32),
+    Shell(String),
+    Continue,
+}
+
+fn action(v: &str) -> Result<Action, String> {
+    let (kind, rest) = v.split_once(',').unwrap_or((v, ""));
+    let arg = |k: &str| rest.split(',').find_map(|p| p.strip_prefix(k)?.strip_prefix('='));
+    let num = |k: &str| arg(k).and_then(|n| n.parse().ok());
+    Ok(match kind {
+        "trace" => Action::Trace(arg("file").map(String::from)),
+        "signal" => match (num("num"), arg("pid")) {
+            (Some(n), Some("parent")) => Action::Signal(n, std::os::unix::process::parent_id()),
+            (Some(n), Some(_)) if num("pid").is_some() => Action::Signal(n, num("pid").unwrap_or_default() as u32),
+            _ => return Err("signal,num=N,pid=PID|parent".into()),
+        },
+        "shell" if rest.starts_with("command=") => Action::Shell(rest[8..].into()),
+        "continue" if rest.is_empty() => Action::Continue,
+        _ => return Err("trace[,file=F], signal,num=N,pid=P, shell,command=CMD or continue".into()),
+    })
+}
+
+/// Run `acts` in order (as rtla does); whether one is `continue`. A
+/// failed action is a note, the others still run.
+fn run_actions(t: &Tracefs, acts: &[Action], mode: &str) -> bool {
+    let mut go_on = false;
+    for act in acts {
+        let r = match act {
+            Action::Trace(f) => {
+                let f = f.clone().unwrap_or_else(|| format!("{mode}_trace.txt"));
+                t.read("trace").map_err(Error::from).and_then(|x| {
+                    std::fs::write(&f, x).map_err(|e| Error::from(trbox::sys::Error::io(std::path::Path::new(&f), e)))
+                })
+            }
+            // SAFETY: a plain system call.
+            Action::Signal(n, pid) => match unsafe { libc::kill(*pid as i32, *n) } {
+                0 => Ok(()),
+                _ => Err(Error::runtime(format!("signal {n} to {pid}: {}", std::io::Error::last_os_error()))),
+            },
+            Action::Shell(c) => trbox::sys::child::Paused::spawn("sh", &["-c".into(), c.clone()])
+                .and_then(|mut p| p.release().map(|_| p.wait()))
+                .map(drop)
+                .map_err(|e| Error::runtime(format!("shell,command={c}: {e}"))),
+            Action::Continue => {
+                go_on = true;
+                Ok(())
+            }
+        };
+        if let Err(e) = r {
+            cli::note(&e);
+        }
+    }
+    go_on
 }
 
 fn policy(v: &str) -> Result<trbox::sys::sched::Sched, String> {
@@ -147,7 +250,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     }
     let Some(mode) = Mode::parse(a.mode()) else {
         return Err(Error::usage(format!("unknown mode '{}'", a.mode())).hint(
-            "modes: wakeup, irq, syscall, timerlat, osnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
+            "modes: wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
         ));
     };
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
@@ -162,7 +265,14 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode()))
             .hint("use --cpus CPUS, and -t S"));
     }
-    let tracer_opts = a.period.is_some()
+    let tracer_opts = a.warm_up.is_some()
+        || a.dma_latency.is_some()
+        || a.trace_buffer_size.is_some()
+        || a.house_keeping.is_some()
+        || a.user_threads
+        || a.user_load
+        || a.kernel_threads
+        || a.period.is_some()
         || a.cpus.is_some()
         || a.irq_us.is_some()
         || a.total_us.is_some()
@@ -177,14 +287,25 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.rt && mode != Mode::Wakeup {
         return Err(Error::usage("--rt is for the wakeup mode"));
     }
+    if !a.on_threshold.is_empty() && !stop_armed(&a, mode) {
+        return Err(Error::usage("--on-threshold needs a stop threshold: --irq-us or --total-us"));
+    }
     if a.samples && !a.json {
         return Err(Error::usage("--samples goes with --json"));
     }
-    if a.stack_us.is_some() && mode != Mode::Timerlat {
-        return Err(Error::usage("-s (print_stack) is a timerlat option"));
+    if (a.stack_us.is_some() || a.user_threads || a.user_load || a.kernel_threads) && mode != Mode::Timerlat {
+        return Err(Error::usage("-s, -u, -U and --kernel-threads are timerlat options"));
+    }
+    if [a.user_threads, a.user_load, a.kernel_threads].iter().filter(|&&x| x).count() > 1 {
+        return Err(Error::usage("one of -u, -U and --kernel-threads"));
     }
     signals::install().map_err(trbox::sys::Error::Signals)?;
-    let limit = a.time.map(|s| s.0);
+    // The warm-up is not part of -t's time.
+    let limit = a.time.map(|s| s.0 + a.warm_up.map(|w| w.0).unwrap_or_default());
+    // -H: the readers (threads started later) inherit it.
+    if let Some(c) = &a.house_keeping {
+        trbox::sys::sched::pin_self(&lat::cpu_list(c)).map_err(|e| Error::runtime(format!("-H {c}: {e}")))?;
+    }
     let _root: Option<Tracefs>;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() || a.read {
@@ -226,9 +347,47 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         let mut global = State::new(&top);
         global.keep = a.keep;
         let mut st = live.state(a.keep)?;
+        // timerlat: whose threads (rtla 7.2's timerlat_apply_config: user
+        // threads where cpu0's timerlat_fd is, else the kernel's).
+        let user = mode == Mode::Timerlat && !a.kernel_threads && {
+            let fd = top.exists("osnoise/per_cpu/cpu0/timerlat_fd");
+            if !fd && (a.user_threads || a.user_load) {
+                return Err(Error::runtime(
+                    "this kernel has no osnoise/per_cpu/cpuN/timerlat_fd (6.7+): no user-space timerlat threads",
+                )
+                .hint("without -u/-U, tr-lat timerlat measures from the kernel's threads"));
+            }
+            if !fd {
+                log::info!("no timerlat_fd (6.7+): the kernel's timerlat threads measure");
+            }
+            fd
+        };
         if tracer {
             tracer_settings(&mut global, &a, mode)?;
+            if a.hw() && global.set_osnoise_option("OSNOISE_IRQ_DISABLE", true)?.is_none() {
+                return Err(Error::runtime("this kernel's osnoise/options has no OSNOISE_IRQ_DISABLE (6.3+)")
+                    .hint("tr-lat osnoise measures all the noise"));
+            }
+            if mode == Mode::Timerlat && global.set_osnoise_option("OSNOISE_WORKLOAD", !user)?.is_none() && user {
+                return Err(Error::runtime("this kernel's osnoise/options has no OSNOISE_WORKLOAD")
+                    .hint("tr-lat timerlat --kernel-threads works here"));
+            }
         }
+        // Closed (the kernel's request dropped) when tr-lat ends, however.
+        let _dma = match a.dma_latency {
+            Some(us) => Some(
+                trbox::sys::sched::hold_dma_latency(us)
+                    .map_err(|e| Error::runtime(format!("--dma-latency: /dev/cpu_dma_latency: {e}")))?,
+            ),
+            None => None,
+        };
+        let cpus: Vec<u32> = match user && !a.user_load {
+            true => {
+                let online = top.cpus()?;
+                lat::cpu_list(&top.read("osnoise/cpus")?).into_iter().filter(|c| online.contains(c)).collect()
+            }
+            false => Vec::new(),
+        };
         let child = command::whom(&mut st, cmd, &a.pid, Follow { events: !tracer, functions: false })?;
         if tracer {
             // A stop threshold: the osnoise events too (which IRQ, softirq,
@@ -236,6 +395,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             // auto-analysis enables them.
             if stop_armed(&a, mode) && t.exists("events/osnoise/enable") {
                 st.set("events/osnoise/enable", "1")?;
+            }
+            if let Some(kb) = a.trace_buffer_size {
+                st.set("buffer_size_kb", &kb.to_string())?;
             }
             // The tracers raise it at each new maximum: put back after.
             st.set("tracing_max_latency", "0")?;
@@ -245,6 +407,18 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 st.set(&format!("{}/enable", event_dir(&e)), "1")?;
             }
         }
+        // -u: tr-lat's own threads, started before the window opens (the
+        // tracer is set: timerlat_fd opens; tracing_on switched on does not
+        // restart the tracer, only off stops it and ends them), so that
+        // they measure the whole window, as the kernel's threads do.
+        let threads = trbox::sys::sched::UserThreads::start(&top.path("osnoise"), &cpus, a.priority).map_err(
+            |(cpu, step, e)| {
+                Error::runtime(format!(
+                    "-u: timerlatu/{cpu}: {}: {e}",
+                    ["affinity", "policy", "timerlat_fd"][step.min(2) as usize]
+                ))
+            },
+        )?;
         let on = t.tracing_on_file();
         // The tasks whose wakeups count: the command (its children follow
         // through sched_process_fork), or -P.
@@ -260,14 +434,19 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 if armed && !d && !stopped.get() && looked.get().elapsed() >= Duration::from_millis(50) {
                     looked.set(Instant::now());
                     if t.read(on).is_ok_and(|v| v.trim() == "0") && signals::stop_requested().is_none() {
-                        stopped.set(true);
-                        signals::request_stop();
+                        if run_actions(t, &a.on_threshold, a.mode()) {
+                            log::warn!("a threshold stopped tracing: on again (--on-threshold continue)");
+                            let _ = t.write(on, "1");
+                        } else {
+                            stopped.set(true);
+                            signals::request_stop();
+                        }
                     }
                 }
                 d
             };
             // The tracer's threads run now (tracing is on): their policy.
-            if let Some(s) = a.priority {
+            if let Some(s) = a.priority.filter(|_| !user) {
                 let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
                 trbox::sys::sched::set_threads(prefix, s)
                     .map_err(|e| Error::runtime(format!("--priority: the {prefix}N threads: {e}")))?;
@@ -281,9 +460,12 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             a.json,
             limit,
             reading(mode, tracer),
+            false,
             &show,
             Some(&|w| none_measured(&a, mode, w)),
         );
+        run_actions(t, &a.on_end, a.mode());
+        drop(threads);
         drop(st);
         drop(global);
         r?
@@ -512,6 +694,9 @@ fn measure(
     // With a stop threshold: the last records and latency of each CPU.
     let mut tail: Vec<Tail> = Vec::new();
     let keep_tail = stop_armed(a, mode) && !a.read;
+    // --warm-up: records before the first one's time + S are left out.
+    let warm = a.warm_up.map(|w| w.0.as_nanos() as u64);
+    let mut from = None;
     // On a terminal the table is shown again about once a second (when
     // records come), in place; elsewhere once, at the end.
     let mut refreshed = (!a.json && !a.read && cli::is_tty()).then(Instant::now);
@@ -547,6 +732,7 @@ fn measure(
             return;
         };
         match it {
+            Item::Record { ts, .. } if warm.is_some_and(|w| ts < *from.get_or_insert(ts + w)) => {}
             Item::Record { cpu, ts, payload, .. } => {
                 if let (Some(at), Some(screen)) =
                     (refreshed.as_mut().filter(|at| at.elapsed() >= REFRESH), screen.as_mut())
@@ -672,8 +858,11 @@ fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
         Mode::Wakeup => ("no wakeup was measured", "did the traced task sleep and wake up?"),
         Mode::Irq => ("no IRQ handler or softirq was measured", "try a longer -t"),
         Mode::Syscall => ("no system call was measured", "did the traced task make system calls?"),
+        Mode::Timerlat if a.user_load => {
+            ("no timerlat sample was recorded", "-U: a task pinned to CPU N reads osnoise/per_cpu/cpuN/timerlat_fd")
+        }
         Mode::Timerlat => {
-            ("no timerlat sample was recorded", "is the timerlat tracer allowed to run on these CPUs (-c)?")
+            ("no timerlat sample was recorded", "is the timerlat tracer allowed to run on these CPUs (--cpus)?")
         }
         Mode::Osnoise => ("no osnoise sample was recorded", "a period lasts osnoise/period_us: try a longer -t"),
         Mode::Hwlat => ("no hwlat sample was recorded", "hwlat records only samples over tracing_thresh (--irq-us US)"),
@@ -683,4 +872,24 @@ fn none_measured(a: &Args, mode: Mode, when: &str) -> Error {
         p => format!(" (pid {})", p.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
     };
     Error::runtime(format!("{what} {when}{whom}")).hint(hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_read_as_rtla_writes_them() {
+        assert!(matches!(action("trace"), Ok(Action::Trace(None))));
+        assert!(matches!(action("trace,file=/tmp/t.txt"), Ok(Action::Trace(Some(f))) if f == "/tmp/t.txt"));
+        assert!(matches!(action("signal,num=10,pid=42"), Ok(Action::Signal(10, 42))));
+        assert!(
+            matches!(action("signal,num=2,pid=parent"), Ok(Action::Signal(2, p)) if p == std::os::unix::process::parent_id())
+        );
+        assert!(matches!(action("shell,command=echo a,b"), Ok(Action::Shell(c)) if c == "echo a,b"));
+        assert!(matches!(action("continue"), Ok(Action::Continue)));
+        for bad in ["", "signal,num=x,pid=1", "signal,pid=1", "shell", "continue,x", "stop"] {
+            assert!(action(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -151,6 +151,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             false,
             limit,
             Default::default(),
+            true,
             &|i, o, done| count_stacks(i, &a, o, done).map(|()| true),
             None,
         );

@@ -7,7 +7,7 @@
 #   apt:    strace (order tests), qemu-user-static (qemu-aarch64-static, qemu-arm-static: called
 #           explicitly, no binfmt needed), file, trace-cmd, llvm (llvm-objcopy), and for the armv7
 #           build musl-dev:armhf (crt objects, libc.a) + gcc-arm-linux-gnueabihf
-#           (libgcc, libgcc_eh).
+#           (libgcc, libgcc_eh), debootstrap (cross/sid-root.sh: sid's trace-cmd 3.4).
 #   rustup: x86_64/aarch64-unknown-linux-musl on the default toolchain (musl's
 #           libc.a and crt objects for cross/build.sh), rustfmt and clippy
 #           (make test checks both), a nightly toolchain with
@@ -36,7 +36,7 @@ installed() { # pkg[:arch]
 }
 
 need=()
-for p in qemu-user-static file trace-cmd strace gcc-arm-linux-gnueabihf musl-dev:armhf python3 python3-pip; do
+for p in qemu-user-static file trace-cmd strace gcc-arm-linux-gnueabihf musl-dev:armhf python3 python3-pip debootstrap; do
     installed "$p" || need+=("$p")
 done
 # llvm-objcopy: cross/build.sh drops the board binaries' section headers.

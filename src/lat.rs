@@ -249,6 +249,19 @@ impl Mode {
 /// instead of `raw_syscalls`, for the same numbers and the calls' names.
 pub const SYSCALL_EVENTS: &str = "syscalls";
 
+/// The CPUs of a kernel CPU list (`0-3,5`, as `osnoise/cpus` reads); what
+/// is not a number or range is left out, a range is at most 4096 long.
+pub fn cpu_list(s: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for part in s.trim().split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+            v.extend(a..=b.min(a.saturating_add(4095)));
+        }
+    }
+    v
+}
+
 /// A per-call syscall event: its call's name (`openat`), whether it is the
 /// enter or the exit, and its `__syscall_nr` (and exit's `ret`) field.
 struct SyscallEv {
@@ -1188,6 +1201,15 @@ pub fn write_sample<W: Write + ?Sized>(w: &mut W, s: &Sample) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_read_as_the_kernel_writes_them() {
+        assert_eq!(cpu_list("0-3,5\n"), [0, 1, 2, 3, 5]);
+        assert_eq!(cpu_list("1"), [1]);
+        assert_eq!(cpu_list(""), [] as [u32; 0]);
+        assert_eq!(cpu_list("x,2-1,7"), [7]);
+        assert_eq!(cpu_list("0-4294967295").len(), 4096);
+    }
 
     #[test]
     fn a_new_maximum_is_one_json_line_with_its_file_or_its_text() {

@@ -4,9 +4,12 @@
 # for this board (ARCH, KERNEL as in common.sh).
 #   cross/qemu/debbin.sh ROOT
 # Each package is fetched once, with the packages it depends on (apt-get
-# download, bookworm, the board's Debian architecture: the host's own apt
-# sources and its foreign architectures, set up by setup.sh), into
-# ~/.cache/trbox/qemu/debs/DEBARCH/PACKAGE/ (QEMU_CACHE moves it;
+# download, the board's Debian architecture; bookworm: the host's own apt
+# sources and its foreign architectures, set up by setup.sh; another suite
+# (sid's rtla 7.2 for the 7.2 boards): the sources list and state of that
+# suite's own that fetch.sh made for the board's kernel), into
+# ~/.cache/trbox/qemu/debs/DEBARCH/PACKAGE/ (other suites:
+# debs/SUITE-DEBARCH/PACKAGE/; QEMU_CACHE moves it;
 # QEMU_REFRESH=1 fetches again): the listed files and, found through their
 # ELF NEEDED entries and PT_INTERP (readelf), every library they load, at
 # the paths the packages give them. Copying that tree into ROOT costs no
@@ -35,25 +38,35 @@ find_lib() {
 	return 1
 }
 
+apt_opts=()
+debs=$CACHE_BASE/debs/$DEB_ARCH
+if [ "$SUITE" != bookworm ]; then
+	apt_dir=$CACHE_BASE/apt/$SUITE-$DEB_ARCH
+	[ -f "$apt_dir/sources.list" ] || die "no apt state for $SUITE ($apt_dir): cross/qemu/fetch.sh makes it with the board's kernel"
+	apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=-
+		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o Acquire::Check-Valid-Until=false)
+	debs=$CACHE_BASE/debs/$SUITE-$DEB_ARCH
+fi
+
 # fetch PACKAGE PATH...: the cache tree for PACKAGE.
 fetch() {
-	local pkg=$1 dir=$CACHE_BASE/debs/$DEB_ARCH/$1 dl x f rel lib todo seen
+	local pkg=$1 dir=$debs/$1 dl x f rel src lib todo seen
 	shift
 	if [ -z "${QEMU_REFRESH:-}" ] && [ -f "$dir/files" ] && [ "$(cat "$dir/files")" = "$*" ]; then
 		return 0
 	fi
 	command -v readelf >/dev/null || die "readelf not found (binutils): debbin.sh reads the libraries a program needs with it"
-	mkdir -p "$CACHE_BASE/debs/$DEB_ARCH"
-	dl=$(mktemp -d "$CACHE_BASE/debs/$DEB_ARCH/.dl.XXXXXX")
+	mkdir -p "$debs"
+	dl=$(mktemp -d "$debs/.dl.XXXXXX")
 	# The package and what it depends on, without virtual packages (<name>).
 	local deps
-	deps=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+	deps=$(apt-cache "${apt_opts[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
 		--no-replaces --no-enhances "$pkg:$DEB_ARCH" 2>/dev/null | grep -v '^[ <]' | sort -u) ||
 		true
 	[ -n "$deps" ] || die "apt-cache knows no $pkg:$DEB_ARCH (did cross/qemu/setup.sh add the architecture $DEB_ARCH and run apt-get update?)"
 	say "downloading $pkg:$DEB_ARCH and its dependencies ($(echo $deps | sed "s/:$DEB_ARCH//g"); once)"
 	# shellcheck disable=SC2086
-	(cd "$dl" && apt-get download -q -o Acquire::Retries=3 $deps 2>&1 |
+	(cd "$dl" && apt-get "${apt_opts[@]}" download -q -o Acquire::Retries=3 $deps 2>&1 |
 		grep -v '^W: Download is performed unsandboxed\|^Get:\|^Fetched ' >&2; exit "${PIPESTATUS[0]}") ||
 		{ rm -rf "$dl"; die "apt-get download of $pkg:$DEB_ARCH and its dependencies failed"; }
 	x=$dl/x
@@ -70,12 +83,16 @@ fetch() {
 		todo=("${todo[@]:1}")
 		case "$seen" in *" $rel "*) continue ;; esac
 		seen="$seen$rel "
-		[ -e "$x/$rel" ] || { rm -rf "$dl"; die "$pkg:$DEB_ARCH has no /$rel (nor its dependencies)"; }
+		# Merged /usr (trixie on): /lib/ld-linux… is shipped as usr/lib/…;
+		# it lands at the path the program asks for.
+		src=$x/$rel
+		[ -e "$src" ] || src=$x/usr/$rel
+		[ -e "$src" ] || { rm -rf "$dl"; die "$pkg:$DEB_ARCH has no /$rel (nor its dependencies)"; }
 		mkdir -p "$dl/root/$(dirname "$rel")"
-		cp -L "$x/$rel" "$dl/root/$rel"
-		f=$(readelf -l "$x/$rel" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
+		cp -L "$src" "$dl/root/$rel"
+		f=$(readelf -l "$src" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
 		[ -z "$f" ] || todo+=("$f")
-		for lib in $(readelf -d "$x/$rel" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		for lib in $(readelf -d "$src" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 			f=$(find_lib "$x" "$lib") || { rm -rf "$dl"; die "no package of $pkg:$DEB_ARCH's dependencies has $lib (needed by /$rel)"; }
 			todo+=("$f")
 		done
@@ -97,5 +114,5 @@ esac
 while read -r pkg paths; do
 	# shellcheck disable=SC2086
 	fetch "$pkg" $paths
-	(cd "$CACHE_BASE/debs/$DEB_ARCH/$pkg" && find . -type f ! -name files ! -name .version | cpio -pdm --quiet "$root")
+	(cd "$debs/$pkg" && find . -type f ! -name files ! -name .version | cpio -pdm --quiet "$root")
 done <<<"$wanted"

@@ -38,8 +38,8 @@ events_of() {
 }
 # dat_check DIR: the board's tr-cat -o file DIR/lb.dat read on the host by
 # tr-cat (the host build) and by trace-cmd 3.4 (Debian sid's, in the sid
-# chroot SID_ROOT, default /var/tmp/sid: tests/data/tracedat/make-3.4.sh
-# says how it is made; without it that check is skipped, said so).
+# chroot SID_ROOT, default /var/tmp/sid, made by cross/sid-root.sh when
+# missing).
 dat_check() {
 	local d=$1 host=${CARGO_TARGET_DIR:-$REPO/target}/release/trbox sid=${SID_ROOT:-/var/tmp/sid} n tmp
 	grep -v '^#' "$d/k" >"$d/k.lines"
@@ -60,8 +60,9 @@ dat_check() {
 			bad "the file holds no LAST_BOOT_INFO (option 24)"
 		fi
 	fi
-	if [ ! -x "$sid/usr/bin/trace-cmd" ]; then
-		ok "trace-cmd 3.4: skipped (no sid chroot at $sid; tests/data/tracedat/make-3.4.sh makes one)"
+	if ! SID_ROOT=$sid "$REPO/cross/sid-root.sh" >"$d/sid-root.log" 2>&1; then
+		bad "trace-cmd 3.4: no sid chroot at $sid, and cross/sid-root.sh could not make one:"
+		tail -n 3 "$d/sid-root.log" | sed 's/^/        | /'
 		return
 	fi
 	tmp=$(mktemp -d "$sid/tmp/trbox-lastboot.XXXXXX")

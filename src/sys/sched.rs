@@ -1,9 +1,11 @@
 //! Scheduling of the latency tracers' kernel threads (`timerlat/N`,
 //! `osnoise/N`), as rtla's `-P` sets it: the kernel creates them with its
 //! own defaults (timerlat: SCHED_FIFO 95 on 6.1) when the tracer starts,
-//! and they end with it, so nothing is left to restore.
+//! and they end with it, so nothing is left to restore. And timerlat's
+//! user-space threads ([`UserThreads`]), as rtla's `-u` starts them.
 
 use std::io;
+use std::path::Path;
 
 /// A policy and its value, in rtla's spelling: `f:PRIO` SCHED_FIFO,
 /// `r:PRIO` SCHED_RR, `o:NICE` SCHED_OTHER at that nice value.
@@ -31,10 +33,9 @@ impl Sched {
     }
 }
 
-/// Give every task whose comm starts with `prefix` the policy `s`. The
-/// kernel's refusal (EINVAL for a priority out of range, EPERM) is the
-/// error, and so is finding none (NotFound).
-pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
+/// Give task `pid` (0: the caller) the policy `s`: 0, or -1 with errno.
+/// Async-signal-safe (plain system calls): a forked child calls it.
+fn set_one(pid: i32, s: Sched) -> i32 {
     let (policy, prio) = match s {
         Sched::Fifo(p) => (libc::SCHED_FIFO, p),
         Sched::Rr(p) => (libc::SCHED_RR, p),
@@ -44,21 +45,28 @@ pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
     // glibc's): all zero is a valid value.
     let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
     param.sched_priority = prio;
+    // The system call itself: musl's sched_setscheduler() is a stub
+    // (ENOSYS), POSIX's per-process meaning not being Linux's.
+    // SAFETY: plain syscalls on a pid, with a valid sched_param.
+    let mut r = unsafe { libc::syscall(libc::SYS_sched_setscheduler, pid, policy, &param) } as i32;
+    if let (Sched::Other(nice), 0) = (s, r) {
+        // SAFETY: as above.
+        r = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) };
+    }
+    r
+}
+
+/// Give every task whose comm starts with `prefix` the policy `s`. The
+/// kernel's refusal (EINVAL for a priority out of range, EPERM) is the
+/// error, and so is finding none (NotFound).
+pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
     let mut found = false;
     for e in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else { continue };
         if !std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.starts_with(prefix)) {
             continue;
         }
-        // The system call itself: musl's sched_setscheduler() is a stub
-        // (ENOSYS), POSIX's per-process meaning not being Linux's.
-        // SAFETY: plain syscalls on a pid, with a valid sched_param.
-        let mut r = unsafe { libc::syscall(libc::SYS_sched_setscheduler, pid, policy, &param) } as i32;
-        if let (Sched::Other(nice), 0) = (s, r) {
-            // SAFETY: as above.
-            r = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) };
-        }
-        if r != 0 {
+        if set_one(pid, s) != 0 {
             return Err(io::Error::last_os_error());
         }
         found = true;
@@ -67,6 +75,131 @@ pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::ErrorKind::NotFound.into())
+    }
+}
+
+/// Run the calling process (and the threads it starts later) on `cpus`
+/// only: rtla's -H, housekeeping CPUs.
+pub fn pin_self(cpus: &[u32]) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t, filled with CPU_SET, for this process.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpus.is_empty() || cpus.iter().any(|&c| c >= 1024) {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        for &c in cpus {
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Ask the kernel for at most `us` microseconds of wake-up latency (PM QoS
+/// through /dev/cpu_dma_latency, as rtla's --dma-latency: a binary s32
+/// written to it), for as long as the file stays open.
+pub fn hold_dma_latency(us: i32) -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
+    f.write_all(&us.to_ne_bytes())?;
+    Ok(f)
+}
+
+/// timerlat's user-space threads: one process per CPU (`timerlatu/N`, as
+/// rtla 7.2's timerlat_u.c forks them), pinned to its CPU, SCHED_FIFO 95
+/// unless a policy is given, that opens `osnoise/per_cpu/cpuN/timerlat_fd`
+/// and reads it: each read returns at the next period, the kernel
+/// recording the IRQ, thread and return-to-user latencies (context 0, 1,
+/// 2). Processes, not threads: the kernel stops such a reader with
+/// SIGKILL when the tracer stops (trace_osnoise.c, stop_kthread), which
+/// would end trbox itself. The kernel lets only a task pinned to that one
+/// CPU open the file (EPERM), and only with the timerlat tracer on and
+/// NO_OSNOISE_WORKLOAD in osnoise/options (EINVAL); once per CPU (EBUSY).
+/// Dropped: each is killed and reaped (each also dies with trbox:
+/// PR_SET_PDEATHSIG).
+pub struct UserThreads(Vec<libc::pid_t>);
+
+impl UserThreads {
+    /// Start one per CPU of `cpus`; `osnoise` is the tracefs path of
+    /// `osnoise/`. The first failure of a child is the error (its CPU, the
+    /// step: 0 affinity, 1 policy, 2 open; the kernel's errno), the others
+    /// stopped.
+    pub fn start(osnoise: &Path, cpus: &[u32], s: Option<Sched>) -> Result<UserThreads, (u32, u32, io::Error)> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: a valid array of two ints.
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+        let mut me = UserThreads(Vec::new());
+        for &cpu in cpus {
+            // Made before the fork: the child only makes system calls.
+            let path = format!("{}/per_cpu/cpu{cpu}/timerlat_fd\0", osnoise.display());
+            let name = format!("timerlatu/{cpu}\0");
+            // SAFETY: the child makes only async-signal-safe calls (system
+            // calls on values made before the fork) and ends in _exit.
+            match unsafe { libc::fork() } {
+                // SAFETY: as above.
+                0 => unsafe { user_thread(cpu, &name, &path, s, fds[1]) },
+                pid if pid > 0 => me.0.push(pid),
+                _ => break,
+            }
+        }
+        // A child writes its CPU, step and errno, or closes its end once
+        // reading: EOF when all of them read (or a fork failed: fewer).
+        let mut b = [0u32; 3];
+        // SAFETY: our own descriptors; a buffer of 12 bytes.
+        let n = unsafe {
+            libc::close(fds[1]);
+            let n = libc::read(fds[0], b.as_mut_ptr().cast(), 12);
+            libc::close(fds[0]);
+            n
+        };
+        if n == 12 || me.0.len() < cpus.len() {
+            return Err((b[0], b[1], io::Error::from_raw_os_error(b[2] as i32)));
+        }
+        Ok(me)
+    }
+}
+
+/// The child of [`UserThreads::start`] for `cpu`: `name` and `path` end
+/// in a NUL.
+///
+/// # Safety
+/// Called in a forked child only.
+unsafe fn user_thread(cpu: u32, name: &str, path: &str, s: Option<Sched>, report: libc::c_int) -> ! {
+    // SAFETY: system calls on values made before the fork.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::prctl(libc::PR_SET_NAME, name.as_ptr());
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        let mut step = 0;
+        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0 {
+            step = 1;
+            if set_one(0, s.unwrap_or(Sched::Fifo(95))) == 0 {
+                step = 2;
+                let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::close(report);
+                    let mut b = [0u8; 8];
+                    while libc::read(fd, b.as_mut_ptr().cast(), 8) >= 0 || *libc::__errno_location() == libc::EINTR {}
+                    libc::_exit(0)
+                }
+            }
+        }
+        let b = [cpu, step, *libc::__errno_location() as u32];
+        libc::write(report, b.as_ptr().cast(), 12);
+        libc::_exit(1)
+    }
+}
+
+impl Drop for UserThreads {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            // SAFETY: our own children, killed and reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        }
     }
 }
 

@@ -143,6 +143,26 @@ impl<'t> State<'t> {
         self.set("current_tracer", name).map_err(ftrace_refused)
     }
 
+    /// Turn a word of `osnoise/options` on or off (`NAME` / `NO_NAME`, as
+    /// the kernel lists them: trace_osnoise.c, osnoise_options_show). None
+    /// when the kernel has no such option (before 6.3, no file at all).
+    pub fn set_osnoise_option(&mut self, name: &str, on: bool) -> Result<Option<bool>, Error> {
+        let rel = "osnoise/options";
+        let cur = self.t.read(rel).unwrap_or_default();
+        let no = format!("NO_{name}");
+        let (want, old) = if on { (name, no.as_str()) } else { (no.as_str(), name) };
+        let mut words = cur.split_whitespace();
+        if words.clone().any(|w| w == want) {
+            return Ok(Some(false));
+        }
+        if !words.any(|w| w == old) {
+            return Ok(None);
+        }
+        self.t.write(rel, want)?;
+        self.push(Undo::Write { rel: rel.into(), value: old.into() });
+        Ok(Some(true))
+    }
+
     /// Turn `options/NAME` on or off.
     pub fn set_option(&mut self, name: &str, on: bool) -> Result<bool, Error> {
         self.set(&format!("options/{name}"), if on { "1" } else { "0" })

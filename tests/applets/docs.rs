@@ -59,3 +59,43 @@ fn applet_pages_quote_their_help() {
         stale.join(", ")
     );
 }
+
+/// docs/man/NAME.1 and completions/ hold what the host build's `trbox --man
+/// NAME` and `trbox --completions SHELL` print (written from the option
+/// declarations, as `--help` is); `make docs` rewrites them.
+#[test]
+fn man_pages_and_completions_are_the_binarys() {
+    let bless = std::env::var_os("TRBOX_BLESS").is_some_and(|v| v == "1");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let o = run(&["--list"]);
+    let mut files: Vec<(PathBuf, Vec<&str>)> = Vec::new();
+    let names: Vec<String> = std::iter::once("trbox".to_string()).chain(stdout(&o).lines().map(String::from)).collect();
+    for n in &names {
+        files.push((root.join("docs/man").join(format!("{n}.1")), vec!["--man", n]));
+    }
+    for (file, shell) in [("trbox.bash", "bash"), ("_trbox", "zsh"), ("trbox.fish", "fish")] {
+        files.push((root.join("completions").join(file), vec!["--completions", shell]));
+    }
+    let mut stale = Vec::new();
+    for (path, args) in files {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "trbox {args:?}: {}", stderr(&o));
+        let want = stdout(&o);
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(&want) {
+            continue;
+        }
+        if bless {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, want).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            eprintln!("{}: rewritten", path.display());
+        } else {
+            stale.push(path.display().to_string());
+        }
+    }
+    assert!(stale.is_empty(), "{} differ from the binary's; regenerate with `make docs`", stale.join(", "));
+    for (args, want) in [(&["--man", "nosuch"][..], "no applet 'nosuch'"), (&["--completions", "csh"], "no shell")] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&o).contains(want), "{}", stderr(&o));
+    }
+}

@@ -285,3 +285,24 @@ fn text_output_suits_perfettos_text_importer() {
     }
     assert!(checked >= 10 && all_read >= 10, "{checked} fixture trees, {all_read} with every event read");
 }
+
+/// Converting on a terminal (issue 29): a line on stderr with the records
+/// read so far, drawn in place and cleared before the result's line; none
+/// when stderr is a pipe.
+#[test]
+fn conversion_progress_on_a_tty_only() {
+    let dir = TempDir::new("perfetto-progress");
+    let out = dir.path().join("p.pftrace");
+    let f = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tracedat/lisa-arm64-sched-load.dat");
+    let args = ["tr-cat", f, "-o", out.to_str().unwrap()];
+    let (status, text) = on_pty(&args, "xterm", false);
+    assert!(status.success(), "{text}");
+    let (lines, after) = progress_lines(&text).unwrap_or_else(|| panic!("no progress line: {text:?}"));
+    for l in &lines {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!((w.len(), w[0], w[2], w[3], w[5], w[6]), (8, "tr-cat:", "records", "read,", "s", "so"), "{l}");
+    }
+    assert!(after.starts_with("tr-cat: ") && after.contains("(Perfetto trace)"), "{after:?}");
+    let o = run(&args[..]);
+    assert!(o.status.success() && !stderr(&o).contains(['\r', '\x1b']), "{:?}", stderr(&o));
+}

@@ -426,3 +426,47 @@ fn output_follows_no_symlink_and_truncates_no_file_not_ours() {
     }
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// Recording on a terminal (issue 29): one line on stderr drawn again in
+/// place at most four times a second — events so far, KiB written, events
+/// lost, the seconds left of -t — and cleared before the summary. Never
+/// when stderr is a pipe (a log), nor with TERM=dumb.
+#[test]
+fn progress_shows_on_a_tty_and_nowhere_else() {
+    let Some((_l, root, before)) = live() else { return };
+    let dir = TempDir::new("rec-progress");
+    let f = dir.path().join("t.dat");
+    let f = f.to_str().unwrap();
+    let mut bg = spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=512"]));
+    let rec = ["tr-cat", "-o", f, "-e", "raw_syscalls:sys_enter", "-t", "2"];
+    let (status, text) = on_pty(&rec, "xterm", false);
+    assert!(status.success(), "{text}");
+    let (lines, after) = progress_lines(&text).unwrap_or_else(|| panic!("no progress line: {text:?}"));
+    // 2 s at most 4 a second (the first at once).
+    assert!((3..=9).contains(&lines.len()), "{} redraws in 2 s: {lines:?}", lines.len());
+    let mut last = 0;
+    for l in &lines {
+        // tr-cat: N events, N KiB written, N lost, N s left
+        let w: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(
+            (w.len(), w[0], w[2], w[4], w[5], w[7], w[9], w[10]),
+            (11, "tr-cat:", "events,", "KiB", "written,", "lost,", "s", "left"),
+            "{l}"
+        );
+        let events: u64 = w[1].parse().unwrap();
+        assert!(events >= last, "{lines:?}");
+        last = events;
+        assert!(w[3].parse::<u64>().is_ok() && w[6].parse::<u64>().is_ok(), "{l}");
+        assert!(w[8].parse::<u64>().unwrap() <= 2, "{l}");
+    }
+    assert!(last > 0, "events counted while recording: {lines:?}");
+    assert!(after.starts_with("tr-cat: ") && after.contains(" events, "), "the summary after it: {after:?}");
+    // A pipe (as in every other test) and TERM=dumb: no line.
+    let o = record(&rec[1..]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains(['\r', '\x1b']), "{:?}", stderr(&o));
+    let (status, text) = on_pty(&rec, "dumb", false);
+    assert!(status.success() && progress_lines(&text).is_none() && !text.contains(" s left"), "{text:?}");
+    bg.signal(libc::SIGKILL);
+    assert_same_state(&before, &snapshot(&root));
+}

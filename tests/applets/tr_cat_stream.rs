@@ -336,3 +336,32 @@ fn reader_gone_stops_cleanly() {
     assert!(start.elapsed().as_secs() < 15, "it stopped at the broken pipe, not at -t");
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// Converting a stream on a terminal (issue 29): a line on stderr with the
+/// MiB read so far, drawn in place and cleared before the result's line;
+/// none when stderr is a pipe.
+#[test]
+fn conversion_progress_on_a_tty_only() {
+    let Some((_l, root, before)) = live_with_snapshot() else {
+        return;
+    };
+    let dir = TempDir::new("stream-progress");
+    let o = run(&["tr-cat", "-o", "-", "-e", EVENTS, "-t", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same_state(&before, &snapshot(&root));
+    let s = dir.path().join("rec.trbox");
+    std::fs::write(&s, &o.stdout).unwrap();
+    let out = dir.path().join("rec.dat");
+    let args = ["tr-cat", s.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    let (status, text) = on_pty(&args, "xterm", false);
+    assert!(status.success(), "{text}");
+    let (lines, after) = progress_lines(&text).unwrap_or_else(|| panic!("no progress line: {text:?}"));
+    for l in &lines {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!((w.len(), w[0], w[2], w[3], w[5], w[6]), (8, "tr-cat:", "MiB", "read,", "s", "so"), "{l}");
+    }
+    assert!(after.starts_with("tr-cat: ") && after.contains("(trace.dat version 6)"), "{after:?}");
+    std::fs::remove_file(&out).unwrap();
+    let o = run(&args[..]);
+    assert!(o.status.success() && !stderr(&o).contains(['\r', '\x1b']), "{:?}", stderr(&o));
+}

@@ -232,3 +232,30 @@ fn timerlat_entries_render_one_line_each() {
         assert!(l.ends_with(&format!(": {want}")), "{l:?} does not end in {want:?}");
     }
 }
+
+/// osnoise/options words (hwnoise's OSNOISE_IRQ_DISABLE, -u's
+/// NO_OSNOISE_WORKLOAD) through the undo log: written only when needed,
+/// the old word written back at the end, None for a word the kernel lacks.
+#[test]
+fn osnoise_options_are_set_and_put_back() {
+    use trbox::sys::state::State;
+    use trbox::sys::Tracefs;
+    let d = TempDir::new("osnoise-options");
+    std::fs::create_dir_all(d.0.join("events")).unwrap();
+    std::fs::create_dir_all(d.0.join("osnoise")).unwrap();
+    let opts = d.0.join("osnoise/options");
+    let v72 = "DEFAULTS OSNOISE_WORKLOAD NO_PANIC_ON_STOP NO_OSNOISE_PREEMPT_DISABLE NO_OSNOISE_IRQ_DISABLE NO_TIMERLAT_ALIGN \n";
+    std::fs::write(&opts, v72).unwrap();
+    let t = Tracefs::open(Some(d.0.to_str().unwrap())).unwrap();
+    {
+        let mut st = State::new(&t);
+        assert_eq!(st.set_osnoise_option("OSNOISE_IRQ_DISABLE", true).unwrap(), Some(true));
+        assert_eq!(std::fs::read_to_string(&opts).unwrap(), "OSNOISE_IRQ_DISABLE\n");
+        std::fs::write(&opts, v72).unwrap();
+        assert_eq!(st.set_osnoise_option("OSNOISE_WORKLOAD", true).unwrap(), Some(false));
+        assert_eq!(st.set_osnoise_option("NO_SUCH_OPTION", true).unwrap(), None);
+        assert_eq!(st.set_osnoise_option("OSNOISE_WORKLOAD", false).unwrap(), Some(true));
+    }
+    // Put back in reverse order: the last write is the first change's undo.
+    assert_eq!(std::fs::read_to_string(&opts).unwrap(), "NO_OSNOISE_IRQ_DISABLE\n");
+}

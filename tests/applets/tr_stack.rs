@@ -279,3 +279,24 @@ fn set_up_idle_one_window_closed_before_the_read_out() {
         assert_same_state(&before, &snapshot(&root));
     }
 }
+
+/// A long -t on a terminal (issue 29): while the window is open, one line on
+/// stderr with the seconds left, drawn in place and cleared before the
+/// table (stdout is the same terminal); none with stderr a pipe.
+#[test]
+fn progress_of_a_window_on_a_tty_only() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let (status, text) = on_pty(&["tr-stack", "-e", "sched:sched_switch", "-t", "1.5"], "xterm", true);
+    assert!(status.success(), "{text}");
+    let (lines, after) = progress_lines(&text).unwrap_or_else(|| panic!("no progress line: {text:?}"));
+    assert!((2..=7).contains(&lines.len()), "{} redraws in 1.5 s: {lines:?}", lines.len());
+    for l in &lines {
+        assert!(["tr-stack: tracing, 2 s left", "tr-stack: tracing, 1 s left"].contains(l), "{l:?}");
+    }
+    assert!(after.contains("sched:sched_switch\r\n"), "the table after it: {after:?}");
+    let o = stack(&["-e", "sched:sched_switch", "-t", "1"]);
+    assert!(o.status.success() && !stderr(&o).contains(" s left"), "{}", stderr(&o));
+    assert_same_state(&before, &snapshot(&root));
+}

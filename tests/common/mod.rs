@@ -511,3 +511,44 @@ pub fn with_threads(args: &[&str]) -> (Output, Vec<i64>) {
         .collect();
     (me.wait_with_output().unwrap(), mine)
 }
+
+/// Run trbox with `args` on a pseudo-terminal: stderr (and stdout too with
+/// `stdout_too`, else /dev/null) is the pty's slave, `TERM` as given. Its
+/// status and what the terminal received (the pty's onlcr makes each `\n` a
+/// `\r\n`).
+pub fn on_pty(args: &[&str], term: &str, stdout_too: bool) -> (std::process::ExitStatus, String) {
+    use std::os::fd::FromRawFd;
+    use std::process::Stdio;
+    // SAFETY: posix_openpt/grantpt/unlockpt/ptsname on a new descriptor.
+    let (master, slave) = unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(m >= 0 && libc::grantpt(m) == 0 && libc::unlockpt(m) == 0, "no pty here");
+        let name = std::ffi::CStr::from_ptr(libc::ptsname(m)).to_string_lossy().into_owned();
+        (File::from(std::os::fd::OwnedFd::from_raw_fd(m)), File::options().write(true).open(name).unwrap())
+    };
+    let mut c = cmd(&trbox(), args);
+    c.env("TERM", term);
+    c.stdout(if stdout_too { Stdio::from(slave.try_clone().unwrap()) } else { Stdio::null() });
+    c.stderr(slave);
+    let mut child = spawn(&mut c);
+    // The Command holds the slave too: the reader's EOF (EIO) needs it closed.
+    drop(c);
+    // The pty's reader: the child blocks once its buffer is full otherwise.
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut { master }, &mut all);
+        all
+    });
+    let status = child.wait().unwrap();
+    (status, String::from_utf8_lossy(&reader.join().unwrap()).into_owned())
+}
+
+/// The progress lines a run drew on its terminal ([`on_pty`]), each
+/// `\rTEXT\x1b[K`, until the line was cleared (`\r\x1b[K`); and what came
+/// after. None when the terminal got no progress line at all.
+pub fn progress_lines(text: &str) -> Option<(Vec<&str>, &str)> {
+    let (lines, rest) = text.split_once("\r\x1b[K")?;
+    let lines: Vec<&str> = lines.split('\r').filter(|l| !l.is_empty()).collect();
+    assert!(lines.iter().all(|l| l.ends_with("\x1b[K")), "not drawn in place: {text:?}");
+    Some((lines.iter().map(|l| l.trim_end_matches("\x1b[K")).collect(), rest))
+}

@@ -37,6 +37,8 @@ pub use out::Out;
 #[cfg(feature = "host")]
 pub use perfetto::perfetto;
 pub use stream_in::load_stream;
+#[cfg(feature = "host")]
+pub use stream_in::load_stream_with;
 pub use summary::Summary;
 pub use text::{Emitter, Kept, Plain, StackVerdicts};
 
@@ -266,7 +268,9 @@ fn drive(
     // syscall event of read(), a sched_switch): without a bound, draining
     // an event its own reads cause never ends.
     let mut until = None;
-    let stopping = || signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l) || done();
+    // done() first: it is told of a stop too (an applet's progress line
+    // goes before the output).
+    let stopping = || done() || signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l);
     // Following live, the comms are read again now and then: a busy buffer
     // may never leave the loop idle (where they are read too), and tasks
     // born in the window (a command's exec) are named after the first look.

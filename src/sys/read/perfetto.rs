@@ -23,8 +23,16 @@ pub struct Written {
 }
 
 /// Writes a Perfetto trace of what `input` holds to `w` (the file
-/// `path`, named in errors).
-pub fn perfetto(input: Input<'_>, o: &RawOpts, w: &mut dyn Write, path: &std::path::Path) -> Result<Written, Error> {
+/// `path`, named in errors). `done` is asked before each record is read,
+/// as by [`collect`] (a caller counts the records so, for a progress
+/// line).
+pub fn perfetto(
+    input: Input<'_>,
+    o: &RawOpts,
+    done: &dyn Fn() -> bool,
+    w: &mut dyn Write,
+    path: &std::path::Path,
+) -> Result<Written, Error> {
     let mut tr = crate::perfetto::TraceBuilder::new();
     let mut bytes = 0u64;
     let mut failed: Option<std::io::Error> = None;
@@ -36,7 +44,7 @@ pub fn perfetto(input: Input<'_>, o: &RawOpts, w: &mut dyn Write, path: &std::pa
         }
         bytes += b.len() as u64;
     };
-    let meta = collect(input, o, &|| false, &mut |m, it| match it {
+    let meta = collect(input, o, done, &mut |m, it| match it {
         Item::Record { buffer, cpu, ts, payload } => {
             let endian = m.trace.endian;
             if m.buffers.len() > 1 {

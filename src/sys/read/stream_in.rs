@@ -17,13 +17,18 @@ fn on_the_host(what: &str) -> Error {
 /// place). A stream cut off reads up to the cut, with warnings.
 #[cfg(feature = "host")]
 pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    load_stream_with(path, &|_| {})
+}
+
+/// [`load_stream`], telling `read_so_far` the bytes read after each MiB
+/// (a progress line: a stream of a long recording runs to gigabytes).
+#[cfg(feature = "host")]
+pub fn load_stream_with(path: &Path, read_so_far: &dyn Fn(u64)) -> Result<Option<Vec<u8>>, Error> {
     use crate::tracedat::stream;
     use std::io::Read as _;
     let io = |e: std::io::Error| Error::TraceDat { path: path.into(), what: crate::sys::describe(&e) };
     let bytes = if path.as_os_str() == "-" {
-        let mut v = Vec::new();
-        std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
-        v
+        read_all(&mut std::io::stdin().lock(), Vec::new(), read_so_far).map_err(io)?
     } else {
         let mut f = std::fs::File::open(path).map_err(io)?;
         let mut head = [0u8; 16];
@@ -31,7 +36,7 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
         if head[..n].starts_with(&crate::tracedat::MAGIC) {
             return Ok(None);
         }
-        std::fs::read(path).map_err(io)?
+        read_all(&mut f, head[..n].to_vec(), read_so_far).map_err(io)?
     };
     if bytes.starts_with(&crate::tracedat::MAGIC) {
         // A trace.dat on standard input.
@@ -65,6 +70,23 @@ pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
         return Ok(None);
     }
     Err(on_the_host(&format!("reading {} (a stream or a console log?)", path.display())))
+}
+
+/// The rest of `r` after `v`, a MiB at a time.
+#[cfg(feature = "host")]
+fn read_all(r: &mut dyn std::io::Read, mut v: Vec<u8>, read_so_far: &dyn Fn(u64)) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return Ok(v),
+            Ok(k) => {
+                v.extend_from_slice(&buf[..k]);
+                read_so_far(v.len() as u64);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The stream in a console log (`tr-cat -o - --console` captured).

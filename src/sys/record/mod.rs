@@ -214,6 +214,11 @@ pub fn create_output(path: &Path) -> Result<File, Error> {
     Ok(file)
 }
 
+/// `per_cpu/cpuN/stats`, parsed (empty when it cannot be read).
+fn cpu_stats(t: &Tracefs, cpu: u32) -> CpuStats {
+    CpuStats::parse(&t.read(&format!("per_cpu/cpu{cpu}/stats")).unwrap_or_default())
+}
+
 fn lost(s: &CpuStats) -> Option<u64> {
     Some(s.overrun? + s.commit_overrun.unwrap_or(0) + s.dropped.unwrap_or(0))
 }
@@ -346,12 +351,25 @@ impl Recorder {
 
     /// The recording starts now: the stats the losses are counted from.
     pub fn start(&mut self, t: &Tracefs) {
-        self.stats0 = self
-            .cpus
-            .iter()
-            .map(|c| CpuStats::parse(&t.read(&format!("per_cpu/cpu{}/stats", c.cpu)).unwrap_or_default()))
-            .collect();
+        self.stats0 = self.cpus.iter().map(|c| cpu_stats(t, c.cpu)).collect();
         self.started = Instant::now();
+    }
+
+    /// The run so far: events recorded (taken from the kernel — its `read
+    /// events`, which ring_buffer.c's ring_buffer_read_page counts for the
+    /// pages handed to splice and read alike — and still in its buffer,
+    /// `entries`), events it lost (overrun, commit overrun, dropped), and
+    /// bytes kept (a stream: sent). The counts start from zero: clearing
+    /// `trace` before [`Recorder::start`] reset them (rb_reset_cpu).
+    pub fn so_far(&self, t: &Tracefs) -> (u64, u64, u64) {
+        let (mut events, mut lost_now) = (0, 0);
+        for c in &self.cpus {
+            let s = cpu_stats(t, c.cpu);
+            events += s.read.unwrap_or(0) + s.entries.unwrap_or(0);
+            lost_now += lost(&s).unwrap_or(0);
+        }
+        let bytes = self.sink.as_ref().map_or(self.pool.pages() * self.layout.subbuf_size() as u64, |s| s.wire);
+        (events, lost_now, bytes)
     }
 
     /// Sleep until a CPU buffer passes its watermark, `wake_fd` is readable

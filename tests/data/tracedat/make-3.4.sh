@@ -15,9 +15,8 @@
 #                       prints the 5-character latency column after [CPU])
 #
 # trace-cmd 3.4 needs a newer libc than Debian 12's, so it runs in a Debian
-# sid chroot (SID_ROOT, default /var/tmp/sid), made once with
-#   debootstrap --variant=minbase --include=trace-cmd sid /var/tmp/sid MIRROR
-# (MIRROR: the host's Debian mirror). Inside a private mount namespace the
+# sid chroot (SID_ROOT, default /var/tmp/sid), made once by
+# cross/sid-root.sh (debootstrap from the host's Debian mirror). Inside a private mount namespace the
 # chroot gets this machine's /proc and /sys (and so its tracefs), with
 # - /proc/kallsyms shadowed by the core kernel's text symbols of timers and
 #   wakeups (what hrtimer_start's function= names), each with the symbol
