@@ -2,6 +2,11 @@
 //! (`-T`, `-B`, `-v`), the option parser, and errors that end in the exit codes
 //! (0 ok, 1 usage, 2 runtime).
 
+// Man pages and shell completions: the option declarations rendered for
+// the host's man(1) and shells, as --help renders them for a terminal.
+#[cfg(feature = "host")]
+mod manpage;
+
 use argh::{ArgsInfo, CommandInfoWithArgs, FlagInfo, FlagInfoKind, FromArgs, Optionality};
 use std::fmt;
 use std::time::Duration;
@@ -449,11 +454,11 @@ fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
     };
     #[cfg(feature = "host")]
     if let Some(n) = &t.man {
-        return print(&crate::manpage::man(applets, n)?);
+        return print(&manpage::man(applets, n)?);
     }
     #[cfg(feature = "host")]
     if let Some(sh) = &t.completions {
-        return print(&crate::manpage::completions(applets, sh)?);
+        return print(&manpage::completions(applets, sh)?);
     }
     match (t.list, t.install, t.version, &t.dir) {
         (true, false, false, None) => print(&applets.iter().map(|a| format!("{}\n", a.name)).collect::<String>()),

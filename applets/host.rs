@@ -38,7 +38,9 @@ pub fn convert(input: &str, output: &str) -> Result<(), Error> {
 /// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format (the
 /// library's Perfetto sink), written to `output`.
 pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Result<(), Error> {
-    use std::io::Write as _;
+    let path = Path::new(output);
+    let f = trbox::sys::record::create_output(path)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
     // A big file takes a while: on a terminal, the records read so far
     // (done() is asked once before each).
     let progress = crate::progress::Progress::new(None, true, true);
@@ -50,13 +52,23 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
         }
         false
     };
-    let converted = read::perfetto(input, o, &done);
+    let converted = read::perfetto(input, o, &done, &mut w, path);
     progress.clear();
-    let (bytes, events) = converted?;
-    let mut f = trbox::sys::record::create_output(Path::new(output))?;
-    f.write_all(&bytes).map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
-    eprintln!("tr-cat: {output}: {events} events, {} bytes (Perfetto trace)", bytes.len());
-    Ok(())
+    match converted {
+        Ok(n) => {
+            eprintln!(
+                "tr-cat: {output}: {} events ({} sched_switch/sched_waking in compact form), {} bytes (Perfetto trace)",
+                n.events, n.compact, n.bytes
+            );
+            Ok(())
+        }
+        Err(e) => {
+            // Nothing half-written is left behind.
+            drop(w);
+            let _ = std::fs::remove_file(path);
+            Err(e.into())
+        }
+    }
 }
 
 /// `tr-cat --from-console LOG` where the log holds the kernel's own dump

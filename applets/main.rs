@@ -7,8 +7,6 @@ mod command;
 mod host;
 #[cfg(feature = "host")]
 mod listen;
-#[cfg(feature = "host")]
-mod manpage;
 mod progress;
 mod record;
 mod screen;

@@ -219,6 +219,64 @@ impl<const N: usize> StackBuf<N> {
         }
     }
 
+    /// The hex digits of `v` (lowercase unless `upper`), as
+    /// [`Digits::new`] writes them, straight into the buffer (dropped
+    /// whole when they do not fit).
+    #[cfg(feature = "host")]
+    #[inline(always)]
+    pub fn push_hex(&mut self, mut v: u64, upper: bool) {
+        let hex: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+        let n = (64 - (v | 1).leading_zeros()).div_ceil(4) as usize;
+        if let Some(s) = self.b.get_mut(self.len..self.len + n) {
+            // Hex digits are ASCII.
+            for c in s.iter_mut().rev() {
+                *c = hex[(v & 15) as usize];
+                v >>= 4;
+            }
+            self.len += n;
+        }
+    }
+
+    /// `-` when `neg`, then the decimal digits of `v`, as
+    /// [`Digits::new`] writes them, straight into the buffer (dropped whole
+    /// when they do not fit).
+    #[cfg(feature = "host")]
+    #[inline(always)]
+    pub fn push_dec(&mut self, neg: bool, mut v: u64) {
+        let mut n = 1 + usize::from(neg);
+        let mut t = v;
+        while t >= 10 {
+            t /= 10;
+            n += 1;
+        }
+        let Some(s) = self.b.get_mut(self.len..self.len + n) else { return };
+        let mut i = n;
+        while v >= 100 {
+            let d = (v % 100) as usize * 2;
+            i -= 2;
+            if let (Some(o), Some(p)) = (s.get_mut(i..i + 2), PAIRS.get(d..d + 2)) {
+                o.copy_from_slice(p);
+            }
+            v /= 100;
+        }
+        if v >= 10 {
+            let d = v as usize * 2;
+            i -= 2;
+            if let (Some(o), Some(p)) = (s.get_mut(i..i + 2), PAIRS.get(d..d + 2)) {
+                o.copy_from_slice(p);
+            }
+        } else if let Some(o) = s.get_mut(i - 1) {
+            *o = b'0' + v as u8;
+        }
+        if neg {
+            if let Some(o) = s.first_mut() {
+                *o = b'-';
+            }
+        }
+        // Digits, '-' and PAIRS are ASCII.
+        self.len += n;
+    }
+
     /// Two decimal digits of `v` (below 100).
     #[inline(always)]
     pub fn push_pair(&mut self, v: u32) {
@@ -338,6 +396,32 @@ impl<'a> Stage<'a> {
             return Ok(());
         }
         self.spill(s)
+    }
+
+    /// [`StackBuf::push_hex`] on the line, spilling when it is full.
+    #[cfg(feature = "host")]
+    #[inline(always)]
+    pub fn push_hex(&mut self, v: u64, upper: bool) -> core::fmt::Result {
+        if self.buf.room() >= 16 {
+            self.buf.push_hex(v, upper);
+            return Ok(());
+        }
+        self.spill(Digits::new(v, 16, upper).as_str())
+    }
+
+    /// [`StackBuf::push_dec`] on the line, spilling when it is full.
+    #[cfg(feature = "host")]
+    #[inline(always)]
+    pub fn push_dec(&mut self, neg: bool, v: u64) -> core::fmt::Result {
+        if self.buf.room() >= 21 {
+            self.buf.push_dec(neg, v);
+            return Ok(());
+        }
+        let mut d = Digits::new(v, 10, false);
+        if neg {
+            d.prepend(b'-');
+        }
+        self.spill(d.as_str())
     }
 
     /// The text of a small buffer (a fixed-size copy when there is room).

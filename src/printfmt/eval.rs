@@ -6,6 +6,8 @@ use core::fmt::{self, Write};
 use super::digits::Stage;
 use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
+#[cfg(feature = "host")]
+use super::vsprintf::{convert_int, Qual, SIGN, ZEROPAD};
 use crate::abi::{Abi, Endian};
 
 /// A value during evaluation.
@@ -281,6 +283,28 @@ impl<'a, 'e> Frame<'a, 'e> {
                 Item::Short(b) => st.push_buf(b)?,
                 &Item::Lit(o, l) => st.push(self.name(o, l))?,
                 Item::Conv(p) => {
+                    // Host builds: a plain `%x`, `%lx`, `%d`, `%ld`, `%u` of
+                    // an integer (no width, precision or flag that changes
+                    // its text) is written straight into the line: the
+                    // text that `plain_number` would give, without its
+                    // digit buffer.
+                    #[cfg(feature = "host")]
+                    if let (None, None, Conv::Int { base: base @ (10 | 16) }) = (p.width, p.prec, p.spec.conv) {
+                        let s = &p.spec;
+                        let flags_ok = s.flags & !(SIGN | SMALL | ZEROPAD) == 0 && (base == 10 || s.flags & SIGN == 0);
+                        if s.width <= 0 && s.prec < 0 && flags_ok && s.qual != Qual::PtrDiff {
+                            if let Some(V::I(x)) = self.arg(p, s) {
+                                let v = convert_int(x, s, self.ctx.abi.long_size);
+                                let neg = s.flags & SIGN != 0 && (v as i64) < 0;
+                                if base == 16 {
+                                    st.push_hex(v, s.flags & SMALL == 0)?;
+                                } else {
+                                    st.push_dec(neg, if neg { (v as i64).unsigned_abs() } else { v })?;
+                                }
+                                continue;
+                            }
+                        }
+                    }
                     let spec = self.spec(p);
                     let v = self.arg(p, &spec);
                     if let Some(d) =

@@ -28,13 +28,23 @@ fn num(line: &str, key: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// A signed number (a deadline task's prio is -1).
+fn snum(line: &str, key: &str) -> Option<i64> {
+    let at = line.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let rest = &line[at..];
+    let neg = rest.starts_with('-');
+    let digits: String = rest[usize::from(neg)..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse::<i64>().ok().map(|n| if neg { -n } else { n })
+}
+
 fn text<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let at = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
     line[at..].split('"').next()
 }
 
-/// tr-cat's view (`args` then `--json`): `E ts cpu pid event` and `S ts
-/// prev next state` lines, sorted; `G ts depth` of funcgraph events; and
+/// tr-cat's view (`args` then `--json`): `E ts cpu pid event`, `S ts
+/// prev_pid next_pid prev_state next_prio next_comm` (sched_switch) and
+/// `W ts pid target_cpu prio comm` (sched_waking) lines, sorted; `G ts depth` of funcgraph events; and
 /// `T pid comm` of the tasks whose name the trace knows (not `<...>`).
 fn trbox_view(args: &[&str]) -> (Vec<String>, Vec<String>, Vec<String>) {
     let mut a = vec!["tr-cat"];
@@ -58,9 +68,17 @@ fn trbox_view(args: &[&str]) -> (Vec<String>, Vec<String>, Vec<String>) {
             g.push(format!("G {ts} {}", num(l, "depth").unwrap()));
         }
         v.push(format!("E {ts} {} {} {name}", num(l, "cpu").unwrap(), num(l, "pid").unwrap()));
+        // The event's own fields (after the common ones, whose names
+        // they may repeat: sched_waking's pid).
+        let fl = l.split_once("\"fields\":").map_or("", |x| x.1);
+        let f = |k| snum(fl, k).map_or("?".to_string(), |n| n.to_string());
+        let t = |k| text(fl, k).unwrap_or("?");
         if name == "sched_switch" {
-            let f = |k| num(l, k).map_or("?".to_string(), |n| n.to_string());
-            v.push(format!("S {ts} {} {} {}", f("prev_pid"), f("next_pid"), f("prev_state")));
+            let (p, n, s, r, c) = (f("prev_pid"), f("next_pid"), f("prev_state"), f("next_prio"), t("next_comm"));
+            v.push(format!("S {ts} {p} {n} {s} {r} {c}"));
+        }
+        if name == "sched_waking" {
+            v.push(format!("W {ts} {} {} {} {}", f("pid"), f("target_cpu"), f("prio"), t("comm")));
         }
     }
     v.sort();
@@ -70,8 +88,8 @@ fn trbox_view(args: &[&str]) -> (Vec<String>, Vec<String>, Vec<String>) {
     (v, g, t)
 }
 
-/// The schema's view, in the same form (comms dropped from S lines), and
-/// the other lines (G with names, T, U).
+/// The schema's view, in the same form (E, S, W lines), and the other
+/// lines (G with names, T, U, K: the events in compact_sched form).
 fn perfetto_view(pf: &Path) -> (Vec<String>, Vec<String>) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/applets/perfetto_check.py");
     let o = Command::new("python3").arg(script).arg(pf).output().unwrap();
@@ -80,10 +98,8 @@ fn perfetto_view(pf: &Path) -> (Vec<String>, Vec<String>) {
     let mut ev = Vec::new();
     let mut rest = Vec::new();
     for l in out.lines() {
-        if l.starts_with("E ") {
+        if l.starts_with("E ") || l.starts_with("S ") || l.starts_with("W ") {
             ev.push(l.to_string());
-        } else if l.starts_with("S ") {
-            ev.push(l.split(' ').take(5).collect::<Vec<_>>().join(" "));
         } else {
             rest.push(l.to_string());
         }
@@ -102,8 +118,9 @@ fn convert(args: &[&str], out: &Path) {
 }
 
 /// Convert, parse with the schema, compare with `tr-cat --json`; the
-/// funcgraph names must be the ones tr-cat's text shows.
-fn check(args: &[&str], out: &Path) -> usize {
+/// funcgraph names must be the ones tr-cat's text shows. Returns the
+/// events, and those of them in compact_sched form.
+fn check(args: &[&str], out: &Path) -> (usize, usize) {
     convert(args, out);
     let (got, rest) = perfetto_view(out);
     let (want, graph, names) = trbox_view(args);
@@ -130,7 +147,9 @@ fn check(args: &[&str], out: &Path) -> usize {
     for n in &names {
         assert!(rest.contains(n), "{args:?}: {n} is not in the process tree");
     }
-    want.len()
+    let k = rest.iter().find_map(|l| l.strip_prefix("K ")).expect("the K line");
+    let compact = k.split(' ').map(|n| n.parse::<usize>().unwrap()).sum();
+    (want.len(), compact)
 }
 
 #[test]
@@ -147,11 +166,15 @@ fn every_trace_dat_converts_and_parses_with_the_official_schema() {
         .collect();
     files.sort();
     let mut checked = 0;
+    let mut compact = 0;
     for f in &files {
-        check(&[f.to_str().unwrap()], &dir.path().join("f.pftrace"));
+        compact += check(&[f.to_str().unwrap()], &dir.path().join("f.pftrace")).1;
         checked += 1;
     }
     assert!(checked >= 5, "only {checked} files converted");
+    // The sched_switch/sched_waking columns are used, and read back as
+    // the text's events (checked above).
+    assert!(compact > 1000, "only {compact} events in compact_sched form");
 }
 
 #[test]
@@ -163,11 +186,13 @@ fn every_board_fixture_converts_and_parses_with_the_official_schema() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
     let mut trees = 0;
     let mut graphs = 0;
+    let mut compact = 0;
     for board in std::fs::read_dir(root).unwrap().flatten().filter(|e| e.path().is_dir()) {
         let before = trees;
         for t in std::fs::read_dir(board.path()).unwrap().flatten().filter(|e| e.path().join("per_cpu").is_dir()) {
             let p = t.path();
-            let n = check(&["--raw", "-T", p.to_str().unwrap()], &dir.path().join("t.pftrace"));
+            let (n, c) = check(&["--raw", "-T", p.to_str().unwrap()], &dir.path().join("t.pftrace"));
+            compact += c;
             trees += 1;
             if p.ends_with("function_graph") && n > 0 {
                 graphs += 1;
@@ -177,6 +202,7 @@ fn every_board_fixture_converts_and_parses_with_the_official_schema() {
         assert!(trees > before, "{}: no fixture tree converted", board.path().display());
     }
     assert!(trees >= 10 && graphs >= 2, "{trees} trees, {graphs} function_graph trees");
+    assert!(compact > 0, "no event in compact_sched form");
 }
 
 /// Perfetto's text importer on `tr-cat` text (tests/applets/systrace_check.py

@@ -1,35 +1,84 @@
 //! The Perfetto sink (`tr-cat FILE -o OUT.pftrace`, host builds): every
-//! kept record into Perfetto's protobuf trace format, with the threads'
-//! names from saved_cmdlines, the system's from uname, and the functions'
-//! names from the session's symbols.
+//! kept record into Perfetto's protobuf trace format, written out as the
+//! packets fill (the memory held is one bundle per CPU and a buffer of
+//! written packets), with the threads' names from saved_cmdlines, the
+//! system's from uname, and the functions' names from the session's
+//! symbols.
 
 use super::{collect, Input, Item, RawOpts};
 use crate::sys::error::Error;
+use std::io::Write;
 
-/// A Perfetto trace of what `input` holds: its bytes, and how many events
-/// it has. `done` is asked before each record is read, as by [`collect`]
-/// (a caller counts the records so, for a progress line).
-pub fn perfetto(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(Vec<u8>, u64), Error> {
+/// Packet bytes gathered before a write.
+const WRITE_BYTES: usize = 1 << 20;
+
+/// What the sink wrote.
+pub struct Written {
+    /// Events written.
+    pub events: u64,
+    /// sched_switch and sched_waking events among them in compact form.
+    pub compact: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Writes a Perfetto trace of what `input` holds to `w` (the file
+/// `path`, named in errors). `done` is asked before each record is read,
+/// as by [`collect`] (a caller counts the records so, for a progress
+/// line).
+pub fn perfetto(
+    input: Input<'_>,
+    o: &RawOpts,
+    done: &dyn Fn() -> bool,
+    w: &mut dyn Write,
+    path: &std::path::Path,
+) -> Result<Written, Error> {
     let mut tr = crate::perfetto::TraceBuilder::new();
-    let meta = collect(input, o, done, &mut |m, it| {
-        if let Item::Record { cpu, ts, payload, .. } = it {
-            let endian = m.trace.endian;
-            if let Some(ev) = m.trace.events.event_of(payload, endian) {
-                tr.event(ev, cpu, ts, m.pid(ev, payload), payload, endian);
+    let mut bytes = 0u64;
+    let mut failed: Option<std::io::Error> = None;
+    let mut put = |b: &[u8], failed: &mut Option<std::io::Error>| {
+        if failed.is_none() {
+            if let Err(e) = w.write_all(b) {
+                *failed = Some(e);
             }
         }
+        bytes += b.len() as u64;
+    };
+    let meta = collect(input, o, done, &mut |m, it| match it {
+        Item::Record { buffer, cpu, ts, payload } => {
+            let endian = m.trace.endian;
+            if m.buffers.len() > 1 {
+                tr.several_buffers();
+            }
+            if let Some(ev) = m.trace.events.event_of(payload, endian) {
+                let symbol = |a: u64| {
+                    use crate::printfmt::SymbolLookup;
+                    // The name alone, as the function_graph tracer prints it (%ps).
+                    m.trace.symbols.lookup(a).map(|s| s.name.to_string())
+                };
+                tr.event(ev, buffer, cpu, ts, m.pid(ev, payload), payload, endian, &symbol);
+                if tr.pending() >= WRITE_BYTES {
+                    put(&tr.take(), &mut failed);
+                }
+            }
+        }
+        Item::Lost { buffer, cpu, .. } => tr.lost(buffer, cpu),
     })?;
     let threads: Vec<(i32, &str)> = meta
         .saved_cmdlines
         .lines()
         .filter_map(|l| l.trim().split_once(' ').and_then(|(p, c)| Some((p.parse().ok()?, c.trim()))))
         .collect();
-    let events = tr.events;
-    let symbol = |a: u64| {
-        use crate::printfmt::SymbolLookup;
-        // The name alone, as the function_graph tracer prints it (%ps).
-        meta.trace.symbols.lookup(a).map(|s| s.name.to_string())
-    };
-    let bytes = tr.finish(&threads, meta.uname.as_deref(), &symbol);
-    Ok((bytes, events))
+    let (events, compact) = (tr.events, tr.compact);
+    let rest = tr.finish(&threads, meta.uname.as_deref());
+    put(&rest, &mut failed);
+    if failed.is_none() {
+        if let Err(e) = w.flush() {
+            failed = Some(e);
+        }
+    }
+    match failed {
+        Some(e) => Err(Error::io(path, e)),
+        None => Ok(Written { events, compact, bytes }),
+    }
 }

@@ -7,7 +7,7 @@
 //! checks). Host build only (the cargo feature `host`): a board has
 //! neither man nor a shell that completes.
 
-use crate::cli::{help_text, Applet, Common, Error};
+use super::{help_text, Applet, Common, Error};
 use argh::{ArgsInfo, FlagInfo, FlagInfoKind, Optionality};
 
 /// `trbox --man NAME`: the page of applet NAME (or of trbox itself).
@@ -22,7 +22,7 @@ pub fn man(applets: &[Applet], name: &str) -> Result<String, Error> {
         o += ".SH DESCRIPTION\nA multicall binary: run as \\fBtrbox APPLET\\fR, or through a link named after \
               the applet (\\fBtrbox \\-\\-install\\fR makes them).\n";
         o += ".SH OPTIONS\n";
-        options(&mut o, crate::cli::top_info().flags);
+        options(&mut o, super::top_info().flags);
         o += ".SH APPLETS\n";
         for a in applets {
             o += &format!(".TP\n.BR {} (1)\n{}\n", a.name, text(a.summary));
@@ -136,7 +136,7 @@ pub fn completions(applets: &[Applet], shell: &str) -> Result<String, Error> {
 }
 
 fn top_words() -> String {
-    shown(crate::cli::top_info().flags)
+    shown(super::top_info().flags)
         .flat_map(|f| f.short.map(|c| format!("-{c}")).into_iter().chain([f.long.to_string()]))
         .collect::<Vec<_>>()
         .join(" ")
@@ -224,7 +224,7 @@ fn fish(applets: &[Applet]) -> String {
     let mut o = String::from("# fish completion for trbox and its applets (trbox --completions fish)\n");
     let names: Vec<&str> = applets.iter().map(|a| a.name).collect();
     o += &format!("complete -c trbox -f -n __fish_use_subcommand -a '{}'\n", names.join(" "));
-    for f in shown(crate::cli::top_info().flags) {
+    for f in shown(super::top_info().flags) {
         o += &format!("complete -c trbox -n __fish_use_subcommand{}\n", fish_flag(f));
     }
     for a in applets {
