@@ -484,6 +484,19 @@ pub fn print(text: &str) -> Result<(), Error> {
     }
 }
 
+/// Whether to print `--boot`'s settings; `--persist MB` goes with `--boot
+/// -B NAME` (a buffer kept across a warm reboot is an instance's).
+#[cfg(feature = "host")]
+pub fn persist(boot: bool, common: &Common, persist: Option<u64>) -> Result<bool, Error> {
+    match persist {
+        Some(_) if !boot => Err(Error::usage("--persist goes with --boot")),
+        Some(_) if common.instance.is_none() => Err(Error::usage("--persist keeps an instance's buffer: give -B NAME")
+            .hint("e.g. --boot -B boot_mapped --persist 12")),
+        Some(0) => Err(Error::usage("--persist needs a size in MB above 0")),
+        _ => Ok(boot),
+    }
+}
+
 /// `--boot` (tr-on, tr-event, tr-graph): the kernel command line on one
 /// line, the bootconfig, then one `#` line for each setting a form cannot
 /// carry (`none`: those with no boot-time form at all).

@@ -76,6 +76,11 @@ pub struct Args {
     #[cfg(feature = "host")]
     #[argh(switch)]
     boot: bool,
+    /// host build, with --boot -B NAME: keep that instance's buffer in MB
+    /// of memory that survives a warm reboot (6.12+; docs/postmortem.md)
+    #[cfg(feature = "host")]
+    #[argh(option, arg_name = "MB")]
+    persist: Option<u64>,
 }
 
 pub fn main(args: &[String]) -> Result<(), Error> {
@@ -84,7 +89,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let common = &common;
     command::one_target(&a.pid, cmd)?;
     #[cfg(feature = "host")]
-    if a.boot {
+    if cli::persist(a.boot, common, a.persist)? {
         return boot(common, &a, cmd);
     }
     let t = Tracefs::open(common.tracefs.as_deref())?;
@@ -302,6 +307,7 @@ fn boot(common: &cli::Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
     }
     let s = trbox::boot::Settings {
         instance: common.instance.as_deref(),
+        persist_mb: a.persist,
         events: &events,
         filter: a.filter.as_deref(),
         triggers: &a.trigger,

@@ -68,6 +68,11 @@ pub struct Args {
     #[cfg(feature = "host")]
     #[argh(switch)]
     boot: bool,
+    /// host build, with --boot -B NAME: keep that instance's buffer in MB
+    /// of memory that survives a warm reboot (6.12+; docs/postmortem.md)
+    #[cfg(feature = "host")]
+    #[argh(option, arg_name = "MB")]
+    persist: Option<u64>,
 }
 
 impl Args {
@@ -91,7 +96,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         );
     }
     #[cfg(feature = "host")]
-    if a.boot {
+    if cli::persist(a.boot, common, a.persist)? {
         return boot(common, &a, cmd);
     }
     signals::install().map_err(trbox::sys::Error::Signals)?;
@@ -231,6 +236,7 @@ fn boot(common: &cli::Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
     }
     let s = trbox::boot::Settings {
         instance: common.instance.as_deref(),
+        persist_mb: a.persist,
         tracer: Some("function_graph"),
         graph_functions: &a.funcs,
         graph_depth: a.depth,

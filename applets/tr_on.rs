@@ -87,6 +87,11 @@ pub struct Args {
     #[cfg(feature = "host")]
     #[argh(switch)]
     boot: bool,
+    /// host build, with --boot -B NAME: keep that instance's buffer in MB
+    /// of memory that survives a warm reboot (6.12+; docs/postmortem.md)
+    #[cfg(feature = "host")]
+    #[argh(option, arg_name = "MB")]
+    persist: Option<u64>,
 }
 
 impl Args {
@@ -126,7 +131,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let dump = a.dump_mode()?;
     // The board build has no --boot (argh: unrecognized argument).
     #[cfg(feature = "host")]
-    if a.boot {
+    if cli::persist(a.boot, common, a.persist)? {
         if run || a.reset || a.keep || a.json {
             return Err(Error::usage("--boot prints settings: not with -- CMD, -t, --reset, -k or --json"));
         }
@@ -596,6 +601,7 @@ fn cpus(o: &mut String, st: &Status) {
 fn boot(common: &Common, a: &Args, dump: Option<DumpOnOops>) -> Result<(), Error> {
     let s = trbox::boot::Settings {
         instance: common.instance.as_deref(),
+        persist_mb: a.persist,
         tracer: a.tracer.as_deref(),
         buffer_kb: a.buffer,
         clock: a.clock.as_deref(),

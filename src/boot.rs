@@ -22,7 +22,7 @@
 //! (CONFIG_BOOT_CONFIG, CONFIG_BOOTTIME_TRACING).
 
 use crate::ctl::DumpOnOops;
-use crate::kernel::{DUMP_INSTANCE_SINCE, TRACE_INSTANCE_SINCE, TRACE_TRIGGER_SINCE};
+use crate::kernel::{DUMP_INSTANCE_SINCE, PERSISTENT_SINCE, TRACE_INSTANCE_SINCE, TRACE_TRIGGER_SINCE};
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -80,7 +80,14 @@ pub struct Settings<'a> {
     pub off: bool,
     /// Dump the buffers on an oops.
     pub dump_on_oops: Option<DumpOnOops>,
+    /// MiB of memory that survives a warm reboot for the instance's buffer
+    /// (a persistent ring buffer; `instance` must be set).
+    pub persist_mb: Option<u64>,
 }
+
+/// The `reserve_mem=` label of a persistent instance's memory (at most 15
+/// characters: mm/memblock.c `RESERVE_MEM_NAME_SIZE`).
+pub const PERSIST_LABEL: &str = "trbox";
 
 /// The text `--boot` prints: a command line (one line), a bootconfig (a
 /// line per key) and a `# ` line for each setting a form cannot carry.
@@ -211,8 +218,26 @@ pub fn boot(s: &Settings) -> Boot {
         b.key(&pre, "events", s.events.iter().map(String::as_str), true);
     }
     if let Some(i) = inst {
-        b.arg("trace_instance", &[i, if evs.is_empty() { "" } else { "," }, &evs].concat());
+        // A persistent instance: its memory first (reserve_mem is parsed
+        // early, trace_instance= maps the memory its label names).
+        let at = match s.persist_mb {
+            Some(mb) => {
+                b.arg("reserve_mem", &[&mb.to_string(), "M:4096:", PERSIST_LABEL].concat());
+                ["@", PERSIST_LABEL].concat()
+            }
+            None => String::new(),
+        };
+        b.arg("trace_instance", &[i, &at, if evs.is_empty() { "" } else { "," }, &evs].concat());
         b.since("trace_instance=", TRACE_INSTANCE_SINCE);
+        if s.persist_mb.is_some() {
+            b.since("a persistent instance (reserve_mem=, NAME@LABEL)", PERSISTENT_SINCE);
+            b.note(&[
+                "its memory and events only on the command line; after a warm reboot it keeps the previous boot's \
+                 events until read (tr-cat -o FILE -B ",
+                i,
+                ") or reset: docs/postmortem.md",
+            ]);
+        }
     } else if !evs.is_empty() {
         b.arg("trace_event", &evs);
     }
@@ -285,6 +310,18 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_persistent_instance_from_boot() {
+        let e = v(&["sched:sched_switch", "irq:*"]);
+        let s = Settings { instance: Some("boot_mapped"), events: &e, persist_mb: Some(12), ..Default::default() };
+        let b = boot(&s);
+        assert_eq!(b.cmdline, "reserve_mem=12M:4096:trbox trace_instance=boot_mapped@trbox,sched:sched_switch,irq:*");
+        assert!(b.notes.contains("# a persistent instance (reserve_mem=, NAME@LABEL): 6.12+\n"), "{}", b.notes);
+        assert!(b.notes.contains("tr-cat -o FILE -B boot_mapped"), "{}", b.notes);
+        let s = Settings { instance: Some("boot_mapped"), persist_mb: Some(4), ..Default::default() };
+        assert_eq!(boot(&s).cmdline, "reserve_mem=4M:4096:trbox trace_instance=boot_mapped@trbox");
+    }
 
     fn v(s: &[&str]) -> Vec<String> {
         s.iter().map(|x| x.to_string()).collect()

@@ -17,6 +17,7 @@
 //! | [`FTRACE_REGS_MAX_ARGS`]: funcgraph-args records 6 `long`s, prints `...` past them | 6.15 on (funcgraph-args, CONFIG_FUNCTION_TRACE_ARGS) | 7.2 include/linux/ftrace_regs.h, trace_output.c `print_function_args()` |
 //! | [`TRACE_TRIGGER_SINCE`]: `trace_trigger=EVENT.TRIGGER` on the command line | 6.2 on | 6.2 kernel/trace/trace_events.c `setup_trace_triggers()` |
 //! | [`TRACE_INSTANCE_SINCE`]: `trace_instance=NAME,SYS:EVENT` | 6.3 on | 6.3 kernel/trace/trace.c `boot_instance()` |
+//! | [`PERSISTENT_SINCE`]: `reserve_mem=SIZE:ALIGN:LABEL` + `trace_instance=NAME@LABEL` (a buffer kept across a warm reboot) | 6.12 on | 6.12 kernel/trace/trace.c `enable_instances()`, mm/memblock.c `reserve_mem()` |
 //! | [`DUMP_INSTANCE_SINCE`]: `ftrace_dump_on_oops=0,NAME[=2]` (instances; the sysctl a string) | 6.9 on | 6.9 kernel/trace/trace.c `ftrace_dump_by_param()` |
 //! | [`NEWEST_RULES`]: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
 //!
@@ -134,6 +135,10 @@ pub const FTRACE_REGS_MAX_ARGS: usize = 6;
 pub const TRACE_TRIGGER_SINCE: (u32, u32) = (6, 2);
 /// `trace_instance=` (6.3's trace.c `boot_instance()`, with its events).
 pub const TRACE_INSTANCE_SINCE: (u32, u32) = (6, 3);
+/// An instance on memory kept across a warm reboot: `trace_instance=NAME@LABEL`
+/// of the memory `reserve_mem=SIZE:ALIGN:LABEL` names (6.12's trace.c
+/// `enable_instances()`).
+pub const PERSISTENT_SINCE: (u32, u32) = (6, 12);
 /// `ftrace_dump_on_oops` naming instances (`ftrace_dump_by_param()`,
 /// 6.9's trace.c; before, the sysctl is an int: 0, 1, 2).
 pub const DUMP_INSTANCE_SINCE: (u32, u32) = (6, 9);

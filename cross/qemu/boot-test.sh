@@ -6,7 +6,9 @@
 #      --boot` print, and session-boot checks (check.sh) that the tracer,
 #      filter, event, trigger and instance were set up, with events from
 #      before init ran;
-#   2. the oops dump: session-oops arms `tr-on --dump-on-oops all` and
+#   2. a persistent instance from boot: the line of `tr-event --boot -B
+#      boot_mapped --persist 12`, checked by session-persist;
+#   3. the oops dump: session-oops arms `tr-on --dump-on-oops all` and
 #      panics the board (sysrq c); the host's `tr-cat --from-console` reads
 #      the dump back from the console log: the panic, the events, both CPUs.
 # Prints one line per check, "N passed, M failed"; exits 1 on a failure.
@@ -35,7 +37,18 @@ else
 	grep -E 'FAIL|error' "$out/boot.log" | head -20 | sed 's/^/        | /'
 fi
 
-# 2. A panic with the dump armed, read back on the host.
+# 2. A persistent instance from boot (--persist), recording from boot.
+line=$("$host" tr-event --boot -B boot_mapped --persist 12 sched:sched_switch | sed -n 2p)
+echo "[boot-test $board] booting with: $line"
+if QEMU_APPEND="$line" SESSION=$QEMU_DIR/session-persist QEMU_OUT=$out/persist ARCH=$board KERNEL= \
+	"$QEMU_DIR/board.sh" test >"$out/persist.log" 2>&1; then
+	ok "a persistent instance from --boot --persist's line: its $(cut -d' ' -f1 "$out"/persist/*/check-result) checks passed"
+else
+	bad "a persistent instance from --boot --persist's line; the board's checks:"
+	grep -E 'FAIL|error' "$out/persist.log" | head -20 | sed 's/^/        | /'
+fi
+
+# 3. A panic with the dump armed, read back on the host.
 rc=0
 ( set -e
 	ARCH=$board KERNEL= "$QEMU_DIR/fetch.sh" >/dev/null

@@ -547,4 +547,21 @@ fn boot_prints_the_event_command_line() {
     assert!(out.contains("\nftrace.event.sched.sched_switch.filter = \"prev_pid != 0\"\n"), "{out}");
     let o = run(&["tr-event", "--boot", "-B", "foo", "irq:irq_handler_entry"]);
     assert_eq!(stdout(&o).lines().nth(1), Some("trace_instance=foo,irq:irq_handler_entry"));
+    // --persist: the instance on memory kept across a warm reboot (6.12+),
+    // only with --boot and -B.
+    let o = run(&["tr-event", "--boot", "-B", "boot_mapped", "--persist", "12", "sched:sched_switch"]);
+    assert_eq!(
+        stdout(&o).lines().nth(1),
+        Some("reserve_mem=12M:4096:trbox trace_instance=boot_mapped@trbox,sched:sched_switch")
+    );
+    assert!(stdout(&o).contains("# a persistent instance (reserve_mem=, NAME@LABEL): 6.12+\n"), "{}", stdout(&o));
+    for (args, why) in [
+        (&["--boot", "--persist", "12", "sched:sched_switch"][..], "give -B NAME"),
+        (&["-B", "b", "--persist", "12", "sched:sched_switch"][..], "--persist goes with --boot"),
+        (&["--boot", "-B", "b", "--persist", "0", "sched:sched_switch"][..], "above 0"),
+    ] {
+        let o = run(&[&["tr-event"][..], args].concat());
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
+    }
 }
