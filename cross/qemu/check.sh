@@ -99,19 +99,7 @@ done <"$session"
 # timestamp, pid, name) in the same order; then trace-cmd's own rewrite of it
 # (`trace-cmd convert`, file version 7) read by the host's tr-cat, when
 # there is a host build (target/release/trbox).
-# Each line as "CPU TS PID NAME": the [CPU] token, the next `S.US:` token,
-# the pid at the end of the token before [CPU], the name after the time.
-events_of() {
-	awk '{
-		for (i = 2; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) break
-		if (i > NF) next
-		pid = $(i - 1); sub(/.*-/, "", pid)
-		for (j = i + 1; j <= NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
-		if (j >= NF) next
-		name = $(j + 1); sub(/:$/, "", name)
-		print $i, $j, pid, name
-	}' "$1"
-}
+. "$QEMU_DIR/events.sh"
 # "NAME PID" per event of such a text, the pids renamed p1, p2... in order
 # of first appearance: two runs of the same workload give the same lines.
 shape_of() {

@@ -23,19 +23,7 @@ boards=("$@")
 [ ${#boards[@]} -gt 0 ] || boards=(aarch64:7.2 aarch64:6.12)
 export QEMU_OUT=${QEMU_LASTBOOT_OUT:-$REPO/cross/out/lastboot} QEMU_NET_BOARDS=none
 pass=0 fail=0
-# "CPU TS PID" of each event line of a text (tr-cat's, the kernel's or
-# trace-cmd report's): the [CPU] token, the next S.US: token, the pid at
-# the end of the token before [CPU].
-events_of() {
-	awk '{
-		for (i = 2; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) break
-		if (i > NF) next
-		pid = $(i - 1); sub(/.*-/, "", pid)
-		for (j = i + 1; j <= NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
-		if (j > NF) next
-		print $i, $j, pid
-	}' "$1"
-}
+. "$QEMU_DIR/events.sh"
 # dat_check DIR: the board's tr-cat -o file DIR/lb.dat read on the host by
 # tr-cat (the host build) and by trace-cmd 3.4 (Debian sid's, in the sid
 # chroot SID_ROOT, default /var/tmp/sid, made by cross/sid-root.sh when
@@ -70,8 +58,8 @@ dat_check() {
 	chroot "$sid" trace-cmd report -i "/tmp/${tmp##*/}/lb.dat" >"$d/tc.txt" 2>"$d/tc.err"
 	chroot "$sid" trace-cmd dump --options -i "/tmp/${tmp##*/}/lb.dat" >"$d/tc.options" 2>&1
 	rm -rf "$tmp"
-	events_of "$d/k.lines" >"$d/k.events"
-	events_of "$d/tc.txt" >"$d/tc.events"
+	events_of "$d/k.lines" | cut -d" " -f1-3 >"$d/k.events"
+	events_of "$d/tc.txt" | cut -d" " -f1-3 >"$d/tc.events"
 	n=$(wc -l <"$d/k.events")
 	if [ "$n" -gt 0 ] && cmp -s "$d/k.events" "$d/tc.events" && grep -q '__handle_sysrq' "$d/tc.txt" &&
 		grep -q 'write_sysrq_trigger' "$d/tc.txt"; then
