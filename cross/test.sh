@@ -77,8 +77,17 @@ declare -A REF_RC
 run_ref() { # name bin args...
     local name=$1 bin=$2
     shift 2
-    "$bin" "$@" >"$work/ref.$name.out" 2>"$work/ref.$name.err" </dev/null
+    "$bin" "$@" >"$work/ref.$name.raw" 2>"$work/ref.$name.err" </dev/null
     REF_RC[$name]=$?
+    host_only <"$work/ref.$name.raw" >"$work/ref.$name.out"
+}
+# The host build's help without its host-only options (a row whose text
+# starts "host build:", and the row's continuation lines): the board
+# builds leave them out (Cargo feature "host").
+host_only() {
+    awk '/^ +-.* host build:/ { skip = 1; next }
+        skip && /^                    / { next }
+        { skip = 0; print }'
 }
 mkdir -p "$work/host-links"
 ln -s "$(realpath "$HOST_BIN")" "$work/host-links/tr-on"

@@ -24,29 +24,29 @@ bad() { fail=$((fail + 1)); printf '[boot-test %s] FAIL  %s\n' "$board" "$*"; }
 [ -x "$host" ] || { echo "boot-test: no host build at $host (make build)" >&2; exit 2; }
 mkdir -p "$out"
 
+# boot_with NAME WHAT LINE: boot with the kernel command line LINE and run
+# session-NAME on it, judged by check.sh.
+boot_with() {
+	local name=$1 what=$2 line=$3
+	echo "[boot-test $board] booting with: $line"
+	if QEMU_APPEND="$line" SESSION=$QEMU_DIR/session-$name QEMU_OUT=$out/$name ARCH=$board KERNEL= \
+		"$QEMU_DIR/board.sh" test >"$out/$name.log" 2>&1; then
+		ok "$what: its $(cut -d' ' -f1 "$out/$name"/*/check-result) checks passed"
+	else
+		bad "$what; the board's checks:"
+		grep -E 'FAIL|error' "$out/$name.log" | head -20 | sed 's/^/        | /'
+	fi
+}
+
 # 1. The line --boot prints (its second line is the kernel command line).
 line=$("$host" tr-on --boot function -l vfs_read -b 64 | sed -n 2p)
 line+=" $("$host" tr-event --boot sched:sched_process_exec -R stacktrace | sed -n 2p)"
 line+=" $("$host" tr-event --boot -B foo sched:sched_switch | sed -n 2p)"
-echo "[boot-test $board] booting with: $line"
-if QEMU_APPEND="$line" SESSION=$QEMU_DIR/session-boot QEMU_OUT=$out/boot ARCH=$board KERNEL= \
-	"$QEMU_DIR/board.sh" test >"$out/boot.log" 2>&1; then
-	ok "a boot with --boot's line: its $(cut -d' ' -f1 "$out"/boot/*/check-result) checks passed"
-else
-	bad "a boot with --boot's line; the board's checks:"
-	grep -E 'FAIL|error' "$out/boot.log" | head -20 | sed 's/^/        | /'
-fi
+boot_with boot "a boot with --boot's line" "$line"
 
 # 2. A persistent instance from boot (--persist), recording from boot.
-line=$("$host" tr-event --boot -B boot_mapped --persist 12 sched:sched_switch | sed -n 2p)
-echo "[boot-test $board] booting with: $line"
-if QEMU_APPEND="$line" SESSION=$QEMU_DIR/session-persist QEMU_OUT=$out/persist ARCH=$board KERNEL= \
-	"$QEMU_DIR/board.sh" test >"$out/persist.log" 2>&1; then
-	ok "a persistent instance from --boot --persist's line: its $(cut -d' ' -f1 "$out"/persist/*/check-result) checks passed"
-else
-	bad "a persistent instance from --boot --persist's line; the board's checks:"
-	grep -E 'FAIL|error' "$out/persist.log" | head -20 | sed 's/^/        | /'
-fi
+boot_with persist "a persistent instance from --boot --persist's line" \
+	"$("$host" tr-event --boot -B boot_mapped --persist 12 sched:sched_switch | sed -n 2p)"
 
 # 3. A panic with the dump armed, read back on the host.
 rc=0
