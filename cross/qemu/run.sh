@@ -64,6 +64,14 @@ set +e
 timeout -k 10 "$limit" "${qemu[@]}" -display none -monitor none -serial stdio </dev/null 2>&1 | {
 	while IFS= read -r l || [ -n "$l" ]; do
 		l=${l%$'\r'}
+		# A line drawn over in place (a progress line on the console: `\r`,
+		# then ESC[K clears the rest) is logged as the terminal shows it:
+		# from the last `\r` on, without a clear at its start.
+		case $l in *$'\r'*)
+			l=${l##*$'\r'}
+			l=${l#$'\e[K'}
+			;;
+		esac
 		printf '%s\n' "$l" >>"$log"
 		case "$l" in
 		@@BOOT*)
