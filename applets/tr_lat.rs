@@ -143,6 +143,16 @@ pub struct Args {
     /// timerlat/osnoise: tr-lat's own work on these CPUs (housekeeping)
     #[argh(option, short = 'H', arg_name = "CPUS")]
     house_keeping: Option<String>,
+    /// timerlat: stop at a latency over US (IRQ or thread, with its
+    /// stack) and print only the analysis of the stop, no tables
+    #[argh(option, arg_name = "US")]
+    aa_only: Option<u64>,
+    /// timerlat: no auto-analysis of a stop (its last records instead)
+    #[argh(switch)]
+    no_aa: bool,
+    /// timerlat: with the analysis of a stop, the task each CPU ran last
+    #[argh(switch)]
+    dump_tasks: bool,
     /// read what the buffer holds now, changing nothing
     #[argh(switch, short = 'r')]
     read: bool,
@@ -165,6 +175,12 @@ impl Args {
     /// osnoise_hist/top with irq_disable, trace_osnoise.c 6.3+).
     fn hw(&self) -> bool {
         self.mode.as_deref() == Some("hwnoise")
+    }
+
+    /// The auto-analysis of a timerlat stop (rtla's timerlat_aa.c): where
+    /// a threshold is set and --no-aa is not.
+    fn aa(&self, mode: Mode) -> bool {
+        mode == Mode::Timerlat && stop_armed(self, mode) && !self.no_aa
     }
 }
 
@@ -235,7 +251,11 @@ fn policy(v: &str) -> Result<trbox::sys::sched::Sched, String> {
 
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let (common, a) = cli::parse::<Args>("tr-lat", own)?;
+    let (common, mut a) = cli::parse::<Args>("tr-lat", own)?;
+    // rtla's --aa-only US: every threshold at US, the stack too.
+    if let Some(us) = a.aa_only {
+        (a.irq_us, a.total_us, a.stack_us) = (Some(us), Some(us), Some(us));
+    }
     let common = &common;
     if a.mode.is_none() {
         return Err(
@@ -265,7 +285,12 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode()))
             .hint("use --cpus CPUS, and -t S"));
     }
+    if a.no_aa && (a.aa_only.is_some() || a.dump_tasks) {
+        return Err(Error::usage("--no-aa goes with neither --aa-only nor --dump-tasks"));
+    }
     let tracer_opts = a.warm_up.is_some()
+        || a.no_aa
+        || a.dump_tasks
         || a.dma_latency.is_some()
         || a.trace_buffer_size.is_some()
         || a.house_keeping.is_some()
@@ -287,14 +312,18 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.rt && mode != Mode::Wakeup {
         return Err(Error::usage("--rt is for the wakeup mode"));
     }
-    if !a.on_threshold.is_empty() && !stop_armed(&a, mode) {
-        return Err(Error::usage("--on-threshold needs a stop threshold: --irq-us or --total-us"));
+    if (!a.on_threshold.is_empty() || a.dump_tasks) && !stop_armed(&a, mode) {
+        return Err(Error::usage("--on-threshold and --dump-tasks need a stop threshold: --irq-us or --total-us"));
     }
     if a.samples && !a.json {
         return Err(Error::usage("--samples goes with --json"));
     }
-    if (a.stack_us.is_some() || a.user_threads || a.user_load || a.kernel_threads) && mode != Mode::Timerlat {
-        return Err(Error::usage("-s, -u, -U and --kernel-threads are timerlat options"));
+    if (a.stack_us.is_some() || a.user_threads || a.user_load || a.kernel_threads || a.no_aa || a.dump_tasks)
+        && mode != Mode::Timerlat
+    {
+        return Err(Error::usage(
+            "-s, -u, -U, --kernel-threads, --aa-only, --no-aa and --dump-tasks are timerlat options",
+        ));
     }
     if [a.user_threads, a.user_load, a.kernel_threads].iter().filter(|&&x| x).count() > 1 {
         return Err(Error::usage("one of -u, -U and --kernel-threads"));
@@ -317,7 +346,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
-        let o = RawOpts { reading: reading(mode, tracer), ..RawOpts::all(false, a.json, None, None) };
+        let o = RawOpts { reading: reading(&a, mode, tracer), ..RawOpts::all(false, a.json, None, None) };
         let shown = measure(Input::tree(&t, &o)?, &a, mode, &o, &|| false, &Cell::new(false), &[])?;
         if !shown {
             cli::note(&none_measured(&a, mode, "in the buffer"));
@@ -395,8 +424,15 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             // A stop threshold: the osnoise events too (which IRQ, softirq,
             // thread or single noise came before the stop), as rtla's
             // auto-analysis enables them.
-            if stop_armed(&a, mode) && t.exists("events/osnoise/enable") {
+            if stop_armed(&a, mode) && !a.no_aa && t.exists("events/osnoise/enable") {
                 st.set("events/osnoise/enable", "1")?;
+            }
+            // --dump-tasks: what each CPU runs, and a kworker's function.
+            for e in ["sched/sched_switch", "workqueue/workqueue_execute_start"].iter().filter(|_| a.dump_tasks) {
+                let f = format!("events/{e}/enable");
+                if t.exists(&f) {
+                    st.set(&f, "1")?;
+                }
             }
             if let Some(kb) = a.trace_buffer_size {
                 st.set("buffer_size_kb", &kb.to_string())?;
@@ -461,7 +497,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             &child,
             a.json,
             limit,
-            reading(mode, tracer),
+            reading(&a, mode, tracer),
             false,
             &show,
             Some(&|w| none_measured(&a, mode, w)),
@@ -477,8 +513,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
 
 /// What a run of `mode` reads: its events' systems only; a `tracer`'s
 /// entries once a second (as rtla does), the tracepoints as they come.
-fn reading(mode: Mode, tracer: bool) -> Reading {
-    Reading { systems: Some(mode.systems()), pace: tracer.then_some(Duration::from_secs(1)) }
+fn reading(a: &Args, mode: Mode, tracer: bool) -> Reading {
+    let systems = if a.dump_tasks { &["osnoise", "sched", "workqueue"] } else { mode.systems() };
+    Reading { systems: Some(systems), pace: tracer.then_some(Duration::from_secs(1)) }
 }
 
 /// An instance of this run's own for `tracer`, where the kernel lets the
@@ -701,7 +738,10 @@ fn measure(
     let mut from = None;
     // On a terminal the table is shown again about once a second (when
     // records come), in place; elsewhere once, at the end.
-    let mut refreshed = (!a.json && !a.read && cli::is_tty()).then(Instant::now);
+    let mut refreshed = (!a.json && !a.read && a.aa_only.is_none() && cli::is_tty()).then(Instant::now);
+    // The auto-analysis of a stop, fed every record.
+    let mut aa: Option<lat::aa::Analysis> = None;
+    let want_aa = a.aa(mode) && !a.read;
     let mut screen = refreshed.is_some().then(crate::screen::Screen::new);
     // trbox's own threads are left out by the measurement itself (no
     // latency of theirs), not by the output filter: a switch from one of
@@ -720,6 +760,10 @@ fn measure(
             rec.clear();
             rec.extend_from_slice(payload);
             q.push((*ts, rec));
+        }
+        if let (true, Item::Record { cpu, ts, payload, .. }) = (want_aa, &it) {
+            aa.get_or_insert_with(|| lat::aa::Analysis::new(&m.trace.events, m.trace.endian))
+                .record(*cpu, *ts, payload);
         }
         let Ok(l) = acc.get_or_insert_with(|| {
             let mut l = Lat::new(mode, &m.trace.events, m.trace.endian, a.rt, hist)?;
@@ -772,7 +816,10 @@ fn measure(
         return Ok(false);
     }
     let mut out = Out::stdout();
-    let mut text = render(a, &l, &meta.trace.cmdlines, refreshed.is_some());
+    let mut text = match a.aa_only {
+        Some(_) => String::new(),
+        None => render(a, &l, &meta.trace.cmdlines, refreshed.is_some()),
+    };
     if a.json {
         let _ = lat::write_problems_json(&mut text, &meta.trace.problems);
     }
@@ -789,7 +836,7 @@ fn measure(
     }
     log::info!("{} begins or ends without their pair (the window cut them, or a loss): not counted", l.unpaired);
     if stopped.get() {
-        stop_report(&meta, &tail, a, unit)?;
+        stop_report(&meta, &tail, a, unit, aa.as_ref())?;
     }
     Ok(true)
 }
@@ -818,7 +865,13 @@ fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> S
 /// own "stop tracing hit on cpu N" goes through the trace_printk buffers,
 /// which a kernel without trace_printk users, like Debian's, never
 /// allocates), how long, and its records up to the stop, stacks included.
-fn stop_report(meta: &read::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result<(), Error> {
+fn stop_report(
+    meta: &read::Meta,
+    tail: &[Tail],
+    a: &Args,
+    unit: Unit,
+    aa: Option<&lat::aa::Analysis>,
+) -> Result<(), Error> {
     let over = |s: &lat::Sample| {
         let us = if matches!(s.table, Table::TimerIrq | Table::Single) { a.irq_us } else { a.total_us };
         us.is_some_and(|us| s.ns >= us.saturating_mul(1000))
@@ -834,7 +887,19 @@ fn stop_report(meta: &read::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result
         return Ok(());
     };
     let mut out = Out::stdout();
-    let _ = write!(out, "\n# CPU {cpu}: its last records, up to the stop\n");
+    // The analysis (rtla's), then only the stack among the records.
+    let mut text = String::from("\n");
+    let ns = |us: Option<u64>| us.unwrap_or(0).saturating_mul(1000);
+    let tasks = a.dump_tasks.then_some(&meta.trace.symbols as &dyn trbox::printfmt::SymbolLookup);
+    let c = &meta.trace.cmdlines;
+    let analysed =
+        aa.is_some_and(|aa| aa.write(&mut text, ns(a.irq_us), ns(a.total_us), unit, a.json, tasks, c).unwrap_or(false));
+    let stack = meta.trace.events.by_name("ftrace:kernel_stack").map(|e| e.id);
+    if analysed {
+        let _ = out.write_all(if a.json { &text[1..] } else { &text }.as_bytes());
+    } else {
+        let _ = write!(out, "\n# CPU {cpu}: its last records, up to the stop\n");
+    }
     let mut r = trbox::render::Renderer::new(
         &meta.trace.events,
         meta.trace.cmdlines.clone(),
@@ -843,7 +908,10 @@ fn stop_report(meta: &read::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result
     )
     .with_symbols(&meta.trace.symbols);
     for (ts, p) in q {
-        let _ = r.record(&mut out, cpu as u32, *ts, p);
+        let id = p.get(..2).map(|b| u32::from(meta.trace.endian.uint(b, 0, 2).unwrap_or(0) as u16));
+        if !analysed || !a.json && id.is_some() && id == stack {
+            let _ = r.record(&mut out, cpu as u32, *ts, p);
+        }
     }
     out.finish()?;
     let mut v = String::new();
