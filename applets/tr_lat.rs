@@ -153,6 +153,14 @@ pub struct Args {
     /// timerlat: with the analysis of a stop, the task each CPU ran last
     #[argh(switch)]
     dump_tasks: bool,
+    /// timerlat/osnoise: the measuring threads into this cgroup (v2; -C
+    /// alone: tr-lat's own; a name: -CNAME or --cgroup=NAME)
+    #[argh(option, short = 'C', arg_name = "NAME")]
+    cgroup: Option<String>,
+    /// timerlat/osnoise: the measured CPUs' idle states deeper than N
+    /// disabled while measuring (cpuidle stateM/disable)
+    #[argh(option, arg_name = "N")]
+    deepest_idle_state: Option<i32>,
     /// read what the buffer holds now, changing nothing
     #[argh(switch, short = 'r')]
     read: bool,
@@ -251,7 +259,10 @@ fn policy(v: &str) -> Result<trbox::sys::sched::Sched, String> {
 
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let (common, mut a) = cli::parse::<Args>("tr-lat", own)?;
+    // rtla's -C takes its name attached (-CNAME, --cgroup=NAME) or none.
+    let own: Vec<String> =
+        own.iter().map(|w| if w == "-C" || w == "--cgroup" { "--cgroup=".into() } else { w.clone() }).collect();
+    let (common, mut a) = cli::parse::<Args>("tr-lat", &own)?;
     // rtla's --aa-only US: every threshold at US, the stack too.
     if let Some(us) = a.aa_only {
         (a.irq_us, a.total_us, a.stack_us) = (Some(us), Some(us), Some(us));
@@ -289,6 +300,8 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("--no-aa goes with neither --aa-only nor --dump-tasks"));
     }
     let tracer_opts = a.warm_up.is_some()
+        || a.cgroup.is_some()
+        || a.deepest_idle_state.is_some()
         || a.no_aa
         || a.dump_tasks
         || a.dma_latency.is_some()
@@ -403,7 +416,36 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 return Err(Error::runtime("this kernel's osnoise/options has no OSNOISE_WORKLOAD")
                     .hint("tr-lat timerlat --kernel-threads works here"));
             }
+            // rtla's --deepest-idle-state N: on the measured CPUs, every
+            // cpuidle state past N disabled (put back after).
+            if let Some(n) = a.deepest_idle_state {
+                let online = top.cpus()?;
+                let cpus = a.cpus.as_deref().map_or(online, lat::cpu_list);
+                for c in cpus {
+                    let dir = std::path::PathBuf::from(format!("/sys/devices/system/cpu/cpu{c}/cpuidle"));
+                    let states = std::fs::read_dir(&dir).map_err(|_| {
+                        Error::runtime(format!(
+                            "this system has no cpuidle ({}): no idle state to disable",
+                            dir.display()
+                        ))
+                        .hint("--dma-latency US keeps the CPUs out of deep idle states")
+                    })?;
+                    for e in states.flatten() {
+                        let m = e.file_name().to_str().and_then(|s| s.strip_prefix("state")?.parse::<i32>().ok());
+                        if m.is_some_and(|m| m > n) {
+                            global.set_file(&e.path().join("disable"), "1")?;
+                        }
+                    }
+                }
+            }
         }
+        let cgroup = match &a.cgroup {
+            Some(n) => Some(
+                trbox::sys::sched::cgroup_procs(n)
+                    .map_err(|e| Error::runtime(format!("-C: {e}")).hint("mount -t cgroup2 none /sys/fs/cgroup"))?,
+            ),
+            None => None,
+        };
         // Closed (the kernel's request dropped) when tr-lat ends, however.
         let _dma = match a.dma_latency {
             Some(us) => Some(
@@ -483,6 +525,16 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 }
                 d
             };
+            // -C: the measuring threads (running now) into the cgroup.
+            if let (Some(procs), false) = (&cgroup, a.user_load) {
+                let prefix = match (user, mode) {
+                    (true, _) => "timerlatu/",
+                    (_, Mode::Timerlat) => "timerlat/",
+                    _ => "osnoise/",
+                };
+                trbox::sys::sched::set_threads_cgroup(prefix, procs)
+                    .map_err(|e| Error::runtime(format!("-C: the {prefix}N threads: {e}")))?;
+            }
             // The tracer's threads run now (tracing is on): their policy.
             if let Some(s) = a.priority.filter(|_| !user) {
                 let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
@@ -491,6 +543,11 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             }
             measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
+        if a.json && tracer {
+            let mut o = Out::stdout();
+            let _ = o.write_all(settings_json(t, &top, &a, mode, user).as_bytes());
+            o.finish()?;
+        }
         let r = command::stream(
             t,
             &mut st,
@@ -509,6 +566,92 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         r?
     };
     command::exit_with(status)
+}
+
+/// --json: what the run set up, one line before the tables: as the kernel
+/// reads it back (period, CPUs, stop thresholds, print_stack, osnoise
+/// options, buffer size; hwlat's window, width and threshold) and as
+/// tr-lat did it (whose threads, policy, warm-up, dma latency,
+/// housekeeping CPUs, cgroup, idle states, the analysis, the actions).
+fn settings_json(t: &Tracefs, top: &Tracefs, a: &Args, mode: Mode, user: bool) -> String {
+    use std::fmt::Write as _;
+    let files: &[(&str, &str)] = match mode {
+        Mode::Hwlat => &[("window_us", "hwlat_detector/window"), ("width_us", "hwlat_detector/width")],
+        Mode::Timerlat => &[("period_us", "osnoise/timerlat_period_us"), ("stack_us", "osnoise/print_stack")],
+        _ => &[("period_us", "osnoise/period_us"), ("runtime_us", "osnoise/runtime_us")],
+    };
+    let stops = [("irq_us", "osnoise/stop_tracing_us"), ("total_us", "osnoise/stop_tracing_total_us")];
+    let hw = [("irq_us", "tracing_thresh")];
+    let stops: &[_] = if mode == Mode::Hwlat { &hw } else { &stops };
+    let mut kv: Vec<(&str, String)> = Vec::new();
+    for (k, f) in files.iter().chain(stops) {
+        if let Ok(v) = top.read(f) {
+            kv.push((k, v.trim().into()));
+        }
+    }
+    kv.push(("buffer_size_kb", t.read("buffer_size_kb").unwrap_or_default().trim().into()));
+    let num = |v: Option<String>| v.unwrap_or_else(|| "null".into());
+    kv.push(("warm_up_ms", num(a.warm_up.map(|w| w.0.as_millis().to_string()))));
+    kv.push(("dma_latency_us", num(a.dma_latency.map(|v| v.to_string()))));
+    kv.push(("deepest_idle_state", num(a.deepest_idle_state.map(|v| v.to_string()))));
+    kv.push(("time_ms", num(a.time.map(|w| w.0.as_millis().to_string()))));
+    let mut w = format!("{{\"table\":\"settings\",\"mode\":\"{}\"", a.mode.as_deref().unwrap_or_default());
+    for (k, v) in kv {
+        if v.parse::<i64>().is_ok() || v == "null" {
+            let _ = write!(w, ",\"{k}\":{v}");
+        } else {
+            let _ = write!(w, ",\"{k}\":");
+            let _ = trbox::json::string(&mut w, &v);
+        }
+    }
+    let threads = match (mode, user, a.user_load) {
+        (Mode::Timerlat, _, true) => "user-load",
+        (Mode::Timerlat, true, _) => "user",
+        _ => "kernel",
+    };
+    let strs = [
+        ("threads", Some(threads.to_string())),
+        ("cpus", top.read("osnoise/cpus").ok().filter(|_| mode != Mode::Hwlat).map(|c| c.trim().into())),
+        ("osnoise_options", top.read("osnoise/options").ok().filter(|_| mode != Mode::Hwlat).map(|c| c.trim().into())),
+        (
+            "priority",
+            a.priority.map(|p| {
+                use trbox::sys::sched::Sched;
+                let (c, v) = match p {
+                    Sched::Fifo(v) => ('f', v),
+                    Sched::Rr(v) => ('r', v),
+                    Sched::Other(v) => ('o', v),
+                };
+                format!("{c}:{v}")
+            }),
+        ),
+        ("house_keeping", a.house_keeping.clone()),
+        ("cgroup", a.cgroup.clone()),
+    ];
+    for (k, v) in strs {
+        let _ = write!(w, ",\"{k}\":");
+        let _ = match v {
+            Some(v) => trbox::json::string(&mut w, &v),
+            None => w.write_str("null"),
+        };
+    }
+    let _ = write!(w, ",\"analysis\":{}", a.aa(mode));
+    for (k, acts) in [("on_threshold", &a.on_threshold), ("on_end", &a.on_end)] {
+        let _ = write!(w, ",\"{k}\":[");
+        for (i, act) in acts.iter().enumerate() {
+            let t = match act {
+                Action::Trace(f) => format!("trace{}", f.as_ref().map(|f| format!(",file={f}")).unwrap_or_default()),
+                Action::Signal(n, p) => format!("signal,num={n},pid={p}"),
+                Action::Shell(c) => format!("shell,command={c}"),
+                Action::Continue => "continue".into(),
+            };
+            let _ = w.write_str(if i > 0 { "," } else { "" });
+            let _ = trbox::json::string(&mut w, &t);
+        }
+        w.push(']');
+    }
+    w.push_str("}\n");
+    w
 }
 
 /// What a run of `mode` reads: its events' systems only; a `tracer`'s

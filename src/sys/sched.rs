@@ -60,15 +60,48 @@ fn set_one(pid: i32, s: Sched) -> i32 {
 /// kernel's refusal (EINVAL for a priority out of range, EPERM) is the
 /// error, and so is finding none (NotFound).
 pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
+    each_thread(prefix, |pid| match set_one(pid, s) {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    })
+}
+
+/// rtla's -C: the `cgroup.procs` of the cgroup v2 directory `name` below
+/// the cgroup2 mount, or, with `name` empty, of this process's own cgroup
+/// (the `0::PATH` line of /proc/self/cgroup); it must exist.
+pub fn cgroup_procs(name: &str) -> io::Result<std::path::PathBuf> {
+    let mi = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let mount = crate::mountinfo::parse(&mi).into_iter().find(|m| m.fstype == "cgroup2");
+    let Some(m) = mount else {
+        return Err(io::Error::other("no cgroup v2 (cgroup2) is mounted"));
+    };
+    let own = std::fs::read_to_string("/proc/self/cgroup")?;
+    let rel = match name {
+        "" => own.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("/"),
+        n => n,
+    };
+    let procs = std::path::Path::new(&m.mount_point).join(rel.trim_start_matches('/')).join("cgroup.procs");
+    std::fs::metadata(&procs).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", procs.display())))?;
+    Ok(procs)
+}
+
+/// Move every task whose comm starts with `prefix` into the cgroup of
+/// `procs` ([`cgroup_procs`]). The kernel's refusal is the error (EINVAL
+/// for a kernel thread bound to its CPU).
+pub fn set_threads_cgroup(prefix: &str, procs: &std::path::Path) -> io::Result<()> {
+    each_thread(prefix, |pid| std::fs::write(procs, pid.to_string()))
+}
+
+/// `f` for every task whose comm starts with `prefix`; finding none is
+/// NotFound.
+fn each_thread(prefix: &str, mut f: impl FnMut(i32) -> io::Result<()>) -> io::Result<()> {
     let mut found = false;
     for e in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else { continue };
         if !std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.starts_with(prefix)) {
             continue;
         }
-        if set_one(pid, s) != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        f(pid)?;
         found = true;
     }
     if found {
