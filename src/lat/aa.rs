@@ -403,7 +403,8 @@ mod tests {
         aa.record(1, 500, &irq(400, 50, b"virtio0\0", 33));
         aa.record(1, 1_010, &tl(7, 0, 10, 42));
         aa.record(1, 1_006, &irq(1_002, 3, b"arch_timer\0", 11));
-        aa.record(1, 60_000, &irq(50_000, 5, b"virtio0\0", 33));
+        aa.record(1, 60_000, &irq(50_000, 2, b"virtio0\0", 33));
+        aa.record(1, 61_000, &irq(60_500, 3, b"virtio0\0", 33));
         aa.record(1, 90_000, &thread(42, 0, 90_000));
         aa.record(1, 101_000, &tl(7, 1, 100_000, 7));
         let mut w = String::new();
