@@ -583,26 +583,32 @@ fn settings_json(t: &Tracefs, top: &Tracefs, a: &Args, mode: Mode, user: bool) -
     let stops = [("irq_us", "osnoise/stop_tracing_us"), ("total_us", "osnoise/stop_tracing_total_us")];
     let hw = [("irq_us", "tracing_thresh")];
     let stops: &[_] = if mode == Mode::Hwlat { &hw } else { &stops };
-    let mut kv: Vec<(&str, String)> = Vec::new();
+    let mut w = format!("{{\"table\":\"settings\",\"mode\":\"{}\"", a.mode.as_deref().unwrap_or_default());
+    // As the kernel reads them back: a number as it is, else a string.
+    let mut kernel = |k: &str, v: &str| {
+        let v = v.trim();
+        let _ = write!(w, ",\"{k}\":");
+        let _ = if v.parse::<i64>().is_ok() || v == "null" { w.write_str(v) } else { trbox::json::string(&mut w, v) };
+    };
     for (k, f) in files.iter().chain(stops) {
         if let Ok(v) = top.read(f) {
-            kv.push((k, v.trim().into()));
+            kernel(k, &v);
         }
     }
-    kv.push(("buffer_size_kb", t.read("buffer_size_kb").unwrap_or_default().trim().into()));
-    let num = |v: Option<String>| v.unwrap_or_else(|| "null".into());
-    kv.push(("warm_up_ms", num(a.warm_up.map(|w| w.0.as_millis().to_string()))));
-    kv.push(("dma_latency_us", num(a.dma_latency.map(|v| v.to_string()))));
-    kv.push(("deepest_idle_state", num(a.deepest_idle_state.map(|v| v.to_string()))));
-    kv.push(("time_ms", num(a.time.map(|w| w.0.as_millis().to_string()))));
-    let mut w = format!("{{\"table\":\"settings\",\"mode\":\"{}\"", a.mode.as_deref().unwrap_or_default());
-    for (k, v) in kv {
-        if v.parse::<i64>().is_ok() || v == "null" {
-            let _ = write!(w, ",\"{k}\":{v}");
-        } else {
-            let _ = write!(w, ",\"{k}\":");
-            let _ = trbox::json::string(&mut w, &v);
-        }
+    kernel("buffer_size_kb", &t.read("buffer_size_kb").unwrap_or_default());
+    // Milliseconds past i64 (292 million years) as i64::MAX.
+    let ms = |s: Option<cli::Seconds>| s.map(|s| i64::try_from(s.0.as_millis()).unwrap_or(i64::MAX));
+    let nums = [
+        ("warm_up_ms", ms(a.warm_up)),
+        ("dma_latency_us", a.dma_latency.map(i64::from)),
+        ("deepest_idle_state", a.deepest_idle_state.map(i64::from)),
+        ("time_ms", ms(a.time)),
+    ];
+    for (k, v) in nums {
+        let _ = match v {
+            Some(v) => write!(w, ",\"{k}\":{v}"),
+            None => write!(w, ",\"{k}\":null"),
+        };
     }
     let threads = match (mode, user, a.user_load) {
         (Mode::Timerlat, _, true) => "user-load",
@@ -640,7 +646,8 @@ fn settings_json(t: &Tracefs, top: &Tracefs, a: &Args, mode: Mode, user: bool) -
         let _ = write!(w, ",\"{k}\":[");
         for (i, act) in acts.iter().enumerate() {
             let t = match act {
-                Action::Trace(f) => format!("trace{}", f.as_ref().map(|f| format!(",file={f}")).unwrap_or_default()),
+                Action::Trace(Some(f)) => format!("trace,file={f}"),
+                Action::Trace(None) => "trace".into(),
                 Action::Signal(n, p) => format!("signal,num={n},pid={p}"),
                 Action::Shell(c) => format!("shell,command={c}"),
                 Action::Continue => "continue".into(),
