@@ -36,13 +36,18 @@ pub struct Error {
     pub hint: Option<String>,
 }
 
+// Not inlined: a call per error site (a text's address and length)
+// instead of each site's own copy of the allocation and copy of the text.
 impl Error {
+    #[inline(never)]
     pub fn usage(msg: impl Into<String>) -> Self {
         Error { code: EXIT_USAGE, msg: msg.into(), hint: None }
     }
+    #[inline(never)]
     pub fn runtime(msg: impl Into<String>) -> Self {
         Error { code: EXIT_RUNTIME, msg: msg.into(), hint: None }
     }
+    #[inline(never)]
     pub fn hint(mut self, h: impl Into<String>) -> Self {
         self.hint = Some(h.into());
         self
