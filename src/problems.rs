@@ -106,7 +106,9 @@ impl Problems {
         Problems::default()
     }
 
-    /// Count one problem of `kind`, told as `message`.
+    /// Count one problem of `kind`, told as `message`. Not inlined (as
+    /// the next): one copy, not one per call site.
+    #[inline(never)]
     pub fn add(&mut self, kind: ProblemKind, message: impl Into<String>) {
         if let Some(c) = self.counts.get_mut(kind.index()) {
             *c += 1;
@@ -116,6 +118,7 @@ impl Problems {
 
     /// Count `n` problems of `kind`, told once as `message` (`3 malformed
     /// frames left out`).
+    #[inline(never)]
     pub fn add_counted(&mut self, kind: ProblemKind, n: u64, message: impl Into<String>) {
         if let Some(c) = self.counts.get_mut(kind.index()) {
             *c += n;

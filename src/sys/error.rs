@@ -134,7 +134,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// An I/O failure on `path`.
+    /// An I/O failure on `path`. Not inlined: one copy of the path's
+    /// conversion per argument type, not one per call site.
+    #[inline(never)]
     pub fn io(path: impl Into<PathBuf>, err: io::Error) -> Self {
         Error::Io { path: path.into(), err }
     }
