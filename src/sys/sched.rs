@@ -71,7 +71,7 @@ pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
 /// (the `0::PATH` line of /proc/self/cgroup); it must exist.
 pub fn cgroup_procs(name: &str) -> io::Result<std::path::PathBuf> {
     let mi = std::fs::read_to_string("/proc/self/mountinfo")?;
-    let mount = crate::mountinfo::parse(&mi).into_iter().find(|m| m.fstype == "cgroup2");
+    let mount = mi.lines().filter_map(|l| crate::mountinfo::parse_line(l).ok()).find(|m| m.fstype == "cgroup2");
     let Some(m) = mount else {
         return Err(io::Error::other("no cgroup v2 (cgroup2) is mounted"));
     };
