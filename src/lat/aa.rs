@@ -235,8 +235,8 @@ impl Analysis {
                 json::string(w, &f)?;
                 w.write_str("}\n")?;
             } else {
-                let k = if f.is_empty() { f } else { alloc::format!(" kworker:{f}") };
-                writeln!(w, "    [{cpu:03}] {:>24}:{}{k}", c.now.1, c.now.0)?;
+                let k = if f.is_empty() { "" } else { " kworker:" };
+                writeln!(w, "    [{cpu:03}] {:>24}:{}{k}{f}", c.now.1, c.now.0)?;
             }
         }
         Ok(found)
@@ -347,7 +347,7 @@ fn write_cpu(w: &mut dyn Write, cpu: usize, c: &Cpu, unit: Unit, json: bool, cmd
         }
     }
     writeln!(w, "{:-<72}", "")?;
-    row(w, &alloc::format!("{kind} latency"), total, true)
+    row(w, if irq { "IRQ latency" } else { "Thread latency" }, total, true)
 }
 
 #[cfg(test)]
