@@ -11,6 +11,7 @@
 
 mod meta;
 mod pool;
+mod regions;
 
 use super::error::Error;
 use super::tracefs::Tracefs;
@@ -18,6 +19,7 @@ use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
 pub use pool::CpuData;
 use pool::Pool;
+use regions::Regions;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -119,6 +121,9 @@ pub struct Recorder {
     sent: Vec<CpuData>,
     sink: Option<StreamSink>,
     pool: Pool,
+    /// Per-CPU regions instead of the pool (a trace.dat on a filesystem
+    /// with sparse files, no `-m`).
+    regions: Option<Regions>,
     cpus: Vec<Cpu>,
     /// The splice pipe (read end, write end) and its capacity.
     pipe: Option<(i32, i32, usize)>,
@@ -309,6 +314,7 @@ impl Recorder {
                 sent: vec![CpuData::default(); cpus.len()],
                 sink: Some(sink),
                 pool: Pool::new(0, ps, cpus.len(), None),
+                regions: None,
                 cpus,
                 pipe: None,
                 mover: Mover::Read("a stream".into()),
@@ -339,6 +345,10 @@ impl Recorder {
         };
         let max_slots = o.max_kb.map(|kb| (kb.saturating_mul(1024) / ps as u64).clamp(1, u64::from(u32::MAX)) as u32);
         let pool = Pool::new(slots.fly.data_start, ps, cpus.len(), max_slots);
+        let regions = match max_slots {
+            None => Regions::new(&file, slots.fly.data_start, ps, cpus.len()),
+            Some(_) => None,
+        };
         let (pipe, mover) = if o.no_splice {
             (None, Mover::Read("splice turned off".into()))
         } else {
@@ -356,6 +366,7 @@ impl Recorder {
             sent: Vec::new(),
             sink: None,
             pool,
+            regions,
             cpus,
             pipe,
             mover,
@@ -386,7 +397,7 @@ impl Recorder {
             events += s.read.unwrap_or(0) + s.entries.unwrap_or(0);
             lost_now += lost(&s).unwrap_or(0);
         }
-        let bytes = self.sink.as_ref().map_or(self.pool.pages() * self.layout.subbuf_size() as u64, |s| s.wire);
+        let bytes = self.sink.as_ref().map_or(self.pages() * self.layout.subbuf_size() as u64, |s| s.wire);
         (events, lost_now, bytes)
     }
 
@@ -519,10 +530,23 @@ impl Recorder {
         }
         let pages = n as usize / ps;
         let mut done = 0;
-        for _ in 0..pages {
-            let slot = self.pool.take(&self.file);
-            let mut off = self.pool.offset(slot) as libc::loff_t;
-            let mut left = ps;
+        while done < pages {
+            // Where the next run of pages goes: a CPU's region takes them
+            // all at once, the pool one slot per page.
+            let (mut off, run, slot) = match &self.regions {
+                Some(r) => {
+                    let (at, room) = r.next(i);
+                    (at as libc::loff_t, (pages - done).min(room as usize), None)
+                }
+                None => {
+                    let s = self.pool.take(&self.file);
+                    (self.pool.offset(s) as libc::loff_t, 1, Some(s))
+                }
+            };
+            let mut left = run * ps;
+            if run == 0 {
+                self.write_failed(region_full());
+            }
             while left > 0 {
                 // SAFETY: off is a valid loff_t the call updates.
                 let m = unsafe {
@@ -539,8 +563,20 @@ impl Recorder {
                 self.write_failed(e);
                 break;
             }
-            if left > 0 {
-                self.pool.release(slot);
+            // The whole pages written (a region: the part of a page
+            // written last is cut at the end).
+            let whole = if slot.is_some() { usize::from(left == 0) } else { run - left.div_ceil(ps) };
+            match slot {
+                Some(s) if whole == 0 => self.pool.release(s),
+                Some(s) => self.pool.commit(i, s),
+                None => {
+                    if let Some(r) = &mut self.regions {
+                        r.wrote(i, whole as u64);
+                    }
+                }
+            }
+            done += whole;
+            if left > 0 || run == 0 {
                 // The pages still in the pipe cannot be saved either.
                 self.unsaved += (pages - done) as u64;
                 self.close_pipe();
@@ -549,8 +585,6 @@ impl Recorder {
                 }
                 return done as u64;
             }
-            self.pool.commit(i, slot);
-            done += 1;
         }
         done as u64
     }
@@ -605,14 +639,29 @@ impl Recorder {
                 }
             };
         }
-        let slot = self.pool.take(&self.file);
-        match self.file.write_all_at(&self.buf, self.pool.offset(slot)) {
+        let (at, slot) = match &self.regions {
+            Some(r) => match r.next(i) {
+                (_, 0) => (Err(region_full()), None),
+                (at, _) => (Ok(at), None),
+            },
+            None => {
+                let s = self.pool.take(&self.file);
+                (Ok(self.pool.offset(s)), Some(s))
+            }
+        };
+        match at.and_then(|at| self.file.write_all_at(&self.buf, at)) {
             Ok(()) => {
-                self.pool.commit(i, slot);
+                match (slot, &mut self.regions) {
+                    (Some(s), _) => self.pool.commit(i, s),
+                    (None, Some(r)) => r.wrote(i, 1),
+                    (None, None) => {}
+                }
                 Some(full)
             }
             Err(e) => {
-                self.pool.release(slot);
+                if let Some(s) = slot {
+                    self.pool.release(s);
+                }
                 self.unsaved += 1;
                 self.write_failed(e);
                 None
@@ -636,7 +685,7 @@ impl Recorder {
 
     /// Pages kept so far.
     pub fn pages(&self) -> u64 {
-        self.pool.pages()
+        self.regions.as_ref().map_or_else(|| self.pool.pages(), Regions::pages)
     }
 
     /// Put the file in order and complete its header (a stream: send its
@@ -655,9 +704,12 @@ impl Recorder {
                 let (layout, endian) = (self.layout, self.endian);
                 let evicted = self.pool.evicted.clone();
                 let pool = std::mem::replace(&mut self.pool, Pool::new(0, ps, 0, None));
-                let (data, end) = pool
-                    .finish(&self.file, |_, bytes, d| count_page(d, Page::parse(bytes, &layout, endian)))
-                    .map_err(|e| Error::io(&self.path, e))?;
+                let count = |bytes: &[u8], d: &mut CpuData| count_page(d, Page::parse(bytes, &layout, endian));
+                let (data, end) = match self.regions.take() {
+                    Some(r) => r.finish(&self.file, count),
+                    None => pool.finish(&self.file, |_, bytes, d| count(bytes, d)),
+                }
+                .map_err(|e| Error::io(&self.path, e))?;
                 let table: Vec<(u64, u64)> = data.iter().map(|d| (d.offset, d.pages * ps as u64)).collect();
                 meta::finish_header(&self.file, &self.path, &slots, t, &stats, &table)?;
                 // A failed write may have left part of a page past the end.
@@ -735,6 +787,11 @@ fn count_page(d: &mut CpuData, p: Result<Page<'_>, crate::page::PageError>) {
         }
         Err(_) => d.damaged += 1,
     }
+}
+
+/// A CPU's region of the file is full (terabytes: not seen in practice).
+fn region_full() -> io::Error {
+    io::Error::from_raw_os_error(libc::EFBIG)
 }
 
 /// Standard output as the stream's file: its own descriptor (dup), and fd 1
