@@ -531,18 +531,8 @@ impl Recorder {
         let pages = n as usize / ps;
         let mut done = 0;
         while done < pages {
-            // Where the next run of pages goes: a CPU's region takes them
-            // all at once, the pool one slot per page.
-            let (mut off, run, slot) = match &self.regions {
-                Some(r) => {
-                    let (at, room) = r.next(i);
-                    (at as libc::loff_t, (pages - done).min(room as usize), None)
-                }
-                None => {
-                    let s = self.pool.take(&self.file);
-                    (self.pool.offset(s) as libc::loff_t, 1, Some(s))
-                }
-            };
+            let (at, run, slot) = self.place(i, pages - done);
+            let mut off = at as libc::loff_t;
             let mut left = run * ps;
             if run == 0 {
                 self.write_failed(region_full());
@@ -563,18 +553,10 @@ impl Recorder {
                 self.write_failed(e);
                 break;
             }
-            // The whole pages written (a region: the part of a page
-            // written last is cut at the end).
-            let whole = if slot.is_some() { usize::from(left == 0) } else { run - left.div_ceil(ps) };
-            match slot {
-                Some(s) if whole == 0 => self.pool.release(s),
-                Some(s) => self.pool.commit(i, s),
-                None => {
-                    if let Some(r) = &mut self.regions {
-                        r.wrote(i, whole as u64);
-                    }
-                }
-            }
+            // The whole pages written (the part of a page written last is
+            // cut at the end).
+            let whole = run - left.div_ceil(ps);
+            self.placed(i, slot, whole);
             done += whole;
             if left > 0 || run == 0 {
                 // The pages still in the pipe cannot be saved either.
@@ -639,33 +621,42 @@ impl Recorder {
                 }
             };
         }
-        let (at, slot) = match &self.regions {
-            Some(r) => match r.next(i) {
-                (_, 0) => (Err(region_full()), None),
-                (at, _) => (Ok(at), None),
-            },
-            None => {
-                let s = self.pool.take(&self.file);
-                (Ok(self.pool.offset(s)), Some(s))
-            }
-        };
-        match at.and_then(|at| self.file.write_all_at(&self.buf, at)) {
-            Ok(()) => {
-                match (slot, &mut self.regions) {
-                    (Some(s), _) => self.pool.commit(i, s),
-                    (None, Some(r)) => r.wrote(i, 1),
-                    (None, None) => {}
-                }
-                Some(full)
-            }
+        let (at, run, slot) = self.place(i, 1);
+        let written = if run == 0 { Err(region_full()) } else { self.file.write_all_at(&self.buf, at) };
+        self.placed(i, slot, usize::from(written.is_ok()));
+        match written {
+            Ok(()) => Some(full),
             Err(e) => {
-                if let Some(s) = slot {
-                    self.pool.release(s);
-                }
                 self.unsaved += 1;
                 self.write_failed(e);
                 None
             }
+        }
+    }
+
+    /// Where the next pages (up to `want`) of CPU index `i` go: the file
+    /// offset, how many fit there in a row (its region takes them all, the
+    /// pool one a slot) and the pool's slot; then call [`Recorder::placed`].
+    fn place(&mut self, i: usize, want: usize) -> (u64, usize, Option<u32>) {
+        match &self.regions {
+            Some(r) => {
+                let (at, room) = r.next(i);
+                (at, want.min(room as usize), None)
+            }
+            None => {
+                let s = self.pool.take(&self.file);
+                (self.pool.offset(s), 1, Some(s))
+            }
+        }
+    }
+
+    /// `n` whole pages were written where [`Recorder::place`] said.
+    fn placed(&mut self, i: usize, slot: Option<u32>, n: usize) {
+        match (slot, &mut self.regions) {
+            (Some(s), _) if n == 0 => self.pool.release(s),
+            (Some(s), _) => self.pool.commit(i, s),
+            (None, Some(r)) => r.wrote(i, n as u64),
+            (None, None) => {}
         }
     }
 

@@ -1,21 +1,21 @@
-//! The data area of a trace.dat being recorded, on a filesystem with sparse
-//! files: one region per CPU, far apart (terabytes on ext4), each CPU's
-//! pages written in order at the start of its own region, so that they are
-//! already contiguous as version 6 wants them. The unwritten rest of each
-//! region is a hole and takes no disk space. At the end the holes between
-//! the regions are closed with `FALLOC_FL_COLLAPSE_RANGE` (ext4, xfs,
-//! f2fs: the extents move, not the data), else by copying each region
-//! down in the kernel (`copy_file_range`; btrfs shares the extents); no
-//! page passes through user space but once, mapped, to be counted.
+//! The data area of a trace.dat being recorded, on a filesystem that can
+//! close a hole by moving extents: one region per CPU, far apart
+//! (terabytes), each CPU's pages written in order at the start of its own
+//! region, so that they are already contiguous as version 6 wants them.
+//! The unwritten rest of each region is a hole and takes no disk space. At
+//! the end `FALLOC_FL_COLLAPSE_RANGE` closes the holes between the regions
+//! (ext4, xfs, f2fs: the extents move, not the data, and a full disk needs
+//! no room for it); no page passes through user space but once, mapped, to
+//! be counted.
 //!
-//! Not on FAT or exFAT (an SD card's usual filesystem): a write past the
-//! end there fills the gap with zeros. Only the filesystems listed in
-//! [`Regions::new`] get regions; the others keep [`super::pool::Pool`].
+//! Elsewhere the recorder keeps [`super::pool::Pool`]: FAT and exFAT (an SD
+//! card's usual filesystems) fill a hole with zeros, tmpfs and btrfs cannot
+//! collapse (copying a region down needs free space, which a recording
+//! stopped by a full disk does not leave).
 
 use super::pool::CpuData;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 
 pub(crate) struct Regions {
@@ -28,23 +28,22 @@ pub(crate) struct Regions {
     pages: Vec<u64>,
 }
 
-/// `statfs.f_type` of the filesystems whose holes cost nothing and which
-/// read back zeros there: ext2/3/4, xfs, btrfs, f2fs, tmpfs
-/// (include/uapi/linux/magic.h).
-const SPARSE: [u32; 5] = [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x0102_1994];
-
 impl Regions {
     /// Regions for `cpus` CPU indexes after `base` in `file` (its length is
-    /// `base`), if its filesystem has sparse files: as large as the
-    /// filesystem's largest file allows (tried by setting the length; at
-    /// most 8 TiB for all, at least 1 GiB each).
+    /// `base`), if its filesystem collapses a page-sized range (tried on a
+    /// hole after the header, before anything large is asked of it): as
+    /// large as the filesystem's largest file allows (tried by setting the
+    /// length; at most 8 TiB for all, at least 1 GiB each).
     pub(crate) fn new(file: &File, base: u64, page_size: usize, cpus: usize) -> Option<Regions> {
-        // SAFETY: a valid fd and a zeroed statfs for the call to fill.
-        let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstatfs(file.as_raw_fd(), &mut s) } != 0 || !SPARSE.contains(&(s.f_type as u32)) {
+        let ps = page_size as u64;
+        file.set_len(base + 2 * ps).ok()?;
+        // SAFETY: a valid fd; the range is a hole before the file's end.
+        let collapses =
+            unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_COLLAPSE_RANGE, base as _, ps as _) } == 0;
+        file.set_len(base).ok()?;
+        if !collapses {
             return None;
         }
-        let ps = page_size as u64;
         let mut size = ((1u64 << 43) / cpus.max(1) as u64) / ps * ps;
         while size >= 1 << 30 {
             if file.set_len(base + size * cpus as u64).is_ok() {
@@ -120,35 +119,27 @@ impl Regions {
     }
 }
 
-/// `len` bytes of `file` at `off`, one page at a time to `f`: mapped, in
-/// windows of 64 MiB (a 32-bit board has little address space), or read
-/// where mapping fails.
+/// `len` bytes of `file` at `off`, one page at a time to `f`, mapped in
+/// windows of 64 MiB (a 32-bit board has little address space).
 fn each_page(file: &File, mut off: u64, mut len: u64, ps: usize, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
-    let mut buf = Vec::new();
     while len > 0 {
         let n = len.min(64 << 20) as usize / ps * ps;
         // SAFETY: a read-only shared mapping of our own file's written
         // part (off is page-aligned), unmapped below; nobody truncates it.
-        let p = unsafe {
-            libc::mmap(
+        unsafe {
+            let p = libc::mmap(
                 std::ptr::null_mut(),
                 n,
                 libc::PROT_READ,
                 libc::MAP_SHARED | libc::MAP_POPULATE,
                 file.as_raw_fd(),
                 off as _,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            buf.resize(n, 0);
-            file.read_exact_at(&mut buf, off)?;
-            buf.chunks(ps).for_each(&mut *f);
-        } else {
-            // SAFETY: the mapping is n readable bytes until munmap.
-            unsafe {
-                std::slice::from_raw_parts(p as *const u8, n).chunks(ps).for_each(&mut *f);
-                libc::munmap(p, n);
+            );
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
             }
+            std::slice::from_raw_parts(p as *const u8, n).chunks(ps).for_each(&mut *f);
+            libc::munmap(p, n);
         }
         off += n as u64;
         len -= n as u64;
@@ -158,24 +149,18 @@ fn each_page(file: &File, mut off: u64, mut len: u64, ps: usize, f: &mut dyn FnM
 
 /// Copy `len` bytes from `src` down to `dst` (< `src`) in the same file, in
 /// the kernel, in steps no longer than the distance (copy_file_range
-/// refuses overlapping ranges); read and write where it cannot.
+/// refuses overlapping ranges): where a collapse failed after all.
 fn move_down(file: &File, mut src: u64, mut dst: u64, mut len: u64) -> io::Result<()> {
     let step = (src - dst).min(1 << 30);
     let fd = file.as_raw_fd();
-    let mut buf = Vec::new();
     while len > 0 {
         let (mut s, mut d) = (src as libc::loff_t, dst as libc::loff_t);
         // SAFETY: valid fd and offsets the call updates.
         let n = unsafe { libc::copy_file_range(fd, &mut s, fd, &mut d, len.min(step) as usize, 0) };
-        let n = if n > 0 {
-            n as u64
-        } else {
-            buf.resize(len.min(step).min(1 << 20) as usize, 0);
-            file.read_exact_at(&mut buf, src)?;
-            file.write_all_at(&buf, dst)?;
-            buf.len() as u64
-        };
-        (src, dst, len) = (src + n, dst + n, len - n);
+        if n <= 0 {
+            return Err(if n == 0 { io::Error::from_raw_os_error(libc::EIO) } else { io::Error::last_os_error() });
+        }
+        (src, dst, len) = (src + n as u64, dst + n as u64, len - n as u64);
     }
     Ok(())
 }
@@ -183,15 +168,19 @@ fn move_down(file: &File, mut src: u64, mut dst: u64, mut len: u64) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileExt;
 
     /// Three CPUs, one without pages: each CPU's pages end up contiguous,
     /// in CPU order, counted once, and the file ends at the data's end;
-    /// on the temporary directory's filesystem (here ext4: collapsed) and
-    /// on tmpfs (no collapse: moved down).
+    /// on the temporary directory's filesystem (here ext4), and none on
+    /// tmpfs (no collapse).
     #[test]
     fn closes_the_holes() {
         closes_the_holes_in(&std::env::temp_dir());
-        closes_the_holes_in(std::path::Path::new("/dev/shm"));
+        if let Ok(f) = std::fs::File::create("/dev/shm/trbox-regions-tmpfs") {
+            assert!(Regions::new(&f, 0, 4096, 2).is_none());
+            let _ = std::fs::remove_file("/dev/shm/trbox-regions-tmpfs");
+        }
     }
 
     fn closes_the_holes_in(dir: &std::path::Path) {
