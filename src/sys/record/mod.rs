@@ -807,7 +807,7 @@ impl Drop for Recorder {
     }
 }
 
-/// A pipe for splicing, big enough for 16 pages when the kernel allows;
+/// A pipe for splicing, big enough for 64 pages when the kernel allows
 /// (read end, write end, capacity in whole pages' bytes).
 fn make_pipe(ps: usize) -> io::Result<(i32, i32, usize)> {
     let mut fds = [0 as libc::c_int; 2];
@@ -818,7 +818,7 @@ fn make_pipe(ps: usize) -> io::Result<(i32, i32, usize)> {
     // SAFETY: our pipe fd. Failure keeps the default size (splice then
     // moves fewer pages per call).
     let cap = unsafe {
-        libc::fcntl(fds[1], libc::F_SETPIPE_SZ, (16 * ps) as libc::c_int);
+        libc::fcntl(fds[1], libc::F_SETPIPE_SZ, (64 * ps) as libc::c_int);
         libc::fcntl(fds[1], libc::F_GETPIPE_SZ)
     };
     let cap = (cap.max(0) as usize / ps).max(1) * ps;
