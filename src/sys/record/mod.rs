@@ -7,7 +7,11 @@
 //! Pages move with splice(2) — trace_pipe_raw → a pipe → the file, no copy
 //! through user space — where the kernel allows it, else with read(2) and
 //! pwrite(2). splice only hands out full pages, so the final drain always
-//! reads. Memory stays at two pages plus a few bytes per page recorded.
+//! reads. Where the filesystem can collapse a range (ext4, xfs, f2fs) each
+//! CPU writes into a region of its own, already in the order version 6
+//! wants (`regions`); elsewhere the pages go to slots in arrival order,
+//! put in order at the end (`pool`). Memory stays at two pages plus a few
+//! bytes per page recorded.
 
 mod meta;
 mod pool;

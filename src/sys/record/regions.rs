@@ -8,10 +8,15 @@
 //! no room for it); no page passes through user space but once, mapped, to
 //! be counted.
 //!
-//! Elsewhere the recorder keeps [`super::pool::Pool`]: FAT and exFAT (an SD
+//! Elsewhere the recorder keeps `pool::Pool`: FAT and exFAT (an SD
 //! card's usual filesystems) fill a hole with zeros, tmpfs and btrfs cannot
 //! collapse (copying a region down needs free space, which a recording
 //! stopped by a full disk does not leave).
+//!
+//! A recording killed outright (SIGKILL, power loss) leaves a file whose
+//! length reaches into the last region it wrote: holes, not disk space,
+//! and no more readable than the pool's file would be (its flyrecord table
+//! is written at the end).
 
 use super::pool::CpuData;
 use std::fs::File;
@@ -120,10 +125,11 @@ impl Regions {
 }
 
 /// `len` bytes of `file` at `off`, one page at a time to `f`, mapped in
-/// windows of 64 MiB (a 32-bit board has little address space).
+/// windows of 1 MiB (or a page): the pages are in the page cache already,
+/// but a mapped page counts in the recorder's RSS while it is mapped.
 fn each_page(file: &File, mut off: u64, mut len: u64, ps: usize, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
     while len > 0 {
-        let n = len.min(64 << 20) as usize / ps * ps;
+        let n = len.min(ps.max(1 << 20) as u64) as usize / ps * ps;
         // SAFETY: a read-only shared mapping of our own file's written
         // part (off is page-aligned), unmapped below; nobody truncates it.
         unsafe {
