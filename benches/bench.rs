@@ -286,6 +286,9 @@ struct RecRun {
     lost_pages: u64,
     /// Pages flagged with a loss of unknown size.
     lost_unknown: u64,
+    /// How tr-cat moved the pages, from its summary's first line (the
+    /// word in parentheses at its end); empty for trace-cmd.
+    mover: String,
 }
 
 /// The syscall load: fixed work (two syscalls per byte), so every
@@ -419,8 +422,9 @@ fn read_report(report: &Path) -> (f64, i64) {
 fn rec_run(recorder: Command, out: &Path) -> RecRun {
     let enable = Path::new("/sys/kernel/tracing/events/raw_syscalls/sys_enter/enable");
     let report = out.with_extension("usage");
-    let child =
-        measured(&recorder, &report).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the recorder");
+    let err = out.with_extension("err");
+    let errf = fs::File::create(&err).expect("the recorder's stderr");
+    let child = measured(&recorder, &report).stdout(Stdio::null()).stderr(errf).spawn().expect("start the recorder");
     let pid = child.id() as i32;
     let t = Instant::now();
     while fs::read_to_string(enable).map_or(true, |s| s.trim() != "1") && t.elapsed().as_secs() < 30 {
@@ -439,7 +443,13 @@ fn rec_run(recorder: Command, out: &Path) -> RecRun {
     drop(child);
     let (cpu_s, rss_kib) = read_report(&report);
     let (events, data_bytes, lost_stats, lost_pages, lost_unknown) = rec_file_counts(out);
-    RecRun { cpu_s, rss_kib, events, data_bytes, lost_stats, lost_pages, lost_unknown }
+    let first = fs::read_to_string(&err).unwrap_or_default().lines().next().unwrap_or_default().to_string();
+    let _ = fs::remove_file(&err);
+    let mover = match (first.starts_with("tr-cat:"), first.rfind(" (")) {
+        (true, Some(i)) => first[i + 2..].trim_end_matches(')').to_string(),
+        _ => String::new(),
+    };
+    RecRun { cpu_s, rss_kib, events, data_bytes, lost_stats, lost_pages, lost_unknown, mover }
 }
 
 /// trace-cmd record refuses to run on this kernel: it writes
@@ -516,6 +526,11 @@ fn rec_print(name: &str, runs: &[RecRun]) -> (f64, f64) {
         if r.lost_unknown > 0 { format!("{}+{}?", r.lost_pages, r.lost_unknown) } else { r.lost_pages.to_string() },
         r.rss_kib
     );
+    // A run where splice gave up (tr-cat then reads) measures the other mover.
+    let movers: Vec<&str> = runs.iter().map(|r| r.mover.as_str()).filter(|m| !m.is_empty()).collect();
+    if movers.iter().any(|m| *m != movers[0]) {
+        println!("    (not every run moved its pages the same way: {})", movers.join(", "));
+    }
     (min, med)
 }
 
