@@ -325,6 +325,25 @@ pub trait SymbolLookup {
     fn kretprobe_trampoline(&self) -> Option<KretprobeTrampoline> {
         None
     }
+    /// The records are a previous boot's and its kernel has moved since
+    /// ([`crate::lastboot::LastBoot::moved`]): the kernel prints them by
+    /// their fields ([`crate::kernel::FieldsStyle`]).
+    fn moved(&self) -> bool {
+        false
+    }
+    /// A field's value of a previous boot as `trace_adjust_address()`
+    /// moves it ([`crate::lastboot::LastBoot::adjust_if`]).
+    fn adjust_value(&self, v: u64) -> u64 {
+        v
+    }
+    /// [`lookup`](Self::lookup) of an address of this boot (not moved).
+    fn lookup_now(&self, addr: u64) -> Option<Sym<'_>> {
+        self.lookup(addr)
+    }
+    /// This boot's `_stext`.
+    fn stext(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Address → constant string (implemented by
