@@ -14,7 +14,10 @@
 # console.log (the second), and what the board sent back (lb.tgz: the
 # kernel's text and tr-cat -o's trace.dat, read here by the host's tr-cat
 # and by trace-cmd 3.4). LASTBOOT_COPY=1: the board sends a tracefs copy of
-# the instance instead (tests/data/lastboot). Prints "N passed, M failed";
+# the instance instead (tests/data/lastboot). The boots are without
+# nokaslr (LASTBOOT_KASLR=0 puts it back): the kernel moves between them,
+# and the second boot's session checks that it did (a zero shift fails).
+# Prints "N passed, M failed";
 # exits 1 on any failure.
 set -uo pipefail
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -89,7 +92,7 @@ for b in "${boards[@]}"; do
 		continue
 	fi
 	rc=0
-	ARCH=$b KERNEL= QEMU_REBOOT=1 QEMU_TIMEOUT=${QEMU_TIMEOUT:-420} \
+	ARCH=$b KERNEL= QEMU_REBOOT=1 QEMU_KASLR=${LASTBOOT_KASLR:-1} QEMU_TIMEOUT=${QEMU_TIMEOUT:-420} \
 		QEMU_APPEND="reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1${LASTBOOT_COPY:+ trbox.lastboot=copy}${QEMU_APPEND:+ $QEMU_APPEND}" \
 		"$QEMU_DIR/run.sh" test || rc=$?
 	log=$out/console.log
