@@ -19,13 +19,24 @@ fn isprint(c: u8) -> bool {
 
 /// `%pS` of an address of this boot: `name+0xoff/0xsize [module]`, else
 /// `0x%lx` (`sprint_symbol()`, kernel/kallsyms.c).
-fn sym<W: Write>(w: &mut W, a: u64, syms: &dyn SymbolLookup) -> fmt::Result {
+fn sym(w: &mut dyn Write, a: u64, syms: &dyn SymbolLookup) -> fmt::Result {
     let Some(s) = syms.lookup_now(a).filter(|s| !s.name.is_empty()) else { return write!(w, "0x{a:x}") };
     write!(w, "{}+0x{:x}/0x{:x}", s.name, s.offset, s.size)?;
     match s.module {
         Some(m) => write!(w, " [{m}]"),
         None => Ok(()),
     }
+}
+
+/// `bytes` as `%02x` each, `sep` between.
+fn hex_bytes(w: &mut dyn Write, b: &[u8], sep: char) -> fmt::Result {
+    for (i, c) in b.iter().enumerate() {
+        if i > 0 {
+            w.write_char(sep)?;
+        }
+        write!(w, "{c:02x}")?;
+    }
+    Ok(())
 }
 
 /// `NAME:` and ` FIELD=VALUE` per field of `rec`, then a newline: 6.12
@@ -35,8 +46,8 @@ fn sym<W: Write>(w: &mut W, a: u64, syms: &dyn SymbolLookup) -> fmt::Result {
 /// kernel reads kernel memory there; 6.16 on it prints the address of the
 /// field in its iterator, not the pointer), and x86's signed `char` in a
 /// 6.19 dyn string's `%02x` (arm's `char` is unsigned).
-pub(super) fn write_fields<W: Write>(
-    w: &mut W,
+pub(super) fn write_fields(
+    w: &mut dyn Write,
     ev: &EventFormat,
     rec: &[u8],
     abi: Abi,
@@ -46,44 +57,43 @@ pub(super) fn write_fields<W: Write>(
     let e = abi.endian;
     let long = abi.long_size as usize;
     let symbols = style != FieldsStyle::Plain;
-    write!(w, "{}:", ev.name)?;
+    w.write_str(&ev.name)?;
+    w.write_char(':')?;
     for f in &ev.fields {
-        write!(w, " {}=", f.name)?;
-        let Some(b) = rec.get(f.offset as usize..f.end() as usize) else {
-            w.write_str("<OVERFLOW>")?;
-            continue;
-        };
+        w.write_char(' ')?;
+        w.write_str(&f.name)?;
+        w.write_char('=')?;
         let ty = f.type_name.as_str();
         let text = ty.contains("char");
         let data_loc = matches!(f.kind, FieldKind::DataLoc { .. });
         let dynamic = data_loc || matches!(f.kind, FieldKind::RelLoc { .. });
+        let cpumask = data_loc && !text && ty.contains("cpumask_t");
+        let fixed = rec.get(f.offset as usize..f.end() as usize);
+        // FILTER_DYN_STRING / FILTER_RDYN_STRING or print_array(): the
+        // bytes the locator points at.
+        let b = match (fixed, dynamic && (text || f.size == 4) && !cpumask) {
+            (Some(_), true) => f.loc().bytes(rec, e),
+            (b, _) => b,
+        };
+        let Some(b) = b else {
+            w.write_str("<OVERFLOW>")?;
+            continue;
+        };
         let v = e.uint(b, 0, b.len().min(8)).unwrap_or(0);
-        if data_loc && !text && ty.contains("cpumask_t") {
+        let printable = |c: &u8| (0x20..0x7f).contains(c);
+        if cpumask {
             // FILTER_CPUMASK: print_fields() has no case for it.
             w.write_str("<INVALID-TYPE>")?;
-        } else if dynamic && (text || b.len() == 4) {
-            // FILTER_DYN_STRING / FILTER_RDYN_STRING, or print_array().
-            let Some(s) = f.loc().bytes(rec, e) else {
-                w.write_str("<OVERFLOW>")?;
-                continue;
-            };
-            if !text {
-                for (i, c) in s.iter().enumerate() {
-                    write!(w, "{}{c:02x}", if i > 0 { "," } else { "" })?;
-                }
-            } else if style == FieldsStyle::SyscallsByFmt && s.iter().any(|&c| c != 0 && !(0x20..0x7f).contains(&c)) {
-                for &c in s {
-                    w.write_char(if (0x20..0x7f).contains(&c) { c as char } else { '.' })?;
-                }
-                w.write_str(" (")?;
-                for (i, c) in s.iter().enumerate() {
-                    write!(w, "{}{c:02x}", if i > 0 { ":" } else { "" })?;
-                }
-                w.write_char(')')?;
-            } else {
-                write_bytes(w, cstr(s))?;
+        } else if dynamic && !text && f.size == 4 {
+            hex_bytes(w, b, ',')?;
+        } else if dynamic && text && style == FieldsStyle::SyscallsByFmt && b.iter().any(|c| *c != 0 && !printable(c)) {
+            for c in b {
+                w.write_char(if printable(c) { *c as char } else { '.' })?;
             }
-        } else if text && matches!(f.kind, FieldKind::Array { .. }) {
+            w.write_str(" (")?;
+            hex_bytes(w, b, ':')?;
+            w.write_char(')')?;
+        } else if text && (dynamic || matches!(f.kind, FieldKind::Array { .. })) {
             write_bytes(w, cstr(b))?;
         } else if ty == "char *" || ty == "const char *" {
             write!(w, "(0x{v:0width$x})", width = 2 * long)?;
@@ -98,13 +108,12 @@ pub(super) fn write_fields<W: Write>(
                     }
                     write!(w, "({v})")?;
                 }
-                2 => write!(w, "0x{v:x} ({v})")?,
-                4 => {
-                    if symbols && (f.name == "caller_offs" || f.name == "parent_offs") {
+                4 if symbols => {
+                    if f.name == "caller_offs" || f.name == "parent_offs" {
                         sym(w, syms.adjust_value(syms.stext().unwrap_or(0).wrapping_add(v)), syms)?;
                         w.write_char(' ')?;
                     }
-                    if symbols && long == 4 {
+                    if long == 4 {
                         let a = syms.adjust_value(v);
                         sym(w, a, syms)?;
                         write!(w, " ({})", a as i32)?;
@@ -117,7 +126,8 @@ pub(super) fn write_fields<W: Write>(
                     sym(w, a, syms)?;
                     write!(w, " ({})", a as i64)?;
                 }
-                8 => write!(w, "0x{v:x} ({})", v as i64)?,
+                // %d of an unsigned short, of an unsigned int; %lld.
+                2 | 4 | 8 => write!(w, "0x{v:x} ({})", if b.len() == 4 { v as i32 as i64 } else { v as i64 })?,
                 _ => w.write_str("<INVALID-SIZE>")?,
             }
         }

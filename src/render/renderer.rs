@@ -320,7 +320,7 @@ impl<'a> Renderer<'a> {
             Body::Fields(style) => {
                 w.write_str(self.pre.as_str())?;
                 match self.syms {
-                    Some(s) => super::fields::write_fields(w, ev, payload, self.abi, *style, s),
+                    Some(s) => super::fields::write_fields(w as &mut dyn Write, ev, payload, self.abi, *style, s),
                     None => Ok(()),
                 }
             }
