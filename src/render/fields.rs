@@ -134,3 +134,96 @@ pub(super) fn write_fields(
     }
     w.write_char('\n')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::Endian;
+    use crate::printfmt::Sym;
+    use alloc::string::String;
+    use alloc::vec::Vec;
+
+    /// A kernel moved by 0x1000: `sysrq` at 0xffff800080001000 now.
+    struct Moved;
+    impl SymbolLookup for Moved {
+        fn lookup(&self, _: u64) -> Option<Sym<'_>> {
+            None
+        }
+        fn lookup_now(&self, a: u64) -> Option<Sym<'_>> {
+            let o = a.checked_sub(0xffff_8000_8000_1000).filter(|&o| o < 0x40)?;
+            Some(Sym { name: "sysrq", offset: o, size: 0x40, module: None })
+        }
+        fn adjust_value(&self, v: u64) -> u64 {
+            if v >= 0xffff_8000_8000_0000 {
+                v + 0x1000
+            } else {
+                v
+            }
+        }
+        fn stext(&self) -> Option<u64> {
+            Some(0xffff_8000_8000_0000)
+        }
+    }
+
+    const FORMAT: &str = "name: ev\nID: 300\nformat:\n\
+        \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
+        \tfield:char comm[4];\toffset:2;\tsize:4;\tsigned:0;\n\
+        \tfield:char c;\toffset:6;\tsize:1;\tsigned:0;\n\
+        \tfield:u8 d;\toffset:7;\tsize:1;\tsigned:0;\n\
+        \tfield:u16 s;\toffset:8;\tsize:2;\tsigned:0;\n\
+        \tfield:int i;\toffset:10;\tsize:4;\tsigned:1;\n\
+        \tfield:unsigned long l;\toffset:16;\tsize:8;\tsigned:0;\n\
+        \tfield:__data_loc char[] str;\toffset:24;\tsize:4;\tsigned:0;\n\
+        \tfield:__data_loc u8[] arr;\toffset:28;\tsize:4;\tsigned:0;\n\
+        \tfield:__data_loc cpumask_t[] mask;\toffset:32;\tsize:4;\tsigned:0;\n\
+        \tfield:const char * p;\toffset:40;\tsize:8;\tsigned:0;\n\
+        \tfield:u32 caller_offs;\toffset:48;\tsize:4;\tsigned:0;\n\
+        \tfield:u64 big[2];\toffset:56;\tsize:16;\tsigned:0;\n\
+        \tfield:__data_loc char[] gone;\toffset:52;\tsize:4;\tsigned:0;\n\n\
+        print fmt: \"x\"\n";
+
+    fn record() -> Vec<u8> {
+        let mut r = alloc::vec![0u8; 80];
+        r[0] = 44;
+        r[2..6].copy_from_slice(b"sh\0\0");
+        r[6] = b'A';
+        r[7] = 7;
+        r[8..10].copy_from_slice(&0xfffeu16.to_le_bytes());
+        r[10..14].copy_from_slice(&(-2i32).to_le_bytes());
+        r[16..24].copy_from_slice(&0xffff_8000_8000_0010u64.to_le_bytes());
+        r[24..28].copy_from_slice(&((3u32 << 16) | 72).to_le_bytes());
+        r[28..32].copy_from_slice(&((2u32 << 16) | 76).to_le_bytes());
+        r[40..48].copy_from_slice(&0x1e06_bbf0u64.to_le_bytes());
+        r[48..52].copy_from_slice(&8u32.to_le_bytes());
+        r[52..56].copy_from_slice(&((9u32 << 16) | 78).to_le_bytes());
+        r[72..75].copy_from_slice(b"c\n\0");
+        r[76..78].copy_from_slice(&[0xab, 0x01]);
+        r
+    }
+
+    fn text(style: FieldsStyle) -> String {
+        let ev = EventFormat::parse(FORMAT, "s", 8).unwrap();
+        let mut s = String::new();
+        write_fields(&mut s, &ev, &record(), Abi::new(Endian::Little, 8), style, &Moved).unwrap();
+        s
+    }
+
+    #[test]
+    fn every_field_class_as_print_fields_prints_it() {
+        // 6.12: hex and decimal (%d of an unsigned short stays positive,
+        // of an int negative), the string as it is.
+        assert_eq!(
+            text(FieldsStyle::Plain),
+            "ev: comm=sh c='A'(65) d=(7) s=0xfffe (65534) i=0xfffffffe (-2) l=0xffff800080000010 (-140735340871664) \
+             str=c\n arr=ab,01 mask=<INVALID-TYPE> p=(0x000000001e06bbf0) caller_offs=0x8 (8) \
+             big=<INVALID-SIZE> gone=<OVERFLOW>\n"
+        );
+        // 6.16: longs by symbol once moved into the kernel, the offsets
+        // from _stext too; 6.19: the string with its unprintable byte.
+        let t = text(FieldsStyle::SyscallsByFmt);
+        assert!(t.contains(" l=sysrq+0x10/0x40 (-140735340867568) "), "{t}");
+        assert!(t.contains(" str=c.. (63:0a:00) "), "{t}");
+        assert!(t.contains(" caller_offs=sysrq+0x8/0x40 0x8 (8) "), "{t}");
+        assert!(text(FieldsStyle::Symbols).contains(" str=c\n "));
+    }
+}
