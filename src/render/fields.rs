@@ -8,7 +8,7 @@ use core::fmt::{self, Write};
 use crate::abi::Abi;
 use crate::format::{EventFormat, FieldKind};
 use crate::kernel::FieldsStyle;
-use crate::printfmt::vsprintf::{cstr, write_bytes};
+use crate::printfmt::vsprintf::{cstr, number, write_bytes, SIGN, SMALL, ZEROPAD};
 use crate::printfmt::SymbolLookup;
 
 /// The kernel's `isprint()` (lib/ctype.c): ASCII `' '`..`'~'` and Latin-1
@@ -17,15 +17,36 @@ fn isprint(c: u8) -> bool {
     (0x20..0x7f).contains(&c) || c >= 0xa0
 }
 
+/// `%x` (`%0Nx` with `width`).
+fn hex(w: &mut dyn Write, v: u64, width: i32) -> fmt::Result {
+    number(w, v, 16, SMALL | ZEROPAD, width, -1)
+}
+
+/// ` (%lld)`.
+fn dec(w: &mut dyn Write, v: i64) -> fmt::Result {
+    w.write_str(" (")?;
+    number(w, v as u64, 10, SIGN, -1, -1)?;
+    w.write_char(')')
+}
+
 /// `%pS` of an address of this boot: `name+0xoff/0xsize [module]`, else
 /// `0x%lx` (`sprint_symbol()`, kernel/kallsyms.c).
 fn sym(w: &mut dyn Write, a: u64, syms: &dyn SymbolLookup) -> fmt::Result {
-    let Some(s) = syms.lookup_now(a).filter(|s| !s.name.is_empty()) else { return write!(w, "0x{a:x}") };
-    write!(w, "{}+0x{:x}/0x{:x}", s.name, s.offset, s.size)?;
-    match s.module {
-        Some(m) => write!(w, " [{m}]"),
-        None => Ok(()),
+    let Some(s) = syms.lookup_now(a).filter(|s| !s.name.is_empty()) else {
+        w.write_str("0x")?;
+        return hex(w, a, -1);
+    };
+    w.write_str(s.name)?;
+    w.write_str("+0x")?;
+    hex(w, s.offset, -1)?;
+    w.write_str("/0x")?;
+    hex(w, s.size, -1)?;
+    if let Some(m) = s.module {
+        w.write_str(" [")?;
+        w.write_str(m)?;
+        w.write_char(']')?;
     }
+    Ok(())
 }
 
 /// `bytes` as `%02x` each, `sep` between.
@@ -34,7 +55,7 @@ fn hex_bytes(w: &mut dyn Write, b: &[u8], sep: char) -> fmt::Result {
         if i > 0 {
             w.write_char(sep)?;
         }
-        write!(w, "{c:02x}")?;
+        hex(w, u64::from(*c), 2)?;
     }
     Ok(())
 }
@@ -96,8 +117,16 @@ pub(super) fn write_fields(
         } else if text && (dynamic || matches!(f.kind, FieldKind::Array { .. })) {
             write_bytes(w, cstr(b))?;
         } else if ty == "char *" || ty == "const char *" {
-            write!(w, "(0x{v:0width$x})", width = 2 * long)?;
+            w.write_str("(0x")?;
+            hex(w, v, 2 * long as i32)?;
+            w.write_char(')')?;
         } else {
+            // 6.16 on, a long (and the offsets from _stext) by symbol.
+            let a = syms.adjust_value(v);
+            if symbols && b.len() == 4 && (f.name == "caller_offs" || f.name == "parent_offs") {
+                sym(w, syms.adjust_value(syms.stext().unwrap_or(0).wrapping_add(v)), syms)?;
+                w.write_char(' ')?;
+            }
             match b.len() {
                 1 => {
                     let c = v as u8;
@@ -106,28 +135,20 @@ pub(super) fn write_fields(
                         write_bytes(w, &[c])?;
                         w.write_char('\'')?;
                     }
-                    write!(w, "({v})")?;
+                    w.write_char('(')?;
+                    number(w, v, 10, 0, -1, -1)?;
+                    w.write_char(')')?;
                 }
-                4 if symbols => {
-                    if f.name == "caller_offs" || f.name == "parent_offs" {
-                        sym(w, syms.adjust_value(syms.stext().unwrap_or(0).wrapping_add(v)), syms)?;
-                        w.write_char(' ')?;
-                    }
-                    if long == 4 {
-                        let a = syms.adjust_value(v);
-                        sym(w, a, syms)?;
-                        write!(w, " ({})", a as i32)?;
-                    } else {
-                        write!(w, "0x{v:x} ({})", v as i32)?;
-                    }
-                }
-                8 if symbols && long == 8 => {
-                    let a = syms.adjust_value(v);
+                n if symbols && n == long => {
                     sym(w, a, syms)?;
-                    write!(w, " ({})", a as i64)?;
+                    dec(w, if n == 4 { a as i32 as i64 } else { a as i64 })?;
                 }
                 // %d of an unsigned short, of an unsigned int; %lld.
-                2 | 4 | 8 => write!(w, "0x{v:x} ({})", if b.len() == 4 { v as i32 as i64 } else { v as i64 })?,
+                2 | 4 | 8 => {
+                    w.write_str("0x")?;
+                    hex(w, v, -1)?;
+                    dec(w, if b.len() == 4 { v as i32 as i64 } else { v as i64 })?;
+                }
                 _ => w.write_str("<INVALID-SIZE>")?,
             }
         }
