@@ -132,14 +132,14 @@ impl LastBoot {
     /// module it had then, moved with that module; else moved with the
     /// kernel (`text_now`: the current `_text`); else unchanged.
     pub fn adjust(&self, addr: u64, text_now: Option<u64>) -> u64 {
-        self.adjust_if(addr, text_now, |_| true)
+        self.adjust_if(addr, text_now, &|_| true)
     }
 
     /// [`adjust`](Self::adjust), but an address the kernel's move would
     /// take outside this boot's kernel image (`in_kernel` says no) stays
     /// as it was: `trace_adjust_address()` (7.2 trace.c), which the field
     /// printer applies to any value ([`crate::kernel::FieldsStyle::Symbols`]).
-    pub fn adjust_if(&self, addr: u64, text_now: Option<u64>, in_kernel: impl Fn(u64) -> bool) -> u64 {
+    pub fn adjust_if(&self, addr: u64, text_now: Option<u64>, in_kernel: &dyn Fn(u64) -> bool) -> u64 {
         let i = self.modules.partition_point(|m| m.0 <= addr);
         if let Some(&(then, now, size)) = i.checked_sub(1).and_then(|i| self.modules.get(i)) {
             if addr - then < size.max(1) {

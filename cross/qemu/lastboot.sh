@@ -3,13 +3,13 @@
 # reboot (issue 30 §1), on each board given (default: aarch64:7.2
 # aarch64:6.12, the kernels with last_boot_info).
 #   cross/qemu/lastboot.sh [BOARD...]
-# One qemu run per board, without -no-reboot (QEMU_REBOOT=1): the kernel
-# command line adds 'reserve_mem=12M:4096:trace
-# trace_instance=boot_mapped@trace panic=1'. The first boot runs
-# session-lastboot-first (trbox enables events in boot_mapped, a command
-# marks the buffer and writes 'c' to /proc/sysrq-trigger); the panic resets
-# the board, qemu keeps its RAM, and the second boot (guest/init finds the
-# marker) runs session-lastboot, checked by check.sh. Transcripts in
+# Two qemu runs per board on one RAM file: the kernel command line adds
+# 'reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1'.
+# The first boot runs session-lastboot-first (trbox enables events in
+# boot_mapped, a command marks the buffer and writes 'c' to
+# /proc/sysrq-trigger); the panic resets the board and ends that qemu, the
+# next qemu boots on the same RAM, and the second boot (guest/init finds
+# the marker) runs session-lastboot, checked by check.sh. Transcripts in
 # cross/out/lastboot/BOARD/: first-console.log (the first boot) and
 # console.log (the second), and what the board sent back (lb.tgz: the
 # kernel's text and tr-cat -o's trace.dat, read here by the host's tr-cat
@@ -92,10 +92,29 @@ for b in "${boards[@]}"; do
 		continue
 	fi
 	rc=0
-	ARCH=$b KERNEL= QEMU_REBOOT=1 QEMU_KASLR=${LASTBOOT_KASLR:-1} QEMU_TIMEOUT=${QEMU_TIMEOUT:-420} \
-		QEMU_APPEND="reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1${LASTBOOT_COPY:+ trbox.lastboot=copy}${QEMU_APPEND:+ $QEMU_APPEND}" \
-		"$QEMU_DIR/run.sh" test || rc=$?
 	log=$out/console.log
+	# Two qemu runs on one RAM file (QEMU_RAM_FILE): the first boot's
+	# panic (panic=1) resets the board and ends qemu (-no-reboot); a new
+	# qemu on the same RAM boots again with a new kaslr-seed, so the
+	# kernel moves (a reset of one qemu keeps its seed: the base did not
+	# move, measured on both boards). LASTBOOT_RESET=1: one qemu, the
+	# reset in it (QEMU_REBOOT=1), as before.
+	ram=/dev/shm/trbox-lastboot-$name.$$
+	boot() {
+		ARCH=$b KERNEL= QEMU_KASLR=${LASTBOOT_KASLR:-1} QEMU_TIMEOUT=${QEMU_TIMEOUT:-420} \
+			QEMU_APPEND="reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1${LASTBOOT_COPY:+ trbox.lastboot=copy}${QEMU_APPEND:+ $QEMU_APPEND}" \
+			"$QEMU_DIR/run.sh" test
+	}
+	if [ "${LASTBOOT_RESET:-0}" = 1 ]; then
+		QEMU_REBOOT=1 boot || rc=$?
+	else
+		rm -f "$ram"
+		QEMU_RAM_FILE=$ram boot >/dev/null 2>&1
+		mv -f "$log" "$out/boots.log"
+		QEMU_RAM_FILE=$ram boot || rc=$?
+		cat "$log" >>"$out/boots.log" && mv -f "$out/boots.log" "$log"
+		rm -f "$ram"
+	fi
 	# The first boot: up to the second @@BOOT.
 	awk '/^@@BOOT / { n++ } n == 1' "$log" >"$out/first-console.log"
 	awk '/^@@BOOT / { n++ } n >= 2' "$log" >"$out/second.log"

@@ -92,7 +92,7 @@ impl crate::printfmt::SymbolLookup for LazyKallsyms {
     }
     fn adjust_value(&self, v: u64) -> u64 {
         match self.moves() {
-            Some((t, lb, text)) => lb.adjust_if(v, text, |a| t.in_image(a)),
+            Some((t, lb, text)) => lb.adjust_if(v, text, &|a| t.in_image(a)),
             None => v,
         }
     }
