@@ -64,7 +64,14 @@ dat_check() {
 	events_of "$d/k.lines" | cut -d" " -f1-3 >"$d/k.events"
 	events_of "$d/tc.txt" | cut -d" " -f1-3 >"$d/tc.events"
 	n=$(wc -l <"$d/k.events")
-	if [ "$n" -gt 0 ] && cmp -s "$d/k.events" "$d/tc.events" && grep -q '__handle_sysrq' "$d/tc.txt" &&
+	# libtraceevent 1.9 (sid's, under trace-cmd 3.4) reads last_boot_info's
+	# `ADDR\t[kernel]` lines only: 6.12's `text delta:` of a moved kernel
+	# leaves the previous boot's functions unnamed there (the addresses
+	# printed as they were).
+	if grep -q '^text delta:' "$d/k.info" 2>/dev/null && ! grep -q '^text delta:[[:space:]]*0$' "$d/k.info" &&
+		[ "$n" -gt 0 ] && cmp -s "$d/k.events" "$d/tc.events" && ! grep -q '__handle_sysrq' "$d/tc.txt"; then
+		ok "trace-cmd 3.4 report of the board's file: the same $n events (CPU, time, pid) as the kernel's text; the functions unnamed (libtraceevent 1.9 does not apply 6.12's text delta)"
+	elif [ "$n" -gt 0 ] && cmp -s "$d/k.events" "$d/tc.events" && grep -q '__handle_sysrq' "$d/tc.txt" &&
 		grep -q 'write_sysrq_trigger' "$d/tc.txt"; then
 		ok "trace-cmd 3.4 report of the board's file: the same $n events (CPU, time, pid) as the kernel's text, the functions named"
 	else

@@ -325,26 +325,15 @@ pub trait SymbolLookup {
     fn kretprobe_trampoline(&self) -> Option<KretprobeTrampoline> {
         None
     }
-    /// The records are a previous boot's and its kernel has moved since
-    /// ([`crate::lastboot::LastBoot::moved`]): the kernel prints them by
-    /// their fields ([`crate::kernel::FieldsStyle`]).
-    fn moved(&self) -> bool {
-        false
-    }
-    /// A field's value of a previous boot as `trace_adjust_address()`
-    /// moves it ([`crate::lastboot::LastBoot::adjust_if`]).
-    fn adjust_value(&self, v: u64) -> u64 {
-        v
-    }
-    /// [`lookup`](Self::lookup) of an address of this boot (not moved).
-    fn lookup_now(&self, addr: u64) -> Option<Sym<'_>> {
-        self.lookup(addr)
-    }
-    /// This boot's `_stext`.
-    fn stext(&self) -> Option<u64> {
+    /// The records are a previous boot's (a persistent buffer): its move
+    /// ([`crate::lastboot::LastBoot`]), this boot's table and `_text`.
+    fn last_boot(&self) -> Option<LastBootView<'_>> {
         None
     }
 }
+
+/// [`SymbolLookup::last_boot`].
+pub type LastBootView<'a> = (&'a crate::lastboot::LastBoot, &'a crate::kallsyms::Kallsyms, Option<u64>);
 
 /// Address → constant string (implemented by
 /// [`crate::printk::PrintkFormats`]: `printk_formats` also lists every

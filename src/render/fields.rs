@@ -7,9 +7,10 @@ use core::fmt::{self, Write};
 
 use crate::abi::Abi;
 use crate::format::{EventFormat, FieldKind};
+use crate::kallsyms::Kallsyms;
 use crate::kernel::FieldsStyle;
+use crate::printfmt::vsprintf::LastBootView;
 use crate::printfmt::vsprintf::{cstr, number, write_bytes, SIGN, SMALL, ZEROPAD};
-use crate::printfmt::SymbolLookup;
 
 /// The kernel's `isprint()` (lib/ctype.c): ASCII `' '`..`'~'` and Latin-1
 /// from 0xa0.
@@ -31,8 +32,8 @@ fn dec(w: &mut dyn Write, v: i64) -> fmt::Result {
 
 /// `%pS` of an address of this boot: `name+0xoff/0xsize [module]`, else
 /// `0x%lx` (`sprint_symbol()`, kernel/kallsyms.c).
-fn sym(w: &mut dyn Write, a: u64, syms: &dyn SymbolLookup) -> fmt::Result {
-    let Some(s) = syms.lookup_now(a).filter(|s| !s.name.is_empty()) else {
+fn sym(w: &mut dyn Write, a: u64, k: &Kallsyms) -> fmt::Result {
+    let Some(s) = k.lookup(a).filter(|s| !s.name.is_empty()) else {
         w.write_str("0x")?;
         return hex(w, a, -1);
     };
@@ -67,15 +68,18 @@ fn hex_bytes(w: &mut dyn Write, b: &[u8], sep: char) -> fmt::Result {
 /// kernel reads kernel memory there; 6.16 on it prints the address of the
 /// field in its iterator, not the pointer), and x86's signed `char` in a
 /// 6.19 dyn string's `%02x` (arm's `char` is unsigned).
+#[inline(never)]
 pub(super) fn write_fields(
     w: &mut dyn Write,
     ev: &EventFormat,
     rec: &[u8],
     abi: Abi,
     style: FieldsStyle,
-    syms: &dyn SymbolLookup,
+    (lb, k, text): LastBootView<'_>,
 ) -> fmt::Result {
     let e = abi.endian;
+    // trace_adjust_address() (7.2 trace.c).
+    let adjust = |v: u64| lb.adjust_if(v, text, &|a| k.in_image(a));
     let long = abi.long_size as usize;
     let symbols = style != FieldsStyle::Plain;
     w.write_str(&ev.name)?;
@@ -122,9 +126,9 @@ pub(super) fn write_fields(
             w.write_char(')')?;
         } else {
             // 6.16 on, a long (and the offsets from _stext) by symbol.
-            let a = syms.adjust_value(v);
+            let a = adjust(v);
             if symbols && b.len() == 4 && (f.name == "caller_offs" || f.name == "parent_offs") {
-                sym(w, syms.adjust_value(syms.stext().unwrap_or(0).wrapping_add(v)), syms)?;
+                sym(w, adjust(k.address_of("_stext").unwrap_or(0).wrapping_add(v)), k)?;
                 w.write_char(' ')?;
             }
             match b.len() {
@@ -140,7 +144,7 @@ pub(super) fn write_fields(
                     w.write_char(')')?;
                 }
                 n if symbols && n == long => {
-                    sym(w, a, syms)?;
+                    sym(w, a, k)?;
                     dec(w, if n == 4 { a as i32 as i64 } else { a as i64 })?;
                 }
                 // %d of an unsigned short, of an unsigned int; %lld.
@@ -160,31 +164,14 @@ pub(super) fn write_fields(
 mod tests {
     use super::*;
     use crate::abi::Endian;
-    use crate::printfmt::Sym;
+    use crate::lastboot::LastBoot;
     use alloc::string::String;
     use alloc::vec::Vec;
 
-    /// A kernel moved by 0x1000: `sysrq` at 0xffff800080001000 now.
-    struct Moved;
-    impl SymbolLookup for Moved {
-        fn lookup(&self, _: u64) -> Option<Sym<'_>> {
-            None
-        }
-        fn lookup_now(&self, a: u64) -> Option<Sym<'_>> {
-            let o = a.checked_sub(0xffff_8000_8000_1000).filter(|&o| o < 0x40)?;
-            Some(Sym { name: "sysrq", offset: o, size: 0x40, module: None })
-        }
-        fn adjust_value(&self, v: u64) -> u64 {
-            if v >= 0xffff_8000_8000_0000 {
-                v + 0x1000
-            } else {
-                v
-            }
-        }
-        fn stext(&self) -> Option<u64> {
-            Some(0xffff_8000_8000_0000)
-        }
-    }
+    /// This boot's kernel 0x1000 above the previous one's (`_text` then
+    /// 0xffff800080000000, in last_boot_info).
+    const KALLSYMS: &str = "ffff800080001000 T _text\nffff800080001000 T _stext\n\
+        ffff800080001008 T sysrq\nffff800080001048 T other\nffff800080100000 B _end\n";
 
     const FORMAT: &str = "name: ev\nID: 300\nformat:\n\
         \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
@@ -224,8 +211,11 @@ mod tests {
 
     fn text(style: FieldsStyle) -> String {
         let ev = EventFormat::parse(FORMAT, "s", 8).unwrap();
+        let k = Kallsyms::parse(KALLSYMS);
+        let lb = LastBoot::parse("ffff800080000000\t[kernel]\n", "").unwrap();
         let mut s = String::new();
-        write_fields(&mut s, &ev, &record(), Abi::new(Endian::Little, 8), style, &Moved).unwrap();
+        let view = (&lb, &k, k.address_of("_text"));
+        write_fields(&mut s, &ev, &record(), Abi::new(Endian::Little, 8), style, view).unwrap();
         s
     }
 
@@ -242,9 +232,11 @@ mod tests {
         // 6.16: longs by symbol once moved into the kernel, the offsets
         // from _stext too; 6.19: the string with its unprintable byte.
         let t = text(FieldsStyle::SyscallsByFmt);
-        assert!(t.contains(" l=sysrq+0x10/0x40 (-140735340867568) "), "{t}");
+        assert!(t.contains(" l=sysrq+0x8/0x40 (-140735340867568) "), "{t}");
         assert!(t.contains(" str=c.. (63:0a:00) "), "{t}");
-        assert!(t.contains(" caller_offs=sysrq+0x8/0x40 0x8 (8) "), "{t}");
+        // _stext (this boot's) plus the offset, moved again as the kernel
+        // does.
+        assert!(t.contains(" caller_offs=other+0xfc0/0xfefb8 0x8 (8) "), "{t}");
         assert!(text(FieldsStyle::Symbols).contains(" str=c\n "));
     }
 }

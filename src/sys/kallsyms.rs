@@ -70,37 +70,18 @@ impl LazyKallsyms {
     }
 }
 
-impl LazyKallsyms {
-    /// The table, and the previous boot's move with this boot's `_text`.
-    fn moves(&self) -> Option<(&crate::kallsyms::Kallsyms, &crate::lastboot::LastBoot, Option<u64>)> {
-        let (lb, text) = self.last_boot.as_ref()?;
-        let table = self.get()?;
-        Some((table, lb, *text.get_or_init(|| table.address_of("_text"))))
-    }
-}
-
 impl crate::printfmt::SymbolLookup for LazyKallsyms {
     fn lookup(&self, addr: u64) -> Option<crate::printfmt::Sym<'_>> {
-        let addr = match self.moves() {
-            Some((_, lb, text)) => lb.adjust(addr, text),
+        let addr = match self.last_boot() {
+            Some((lb, _, text)) => lb.adjust(addr, text),
             None => addr,
         };
         self.get()?.lookup(addr)
     }
-    fn moved(&self) -> bool {
-        self.moves().is_some_and(|(_, lb, text)| lb.moved(text))
-    }
-    fn adjust_value(&self, v: u64) -> u64 {
-        match self.moves() {
-            Some((t, lb, text)) => lb.adjust_if(v, text, &|a| t.in_image(a)),
-            None => v,
-        }
-    }
-    fn lookup_now(&self, addr: u64) -> Option<crate::printfmt::Sym<'_>> {
-        self.get()?.lookup(addr)
-    }
-    fn stext(&self) -> Option<u64> {
-        self.get()?.address_of("_stext")
+    fn last_boot(&self) -> Option<crate::printfmt::vsprintf::LastBootView<'_>> {
+        let (lb, text) = self.last_boot.as_ref()?;
+        let table = self.get()?;
+        Some((lb, table, *text.get_or_init(|| table.address_of("_text"))))
     }
     fn kretprobe_trampoline(&self) -> Option<crate::printfmt::KretprobeTrampoline> {
         crate::printfmt::SymbolLookup::kretprobe_trampoline(self.get()?)
