@@ -68,7 +68,6 @@ fn hex_bytes(w: &mut dyn Write, b: &[u8], sep: char) -> fmt::Result {
 /// kernel reads kernel memory there; 6.16 on it prints the address of the
 /// field in its iterator, not the pointer), and x86's signed `char` in a
 /// 6.19 dyn string's `%02x` (arm's `char` is unsigned).
-#[inline(never)]
 pub(super) fn write_fields(
     w: &mut dyn Write,
     ev: &EventFormat,
@@ -135,9 +134,9 @@ pub(super) fn write_fields(
                 1 => {
                     let c = v as u8;
                     if isprint(c) {
-                        w.write_char('\'')?;
-                        write_bytes(w, &[c])?;
-                        w.write_char('\'')?;
+                        // Latin-1 from 0xa0: not UTF-8, as write_bytes() shows it.
+                        let ch = if c < 0x80 { c as char } else { '\u{fffd}' };
+                        write!(w, "'{ch}'")?;
                     }
                     w.write_char('(')?;
                     number(w, v, 10, 0, -1, -1)?;
