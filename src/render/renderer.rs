@@ -177,7 +177,8 @@ impl<'a> Renderer<'a> {
                 Some(last) => ev.id <= last.id + 1,
                 None => ev.system == "ftrace",
             };
-            if !own && !(style == crate::kernel::FieldsStyle::SyscallsByFmt && ev.system == "syscalls") {
+            let by_fmt = own || style == crate::kernel::FieldsStyle::SyscallsByFmt && ev.system == "syscalls";
+            if !by_fmt {
                 return Body::Fields(style);
             }
         }
