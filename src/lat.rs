@@ -39,6 +39,8 @@ use crate::json;
 use crate::problems::Problems;
 use crate::render::{Cmdlines, CommonFields};
 
+pub mod aa;
+
 /// Most histogram entries per key (`-E`).
 pub const MAX_ENTRIES: usize = 1 << 16;
 
