@@ -13,6 +13,10 @@
 //! collapse (copying a region down needs free space, which a recording
 //! stopped by a full disk does not leave).
 //!
+//! Host builds only (`host`): on a board, where the budget has no room for
+//! it (+1,680 bytes on aarch64), `Regions` has no values and the recorder
+//! keeps the pool.
+//!
 //! A recording killed outright (SIGKILL, power loss) leaves a file whose
 //! length reaches into the last region it wrote: holes, not disk space,
 //! and no more readable than the pool's file would be (its flyrecord table
@@ -21,8 +25,10 @@
 use super::pool::CpuData;
 use std::fs::File;
 use std::io;
+#[cfg(feature = "host")]
 use std::os::unix::io::AsRawFd;
 
+#[cfg(feature = "host")]
 pub(crate) struct Regions {
     /// Where CPU index 0's region starts (page-aligned).
     base: u64,
@@ -33,6 +39,7 @@ pub(crate) struct Regions {
     pages: Vec<u64>,
 }
 
+#[cfg(feature = "host")]
 impl Regions {
     /// Regions for `cpus` CPU indexes after `base` in `file` (its length is
     /// `base`), if its filesystem collapses a page-sized range (tried on a
@@ -124,6 +131,7 @@ impl Regions {
     }
 }
 
+#[cfg(feature = "host")]
 /// `len` bytes of `file` at `off`, one page at a time to `f`, mapped in
 /// windows of 1 MiB (or a page): the pages are in the page cache already,
 /// but a mapped page counts in the recorder's RSS while it is mapped.
@@ -153,6 +161,7 @@ fn each_page(file: &File, mut off: u64, mut len: u64, ps: usize, f: &mut dyn FnM
     Ok(())
 }
 
+#[cfg(feature = "host")]
 /// Copy `len` bytes from `src` down to `dst` (< `src`) in the same file, in
 /// the kernel, in steps no longer than the distance (copy_file_range
 /// refuses overlapping ranges): where a collapse failed after all.
@@ -171,7 +180,35 @@ fn move_down(file: &File, mut src: u64, mut dst: u64, mut len: u64) -> io::Resul
     Ok(())
 }
 
-#[cfg(test)]
+/// A board build: no regions (the type has no values, so the recorder's
+/// region branches compile to nothing).
+#[cfg(not(feature = "host"))]
+pub(crate) enum Regions {}
+
+#[cfg(not(feature = "host"))]
+impl Regions {
+    pub(crate) fn new(_: &File, _: u64, _: usize, _: usize) -> Option<Regions> {
+        None
+    }
+
+    pub(crate) fn next(&self, _: usize) -> (u64, u64) {
+        match *self {}
+    }
+
+    pub(crate) fn wrote(&mut self, _: usize, _: u64) {
+        match *self {}
+    }
+
+    pub(crate) fn pages(&self) -> u64 {
+        match *self {}
+    }
+
+    pub(crate) fn finish(self, _: &File, _: impl FnMut(&[u8], &mut CpuData)) -> io::Result<(Vec<CpuData>, u64)> {
+        match self {}
+    }
+}
+
+#[cfg(all(test, feature = "host"))]
 mod tests {
     use super::*;
     use std::os::unix::fs::FileExt;
