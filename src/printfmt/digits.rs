@@ -126,30 +126,21 @@ fn pair(b: &mut [u8; DIGITS], i: usize, d: u64) {
     }
 }
 
-/// The sixteen hex digits of `v`, most significant first: each nibble
-/// spread into a byte of its own, then eight made ASCII at once.
+/// The eight hex digits of `v` as the bytes of a u64, the most significant
+/// digit in its top byte: each nibble spread into a byte of its own, then
+/// all eight made ASCII at once.
 #[cfg(feature = "host")]
 #[inline(always)]
-fn hex16(v: u64, upper: bool) -> [u8; 16] {
-    fn spread(x: u32) -> u64 {
-        let x = u64::from(x);
-        let x = (x | x << 16) & 0x0000_ffff_0000_ffff;
-        let x = (x | x << 8) & 0x00ff_00ff_00ff_00ff;
-        (x | x << 4) & 0x0f0f_0f0f_0f0f_0f0f
-    }
-    // Nibble n of the value in byte n; a nibble of 10 or more gets the
+fn hex8(v: u32, upper: bool) -> u64 {
+    let x = u64::from(v);
+    let x = (x | x << 16) & 0x0000_ffff_0000_ffff;
+    let x = (x | x << 8) & 0x00ff_00ff_00ff_00ff;
+    let n = (x | x << 4) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Nibble i of the value in byte i; a nibble of 10 or more gets the
     // distance from '9' + 1 to 'a' (or 'A') on top of '0'.
     let letters = if upper { 7 } else { 39 };
-    let ascii = |n: u64| {
-        let ten = ((n + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
-        n + 0x3030_3030_3030_3030 + ten * letters
-    };
-    let (hi, lo) = (ascii(spread((v >> 32) as u32)), ascii(spread(v as u32)));
-    let mut out = [0u8; 16];
-    let (a, b) = out.split_at_mut(8);
-    a.copy_from_slice(&hi.to_be_bytes());
-    b.copy_from_slice(&lo.to_be_bytes());
-    out
+    let ten = ((n + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    n + 0x3030_3030_3030_3030 + ten * letters
 }
 
 /// `v / 100` as the compiler would do it at full speed: a multiplication
@@ -279,14 +270,26 @@ impl<const N: usize> StackBuf<N> {
     #[inline(always)]
     pub fn push_hex(&mut self, v: u64, upper: bool) {
         let n = (64 - (v | 1).leading_zeros()).div_ceil(4) as usize;
-        if let Some(s) = self.b.get_mut(self.len..self.len + 16) {
-            // Hex digits are ASCII; the bytes after the first n are not
-            // part of the text.
-            s.copy_from_slice(&hex16(v << (64 - 4 * n), upper));
+        if n <= 8 {
+            if let Some(s) = self.b.get_mut(self.len..self.len + 8) {
+                // Hex digits are ASCII; the bytes after the first n are
+                // not part of the text.
+                s.copy_from_slice(&hex8((v as u32) << (32 - 4 * n), upper).to_be_bytes());
+                self.len += n;
+                return;
+            }
+        } else if let Some(s) = self.b.get_mut(self.len..self.len + 16) {
+            let v = v << (64 - 4 * n);
+            let d = u128::from(hex8((v >> 32) as u32, upper)) << 64 | u128::from(hex8(v as u32, upper));
+            s.copy_from_slice(&d.to_be_bytes());
             self.len += n;
-        } else if let Some(s) = self.b.get_mut(self.len..self.len + n) {
-            let d = hex16(v << (64 - 4 * n), upper);
-            s.copy_from_slice(d.get(..n).unwrap_or(&[]));
+            return;
+        }
+        // Near the end of the buffer.
+        let v = v << (64 - 4 * n);
+        let d = (u128::from(hex8((v >> 32) as u32, upper)) << 64 | u128::from(hex8(v as u32, upper))).to_be_bytes();
+        if let (Some(s), Some(d)) = (self.b.get_mut(self.len..self.len + n), d.get(..n)) {
+            s.copy_from_slice(d);
             self.len += n;
         }
     }
@@ -450,25 +453,31 @@ impl<'a> Stage<'a> {
         self.spill(s)
     }
 
-    /// [`StackBuf::push_hex`] on the line, spilling when it is full.
+    /// `pre` (a literal) and [`StackBuf::push_hex`] on the line, spilling
+    /// when it is full.
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_hex(&mut self, v: u64, upper: bool) -> core::fmt::Result {
-        if self.buf.room() >= 16 {
+    pub fn push_hex(&mut self, pre: &StackBuf<8>, v: u64, upper: bool) -> core::fmt::Result {
+        if self.buf.room() >= 8 + 16 {
+            self.buf.push_buf(pre);
             self.buf.push_hex(v, upper);
             return Ok(());
         }
+        self.push_buf(pre)?;
         self.spill(Digits::new(v, 16, upper).as_str())
     }
 
-    /// [`StackBuf::push_dec`] on the line, spilling when it is full.
+    /// `pre` (a literal) and [`StackBuf::push_dec`] on the line, spilling
+    /// when it is full.
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_dec(&mut self, neg: bool, v: u64) -> core::fmt::Result {
-        if self.buf.room() >= 21 {
+    pub fn push_dec(&mut self, pre: &StackBuf<8>, neg: bool, v: u64) -> core::fmt::Result {
+        if self.buf.room() >= 8 + 21 {
+            self.buf.push_buf(pre);
             self.buf.push_dec(neg, v);
             return Ok(());
         }
+        self.push_buf(pre)?;
         let mut d = Digits::new(v, 10, false);
         if neg {
             d.prepend(b'-');

@@ -18,10 +18,11 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::digits::Stage;
+use super::digits::{StackBuf, Stage};
 use super::eval::{int_piece, Frame};
 use super::ir::{Fold, Item, Node, Op, Prog, Ty};
 use super::vsprintf::{emit, ArgVal, Conv, Ctx, Qual, Spec, SIGN, SMALL, ZEROPAD};
+use crate::abi::Endian;
 
 impl Fold {
     /// A field of `size` bytes as read.
@@ -105,10 +106,18 @@ pub(crate) fn compile(prog: &Prog, long_size: u32) -> Vec<Op> {
                                 };
                                 let fold = fold.ext(bits, signed);
                                 let size = ty.size;
+                                // A short literal before it goes with it.
+                                let mut pre = StackBuf::new();
+                                if let Some(Op::Short(b)) =
+                                    ops.last().filter(|o| matches!(o, Op::Short(b) if b.len() <= 8))
+                                {
+                                    pre.push_str(b.as_str());
+                                    ops.pop();
+                                }
                                 if base == 16 {
-                                    Op::Hex { off, size, fold, upper: spec.flags & SMALL == 0, item: i }
+                                    Op::Hex { pre, off, size, fold, upper: spec.flags & SMALL == 0, item: i }
                                 } else {
-                                    Op::Dec { off, size, fold, signed, item: i }
+                                    Op::Dec { pre, off, size, fold, signed, item: i }
                                 }
                             }
                             None => Op::Int { off, size: ty.size, fold, spec, item: i },
@@ -153,6 +162,33 @@ fn plain(s: &Spec) -> Option<(u8, bool)> {
     (s.width <= 0 && s.prec < 0 && flags_ok && s.qual != Qual::PtrDiff).then_some((base, signed))
 }
 
+/// [`Endian::uint`] in place (the size-tuned build calls it).
+#[inline(always)]
+fn read(rec: &[u8], off: u32, size: u8, e: Endian) -> Option<u64> {
+    let off = off as usize;
+    let le = e == Endian::Little;
+    Some(match size {
+        8 => {
+            let a = <[u8; 8]>::try_from(rec.get(off..off + 8)?).ok()?;
+            if le {
+                u64::from_le_bytes(a)
+            } else {
+                u64::from_be_bytes(a)
+            }
+        }
+        4 => {
+            let a = <[u8; 4]>::try_from(rec.get(off..off + 4)?).ok()?;
+            u64::from(if le { u32::from_le_bytes(a) } else { u32::from_be_bytes(a) })
+        }
+        2 => {
+            let a = <[u8; 2]>::try_from(rec.get(off..off + 2)?).ok()?;
+            u64::from(if le { u16::from_le_bytes(a) } else { u16::from_be_bytes(a) })
+        }
+        1 => u64::from(*rec.get(off)?),
+        _ => return None,
+    })
+}
+
 /// Render `prog`'s record `rec` through its writers `ops`, continuing the
 /// line `st` holds.
 pub(crate) fn run(ops: &[Op], prog: &Prog, st: &mut Stage<'_>, rec: &[u8], ctx: Ctx<'_>) -> fmt::Result {
@@ -170,19 +206,25 @@ pub(crate) fn run(ops: &[Op], prog: &Prog, st: &mut Stage<'_>, rec: &[u8], ctx: 
         match *op {
             Op::Short(ref b) => st.push_buf(b)?,
             Op::Lit(o, l) => st.push(prog.pool.get(o as usize..(o + l) as usize).unwrap_or(""))?,
-            Op::Hex { off, size, fold, upper, item } => match e.uint(rec, off as usize, usize::from(size)) {
-                Some(v) => st.push_hex(fold.apply(v), upper)?,
-                None => interp(st, item)?,
+            Op::Hex { ref pre, off, size, fold, upper, item } => match read(rec, off, size, e) {
+                Some(v) => st.push_hex(pre, fold.apply(v), upper)?,
+                None => {
+                    st.push_buf(pre)?;
+                    interp(st, item)?
+                }
             },
-            Op::Dec { off, size, fold, signed, item } => match e.uint(rec, off as usize, usize::from(size)) {
+            Op::Dec { ref pre, off, size, fold, signed, item } => match read(rec, off, size, e) {
                 Some(v) => {
                     let v = fold.apply(v);
                     let neg = signed && (v as i64) < 0;
-                    st.push_dec(neg, if neg { (v as i64).unsigned_abs() } else { v })?
+                    st.push_dec(pre, neg, if neg { (v as i64).unsigned_abs() } else { v })?
                 }
-                None => interp(st, item)?,
+                None => {
+                    st.push_buf(pre)?;
+                    interp(st, item)?
+                }
             },
-            Op::Int { off, size, fold, ref spec, item } => match e.uint(rec, off as usize, usize::from(size)) {
+            Op::Int { off, size, fold, ref spec, item } => match read(rec, off, size, e) {
                 Some(v) => int_piece(st, fold.apply(v), spec, &ctx)?,
                 None => interp(st, item)?,
             },

@@ -229,10 +229,11 @@ pub(crate) enum Op {
     Short(StackBuf<SHORT>),
     /// Longer literal text, in the pool.
     Lit(u32, u32),
-    /// A plain `%x` / `%lx` / `%X` of a field: its hex digits.
-    Hex { off: u32, size: u8, fold: Fold, upper: bool, item: u32 },
-    /// A plain `%d` / `%u` / `%ld` / `%lu` / `%llu` of a field.
-    Dec { off: u32, size: u8, fold: Fold, signed: bool, item: u32 },
+    /// A plain `%x` / `%lx` / `%X` of a field: its hex digits, after the
+    /// short literal `pre` (the text before it, up to 8 bytes).
+    Hex { pre: StackBuf<8>, off: u32, size: u8, fold: Fold, upper: bool, item: u32 },
+    /// A plain `%d` / `%u` / `%ld` / `%lu` / `%llu` of a field, after `pre`.
+    Dec { pre: StackBuf<8>, off: u32, size: u8, fold: Fold, signed: bool, item: u32 },
     /// Any other conversion of an integer field (a width, `%p`, `%ps`,
     /// `%c`, …): the value as varargs hand it on, then the interpreter's
     /// own conversion code.
