@@ -162,11 +162,20 @@ fn plain(s: &Spec) -> Option<(u8, bool)> {
     (s.width <= 0 && s.prec < 0 && flags_ok && s.qual != Qual::PtrDiff).then_some((base, signed))
 }
 
-/// [`Endian::uint`] in place (the size-tuned build calls it).
+/// A field's bits for [`Fold::apply`]: [`Endian::uint`] in place (the
+/// size-tuned build calls it).
 #[inline(always)]
 fn read(rec: &[u8], off: u32, size: u8, e: Endian) -> Option<u64> {
     let off = off as usize;
     let le = e == Endian::Little;
+    // Little endian: the eight bytes from the field on, where the record
+    // has them, whatever its size: the bytes after it land above bit
+    // 8 * size, which every fold drops (its `k` is at most that).
+    if le {
+        if let Some(a) = rec.get(off..off + 8).and_then(|a| <[u8; 8]>::try_from(a).ok()) {
+            return Some(u64::from_le_bytes(a));
+        }
+    }
     Some(match size {
         8 => {
             let a = <[u8; 8]>::try_from(rec.get(off..off + 8)?).ok()?;
@@ -191,12 +200,12 @@ fn read(rec: &[u8], off: u32, size: u8, e: Endian) -> Option<u64> {
 
 /// Render `prog`'s record `rec` through its writers `ops`, continuing the
 /// line `st` holds.
-pub(crate) fn run(ops: &[Op], prog: &Prog, st: &mut Stage<'_>, rec: &[u8], ctx: Ctx<'_>) -> fmt::Result {
+pub(crate) fn run(ops: &[Op], prog: &Prog, st: &mut Stage<'_>, rec: &[u8], ctx: &Ctx<'_>) -> fmt::Result {
     let e = ctx.abi.endian;
     let mut frame: Option<Frame<'_, '_>> = None;
     // The interpreter for item `i` (a frame made once, when first needed).
     let mut interp = |st: &mut Stage<'_>, i: u32| -> fmt::Result {
-        let f = frame.get_or_insert_with(|| Frame::new(prog, rec, ctx));
+        let f = frame.get_or_insert_with(|| Frame::new(prog, rec, *ctx));
         match prog.items.get(i as usize) {
             Some(item) => f.item(st, item),
             None => Ok(()),
@@ -225,11 +234,11 @@ pub(crate) fn run(ops: &[Op], prog: &Prog, st: &mut Stage<'_>, rec: &[u8], ctx: 
                 }
             },
             Op::Int { off, size, fold, ref spec, item } => match read(rec, off, size, e) {
-                Some(v) => int_piece(st, fold.apply(v), spec, &ctx)?,
+                Some(v) => int_piece(st, fold.apply(v), spec, ctx)?,
                 None => interp(st, item)?,
             },
             Op::Str { loc, ref spec, item } => match loc.bytes(rec, e) {
-                Some(b) => emit(st, spec, ArgVal::Bytes(b), &ctx)?,
+                Some(b) => emit(st, spec, ArgVal::Bytes(b), ctx)?,
                 None => interp(st, item)?,
             },
             Op::Item(i) => interp(st, i)?,

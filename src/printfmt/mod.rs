@@ -487,7 +487,7 @@ impl Program {
         let e = ctx.abi.endian;
         match &self.body {
             #[cfg(feature = "host")]
-            Body::Prog(p) if fast && !p.ops.is_empty() => fast::run(&p.ops, p, w, rec, ctx),
+            Body::Prog(p) if fast && !p.ops.is_empty() => fast::run(&p.ops, p, w, rec, &ctx),
             Body::Prog(p) => eval::Frame::new(p, rec, ctx).run_into(w, 0),
             Body::Probe { prog, ip, func, ret, first } => {
                 let get = |l: &Loc| l.uint(rec, e);
