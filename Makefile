@@ -78,11 +78,12 @@ test: setup
 # target/release/trbox, the shipped (size-tuned) binary whose text output
 # the bench times against trace-cmd.
 # Then the board part (cross/qemu/bench.sh): rtla against tr-lat on the
-# PREEMPT_RT arm64 board, each collector's CPU time and peak RSS;
+# PREEMPT_RT arm64 boards (6.1-rt with rtla 6.1, 7.2-rt with rtla 7.2),
+# each collector's CPU time and peak RSS;
 # BENCH_BOARD= (empty) leaves it out. Last (cross/qemu/bench-decode.sh):
 # `tr-cat FILE` against Debian's `trace-cmd report` on the boards' own CPUs;
 # BENCH_DECODE_BOARDS= (empty) leaves it out.
-BENCH_BOARD ?= aarch64:6.1-rt
+BENCH_BOARD ?= aarch64:6.1-rt aarch64:7.2-rt
 BENCH_DECODE_BOARDS ?= aarch64 armv7
 bench:
 	$(CARGO) build --release

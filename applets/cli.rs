@@ -484,10 +484,11 @@ pub fn print(text: &str) -> Result<(), Error> {
     }
 }
 
-/// Whether to print `--boot`'s settings; `--persist MB` goes with `--boot
-/// -B NAME` (a buffer kept across a warm reboot is an instance's).
+/// Whether `--boot` asks for the settings to be printed (not applied);
+/// `--persist MB` goes with `--boot -B NAME` (a buffer kept across a warm
+/// reboot is an instance's).
 #[cfg(feature = "host")]
-pub fn persist(boot: bool, common: &Common, persist: Option<u64>) -> Result<bool, Error> {
+pub fn boot_wanted(boot: bool, common: &Common, persist: Option<u64>) -> Result<bool, Error> {
     match persist {
         Some(_) if !boot => Err(Error::usage("--persist goes with --boot")),
         Some(_) if common.instance.is_none() => Err(Error::usage("--persist keeps an instance's buffer: give -B NAME")

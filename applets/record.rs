@@ -34,10 +34,10 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         return Err(Error::usage("-m bounds a file; a stream (-o -) cannot take back what it sent")
             .hint("bound the run with -t or -- CMD"));
     }
-    // SAFETY: isatty on fd 1.
     if r.console && !stream {
         return Err(Error::usage("--console goes with -o -").hint("tr-cat -o - --console [-e EV] [-t S] [-- CMD]"));
     }
+    // SAFETY: isatty on fd 1.
     if stream && !r.console && unsafe { libc::isatty(1) } == 1 {
         return Err(Error::usage("-o - writes a binary stream, and standard output is a terminal")
             .hint("redirect it (tr-cat -o - > rec.trbox; ssh root@board tr-cat -o - > rec.trbox), or add --console for text lines"));

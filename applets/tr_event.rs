@@ -89,7 +89,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let common = &common;
     command::one_target(&a.pid, cmd)?;
     #[cfg(feature = "host")]
-    if cli::persist(a.boot, common, a.persist)? {
+    if cli::boot_wanted(a.boot, common, a.persist)? {
         return boot(common, &a, cmd);
     }
     let t = Tracefs::open(common.tracefs.as_deref())?;

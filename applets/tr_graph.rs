@@ -96,7 +96,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         );
     }
     #[cfg(feature = "host")]
-    if cli::persist(a.boot, common, a.persist)? {
+    if cli::boot_wanted(a.boot, common, a.persist)? {
         return boot(common, &a, cmd);
     }
     signals::install().map_err(trbox::sys::Error::Signals)?;

@@ -143,6 +143,24 @@ pub struct Args {
     /// timerlat/osnoise: tr-lat's own work on these CPUs (housekeeping)
     #[argh(option, short = 'H', arg_name = "CPUS")]
     house_keeping: Option<String>,
+    /// timerlat: stop at a latency over US (IRQ or thread, with its
+    /// stack) and print only the analysis of the stop, no tables
+    #[argh(option, arg_name = "US")]
+    aa_only: Option<u64>,
+    /// timerlat: no auto-analysis of a stop (its last records instead)
+    #[argh(switch)]
+    no_aa: bool,
+    /// timerlat: with the analysis of a stop, the task each CPU ran last
+    #[argh(switch)]
+    dump_tasks: bool,
+    /// timerlat/osnoise: the measuring threads into this cgroup (v2; -C
+    /// alone: tr-lat's own; a name: -CNAME or --cgroup=NAME)
+    #[argh(option, short = 'C', arg_name = "NAME")]
+    cgroup: Option<String>,
+    /// timerlat/osnoise: the measured CPUs' idle states deeper than N
+    /// disabled while measuring (cpuidle stateM/disable)
+    #[argh(option, arg_name = "N")]
+    deepest_idle_state: Option<i32>,
     /// read what the buffer holds now, changing nothing
     #[argh(switch, short = 'r')]
     read: bool,
@@ -165,6 +183,12 @@ impl Args {
     /// osnoise_hist/top with irq_disable, trace_osnoise.c 6.3+).
     fn hw(&self) -> bool {
         self.mode.as_deref() == Some("hwnoise")
+    }
+
+    /// The auto-analysis of a timerlat stop (rtla's timerlat_aa.c): where
+    /// a threshold is set and --no-aa is not.
+    fn aa(&self, mode: Mode) -> bool {
+        mode == Mode::Timerlat && stop_armed(self, mode) && !self.no_aa
     }
 }
 
@@ -235,7 +259,14 @@ fn policy(v: &str) -> Result<trbox::sys::sched::Sched, String> {
 
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    let (common, a) = cli::parse::<Args>("tr-lat", own)?;
+    // rtla's -C takes its name attached (-CNAME, --cgroup=NAME) or none.
+    let own: Vec<String> =
+        own.iter().map(|w| if w == "-C" || w == "--cgroup" { "--cgroup=".into() } else { w.clone() }).collect();
+    let (common, mut a) = cli::parse::<Args>("tr-lat", &own)?;
+    // rtla's --aa-only US: every threshold at US, the stack too.
+    if let Some(us) = a.aa_only {
+        (a.irq_us, a.total_us, a.stack_us) = (Some(us), Some(us), Some(us));
+    }
     let common = &common;
     if a.mode.is_none() {
         return Err(
@@ -265,7 +296,14 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode()))
             .hint("use --cpus CPUS, and -t S"));
     }
+    if a.no_aa && (a.aa_only.is_some() || a.dump_tasks) {
+        return Err(Error::usage("--no-aa goes with neither --aa-only nor --dump-tasks"));
+    }
     let tracer_opts = a.warm_up.is_some()
+        || a.cgroup.is_some()
+        || a.deepest_idle_state.is_some()
+        || a.no_aa
+        || a.dump_tasks
         || a.dma_latency.is_some()
         || a.trace_buffer_size.is_some()
         || a.house_keeping.is_some()
@@ -287,14 +325,18 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.rt && mode != Mode::Wakeup {
         return Err(Error::usage("--rt is for the wakeup mode"));
     }
-    if !a.on_threshold.is_empty() && !stop_armed(&a, mode) {
-        return Err(Error::usage("--on-threshold needs a stop threshold: --irq-us or --total-us"));
+    if (!a.on_threshold.is_empty() || a.dump_tasks) && !stop_armed(&a, mode) {
+        return Err(Error::usage("--on-threshold and --dump-tasks need a stop threshold: --irq-us or --total-us"));
     }
     if a.samples && !a.json {
         return Err(Error::usage("--samples goes with --json"));
     }
-    if (a.stack_us.is_some() || a.user_threads || a.user_load || a.kernel_threads) && mode != Mode::Timerlat {
-        return Err(Error::usage("-s, -u, -U and --kernel-threads are timerlat options"));
+    if (a.stack_us.is_some() || a.user_threads || a.user_load || a.kernel_threads || a.no_aa || a.dump_tasks)
+        && mode != Mode::Timerlat
+    {
+        return Err(Error::usage(
+            "-s, -u, -U, --kernel-threads, --aa-only, --no-aa and --dump-tasks are timerlat options",
+        ));
     }
     if [a.user_threads, a.user_load, a.kernel_threads].iter().filter(|&&x| x).count() > 1 {
         return Err(Error::usage("one of -u, -U and --kernel-threads"));
@@ -317,7 +359,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
-        let o = RawOpts { reading: reading(mode, tracer), ..RawOpts::all(false, a.json, None, None) };
+        let o = RawOpts { reading: reading(&a, mode, tracer), ..RawOpts::all(false, a.json, None, None) };
         let shown = measure(Input::tree(&t, &o)?, &a, mode, &o, &|| false, &Cell::new(false), &[])?;
         if !shown {
             cli::note(&none_measured(&a, mode, "in the buffer"));
@@ -374,7 +416,36 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 return Err(Error::runtime("this kernel's osnoise/options has no OSNOISE_WORKLOAD")
                     .hint("tr-lat timerlat --kernel-threads works here"));
             }
+            // rtla's --deepest-idle-state N: on the measured CPUs, every
+            // cpuidle state past N disabled (put back after).
+            if let Some(n) = a.deepest_idle_state {
+                let online = top.cpus()?;
+                let cpus = a.cpus.as_deref().map_or(online, lat::cpu_list);
+                for c in cpus {
+                    let dir = std::path::PathBuf::from(format!("/sys/devices/system/cpu/cpu{c}/cpuidle"));
+                    let states = std::fs::read_dir(&dir).map_err(|_| {
+                        Error::runtime(format!(
+                            "this system has no cpuidle ({}): no idle state to disable",
+                            dir.display()
+                        ))
+                        .hint("--dma-latency US keeps the CPUs out of deep idle states")
+                    })?;
+                    for e in states.flatten() {
+                        let m = e.file_name().to_str().and_then(|s| s.strip_prefix("state")?.parse::<i32>().ok());
+                        if m.is_some_and(|m| m > n) {
+                            global.set_file(&e.path().join("disable"), "1")?;
+                        }
+                    }
+                }
+            }
         }
+        let cgroup = match &a.cgroup {
+            Some(n) => Some(
+                trbox::sys::sched::cgroup_procs(n)
+                    .map_err(|e| Error::runtime(format!("-C: {e}")).hint("mount -t cgroup2 none /sys/fs/cgroup"))?,
+            ),
+            None => None,
+        };
         // Closed (the kernel's request dropped) when tr-lat ends, however.
         let _dma = match a.dma_latency {
             Some(us) => Some(
@@ -395,8 +466,15 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             // A stop threshold: the osnoise events too (which IRQ, softirq,
             // thread or single noise came before the stop), as rtla's
             // auto-analysis enables them.
-            if stop_armed(&a, mode) && t.exists("events/osnoise/enable") {
+            if stop_armed(&a, mode) && !a.no_aa && t.exists("events/osnoise/enable") {
                 st.set("events/osnoise/enable", "1")?;
+            }
+            // --dump-tasks: what each CPU runs, and a kworker's function.
+            for e in ["sched/sched_switch", "workqueue/workqueue_execute_start"].iter().filter(|_| a.dump_tasks) {
+                let f = format!("events/{e}/enable");
+                if t.exists(&f) {
+                    st.set(&f, "1")?;
+                }
             }
             if let Some(kb) = a.trace_buffer_size {
                 st.set("buffer_size_kb", &kb.to_string())?;
@@ -417,7 +495,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             |(cpu, step, e)| {
                 Error::runtime(format!(
                     "-u: timerlatu/{cpu}: {}: {e}",
-                    ["affinity", "policy", "timerlat_fd"][step.min(2) as usize]
+                    ["affinity", "policy", "timerlat_fd", "pipe"][step.min(3) as usize]
                 ))
             },
         )?;
@@ -447,6 +525,16 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 }
                 d
             };
+            // -C: the measuring threads (running now) into the cgroup.
+            if let (Some(procs), false) = (&cgroup, a.user_load) {
+                let prefix = match (user, mode) {
+                    (true, _) => "timerlatu/",
+                    (_, Mode::Timerlat) => "timerlat/",
+                    _ => "osnoise/",
+                };
+                trbox::sys::sched::set_threads_cgroup(prefix, procs)
+                    .map_err(|e| Error::runtime(format!("-C: the {prefix}N threads: {e}")))?;
+            }
             // The tracer's threads run now (tracing is on): their policy.
             if let Some(s) = a.priority.filter(|_| !user) {
                 let prefix = if mode == Mode::Timerlat { "timerlat/" } else { "osnoise/" };
@@ -455,13 +543,18 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             }
             measure(i, &a, mode, o, &kernel_stop, &stopped, &only)
         };
+        if a.json && tracer {
+            let mut o = Out::stdout();
+            let _ = o.write_all(settings_json(t, &top, &a, mode, user).as_bytes());
+            o.finish()?;
+        }
         let r = command::stream(
             t,
             &mut st,
             &child,
             a.json,
             limit,
-            reading(mode, tracer),
+            reading(&a, mode, tracer),
             false,
             &show,
             Some(&|w| none_measured(&a, mode, w)),
@@ -475,10 +568,97 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     command::exit_with(status)
 }
 
+/// --json: what the run set up, one line before the tables: as the kernel
+/// reads it back (period, CPUs, stop thresholds, print_stack, osnoise
+/// options, buffer size; hwlat's window, width and threshold) and as
+/// tr-lat did it (whose threads, policy, warm-up, dma latency,
+/// housekeeping CPUs, cgroup, idle states, the analysis, the actions).
+fn settings_json(t: &Tracefs, top: &Tracefs, a: &Args, mode: Mode, user: bool) -> String {
+    use std::fmt::Write as _;
+    let files: &[(&str, &str)] = match mode {
+        Mode::Hwlat => &[("window_us", "hwlat_detector/window"), ("width_us", "hwlat_detector/width")],
+        Mode::Timerlat => &[("period_us", "osnoise/timerlat_period_us"), ("stack_us", "osnoise/print_stack")],
+        _ => &[("period_us", "osnoise/period_us"), ("runtime_us", "osnoise/runtime_us")],
+    };
+    let stops = [("irq_us", "osnoise/stop_tracing_us"), ("total_us", "osnoise/stop_tracing_total_us")];
+    let hw = [("irq_us", "tracing_thresh")];
+    let stops: &[_] = if mode == Mode::Hwlat { &hw } else { &stops };
+    let mut kv: Vec<(&str, String)> = Vec::new();
+    for (k, f) in files.iter().chain(stops) {
+        if let Ok(v) = top.read(f) {
+            kv.push((k, v.trim().into()));
+        }
+    }
+    kv.push(("buffer_size_kb", t.read("buffer_size_kb").unwrap_or_default().trim().into()));
+    let num = |v: Option<String>| v.unwrap_or_else(|| "null".into());
+    kv.push(("warm_up_ms", num(a.warm_up.map(|w| w.0.as_millis().to_string()))));
+    kv.push(("dma_latency_us", num(a.dma_latency.map(|v| v.to_string()))));
+    kv.push(("deepest_idle_state", num(a.deepest_idle_state.map(|v| v.to_string()))));
+    kv.push(("time_ms", num(a.time.map(|w| w.0.as_millis().to_string()))));
+    let mut w = format!("{{\"table\":\"settings\",\"mode\":\"{}\"", a.mode.as_deref().unwrap_or_default());
+    for (k, v) in kv {
+        if v.parse::<i64>().is_ok() || v == "null" {
+            let _ = write!(w, ",\"{k}\":{v}");
+        } else {
+            let _ = write!(w, ",\"{k}\":");
+            let _ = trbox::json::string(&mut w, &v);
+        }
+    }
+    let threads = match (mode, user, a.user_load) {
+        (Mode::Timerlat, _, true) => "user-load",
+        (Mode::Timerlat, true, _) => "user",
+        _ => "kernel",
+    };
+    let strs = [
+        ("threads", Some(threads.to_string())),
+        ("cpus", top.read("osnoise/cpus").ok().filter(|_| mode != Mode::Hwlat).map(|c| c.trim().into())),
+        ("osnoise_options", top.read("osnoise/options").ok().filter(|_| mode != Mode::Hwlat).map(|c| c.trim().into())),
+        (
+            "priority",
+            a.priority.map(|p| {
+                use trbox::sys::sched::Sched;
+                let (c, v) = match p {
+                    Sched::Fifo(v) => ('f', v),
+                    Sched::Rr(v) => ('r', v),
+                    Sched::Other(v) => ('o', v),
+                };
+                format!("{c}:{v}")
+            }),
+        ),
+        ("house_keeping", a.house_keeping.clone()),
+        ("cgroup", a.cgroup.clone()),
+    ];
+    for (k, v) in strs {
+        let _ = write!(w, ",\"{k}\":");
+        let _ = match v {
+            Some(v) => trbox::json::string(&mut w, &v),
+            None => w.write_str("null"),
+        };
+    }
+    let _ = write!(w, ",\"analysis\":{}", a.aa(mode));
+    for (k, acts) in [("on_threshold", &a.on_threshold), ("on_end", &a.on_end)] {
+        let _ = write!(w, ",\"{k}\":[");
+        for (i, act) in acts.iter().enumerate() {
+            let t = match act {
+                Action::Trace(f) => format!("trace{}", f.as_ref().map(|f| format!(",file={f}")).unwrap_or_default()),
+                Action::Signal(n, p) => format!("signal,num={n},pid={p}"),
+                Action::Shell(c) => format!("shell,command={c}"),
+                Action::Continue => "continue".into(),
+            };
+            let _ = w.write_str(if i > 0 { "," } else { "" });
+            let _ = trbox::json::string(&mut w, &t);
+        }
+        w.push(']');
+    }
+    w.push_str("}\n");
+    w
+}
+
 /// What a run of `mode` reads: its events' systems only; a `tracer`'s
 /// entries once a second (as rtla does), the tracepoints as they come.
-fn reading(mode: Mode, tracer: bool) -> Reading {
-    Reading { systems: Some(mode.systems()), pace: tracer.then_some(Duration::from_secs(1)) }
+fn reading(a: &Args, mode: Mode, tracer: bool) -> Reading {
+    let systems = if a.dump_tasks { &["osnoise", "sched", "workqueue"] } else { mode.systems() };
+    Reading { systems: Some(systems), pace: tracer.then_some(Duration::from_secs(1)) }
 }
 
 /// An instance of this run's own for `tracer`, where the kernel lets the
@@ -701,7 +881,10 @@ fn measure(
     let mut from = None;
     // On a terminal the table is shown again about once a second (when
     // records come), in place; elsewhere once, at the end.
-    let mut refreshed = (!a.json && !a.read && cli::is_tty()).then(Instant::now);
+    let mut refreshed = (!a.json && !a.read && a.aa_only.is_none() && cli::is_tty()).then(Instant::now);
+    // The auto-analysis of a stop, fed every record.
+    let mut aa: Option<lat::aa::Analysis> = None;
+    let want_aa = a.aa(mode) && !a.read;
     let mut screen = refreshed.is_some().then(crate::screen::Screen::new);
     // trbox's own threads are left out by the measurement itself (no
     // latency of theirs), not by the output filter: a switch from one of
@@ -720,6 +903,10 @@ fn measure(
             rec.clear();
             rec.extend_from_slice(payload);
             q.push((*ts, rec));
+        }
+        if let (true, Item::Record { cpu, ts, payload, .. }) = (want_aa, &it) {
+            aa.get_or_insert_with(|| lat::aa::Analysis::new(&m.trace.events, m.trace.endian))
+                .record(*cpu, *ts, payload);
         }
         let Ok(l) = acc.get_or_insert_with(|| {
             let mut l = Lat::new(mode, &m.trace.events, m.trace.endian, a.rt, hist)?;
@@ -772,7 +959,10 @@ fn measure(
         return Ok(false);
     }
     let mut out = Out::stdout();
-    let mut text = render(a, &l, &meta.trace.cmdlines, refreshed.is_some());
+    let mut text = match a.aa_only {
+        Some(_) => String::new(),
+        None => render(a, &l, &meta.trace.cmdlines, refreshed.is_some()),
+    };
     if a.json {
         let _ = lat::write_problems_json(&mut text, &meta.trace.problems);
     }
@@ -789,7 +979,7 @@ fn measure(
     }
     log::info!("{} begins or ends without their pair (the window cut them, or a loss): not counted", l.unpaired);
     if stopped.get() {
-        stop_report(&meta, &tail, a, unit)?;
+        stop_report(&meta, &tail, a, unit, aa.as_ref())?;
     }
     Ok(true)
 }
@@ -818,7 +1008,13 @@ fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> S
 /// own "stop tracing hit on cpu N" goes through the trace_printk buffers,
 /// which a kernel without trace_printk users, like Debian's, never
 /// allocates), how long, and its records up to the stop, stacks included.
-fn stop_report(meta: &read::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result<(), Error> {
+fn stop_report(
+    meta: &read::Meta,
+    tail: &[Tail],
+    a: &Args,
+    unit: Unit,
+    aa: Option<&lat::aa::Analysis>,
+) -> Result<(), Error> {
     let over = |s: &lat::Sample| {
         let us = if matches!(s.table, Table::TimerIrq | Table::Single) { a.irq_us } else { a.total_us };
         us.is_some_and(|us| s.ns >= us.saturating_mul(1000))
@@ -834,7 +1030,19 @@ fn stop_report(meta: &read::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result
         return Ok(());
     };
     let mut out = Out::stdout();
-    let _ = write!(out, "\n# CPU {cpu}: its last records, up to the stop\n");
+    // The analysis (rtla's), then only the stack among the records.
+    let mut text = String::from("\n");
+    let ns = |us: Option<u64>| us.unwrap_or(0).saturating_mul(1000);
+    let tasks = a.dump_tasks.then_some(&meta.trace.symbols as &dyn trbox::printfmt::SymbolLookup);
+    let c = &meta.trace.cmdlines;
+    let analysed =
+        aa.is_some_and(|aa| aa.write(&mut text, ns(a.irq_us), ns(a.total_us), unit, a.json, tasks, c).unwrap_or(false));
+    let stack = meta.trace.events.by_name("ftrace:kernel_stack").map(|e| e.id);
+    if analysed {
+        let _ = out.write_all(if a.json { &text[1..] } else { &text }.as_bytes());
+    } else {
+        let _ = write!(out, "\n# CPU {cpu}: its last records, up to the stop\n");
+    }
     let mut r = trbox::render::Renderer::new(
         &meta.trace.events,
         meta.trace.cmdlines.clone(),
@@ -843,7 +1051,10 @@ fn stop_report(meta: &read::Meta, tail: &[Tail], a: &Args, unit: Unit) -> Result
     )
     .with_symbols(&meta.trace.symbols);
     for (ts, p) in q {
-        let _ = r.record(&mut out, cpu as u32, *ts, p);
+        let id = p.get(..2).map(|b| u32::from(meta.trace.endian.uint(b, 0, 2).unwrap_or(0) as u16));
+        if !analysed || !a.json && id.is_some() && id == stack {
+            let _ = r.record(&mut out, cpu as u32, *ts, p);
+        }
     }
     out.finish()?;
     let mut v = String::new();

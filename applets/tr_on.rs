@@ -131,7 +131,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let dump = a.dump_mode()?;
     // The board build has no --boot (argh: unrecognized argument).
     #[cfg(feature = "host")]
-    if cli::persist(a.boot, common, a.persist)? {
+    if cli::boot_wanted(a.boot, common, a.persist)? {
         if run || a.reset || a.keep || a.json {
             return Err(Error::usage("--boot prints settings: not with -- CMD, -t, --reset, -k or --json"));
         }

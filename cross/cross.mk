@@ -26,7 +26,7 @@ cross:
 	@command -v cross >/dev/null || { echo "make cross CROSS=1: 'cross' not found (cargo install cross; needs Docker or Podman)" >&2; exit 1; }
 	rustup component add rust-src --toolchain $(TRBOX_NIGHTLY)
 	set -e; for t in $(CROSS_TARGETS); do \
-	  case $$t in aarch64-*) tf="-C target-feature=-outline-atomics -C code-model=tiny";; *) tf=;; esac; \
+	  case $$t in aarch64-*) tf="-C target-feature=-outline-atomics -C code-model=tiny -C llvm-args=-homogeneous-prolog-epilog";; *) tf=;; esac; \
 	  RUSTFLAGS="$$RUSTFLAGS $$tf" cross +$(TRBOX_NIGHTLY) build --release --target $$t \
 	    -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
 	    --no-default-features --features "$${TRBOX_BOARD_FEATURES:-std}"; \

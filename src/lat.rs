@@ -39,6 +39,8 @@ use crate::json;
 use crate::problems::Problems;
 use crate::render::{Cmdlines, CommonFields};
 
+pub mod aa;
+
 /// Most histogram entries per key (`-E`).
 pub const MAX_ENTRIES: usize = 1 << 16;
 
@@ -1007,7 +1009,8 @@ fn task_rows(
             None => groups.push((comm, 1, r.stat, name)),
         }
     }
-    groups.sort_by(|a, b| b.2.max.cmp(&a.2.max).then_with(|| a.0.cmp(&b.0)));
+    // Unstable: no two groups have one comm, so no ties.
+    groups.sort_unstable_by(|a, b| b.2.max.cmp(&a.2.max).then_with(|| a.0.cmp(&b.0)));
     let more = groups.len().saturating_sub(top);
     groups.truncate(top);
     let shown = groups
@@ -1047,7 +1050,8 @@ pub fn write_tables<W: Write + ?Sized>(
         // big board): the worst first.
         let cut = top.filter(|&n| rows.len() > n);
         if tasks || cut.is_some() {
-            rows.sort_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
+            // Unstable: a table's keys are unique, so no ties.
+            rows.sort_unstable_by(|a, b| b.1.stat.max.cmp(&a.1.stat.max).then(a.0.cmp(&b.0)));
         }
         let (shown, more) = if tasks {
             task_rows(&rows, *t, cmdlines, top)

@@ -60,15 +60,48 @@ fn set_one(pid: i32, s: Sched) -> i32 {
 /// kernel's refusal (EINVAL for a priority out of range, EPERM) is the
 /// error, and so is finding none (NotFound).
 pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
+    each_thread(prefix, |pid| match set_one(pid, s) {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    })
+}
+
+/// rtla's -C: the `cgroup.procs` of the cgroup v2 directory `name` below
+/// the cgroup2 mount, or, with `name` empty, of this process's own cgroup
+/// (the `0::PATH` line of /proc/self/cgroup); it must exist.
+pub fn cgroup_procs(name: &str) -> io::Result<std::path::PathBuf> {
+    let mi = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let mount = crate::mountinfo::parse(&mi).into_iter().find(|m| m.fstype == "cgroup2");
+    let Some(m) = mount else {
+        return Err(io::Error::other("no cgroup v2 (cgroup2) is mounted"));
+    };
+    let own = std::fs::read_to_string("/proc/self/cgroup")?;
+    let rel = match name {
+        "" => own.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("/"),
+        n => n,
+    };
+    let procs = std::path::Path::new(&m.mount_point).join(rel.trim_start_matches('/')).join("cgroup.procs");
+    std::fs::metadata(&procs).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", procs.display())))?;
+    Ok(procs)
+}
+
+/// Move every task whose comm starts with `prefix` into the cgroup of
+/// `procs` ([`cgroup_procs`]). The kernel's refusal is the error (EINVAL
+/// for a kernel thread bound to its CPU).
+pub fn set_threads_cgroup(prefix: &str, procs: &std::path::Path) -> io::Result<()> {
+    each_thread(prefix, |pid| std::fs::write(procs, pid.to_string()))
+}
+
+/// `f` for every task whose comm starts with `prefix`; finding none is
+/// NotFound.
+fn each_thread(prefix: &str, mut f: impl FnMut(i32) -> io::Result<()>) -> io::Result<()> {
     let mut found = false;
     for e in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else { continue };
         if !std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.starts_with(prefix)) {
             continue;
         }
-        if set_one(pid, s) != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        f(pid)?;
         found = true;
     }
     if found {
@@ -124,12 +157,16 @@ pub struct UserThreads(Vec<libc::pid_t>);
 impl UserThreads {
     /// Start one per CPU of `cpus`; `osnoise` is the tracefs path of
     /// `osnoise/`. The first failure of a child is the error (its CPU, the
-    /// step: 0 affinity, 1 policy, 2 open; the kernel's errno), the others
-    /// stopped.
+    /// step: 0 affinity, 1 policy, 2 open, 3 the pipe they report on; the
+    /// kernel's errno), the others stopped.
     pub fn start(osnoise: &Path, cpus: &[u32], s: Option<Sched>) -> Result<UserThreads, (u32, u32, io::Error)> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: a valid array of two ints.
-        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err((0, 3, io::Error::last_os_error()));
+        }
+        // SAFETY: no arguments.
+        let parent = unsafe { libc::getpid() };
         let mut me = UserThreads(Vec::new());
         for &cpu in cpus {
             // Made before the fork: the child only makes system calls.
@@ -139,7 +176,7 @@ impl UserThreads {
             // calls on values made before the fork) and ends in _exit.
             match unsafe { libc::fork() } {
                 // SAFETY: as above.
-                0 => unsafe { user_thread(cpu, &name, &path, s, fds[1]) },
+                0 => unsafe { user_thread(cpu, &name, &path, s, fds[1], parent) },
                 pid if pid > 0 => me.0.push(pid),
                 _ => break,
             }
@@ -166,10 +203,15 @@ impl UserThreads {
 ///
 /// # Safety
 /// Called in a forked child only.
-unsafe fn user_thread(cpu: u32, name: &str, path: &str, s: Option<Sched>, report: libc::c_int) -> ! {
+unsafe fn user_thread(cpu: u32, name: &str, path: &str, s: Option<Sched>, report: libc::c_int, parent: i32) -> ! {
     // SAFETY: system calls on values made before the fork.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // trbox ended before the death signal was asked for: nobody would
+        // ever stop this reader.
+        if libc::getppid() != parent {
+            libc::_exit(1)
+        }
         libc::prctl(libc::PR_SET_NAME, name.as_ptr());
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);

@@ -17,6 +17,8 @@ enum Undo {
     Write { rel: String, value: String },
     /// Append a line that cancels what was added (`!trigger`, `-:probe`).
     Append { rel: String, line: String },
+    /// Write the old value back into a file outside tracefs (sysfs).
+    File { path: PathBuf, value: String },
 }
 
 /// One change and how to undo it.
@@ -163,6 +165,20 @@ impl<'t> State<'t> {
         Ok(Some(true))
     }
 
+    /// Set a file outside tracefs (`/sys/devices/system/cpu/cpuN/cpuidle/
+    /// stateM/disable` for `--deepest-idle-state`), put back like the
+    /// others. Returns whether anything was written.
+    pub fn set_file(&mut self, path: &std::path::Path, value: &str) -> Result<bool, Error> {
+        let io = |e| Error::io(path, e);
+        let old = std::fs::read_to_string(path).map_err(io)?.trim().to_string();
+        if old == value {
+            return Ok(false);
+        }
+        std::fs::write(path, value).map_err(io)?;
+        self.push(Undo::File { path: path.into(), value: old });
+        Ok(true)
+    }
+
     /// Turn `options/NAME` on or off.
     pub fn set_option(&mut self, name: &str, on: bool) -> Result<bool, Error> {
         self.set(&format!("options/{name}"), if on { "1" } else { "0" })
@@ -225,6 +241,7 @@ impl<'t> State<'t> {
             let r = match &step.undo {
                 Undo::Write { rel, value } => self.t.write(rel, value),
                 Undo::Append { rel, line } => self.t.append(rel, line),
+                Undo::File { path, value } => std::fs::write(path, value).map_err(|e| Error::io(path, e)),
             };
             if let Err(e) = r {
                 log::warn!("could not restore: {e}");

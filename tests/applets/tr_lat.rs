@@ -386,6 +386,13 @@ fn usage_errors() {
         (&["wakeup_rt", "-P", "1"][..], "traces the whole system"),
         (&["irq", "--max"][..], "--max: irq is no max-latency tracer"),
         (&["wakeup", "--priority", "f:10"][..], "--priority is for timerlat and osnoise"),
+        // Issue 31's analysis and set-up options (rtla's names).
+        (&["timerlat", "--no-aa", "--aa-only", "10"][..], "--no-aa goes with neither"),
+        (&["timerlat", "--dump-tasks"][..], "--dump-tasks need a stop threshold"),
+        (&["osnoise", "--irq-us", "10", "--no-aa"][..], "--no-aa and --dump-tasks are timerlat options"),
+        (&["wakeup", "-C"][..], "-p, -c, -i"),
+        (&["wakeup", "--cgroup=rt"][..], "-p, -c, -i"),
+        (&["irq", "--deepest-idle-state", "0"][..], "-p, -c, -i"),
     ] {
         let o = lat(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");

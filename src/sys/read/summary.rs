@@ -143,7 +143,8 @@ impl Summary {
                 None => groups.push((comm, n, 1, pid)),
             }
         }
-        groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        // Unstable: no two groups have one comm, so no ties.
+        groups.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         for (comm, n, tasks, pid) in groups.iter().take(crate::lat::TOP) {
             let name = if *tasks == 1 { format!("{comm}-{pid}") } else { format!("{comm} ({tasks} tasks)") };
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
