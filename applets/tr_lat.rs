@@ -495,7 +495,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             |(cpu, step, e)| {
                 Error::runtime(format!(
                     "-u: timerlatu/{cpu}: {}: {e}",
-                    ["affinity", "policy", "timerlat_fd"][step.min(2) as usize]
+                    ["affinity", "policy", "timerlat_fd", "pipe"][step.min(3) as usize]
                 ))
             },
         )?;

@@ -286,6 +286,9 @@ struct RecRun {
     lost_pages: u64,
     /// Pages flagged with a loss of unknown size.
     lost_unknown: u64,
+    /// How tr-cat moved the pages, from its summary's first line (the
+    /// word in parentheses at its end); empty for trace-cmd.
+    mover: String,
 }
 
 /// The syscall load: fixed work (two syscalls per byte), so every
@@ -419,8 +422,9 @@ fn read_report(report: &Path) -> (f64, i64) {
 fn rec_run(recorder: Command, out: &Path) -> RecRun {
     let enable = Path::new("/sys/kernel/tracing/events/raw_syscalls/sys_enter/enable");
     let report = out.with_extension("usage");
-    let child =
-        measured(&recorder, &report).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the recorder");
+    let err = out.with_extension("err");
+    let errf = fs::File::create(&err).expect("the recorder's stderr");
+    let child = measured(&recorder, &report).stdout(Stdio::null()).stderr(errf).spawn().expect("start the recorder");
     let pid = child.id() as i32;
     let t = Instant::now();
     while fs::read_to_string(enable).map_or(true, |s| s.trim() != "1") && t.elapsed().as_secs() < 30 {
@@ -439,7 +443,13 @@ fn rec_run(recorder: Command, out: &Path) -> RecRun {
     drop(child);
     let (cpu_s, rss_kib) = read_report(&report);
     let (events, data_bytes, lost_stats, lost_pages, lost_unknown) = rec_file_counts(out);
-    RecRun { cpu_s, rss_kib, events, data_bytes, lost_stats, lost_pages, lost_unknown }
+    let first = fs::read_to_string(&err).unwrap_or_default().lines().next().unwrap_or_default().to_string();
+    let _ = fs::remove_file(&err);
+    let mover = match (first.starts_with("tr-cat:"), first.rfind(" (")) {
+        (true, Some(i)) => first[i + 2..].trim_end_matches(')').to_string(),
+        _ => String::new(),
+    };
+    RecRun { cpu_s, rss_kib, events, data_bytes, lost_stats, lost_pages, lost_unknown, mover }
 }
 
 /// trace-cmd record refuses to run on this kernel: it writes
@@ -489,18 +499,39 @@ impl Drop for TcGuard {
     }
 }
 
-fn rec_print(name: &str, r: &RecRun) {
+/// Runs of each recorder in the recording section (TRBOX_BENCH_RUNS, else
+/// 5): the machine is shared, one run says little.
+fn rec_runs() -> usize {
+    std::env::var("TRBOX_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1)
+}
+
+/// A recorder's runs: the median run's counts, and CPU per MB as min /
+/// median over the runs. Returns (min, median).
+fn rec_print(name: &str, runs: &[RecRun]) -> (f64, f64) {
+    let per_mb = |r: &RecRun| r.cpu_s * 1000.0 / (r.data_bytes as f64 / 1e6).max(0.001);
+    let mut v: Vec<f64> = runs.iter().map(per_mb).collect();
+    v.sort_by(f64::total_cmp);
+    let (min, med) = (v[0], v[v.len() / 2]);
+    let r = runs.iter().find(|r| per_mb(r) == med).unwrap_or(&runs[0]);
     let mb = r.data_bytes as f64 / 1e6;
+    let lost_stats: u64 = runs.iter().map(|r| r.lost_stats).max().unwrap_or(0);
     println!(
-        "  {name:<22} {:>9} {:>7.1} {:>7.2} {:>8.1} {:>9} {:>9} {:>8}",
+        "  {name:<22} {:>9} {:>7.1} {:>7.3} {:>5.2} / {:<5.2} {:>9} {:>9} {:>8}",
         r.events,
         mb,
         r.cpu_s,
-        r.cpu_s * 1000.0 / mb.max(0.001),
-        r.lost_stats,
+        min,
+        med,
+        lost_stats,
         if r.lost_unknown > 0 { format!("{}+{}?", r.lost_pages, r.lost_unknown) } else { r.lost_pages.to_string() },
         r.rss_kib
     );
+    // A run where splice gave up (tr-cat then reads) measures the other mover.
+    let movers: Vec<&str> = runs.iter().map(|r| r.mover.as_str()).filter(|m| !m.is_empty()).collect();
+    if movers.iter().any(|m| *m != movers[0]) {
+        println!("    (not every run moved its pages the same way: {})", movers.join(", "));
+    }
+    (min, med)
 }
 
 /// The live-streaming section of `make bench`: a workload followed as text
@@ -594,37 +625,60 @@ pub fn record_bench(trbox: &Path) {
          CPU = user+system of the recorder and its helpers",
         2 * REC_LOAD_BYTES
     );
+    let runs = rec_runs();
     println!(
-        "  {:<22} {:>9} {:>7} {:>7} {:>8} {:>9} {:>9} {:>8}",
-        "recorder", "events", "MB", "CPU s", "CPU ms/MB", "lost:stat", "lost:page", "RSS KiB"
+        "  {runs} runs each; events, MB, CPU s, lost:page and RSS of the median run; lost:stat the most of any run"
+    );
+    println!(
+        "  {:<22} {:>9} {:>7} {:>7} {:>13} {:>9} {:>9} {:>8}",
+        "recorder", "events", "MB", "CPU s", "ms/MB min/med", "lost:stat", "lost:page", "RSS KiB"
     );
     let tb = dir.join("trbox.dat");
-    let mut c = Command::new(trbox);
-    c.args(["tr-cat", "-o", tb.to_str().unwrap(), "-e", REC_EVENT]);
-    let r = rec_run(c, &tb);
-    rec_print("trbox (splice)", &r);
+    let rec = |env: Option<(&str, &str)>, out: &Path| {
+        (0..runs)
+            .map(|_| {
+                let mut c = Command::new(trbox);
+                c.args(["tr-cat", "-o", out.to_str().unwrap(), "-e", REC_EVENT]);
+                if let Some((k, v)) = env {
+                    c.env(k, v);
+                }
+                rec_run(c, out)
+            })
+            .collect::<Vec<_>>()
+    };
+    let splice = rec_print("trbox (splice)", &rec(None, &tb));
     let tbr = dir.join("trbox-read.dat");
-    let mut c = Command::new(trbox);
-    c.args(["tr-cat", "-o", tbr.to_str().unwrap(), "-e", REC_EVENT]).env("TRBOX_NO_SPLICE", "1");
-    rec_print("trbox (read+pwrite)", &rec_run(c, &tbr));
+    let read = rec_print("trbox (read+pwrite)", &rec(Some(("TRBOX_NO_SPLICE", "1")), &tbr));
     let _ = fs::remove_file(&tbr);
     let have_tc = Command::new("trace-cmd").arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
     if have_tc {
         let tc = dir.join("trace-cmd.dat");
-        let mut c = Command::new("unshare");
-        c.args(["-m", "--propagation", "private", "sh", "-c", TC_SHADOW, "sh"]).args([
-            "trace-cmd",
-            "record",
-            "--file-version",
-            "6",
-            "-o",
-            tc.to_str().unwrap(),
-            "-e",
-            REC_EVENT,
-        ]);
         let put_back = TcGuard::new();
-        rec_print("trace-cmd record (v6)", &rec_run(c, &tc));
+        let tc_runs: Vec<RecRun> = (0..runs)
+            .map(|_| {
+                let mut c = Command::new("unshare");
+                c.args(["-m", "--propagation", "private", "sh", "-c", TC_SHADOW, "sh"]).args([
+                    "trace-cmd",
+                    "record",
+                    "--file-version",
+                    "6",
+                    "-o",
+                    tc.to_str().unwrap(),
+                    "-e",
+                    REC_EVENT,
+                ]);
+                rec_run(c, &tc)
+            })
+            .collect();
+        let (tmin, tmed) = rec_print("trace-cmd record (v6)", &tc_runs);
         drop(put_back);
+        println!(
+            "  trbox / trace-cmd CPU per MB (min, median): splice {:.2}x, {:.2}x (goal <= 0.8x); read {:.2}x, {:.2}x",
+            splice.0 / tmin,
+            splice.1 / tmed,
+            read.0 / tmin,
+            read.1 / tmed
+        );
         println!(
             "  (trace-cmd ran in `unshare -m` with /proc/sys/kernel/ftrace_enabled, set_ftrace_filter, \
              set_ftrace_notrace and set_ftrace_pid shadowed by bind-mounted dummies: this kernel answers EPERM)"

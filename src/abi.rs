@@ -19,7 +19,10 @@ impl Endian {
 
     /// Read an unsigned integer of 1, 2, 4 or 8 bytes at `off`; `None` when
     /// out of bounds or for another size.
-    #[inline]
+    // Host builds inline it at every call (the size-tuned build calls it,
+    // several times a line); board builds keep one copy.
+    #[cfg_attr(feature = "host", inline(always))]
+    #[cfg_attr(not(feature = "host"), inline)]
     pub fn uint(self, b: &[u8], off: usize, size: usize) -> Option<u64> {
         let s = b.get(off..off.checked_add(size)?)?;
         // Hot path of every field read: fixed-size loads, not a byte loop.
@@ -47,7 +50,8 @@ impl Endian {
     }
 
     /// The 4 bytes at `off` of `b` as a u32 (`None` past the end).
-    #[inline]
+    #[cfg_attr(feature = "host", inline(always))]
+    #[cfg_attr(not(feature = "host"), inline)]
     pub fn u32(self, b: &[u8], off: usize) -> Option<u32> {
         let a: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
         Some(self.u32_of(a))

@@ -746,6 +746,7 @@ impl EventTable {
         self.by_name.get(key).filter(|&i| i != GONE).and_then(|i| usize::try_from(i).ok())
     }
 
+    #[cfg_attr(feature = "host", inline(always))]
     fn index_of(&self, id: u32) -> Option<usize> {
         if id < MAX_DIRECT_ID {
             match self.by_id.get(id as usize) {
@@ -758,7 +759,8 @@ impl EventTable {
     }
 
     /// The event with this ID.
-    #[inline]
+    #[cfg_attr(feature = "host", inline(always))]
+    #[cfg_attr(not(feature = "host"), inline)]
     pub fn get(&self, id: u32) -> Option<&EventFormat> {
         self.events.get(self.index_of(id)?)
     }
@@ -778,14 +780,16 @@ impl EventTable {
     }
 
     /// The `common_type` of a record payload.
-    #[inline]
+    #[cfg_attr(feature = "host", inline(always))]
+    #[cfg_attr(not(feature = "host"), inline)]
     pub fn record_id(&self, payload: &[u8], e: Endian) -> Option<u32> {
         let (off, size) = self.common_type.unwrap_or((0, 2));
         e.uint(payload, off as usize, size as usize).and_then(|v| u32::try_from(v).ok())
     }
 
     /// The event a record payload belongs to (by its `common_type`).
-    #[inline]
+    #[cfg_attr(feature = "host", inline(always))]
+    #[cfg_attr(not(feature = "host"), inline)]
     pub fn event_of(&self, payload: &[u8], e: Endian) -> Option<&EventFormat> {
         self.get(self.record_id(payload, e)?)
     }

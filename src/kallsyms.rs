@@ -210,6 +210,12 @@ impl Kallsyms {
         Some(Sym { name: self.name(e), offset: addr - at, size, module: self.module(e) })
     }
 
+    /// `addr` is in the kernel image (`__is_kernel()`: `_stext` up to
+    /// `_end`, or the text where kallsyms has no `_end`).
+    pub fn in_image(&self, addr: u64) -> bool {
+        self.core.first().is_some_and(|&(s, x)| addr >= s && addr < x)
+    }
+
     /// Exact name → address (first match).
     pub fn address_of(&self, name: &str) -> Option<u64> {
         self.syms.iter().find(|e| self.name(e) == name).map(|e| e.addr)

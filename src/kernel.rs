@@ -19,6 +19,7 @@
 //! | [`TRACE_INSTANCE_SINCE`]: `trace_instance=NAME,SYS:EVENT` | 6.3 on | 6.3 kernel/trace/trace.c `boot_instance()` |
 //! | [`PERSISTENT_SINCE`]: `reserve_mem=SIZE:ALIGN:LABEL` + `trace_instance=NAME@LABEL` (a buffer kept across a warm reboot) | 6.12 on | 6.12 kernel/trace/trace.c `enable_instances()`, mm/memblock.c `reserve_mem()` |
 //! | [`DUMP_INSTANCE_SINCE`]: `ftrace_dump_on_oops=0,NAME[=2]` (instances; the sysctl a string) | 6.9 on | 6.9 kernel/trace/trace.c `ftrace_dump_by_param()` |
+//! | [`FieldsStyle`]: a previous boot's events when the kernel moved, by their fields (`print_event_fields()`) | 6.12 on | 6.12, 7.2 trace.c `print_trace_fmt()`, trace_output.c `print_fields()` |
 //! | [`NEWEST_RULES`]: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
 //!
 //! A trace.dat without a UNAME option (trace-cmd before 2.7 wrote none)
@@ -142,6 +143,54 @@ pub const PERSISTENT_SINCE: (u32, u32) = (6, 12);
 /// `ftrace_dump_on_oops` naming instances (`ftrace_dump_by_param()`,
 /// 6.9's trace.c; before, the sysctl is an int: 0, 1, 2).
 pub const DUMP_INSTANCE_SINCE: (u32, u32) = (6, 9);
+
+/// How a kernel prints the events of a persistent buffer's previous boot
+/// when its kernel has moved since (KASLR: a non-zero text or data delta
+/// in 6.12's `last_boot_info`, a `[kernel]` address other than this boot's
+/// `_text` from 6.15): not by their print fmt, whose pointers may be
+/// stale, but field by field, as `options/fields` does
+/// (`print_trace_fmt()` calls `print_event_fields()` for every event but
+/// ftrace's own, kernel/trace/trace.c). `print_fields()`
+/// (kernel/trace/trace_output.c) writes ` name=value` per field in format
+/// order, `<OVERFLOW>` past the record's end:
+/// - `char[N]`: `%.*s`; `__data_loc`/`__rel_loc` `char`: `%.*s` of it;
+///   `char *`: `(0x%px)` (the kernel reads the string at the pointer, in
+///   memory this reader does not have);
+/// - 1 byte: `'%c'` when printable, then `(%d)` unsigned; 2: `0x%x (%d)`
+///   unsigned; 4: a `__data_loc`/`__rel_loc` array as `%02x` bytes
+///   joined by `,`, else `0x%x (%d)`; 8: `0x%llx (%lld)`; other sizes
+///   `<INVALID-SIZE>`; a `__data_loc cpumask_t` `<INVALID-TYPE>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldsStyle {
+    /// As above, every event but ftrace's: 6.12 to 6.15.
+    Plain,
+    /// Fields of `sizeof(long)` as `%pS (%lld)` (`%pS (%d)` on 32 bits) of
+    /// the value moved by `trace_adjust_address()` (only when that lands
+    /// in the kernel image or a module); a 4-byte `caller_offs` or
+    /// `parent_offs` first as `%pS ` of `_stext` plus it, moved: 6.16
+    /// ("tracing: Show function names when possible when listing fields",
+    /// "tracing: Adjust addresses for printing out fields", "tracing: Show
+    /// preempt and irq events callsites from the offsets in field print",
+    /// all in the 6.16 merge).
+    Symbols,
+    /// As [`Symbols`](Self::Symbols), and the syscall events print as
+    /// usual ("tracing: Have persistent ring buffer print syscalls
+    /// normally"), and a `__data_loc` string with a byte that is not
+    /// printable ASCII prints with `.` for such bytes, then ` (` its bytes
+    /// as `%02x` joined by `:` `)` ("tracing: Check for printable
+    /// characters when printing field dyn strings"): 6.19 on (7.2).
+    SyscallsByFmt,
+}
+
+/// [`FieldsStyle`] of a kernel version; an unknown one gets the newest
+/// kernel's ([`NEWEST_RULES`]).
+pub fn fields_style(version: Option<(u32, u32)>) -> FieldsStyle {
+    match version.unwrap_or(NEWEST_RULES) {
+        v if v >= USER_DATA_SINCE => FieldsStyle::SyscallsByFmt,
+        v if v >= (6, 16) => FieldsStyle::Symbols,
+        _ => FieldsStyle::Plain,
+    }
+}
 
 /// The newest kernel version whose text these rules were checked against
 /// line for line (the sid boards' fixtures, 7.2.13). A newer kernel gets

@@ -36,6 +36,9 @@ pub struct LastBoot {
     text: Option<u64>,
     /// The kernel's move, as 6.12 states it.
     text_delta: Option<i64>,
+    /// 6.12's data delta: not used to move addresses, but a non-zero one
+    /// is a move ([`LastBoot::moved`]).
+    data_delta: i64,
     /// Modules of the previous boot: (its address then, its address now,
     /// its size now), by the address then. A module not loaded now is left
     /// out: its addresses name nothing now.
@@ -86,7 +89,8 @@ impl LastBoot {
             // '# Current' and 6.12's "data delta:" have no address first.
             let Some((addr, name)) = line.split_once(char::is_whitespace) else { continue };
             let Ok(addr) = u64::from_str_radix(addr.trim_start_matches("0x"), 16) else {
-                if line.starts_with("data") {
+                if let Some(v) = line.strip_prefix("data delta:") {
+                    lb.data_delta = v.trim().parse().unwrap_or(0);
                     lb.skipped.push(String::from(line));
                 }
                 continue;
@@ -115,10 +119,27 @@ impl LastBoot {
         self.text_delta.or_else(|| Some(text_now?.wrapping_sub(self.text?) as i64))
     }
 
+    /// The kernel moved between the two boots (`text_now`: this boot's
+    /// `_text`): then the kernel prints the previous boot's events by
+    /// their fields ([`crate::kernel::FieldsStyle`]). 6.12: a non-zero
+    /// text or data delta (`print_trace_fmt()`, 6.12 trace.c); 6.15 on:
+    /// `_text` now minus `_text` then (`setup_trace_scratch()`, 7.2).
+    pub fn moved(&self, text_now: Option<u64>) -> bool {
+        self.data_delta != 0 || self.text_delta(text_now).is_some_and(|d| d != 0)
+    }
+
     /// `addr` of the previous boot as an address of this one: inside a
     /// module it had then, moved with that module; else moved with the
     /// kernel (`text_now`: the current `_text`); else unchanged.
     pub fn adjust(&self, addr: u64, text_now: Option<u64>) -> u64 {
+        self.adjust_if(addr, text_now, &|_| true)
+    }
+
+    /// [`adjust`](Self::adjust), but an address the kernel's move would
+    /// take outside this boot's kernel image (`in_kernel` says no) stays
+    /// as it was: `trace_adjust_address()` (7.2 trace.c), which the field
+    /// printer applies to any value ([`crate::kernel::FieldsStyle::Symbols`]).
+    pub fn adjust_if(&self, addr: u64, text_now: Option<u64>, in_kernel: &dyn Fn(u64) -> bool) -> u64 {
         let i = self.modules.partition_point(|m| m.0 <= addr);
         if let Some(&(then, now, size)) = i.checked_sub(1).and_then(|i| self.modules.get(i)) {
             if addr - then < size.max(1) {
@@ -126,8 +147,8 @@ impl LastBoot {
             }
         }
         match self.text_delta(text_now) {
-            Some(d) => addr.wrapping_add(d as u64),
-            None => addr,
+            Some(d) if in_kernel(addr.wrapping_add(d as u64)) => addr.wrapping_add(d as u64),
+            _ => addr,
         }
     }
 }

@@ -109,11 +109,15 @@ say() { printf '[qemu %s] %s\n' "$BOARD" "$*" >&2; }
 die() { say "error: $*"; exit 2; }
 
 # The kernel command line. nokaslr keeps addresses stable between boots
-# (fixtures, kallsyms); quiet keeps kernel chatter off the console.
+# (fixtures, kallsyms); QEMU_KASLR=1 leaves it out (lastboot.sh: qemu's
+# virt board passes a kaslr-seed, new at each reset, so the kernel moves
+# between the two boots); quiet keeps kernel chatter off the console.
 # FIXTURES="a b" (fixtures mode) records only those scenarios.
 # QEMU_APPEND adds parameters (e.g. the line of 'tr-on --boot').
 kernel_append() {
-	printf 'console=%s rdinit=/init panic=-1 quiet nokaslr trbox.mode=%s' "$CONSOLE" "$1"
+	local kaslr=' nokaslr'
+	[ "${QEMU_KASLR:-0}" != 1 ] || kaslr=
+	printf 'console=%s rdinit=/init panic=-1 quiet%s trbox.mode=%s' "$CONSOLE" "$kaslr" "$1"
 	[ -z "${QEMU_APPEND:-}" ] || printf ' %s' "$QEMU_APPEND"
 	if [ "$1" = fixtures ] && [ -n "${FIXTURES:-}" ]; then
 		printf ' trbox.fixtures=%s' "$(echo $FIXTURES | tr ' ' ',')"

@@ -3,18 +3,21 @@
 # reboot (issue 30 §1), on each board given (default: aarch64:7.2
 # aarch64:6.12, the kernels with last_boot_info).
 #   cross/qemu/lastboot.sh [BOARD...]
-# One qemu run per board, without -no-reboot (QEMU_REBOOT=1): the kernel
-# command line adds 'reserve_mem=12M:4096:trace
-# trace_instance=boot_mapped@trace panic=1'. The first boot runs
-# session-lastboot-first (trbox enables events in boot_mapped, a command
-# marks the buffer and writes 'c' to /proc/sysrq-trigger); the panic resets
-# the board, qemu keeps its RAM, and the second boot (guest/init finds the
-# marker) runs session-lastboot, checked by check.sh. Transcripts in
+# Two qemu runs per board on one RAM file: the kernel command line adds
+# 'reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1'.
+# The first boot runs session-lastboot-first (trbox enables events in
+# boot_mapped, a command marks the buffer and writes 'c' to
+# /proc/sysrq-trigger); the panic resets the board and ends that qemu, the
+# next qemu boots on the same RAM, and the second boot (guest/init finds
+# the marker) runs session-lastboot, checked by check.sh. Transcripts in
 # cross/out/lastboot/BOARD/: first-console.log (the first boot) and
 # console.log (the second), and what the board sent back (lb.tgz: the
 # kernel's text and tr-cat -o's trace.dat, read here by the host's tr-cat
 # and by trace-cmd 3.4). LASTBOOT_COPY=1: the board sends a tracefs copy of
-# the instance instead (tests/data/lastboot). Prints "N passed, M failed";
+# the instance instead (tests/data/lastboot). The boots are without
+# nokaslr (LASTBOOT_KASLR=0 puts it back): the kernel moves between them,
+# and the second boot's session checks that it did (a zero shift fails).
+# Prints "N passed, M failed";
 # exits 1 on any failure.
 set -uo pipefail
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -61,7 +64,14 @@ dat_check() {
 	events_of "$d/k.lines" | cut -d" " -f1-3 >"$d/k.events"
 	events_of "$d/tc.txt" | cut -d" " -f1-3 >"$d/tc.events"
 	n=$(wc -l <"$d/k.events")
-	if [ "$n" -gt 0 ] && cmp -s "$d/k.events" "$d/tc.events" && grep -q '__handle_sysrq' "$d/tc.txt" &&
+	# libtraceevent 1.9 (sid's, under trace-cmd 3.4) reads last_boot_info's
+	# `ADDR\t[kernel]` lines only: 6.12's `text delta:` of a moved kernel
+	# leaves the previous boot's functions unnamed there (the addresses
+	# printed as they were).
+	if grep -q '^text delta:' "$d/k.info" 2>/dev/null && ! grep -q '^text delta:[[:space:]]*0$' "$d/k.info" &&
+		[ "$n" -gt 0 ] && cmp -s "$d/k.events" "$d/tc.events" && ! grep -q '__handle_sysrq' "$d/tc.txt"; then
+		ok "trace-cmd 3.4 report of the board's file: the same $n events (CPU, time, pid) as the kernel's text; the functions unnamed (libtraceevent 1.9 does not apply 6.12's text delta)"
+	elif [ "$n" -gt 0 ] && cmp -s "$d/k.events" "$d/tc.events" && grep -q '__handle_sysrq' "$d/tc.txt" &&
 		grep -q 'write_sysrq_trigger' "$d/tc.txt"; then
 		ok "trace-cmd 3.4 report of the board's file: the same $n events (CPU, time, pid) as the kernel's text, the functions named"
 	else
@@ -89,10 +99,29 @@ for b in "${boards[@]}"; do
 		continue
 	fi
 	rc=0
-	ARCH=$b KERNEL= QEMU_REBOOT=1 QEMU_TIMEOUT=${QEMU_TIMEOUT:-420} \
-		QEMU_APPEND="reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1${LASTBOOT_COPY:+ trbox.lastboot=copy}${QEMU_APPEND:+ $QEMU_APPEND}" \
-		"$QEMU_DIR/run.sh" test || rc=$?
 	log=$out/console.log
+	# Two qemu runs on one RAM file (QEMU_RAM_FILE): the first boot's
+	# panic (panic=1) resets the board and ends qemu (-no-reboot); a new
+	# qemu on the same RAM boots again with a new kaslr-seed, so the
+	# kernel moves (a reset of one qemu keeps its seed: the base did not
+	# move, measured on both boards). LASTBOOT_RESET=1: one qemu, the
+	# reset in it (QEMU_REBOOT=1), as before.
+	ram=/dev/shm/trbox-lastboot-$name.$$
+	boot() {
+		ARCH=$b KERNEL= QEMU_KASLR=${LASTBOOT_KASLR:-1} QEMU_TIMEOUT=${QEMU_TIMEOUT:-420} \
+			QEMU_APPEND="reserve_mem=12M:4096:trace trace_instance=boot_mapped@trace panic=1${LASTBOOT_COPY:+ trbox.lastboot=copy}${QEMU_APPEND:+ $QEMU_APPEND}" \
+			"$QEMU_DIR/run.sh" test
+	}
+	if [ "${LASTBOOT_RESET:-0}" = 1 ]; then
+		QEMU_REBOOT=1 boot || rc=$?
+	else
+		rm -f "$ram"
+		QEMU_RAM_FILE=$ram boot >/dev/null 2>&1
+		mv -f "$log" "$out/boots.log"
+		QEMU_RAM_FILE=$ram boot || rc=$?
+		cat "$log" >>"$out/boots.log" && mv -f "$out/boots.log" "$log"
+		rm -f "$ram"
+	fi
 	# The first boot: up to the second @@BOOT.
 	awk '/^@@BOOT / { n++ } n == 1' "$log" >"$out/first-console.log"
 	awk '/^@@BOOT / { n++ } n >= 2' "$log" >"$out/second.log"

@@ -33,6 +33,10 @@ qemu=("$QEMU_BIN" "${QEMU_MACHINE[@]}" -m "$QEMU_MEM" -smp "$QEMU_SMP"
 # QEMU_REBOOT=1 (lastboot.sh): a panic or reboot resets the board, and the
 # reset keeps guest RAM (a persistent ring buffer survives it).
 [ "${QEMU_REBOOT:-0}" = 1 ] || qemu+=(-no-reboot)
+# QEMU_RAM_FILE=F (lastboot.sh): guest RAM in file F, shared: the next
+# qemu started on it finds what this one left in memory.
+[ -z "${QEMU_RAM_FILE:-}" ] ||
+	qemu+=(-object "memory-backend-file,id=ram,size=${QEMU_MEM}M,mem-path=$QEMU_RAM_FILE,share=on" -machine memory-backend=ram)
 
 if [ "$mode" = shell ]; then
 	say "interactive shell; 'poweroff' leaves, Ctrl-A x kills qemu"

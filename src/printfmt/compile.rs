@@ -318,16 +318,6 @@ impl<'t, 'e> Compiler<'t, 'e> {
                 self.expect("]")?;
                 let ptr = f.type_name.contains('*');
                 let ty = Ty { size: elem_size as u8, signed: f.signed && !ptr, ptr: 0 };
-                // A constant index (`REC->args[2]`) is a field of its own:
-                // read as one, with no expression walk per record (host
-                // builds: +64 bytes on the board).
-                #[cfg(feature = "host")]
-                if let Some(&Node::Const(i, _)) = self.prog.nodes.get(idx as usize) {
-                    if i < u64::from(count) {
-                        let off = f.offset + i as u32 * elem_size;
-                        return self.push(Node::Field { off, ty }, Kind::Int(ty));
-                    }
-                }
                 self.push(Node::Elem { off: f.offset, count, ty, idx }, Kind::Int(ty))
             }
             _ => self.push(Node::Bytes(f.loc()), Kind::Str),
@@ -984,5 +974,9 @@ fn compile_in(p: &mut Compiler) -> CompileResult<()> {
         at += n as u32;
     }
     p.prog.items = items;
+    #[cfg(feature = "host")]
+    {
+        p.prog.ops = super::fast::compile(&p.prog, u32::from(p.ulong.size));
+    }
     Ok(())
 }

@@ -126,6 +126,49 @@ fn pair(b: &mut [u8; DIGITS], i: usize, d: u64) {
     }
 }
 
+/// The eight hex digits of `v` as the bytes of a u64, the most significant
+/// digit in its top byte: each nibble spread into a byte of its own, then
+/// all eight made ASCII at once.
+#[cfg(feature = "host")]
+#[inline(always)]
+fn hex8(v: u32, upper: bool) -> u64 {
+    let x = u64::from(v);
+    let x = (x | x << 16) & 0x0000_ffff_0000_ffff;
+    let x = (x | x << 8) & 0x00ff_00ff_00ff_00ff;
+    let n = (x | x << 4) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Nibble i of the value in byte i; a nibble of 10 or more gets the
+    // distance from '9' + 1 to 'a' (or 'A') on top of '0'.
+    let letters = if upper { 7 } else { 39 };
+    let ten = ((n + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    n + 0x3030_3030_3030_3030 + ten * letters
+}
+
+/// `v / 100` as the compiler would do it at full speed: a multiplication
+/// by the reciprocal (exact for every u64).
+#[cfg(feature = "host")]
+#[inline(always)]
+fn div100(v: u64) -> u64 {
+    ((u128::from(v >> 2) * 0x28f5_c28f_5c28_f5c3) >> 66) as u64
+}
+
+/// The number of decimal digits of `v`: the bit length gives the power of
+/// ten within one, one comparison settles it.
+#[cfg(feature = "host")]
+#[inline(always)]
+fn dec_len(v: u64) -> usize {
+    const POW10: [u64; 20] = {
+        let mut p = [1u64; 20];
+        let mut i = 1;
+        while i < 20 {
+            p[i] = p[i - 1] * 10;
+            i += 1;
+        }
+        p
+    };
+    let t = (((64 - (v | 1).leading_zeros()) * 1233) >> 12) as usize;
+    t + 1 - usize::from((v | 1) < POW10.get(t).copied().unwrap_or(0))
+}
+
 /// `K` bytes of `s` at `at` (zeros when out of range: never for callers).
 #[inline(always)]
 fn load<const K: usize>(s: &[u8], at: usize) -> [u8; K] {
@@ -221,43 +264,55 @@ impl<const N: usize> StackBuf<N> {
 
     /// The hex digits of `v` (lowercase unless `upper`), as
     /// [`Digits::new`] writes them, straight into the buffer (dropped
-    /// whole when they do not fit).
+    /// whole when they do not fit): all sixteen made at once
+    /// ([`hex16`]) and written over the room, the first `n` kept.
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_hex(&mut self, mut v: u64, upper: bool) {
-        let hex: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+    pub fn push_hex(&mut self, v: u64, upper: bool) {
         let n = (64 - (v | 1).leading_zeros()).div_ceil(4) as usize;
-        if let Some(s) = self.b.get_mut(self.len..self.len + n) {
-            // Hex digits are ASCII.
-            for c in s.iter_mut().rev() {
-                *c = hex[(v & 15) as usize];
-                v >>= 4;
+        if n <= 8 {
+            if let Some(s) = self.b.get_mut(self.len..self.len + 8) {
+                // Hex digits are ASCII; the bytes after the first n are
+                // not part of the text.
+                s.copy_from_slice(&hex8((v as u32) << (32 - 4 * n), upper).to_be_bytes());
+                self.len += n;
+                return;
             }
+        } else if let Some(s) = self.b.get_mut(self.len..self.len + 16) {
+            let v = v << (64 - 4 * n);
+            let d = u128::from(hex8((v >> 32) as u32, upper)) << 64 | u128::from(hex8(v as u32, upper));
+            s.copy_from_slice(&d.to_be_bytes());
+            self.len += n;
+            return;
+        }
+        // Near the end of the buffer.
+        let v = v << (64 - 4 * n);
+        let d = (u128::from(hex8((v >> 32) as u32, upper)) << 64 | u128::from(hex8(v as u32, upper))).to_be_bytes();
+        if let (Some(s), Some(d)) = (self.b.get_mut(self.len..self.len + n), d.get(..n)) {
+            s.copy_from_slice(d);
             self.len += n;
         }
     }
 
     /// `-` when `neg`, then the decimal digits of `v`, as
     /// [`Digits::new`] writes them, straight into the buffer (dropped whole
-    /// when they do not fit).
+    /// when they do not fit); two digits a step, with the division by 100
+    /// done as a multiplication (the size-tuned build keeps a `div`, tens
+    /// of cycles each).
     #[cfg(feature = "host")]
     #[inline(always)]
     pub fn push_dec(&mut self, neg: bool, mut v: u64) {
-        let mut n = 1 + usize::from(neg);
-        let mut t = v;
-        while t >= 10 {
-            t /= 10;
-            n += 1;
-        }
+        let n = dec_len(v) + usize::from(neg);
         let Some(s) = self.b.get_mut(self.len..self.len + n) else { return };
         let mut i = n;
         while v >= 100 {
-            let d = (v % 100) as usize * 2;
+            let q = div100(v);
+            let d = (v - q * 100) as usize * 2;
             i -= 2;
             if let (Some(o), Some(p)) = (s.get_mut(i..i + 2), PAIRS.get(d..d + 2)) {
                 o.copy_from_slice(p);
             }
-            v /= 100;
+            v = q;
         }
         if v >= 10 {
             let d = v as usize * 2;
@@ -265,7 +320,7 @@ impl<const N: usize> StackBuf<N> {
             if let (Some(o), Some(p)) = (s.get_mut(i..i + 2), PAIRS.get(d..d + 2)) {
                 o.copy_from_slice(p);
             }
-        } else if let Some(o) = s.get_mut(i - 1) {
+        } else if let Some(o) = s.get_mut(i.wrapping_sub(1)) {
             *o = b'0' + v as u8;
         }
         if neg {
@@ -398,25 +453,31 @@ impl<'a> Stage<'a> {
         self.spill(s)
     }
 
-    /// [`StackBuf::push_hex`] on the line, spilling when it is full.
+    /// `pre` (a literal) and [`StackBuf::push_hex`] on the line, spilling
+    /// when it is full.
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_hex(&mut self, v: u64, upper: bool) -> core::fmt::Result {
-        if self.buf.room() >= 16 {
+    pub fn push_hex(&mut self, pre: &StackBuf<8>, v: u64, upper: bool) -> core::fmt::Result {
+        if self.buf.room() >= 8 + 16 {
+            self.buf.push_buf(pre);
             self.buf.push_hex(v, upper);
             return Ok(());
         }
+        self.push_buf(pre)?;
         self.spill(Digits::new(v, 16, upper).as_str())
     }
 
-    /// [`StackBuf::push_dec`] on the line, spilling when it is full.
+    /// `pre` (a literal) and [`StackBuf::push_dec`] on the line, spilling
+    /// when it is full.
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_dec(&mut self, neg: bool, v: u64) -> core::fmt::Result {
-        if self.buf.room() >= 21 {
+    pub fn push_dec(&mut self, pre: &StackBuf<8>, neg: bool, v: u64) -> core::fmt::Result {
+        if self.buf.room() >= 8 + 21 {
+            self.buf.push_buf(pre);
             self.buf.push_dec(neg, v);
             return Ok(());
         }
+        self.push_buf(pre)?;
         let mut d = Digits::new(v, 10, false);
         if neg {
             d.prepend(b'-');
@@ -498,6 +559,47 @@ mod tests {
             assert_eq!(s(v, 16, false), alloc::format!("{v:x}"));
             assert_eq!(s(v, 16, true), alloc::format!("{v:X}"));
             assert_eq!(s(v, 8, false), alloc::format!("{v:o}"));
+        }
+    }
+
+    #[cfg(feature = "host")]
+    #[test]
+    fn host_digits_as_digits_new() {
+        let mut vals = alloc::vec::Vec::new();
+        let mut p = 1u64;
+        for _ in 0..20 {
+            vals.extend([p.wrapping_sub(1), p, p.wrapping_add(1)]);
+            p = p.wrapping_mul(10);
+        }
+        for s in 0..64 {
+            vals.extend([1u64 << s, (1u64 << s) - 1, (1u64 << s) + 1]);
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            vals.push(x >> (x % 64));
+        }
+        vals.push(u64::MAX);
+        for v in vals {
+            assert_eq!(div100(v), v / 100);
+            assert_eq!(dec_len(v), alloc::format!("{v}").len(), "{v}");
+            for neg in [false, true] {
+                let mut b = StackBuf::<64>::new();
+                b.push_str("<");
+                b.push_dec(neg, v);
+                b.push_hex(v, false);
+                b.push_hex(v, true);
+                b.push_str(">");
+                let sign = if neg { "-" } else { "" };
+                assert_eq!(b.as_str(), alloc::format!("<{sign}{v}{v:x}{v:X}>"));
+            }
+            // Near the end of the buffer: only what fits, whole.
+            let mut b = StackBuf::<8>::new();
+            b.push_hex(v, false);
+            let h = alloc::format!("{v:x}");
+            assert_eq!(b.as_str(), if h.len() <= 8 { h.as_str() } else { "" });
         }
     }
 

@@ -6,8 +6,6 @@ use core::fmt::{self, Write};
 use super::digits::Stage;
 use super::ir::{norm, BOp, Id, Item, Node, Piece, Prog, Ty, UOp};
 use super::vsprintf::{bitmap, emit, int_conv, number, plain_number, ArgVal, Conv, Ctx, Spec, LEFT, SMALL};
-#[cfg(feature = "host")]
-use super::vsprintf::{convert_int, Qual, SIGN, ZEROPAD};
 use crate::abi::{Abi, Endian};
 
 /// A value during evaluation.
@@ -279,45 +277,25 @@ impl<'a, 'e> Frame<'a, 'e> {
     /// conversions write through it.
     pub fn run_into(&self, st: &mut Stage<'_>, first: usize) -> fmt::Result {
         for item in self.prog.items.get(first..).unwrap_or(&[]) {
-            match item {
-                Item::Short(b) => st.push_buf(b)?,
-                &Item::Lit(o, l) => st.push(self.name(o, l))?,
-                Item::Conv(p) => {
-                    // Host builds: a plain `%x`, `%lx`, `%d`, `%ld`, `%u` of
-                    // an integer (no width, precision or flag that changes
-                    // its text) is written straight into the line: the
-                    // text that `plain_number` would give, without its
-                    // digit buffer.
-                    #[cfg(feature = "host")]
-                    if let (None, None, Conv::Int { base: base @ (10 | 16) }) = (p.width, p.prec, p.spec.conv) {
-                        let s = &p.spec;
-                        let flags_ok = s.flags & !(SIGN | SMALL | ZEROPAD) == 0 && (base == 10 || s.flags & SIGN == 0);
-                        if s.width <= 0 && s.prec < 0 && flags_ok && s.qual != Qual::PtrDiff {
-                            if let Some(V::I(x)) = self.arg(p, s) {
-                                let v = convert_int(x, s, self.ctx.abi.long_size);
-                                let neg = s.flags & SIGN != 0 && (v as i64) < 0;
-                                if base == 16 {
-                                    st.push_hex(v, s.flags & SMALL == 0)?;
-                                } else {
-                                    st.push_dec(neg, if neg { (v as i64).unsigned_abs() } else { v })?;
-                                }
-                                continue;
-                            }
-                        }
-                    }
-                    let spec = self.spec(p);
-                    let v = self.arg(p, &spec);
-                    if let Some(d) =
-                        v.and_then(|v| if let V::I(x) = v { plain_number(x, &spec, &self.ctx) } else { None })
-                    {
-                        st.push(d.as_str())?;
-                        continue;
-                    }
-                    self.conv(st, &spec, v)?;
+            self.item(st, item)?;
+        }
+        Ok(())
+    }
+
+    /// One item of the program.
+    #[inline(always)]
+    pub fn item(&self, st: &mut Stage<'_>, item: &Item) -> fmt::Result {
+        match item {
+            Item::Short(b) => st.push_buf(b),
+            &Item::Lit(o, l) => st.push(self.name(o, l)),
+            Item::Conv(p) => {
+                let spec = self.spec(p);
+                match self.arg(p, &spec) {
+                    Some(V::I(x)) => int_piece(st, x, &spec, &self.ctx),
+                    v => self.conv(st, &spec, v),
                 }
             }
         }
-        Ok(())
     }
 
     /// A conversion's spec with its `*` width and precision applied.
@@ -367,10 +345,7 @@ impl<'a, 'e> Frame<'a, 'e> {
             return if spec.conv == Conv::Percent { w.write_char('%') } else { Ok(()) };
         };
         match v {
-            V::I(v) => match spec.conv {
-                Conv::Int { .. } => int_conv(w, v, spec, self.ctx.abi.long_size),
-                _ => emit(w, spec, ArgVal::Int(v), &self.ctx),
-            },
+            V::I(v) => int_tail(w, v, spec, &self.ctx),
             V::B(b) => emit(w, spec, ArgVal::Bytes(b), &self.ctx),
             // Helpers' text with no width or precision to apply.
             V::T(id) if spec.width <= 0 && spec.prec < 0 => self.text(id, w),
@@ -380,6 +355,25 @@ impl<'a, 'e> Frame<'a, 'e> {
             }
             V::Bad => emit(w, spec, ArgVal::Bad, &self.ctx),
         }
+    }
+}
+
+/// A conversion of the integer `x` (the argument as it travels through
+/// varargs): a plain number straight into the line, the rest through
+/// [`int_tail`].
+#[inline(always)]
+pub(crate) fn int_piece(st: &mut Stage<'_>, x: u64, spec: &Spec, ctx: &Ctx) -> fmt::Result {
+    match plain_number(x, spec, ctx) {
+        Some(d) => st.push(d.as_str()),
+        None => int_tail(st, x, spec, ctx),
+    }
+}
+
+/// A conversion of the integer `x` that is not a plain number.
+fn int_tail(w: &mut dyn Write, x: u64, spec: &Spec, ctx: &Ctx) -> fmt::Result {
+    match spec.conv {
+        Conv::Int { .. } => int_conv(w, x, spec, ctx.abi.long_size),
+        _ => emit(w, spec, ArgVal::Int(x), ctx),
     }
 }
 

@@ -202,4 +202,44 @@ pub(crate) struct Prog {
     pub needs_strings: bool,
     /// What could not be compiled and prints a marker / is missing.
     pub unknown: Vec<&'static str>,
+    /// Host builds: the items as whole-field writers ([`super::fast`]);
+    /// empty when the interpreter runs them all.
+    #[cfg(feature = "host")]
+    pub ops: Vec<Op>,
+}
+
+/// How a field's raw bits (zero-extended) become the value a conversion
+/// prints: the low `k` bits as they are, bits `k..m` copies of bit `k - 1`,
+/// zeros above `m` (`Fold::apply` in [`super::fast`]). Every step between the record and the
+/// digits — the field's own type (`norm`), an `int` travelling as 32 bits
+/// through varargs, the conversion's `va_arg` type (`convert_int`) — keeps
+/// that shape, so their chain folds into one at compile time.
+#[cfg(feature = "host")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fold {
+    pub k: u8,
+    pub m: u8,
+}
+
+/// One whole-field writer.
+#[cfg(feature = "host")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Op {
+    /// Literal text, in place.
+    Short(StackBuf<SHORT>),
+    /// Longer literal text, in the pool.
+    Lit(u32, u32),
+    /// A plain `%x` / `%lx` / `%X` of a field: its hex digits, after the
+    /// short literal `pre` (the text before it, up to 8 bytes).
+    Hex { pre: StackBuf<8>, off: u32, size: u8, fold: Fold, upper: bool, item: u32 },
+    /// A plain `%d` / `%u` / `%ld` / `%lu` / `%llu` of a field, after `pre`.
+    Dec { pre: StackBuf<8>, off: u32, size: u8, fold: Fold, signed: bool, item: u32 },
+    /// Any other conversion of an integer field (a width, `%p`, `%ps`,
+    /// `%c`, …): the value as varargs hand it on, then the interpreter's
+    /// own conversion code.
+    Int { off: u32, size: u8, fold: Fold, spec: Spec, item: u32 },
+    /// `%s` (any width and precision) of a record array or `__data_loc`.
+    Str { loc: Loc, spec: Spec, item: u32 },
+    /// Item `n` of the program, through the interpreter.
+    Item(u32),
 }

@@ -18,6 +18,8 @@
 mod compile;
 pub(crate) mod digits;
 mod eval;
+#[cfg(feature = "host")]
+mod fast;
 mod ir;
 mod lex;
 pub mod vsprintf;
@@ -459,9 +461,33 @@ impl Program {
     /// [`render`](Self::render) continuing the line `st` holds; what is
     /// left in it is the caller's to write out.
     pub(crate) fn render_staged(&self, w: &mut Stage<'_>, rec: &[u8], ctx: &Ctx) -> fmt::Result {
+        self.render_by(w, rec, ctx, true)
+    }
+
+    /// [`render`](Self::render) by the interpreter alone, as board builds
+    /// render (host builds run most print fmts through their whole-field
+    /// writers, `printfmt::fast`): the tests compare the two.
+    #[cfg(feature = "host")]
+    #[doc(hidden)]
+    pub fn render_interpreted<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], ctx: &Ctx) -> fmt::Result {
+        let mut buf = StackBuf::new();
+        let mut fwd = Fwd(w);
+        let mut st = Stage::new(&mut buf, &mut fwd);
+        self.render_by(&mut st, rec, ctx, false)?;
+        st.flush()
+    }
+
+    /// [`render_staged`](Self::render_staged); `fast`: through the
+    /// whole-field writers where the host build has them.
+    #[inline(always)]
+    fn render_by(&self, w: &mut Stage<'_>, rec: &[u8], ctx: &Ctx, fast: bool) -> fmt::Result {
+        #[cfg(not(feature = "host"))]
+        let _ = fast;
         let ctx = Ctx { abi: Abi { endian: ctx.abi.endian, long_size: self.long_size }, ..*ctx };
         let e = ctx.abi.endian;
         match &self.body {
+            #[cfg(feature = "host")]
+            Body::Prog(p) if fast && !p.ops.is_empty() => fast::run(&p.ops, p, w, rec, &ctx),
             Body::Prog(p) => eval::Frame::new(p, rec, ctx).run_into(w, 0),
             Body::Probe { prog, ip, func, ret, first } => {
                 let get = |l: &Loc| l.uint(rec, e);

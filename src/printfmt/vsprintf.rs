@@ -325,7 +325,15 @@ pub trait SymbolLookup {
     fn kretprobe_trampoline(&self) -> Option<KretprobeTrampoline> {
         None
     }
+    /// The records are a previous boot's (a persistent buffer): its move
+    /// ([`crate::lastboot::LastBoot`]), this boot's table and `_text`.
+    fn last_boot(&self) -> Option<LastBootView<'_>> {
+        None
+    }
 }
+
+/// [`SymbolLookup::last_boot`].
+pub type LastBootView<'a> = (&'a crate::lastboot::LastBoot, &'a crate::kallsyms::Kallsyms, Option<u64>);
 
 /// Address → constant string (implemented by
 /// [`crate::printk::PrintkFormats`]: `printk_formats` also lists every

@@ -43,7 +43,8 @@ impl CommonFields {
     }
 
     /// (flags, preempt_count, pid) of a record payload.
-    #[inline]
+    #[cfg_attr(feature = "host", inline(always))]
+    #[cfg_attr(not(feature = "host"), inline)]
     pub fn read(&self, e: Endian, p: &[u8]) -> (u8, u8, i32) {
         let [f, pc, pid] = self.at;
         if !self.plain {

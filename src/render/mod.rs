@@ -8,6 +8,7 @@
 
 pub mod cmdlines;
 pub mod common_fields;
+mod fields;
 mod hwlat;
 pub mod json;
 pub mod lat_flags;

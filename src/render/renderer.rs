@@ -50,6 +50,9 @@ enum Body {
     },
     KernelStack,
     Hwlat,
+    /// A previous boot's event, its kernel moved since: field by field
+    /// ([`crate::kernel::FieldsStyle`]).
+    Fields(crate::kernel::FieldsStyle),
     /// The print fmt program; `named` puts `name: ` before it (all events
     /// but ftrace's print/bputs/bprint, which start with their ip).
     Fmt {
@@ -164,6 +167,21 @@ impl<'a> Renderer<'a> {
 
     fn body_for(&self, ev: &EventFormat) -> Body {
         let loc = |n: &str| ev.field(n).map(crate::format::Field::loc);
+        // print_trace_fmt() (6.12, 7.2 trace.c): a previous boot's events
+        // whose kernel has moved, by their fields, but for ftrace's own
+        // (type up to __TRACE_LAST_TYPE: func_repeats' ID + 1, the last of
+        // trace.h's enum trace_type in both) and, 6.19 on, the syscalls.
+        if self.syms.and_then(|s| s.last_boot()).is_some_and(|(lb, _, text)| lb.moved(text)) {
+            let style = crate::kernel::fields_style(self.kernel.and_then(|k| k.kernel_version()));
+            let own = match self.events.get_by_name("ftrace", "func_repeats") {
+                Some(last) => ev.id <= last.id + 1,
+                None => ev.system == "ftrace",
+            };
+            let by_fmt = own || style == crate::kernel::FieldsStyle::SyscallsByFmt && ev.system == "syscalls";
+            if !by_fmt {
+                return Body::Fields(style);
+            }
+        }
         if ev.system == "ftrace" {
             match ev.name.as_str() {
                 "function" => {
@@ -188,7 +206,12 @@ impl<'a> Renderer<'a> {
         };
         let ftrace_text =
             ev.system == "ftrace" && (own.is_some() || matches!(ev.name.as_str(), "print" | "bputs" | "bprint"));
-        let memo = MemoUse::new(prog.reads_from());
+        // The body memo pays where payloads repeat (the replicated bench
+        // file, a board's `dd bs=1`), not on a real capture of this
+        // machine: there the host build runs 2% less CPU without it
+        // (docs/performance.md). Host builds leave it out but under test.
+        let memo_on = cfg!(test) || !cfg!(feature = "host");
+        let memo = MemoUse::new(prog.reads_from().filter(|_| memo_on));
         Body::Fmt { named: prog.name_prefix() && !ftrace_text, prog, memo }
     }
 
@@ -299,6 +322,13 @@ impl<'a> Renderer<'a> {
             Body::Hwlat => {
                 w.write_str(self.pre.as_str())?;
                 write_hwlat(w, ev, payload, e)
+            }
+            Body::Fields(style) => {
+                w.write_str(self.pre.as_str())?;
+                match self.syms.and_then(|s| s.last_boot()) {
+                    Some(lb) => super::fields::write_fields(w as &mut dyn Write, ev, payload, self.abi, *style, lb),
+                    None => Ok(()),
+                }
             }
             Body::KernelStack => {
                 w.write_str(self.pre.as_str())?;

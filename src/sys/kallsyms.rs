@@ -72,12 +72,16 @@ impl LazyKallsyms {
 
 impl crate::printfmt::SymbolLookup for LazyKallsyms {
     fn lookup(&self, addr: u64) -> Option<crate::printfmt::Sym<'_>> {
-        let table = self.get()?;
-        let addr = match &self.last_boot {
-            Some((lb, text)) => lb.adjust(addr, *text.get_or_init(|| table.address_of("_text"))),
+        let addr = match self.last_boot() {
+            Some((lb, _, text)) => lb.adjust(addr, text),
             None => addr,
         };
-        table.lookup(addr)
+        self.get()?.lookup(addr)
+    }
+    fn last_boot(&self) -> Option<crate::printfmt::vsprintf::LastBootView<'_>> {
+        let (lb, text) = self.last_boot.as_ref()?;
+        let table = self.get()?;
+        Some((lb, table, *text.get_or_init(|| table.address_of("_text"))))
     }
     fn kretprobe_trampoline(&self) -> Option<crate::printfmt::KretprobeTrampoline> {
         crate::printfmt::SymbolLookup::kretprobe_trampoline(self.get()?)

@@ -157,12 +157,16 @@ pub struct UserThreads(Vec<libc::pid_t>);
 impl UserThreads {
     /// Start one per CPU of `cpus`; `osnoise` is the tracefs path of
     /// `osnoise/`. The first failure of a child is the error (its CPU, the
-    /// step: 0 affinity, 1 policy, 2 open; the kernel's errno), the others
-    /// stopped.
+    /// step: 0 affinity, 1 policy, 2 open, 3 the pipe they report on; the
+    /// kernel's errno), the others stopped.
     pub fn start(osnoise: &Path, cpus: &[u32], s: Option<Sched>) -> Result<UserThreads, (u32, u32, io::Error)> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: a valid array of two ints.
-        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err((0, 3, io::Error::last_os_error()));
+        }
+        // SAFETY: no arguments.
+        let parent = unsafe { libc::getpid() };
         let mut me = UserThreads(Vec::new());
         for &cpu in cpus {
             // Made before the fork: the child only makes system calls.
@@ -172,7 +176,7 @@ impl UserThreads {
             // calls on values made before the fork) and ends in _exit.
             match unsafe { libc::fork() } {
                 // SAFETY: as above.
-                0 => unsafe { user_thread(cpu, &name, &path, s, fds[1]) },
+                0 => unsafe { user_thread(cpu, &name, &path, s, fds[1], parent) },
                 pid if pid > 0 => me.0.push(pid),
                 _ => break,
             }
@@ -199,10 +203,15 @@ impl UserThreads {
 ///
 /// # Safety
 /// Called in a forked child only.
-unsafe fn user_thread(cpu: u32, name: &str, path: &str, s: Option<Sched>, report: libc::c_int) -> ! {
+unsafe fn user_thread(cpu: u32, name: &str, path: &str, s: Option<Sched>, report: libc::c_int, parent: i32) -> ! {
     // SAFETY: system calls on values made before the fork.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // trbox ended before the death signal was asked for: nobody would
+        // ever stop this reader.
+        if libc::getppid() != parent {
+            libc::_exit(1)
+        }
         libc::prctl(libc::PR_SET_NAME, name.as_ptr());
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);

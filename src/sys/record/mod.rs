@@ -7,10 +7,15 @@
 //! Pages move with splice(2) — trace_pipe_raw → a pipe → the file, no copy
 //! through user space — where the kernel allows it, else with read(2) and
 //! pwrite(2). splice only hands out full pages, so the final drain always
-//! reads. Memory stays at two pages plus a few bytes per page recorded.
+//! reads. Where the filesystem can collapse a range (ext4, xfs, f2fs) each
+//! CPU writes into a region of its own, already in the order version 6
+//! wants (`regions`); elsewhere the pages go to slots in arrival order,
+//! put in order at the end (`pool`). Memory stays at two pages plus a few
+//! bytes per page recorded.
 
 mod meta;
 mod pool;
+mod regions;
 
 use super::error::Error;
 use super::tracefs::Tracefs;
@@ -18,6 +23,7 @@ use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
 pub use pool::CpuData;
 use pool::Pool;
+use regions::Regions;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -119,6 +125,9 @@ pub struct Recorder {
     sent: Vec<CpuData>,
     sink: Option<StreamSink>,
     pool: Pool,
+    /// Per-CPU regions instead of the pool (a trace.dat on a filesystem
+    /// with sparse files, no `-m`).
+    regions: Option<Regions>,
     cpus: Vec<Cpu>,
     /// The splice pipe (read end, write end) and its capacity.
     pipe: Option<(i32, i32, usize)>,
@@ -309,6 +318,7 @@ impl Recorder {
                 sent: vec![CpuData::default(); cpus.len()],
                 sink: Some(sink),
                 pool: Pool::new(0, ps, cpus.len(), None),
+                regions: None,
                 cpus,
                 pipe: None,
                 mover: Mover::Read("a stream".into()),
@@ -339,6 +349,10 @@ impl Recorder {
         };
         let max_slots = o.max_kb.map(|kb| (kb.saturating_mul(1024) / ps as u64).clamp(1, u64::from(u32::MAX)) as u32);
         let pool = Pool::new(slots.fly.data_start, ps, cpus.len(), max_slots);
+        let regions = match max_slots {
+            None => Regions::new(&file, slots.fly.data_start, ps, cpus.len()),
+            Some(_) => None,
+        };
         let (pipe, mover) = if o.no_splice {
             (None, Mover::Read("splice turned off".into()))
         } else {
@@ -356,6 +370,7 @@ impl Recorder {
             sent: Vec::new(),
             sink: None,
             pool,
+            regions,
             cpus,
             pipe,
             mover,
@@ -386,7 +401,7 @@ impl Recorder {
             events += s.read.unwrap_or(0) + s.entries.unwrap_or(0);
             lost_now += lost(&s).unwrap_or(0);
         }
-        let bytes = self.sink.as_ref().map_or(self.pool.pages() * self.layout.subbuf_size() as u64, |s| s.wire);
+        let bytes = self.sink.as_ref().map_or(self.pages() * self.layout.subbuf_size() as u64, |s| s.wire);
         (events, lost_now, bytes)
     }
 
@@ -519,10 +534,13 @@ impl Recorder {
         }
         let pages = n as usize / ps;
         let mut done = 0;
-        for _ in 0..pages {
-            let slot = self.pool.take(&self.file);
-            let mut off = self.pool.offset(slot) as libc::loff_t;
-            let mut left = ps;
+        while done < pages {
+            let (at, run, slot) = self.place(i, pages - done);
+            let mut off = at as libc::loff_t;
+            let mut left = run * ps;
+            if run == 0 {
+                self.write_failed(region_full());
+            }
             while left > 0 {
                 // SAFETY: off is a valid loff_t the call updates.
                 let m = unsafe {
@@ -539,8 +557,12 @@ impl Recorder {
                 self.write_failed(e);
                 break;
             }
-            if left > 0 {
-                self.pool.release(slot);
+            // The whole pages written (the part of a page written last is
+            // cut at the end).
+            let whole = run - left.div_ceil(ps);
+            self.placed(i, slot, whole);
+            done += whole;
+            if left > 0 || run == 0 {
                 // The pages still in the pipe cannot be saved either.
                 self.unsaved += (pages - done) as u64;
                 self.close_pipe();
@@ -549,8 +571,6 @@ impl Recorder {
                 }
                 return done as u64;
             }
-            self.pool.commit(i, slot);
-            done += 1;
         }
         done as u64
     }
@@ -605,18 +625,42 @@ impl Recorder {
                 }
             };
         }
-        let slot = self.pool.take(&self.file);
-        match self.file.write_all_at(&self.buf, self.pool.offset(slot)) {
-            Ok(()) => {
-                self.pool.commit(i, slot);
-                Some(full)
-            }
+        let (at, run, slot) = self.place(i, 1);
+        let written = if run == 0 { Err(region_full()) } else { self.file.write_all_at(&self.buf, at) };
+        self.placed(i, slot, usize::from(written.is_ok()));
+        match written {
+            Ok(()) => Some(full),
             Err(e) => {
-                self.pool.release(slot);
                 self.unsaved += 1;
                 self.write_failed(e);
                 None
             }
+        }
+    }
+
+    /// Where the next pages (up to `want`) of CPU index `i` go: the file
+    /// offset, how many fit there in a row (its region takes them all, the
+    /// pool one a slot) and the pool's slot; then call [`Recorder::placed`].
+    fn place(&mut self, i: usize, want: usize) -> (u64, usize, Option<u32>) {
+        match &self.regions {
+            Some(r) => {
+                let (at, room) = r.next(i);
+                (at, want.min(room as usize), None)
+            }
+            None => {
+                let s = self.pool.take(&self.file);
+                (self.pool.offset(s), 1, Some(s))
+            }
+        }
+    }
+
+    /// `n` whole pages were written where [`Recorder::place`] said.
+    fn placed(&mut self, i: usize, slot: Option<u32>, n: usize) {
+        match (slot, &mut self.regions) {
+            (Some(s), _) if n == 0 => self.pool.release(s),
+            (Some(s), _) => self.pool.commit(i, s),
+            (None, Some(r)) => r.wrote(i, n as u64),
+            (None, None) => {}
         }
     }
 
@@ -636,7 +680,7 @@ impl Recorder {
 
     /// Pages kept so far.
     pub fn pages(&self) -> u64 {
-        self.pool.pages()
+        self.regions.as_ref().map_or_else(|| self.pool.pages(), Regions::pages)
     }
 
     /// Put the file in order and complete its header (a stream: send its
@@ -655,9 +699,12 @@ impl Recorder {
                 let (layout, endian) = (self.layout, self.endian);
                 let evicted = self.pool.evicted.clone();
                 let pool = std::mem::replace(&mut self.pool, Pool::new(0, ps, 0, None));
-                let (data, end) = pool
-                    .finish(&self.file, |_, bytes, d| count_page(d, Page::parse(bytes, &layout, endian)))
-                    .map_err(|e| Error::io(&self.path, e))?;
+                let count = |bytes: &[u8], d: &mut CpuData| count_page(d, Page::parse(bytes, &layout, endian));
+                let (data, end) = match self.regions.take() {
+                    Some(r) => r.finish(&self.file, count),
+                    None => pool.finish(&self.file, |_, bytes, d| count(bytes, d)),
+                }
+                .map_err(|e| Error::io(&self.path, e))?;
                 let table: Vec<(u64, u64)> = data.iter().map(|d| (d.offset, d.pages * ps as u64)).collect();
                 meta::finish_header(&self.file, &self.path, &slots, t, &stats, &table)?;
                 // A failed write may have left part of a page past the end.
@@ -737,6 +784,11 @@ fn count_page(d: &mut CpuData, p: Result<Page<'_>, crate::page::PageError>) {
     }
 }
 
+/// A CPU's region of the file is full (terabytes: not seen in practice).
+fn region_full() -> io::Error {
+    io::Error::from_raw_os_error(libc::EFBIG)
+}
+
 /// Standard output as the stream's file: its own descriptor (dup), and fd 1
 /// pointed at stderr from now on, so that nothing else (the traced
 /// command's output, a stray print) lands in the stream.
@@ -759,7 +811,7 @@ impl Drop for Recorder {
     }
 }
 
-/// A pipe for splicing, big enough for 16 pages when the kernel allows;
+/// A pipe for splicing, big enough for 64 pages when the kernel allows
 /// (read end, write end, capacity in whole pages' bytes).
 fn make_pipe(ps: usize) -> io::Result<(i32, i32, usize)> {
     let mut fds = [0 as libc::c_int; 2];
@@ -770,7 +822,7 @@ fn make_pipe(ps: usize) -> io::Result<(i32, i32, usize)> {
     // SAFETY: our pipe fd. Failure keeps the default size (splice then
     // moves fewer pages per call).
     let cap = unsafe {
-        libc::fcntl(fds[1], libc::F_SETPIPE_SZ, (16 * ps) as libc::c_int);
+        libc::fcntl(fds[1], libc::F_SETPIPE_SZ, (64 * ps) as libc::c_int);
         libc::fcntl(fds[1], libc::F_GETPIPE_SZ)
     };
     let cap = (cap.max(0) as usize / ps).max(1) * ps;
