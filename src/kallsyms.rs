@@ -229,6 +229,9 @@ impl SymbolLookup for Kallsyms {
     fn kretprobe_trampoline(&self) -> Option<KretprobeTrampoline> {
         self.kretprobe
     }
+    fn in_image(&self, addr: u64) -> bool {
+        Kallsyms::in_image(self, addr)
+    }
 }
 
 #[cfg(test)]

@@ -330,10 +330,25 @@ pub trait SymbolLookup {
     fn last_boot(&self) -> Option<LastBootView<'_>> {
         None
     }
+    /// `addr` is in the kernel image (`__is_kernel()`), where the table
+    /// knows its bounds.
+    fn in_image(&self, _addr: u64) -> bool {
+        false
+    }
 }
 
 /// [`SymbolLookup::last_boot`].
-pub type LastBootView<'a> = (&'a crate::lastboot::LastBoot, &'a crate::kallsyms::Kallsyms, Option<u64>);
+#[derive(Clone, Copy)]
+pub struct LastBootView<'a> {
+    /// How the previous boot's addresses move to this boot's.
+    pub moved: &'a crate::lastboot::LastBoot,
+    /// This boot's table, looked up with addresses already moved.
+    pub syms: &'a dyn SymbolLookup,
+    /// This boot's `_text`.
+    pub text: Option<u64>,
+    /// This boot's `_stext` (where `caller_offs` count from).
+    pub stext: Option<u64>,
+}
 
 /// Address → constant string (implemented by
 /// [`crate::printk::PrintkFormats`]: `printk_formats` also lists every

@@ -7,10 +7,9 @@ use core::fmt::{self, Write};
 
 use crate::abi::Abi;
 use crate::format::{EventFormat, FieldKind};
-use crate::kallsyms::Kallsyms;
 use crate::kernel::FieldsStyle;
-use crate::printfmt::vsprintf::LastBootView;
 use crate::printfmt::vsprintf::{cstr, number, write_bytes, SIGN, SMALL, ZEROPAD};
+use crate::printfmt::vsprintf::{LastBootView, SymbolLookup};
 
 /// The kernel's `isprint()` (lib/ctype.c): ASCII `' '`..`'~'` and Latin-1
 /// from 0xa0.
@@ -32,7 +31,7 @@ fn dec(w: &mut dyn Write, v: i64) -> fmt::Result {
 
 /// `%pS` of an address of this boot: `name+0xoff/0xsize [module]`, else
 /// `0x%lx` (`sprint_symbol()`, kernel/kallsyms.c).
-fn sym(w: &mut dyn Write, a: u64, k: &Kallsyms) -> fmt::Result {
+fn sym(w: &mut dyn Write, a: u64, k: &dyn SymbolLookup) -> fmt::Result {
     let Some(s) = k.lookup(a).filter(|s| !s.name.is_empty()) else {
         w.write_str("0x")?;
         return hex(w, a, -1);
@@ -74,7 +73,7 @@ pub(super) fn write_fields(
     rec: &[u8],
     abi: Abi,
     style: FieldsStyle,
-    (lb, k, text): LastBootView<'_>,
+    LastBootView { moved: lb, syms: k, text, stext }: LastBootView<'_>,
 ) -> fmt::Result {
     let e = abi.endian;
     // trace_adjust_address() (7.2 trace.c).
@@ -127,7 +126,7 @@ pub(super) fn write_fields(
             // 6.16 on, a long (and the offsets from _stext) by symbol.
             let a = adjust(v);
             if symbols && b.len() == 4 && (f.name == "caller_offs" || f.name == "parent_offs") {
-                sym(w, adjust(k.address_of("_stext").unwrap_or(0).wrapping_add(v)), k)?;
+                sym(w, adjust(stext.unwrap_or(0).wrapping_add(v)), k)?;
                 w.write_char(' ')?;
             }
             match b.len() {
@@ -163,6 +162,7 @@ pub(super) fn write_fields(
 mod tests {
     use super::*;
     use crate::abi::Endian;
+    use crate::kallsyms::Kallsyms;
     use crate::lastboot::LastBoot;
     use alloc::string::String;
     use alloc::vec::Vec;
@@ -213,7 +213,7 @@ mod tests {
         let k = Kallsyms::parse(KALLSYMS);
         let lb = LastBoot::parse("ffff800080000000\t[kernel]\n", "").unwrap();
         let mut s = String::new();
-        let view = (&lb, &k, k.address_of("_text"));
+        let view = LastBootView { moved: &lb, syms: &k, text: k.address_of("_text"), stext: k.address_of("_stext") };
         write_fields(&mut s, &ev, &record(), Abi::new(Endian::Little, 8), style, view).unwrap();
         s
     }

@@ -171,7 +171,7 @@ impl<'a> Renderer<'a> {
         // whose kernel has moved, by their fields, but for ftrace's own
         // (type up to __TRACE_LAST_TYPE: func_repeats' ID + 1, the last of
         // trace.h's enum trace_type in both) and, 6.19 on, the syscalls.
-        if self.syms.and_then(|s| s.last_boot()).is_some_and(|(lb, _, text)| lb.moved(text)) {
+        if self.syms.and_then(|s| s.last_boot()).is_some_and(|v| v.moved.moved(v.text)) {
             let style = crate::kernel::fields_style(self.kernel.and_then(|k| k.kernel_version()));
             let own = match self.events.get_by_name("ftrace", "func_repeats") {
                 Some(last) => ev.id <= last.id + 1,

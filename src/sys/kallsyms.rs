@@ -5,6 +5,9 @@
 
 use super::tracefs::Tracefs;
 
+/// This boot's `_text` and `_stext`.
+type TextStext = (Option<u64>, Option<u64>);
+
 /// Symbols, read and parsed on first use only (a board's /proc/kallsyms can
 /// be megabytes; most event streams never need it).
 pub struct LazyKallsyms {
@@ -13,8 +16,9 @@ pub struct LazyKallsyms {
     text: Option<Vec<u8>>,
     table: std::sync::OnceLock<Option<crate::kallsyms::Kallsyms>>,
     /// Records of a previous boot: their addresses move to this boot's
-    /// before the lookup, with the current `_text` (found once).
-    last_boot: Option<(crate::lastboot::LastBoot, std::sync::OnceLock<Option<u64>>)>,
+    /// before the lookup, with the current `_text` and `_stext` (found
+    /// once).
+    last_boot: Option<(crate::lastboot::LastBoot, std::sync::OnceLock<TextStext>)>,
 }
 
 impl LazyKallsyms {
@@ -73,15 +77,16 @@ impl LazyKallsyms {
 impl crate::printfmt::SymbolLookup for LazyKallsyms {
     fn lookup(&self, addr: u64) -> Option<crate::printfmt::Sym<'_>> {
         let addr = match self.last_boot() {
-            Some((lb, _, text)) => lb.adjust(addr, text),
+            Some(v) => v.moved.adjust(addr, v.text),
             None => addr,
         };
         self.get()?.lookup(addr)
     }
     fn last_boot(&self) -> Option<crate::printfmt::vsprintf::LastBootView<'_>> {
-        let (lb, text) = self.last_boot.as_ref()?;
+        let (moved, at) = self.last_boot.as_ref()?;
         let table = self.get()?;
-        Some((lb, table, *text.get_or_init(|| table.address_of("_text"))))
+        let &(text, stext) = at.get_or_init(|| (table.address_of("_text"), table.address_of("_stext")));
+        Some(crate::printfmt::vsprintf::LastBootView { moved, syms: table, text, stext })
     }
     fn kretprobe_trampoline(&self) -> Option<crate::printfmt::KretprobeTrampoline> {
         crate::printfmt::SymbolLookup::kretprobe_trampoline(self.get()?)

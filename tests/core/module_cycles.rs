@@ -224,7 +224,15 @@ fn graph(dir: &Path, root_file: &str) -> BTreeMap<String, BTreeSet<String>> {
                 (!rest.is_empty() && !rest.contains("::")).then(|| rest.to_string())
             })
             .collect();
-        let mut to = BTreeSet::new();
+        // A module reaches what its submodules import: `printfmt` declares
+        // `printfmt::vsprintf`, so `kallsyms → printfmt` and `printfmt::vsprintf
+        // → kallsyms` are a cycle (they were not seen as one: session 15).
+        let mut to: BTreeSet<String> =
+            children.iter().map(|c| if m.is_empty() { c.clone() } else { format!("{m}::{c}") }).collect();
+        if m.is_empty() {
+            // The root declares every top module: that says nothing.
+            to.clear();
+        }
         for (inline, p) in paths_in_mods(&code) {
             if let Some(t) = resolve(&mods, m, inline, &children, &p) {
                 if !within(&t, m) && !within(m, &t) {
