@@ -153,9 +153,9 @@ pub struct Args {
     /// timerlat: with the analysis of a stop, the task each CPU ran last
     #[argh(switch)]
     dump_tasks: bool,
-    /// timerlat/osnoise: the measuring threads into this cgroup (v2; -C
-    /// alone: tr-lat's own; a name: -CNAME or --cgroup=NAME)
-    #[argh(option, short = 'C', arg_name = "NAME")]
+    /// timerlat/osnoise: the measuring threads into this cgroup (v2;
+    /// --cgroup alone: tr-lat's own; a name: --cgroup=NAME)
+    #[argh(option, arg_name = "NAME")]
     cgroup: Option<String>,
     /// timerlat/osnoise: the measured CPUs' idle states deeper than N
     /// disabled while measuring (cpuidle stateM/disable)
@@ -259,9 +259,9 @@ fn policy(v: &str) -> Result<trbox::sys::sched::Sched, String> {
 
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
-    // rtla's -C takes its name attached (-CNAME, --cgroup=NAME) or none.
-    let own: Vec<String> =
-        own.iter().map(|w| if w == "-C" || w == "--cgroup" { "--cgroup=".into() } else { w.clone() }).collect();
+    // rtla's -C/--cgroup takes its name attached (--cgroup=NAME) or none.
+    // (-C is --clock in trbox: one letter, one meaning.)
+    let own: Vec<String> = own.iter().map(|w| if w == "--cgroup" { "--cgroup=".into() } else { w.clone() }).collect();
     let (common, mut a) = cli::parse::<Args>("tr-lat", &own)?;
     // rtla's --aa-only US: every threshold at US, the stack too.
     if let Some(us) = a.aa_only {
@@ -439,13 +439,13 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 }
             }
         }
-        let cgroup = match &a.cgroup {
-            Some(n) => Some(
-                trbox::sys::sched::cgroup_procs(n)
-                    .map_err(|e| Error::runtime(format!("-C: {e}")).hint("mount -t cgroup2 none /sys/fs/cgroup"))?,
-            ),
-            None => None,
-        };
+        let cgroup =
+            match &a.cgroup {
+                Some(n) => Some(trbox::sys::sched::cgroup_procs(n).map_err(|e| {
+                    Error::runtime(format!("--cgroup: {e}")).hint("mount -t cgroup2 none /sys/fs/cgroup")
+                })?),
+                None => None,
+            };
         // Closed (the kernel's request dropped) when tr-lat ends, however.
         let _dma = match a.dma_latency {
             Some(us) => Some(
@@ -525,7 +525,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 }
                 d
             };
-            // -C: the measuring threads (running now) into the cgroup.
+            // --cgroup: the measuring threads (running now) into the cgroup.
             if let (Some(procs), false) = (&cgroup, a.user_load) {
                 let prefix = match (user, mode) {
                     (true, _) => "timerlatu/",
@@ -533,7 +533,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                     _ => "osnoise/",
                 };
                 trbox::sys::sched::set_threads_cgroup(prefix, procs)
-                    .map_err(|e| Error::runtime(format!("-C: the {prefix}N threads: {e}")))?;
+                    .map_err(|e| Error::runtime(format!("--cgroup: the {prefix}N threads: {e}")))?;
             }
             // The tracer's threads run now (tracing is on): their policy.
             if let Some(s) = a.priority.filter(|_| !user) {

@@ -21,7 +21,7 @@ _trbox() {
         tr-cat) opts="-o --output -m --max-kb --raw --follow -t --time --cpus -P --pid --comm -e --event --json --stats --all -j --jobs --console -N --net -i --input --from-console --listen -T --tracefs -B --instance -v --verbose --kernel --wait --help" ;;
         tr-graph) opts="-d --depth -P --pid --min-us -t --time --folded --top --svg -i --input -r --read -k --keep --boot --persist -T --tracefs -B --instance -v --verbose --kernel --wait --help" ;;
         tr-stack) opts="-e --event -f --filter -l --func -P --pid --folded --reset --limit -t --time -i --input -k --keep -T --tracefs -B --instance -v --verbose --kernel --wait --help" ;;
-        tr-lat) opts="--rt -P --pid --priority -t --time --hist --all --bucket -E --entries --ns --json --samples -p --period --cpus --irq-us --total-us --width --max -o --output -s --stack-us -u --user-threads -U --user-load --kernel-threads --on-threshold --on-end --warm-up --dma-latency --trace-buffer-size -H --house-keeping --aa-only --no-aa --dump-tasks -C --cgroup --deepest-idle-state -r --read -k --keep -T --tracefs -B --instance -v --verbose --kernel --wait --help" ;;
+        tr-lat) opts="--rt -P --pid --priority -t --time --hist --all --bucket -E --entries --ns --json --samples -p --period --cpus --irq-us --total-us --width --max -o --output -s --stack-us -u --user-threads -U --user-load --kernel-threads --on-threshold --on-end --warm-up --dma-latency --trace-buffer-size -H --house-keeping --aa-only --no-aa --dump-tasks --cgroup --deepest-idle-state -r --read -k --keep -T --tracefs -B --instance -v --verbose --kernel --wait --help" ;;
         *) return ;;
     esac
     if [[ $cur == -* ]]; then

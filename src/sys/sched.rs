@@ -66,7 +66,7 @@ pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
     })
 }
 
-/// rtla's -C: the `cgroup.procs` of the cgroup v2 directory `name` below
+/// rtla's -C (tr-lat's --cgroup): the `cgroup.procs` of the cgroup v2 directory `name` below
 /// the cgroup2 mount, or, with `name` empty, of this process's own cgroup
 /// (the `0::PATH` line of /proc/self/cgroup); it must exist.
 pub fn cgroup_procs(name: &str) -> io::Result<std::path::PathBuf> {

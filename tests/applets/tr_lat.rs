@@ -390,7 +390,7 @@ fn usage_errors() {
         (&["timerlat", "--no-aa", "--aa-only", "10"][..], "--no-aa goes with neither"),
         (&["timerlat", "--dump-tasks"][..], "--dump-tasks need a stop threshold"),
         (&["osnoise", "--irq-us", "10", "--no-aa"][..], "--no-aa and --dump-tasks are timerlat options"),
-        (&["wakeup", "-C"][..], "-p, -c, -i"),
+        (&["wakeup", "--cgroup"][..], "-p, -c, -i"),
         (&["wakeup", "--cgroup=rt"][..], "-p, -c, -i"),
         (&["irq", "--deepest-idle-state", "0"][..], "-p, -c, -i"),
     ] {
