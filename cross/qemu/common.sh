@@ -72,13 +72,22 @@ aarch64:6.12-16k)
 aarch64:6.1-rt | armv7:6.1-rt) KFLAVOUR=rt-$KFLAVOUR ;;
 # sid: the newest kernel Debian ships (7.2; PREEMPT_RT on arm64 only).
 aarch64:7.2 | armv7:7.2) SUITE=sid ;;
-aarch64:7.2-rt) SUITE=sid KFLAVOUR=rt-$KFLAVOUR ;;
+# 7.2-rt: with a PSCI idle state in its device tree (IDLE_STATES below),
+# for tr-lat's --deepest-idle-state.
+aarch64:7.2-rt) SUITE=sid KFLAVOUR=rt-$KFLAVOUR IDLE_STATES=1 ;;
 *)
 	echo "qemu: no board $ARCH:$KERNEL (boards: aarch64, armv7, x86_64 with 6.1;" \
 		"aarch64 and armv7 with 5.10, 6.1-rt and 7.2; aarch64 and x86_64 with 6.12; aarch64 with 6.12-16k and 7.2-rt)" >&2
 	exit 2
 	;;
 esac
+# IDLE_STATES=1: the board boots with qemu virt's device tree plus one PSCI
+# standby idle state (run.sh, fdt-idle.py), so the kernel has cpuidle
+# (state0 WFI, state1 the PSCI one); qemu's own tree has PSCI but no idle
+# states, so the other boards have no /sys/devices/system/cpu/cpuN/cpuidle.
+# QEMU_IDLE_STATES=1|0 turns it on or off for any virt board (aarch64, armv7).
+IDLE_STATES=${QEMU_IDLE_STATES:-${IDLE_STATES:-0}}
+[ "$ARCH" != x86_64 ] || IDLE_STATES=0
 # The board's name: the architecture alone for the default 6.1 kernel (so
 # the caches and cross/out paths of the first boards stay as they were),
 # ARCH-KERNEL for the others.

@@ -30,6 +30,17 @@ mapfile -t nic < <(net_qemu_args)
 qemu=("$QEMU_BIN" "${QEMU_MACHINE[@]}" -m "$QEMU_MEM" -smp "$QEMU_SMP"
 	-kernel "$CACHE/vmlinuz" -initrd "$OUT/initramfs.gz"
 	-append "$(kernel_append "$mode")$NET_APPEND" "${nic[@]}")
+# The idle-state boards (common.sh IDLE_STATES): the device tree qemu
+# makes for this very command line (dumpdtb: qemu writes it and exits),
+# plus a PSCI idle state (fdt-idle.py); qemu still writes /chosen and
+# /memory into a -dtb.
+if [ "$IDLE_STATES" = 1 ]; then
+	mkdir -p "$OUT"
+	"${qemu[@]}" -machine dumpdtb="$OUT/virt.dtb" -display none >"$OUT/dumpdtb.log" 2>&1 ||
+		die "qemu could not dump its device tree: $(tail -n 1 "$OUT/dumpdtb.log")"
+	python3 "$QEMU_DIR/fdt-idle.py" "$OUT/virt.dtb" "$OUT/idle.dtb" || die "fdt-idle.py failed on $OUT/virt.dtb"
+	qemu+=(-dtb "$OUT/idle.dtb")
+fi
 # QEMU_REBOOT=1 (lastboot.sh): a panic or reboot resets the board, and the
 # reset keeps guest RAM (a persistent ring buffer survives it).
 [ "${QEMU_REBOOT:-0}" = 1 ] || qemu+=(-no-reboot)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what the qemu board harness needs on a Debian (bookworm) host:
-# qemu for arm and x86, cpio, and the dpkg foreign architectures that let
+# qemu for arm and x86, cpio, python3 (net.sh's free ports, fdt-idle.py's
+# device tree), and the dpkg foreign architectures that let
 # `apt-get download` fetch the arm64/armhf kernels and busyboxes.
 # Idempotent; does nothing when everything is there. Needs root (or sudo).
 set -euo pipefail
@@ -10,7 +11,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
 need=()
 for pair in qemu-system-aarch64:qemu-system-arm qemu-system-arm:qemu-system-arm \
-	qemu-system-x86_64:qemu-system-x86 cpio:cpio; do
+	qemu-system-x86_64:qemu-system-x86 cpio:cpio python3:python3; do
 	cmd=${pair%%:*} pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done
