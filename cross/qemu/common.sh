@@ -85,9 +85,10 @@ esac
 # standby idle state (run.sh, fdt-idle.py), so the kernel has cpuidle
 # (state0 WFI, state1 the PSCI one); qemu's own tree has PSCI but no idle
 # states, so the other boards have no /sys/devices/system/cpu/cpuN/cpuidle.
-# QEMU_IDLE_STATES=1|0 turns it on or off for any virt board (aarch64, armv7).
+# QEMU_IDLE_STATES=1|0 turns it on or off for any aarch64 board (the arm64
+# kernels from 6.1 on have the psci cpuidle driver; 5.10's and armmp's not).
 IDLE_STATES=${QEMU_IDLE_STATES:-${IDLE_STATES:-0}}
-[ "$ARCH" != x86_64 ] || IDLE_STATES=0
+[ "$ARCH" = aarch64 ] || IDLE_STATES=0
 # The board's name: the architecture alone for the default 6.1 kernel (so
 # the caches and cross/out paths of the first boards stay as they were),
 # ARCH-KERNEL for the others.
