@@ -454,11 +454,11 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             ),
             None => None,
         };
+        // osnoise/cpus (every possible CPU by default: the kernel prints
+        // its mask up to nr_cpu_ids); an offline one's thread ends at once
+        // (UserThreads::start), as rtla's does.
         let cpus: Vec<u32> = match user && !a.user_load {
-            true => {
-                let online = top.cpus()?;
-                lat::cpu_list(&top.read("osnoise/cpus")?).into_iter().filter(|c| online.contains(c)).collect()
-            }
+            true => lat::cpu_list(&top.read("osnoise/cpus")?),
             false => Vec::new(),
         };
         let child = command::whom(&mut st, cmd, &a.pid, Follow { events: !tracer, functions: false })?;

@@ -71,6 +71,26 @@ impl RawPages {
         Ok(None)
     }
 
+    /// Whether the kernel has pages for this CPU of a live buffer. Not
+    /// for a CPU that was offline when the buffer (an instance) was made:
+    /// ring_buffer_alloc gives pages to the online CPUs only, and then a
+    /// read of its trace_pipe_raw says ENODEV (kernel/trace/ring_buffer.c,
+    /// ring_buffer_alloc_read_page, from tracing_buffers_read) and poll()
+    /// EPOLLERR, every time. A page read to tell is handed out again by
+    /// [`next_page`](Self::next_page).
+    pub fn has_buffer(&mut self) -> Result<bool, Error> {
+        match self.read_page() {
+            Ok(Some(page)) => {
+                let page = page.to_vec();
+                self.held.push(page);
+                Ok(true)
+            }
+            Ok(None) => Ok(true),
+            Err(e) if e.errno() == Some(libc::ENODEV) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     fn read_page(&mut self) -> Result<Option<&[u8]>, Error> {
         if self.done {
             return Ok(None);

@@ -228,6 +228,13 @@ unsafe fn user_thread(cpu: u32, name: &str, path: &str, s: Option<Sched>, report
                     libc::_exit(0)
                 }
             }
+        } else if *libc::__errno_location() == libc::EINVAL {
+            // An offline CPU (osnoise/cpus and tracefs's per_cpu/ name
+            // every possible CPU): nothing runs there to measure. rtla 7.2's
+            // child for it ends the same way (timerlat_u.c, "is the CPU
+            // online?"), the others measure.
+            libc::close(report);
+            libc::_exit(0)
         }
         let b = [cpu, step, *libc::__errno_location() as u32];
         libc::write(report, b.as_ptr().cast(), 12);

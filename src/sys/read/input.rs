@@ -89,11 +89,20 @@ impl<'t> Input<'t> {
                 continue;
             }
             let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
-            match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
-                Ok(s) => sources.push((cpu, s)),
-                // A copy may hold only some CPUs.
-                Err(e) if e.errno() == Some(libc::ENOENT) => log::info!("{rel}: absent, skipped"),
+            // A copy may hold only some CPUs; an instance made while a CPU
+            // was offline has no pages for it (tracefs lists every possible
+            // CPU): nothing to read there either.
+            let s = match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
+                Ok(mut s) => match !t.is_live() || s.has_buffer()? {
+                    true => Some(s),
+                    false => None,
+                },
+                Err(e) if e.errno() == Some(libc::ENOENT) => None,
                 Err(e) => return Err(e),
+            };
+            match s {
+                Some(s) => sources.push((cpu, s)),
+                None => log::info!("{rel}: absent or no buffer, skipped"),
             }
         }
         // Live pages are in this machine's byte order; a copy's may come
