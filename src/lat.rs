@@ -520,9 +520,11 @@ pub struct Lat {
     /// Lost-events marks met ([`Lat::lose`]): the counts may miss
     /// latencies around each.
     pub lost: u64,
-    /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
-    seq: VecMap<(u32, i64), u64>,
-    pub(crate) seq_gaps: u64,
+    /// timerlat: the last IRQ seqnum per CPU.
+    seq: VecMap<u32, u32>,
+    /// timerlat: the samples the kernel took while we read, by their
+    /// seqnums (every timer IRQ takes the next one, recorded or not).
+    pub taken: u64,
     /// syscall: the per-call events by ID, where the kernel has them.
     syscalls: VecMap<u32, SyscallEv>,
 }
@@ -605,7 +607,7 @@ impl Lat {
             no_switch: 0,
             lost: 0,
             seq: VecMap::new(),
-            seq_gaps: 0,
+            taken: 0,
             syscalls,
         })
     }
@@ -789,7 +791,7 @@ impl Lat {
                 self.syscall_exit(pid, nr, ret, None, cpu, ts)
             }
             (Mode::Timerlat, BEGIN) => {
-                let seq = ev.int(0, p, e)? as u64;
+                let seq = ev.int(0, p, e)? as u32;
                 let ctx = ev.int(1, p, e)?;
                 let ns = ev.int(2, p, e)? as u64;
                 let table = match ctx {
@@ -797,12 +799,13 @@ impl Lat {
                     1 => Table::TimerThread,
                     _ => Table::TimerUser,
                 };
-                if self.seq.len() < MAX_OPEN || self.seq.contains_key(&(cpu, ctx)) {
-                    if let Some(prev) = self.seq.insert((cpu, ctx), seq) {
-                        if seq != prev.wrapping_add(1) & 0xffff_ffff {
-                            self.seq_gaps += 1;
-                        }
-                    }
+                if ctx == 0 && (self.seq.len() < MAX_OPEN || self.seq.contains_key(&cpu)) {
+                    // A seqnum that does not go forward: the tracer started
+                    // again (it counts from 1 per start).
+                    self.taken += match self.seq.insert(cpu, seq).map(|prev| seq.wrapping_sub(prev)) {
+                        Some(d) if d > 0 && d < 1 << 31 => u64::from(d),
+                        _ => 1,
+                    };
                 }
                 self.add(table, i64::from(cpu), None, ns);
                 Some(Sample { table, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
@@ -888,6 +891,11 @@ impl Lat {
     /// The rows, by table then key.
     pub fn rows(&self) -> impl Iterator<Item = (Table, i64, &Row)> {
         self.rows.iter().filter(|(_, r)| r.stat.count > 0).map(|(&(t, k), r)| (t, k, r))
+    }
+
+    /// timerlat: the IRQ entries read, against [`Lat::taken`].
+    pub fn timer_irqs(&self) -> u64 {
+        self.rows().filter(|(t, _, _)| *t == Table::TimerIrq).map(|(_, _, r)| r.stat.count).sum()
     }
 
     /// Latencies measured (rows of the first table of the mode).
@@ -1185,6 +1193,10 @@ pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdline
             n.thread
         )?;
     }
+    if lat.mode == Mode::Timerlat {
+        // The kernel's own count beside ours: what a reader missed shows.
+        writeln!(w, "{{\"table\":\"timerlat_samples\",\"taken\":{},\"read\":{}}}", lat.taken, lat.timer_irqs())?;
+    }
     if lat.mode == Mode::Wakeup {
         // What was not counted, and why: wakings no switch to their task
         // followed, and begins or ends the window or a loss cut.
@@ -1424,10 +1436,12 @@ mod tests {
         l.record(0, 2, &e(1, 1, 4000));
         l.record(0, 3, &e(2, 0, 1100));
         l.record(0, 4, &e(4, 0, 100));
-        assert_eq!(l.seq_gaps, 1);
+        l.record(1, 5, &e(u32::MAX, 0, 100));
+        l.record(1, 6, &e(0, 0, 100));
+        assert_eq!(l.taken, 4 + 2, "seqnums 1..4 on CPU 0 (3 missed), a wrap on CPU 1");
         let w = l.worst(Table::TimerIrq).unwrap();
         assert_eq!((w.0, w.1.stat.count, w.1.stat.min, w.1.stat.max, w.1.stat.last), (0, 3, 100, 1100, 100));
-        assert_eq!(l.measured(), 4);
+        assert_eq!((l.measured(), l.timer_irqs()), (6, 5));
         assert!(l.record(0, 5, &e(1, 0, 1)[..10]).is_none(), "a short record is skipped");
     }
 
