@@ -29,6 +29,7 @@
 //! as unpaired, never guessed; a loss on the ring buffer forgets every open
 //! begin, since its end may be among the lost records.
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -448,16 +449,22 @@ impl Ev {
         self.fields.get(i)?.int(p, e)
     }
 
-    fn text(&self, i: usize, p: &[u8], e: Endian) -> String {
-        let Some(f) = self.fields.get(i) else {
-            return String::new();
+    /// Field `i` as text, borrowed from the record where it is UTF-8 (a
+    /// name per record must not cost an allocation).
+    fn text<'p>(&self, i: usize, p: &'p [u8], e: Endian) -> Cow<'p, str> {
+        let b = match self.fields.get(i) {
+            Some(f) if !matches!(f.kind, FieldKind::Scalar) => f.bytes(p, e).unwrap_or(&[]),
+            _ => &[],
         };
-        if matches!(f.kind, FieldKind::Scalar) {
-            return String::new();
-        }
-        let b = f.bytes(p, e).unwrap_or(&[]);
-        let b = b.split(|&c| c == 0).next().unwrap_or(&[]);
-        String::from_utf8_lossy(b).into_owned()
+        String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(&[]))
+    }
+}
+
+/// `s = v`, in `s`'s own buffer when it differs.
+pub(crate) fn set(s: &mut String, v: &str) {
+    if s != v {
+        s.clear();
+        s.push_str(v);
     }
 }
 
@@ -638,7 +645,7 @@ impl Lat {
 
     /// Count `ns` in the row of (`table`, `key`), made if new, named
     /// `name` when one is given; the row, for what else the caller counts.
-    fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) -> &mut Row {
+    fn add(&mut self, table: Table, key: i64, name: Option<&str>, ns: u64) -> &mut Row {
         let hist = self.hist;
         let row = self.rows.entry((table, key), || Row {
             name: String::new(),
@@ -646,7 +653,7 @@ impl Lat {
             hist: hist.map(|(w, n)| Hist::new(w, n)),
         });
         if let Some(n) = name.filter(|n| !n.is_empty()) {
-            row.name = n;
+            set(&mut row.name, n);
         }
         row.stat.add(ns);
         if let Some(h) = row.hist.as_mut() {
@@ -689,7 +696,7 @@ impl Lat {
             // The call's name goes into its row once, not with every exit.
             let named = self.rows.get(&(Table::Syscall, nr)).is_some_and(|r| !r.name.is_empty());
             let (ret, name) = (s.ev.int(1, p, e)?, (!named).then(|| s.name.clone()));
-            return self.syscall_exit(pid, nr, ret, name, cpu, ts);
+            return self.syscall_exit(pid, nr, ret, name.as_deref(), cpu, ts);
         }
         let which = self.which(id)?;
         let ev = self.evs.get(which)?.as_ref()?;
@@ -733,7 +740,7 @@ impl Lat {
                 let prio = ev.int(1, p, e)?;
                 let name = ev.text(2, p, e);
                 let s = sample(Table::Task, pid, begin);
-                self.add(Table::Task, pid, Some(name), s.ns);
+                self.add(Table::Task, pid, Some(&name), s.ns);
                 self.add(Table::Class, class(prio), None, s.ns);
                 Some(s)
             }
@@ -750,12 +757,13 @@ impl Lat {
                     let name = ev.text(1, p, e);
                     if let Some(r) = self.rows.get_mut(&(Table::HardIrq, n)) {
                         if r.name.is_empty() {
-                            r.name = name;
+                            r.name = name.into_owned();
                         }
                     } else if self.rows.len() < MAX_OPEN && !name.is_empty() {
                         // Name it now: the exit carries no name.
                         let hist = self.hist.map(|(w, n)| Hist::new(w, n));
-                        self.rows.insert((Table::HardIrq, n), Row { name, stat: Stat::default(), hist });
+                        self.rows
+                            .insert((Table::HardIrq, n), Row { name: name.into_owned(), stat: Stat::default(), hist });
                     }
                 }
                 let slot = self.cpu_slot(cpu)?;
@@ -861,7 +869,7 @@ impl Lat {
 
     /// A call's end: its duration, and a failure where it returned an
     /// error (a negative errno, as strace -c counts them).
-    fn syscall_exit(&mut self, pid: i64, nr: i64, ret: i64, name: Option<String>, cpu: u32, ts: u64) -> Option<Sample> {
+    fn syscall_exit(&mut self, pid: i64, nr: i64, ret: i64, name: Option<&str>, cpu: u32, ts: u64) -> Option<Sample> {
         match self.open.remove(&pid) {
             Some((m, begin)) if m == nr => {
                 let ns = ts.saturating_sub(begin);
