@@ -984,6 +984,13 @@ fn measure(
     if l.lost > 0 {
         log::warn!("{} losses on the ring buffer: what was open then is not counted", l.lost);
     }
+    if l.taken > l.timer_irqs() {
+        log::warn!(
+            "{} of the {} timer IRQs the kernel counted (seqnum) are not in the tables: lost on the ring buffer, or while tracing was off",
+            l.taken - l.timer_irqs(),
+            l.taken
+        );
+    }
     log::info!("{} begins or ends without their pair (the window cut them, or a loss): not counted", l.unpaired);
     if stopped.get() {
         stop_report(&meta, &tail, a, unit, aa.as_ref())?;

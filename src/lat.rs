@@ -29,6 +29,7 @@
 //! as unpaired, never guessed; a loss on the ring buffer forgets every open
 //! begin, since its end may be among the lost records.
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -448,16 +449,22 @@ impl Ev {
         self.fields.get(i)?.int(p, e)
     }
 
-    fn text(&self, i: usize, p: &[u8], e: Endian) -> String {
-        let Some(f) = self.fields.get(i) else {
-            return String::new();
+    /// Field `i` as text, borrowed from the record where it is UTF-8 (a
+    /// name per record must not cost an allocation).
+    fn text<'p>(&self, i: usize, p: &'p [u8], e: Endian) -> Cow<'p, str> {
+        let b = match self.fields.get(i) {
+            Some(f) if !matches!(f.kind, FieldKind::Scalar) => f.bytes(p, e).unwrap_or(&[]),
+            _ => &[],
         };
-        if matches!(f.kind, FieldKind::Scalar) {
-            return String::new();
-        }
-        let b = f.bytes(p, e).unwrap_or(&[]);
-        let b = b.split(|&c| c == 0).next().unwrap_or(&[]);
-        String::from_utf8_lossy(b).into_owned()
+        String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(&[]))
+    }
+}
+
+/// `s = v`, in `s`'s own buffer when it differs.
+pub(crate) fn set(s: &mut String, v: &str) {
+    if s != v {
+        s.clear();
+        s.push_str(v);
     }
 }
 
@@ -520,9 +527,11 @@ pub struct Lat {
     /// Lost-events marks met ([`Lat::lose`]): the counts may miss
     /// latencies around each.
     pub lost: u64,
-    /// timerlat: the last seqnum per (CPU, context) and the gaps seen.
-    seq: VecMap<(u32, i64), u64>,
-    pub(crate) seq_gaps: u64,
+    /// timerlat: the last IRQ seqnum per CPU.
+    seq: VecMap<u32, u32>,
+    /// timerlat: the samples the kernel took while we read, by their
+    /// seqnums (every timer IRQ takes the next one, recorded or not).
+    pub taken: u64,
     /// syscall: the per-call events by ID, where the kernel has them.
     syscalls: VecMap<u32, SyscallEv>,
 }
@@ -605,7 +614,7 @@ impl Lat {
             no_switch: 0,
             lost: 0,
             seq: VecMap::new(),
-            seq_gaps: 0,
+            taken: 0,
             syscalls,
         })
     }
@@ -636,7 +645,7 @@ impl Lat {
 
     /// Count `ns` in the row of (`table`, `key`), made if new, named
     /// `name` when one is given; the row, for what else the caller counts.
-    fn add(&mut self, table: Table, key: i64, name: Option<String>, ns: u64) -> &mut Row {
+    fn add(&mut self, table: Table, key: i64, name: Option<&str>, ns: u64) -> &mut Row {
         let hist = self.hist;
         let row = self.rows.entry((table, key), || Row {
             name: String::new(),
@@ -644,7 +653,7 @@ impl Lat {
             hist: hist.map(|(w, n)| Hist::new(w, n)),
         });
         if let Some(n) = name.filter(|n| !n.is_empty()) {
-            row.name = n;
+            set(&mut row.name, n);
         }
         row.stat.add(ns);
         if let Some(h) = row.hist.as_mut() {
@@ -687,7 +696,7 @@ impl Lat {
             // The call's name goes into its row once, not with every exit.
             let named = self.rows.get(&(Table::Syscall, nr)).is_some_and(|r| !r.name.is_empty());
             let (ret, name) = (s.ev.int(1, p, e)?, (!named).then(|| s.name.clone()));
-            return self.syscall_exit(pid, nr, ret, name, cpu, ts);
+            return self.syscall_exit(pid, nr, ret, name.as_deref(), cpu, ts);
         }
         let which = self.which(id)?;
         let ev = self.evs.get(which)?.as_ref()?;
@@ -731,7 +740,7 @@ impl Lat {
                 let prio = ev.int(1, p, e)?;
                 let name = ev.text(2, p, e);
                 let s = sample(Table::Task, pid, begin);
-                self.add(Table::Task, pid, Some(name), s.ns);
+                self.add(Table::Task, pid, Some(&name), s.ns);
                 self.add(Table::Class, class(prio), None, s.ns);
                 Some(s)
             }
@@ -748,12 +757,13 @@ impl Lat {
                     let name = ev.text(1, p, e);
                     if let Some(r) = self.rows.get_mut(&(Table::HardIrq, n)) {
                         if r.name.is_empty() {
-                            r.name = name;
+                            r.name = name.into_owned();
                         }
                     } else if self.rows.len() < MAX_OPEN && !name.is_empty() {
                         // Name it now: the exit carries no name.
                         let hist = self.hist.map(|(w, n)| Hist::new(w, n));
-                        self.rows.insert((Table::HardIrq, n), Row { name, stat: Stat::default(), hist });
+                        self.rows
+                            .insert((Table::HardIrq, n), Row { name: name.into_owned(), stat: Stat::default(), hist });
                     }
                 }
                 let slot = self.cpu_slot(cpu)?;
@@ -789,7 +799,7 @@ impl Lat {
                 self.syscall_exit(pid, nr, ret, None, cpu, ts)
             }
             (Mode::Timerlat, BEGIN) => {
-                let seq = ev.int(0, p, e)? as u64;
+                let seq = ev.int(0, p, e)? as u32;
                 let ctx = ev.int(1, p, e)?;
                 let ns = ev.int(2, p, e)? as u64;
                 let table = match ctx {
@@ -797,12 +807,13 @@ impl Lat {
                     1 => Table::TimerThread,
                     _ => Table::TimerUser,
                 };
-                if self.seq.len() < MAX_OPEN || self.seq.contains_key(&(cpu, ctx)) {
-                    if let Some(prev) = self.seq.insert((cpu, ctx), seq) {
-                        if seq != prev.wrapping_add(1) & 0xffff_ffff {
-                            self.seq_gaps += 1;
-                        }
-                    }
+                if ctx == 0 && (self.seq.len() < MAX_OPEN || self.seq.contains_key(&cpu)) {
+                    // A seqnum that does not go forward: the tracer started
+                    // again (it counts from 1 per start).
+                    self.taken += match self.seq.insert(cpu, seq).map(|prev| seq.wrapping_sub(prev)) {
+                        Some(d) if d > 0 && d < 1 << 31 => u64::from(d),
+                        _ => 1,
+                    };
                 }
                 self.add(table, i64::from(cpu), None, ns);
                 Some(Sample { table, key: i64::from(cpu), cpu, begin: ts, end: ts, ns })
@@ -858,7 +869,7 @@ impl Lat {
 
     /// A call's end: its duration, and a failure where it returned an
     /// error (a negative errno, as strace -c counts them).
-    fn syscall_exit(&mut self, pid: i64, nr: i64, ret: i64, name: Option<String>, cpu: u32, ts: u64) -> Option<Sample> {
+    fn syscall_exit(&mut self, pid: i64, nr: i64, ret: i64, name: Option<&str>, cpu: u32, ts: u64) -> Option<Sample> {
         match self.open.remove(&pid) {
             Some((m, begin)) if m == nr => {
                 let ns = ts.saturating_sub(begin);
@@ -888,6 +899,11 @@ impl Lat {
     /// The rows, by table then key.
     pub fn rows(&self) -> impl Iterator<Item = (Table, i64, &Row)> {
         self.rows.iter().filter(|(_, r)| r.stat.count > 0).map(|(&(t, k), r)| (t, k, r))
+    }
+
+    /// timerlat: the IRQ entries read, against [`Lat::taken`].
+    pub fn timer_irqs(&self) -> u64 {
+        self.rows().filter(|(t, _, _)| *t == Table::TimerIrq).map(|(_, _, r)| r.stat.count).sum()
     }
 
     /// Latencies measured (rows of the first table of the mode).
@@ -1185,6 +1201,10 @@ pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdline
             n.thread
         )?;
     }
+    if lat.mode == Mode::Timerlat {
+        // The kernel's own count beside ours: what a reader missed shows.
+        writeln!(w, "{{\"table\":\"timerlat_samples\",\"taken\":{},\"read\":{}}}", lat.taken, lat.timer_irqs())?;
+    }
     if lat.mode == Mode::Wakeup {
         // What was not counted, and why: wakings no switch to their task
         // followed, and begins or ends the window or a loss cut.
@@ -1424,10 +1444,12 @@ mod tests {
         l.record(0, 2, &e(1, 1, 4000));
         l.record(0, 3, &e(2, 0, 1100));
         l.record(0, 4, &e(4, 0, 100));
-        assert_eq!(l.seq_gaps, 1);
+        l.record(1, 5, &e(u32::MAX, 0, 100));
+        l.record(1, 6, &e(0, 0, 100));
+        assert_eq!(l.taken, 4 + 2, "seqnums 1..4 on CPU 0 (3 missed), a wrap on CPU 1");
         let w = l.worst(Table::TimerIrq).unwrap();
         assert_eq!((w.0, w.1.stat.count, w.1.stat.min, w.1.stat.max, w.1.stat.last), (0, 3, 100, 1100, 100));
-        assert_eq!(l.measured(), 4);
+        assert_eq!((l.measured(), l.timer_irqs()), (6, 5));
         assert!(l.record(0, 5, &e(1, 0, 1)[..10]).is_none(), "a short record is skipped");
     }
 

@@ -21,6 +21,7 @@
 //! 100%), and what no event accounts for (scheduling, the context switch,
 //! the exit from idle) is its own line, `other`.
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
@@ -137,7 +138,8 @@ impl Analysis {
                 }
             }
             K_SWITCH => {
-                c.now = (ev.int(0, p, e)?, ev.text(1, p, e));
+                c.now.0 = ev.int(0, p, e)?;
+                super::set(&mut c.now.1, &ev.text(1, p, e));
                 c.work = 0;
             }
             K_WORK => c.work = int(0)?,
@@ -164,7 +166,7 @@ impl Analysis {
                     K_SOFTIRQ => {
                         let v = int(2)?;
                         let n = usize::try_from(v).ok().and_then(|v| SOFTIRQS.get(v)).copied().unwrap_or("?");
-                        (String::from(n), v as i64)
+                        (Cow::Borrowed(n), v as i64)
                     }
                     K_THREAD => {
                         let pid = i64::from(ev.common.read(e, p).2);
@@ -172,18 +174,18 @@ impl Analysis {
                         // (rtla counts its later runs as interference).
                         if pid == c.run.0 {
                             c.blocking = c.blocking.saturating_add(ns);
-                            c.run.1 = ev.text(2, p, e);
+                            super::set(&mut c.run.1, &ev.text(2, p, e));
                             return None;
                         }
                         (ev.text(2, p, e), pid)
                     }
-                    _ => (String::from("nmi"), 0),
+                    _ => (Cow::Borrowed("nmi"), 0),
                 };
                 // One line per IRQ, softirq or task, its times summed.
                 let full = c.parts.len() >= MAX_PARTS;
-                match c.parts.iter_mut().find(|p| p.kind == kind && p.key == key && p.name == name) {
+                match c.parts.iter_mut().find(|p| p.kind == kind && p.key == key && *p.name == *name) {
                     Some(p) => p.ns = p.ns.saturating_add(ns),
-                    None if !full => c.parts.push(Part { kind, name, key, ns }),
+                    None if !full => c.parts.push(Part { kind, name: name.into_owned(), key, ns }),
                     None => {}
                 }
             }
