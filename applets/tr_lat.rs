@@ -158,7 +158,7 @@ pub struct Args {
     #[argh(option, arg_name = "NAME")]
     cgroup: Option<String>,
     /// timerlat/osnoise: the measured CPUs' idle states deeper than N
-    /// disabled while measuring (cpuidle stateM/disable)
+    /// disabled while measuring (cpuidle stateM/disable; -1: all)
     #[argh(option, arg_name = "N")]
     deepest_idle_state: Option<i32>,
     /// read what the buffer holds now, changing nothing
@@ -298,6 +298,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     }
     if a.no_aa && (a.aa_only.is_some() || a.dump_tasks) {
         return Err(Error::usage("--no-aa goes with neither --aa-only nor --dump-tasks"));
+    }
+    // rtla takes a value under -1 for "not given"; here it is a mistake.
+    if a.deepest_idle_state.is_some_and(|n| n < -1) {
+        return Err(Error::usage("--deepest-idle-state: a state's number, or -1 for all of them"));
     }
     let tracer_opts = a.warm_up.is_some()
         || a.cgroup.is_some()
@@ -767,7 +771,11 @@ fn tracer_settings(st: &mut State, a: &Args, mode: Mode) -> Result<(), Error> {
         if !st.tracefs().exists(file) {
             return Err(Error::runtime(format!("this kernel has no {file} (too old for this option)")));
         }
-        st.set(file, &v)?;
+        st.set(file, &v).map_err(|e| match file {
+            // ERANGE, EINVAL: a CPU this system does not have.
+            "osnoise/cpus" => Error::from(e).hint("/sys/devices/system/cpu/online lists this system's CPUs"),
+            _ => e.into(),
+        })?;
     }
     Ok(())
 }

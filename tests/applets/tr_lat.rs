@@ -393,6 +393,7 @@ fn usage_errors() {
         (&["wakeup", "--cgroup"][..], "-p, -c, -i"),
         (&["wakeup", "--cgroup=rt"][..], "-p, -c, -i"),
         (&["irq", "--deepest-idle-state", "0"][..], "-p, -c, -i"),
+        (&["timerlat", "--deepest-idle-state", "-2"][..], "a state's number, or -1"),
     ] {
         let o = lat(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
