@@ -992,10 +992,11 @@ fn measure(
     if l.lost > 0 {
         log::warn!("{} losses on the ring buffer: what was open then is not counted", l.lost);
     }
-    if l.taken > l.timer_irqs() {
+    let read = l.timer_irqs();
+    if l.taken > read {
         log::warn!(
             "{} of the {} timer IRQs the kernel counted (seqnum) are not in the tables: lost on the ring buffer, or while tracing was off",
-            l.taken - l.timer_irqs(),
+            l.taken - read,
             l.taken
         );
     }

@@ -93,10 +93,7 @@ impl<'t> Input<'t> {
             // was offline has no pages for it (tracefs lists every possible
             // CPU): nothing to read there either.
             let s = match RawPages::open(&t.path(&rel), layout.subbuf_size(), t.is_live()) {
-                Ok(mut s) => match !t.is_live() || s.has_buffer()? {
-                    true => Some(s),
-                    false => None,
-                },
+                Ok(mut s) => (!t.is_live() || s.has_buffer()?).then_some(s),
                 Err(e) if e.errno() == Some(libc::ENOENT) => None,
                 Err(e) => return Err(e),
             };
