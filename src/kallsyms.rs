@@ -3,14 +3,27 @@
 //! the kernel's own `kallsyms_lookup()`: the last symbol at or below the
 //! address, the first of its aliases, size up to the next higher address.
 //!
-//! What `kallsyms_lookup()` resolves is less than what /proc/kallsyms lists:
-//! the core kernel only inside `_stext`..`_end` (`CONFIG_KALLSYMS_ALL`, which
-//! is when `_end` is listed) or the text ranges, modules and BPF programs
-//! (printed without a module name), but never the pages listed under the
-//! `[__builtin__ftrace]` / `[__builtin__kprobes]` pseudo-modules (ftrace
-//! trampolines, kprobe instruction slots): the kernel prints those addresses
-//! as raw hex in stack traces, so they stay in the table as stops that
-//! resolve to nothing.
+//! What `kallsyms_lookup()` resolves is less than what /proc/kallsyms lists.
+//! The core kernel's symbols name an address only where `is_ksym_addr()`
+//! says so (include/linux/kallsyms.h, include/asm-generic/sections.h):
+//! - with `CONFIG_KALLSYMS_ALL` (which is when `_end` is listed) `_stext`
+//!   up to `_end`, and `__init_begin` up to `__init_end` (5.17 on: parisc's
+//!   init lies below `_stext`);
+//! - without it `_stext` up to `_etext` and `_sinittext` up to `_einittext`
+//!   (only text is listed then, with the `__start_*`/`__stop_*` bounds);
+//! - the end symbol itself not (5.16 on), but before 5.16 it was (`<=`,
+//!   [`Kallsyms::set_kernel`]);
+//! - and `in_gate_area_no_mm()`: x86_64's vsyscall page and arm's vectors
+//!   page (CONFIG_KUSER_HELPERS) count as kernel text, where no symbol is:
+//!   the kernel names an address there after its last symbol, with the size
+//!   up to `_end` (or `_etext`) from it, wrapped ([`Kallsyms::set_gate_area`]).
+//!
+//! Modules and BPF programs (printed without a module name) resolve as
+//! listed, but a module's mapping symbols (which /proc/kallsyms lists) never
+//! name anything, and never the pages listed under the `[__builtin__ftrace]` /
+//! `[__builtin__kprobes]` pseudo-modules (ftrace trampolines, kprobe
+//! instruction slots): the kernel prints those addresses as raw hex in
+//! stack traces, so they stay in the table as stops that resolve to nothing.
 //!
 //! The table also names the kretprobe trampoline, which the kernel's own
 //! output prints as `[unknown/kretprobe'd]` where it is a return address
@@ -41,10 +54,28 @@ pub struct Kallsyms {
     blob: String,
     syms: Vec<Entry>,
     modules: Vec<(u32, u16)>,
-    /// Address ranges core-kernel lookups are valid in (`is_ksym_addr`).
+    /// Address ranges core-kernel lookups are valid in (`is_ksym_addr`),
+    /// from `bounds` and the kernel's version.
     core: Vec<(u64, u64)>,
+    /// The [`BOUNDS`] symbols' addresses, where listed.
+    bounds: [Option<u64>; 7],
+    /// `in_gate_area_no_mm()`'s page, where the kernel has one.
+    gate: Option<(u64, u64)>,
+    /// 1 where the kernel's ranges take their end symbol in (before 5.16).
+    past: u64,
     kretprobe: Option<KretprobeTrampoline>,
 }
+
+/// The section bounds `is_ksym_addr()` reads, as [`Kallsyms`]' `bounds`
+/// holds them; the indexes below name them.
+const BOUNDS: [&str; 7] = ["_stext", "_etext", "_sinittext", "_einittext", "_end", "__init_begin", "__init_end"];
+const STEXT: usize = 0;
+const ETEXT: usize = 1;
+const SINITTEXT: usize = 2;
+const EINITTEXT: usize = 3;
+const END: usize = 4;
+const INIT_BEGIN: usize = 5;
+const INIT_END: usize = 6;
 
 impl Kallsyms {
     /// Parse kallsyms text (`ADDR TYPE NAME [MODULE]` per line). Malformed
@@ -56,7 +87,6 @@ impl Kallsyms {
             syms: Vec::with_capacity(text.len() / 40),
             ..Default::default()
         };
-        let (mut stext, mut etext, mut sinit, mut einit, mut end) = (None, None, None, None, None);
         let (mut kretprobe, mut rethook, mut old_kretprobe) = (None, None, false);
         let mut last_mod: &[u8] = &[];
         let b = text.as_bytes();
@@ -109,18 +139,19 @@ impl Kallsyms {
                     k.modules.len() as u16
                 }
             };
+            // A module's mapping symbols (`$x`, `$d`, `.L…`, `L0…`) name
+            // nothing: find_kallsyms_symbol() passes over them.
+            if mi != 0 && (name[0] == b'$' || name.starts_with(b".L") || name.starts_with(b"L0")) {
+                continue;
+            }
             let Ok(name) = core::str::from_utf8(name) else { continue };
             // Unnamed: nothing ever prints it.
             let name = if mi == OPAQUE { "" } else { name };
             if mi == 0 && name.as_bytes()[0] == b'_' {
-                match name {
-                    "_stext" => stext = Some(addr),
-                    "_etext" => etext = Some(addr),
-                    "_sinittext" => sinit = Some(addr),
-                    "_einittext" => einit = Some(addr),
-                    "_end" => end = Some(addr),
-                    "__kretprobe_trampoline" => kretprobe = Some(addr),
-                    _ => {}
+                match BOUNDS.iter().position(|b| *b == name) {
+                    Some(i) => k.bounds[i] = Some(addr),
+                    None if name == "__kretprobe_trampoline" => kretprobe = Some(addr),
+                    None => {}
                 }
             } else if mi == 0 && name.ends_with("_trampoline") {
                 match name {
@@ -150,17 +181,42 @@ impl Kallsyms {
             (None, true) => Some(KretprobeTrampoline::Named),
             (None, false) => None,
         };
-        match (stext, end, etext) {
-            (Some(s), Some(e), _) => k.core.push((s, e.saturating_add(1))),
-            (Some(s), None, Some(e)) => {
-                k.core.push((s, e));
-                if let (Some(a), Some(b)) = (sinit, einit) {
-                    k.core.push((a, b));
-                }
-            }
-            _ => {}
-        }
+        k.set_kernel(None);
         k
+    }
+
+    /// Resolve core-kernel addresses as `is_ksym_addr()` of kernel `version`
+    /// does (`None`: the newest kernel's): each range up to its end symbol,
+    /// which before 5.16 was in too (5.15 include/linux/kallsyms.h: `<=`;
+    /// 5.16's "kallsyms: fix address-checks for kernel related range").
+    pub fn set_kernel(&mut self, version: Option<(u32, u32)>) {
+        use crate::kernel::{KSYM_END_EXCLUDED_SINCE, KSYM_INIT_RANGE_SINCE};
+        let v = version.unwrap_or(crate::kernel::NEWEST_RULES);
+        let past = u64::from(v < KSYM_END_EXCLUDED_SINCE);
+        self.past = past;
+        let b = self.bounds;
+        // (start, end) pairs by index into `bounds`.
+        let pairs: &[(usize, usize)] = match b[END] {
+            Some(_) if v >= KSYM_INIT_RANGE_SINCE => &[(STEXT, END), (INIT_BEGIN, INIT_END)],
+            Some(_) => &[(STEXT, END)],
+            None => &[(STEXT, ETEXT), (SINITTEXT, EINITTEXT)],
+        };
+        self.core.clear();
+        if b[STEXT].is_none() {
+            return;
+        }
+        for &(s, e) in pairs {
+            if let (Some(s), Some(e)) = (b[s], b[e]) {
+                self.core.push((s, e.saturating_add(past)));
+            }
+        }
+    }
+
+    /// The page `in_gate_area_no_mm()` of the traced kernel answers for
+    /// (x86_64's `[vsyscall]` unless vsyscall=none, arm's `[vectors]` with
+    /// CONFIG_KUSER_HELPERS): it is kernel text to the kernel's lookups.
+    pub fn set_gate_area(&mut self, start: u64, end: u64) {
+        self.gate = Some((start, end));
     }
 
     /// How many symbols it holds.
@@ -183,26 +239,56 @@ impl Kallsyms {
         self.blob.get(o as usize..o as usize + l as usize)
     }
 
+    /// The first of the aliases of entry `i` (a few steps back at most).
+    fn first_alias(&self, mut i: usize) -> &Entry {
+        while i > 0 && self.syms[i - 1].addr == self.syms[i].addr {
+            i -= 1;
+        }
+        &self.syms[i]
+    }
+
+    /// The size get_symbol_pos() gives the last core symbol, at `at`: up
+    /// to `_einittext` in init text, else to `_end` (KALLSYMS_ALL) or
+    /// `_etext`, as an `unsigned long` (the kernel's width: 32 bits where
+    /// its addresses are).
+    fn last_size(&self, addr: u64, at: u64) -> u64 {
+        let b = &self.bounds;
+        let init = matches!((b[SINITTEXT], b[EINITTEXT]), (Some(s), Some(e)) if addr >= s && addr < e + self.past);
+        let end = if init { b[EINITTEXT] } else { b[END].or(b[ETEXT]) };
+        let size = end.map_or(0, |e| e.wrapping_sub(at));
+        if at >> 32 == 0 {
+            size & u64::from(u32::MAX)
+        } else {
+            size
+        }
+    }
+
     /// Address → symbol, offset and size, like `%pS` prints it.
     pub fn lookup(&self, addr: u64) -> Option<Sym<'_>> {
+        if self.gate.is_some_and(|(s, x)| addr >= s && addr < x) {
+            // get_symbol_pos(): the last core symbol, all of them below
+            // the page.
+            let e = self.first_alias(self.syms.iter().rposition(|e| e.module == 0)?);
+            let size = self.last_size(addr, e.addr);
+            return Some(Sym { name: self.name(e), offset: addr.wrapping_sub(e.addr), size, module: None });
+        }
         // Index of the first entry above addr.
         let hi = self.syms.partition_point(|e| e.addr <= addr);
-        let last = hi.checked_sub(1)?;
-        let at = self.syms[last].addr;
-        // Aliases share an address: the first of them names it (a few
-        // steps back at most).
-        let mut first = last;
-        while first > 0 && self.syms[first - 1].addr == at {
-            first -= 1;
-        }
-        let e = &self.syms[first];
+        let e = self.first_alias(hi.checked_sub(1)?);
+        let at = e.addr;
         if e.module == OPAQUE {
             return None;
         }
         if e.module == 0 && !self.core.is_empty() && !self.core.iter().any(|&(s, x)| addr >= s && addr < x) {
             return None;
         }
-        let size = self.syms.get(hi).map_or(0, |n| n.addr - at);
+        // The next core symbol ends a core one; after the last,
+        // get_symbol_pos() takes the section's end.
+        let size = match self.syms.get(hi) {
+            Some(n) if e.module != 0 || n.module == 0 => n.addr - at,
+            _ if e.module == 0 => self.last_size(addr, at),
+            _ => 0,
+        };
         if e.module != 0 && self.syms.get(hi).map_or(true, |n| n.module != e.module) && addr - at >= 0x10_0000 {
             // Past the last symbol of a module by a lot: not in it.
             return None;

@@ -15,6 +15,11 @@ pub struct LazyKallsyms {
     /// The text itself (from a trace.dat), instead of a path.
     text: Option<Vec<u8>>,
     table: std::sync::OnceLock<Option<crate::kallsyms::Kallsyms>>,
+    /// The traced kernel's version, for what its lookups resolve
+    /// ([`crate::kallsyms::Kallsyms::set_kernel`]).
+    version: Option<(u32, u32)>,
+    /// `in_gate_area_no_mm()`'s page: known of the running kernel only.
+    gate: Option<(u64, u64)>,
     /// Records of a previous boot: their addresses move to this boot's
     /// before the lookup, with the current `_text` and `_stext` (found
     /// once).
@@ -30,7 +35,8 @@ impl LazyKallsyms {
         } else {
             Some(t.top().join("kallsyms")).filter(|p| p.is_file())
         };
-        let syms = LazyKallsyms { path, text: None, table: std::sync::OnceLock::new(), last_boot: None };
+        let gate = if t.is_live() { gate_area() } else { None };
+        let syms = LazyKallsyms { path, text: None, gate, ..LazyKallsyms::from_text(Vec::new()) };
         // A persistent buffer's previous boot: its addresses move first.
         match last_boot(t) {
             Some(lb) => syms.with_last_boot(lb),
@@ -40,7 +46,23 @@ impl LazyKallsyms {
 
     /// Symbols from a kallsyms text held in memory (a trace.dat's).
     pub fn from_text(text: Vec<u8>) -> Self {
-        LazyKallsyms { path: None, text: Some(text), table: std::sync::OnceLock::new(), last_boot: None }
+        LazyKallsyms {
+            path: None,
+            text: Some(text),
+            table: std::sync::OnceLock::new(),
+            version: None,
+            gate: None,
+            last_boot: None,
+        }
+    }
+
+    /// Look addresses up as kernel `version` does (the session's, once
+    /// known).
+    pub fn set_kernel(&mut self, version: Option<(u32, u32)>) {
+        self.version = version;
+        if let Some(Some(t)) = self.table.get_mut() {
+            t.set_kernel(version);
+        }
     }
 
     /// Look addresses of a previous boot up (a persistent buffer's records,
@@ -64,11 +86,16 @@ impl LazyKallsyms {
     fn get(&self) -> Option<&crate::kallsyms::Kallsyms> {
         self.table
             .get_or_init(|| {
-                if let Some(t) = &self.text {
-                    return Some(crate::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(t)));
+                let mut k = match (&self.path, &self.text) {
+                    (Some(p), _) => crate::kallsyms::Kallsyms::parse(&std::fs::read_to_string(p).ok()?),
+                    (None, Some(t)) => crate::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(t)),
+                    (None, None) => return None,
+                };
+                k.set_kernel(self.version);
+                if let Some((s, e)) = self.gate {
+                    k.set_gate_area(s, e);
                 }
-                let text = std::fs::read_to_string(self.path.as_ref()?).ok()?;
-                Some(crate::kallsyms::Kallsyms::parse(&text))
+                Some(k)
             })
             .as_ref()
     }
@@ -91,6 +118,26 @@ impl crate::printfmt::SymbolLookup for LazyKallsyms {
     fn kretprobe_trampoline(&self) -> Option<crate::printfmt::KretprobeTrampoline> {
         crate::printfmt::SymbolLookup::kretprobe_trampoline(self.get()?)
     }
+}
+
+/// The running kernel's `in_gate_area_no_mm()` page, from /proc/self/maps:
+/// x86_64's `[vsyscall]` (none with vsyscall=none), a 32-bit arm kernel's
+/// `[vectors]` (CONFIG_KUSER_HELPERS; an arm64 kernel has none, though it
+/// maps `[vectors]` into 32-bit tasks). Other architectures have none.
+#[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+fn gate_area() -> Option<(u64, u64)> {
+    if cfg!(target_arch = "arm") && !super::uname()?[4].starts_with("arm") {
+        return None;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let l = maps.lines().find(|l| l.ends_with("[vsyscall]") || l.ends_with("[vectors]"))?;
+    let (s, e) = l.split_whitespace().next()?.split_once('-')?;
+    Some((u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?))
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "arm")))]
+fn gate_area() -> Option<(u64, u64)> {
+    None
 }
 
 /// The current boot's `/proc/modules` (a copy's `modules` file): where the

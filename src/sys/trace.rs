@@ -138,6 +138,7 @@ fn noted(mut trace: Opened) -> Opened {
         trace.kernel = KernelProfile::from_text(Some(k), format!("from --kernel {k}, in place of {found}"));
     }
     log::info!("{}", trace.kernel);
+    trace.symbols.set_kernel(trace.kernel.version);
     trace
 }
 
