@@ -303,7 +303,7 @@ fn missing_command_and_empty_tracefs() {
 fn an_event_of_our_own_reads_still_stops() {
     let Some((_l, root, before)) = live() else { return };
     if !root.join("events/syscalls/sys_enter_read").is_dir() {
-        println!("skipped: this kernel has no syscall events");
+        skip_absent("this kernel has no syscall events");
         return;
     }
     let mut child = spawn(cmd(&trbox(), &["tr-event", "syscalls:sys_enter_read", "-t", "0.5"]).stdout(Stdio::null()));

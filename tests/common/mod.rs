@@ -89,6 +89,61 @@ pub fn live_with_snapshot() -> Option<Live> {
     Some((l, root, before))
 }
 
+/// Run `trbox ARGS…` in a mount namespace of its own in which each `(file,
+/// over)` is bind-mounted over `over`: how a test shows trbox a kernel that
+/// lacks a feature this one has (an `available_tracers` without a tracer, no
+/// stack tracer sysctl) while all else is the live kernel's. `None` (with a
+/// skip) where no mount namespace can be made here.
+pub fn with_mounts_over(mounts: &[(&Path, &Path)], args: &[&str]) -> Option<Output> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).unwrap();
+    let pairs: Vec<(CString, CString)> = mounts.iter().map(|(f, o)| (c(f), c(o))).collect();
+    let mut command = cmd(&trbox(), args);
+    // SAFETY: between fork and exec only unshare(2) and mount(2) on
+    // strings made before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            let (none, data) = (std::ptr::null(), std::ptr::null());
+            if libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(c"none".as_ptr(), c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, data) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            for (f, o) in &pairs {
+                if libc::mount(f.as_ptr(), o.as_ptr(), none, libc::MS_BIND, data) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    match command.output() {
+        Ok(o) => {
+            assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+            Some(o)
+        }
+        Err(e) => {
+            skip(&format!("no mount namespace of its own for trbox: {e}"));
+            None
+        }
+    }
+}
+
+/// Run `trbox ARGS…` as on a kernel without the tracers `absent`
+/// ([`with_mounts_over`]): the tracers it was shown, as `available_tracers`
+/// lists them, and its output.
+pub fn without_tracers(root: &Path, absent: &[&str], args: &[&str]) -> Option<(String, Output)> {
+    let have = std::fs::read_to_string(root.join("available_tracers")).unwrap();
+    let shown = have.split_whitespace().filter(|t| !absent.contains(t)).collect::<Vec<_>>().join(" ");
+    let dir = TempDir::new("tracers");
+    let file = dir.path().join("available_tracers");
+    std::fs::write(&file, format!("{shown}\n")).unwrap();
+    let o = with_mounts_over(&[(&file, &root.join("available_tracers"))], args)?;
+    Some((shown, o))
+}
+
 /// Run `trbox APPLET ARGS…`; a panic message fails the test whatever the
 /// exit status.
 pub fn applet(name: &str, args: &[&str]) -> Output {

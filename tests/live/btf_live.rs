@@ -74,18 +74,17 @@ fn live_btf_resolves_format_identifiers() {
     let dt = t.elapsed();
     eprintln!("BTF: {} bytes parsed in {dt:?}; {} names, {} heap bytes", raw.len(), btf.len(), btf.heap_bytes());
 
-    // The inode state flags of writeback events (values changed in 6.x).
-    for n in
-        ["I_NEW", "I_SYNC", "I_DIRTY_SYNC", "I_DIRTY_DATASYNC", "I_DIRTY_PAGES", "I_WILL_FREE", "I_FREEING", "I_CLEAR"]
-    {
-        let v = btf.enum_value(n).unwrap_or_else(|| panic!("{n} not in BTF"));
-        assert!(v > 0 && (v as u64).is_power_of_two(), "{n} = {v:#x}");
-    }
+    // Enumerators of every version (include/net/tcp_states.h,
+    // include/linux/hrtimer.h). The inode state flags of writeback events
+    // are enumerators only where the print fmts name them (an enum in 6.x;
+    // 6.1's #defines reach the format files expanded): checked below.
     assert_eq!(btf.enum_value("TCP_ESTABLISHED"), Some(1));
     assert_eq!(btf.enum_value("HRTIMER_MODE_REL"), Some(1));
+    // sizeof(struct page) depends on the configuration (64 on x86_64's
+    // usual ones): live_vmemmap_base_matches_kernel_text checks it against
+    // the kernel's own text.
     let page = btf.struct_size("page").expect("struct page");
     if cfg!(target_arch = "x86_64") {
-        assert_eq!(page, 64);
         assert_eq!(btf.long_size(), Some(8));
     }
     assert!((32..=256).contains(&page), "sizeof(struct page) = {page}");
@@ -105,7 +104,9 @@ fn live_btf_resolves_format_identifiers() {
             let Ok(text) = std::fs::read_to_string(ev.path().join("format")) else { continue };
             let Some(pf) = text.lines().find_map(|l| l.strip_prefix("print fmt: ")) else { continue };
             for w in enum_candidates(pf) {
-                if btf.enum_value(&w).is_some() {
+                if let Some(v) = btf.enum_value(&w) {
+                    // The inode state flags are single bits.
+                    assert!(!w.starts_with("I_") || (v > 0 && (v as u64).is_power_of_two()), "{w} = {v:#x}");
                     resolved += 1;
                 } else {
                     let name = format!("{}/{}", sys.file_name().to_string_lossy(), ev.file_name().to_string_lossy());

@@ -1,10 +1,9 @@
 //! Parse every format file of this machine's tracefs (read-only; skipped
 //! when no tracefs is readable).
 
+use crate::common;
 use std::path::Path;
 use trbox::format::{EventFormat, EventTable, FieldKind, HeaderEvent, HeaderPage};
-
-const ROOT: &str = "/sys/kernel/tracing";
 
 /// Read a tracefs text file. `events/header_page` returns EOF after a short
 /// first read (the kernel regenerates it per read), so read with one big
@@ -30,11 +29,10 @@ fn read_text(p: &Path) -> std::io::Result<String> {
 
 #[test]
 fn every_live_format_parses() {
-    let root = Path::new(ROOT);
-    let Ok(hp) = read_text(&root.join("events/header_page")) else {
-        eprintln!("no readable tracefs at {ROOT}; skipped");
-        return;
-    };
+    let Some(root) = common::live_tracefs() else { return };
+    // Read only, but other tests' dynamic events come and go meanwhile.
+    let _lock = common::TracefsLock::take();
+    let hp = read_text(&root.join("events/header_page")).expect("events/header_page");
     let hp = HeaderPage::parse(&hp).expect("header_page");
     assert!(hp.subbuf_size() >= 4096);
     let he = HeaderEvent::parse(&read_text(&root.join("events/header_event")).unwrap());
@@ -47,7 +45,11 @@ fn every_live_format_parses() {
         }
         let sysname = sys.file_name().to_string_lossy().into_owned();
         for ev in std::fs::read_dir(sys.path()).unwrap().flatten() {
-            let Ok(text) = read_text(&ev.path().join("format")) else { continue };
+            let path = ev.path().join("format");
+            if !path.is_file() {
+                continue;
+            }
+            let text = read_text(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let e = EventFormat::parse(&text, &sysname, hp.long_size())
                 .unwrap_or_else(|err| panic!("{}: {err}", ev.path().display()));
             assert!(!e.common.is_empty(), "{}", ev.path().display());
@@ -63,7 +65,9 @@ fn every_live_format_parses() {
             n += 1;
         }
     }
-    assert!(n > 100, "only {n} events");
+    // sched_switch: every kernel with tracepoints has it (its comm arrays
+    // are TASK_COMM_LEN, 16, on every version).
+    assert!(n > 0, "no format file under {}/events", root.display());
     let sw = table.by_name("sched:sched_switch").unwrap();
     assert_eq!(table.get(sw.id).unwrap().name, "sched_switch");
     assert_eq!(sw.field("prev_comm").unwrap().kind, FieldKind::Array { elem_size: 1, count: 16 });
