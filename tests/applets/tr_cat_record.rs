@@ -8,7 +8,6 @@ use crate::common;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 fn live() -> Option<common::Live> {
     let root = live_tracefs()?;
@@ -161,31 +160,26 @@ fn tiny_buffer_losses_match_the_kernel_stats() {
     assert_same_state(&before, &snapshot(&root));
 }
 
-fn enabled(root: &Path, ev: &str) -> bool {
-    std::fs::read_to_string(root.join(format!("events/{ev}/enable"))).is_ok_and(|s| s.trim() == "1")
-}
-
 fn stop_with(sig: i32) {
     let Some((_l, root, before)) = live() else { return };
     let dir = TempDir::new("rec-sig");
     let f = dir.path().join("t.dat");
-    let mut c = spawn(
+    // Mid-recording: once the window is open (the header written, the
+    // buffer cleared, the events on), this very kill(2) is a
+    // raw_syscalls:sys_enter record of the run.
+    let (mut c, g) = start_in_window(
+        &root,
         cmd(&trbox(), &["tr-cat", "-o", f.to_str().unwrap(), "-e", "sched:sched_switch,raw_syscalls:sys_enter"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped()),
     );
-    let t = std::time::Instant::now();
-    while !enabled(&root, "sched/sched_switch") && t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The header (kallsyms) is written after the events are enabled.
-    std::thread::sleep(Duration::from_millis(700));
     c.signal(sig);
     let o = c.output();
     assert_eq!(o.status.code(), Some(0), "signal {sig}: {}", stderr(&o));
     let (total, _) = summary(&stderr(&o));
     assert!(total > 0, "{}", stderr(&o));
     check_file(&f, total);
+    drop(g);
     assert_same_state(&before, &snapshot(&root));
 }
 
@@ -330,6 +324,13 @@ fn check_stats(f: &Path, total: u64) {
 #[test]
 fn stats_group_the_tasks_of_one_comm() {
     let Some((_l, root, before)) = live() else { return };
+    // A task is named from saved_cmdlines, a ring the kernel refills with
+    // every task switched to after an event (trace_save_cmdline(),
+    // tracing_record_taskinfo_sched_switch()): 128 entries before 6.9, so
+    // under load other tasks pushed some of the 40 out (`<...>`). Room for
+    // every task this run can name (two a traced event, and the 41 traced).
+    let mut g = Guard::new(&root);
+    assert!(g.set("saved_cmdlines_size", "8192"));
     let dir = TempDir::new("rec-group");
     let f = dir.path().join("t.dat");
     let o = record(&args(
@@ -347,6 +348,7 @@ fn stats_group_the_tasks_of_one_comm() {
     assert!(grouped.len() < 10, "{grouped:?}");
     let all = tasks(&stdout(&run(&["tr-cat", "--stats", "--all", f])));
     assert_eq!(all.iter().filter(|l| l.starts_with("2  sleep-")).count(), 40, "{all:?}");
+    drop(g);
     assert_same_state(&before, &snapshot(&root));
 }
 

@@ -161,20 +161,21 @@ fn wait_until(f: impl Fn() -> bool) -> bool {
     false
 }
 
-/// Stop a streaming run with `sig` after a moment: status and state.
+/// Stop a streaming run with `sig` once its window is open: status and
+/// state.
 fn stop_with(sig: i32) {
     let Some((_l, root, before)) = live() else { return };
-    let mut c = spawn(
+    let (mut c, g) = start_in_window(
+        &root,
         cmd(&trbox(), &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-f", "common_pid >= 0"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped()),
     );
-    // Wait (under any load) until it has set things up and streams.
-    assert!(wait_until(|| enabled(&root, "sched/sched_switch")), "tr-event never enabled the event");
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(enabled(&root, "sched/sched_switch"), "the window is open, the event not on");
     c.signal(sig);
     let o = c.output();
     assert_eq!(o.status.code(), Some(0), "signal {sig}: {}", stderr(&o));
+    drop(g);
     assert_same_state(&before, &snapshot(&root));
 }
 
@@ -360,20 +361,10 @@ fn a_system_wide_run_leaves_its_own_work_out() {
         return;
     }
     let load = reader_loop();
-    let run = spawn(
-        common::cmd(&common::trbox(), &["tr-event", "syscalls:sys_enter_read", "-t", "1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
-    );
     // This run's own tasks: the process and its threads (the buffers'
-    // readers). Other tests may run a trbox at the same time; their reads
-    // are rightly traced.
-    std::thread::sleep(Duration::from_millis(400));
-    let mut mine: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", run.id()))
-        .map(|d| d.flatten().map(|t| t.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    mine.push(run.id().to_string());
-    let o = run.output();
+    // readers), all of them. Other tests may run a trbox at the same time;
+    // their reads are rightly traced.
+    let (o, mine) = with_threads(&["tr-event", "syscalls:sys_enter_read", "-t", "1"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     let load_tag = format!("-{} ", load.id());

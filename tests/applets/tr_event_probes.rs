@@ -173,22 +173,23 @@ fn probes_are_removed_after_ctrl_c() {
     let Some((_l, root, before)) = live() else { return };
     let d = TempDir::new("uprobe-int");
     let Some(p) = progs(&d) else { return };
-    let mut c = spawn(
+    let (mut c, g) = start_in_window(
+        &root,
         cmd(&trbox(), &["tr-event", "--uprobe", &format!("{}:{FUNC}", s(&p.pie)), "sched:sched_process_exec"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped()),
     );
     let enable = root.join(format!("events/trbox/{FUNC}/enable"));
-    let t = std::time::Instant::now();
-    while std::fs::read_to_string(&enable).map_or(true, |s| s.trim() != "1") {
-        assert!(t.elapsed().as_secs() < 30, "the probe never got enabled");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(
+        std::fs::read_to_string(&enable).unwrap_or_default().trim(),
+        "1",
+        "the window is open, the probe not on"
+    );
     c.signal(libc::SIGINT);
     let o = c.output();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     no_probes_left(&root);
+    drop(g);
     assert_same_state(&before, &snapshot(&root));
 }
 

@@ -457,10 +457,8 @@ fn reset_clears_a_pid_list_emptied_by_exits() {
     child.wait().unwrap();
     // Taken out when the task is freed (sched_process_free), after an RCU
     // grace period.
-    for _ in 0..100 {
-        if rd(&root, "set_event_pid").is_empty() {
-            break;
-        }
+    let t = std::time::Instant::now();
+    while !rd(&root, "set_event_pid").is_empty() && t.elapsed().as_secs() < 30 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(rd(&root, "set_event_pid"), "", "the kernel took the exited pid out");
@@ -598,7 +596,8 @@ fn second_run_names_the_holder_or_waits() {
     let Some(root) = live_tracefs() else { return };
     let _l = TracefsLock::take();
     let before = snapshot(&root);
-    let mut first = spawn(cmd(&trbox(), &["tr-on", "-O", "sym-offset", "-t", "3"]).stdout(std::process::Stdio::null()));
+    let mut first =
+        spawn(cmd(&trbox(), &["tr-on", "-O", "sym-offset", "-t", "300"]).stdout(std::process::Stdio::null()));
     let t0 = std::time::Instant::now();
     while rd(&root, "options/sym-offset") != "1" && t0.elapsed().as_secs() < 30 {
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -607,14 +606,18 @@ fn second_run_names_the_holder_or_waits() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains(&format!("in use by pid {} (tr-on)", first.id())), "{}", stderr(&o));
     assert!(stderr(&o).contains("hint: wait for it with --wait"), "{}", stderr(&o));
-    let o = on(&["--wait", "-O", "sym-addr", "--", "true"]);
+    let mut second = spawn(&mut cmd(&trbox(), &["tr-on", "--wait", "-O", "sym-addr", "--", "true"]));
+    // Waiting for the lock (/proc/locks lists it as a waiter), and still
+    // there while the first holds it.
+    let t0 = std::time::Instant::now();
+    while !waits_for_flock(second.id()) {
+        assert!(t0.elapsed().as_secs() < 30, "the second run never waited for the lock");
+        assert!(matches!(second.try_wait(), Ok(None)), "the second run did not wait: {}", stderr(&second.output()));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    first.signal(libc::SIGINT);
+    let o = second.output();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    // The first drops its lock just before it exits.
-    let ended = (0..200).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        first.try_wait().unwrap().is_some()
-    });
-    assert!(ended, "--wait did not wait for the first run");
     assert!(first.wait().unwrap().success());
     assert_same_state(&before, &snapshot(&root));
 }

@@ -473,6 +473,16 @@ pub fn holds_flock(pid: u32) -> bool {
     })
 }
 
+/// Is `pid` waiting for a flock(2) (/proc/locks: `1: -> FLOCK  ADVISORY
+/// WRITE PID …`)?
+pub fn waits_for_flock(pid: u32) -> bool {
+    let pid = pid.to_string();
+    std::fs::read_to_string("/proc/locks").unwrap_or_default().lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.get(1) == Some(&"->") && w.get(2) == Some(&"FLOCK") && w.get(5) == Some(&pid.as_str())
+    })
+}
+
 /// Read a tracefs file with big reads: on this kernel events/header_page
 /// and header_event answer only the first read() (so `fs::read`, which
 /// starts with a 32-byte probe read, gets 32 bytes).
@@ -539,6 +549,7 @@ pub fn load() {
         }
     }
     let _ = Command::new("sync").status();
+    // not synchronisation: a timer and a wake-up to trace.
     std::thread::sleep(std::time::Duration::from_millis(20));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -552,20 +563,56 @@ pub fn recorded_total(err: &str) -> u64 {
     head.split(": ").nth(2).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap()
 }
 
-/// Run trbox with `args` (a run of a second or more); its output and the
-/// ids of its threads, taken half a second in (the reader threads start
-/// at once). Other tests' trbox processes may run meanwhile: these ids
+/// Run trbox with `args`; its output and the ids of every thread it had
+/// at any time of its run (/proc/PID/task, read every 10 ms until it
+/// exits: its readers start whenever the run gets there, and live until
+/// its end). Other tests' trbox processes may run meanwhile: these ids
 /// tell this one apart.
 pub fn with_threads(args: &[&str]) -> (Output, Vec<i64>) {
-    let me =
-        cmd(&trbox(), args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let mine = std::fs::read_dir(format!("/proc/{}/task", me.id()))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    (me.wait_with_output().unwrap(), mine)
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut me = cmd(&trbox(), args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pipe = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = pipe(Box::new(me.stdout.take().unwrap()));
+    let err = pipe(Box::new(me.stderr.take().unwrap()));
+    let mut mine = std::collections::BTreeSet::new();
+    let status = loop {
+        if let Ok(d) = std::fs::read_dir(format!("/proc/{}/task", me.id())) {
+            mine.extend(d.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i64>().ok()));
+        }
+        if let Some(s) = me.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let o = Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() };
+    (o, mine.into_iter().collect())
+}
+
+/// Start `c` (a trbox run on the live tracefs at `root`) and wait until
+/// its traced window is open, whatever the load: `tracing_on` is switched
+/// off for it first (the guard returned puts it back), so the run turning
+/// it on is its window opening, after every setting is in place. 30 s at
+/// most.
+pub fn start_in_window(root: &Path, c: &mut Command) -> (Running, Guard) {
+    let mut g = Guard::new(root);
+    assert!(g.set("tracing_on", "0"), "tracing_on");
+    let mut r = spawn(c);
+    let t = std::time::Instant::now();
+    while std::fs::read_to_string(root.join("tracing_on")).unwrap_or_default().trim() != "1" {
+        if t.elapsed() > std::time::Duration::from_secs(30) || !matches!(r.try_wait(), Ok(None)) {
+            r.signal(libc::SIGKILL);
+            panic!("the run never opened its window: {}", stderr(&r.output()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (r, g)
 }
 
 /// Run trbox with `args` on a pseudo-terminal: stderr (and stdout too with

@@ -6,6 +6,7 @@ mod common;
 
 mod decode_fixtures;
 mod elf_files;
+mod fixed_sleeps;
 mod format_fixtures;
 mod graph_fixtures;
 mod module_cycles;

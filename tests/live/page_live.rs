@@ -162,7 +162,7 @@ fn live_pages_match_trace_file() {
         let _ =
             std::process::Command::new("/bin/sh").args(["-c", &format!("echo {i} > /dev/null; exec true")]).status();
     }
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    // Each shell was waited for: its fork, exec and exit are in the buffer.
     write(&dir.join("tracing_on"), "0").unwrap();
     for p in &guard.enabled {
         write(p, "0").unwrap();
