@@ -432,7 +432,8 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
             Sink::Temp(temp_in(&place.dir).map_err(werr)?)
         });
     }
-    let (sizes, note) = record(&mut c, peer, &mut data, &mut sinks, place)?;
+    let mut late = Late::default();
+    let (sizes, note) = record(&mut c, peer, &mut data, &mut sinks, place, &mut late)?;
     // The layout, the table, each CPU after the first copied in.
     let layout = head.layout(&sizes);
     let mut out = &file;
@@ -445,16 +446,48 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
         }
     }
     file.write_all_at(&head.table(&layout), head.table_pos as u64).map_err(werr)?;
+    // The names of the tasks started during the run.
+    if let Some((at, bytes)) = late.patch(&head.bytes) {
+        file.write_all_at(bytes, at).map_err(werr)?;
+    }
     let end = layout.last().map_or(head.data_start, |&(off, size)| off + size);
     file.set_len(end).map_err(werr)?;
     let pages = layout.iter().map(|&(_, size)| size / u64::from(page_size)).sum();
     Ok((path, pages, note))
 }
 
+/// The final saved_cmdlines a trbox sender sends before CLOSE
+/// ([`msg::CMDLINES`]): the header's slot (offset, length) and what goes
+/// there, in pieces.
+#[derive(Default)]
+struct Late {
+    slot: Option<(u32, u32)>,
+    bytes: Vec<u8>,
+}
+
+impl Late {
+    fn take(&mut self, h: &msg::Header, body: &[u8]) {
+        let Some((off, len, piece)) = msg::parse_cmdlines(h, body) else { return };
+        let fits = self.bytes.len() + piece.len() <= (len as usize).min(MAX_HEADER);
+        if *self.slot.get_or_insert((off, len)) == (off, len) && fits {
+            self.bytes.extend_from_slice(piece);
+        }
+    }
+
+    /// Where it goes in the file and what, once all of it came and the
+    /// header's slot is where the sender said.
+    fn patch(&self, header: &[u8]) -> Option<(u64, &[u8])> {
+        let (off, len) = self.slot?;
+        let r = msg::cmdlines_slot(header, off, len).filter(|r| r.len() == self.bytes.len())?;
+        Some((r.start as u64, &self.bytes))
+    }
+}
+
 /// Read what the control connection has after the header: Some(CLOSE)
 /// once CLOSE came, Some(another command) once it ended otherwise (its
-/// end, an error, a malformed message); other messages are let go.
-fn control_end(c: &mut TcpStream, pending: &mut Vec<u8>, buf: &mut [u8]) -> Option<u32> {
+/// end, an error, a malformed message); the final saved_cmdlines go to
+/// `late`, other messages are let go.
+fn control_end(c: &mut TcpStream, pending: &mut Vec<u8>, buf: &mut [u8], late: &mut Late) -> Option<u32> {
     const GONE: u32 = u32::MAX;
     match c.read(buf) {
         Ok(0) => return Some(GONE),
@@ -470,6 +503,7 @@ fn control_end(c: &mut TcpStream, pending: &mut Vec<u8>, buf: &mut [u8]) -> Opti
         if h.cmd == msg::CLOSE {
             return Some(msg::CLOSE);
         }
+        late.take(&h, pending.get(msg::HEADER_LEN..len).unwrap_or_default());
         pending.drain(..len);
     }
     None
@@ -484,6 +518,7 @@ fn record(
     data: &mut [Data],
     sinks: &mut [Sink<'_>],
     place: &Place,
+    late: &mut Late,
 ) -> Result<(Vec<u64>, String), String> {
     let e = |err: std::io::Error| format!("socket: {}", trbox::sys::describe(&err));
     c.set_nonblocking(true).map_err(e)?;
@@ -491,12 +526,11 @@ fn record(
     let connect_by = now + Duration::from_secs(CONNECT_S);
     let mut idle_by = now + Duration::from_secs(IDLE_S);
     let mut drain_by: Option<Instant> = None;
-    // A test hook: drop every connection this long after the header is
-    // complete, as a link that fails mid-run would.
-    let drop_at = std::env::var("TRBOX_LISTEN_DROP_MS")
-        .ok()
-        .and_then(|m| m.parse().ok())
-        .map(|ms| now + Duration::from_millis(ms));
+    // A test hook: drop every connection this long after the first page
+    // came, as a link that fails mid-run would (from the first page, not
+    // the header: a loaded sender may take long to fill one).
+    let drop_after = std::env::var("TRBOX_LISTEN_DROP_MS").ok().and_then(|m| m.parse().ok()).map(Duration::from_millis);
+    let mut drop_at = None;
     let mut sizes = vec![0u64; data.len()];
     let mut total = 0u64;
     let mut checked = 0u64;
@@ -573,7 +607,7 @@ fn record(
             let Some(i) = *w else {
                 // The control connection: CLOSE, or its end, starts the drain.
                 idle_by = Instant::now() + Duration::from_secs(IDLE_S);
-                if let Some(end) = control_end(c, &mut control, &mut buf) {
+                if let Some(end) = control_end(c, &mut control, &mut buf, late) {
                     control_open = false;
                     drain_by = Some(Instant::now() + Duration::from_secs(DRAIN_S));
                     if end != msg::CLOSE {
@@ -594,6 +628,9 @@ fn record(
                     Ok(0) => *d = Data::Done,
                     Ok(n) => {
                         idle_by = Instant::now() + Duration::from_secs(IDLE_S);
+                        if drop_at.is_none() {
+                            drop_at = drop_after.map(|d| Instant::now() + d);
+                        }
                         let room = place.max_bytes.saturating_sub(total);
                         let take = (n as u64).min(room) as usize;
                         if let (Some(sink), Some(size)) = (sinks.get_mut(i), sizes.get_mut(i)) {

@@ -137,7 +137,7 @@ net_start() {
 	if [ -x "$NET_HOST_BIN" ]; then
 		"$NET_HOST_BIN" tr-cat --listen "127.0.0.1:$tb" -o "$NET_DIR/tb" >"$NET_DIR/tb.log" 2>&1 &
 		echo $! >>"$NET_DIR/pids"
-		# The link fails 4 s after the sender's header arrived.
+		# The link fails 4 s after the sender's first page arrived.
 		TRBOX_LISTEN_DROP_MS=4000 "$NET_HOST_BIN" tr-cat --listen "127.0.0.1:$drop" -o "$NET_DIR/drop" >"$NET_DIR/drop.log" 2>&1 &
 		echo $! >>"$NET_DIR/pids"
 	else

@@ -21,6 +21,26 @@ pub struct Session {
     pub control: File,
     /// Per CPU of the recording (in the flyrecord table's order).
     pub cpus: Vec<File>,
+    /// The header's saved_cmdlines slot (offset, length), filled at the end
+    /// with the run's final ones ([`msg`]: tasks started meanwhile).
+    slot: (u32, u32),
+    /// The live saved_cmdlines.
+    cmdlines: std::path::PathBuf,
+    /// trace-cmd's listener: the header from the slot on, held back.
+    held: Option<Held>,
+    /// trbox's listener, which takes [`msg::CMDLINES`].
+    trbox: bool,
+}
+
+/// The end of a header held back from trace-cmd's listener.
+struct Held {
+    /// What follows the slot (the CPU count, the options).
+    tail: Vec<u8>,
+    /// Bytes of the slot not sent yet (newlines went before them).
+    room: usize,
+    /// Newlines that may still go ([`super::record`]'s spare room).
+    spare: usize,
+    last: std::time::Instant,
 }
 
 /// `listener ADDR: WHAT` and what to do (said like a file that cannot be
@@ -81,9 +101,18 @@ fn connect_to(ip: [u8; 4], port: u16) -> io::Result<File> {
 }
 
 /// Connect to the listener at `addr` (HOST:PORT), agree on protocol 3,
-/// send the `header` (a trace.dat up to its options) and open one data
-/// connection per CPU.
-pub fn connect(addr: &str, cpus: u32, page_size: u32, header: &[u8]) -> Result<Session, Error> {
+/// send the `header` (a trace.dat up to its options, whose saved_cmdlines
+/// are in `slot`: offset, length; to trace-cmd's listener only up to them)
+/// and open one data connection per CPU. `cmdlines`: the live
+/// saved_cmdlines, read at the end.
+pub fn connect(
+    addr: &str,
+    cpus: u32,
+    page_size: u32,
+    header: &[u8],
+    slot: (u64, usize),
+    cmdlines: std::path::PathBuf,
+) -> Result<Session, Error> {
     let io = |what: &str, e: io::Error| fail(addr, format!("{what}: {}", super::describe(&e)));
     let (ip, port) =
         parse_addr(addr).ok_or_else(|| fail(addr, "not an IPv4 address and port (A.B.C.D:PORT)".into()))?;
@@ -107,21 +136,74 @@ pub fn connect(addr: &str, cpus: u32, page_size: u32, header: &[u8]) -> Result<S
     let ports = msg::parse_rinit(&h, &body)
         .filter(|p| p.len() == cpus as usize)
         .ok_or_else(|| fail(addr, format!("expected the ports of {cpus} CPUs (RINIT), got message {}", h.cmd)))?;
-    for piece in header.chunks(msg::MAX_DATA) {
-        c.write_all(&msg::message(msg::SEND_DATA, &[], piece)).map_err(|e| io("sending the header", e))?;
+    let (at, len) = (slot.0 as usize, slot.1);
+    let trbox = msg::rinit_of_trbox(&h, &body);
+    let held = (!trbox).then(|| Held {
+        tail: header.get(at + len..).unwrap_or_default().to_vec(),
+        room: len,
+        spare: super::record::NET_SPARE,
+        last: std::time::Instant::now(),
+    });
+    let now = if held.is_some() { header.get(..at).unwrap_or_default() } else { header };
+    send(&mut c, msg::SEND_DATA, &[], now).map_err(|e| io("sending the header", e))?;
+    if held.is_none() {
+        c.write_all(&msg::message(msg::FIN_DATA, &[], &[])).map_err(|e| io("sending the header", e))?;
     }
-    c.write_all(&msg::message(msg::FIN_DATA, &[], &[])).map_err(|e| io("sending the header", e))?;
     let mut data = Vec::new();
     for p in ports {
         data.push(connect_to(ip, p).map_err(|e| io(&format!("connecting to port {p}"), e))?);
     }
-    Ok(Session { control: c, cpus: data })
+    Ok(Session { control: c, cpus: data, slot: (at as u32, len as u32), cmdlines, held, trbox })
+}
+
+/// `bytes` as `cmd` messages of at most [`msg::MAX_LEN`] bytes each.
+fn send(c: &mut File, cmd: u32, fixed: &[u32], bytes: &[u8]) -> io::Result<()> {
+    for piece in bytes.chunks(msg::MAX_DATA - 4 * fixed.len()) {
+        c.write_all(&msg::message(cmd, fixed, piece))?;
+    }
+    Ok(())
 }
 
 impl Session {
-    /// The end: the data connections closed, then CLOSE on the control one
-    /// (the listener then puts the file together).
-    pub fn close(self) -> io::Result<()> {
+    /// A header held back from trace-cmd's listener: a newline of the
+    /// saved_cmdlines room once a second, so that it waits on; the rest of
+    /// the header now when the room for them is spent.
+    pub fn keep_alive(&mut self) -> io::Result<()> {
+        let Some(h) = self.held.as_mut().filter(|h| h.last.elapsed().as_secs() >= 1) else { return Ok(()) };
+        if h.spare == 0 {
+            return self.finish_header();
+        }
+        h.spare -= 1;
+        h.room -= 1;
+        h.last = std::time::Instant::now();
+        self.control.write_all(&msg::message(msg::SEND_DATA, &[], b"\n"))
+    }
+
+    /// The saved_cmdlines of now into the slot: the rest of a held header
+    /// and its end; trbox's listener takes them over those of the start.
+    fn finish_header(&mut self) -> io::Result<()> {
+        let text = std::fs::read(&self.cmdlines).unwrap_or_default();
+        match self.held.take() {
+            Some(h) => {
+                let mut rest = crate::tracedat::fit_cmdlines(&text, h.room);
+                rest.extend_from_slice(&h.tail);
+                send(&mut self.control, msg::SEND_DATA, &[], &rest)?;
+                self.control.write_all(&msg::message(msg::FIN_DATA, &[], &[]))
+            }
+            None if self.trbox => {
+                let slot = crate::tracedat::fit_cmdlines(&text, self.slot.1 as usize);
+                send(&mut self.control, msg::CMDLINES, &[self.slot.0, self.slot.1], &slot)
+            }
+            // Sent already (its room spent).
+            None => Ok(()),
+        }
+    }
+
+    /// The end: the header's saved_cmdlines made final, the data
+    /// connections closed, then CLOSE on the control one (the listener
+    /// then puts the file together).
+    pub fn close(mut self) -> io::Result<()> {
+        self.finish_header()?;
         drop(self.cpus);
         let mut c = self.control;
         c.write_all(&msg::message(msg::CLOSE, &[], &[]))

@@ -16,6 +16,20 @@
 //!   CLOSE (0)      the recording is over
 //! ```
 //!
+//! The header's saved_cmdlines are those of the start: trace-cmd record
+//! sends them once (tracecmd/trace-record.c `setup_connection()`), so a
+//! task started during the run has no name on the listener. trbox's
+//! sender names them all the same:
+//! - trbox's listener says so after the ports of its RINIT
+//!   ([`TRBOX_LISTENER`]; trace-cmd's sender reads only the ports); the
+//!   sender then sends the final saved_cmdlines before CLOSE ([`CMDLINES`],
+//!   which the listener writes over the header's);
+//! - to trace-cmd's listener it holds the header back from the saved
+//!   cmdlines on (its reserved room, padded), one newline at a time every
+//!   second (the listener gives up on a header after 5 s without a message:
+//!   MSG_WAIT_MSEC in lib/trace-cmd/trace-msg.c, 3.1 to 3.4), and sends the
+//!   final ones and the rest of the header at the end.
+//!
 //! The header is a trace.dat (version 6 here) up to and including its
 //! options; the listener adds the flyrecord table, the clock and the data.
 //! Each CPU's pages go on their own TCP connection to its port, whole
@@ -47,6 +61,13 @@ pub const SEND_DATA: u32 = 3;
 pub const FIN_DATA: u32 = 4;
 /// The other side does not know the command it was sent.
 pub const NOT_SUPP: u32 = 5;
+
+/// trbox to trbox, after the data and before CLOSE: a piece of the final
+/// saved_cmdlines of the run; fixed part: the header's cmdlines slot
+/// (offset, length), data: the next bytes of what goes there.
+pub const CMDLINES: u32 = 0x7472_0001;
+/// What trbox's listener adds to its RINIT after the ports.
+pub const TRBOX_LISTENER: &[u8] = b"trbox";
 
 /// Bytes of a message header: size, cmd, cmd_size, each a big-endian u32.
 pub const HEADER_LEN: usize = 12;
@@ -101,13 +122,36 @@ pub fn tinit(cpus: u32, page_size: u32) -> Vec<u8> {
     message(TINIT, &[cpus, page_size, 1], b"tcp\0")
 }
 
-/// RINIT: one port per CPU.
+/// RINIT: one port per CPU, then [`TRBOX_LISTENER`].
 pub fn rinit(ports: &[u16]) -> Vec<u8> {
     let mut data = Vec::new();
     for p in ports {
         data.extend_from_slice(alloc::format!("{p}\0").as_bytes());
     }
+    data.extend_from_slice(TRBOX_LISTENER);
+    data.push(0);
     message(RINIT, &[ports.len() as u32], &data)
+}
+
+/// A RINIT body from trbox's listener ([`TRBOX_LISTENER`] after the ports).
+pub fn rinit_of_trbox(h: &Header, body: &[u8]) -> bool {
+    split(h, body, 1).is_some_and(|(w, data)| data.split(|&b| b == 0).nth(w[0] as usize) == Some(TRBOX_LISTENER))
+}
+
+/// A [`CMDLINES`] body: the slot (offset, length) and the piece.
+pub fn parse_cmdlines<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, &'a [u8])> {
+    let (w, data) = split(h, body, 2).filter(|_| h.cmd == CMDLINES)?;
+    Some((w[0], w[1], data))
+}
+
+/// Where a [`CMDLINES`] message's slot (`offset`, `len`) lies in the
+/// sender's `header`, if the header says so: the 64-bit length before it,
+/// in the header's byte order, is `len`.
+pub fn cmdlines_slot(header: &[u8], offset: u32, len: u32) -> Option<core::ops::Range<usize>> {
+    let (o, l) = (offset as usize, len as usize);
+    let size: [u8; 8] = header.get(o.checked_sub(8)?..o)?.try_into().ok()?;
+    let n = if header.get(12) == Some(&1) { u64::from_be_bytes(size) } else { u64::from_le_bytes(size) };
+    (n == u64::from(len) && o + l <= header.len()).then_some(o..o + l)
 }
 
 /// The fixed part's words and the data of a message body.
@@ -245,10 +289,29 @@ mod tests {
         let (h, b) = head(&m);
         assert_eq!(parse_tinit(&h, b), Some((4, 4096, alloc::vec![&b"tcp"[..]])));
         let m = rinit(&[1500, 1501]);
-        assert_eq!(&m[HEADER_LEN + 4..], b"1500\x001501\x00");
+        assert_eq!(&m[HEADER_LEN + 4..], b"1500\x001501\x00trbox\x00");
         let (h, b) = head(&m);
         assert_eq!(parse_rinit(&h, b), Some(alloc::vec![1500, 1501]));
-        assert_eq!(parse_rinit(&h, &b[..b.len() - 5]), None);
+        assert!(rinit_of_trbox(&h, b));
+        assert_eq!(parse_rinit(&h, &b[..b.len() - 11]), None);
+        // trace-cmd's: the ports only.
+        let tc = message(RINIT, &[2], b"1500\x001501\x00");
+        let (h, b) = head(&tc);
+        assert_eq!(parse_rinit(&h, b), Some(alloc::vec![1500, 1501]));
+        assert!(!rinit_of_trbox(&h, b));
         assert_eq!(message(FIN_DATA, &[], b""), [0, 0, 0, 12, 0, 0, 0, 4, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_cmdlines_slot_is_where_its_length_says() {
+        let mut h = alloc::vec![0u8; 40];
+        h[20..28].copy_from_slice(&8u64.to_le_bytes());
+        assert_eq!(cmdlines_slot(&h, 28, 8), Some(28..36));
+        assert_eq!(cmdlines_slot(&h, 28, 9), None);
+        assert_eq!(cmdlines_slot(&h, 36, 8), None);
+        assert_eq!(cmdlines_slot(&h, 4, 8), None);
+        h[12] = 1;
+        h[20..28].copy_from_slice(&8u64.to_be_bytes());
+        assert_eq!(cmdlines_slot(&h, 28, 8), Some(28..36));
     }
 }

@@ -100,6 +100,19 @@ pub struct WriteOptions<'a> {
     pub last_boot: Option<&'a str>,
 }
 
+/// saved_cmdlines text for a slot of `room` bytes reserved in a header:
+/// the whole lines that fit, NUL-padded (readers stop at the NUL).
+pub fn fit_cmdlines(text: &[u8], room: usize) -> Vec<u8> {
+    let cut = if text.len() > room {
+        text[..room].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+    } else {
+        text.len()
+    };
+    let mut v = text[..cut].to_vec();
+    v.resize(room, 0);
+    v
+}
+
 /// The CPUSTAT text trace-cmd stores for one CPU.
 pub fn cpustat_text(cpu: u32, stats: &str) -> String {
     format!("CPU: {cpu}\n{stats}")

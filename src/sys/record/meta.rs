@@ -34,7 +34,9 @@ const CMDLINE_MAX: usize = 24;
 /// Write the header to `file` (at its start): everything up to the first
 /// data page. `cpus` is the length of the flyrecord table; `more_systems`
 /// are stored besides those with an enabled event (the run enables them
-/// after this); without `with_kallsyms` its section is empty.
+/// after this); without `with_kallsyms` its section is empty; `spare`:
+/// bytes of the saved_cmdlines room that a sender may spend before the end
+/// ([`crate::tracedat::msg`]).
 #[allow(clippy::too_many_arguments)]
 pub fn write_header(
     t: &Tracefs,
@@ -45,6 +47,7 @@ pub fn write_header(
     cpus: u32,
     more_systems: &[String],
     with_kallsyms: bool,
+    spare: usize,
 ) -> Result<Slots, Error> {
     let e = abi.endian;
     let top = t.top();
@@ -85,7 +88,7 @@ pub fn write_header(
     let pf = t.read_top_opt("printk_formats")?.unwrap_or_default();
     w.printk_formats(pf.as_bytes()).map_err(bad)?;
     let n = t.read_top_opt("saved_cmdlines_size")?.and_then(|s| s.trim().parse::<usize>().ok()).unwrap_or(128);
-    let reserve = n.saturating_mul(CMDLINE_MAX).clamp(4096, 1 << 22);
+    let reserve = n.saturating_mul(CMDLINE_MAX).clamp(4096, 1 << 22) + spare;
     let cmdlines_pos = w.pos() + 8;
     w.saved_cmdlines(&vec![0u8; reserve]).map_err(bad)?;
     w.cpus(cpus).map_err(bad)?;
@@ -127,12 +130,18 @@ pub fn kallsyms_pieces(t: &Tracefs, f: &mut dyn FnMut(&[u8]) -> Result<(), Error
     Ok(())
 }
 
-/// The header as `trace-cmd listen` takes it (`-N`), and as a stream
-/// (`-o -`) carries it (without kallsyms: the stream sends those in
-/// pieces, so that a damaged console line loses symbols, not the
-/// recording): a trace.dat up to its options, with the saved_cmdlines of
-/// now (the listener, or the host's reader of the stream, adds the
-/// flyrecord table, the clock and the data). Built in `file`.
+/// Bytes of saved_cmdlines room a `-N` sender may spend on keeping
+/// trace-cmd's listener waiting for the rest of the header: a newline a
+/// second, 18 hours ([`crate::tracedat::msg`]).
+pub const NET_SPARE: usize = 64 << 10;
+
+/// The header as `trace-cmd listen` takes it (`-N`, with kallsyms and
+/// [`NET_SPARE`]), and as a stream (`-o -`) carries it (without kallsyms:
+/// the stream sends those in pieces, so that a damaged console line loses
+/// symbols, not the recording): a trace.dat up to its options, with the
+/// saved_cmdlines of now (the listener, or the host's reader of the
+/// stream, adds the flyrecord table, the clock and the data). Built in
+/// `file`. With it, the saved_cmdlines slot: its offset and length.
 #[allow(clippy::too_many_arguments)]
 pub fn net_header(
     t: &Tracefs,
@@ -142,14 +151,15 @@ pub fn net_header(
     abi: Abi,
     cpus: u32,
     more_systems: &[String],
-    with_kallsyms: bool,
-) -> Result<Vec<u8>, Error> {
-    let slots = write_header(t, file, path, page_size, abi, cpus, more_systems, with_kallsyms)?;
+    net: bool,
+) -> Result<(Vec<u8>, (u64, usize)), Error> {
+    let spare = if net { NET_SPARE } else { 0 };
+    let slots = write_header(t, file, path, page_size, abi, cpus, more_systems, net, spare)?;
     finish_header(file, path, &slots, t, &[], &vec![(0, 0); cpus as usize])?;
     // The table follows "flyrecord\0".
     let mut v = vec![0u8; slots.fly.table_pos.saturating_sub(10) as usize];
     file.read_exact_at(&mut v, 0).map_err(|e| Error::io(path, e))?;
-    Ok(v)
+    Ok((v, slots.cmdlines))
 }
 
 const VERSION: &str = concat!("trbox ", env!("CARGO_PKG_VERSION"));
@@ -166,13 +176,8 @@ pub fn finish_header(
     table: &[(u64, u64)],
 ) -> Result<(), Error> {
     let e = s.endian;
-    let mut cl = t.read_top_opt("saved_cmdlines")?.unwrap_or_default().into_bytes();
-    if cl.len() > s.cmdlines.1 {
-        // Keep whole lines.
-        let cut = cl[..s.cmdlines.1].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        cl.truncate(cut);
-    }
-    cl.resize(s.cmdlines.1, 0);
+    let cl =
+        crate::tracedat::fit_cmdlines(t.read_top_opt("saved_cmdlines")?.unwrap_or_default().as_bytes(), s.cmdlines.1);
     let io = |err| Error::io(path, err);
     file.write_all_at(&cl, s.cmdlines.0).map_err(io)?;
     let texts: Vec<String> = stats.iter().map(|(c, st)| cpustat_text(*c, st)).collect();

@@ -21,6 +21,7 @@ use super::error::Error;
 use super::tracefs::Tracefs;
 use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
+pub(crate) use meta::NET_SPARE;
 pub use pool::CpuData;
 use pool::Pool;
 use regions::Regions;
@@ -277,9 +278,9 @@ impl Recorder {
             let mut f = super::anonymous_file(&[]).map_err(|e| Error::io(path, e))?;
             let n = numbers.len() as u32;
             let abi = crate::abi::Abi::new(crate::abi::Endian::NATIVE, hp.long_size());
-            let h = meta::net_header(t, &mut f, path, ps as u32, abi, n, &o.systems, o.net.is_some())?;
+            let (h, slot) = meta::net_header(t, &mut f, path, ps as u32, abi, n, &o.systems, o.net.is_some())?;
             let net = match &o.net {
-                Some(addr) => Some(super::net::connect(addr, n, ps as u32, &h)?),
+                Some(addr) => Some(super::net::connect(addr, n, ps as u32, &h, slot, t.top().join("saved_cmdlines"))?),
                 None => None,
             };
             let file = if net.is_some() { f } else { stdout_stream()? };
@@ -339,6 +340,7 @@ impl Recorder {
             cpus.len() as u32,
             &o.systems,
             true,
+            0,
         ) {
             Ok(s) => s,
             Err(e) => {
@@ -424,6 +426,10 @@ impl Recorder {
         let out_fd = self.sink.as_ref().map(|s| s.net.as_ref().map_or(s.file.as_raw_fd(), |n| n.control.as_raw_fd()));
         if let Some(fd) = out_fd {
             fds.push(libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 });
+        }
+        if let Some(Err(e)) = self.sink.as_mut().and_then(|s| s.net.as_mut()).map(super::net::Session::keep_alive) {
+            self.write_failed(e);
+            return 0;
         }
         let ms = max.as_millis().min(i32::MAX as u128) as libc::c_int;
         // SAFETY: fds is a valid array of pollfd for the call.
