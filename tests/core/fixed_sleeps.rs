@@ -26,15 +26,15 @@ fn code_only(src: &str) -> String {
             }
         } else if rest.starts_with(b"r#\"") || rest.starts_with(b"r\"") {
             let hashes = rest[1..].iter().take_while(|&&c| c == b'#').count();
-            let end: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
+            let end: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat(b'#').take(hashes)).collect();
             let open = 2 + hashes;
-            out.extend(std::iter::repeat_n(b' ', open));
+            out.extend(std::iter::repeat(b' ').take(open));
             i += open;
             while i < b.len() && !b[i..].starts_with(&end) {
                 out.push(blank(b[i]));
                 i += 1;
             }
-            out.extend(std::iter::repeat_n(b' ', end.len().min(b.len() - i)));
+            out.extend(std::iter::repeat(b' ').take(end.len().min(b.len() - i)));
             i += end.len();
         } else if b[i] == b'"' {
             out.push(b' ');
@@ -53,7 +53,7 @@ fn code_only(src: &str) -> String {
         {
             // A char literal ('{', '\n'), not a lifetime.
             let n = if rest[1] == b'\\' { 4 } else { 3 };
-            out.extend(std::iter::repeat_n(b' ', n));
+            out.extend(std::iter::repeat(b' ').take(n));
             i += n;
         } else {
             out.push(b[i]);
