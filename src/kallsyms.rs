@@ -7,8 +7,8 @@
 //! The core kernel's symbols name an address only where `is_ksym_addr()`
 //! says so (include/linux/kallsyms.h, include/asm-generic/sections.h):
 //! - with `CONFIG_KALLSYMS_ALL` (which is when `_end` is listed) `_stext`
-//!   up to `_end`, and `__init_begin` up to `__init_end` (5.17 on: parisc's
-//!   init lies below `_stext`);
+//!   up to `_end`, and `__init_begin` up to `__init_end` (5.17 on, for
+//!   parisc, whose init lies below `_stext`: elsewhere it is inside);
 //! - without it `_stext` up to `_etext` and `_sinittext` up to `_einittext`
 //!   (only text is listed then, with the `__start_*`/`__stop_*` bounds);
 //! - the end symbol itself not (5.16 on), but before 5.16 it was (`<=`,
@@ -189,25 +189,22 @@ impl Kallsyms {
     /// does (`None`: the newest kernel's): each range up to its end symbol,
     /// which before 5.16 was in too (5.15 include/linux/kallsyms.h: `<=`;
     /// 5.16's "kallsyms: fix address-checks for kernel related range").
+    /// `__init_begin`..`__init_end` counts on every version: 5.17 added it
+    /// for parisc, whose init lies below `_stext`; on the others it lies
+    /// inside `_stext`..`_end` anyway.
     pub fn set_kernel(&mut self, version: Option<(u32, u32)>) {
-        use crate::kernel::{KSYM_END_EXCLUDED_SINCE, KSYM_INIT_RANGE_SINCE};
-        let v = version.unwrap_or(crate::kernel::NEWEST_RULES);
-        let past = u64::from(v < KSYM_END_EXCLUDED_SINCE);
-        self.past = past;
+        self.past = u64::from(version.is_some_and(|v| v < crate::kernel::KSYM_END_EXCLUDED_SINCE));
         let b = self.bounds;
-        // (start, end) pairs by index into `bounds`.
-        let pairs: &[(usize, usize)] = match b[END] {
-            Some(_) if v >= KSYM_INIT_RANGE_SINCE => &[(STEXT, END), (INIT_BEGIN, INIT_END)],
-            Some(_) => &[(STEXT, END)],
-            None => &[(STEXT, ETEXT), (SINITTEXT, EINITTEXT)],
+        let pairs = match b[END] {
+            Some(_) => [(STEXT, END), (INIT_BEGIN, INIT_END)],
+            None => [(STEXT, ETEXT), (SINITTEXT, EINITTEXT)],
         };
         self.core.clear();
-        if b[STEXT].is_none() {
-            return;
-        }
-        for &(s, e) in pairs {
-            if let (Some(s), Some(e)) = (b[s], b[e]) {
-                self.core.push((s, e.saturating_add(past)));
+        if b[STEXT].is_some() {
+            for (s, e) in pairs {
+                if let (Some(s), Some(e)) = (b[s], b[e]) {
+                    self.core.push((s, e.saturating_add(self.past)));
+                }
             }
         }
     }

@@ -21,7 +21,6 @@
 //! | [`DUMP_INSTANCE_SINCE`]: `ftrace_dump_on_oops=0,NAME[=2]` (instances; the sysctl a string) | 6.9 on | 6.9 kernel/trace/trace.c `ftrace_dump_by_param()` |
 //! | [`FieldsStyle`]: a previous boot's events when the kernel moved, by their fields (`print_event_fields()`) | 6.12 on | 6.12, 7.2 trace.c `print_trace_fmt()`, trace_output.c `print_fields()` |
 //! | [`KSYM_END_EXCLUDED_SINCE`]: `is_ksym_addr()` leaves the end symbols (`_etext`, `_einittext`, `_end`) out | 5.16 on (before: `<=`) | 5.15 include/linux/kallsyms.h, 5.16 include/asm-generic/sections.h |
-//! | [`KSYM_INIT_RANGE_SINCE`]: with CONFIG_KALLSYMS_ALL, `__init_begin`..`__init_end` resolve too | 5.17 on | 5.17 `__is_kernel()`, include/asm-generic/sections.h |
 //! | [`NEWEST_RULES`]: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
 //!
 //! A trace.dat without a UNAME option (trace-cmd before 2.7 wrote none)
@@ -198,11 +197,6 @@ pub fn fields_style(version: Option<(u32, u32)>) -> FieldsStyle {
 /// here on; before, an address equal to one of them was the kernel's too
 /// ([`crate::kallsyms::Kallsyms::set_kernel`]).
 pub const KSYM_END_EXCLUDED_SINCE: (u32, u32) = (5, 16);
-
-/// `__is_kernel()` (CONFIG_KALLSYMS_ALL) takes `__init_begin`..`__init_end`
-/// in as well from here on ("sections: Fix __is_kernel() to include init
-/// ranges").
-pub const KSYM_INIT_RANGE_SINCE: (u32, u32) = (5, 17);
 
 /// The newest kernel version whose text these rules were checked against
 /// line for line (the sid boards' fixtures, 7.2.13). A newer kernel gets

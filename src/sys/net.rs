@@ -137,7 +137,7 @@ pub fn connect(
         .filter(|p| p.len() == cpus as usize)
         .ok_or_else(|| fail(addr, format!("expected the ports of {cpus} CPUs (RINIT), got message {}", h.cmd)))?;
     let (at, len) = (slot.0 as usize, slot.1);
-    let trbox = msg::rinit_of_trbox(&h, &body);
+    let trbox = msg::rinit_of_trbox(&body);
     let held = (!trbox).then(|| Held {
         tail: header.get(at + len..).unwrap_or_default().to_vec(),
         room: len,
@@ -182,21 +182,19 @@ impl Session {
     /// The saved_cmdlines of now into the slot: the rest of a held header
     /// and its end; trbox's listener takes them over those of the start.
     fn finish_header(&mut self) -> io::Result<()> {
-        let text = std::fs::read(&self.cmdlines).unwrap_or_default();
-        match self.held.take() {
-            Some(h) => {
-                let mut rest = crate::tracedat::fit_cmdlines(&text, h.room);
-                rest.extend_from_slice(&h.tail);
-                send(&mut self.control, msg::SEND_DATA, &[], &rest)?;
-                self.control.write_all(&msg::message(msg::FIN_DATA, &[], &[]))
-            }
-            None if self.trbox => {
-                let slot = crate::tracedat::fit_cmdlines(&text, self.slot.1 as usize);
-                send(&mut self.control, msg::CMDLINES, &[self.slot.0, self.slot.1], &slot)
-            }
+        let held = self.held.take();
+        if held.is_none() && !self.trbox {
             // Sent already (its room spent).
-            None => Ok(()),
+            return Ok(());
         }
+        let (room, tail) = held.map_or((self.slot.1 as usize, Vec::new()), |h| (h.room, h.tail));
+        let mut b = crate::tracedat::fit_cmdlines(&std::fs::read(&self.cmdlines).unwrap_or_default(), room);
+        b.extend_from_slice(&tail);
+        if self.trbox {
+            return send(&mut self.control, msg::CMDLINES, &[self.slot.0, self.slot.1], &b);
+        }
+        send(&mut self.control, msg::SEND_DATA, &[], &b)?;
+        self.control.write_all(&msg::message(msg::FIN_DATA, &[], &[]))
     }
 
     /// The end: the header's saved_cmdlines made final, the data

@@ -133,9 +133,10 @@ pub fn rinit(ports: &[u16]) -> Vec<u8> {
     message(RINIT, &[ports.len() as u32], &data)
 }
 
-/// A RINIT body from trbox's listener ([`TRBOX_LISTENER`] after the ports).
-pub fn rinit_of_trbox(h: &Header, body: &[u8]) -> bool {
-    split(h, body, 1).is_some_and(|(w, data)| data.split(|&b| b == 0).nth(w[0] as usize) == Some(TRBOX_LISTENER))
+/// A RINIT body from trbox's listener: [`TRBOX_LISTENER`] after the ports
+/// (which end in a NUL each; a port is digits).
+pub fn rinit_of_trbox(body: &[u8]) -> bool {
+    body.strip_suffix(b"\0").and_then(|b| b.strip_suffix(TRBOX_LISTENER)).is_some_and(|b| b.ends_with(b"\0"))
 }
 
 /// A [`CMDLINES`] body: the slot (offset, length) and the piece.
@@ -292,13 +293,13 @@ mod tests {
         assert_eq!(&m[HEADER_LEN + 4..], b"1500\x001501\x00trbox\x00");
         let (h, b) = head(&m);
         assert_eq!(parse_rinit(&h, b), Some(alloc::vec![1500, 1501]));
-        assert!(rinit_of_trbox(&h, b));
+        assert!(rinit_of_trbox(b));
         assert_eq!(parse_rinit(&h, &b[..b.len() - 11]), None);
         // trace-cmd's: the ports only.
         let tc = message(RINIT, &[2], b"1500\x001501\x00");
         let (h, b) = head(&tc);
         assert_eq!(parse_rinit(&h, b), Some(alloc::vec![1500, 1501]));
-        assert!(!rinit_of_trbox(&h, b));
+        assert!(!rinit_of_trbox(b));
         assert_eq!(message(FIN_DATA, &[], b""), [0, 0, 0, 12, 0, 0, 0, 4, 0, 0, 0, 0]);
     }
 
