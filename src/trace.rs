@@ -89,8 +89,10 @@ impl<S> Trace<S> {
         let mut t = Trace::new(td.header_page()?, td.endian, symbols);
         t.problems = td.problems.clone();
         for (i, (sys, text)) in td.formats().enumerate() {
-            if let Err(e) = t.add_format(sys, &String::from_utf8_lossy(text)) {
-                t.problems.add(ProblemKind::BadFormat, format!("format {i} of {sys}: {e}"));
+            let text = String::from_utf8_lossy(text);
+            if let Err(e) = t.add_format(sys, &text) {
+                let name = text.lines().find_map(|l| l.strip_prefix("name: ")).map(|n| format!(" ({})", n.trim()));
+                t.problems.add(ProblemKind::BadFormat, format!("format {i} of {sys}{}: {e}", name.unwrap_or_default()));
             }
         }
         t.cmdlines = Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines));

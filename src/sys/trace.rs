@@ -208,9 +208,11 @@ pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
     }
     let trace = Trace::from_dat(td, &path.to_string_lossy(), syms)
         .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e}") })?;
-    // The file's own problems were told as it was read (read_dat_from).
+    // The file's own problems were told as it was read (read_dat_from);
+    // a format that does not parse is told here: its records have no
+    // event to print them as.
     for p in trace.problems.iter().filter(|p| p.kind == ProblemKind::BadFormat) {
-        log::debug!("{p}");
+        log::warn!("{}: {p}", path.display());
     }
     Ok(noted(trace))
 }
@@ -222,8 +224,8 @@ pub fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
 }
 
 /// Every `events/SYS/EVENT/format` below the top level. Formats that do not
-/// parse are skipped with a debug log, and counted in the session's
-/// problems (their records fall back to a generic line).
+/// parse are skipped with a warning, and counted in the session's
+/// problems (their records print as `type: N`).
 fn add_formats(t: &Tracefs, trace: &mut Opened, only: Option<&[&str]>) -> Result<(), Error> {
     let events = t.top().join("events");
     let systems = std::fs::read_dir(&events).map_err(|e| Error::io(&events, e))?;
@@ -242,7 +244,7 @@ fn add_formats(t: &Tracefs, trace: &mut Opened, only: Option<&[&str]>) -> Result
             let Ok(text) = super::read_text(&path) else { continue };
             if let Err(e) = trace.add_format(&sys_name, &text) {
                 let p = format!("{}: {e}", path.display());
-                log::debug!("{p}");
+                log::warn!("{p}");
                 trace.problems.add(ProblemKind::BadFormat, p);
             }
         }

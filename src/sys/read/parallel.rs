@@ -241,8 +241,8 @@ fn produce(
                 cur.pieces.push(Piece::Record { buffer, cpu, ts: rec.ts, start, end: cur.arena.len() as u32 });
             }
             Some(Next::Lost { ts, count }) => cur.pieces.push(Piece::Lost { buffer, cpu, ts, count }),
-            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
-            None => {}
+            // A damaged page is told and counted by the stream.
+            Some(Next::Damaged(_)) | None => {}
         }
         if cur.pieces.len() >= BATCH {
             let next = p.batch();

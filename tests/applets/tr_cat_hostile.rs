@@ -1,0 +1,218 @@
+//! Hostile input: real recordings (tests/data/tracedat, tests/fixtures)
+//! damaged by the test the way an adversarial campaign did, and what
+//! `tr-cat` must make of them: `--json` prints only JSON, what it read past
+//! is counted (stderr, `--json`'s last line, `--stats`' problems table), a
+//! page size that contradicts the file is an error, a damaged time is not
+//! used.
+
+use crate::common;
+use common::json::is_json;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// A 6-CPU arm64 recording (trace-cmd v6, 1,442 events over 0.24 s).
+const LISA: &str = "tests/data/tracedat/lisa-arm64-sched-load.dat";
+const LISA_SPAN: &str = "from  2084.021443 to  2084.265700";
+const PAGE: usize = 4096;
+
+fn write(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The top buffer's (offset, size) per CPU of a v6 trace.dat: the table
+/// after `flyrecord\0` (pairs of u64, page-aligned offsets; the clock's
+/// length ends it).
+fn cpu_data(dat: &[u8]) -> Vec<(usize, usize)> {
+    let at = dat.windows(10).position(|w| w == b"flyrecord\0").unwrap() + 10;
+    let u64_at = |i: usize| u64::from_le_bytes(dat[i..i + 8].try_into().unwrap()) as usize;
+    (0..)
+        .map(|c| (u64_at(at + 16 * c), u64_at(at + 16 * c + 8)))
+        .take_while(|&(off, size)| off > 0 && off % PAGE == 0 && off + size <= dat.len())
+        .collect()
+}
+
+/// Where the first record's payload is in the (little-endian, 8-byte
+/// commit) page at `page`: after its event header (and length word).
+fn first_payload(dat: &[u8], page: usize) -> usize {
+    let mut at = page + 16;
+    loop {
+        let h = u32::from_le_bytes(dat[at..at + 4].try_into().unwrap());
+        match h & 0x1f {
+            1..=28 => return at + 4,
+            0 => return at + 8,
+            // Time extend or absolute stamp: 8 bytes, then the record.
+            30 | 31 => at += 8,
+            t => panic!("type_len {t} first in the page at {page}"),
+        }
+    }
+}
+
+/// Every line of `out` is one JSON value.
+fn only_json(out: &str) {
+    for l in out.lines() {
+        assert!(is_json(l), "not JSON: {l}");
+    }
+}
+
+/// `--stats`' first line: `N events, from A to B (S s)`.
+fn span(args: &[&str]) -> String {
+    let mut a = vec!["tr-cat", "--stats"];
+    a.extend_from_slice(args);
+    let o = applet(a[0], &a[1..]);
+    stdout(&o).lines().next().unwrap_or("").to_string()
+}
+
+#[test]
+fn json_checker_takes_json_and_nothing_else() {
+    for ok in ["{}", "[]", "{\"a\":[1,-2.5e3,\"x\\u0041\",true,null]}", " 0 "] {
+        assert!(is_json(ok), "{ok}");
+    }
+    for bad in ["", "{", "{\"a\":}", "[1,]", "01", "\"\u{1b}\"", "<idle>-0 [000] dn.1 2084.202269: type: 255", "{} {}"]
+    {
+        assert!(!is_json(bad), "{bad}");
+    }
+}
+
+/// A record whose event id no format describes (one changed `common_type`
+/// in a real file): text prints it as `type: N`, `--json` leaves it out
+/// (a JSON line is an event's) and both count it, on stderr and in
+/// `--json`'s and `--stats`' problem counts.
+#[test]
+fn an_unknown_event_id_is_counted_and_json_stays_json() {
+    let mut dat = std::fs::read(LISA).unwrap();
+    let (cpu0, _) = cpu_data(&dat)[0];
+    let p = first_payload(&dat, cpu0);
+    dat[p..p + 2].copy_from_slice(&0xfff0u16.to_le_bytes());
+    let dir = TempDir::new("hostile-id");
+    let f = write(&dir, "id.dat", &dat);
+
+    let o = applet("tr-cat", &["--json", s(&f)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    only_json(&out);
+    assert_eq!(out.lines().count(), 1_441 + 1, "the other events and the problems line");
+    assert_eq!(out.lines().last(), Some("{\"problems\":{\"unknown_event\":1}}"));
+    assert!(stderr(&o).contains("event id 65520: no event format describes it"), "{}", stderr(&o));
+
+    let o = applet("tr-cat", &[s(&f)]);
+    assert!(stdout(&o).contains(": type: 65520"), "text shows the record as the kernel would");
+    let o = applet("tr-cat", &["--stats", s(&f)]);
+    assert!(stdout(&o).contains("unknown_event: event id 65520: 1 record no event format describes"), "{}", stdout(&o));
+}
+
+/// A format file cut short in a tracefs copy (sched_switch's, of a real
+/// x86_64 board's recording): it is told, counted as a bad format, and its
+/// records are unknown events, out of `--json`.
+#[test]
+fn a_format_cut_short_is_told_and_counted() {
+    let dir = TempDir::new("hostile-format");
+    copy_tree(Path::new("tests/fixtures/x86_64/events"), dir.path());
+    let fmt = dir.path().join("events/sched/sched_switch/format");
+    let text = std::fs::read_to_string(&fmt).unwrap();
+    std::fs::write(&fmt, &text[..text.find("ID:").unwrap()]).unwrap();
+    let o = applet("tr-cat", &["--raw", "-T", s(dir.path()), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (out, err) = (stdout(&o), stderr(&o));
+    only_json(&out);
+    assert!(!out.contains("sched_switch"), "{out}");
+    assert!(err.contains("sched_switch/format") && err.contains("no event format describes it"), "{err}");
+    let last = out.lines().last().unwrap();
+    assert!(last.starts_with("{\"problems\":{\"bad_format\":1,\"unknown_event\":64}"), "{last}");
+}
+
+/// The file header's page size changed (the campaign read 980 or 493 of
+/// 1,442 events, with exit 0 and no word): contradicting header_page, or
+/// no kernel's size, it is an error that says which.
+#[test]
+fn a_page_size_that_contradicts_the_file_is_an_error() {
+    let dat = std::fs::read(LISA).unwrap();
+    // "\x17\x08Dtracing" "6\0" endian long_size, then the u32 page size.
+    assert_eq!(u32::from_le_bytes(dat[14..18].try_into().unwrap()), 4096);
+    let dir = TempDir::new("hostile-pagesize");
+    for size in [8192u32, 16384, 65536, 4097, 2048, 0] {
+        let mut d = dat.clone();
+        d[14..18].copy_from_slice(&size.to_le_bytes());
+        let f = write(&dir, &format!("ps{size}.dat"), &d);
+        let o = applet("tr-cat", &[s(&f)]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "page size {size}: {err}");
+        assert!(stdout(&o).is_empty(), "page size {size}");
+        let why = if size.is_power_of_two() && size >= 4096 {
+            "is not header_page's sub-buffer size (4096 bytes)"
+        } else {
+            "is no kernel's (a power of two, 4096 or more)"
+        };
+        assert!(err.contains(&format!("page size {size} {why}")), "{err}");
+    }
+    // A v7 file: its top buffer's BUFFER option says 4096 too.
+    let v7 = std::fs::read("tests/data/tracedat/v7-none-inst.dat").unwrap();
+    let mut d = v7.clone();
+    d[14..18].copy_from_slice(&8192u32.to_le_bytes());
+    let o = applet("tr-cat", &[s(&write(&dir, "v7.dat", &d))]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// 300 bytes overwritten in a page (the campaign's damage): what is
+/// skipped is counted (`--json`'s last line, `--stats`' problems table),
+/// and no damaged time is used (a 2 s recording showed a 405 s span).
+#[test]
+fn damaged_pages_are_counted_and_their_times_not_used() {
+    let dat = std::fs::read(LISA).unwrap();
+    let dir = TempDir::new("hostile-damage");
+    let cpus = cpu_data(&dat);
+    assert_eq!(cpus.len(), 6);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for (i, &(off, size)) in cpus.iter().enumerate() {
+        for page in (0..size / PAGE).take(2) {
+            let mut d = dat.clone();
+            // 300 pseudo-random bytes a third into the page.
+            for b in &mut d[off + page * PAGE + 1_300..][..300] {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *b = seed as u8;
+            }
+            let f = write(&dir, &format!("cpu{i}-{page}.dat"), &d);
+            let o = applet("tr-cat", &["--json", s(&f)]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let out = stdout(&o);
+            only_json(&out);
+            let last = out.lines().last().unwrap();
+            assert!(last.starts_with("{\"problems\":{"), "cpu{i} page {page}: {last}");
+            let stats = stdout(&applet("tr-cat", &["--stats", s(&f)]));
+            assert!(stats.contains("\n    problems  kind: the first of them\n"), "{stats}");
+            // The times are within the recording's.
+            let first = stats.lines().next().unwrap();
+            let (a, b) = first.split_once(", from").unwrap().1.split_once(" to").unwrap();
+            let ts = |t: &str| t.trim().split_once(' ').map_or(t.trim(), |x| x.0).parse::<f64>().unwrap();
+            assert!(ts(a) >= 2084.021443 && ts(b) <= 2084.265700, "cpu{i} page {page}: {first}");
+        }
+    }
+}
+
+/// A page whose header time stamp is damaged (far after the next page's):
+/// its times are not used, it is counted as `bad_time`, and the span is
+/// the recording's.
+#[test]
+fn a_damaged_page_stamp_is_a_problem_not_a_time() {
+    let mut dat = std::fs::read(LISA).unwrap();
+    let (cpu2, _) = cpu_data(&dat)[2];
+    // The second page of CPU 2: its stamp 400 s later.
+    let stamp = cpu2 + PAGE;
+    let t = u64::from_le_bytes(dat[stamp..stamp + 8].try_into().unwrap());
+    dat[stamp..stamp + 8].copy_from_slice(&(t + 400_000_000_000).to_le_bytes());
+    let dir = TempDir::new("hostile-stamp");
+    let f = write(&dir, "stamp.dat", &dat);
+    assert!(span(&[s(&f)]).contains(LISA_SPAN), "{}", span(&[s(&f)]));
+    let o = applet("tr-cat", &["--json", s(&f)]);
+    assert_eq!(stdout(&o).lines().last(), Some("{\"problems\":{\"bad_time\":1}}"));
+    assert!(stderr(&o).contains("cpu2: skipped a page whose times are out of order (its page 2)"), "{}", stderr(&o));
+    let stats = stdout(&applet("tr-cat", &["--stats", s(&f)]));
+    assert!(stats.contains("bad_time: cpu2: 1 page with times out of order skipped"), "{stats}");
+}
