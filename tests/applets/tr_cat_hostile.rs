@@ -216,3 +216,97 @@ fn a_damaged_page_stamp_is_a_problem_not_a_time() {
     let stats = stdout(&applet("tr-cat", &["--stats", s(&f)]));
     assert!(stats.contains("bad_time: cpu2: 1 page with times out of order skipped"), "{stats}");
 }
+
+/// A copy of the x86_64 board's recording in `dir`.
+fn board_copy(dir: &TempDir) -> &Path {
+    copy_tree(Path::new("tests/fixtures/x86_64/events"), dir.path());
+    dir.path()
+}
+
+/// A saved_cmdlines far larger than a kernel's (which has at most 32,768
+/// lines of 15-byte comms): cut to that, told and counted. Its 1.1 M
+/// lines took tr-cat to 352 MB: a copy per rendering thread.
+#[test]
+fn a_saved_cmdlines_larger_than_a_kernels_is_cut_to_it() {
+    let dir = TempDir::new("hostile-cmdlines");
+    let tree = board_copy(&dir);
+    let mut text = String::new();
+    for pid in 1..=40_000 {
+        text += &format!("{pid} c{}\n", pid % 100);
+    }
+    text += "40001 a-comm-longer-than-a-kernels\n";
+    std::fs::write(tree.join("saved_cmdlines"), &text).unwrap();
+    let o = applet("tr-cat", &["--raw", "-T", s(tree), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = "saved_cmdlines: 7233 lines past a kernel's 32768 left out, 0 comms cut to 15 bytes";
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+    only_json(&stdout(&o));
+    assert_eq!(stdout(&o).lines().last(), Some("{\"problems\":{\"too_large\":1}}"));
+    let stats = stdout(&applet("tr-cat", &["--raw", "-T", s(tree), "--stats"]));
+    // (The table clips each message to its width.)
+    assert!(stats.contains(&format!("too_large: {}", &said[..50])), "{stats}");
+}
+
+/// A format of 60,000 fields (3.1 MB; a kernel's event has at most a few
+/// hundred) made 830 KB lines, and --json 705 MB: it is no kernel's
+/// format, told and counted.
+#[test]
+fn a_format_with_more_fields_than_a_kernels_is_refused() {
+    let dir = TempDir::new("hostile-fields");
+    let tree = board_copy(&dir);
+    let fmt = tree.join("events/sched/sched_switch/format");
+    let text = std::fs::read_to_string(&fmt).unwrap();
+    let head = &text[..text.find("\tfield:char prev_comm").unwrap()];
+    let fields: String =
+        (0..60_000).map(|i| format!("\tfield:int f{i};\toffset:{};\tsize:4;\tsigned:1;\n", 8 + i % 16 * 4)).collect();
+    std::fs::write(&fmt, format!("{head}{fields}\nprint fmt: \"x\"\n")).unwrap();
+    let o = applet("tr-cat", &["--raw", "-T", s(tree), "--json"]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    // The 257th field's line.
+    let line = head.lines().count() + 257 - head.matches("field:").count();
+    assert!(
+        err.contains(&format!("sched_switch/format: line {line}: more fields than any kernel's event has (256)")),
+        "{err}"
+    );
+    only_json(&out);
+    assert!(out.lines().all(|l| l.len() < 4096), "no line of a 60,000-field event");
+    assert!(out.lines().last().unwrap().starts_with("{\"problems\":{\"bad_format\":1,"), "{out}");
+}
+
+/// The peak resident set of `trbox ARGS…` (stdout thrown away), in KiB.
+// The child is reaped by wait4: std's wait gives no rusage.
+#[allow(clippy::zombie_processes)]
+fn peak_kib(args: &[&str]) -> i64 {
+    let child = cmd(&trbox(), args).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 on our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    assert!(pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "trbox {args:?}: {status}");
+    ru.ru_maxrss
+}
+
+/// Records that render into long lines (240 fields of 180-byte names:
+/// 45 KB of JSON each, within what a kernel's format can be): the
+/// rendering threads hold batches bounded in bytes, not 1,024 records
+/// each, so four threads take about what one does (they took 7 times as
+/// much, 66 MB for 9.5).
+#[test]
+fn rendering_threads_hold_batches_bounded_in_bytes() {
+    let dir = TempDir::new("hostile-batches");
+    let tree = board_copy(&dir);
+    let names: String =
+        (0..240).map(|i| format!("\tfield:int {}{i};\toffset:4;\tsize:4;\tsigned:1;\n", "n".repeat(180))).collect();
+    for sys in std::fs::read_dir(tree.join("events")).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        for ev in std::fs::read_dir(sys.path()).unwrap().flatten() {
+            let fmt = ev.path().join("format");
+            let Ok(text) = std::fs::read_to_string(&fmt) else { continue };
+            let Some(at) = text.find("\tfield:int common_pid") else { continue };
+            let end = at + text[at..].find('\n').unwrap() + 1;
+            std::fs::write(&fmt, format!("{}\n{names}\nprint fmt: \"x\"\n", &text[..end])).unwrap();
+        }
+    }
+    let json = |j: &str| peak_kib(&["tr-cat", "--raw", "-T", s(tree), "--json", "-j", j]);
+    let (one, four) = (json("1"), json("4"));
+    assert!(four < one + 16 * 1024, "--json -j 4: {four} KiB, -j 1: {one} KiB");
+}

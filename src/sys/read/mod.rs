@@ -118,7 +118,8 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
     if threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {
         let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
         let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
-        parallel::run(&mut streams, &mut merger, watch, threads, &plain, &mut out);
+        let id_of = |p: &[u8]| events.record_id(p, endian);
+        parallel::run(&mut streams, &mut merger, watch, &id_of, threads, &plain, &mut out);
     }
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut em)?;
     note_if_empty(&streams, empty_note);

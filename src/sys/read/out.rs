@@ -42,6 +42,16 @@ impl Out {
         self.buf.is_empty()
     }
 
+    /// Bytes buffered (for a block in memory: written).
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Let a block in memory keep at most about `bytes` of capacity.
+    pub fn shrink_to(&mut self, bytes: usize) {
+        self.buf.shrink_to(bytes);
+    }
+
     /// The reader went away (or writing failed): stop producing output.
     pub fn broken(&self) -> bool {
         self.err.is_some()
