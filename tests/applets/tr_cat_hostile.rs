@@ -310,3 +310,51 @@ fn rendering_threads_hold_batches_bounded_in_bytes() {
     let (one, four) = (json("1"), json("4"));
     assert!(four < one + 16 * 1024, "--json -j 4: {four} KiB, -j 1: {one} KiB");
 }
+
+/// A comm that drives a terminal: OSC 0 (set the title), BEL, ED 2 (clear
+/// the screen), cut to a kernel's 15 bytes.
+const EVIL: &[u8] = b"\x1b]0;owned\x07\x1b[2Js";
+/// How a terminal shows it (`ls -b`'s escapes).
+const EVIL_SHOWN: &str = "\\033]0;owned\\a\\033[2Js";
+
+/// Whether `b` holds `what`.
+fn holds(b: &[u8], what: &[u8]) -> bool {
+    b.windows(what.len()).any(|w| w == what)
+}
+
+/// What the trace's writers put in a comm goes out byte for byte into a
+/// pipe or a file (the kernel's `trace` prints it raw too), and escaped on
+/// a terminal: from saved_cmdlines, from a record's own comm field, from
+/// the `trace` file plain `tr-cat` prints.
+#[test]
+fn terminal_escapes_from_the_trace_are_shown_escaped_on_a_terminal_only() {
+    let dir = TempDir::new("hostile-escapes");
+    let tree = board_copy(&dir);
+    // saved_cmdlines: pid 100, the board's `sh`.
+    let cl = std::fs::read(tree.join("saved_cmdlines")).unwrap();
+    let cl = [&b"100 "[..], EVIL, b"\n", &cl[..]].concat();
+    std::fs::write(tree.join("saved_cmdlines"), cl).unwrap();
+    // The `trace` file: a line of it.
+    let text = std::fs::read(tree.join("trace")).unwrap();
+    std::fs::write(tree.join("trace"), [&b"# "[..], EVIL, b"\n", &text[..]].concat()).unwrap();
+    // A record's own comm: every kworker/4:2 comm field of a recording.
+    let mut dat = std::fs::read(LISA).unwrap();
+    let at: Vec<usize> = (0..dat.len() - 16).filter(|&i| dat[i..].starts_with(b"kworker/4:2\0")).collect();
+    assert!(!at.is_empty());
+    for i in at {
+        dat[i..i + 16].copy_from_slice(&[EVIL, b"\0"].concat());
+    }
+    let f = write(&dir, "comm.dat", &dat);
+
+    for (args, whose) in [
+        (vec!["tr-cat", "--raw", "-T", s(tree)], "saved_cmdlines"),
+        (vec!["tr-cat", s(&f)], "a record's comm"),
+        (vec!["tr-cat", "-T", s(tree)], "the trace file"),
+    ] {
+        let o = applet(args[0], &args[1..]);
+        assert!(o.status.success() && holds(&o.stdout, EVIL), "{whose}: raw into a pipe");
+        let (st, shown) = on_pty(&args, "xterm", true);
+        assert!(st.success(), "{whose}: {shown}");
+        assert!(shown.contains(EVIL_SHOWN) && !holds(shown.as_bytes(), b"\x1b]0;owned"), "{whose}: {shown}");
+    }
+}

@@ -34,7 +34,7 @@ mod text;
 
 pub use input::Input;
 pub use opts::{Filter, Prepared, RawOpts, Reading};
-pub use out::Out;
+pub use out::{escape_controls, for_terminal, Out};
 #[cfg(feature = "host")]
 pub use perfetto::perfetto;
 pub use stream_in::load_stream;
