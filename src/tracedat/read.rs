@@ -1,5 +1,6 @@
 //! Reading trace.dat metadata (v6 and v7) and per-CPU page data.
 
+use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
