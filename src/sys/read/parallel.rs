@@ -55,8 +55,9 @@ struct Batch {
     /// What its records will make, as far as known (see the module docs).
     bytes: usize,
     text: Out,
-    /// The most text a record of each event made, per event id.
-    sizes: Vec<(u32, usize)>,
+    /// The most text a record of each event made, indexed by event id (as
+    /// far as the largest id met: ids are a kernel's few thousand events).
+    sizes: Vec<usize>,
 }
 
 impl Batch {
@@ -65,8 +66,6 @@ impl Batch {
     }
 
     fn render(&mut self, p: &mut Plain<'_>) {
-        // Records of one event tend to come in runs: the last slot first.
-        let mut slot = 0;
         for &piece in &self.pieces {
             match piece {
                 Piece::Record { buffer, cpu, ts, start, end, id } => {
@@ -74,14 +73,12 @@ impl Batch {
                     let at = self.text.len();
                     p.record(&mut self.text, buffer, cpu, ts, payload);
                     let made = self.text.len() - at;
-                    if self.sizes.get(slot).map_or(true, |s| s.0 != id) {
-                        slot = self.sizes.iter().position(|s| s.0 == id).unwrap_or_else(|| {
-                            self.sizes.push((id, 0));
-                            self.sizes.len() - 1
-                        });
+                    let i = id as usize;
+                    if i < IDS && self.sizes.len() <= i {
+                        self.sizes.resize(i + 1, 0);
                     }
-                    if let Some(s) = self.sizes.get_mut(slot) {
-                        s.1 = s.1.max(made);
+                    if let Some(s) = self.sizes.get_mut(i) {
+                        *s = (*s).max(made);
                     }
                 }
                 Piece::Lost { buffer, cpu, ts, count } => p.lost(&mut self.text, buffer, cpu, ts, count),
@@ -189,11 +186,10 @@ impl<'a> Producer<'_, '_, 'a> {
                 let (_, mut b) = q.done.swap_remove(i);
                 drop(q);
                 out.put_block(&mut b.text);
-                for (id, n) in b.sizes.drain(..) {
-                    if let Some(s) = self.sizes.get_mut(id as usize) {
-                        *s = (*s).max(n);
-                    }
+                for (s, &n) in self.sizes.iter_mut().zip(&b.sizes) {
+                    *s = (*s).max(n);
                 }
+                b.sizes.clear();
                 // One huge record must not keep its batch's memory.
                 b.text.shrink_to(2 * BATCH_BYTES);
                 b.arena.shrink_to(2 * BATCH_BYTES);
