@@ -13,7 +13,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host check-nostd lint apidoc example bench clean docs pictures
+.PHONY: all build setup test test-host check-nostd lint apidoc example bench clean docs pictures fuzz
 
 all: build
 
@@ -69,9 +69,20 @@ setup:
 include cross/cross.mk
 include cross/qemu.mk
 
+# Every fuzz target (fuzz/, entries in src/fuzz_entry) built with cargo
+# fuzz (the nightly and cargo-fuzz come from `make setup`) and run
+# FUZZ_SECONDS each, starting from the real inputs the library's tests
+# run them over (src/fuzz_entry/seeds.rs); a crash fails, its input in
+# fuzz/artifacts/TARGET/. Longer runs: `make fuzz FUZZ_SECONDS=600
+# FUZZ_TARGETS=page` (fuzz/README.md keeps the log of runs).
+FUZZ_SECONDS ?= 3
+FUZZ_TARGETS ?= btf elf format graph lat msg page printfmt stream tracedat
+fuzz:
+	@bash fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 # Order: fast host tests first, then the other architectures.
 test: setup
-	@$(MAKE) --no-print-directory test-host cross-test size qemu-tour qemu-test qemu-boot-test qemu-lastboot
+	@$(MAKE) --no-print-directory test-host fuzz cross-test size qemu-tour qemu-test qemu-boot-test qemu-lastboot
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

@@ -942,8 +942,11 @@ fn measure(
                     (refreshed.as_mut().filter(|at| at.elapsed() >= REFRESH), screen.as_mut())
                 {
                     *at = Instant::now();
-                    let mut o = Out::stdout();
-                    let _ = o.write_all(screen.redraw(&render(a, l, &m.trace.cmdlines, false)).as_bytes());
+                    // The screen's own escapes go out as they are; the
+                    // table's comms are shown escaped.
+                    let mut o = Out::stdout_raw();
+                    let table = read::for_terminal(&render(a, l, &m.trace.cmdlines, false));
+                    let _ = o.write_all(screen.redraw(&table).as_bytes());
                     let _ = o.finish();
                 }
                 if let Some(s) = l.record(cpu, ts, payload) {
@@ -973,7 +976,9 @@ fn measure(
     if !shown && !stopped.get() {
         return Ok(false);
     }
-    let mut out = Out::stdout();
+    // After the redraws, the clearing escape of render's and its table
+    // escaped by render.
+    let mut out = if refreshed.is_some() { Out::stdout_raw() } else { Out::stdout() };
     let mut text = match a.aa_only {
         Some(_) => String::new(),
         None => render(a, &l, &meta.trace.cmdlines, refreshed.is_some()),
@@ -1012,10 +1017,11 @@ const REFRESH: Duration = Duration::from_secs(1);
 
 /// The tables (or histograms, or JSON lines) of `l`; with `tty`, after the
 /// escape that clears the terminal and homes the cursor (the last, whole
-/// table after the redraws that fit the screen).
+/// table after the redraws that fit the screen), its control characters
+/// escaped.
 fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> String {
     let unit = Unit { ns: a.ns };
-    let mut text = String::from(if tty { "\x1b[H\x1b[2J" } else { "" });
+    let mut text = String::new();
     let _ = if a.json {
         lat::write_json(&mut text, l, unit, cmdlines)
     } else if a.hist {
@@ -1023,6 +1029,10 @@ fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> S
     } else {
         lat::write_tables(&mut text, l, unit, cmdlines, (!a.all).then_some(lat::TOP))
     };
+    if tty {
+        // Written raw (Out::stdout_raw): the table's comms escaped here.
+        text = format!("\x1b[H\x1b[2J{}", read::for_terminal(&text));
+    }
     text
 }
 

@@ -11,7 +11,8 @@
 #   rustup: x86_64/aarch64-unknown-linux-musl on the default toolchain (musl's
 #           libc.a and crt objects for cross/build.sh), rustfmt and clippy
 #           (make test checks both), a nightly toolchain with
-#           rust-src (-Zbuild-std; armv7 has no prebuilt std).
+#           rust-src (-Zbuild-std; armv7 has no prebuilt std), cargo-fuzz
+#           (`make fuzz`, part of make test: every fuzz target built and run).
 #   then:   cross/qemu/setup.sh (the board harness's own packages), if present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,6 +91,14 @@ if [ ! -f "$(rustc "+$NIGHTLY" --print sysroot)/lib/rustlib/src/rust/library/std
     say "rustup component add rust-src --toolchain $NIGHTLY"
     rustup component add rust-src --toolchain "$NIGHTLY" >&2 ||
         die "rustup component add rust-src --toolchain $NIGHTLY failed"
+fi
+
+# make test builds and runs every fuzz target (make fuzz, fuzz/run.sh) with
+# cargo fuzz on the nightly above. --locked: the versions cargo-fuzz was
+# released with.
+if ! command -v cargo-fuzz >/dev/null; then
+    say "cargo install cargo-fuzz (make fuzz; a few minutes, once)"
+    cargo install --locked cargo-fuzz >&2 || die "cargo install cargo-fuzz failed (make test runs the fuzz targets)"
 fi
 
 # ---- Perfetto's schema ----------------------------------------------------

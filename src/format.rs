@@ -144,6 +144,16 @@ impl Field {
 // Parsers
 // ---------------------------------------------------------------------------
 
+/// Most fields an event's format may have: twice what a kernel makes. A
+/// kprobe, uprobe, fprobe or eprobe has at most MAX_TRACE_ARGS (128,
+/// kernel/trace/trace_probe.h) arguments besides its probe and common
+/// fields; a synthetic event SYNTH_FIELDS_MAX (64, trace_synth.h); a
+/// user_event what MAX_EVENT_DESC (512 bytes, trace_events_user.c)
+/// declares; a static tracepoint under 30. More is not a kernel's format,
+/// and each record of it would render into a line as long (a format of
+/// 60,000 fields made 830 KB lines).
+pub const MAX_FIELDS: usize = 256;
+
 /// Why a format text could not be parsed. `line` is 1-based (0 = not tied
 /// to a line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +183,8 @@ pub(crate) enum FormatErrorKind {
     /// header_page: a field with an impossible size (commit not 4 or 8,
     /// timestamp not 8, data overflowing).
     BadHeaderLayout,
+    /// More fields than any kernel gives an event ([`MAX_FIELDS`]).
+    TooManyFields,
 }
 
 impl core::fmt::Display for FormatError {
@@ -187,12 +199,17 @@ impl core::fmt::Display for FormatError {
             FormatErrorKind::BadNumber => "bad number",
             FormatErrorKind::MissingHeaderField => "header_page lacks timestamp, commit or data",
             FormatErrorKind::BadHeaderLayout => "impossible header_page layout",
+            FormatErrorKind::TooManyFields => "more fields than any kernel's event has",
         };
         if self.line > 0 {
-            write!(f, "line {}: {}", self.line, what)
+            write!(f, "line {}: {}", self.line, what)?;
         } else {
-            f.write_str(what)
+            f.write_str(what)?;
         }
+        if self.kind == FormatErrorKind::TooManyFields {
+            write!(f, " ({MAX_FIELDS})")?;
+        }
+        Ok(())
     }
 }
 
@@ -457,6 +474,9 @@ impl EventFormat {
                 continue;
             }
             if let Some(raw) = split_field_line(line, no)? {
+                if common.len() + fields.len() >= MAX_FIELDS {
+                    return Err(err(no, FormatErrorKind::TooManyFields));
+                }
                 let f = build_field(raw, no, long_size)?;
                 if section == 2 {
                     fields.push(f);

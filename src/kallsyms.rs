@@ -43,6 +43,11 @@ struct Entry {
     module: u16,
 }
 
+/// A symbol name with its NUL fits in KSYM_NAME_LEN bytes (512 since 6.1,
+/// include/linux/kallsyms.h; scripts/kallsyms.c refuses longer names). A
+/// longer "name" is not a symbol: the line is skipped.
+pub const KSYM_NAME_LEN: usize = 512;
+
 /// A `[__builtin__*]` pseudo-module's page: never a lookup hit.
 const OPAQUE: u16 = u16::MAX;
 /// `[bpf]`: resolved, but `%pS` shows no module name for it.
@@ -116,7 +121,7 @@ impl Kallsyms {
             let rest = &line[i + 3..];
             let n = rest.iter().position(|c| c.is_ascii_whitespace()).unwrap_or(rest.len());
             let name = &rest[..n];
-            if name.is_empty() || name.len() > u16::MAX as usize {
+            if name.is_empty() || name.len() >= KSYM_NAME_LEN {
                 continue;
             }
             // [MODULE]
@@ -320,6 +325,7 @@ impl SymbolLookup for Kallsyms {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
 
     /// The x86_64 board's (6.1, CONFIG_KALLSYMS_ALL) table around an ftrace
     /// trampoline, which its stack traces print as `=> 0xffffffffc0201083`.
@@ -331,6 +337,16 @@ mod tests {
         ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n\
         ffffffffc0210000 t ext4_fn\t[ext4]\n\
         ffffffffc0230000 t bpf_prog_6deef7357e7b4530_sd_fw\t[bpf]\n";
+
+    #[test]
+    fn a_name_longer_than_a_kernels_is_no_symbol() {
+        let long = "n".repeat(KSYM_NAME_LEN);
+        let k = Kallsyms::parse(&format!(
+            "ffffffff81000000 T a\nffffffff81000100 T {long}\nffffffff81000200 T {}\n",
+            &long[1..]
+        ));
+        assert_eq!(k.syms.len(), 2, "the 511-byte name is one, the 512-byte one is not");
+    }
 
     #[test]
     fn pseudo_module_pages_resolve_to_nothing() {

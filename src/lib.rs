@@ -19,8 +19,12 @@ pub mod btf;
 pub mod ctl;
 pub mod elf;
 pub mod format;
+// The fuzz targets' way in (fuzz/), not part of the library's API.
 #[cfg(feature = "host")]
 pub mod ftrace_dump;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz_entry;
 pub mod graph;
 pub mod json;
 pub mod kallsyms;

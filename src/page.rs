@@ -118,6 +118,14 @@ pub enum PageErrorKind {
     EventOverrun,
     /// A `type_len == 0` event whose length word is below 4.
     BadEventLength,
+    /// A record's time outside its page's range: before the page's time
+    /// stamp, or after the next page's of the same CPU. The ring buffer
+    /// never writes that (ring_buffer.c: the first event of a sub-buffer
+    /// has the sub-buffer's stamp, deltas only add, and the next
+    /// sub-buffer's stamp is read when the writer moves on to it, after
+    /// every event before it), so a delta, time extend or absolute stamp
+    /// of the page is damaged, and so is every time after it on the page.
+    TimeOutOfRange,
 }
 
 impl core::fmt::Display for PageError {
@@ -129,6 +137,7 @@ impl core::fmt::Display for PageError {
             PageErrorKind::Truncated => "page cut off before its committed length",
             PageErrorKind::EventOverrun => "event runs past the committed data",
             PageErrorKind::BadEventLength => "event with an impossible length",
+            PageErrorKind::TimeOutOfRange => "time stamp outside the page's range",
         };
         write!(f, "{what} (at byte {})", self.offset)
     }
@@ -283,6 +292,8 @@ impl<'a> Page<'a> {
             data_offset: self.data_offset,
             endian: self.endian,
             discarded: 0,
+            first: self.timestamp,
+            last: u64::MAX,
         };
         (w, start..start + self.data.len())
     }
@@ -305,7 +316,11 @@ pub struct Records<'a> {
 /// to a page buffer, it goes on from record to record ([`Walk::next`]
 /// with the committed data each time) without the header being parsed
 /// again.
-#[derive(Debug, Clone, Copy, Default)]
+///
+/// A record's time must lie in the page's range ([`PageErrorKind::TimeOutOfRange`]):
+/// from the page's time stamp to, when the reader knows it
+/// ([`Walk::until`]), the next page's of the same CPU.
+#[derive(Debug, Clone, Copy)]
 pub struct Walk {
     pos: usize,
     ts: u64,
@@ -314,6 +329,26 @@ pub struct Walk {
     data_offset: u32,
     endian: Endian,
     discarded: u32,
+    /// The page's range of times.
+    first: u64,
+    last: u64,
+}
+
+impl Default for Walk {
+    /// A walk over nothing.
+    fn default() -> Self {
+        Walk {
+            pos: 0,
+            ts: 0,
+            truncated: false,
+            done: true,
+            data_offset: 0,
+            endian: Endian::default(),
+            discarded: 0,
+            first: 0,
+            last: u64::MAX,
+        }
+    }
 }
 
 impl<'a> Records<'a> {
@@ -343,6 +378,13 @@ impl<'a> Iterator for Records<'a> {
 }
 
 impl Walk {
+    /// The same walk, its records no later than `next_page`, the time
+    /// stamp of the next page of the same CPU (a page without data does
+    /// not count: its stamp is not of a write).
+    pub fn until(self, next_page: u64) -> Walk {
+        Walk { last: next_page, ..self }
+    }
+
     #[inline(always)]
     fn word(&self, data: &[u8], at: usize) -> Option<u32> {
         let b: [u8; 4] = data.get(at..at.checked_add(4)?)?.try_into().ok()?;
@@ -380,8 +422,11 @@ impl Walk {
                     let Some(payload) = data.get(start..end) else {
                         return self.fail(at, PageErrorKind::EventOverrun);
                     };
-                    self.pos = end;
                     self.ts = self.ts.wrapping_add(u64::from(delta));
+                    if self.ts < self.first || self.ts > self.last {
+                        return self.fail(at, PageErrorKind::TimeOutOfRange);
+                    }
+                    self.pos = end;
                     return Some(Ok(Record { ts: self.ts, payload }));
                 }
                 0 => {
@@ -396,8 +441,11 @@ impl Walk {
                     let Some(payload) = data.get(start..end) else {
                         return self.fail(at, PageErrorKind::EventOverrun);
                     };
-                    self.pos = end;
                     self.ts = self.ts.wrapping_add(u64::from(delta));
+                    if self.ts < self.first || self.ts > self.last {
+                        return self.fail(at, PageErrorKind::TimeOutOfRange);
+                    }
+                    self.pos = end;
                     return Some(Ok(Record { ts: self.ts, payload }));
                 }
                 TYPE_PADDING => {
@@ -487,6 +535,28 @@ impl core::iter::FusedIterator for Items<'_> {}
 /// Parse and walk one page in one call.
 pub fn decode<'a>(bytes: &'a [u8], layout: &PageLayout, endian: Endian) -> Result<Items<'a>, PageError> {
     Ok(Page::parse(bytes, layout, endian)?.items())
+}
+
+/// The end of a page's range of times ([`Walk::until`]), from the ring
+/// buffer's rules: each sub-buffer's stamp is read when the writer moves
+/// on to it, so on one CPU the stamps of its pages and the times of their
+/// records only go forward. `stamp` is the page's, `before` the time of
+/// the last record read on this CPU before it (0: none), `next` the stamp
+/// of the CPU's next page with data, when known.
+///
+/// `None`: the page's stamp is out of order, damaged (skip the page).
+/// When `stamp` and `next` disagree, the one out of order with the
+/// records before is taken for the damaged one: the next page then fails
+/// this check in its turn, and this one is read without an end.
+pub fn time_range_end(before: u64, stamp: u64, next: Option<u64>) -> Option<u64> {
+    if stamp < before {
+        return None;
+    }
+    match next {
+        Some(n) if n >= stamp => Some(n),
+        Some(n) if n >= before => None,
+        _ => Some(u64::MAX),
+    }
 }
 
 /// The byte order of a copied tree's raw pages: the one under which a page
@@ -752,9 +822,56 @@ mod tests {
         assert_eq!(recs[0].0, (0x0800_0000_0000_0000 | 500) + (1 << 59));
         // No top bits: the stamp is taken as is.
         let mut b = PageBuilder::new(l, Endian::Little, 9_000);
-        b.push(Ev::Stamp(500)).push(data(0, b"abcd"));
+        b.push(Ev::Stamp(9_500)).push(data(0, b"abcd"));
         let (recs, _) = all(&b.finish(Missed::None, None), &l, Endian::Little);
-        assert_eq!(recs[0].0, 500);
+        assert_eq!(recs[0].0, 9_500);
+    }
+
+    #[test]
+    fn times_stay_in_the_pages_range() {
+        let l = PageLayout::new(8, 4096);
+        let page = |evs: &[Ev<'_>]| {
+            let mut b = PageBuilder::new(l, Endian::Little, 1_000);
+            for e in evs {
+                b.push(e.clone());
+            }
+            b.finish(Missed::None, None)
+        };
+        let walk = |p: &[u8], until: Option<u64>| {
+            let pg = Page::parse(p, &l, Endian::Little).unwrap();
+            let (w, r) = pg.walk_at(Cursor { pos: 0, ts: pg.timestamp, lost_done: true });
+            let mut w = until.map_or(w, |u| w.until(u));
+            let mut out = Vec::new();
+            while let Some(x) = w.next(&p[r.clone()]) {
+                out.push(x.map(|r| r.ts).map_err(|e| e.kind));
+            }
+            out
+        };
+        let good = page(&[data(0, b"abcd"), data(10, b"abcd"), Ev::Extend(1 << 30), data(5, b"abcd")]);
+        let all_good = [Ok(1_000), Ok(1_010), Ok(1_000 + 10 + (1 << 30) + 5)];
+        assert_eq!(walk(&good, None), all_good);
+        // The next page's stamp ends the range: a record after it is
+        // damage, and so is the rest of the page.
+        assert_eq!(walk(&good, Some(1_000 + (1 << 30) + 15)), all_good);
+        assert_eq!(walk(&good, Some(1_000 + (1 << 30))), [Ok(1_000), Ok(1_010), Err(PageErrorKind::TimeOutOfRange)]);
+        // An absolute stamp before the page's own.
+        let back = page(&[data(0, b"abcd"), Ev::Stamp(999), data(0, b"abcd"), data(1, b"abcd")]);
+        assert_eq!(walk(&back, None), [Ok(1_000), Err(PageErrorKind::TimeOutOfRange)]);
+    }
+
+    #[test]
+    fn a_pages_range_ends_at_the_next_pages_stamp_unless_one_is_out_of_order() {
+        // In order: the next stamp ends the range.
+        assert_eq!(time_range_end(100, 200, Some(300)), Some(300));
+        assert_eq!(time_range_end(100, 200, None), Some(u64::MAX));
+        // The stamp goes back before the records read: this page is damaged.
+        assert_eq!(time_range_end(250, 200, Some(300)), None);
+        // This stamp is after the next one, which follows the records
+        // before: this one is damaged (a 405 s span from a 2 s file).
+        assert_eq!(time_range_end(100, 9_000_000, Some(300)), None);
+        // The next stamp goes back before the records read: it is the
+        // damaged one, and this page has no end.
+        assert_eq!(time_range_end(100, 200, Some(50)), Some(u64::MAX));
     }
 
     #[test]

@@ -36,11 +36,25 @@ pub enum ProblemKind {
     /// A console block that inflates past what trbox's writer can have
     /// made of it (not trbox's; a decompression bomb?).
     OversizedBlock,
+    /// A ring-buffer page (or the rest of one) that does not decode:
+    /// skipped.
+    DamagedPage,
+    /// A page (or the rest of one) whose times leave its range (a record
+    /// before the page's stamp or after the next page's, a page stamp
+    /// before the records of the page before it): skipped, its times not
+    /// used.
+    BadTime,
+    /// Records of an event id no format describes: printed as `type: N`
+    /// in text, left out of JSON.
+    UnknownEvent,
+    /// A table larger than any kernel makes (saved_cmdlines lines,
+    /// fields of one event): cut to the kernel's limit.
+    TooLarge,
 }
 
 impl ProblemKind {
     /// Every kind, in the order counts are shown.
-    pub const ALL: [ProblemKind; 8] = [
+    pub const ALL: [ProblemKind; 12] = [
         ProblemKind::BadFormat,
         ProblemKind::BadSection,
         ProblemKind::CutOff,
@@ -49,6 +63,10 @@ impl ProblemKind {
         ProblemKind::DamagedLine,
         ProblemKind::LostBlock,
         ProblemKind::OversizedBlock,
+        ProblemKind::DamagedPage,
+        ProblemKind::BadTime,
+        ProblemKind::UnknownEvent,
+        ProblemKind::TooLarge,
     ];
 
     /// The kind's name in counts (`--stats`, `--json`): snake case, as
@@ -63,6 +81,10 @@ impl ProblemKind {
             ProblemKind::DamagedLine => "damaged_line",
             ProblemKind::LostBlock => "lost_block",
             ProblemKind::OversizedBlock => "oversized_block",
+            ProblemKind::DamagedPage => "damaged_page",
+            ProblemKind::BadTime => "bad_time",
+            ProblemKind::UnknownEvent => "unknown_event",
+            ProblemKind::TooLarge => "too_large",
         }
     }
 

@@ -89,11 +89,13 @@ impl<S> Trace<S> {
         let mut t = Trace::new(td.header_page()?, td.endian, symbols);
         t.problems = td.problems.clone();
         for (i, (sys, text)) in td.formats().enumerate() {
-            if let Err(e) = t.add_format(sys, &String::from_utf8_lossy(text)) {
-                t.problems.add(ProblemKind::BadFormat, format!("format {i} of {sys}: {e}"));
+            let text = String::from_utf8_lossy(text);
+            if let Err(e) = t.add_format(sys, &text) {
+                let name = text.lines().find_map(|l| l.strip_prefix("name: ")).map(|n| format!(" ({})", n.trim()));
+                t.problems.add(ProblemKind::BadFormat, format!("format {i} of {sys}{}: {e}", name.unwrap_or_default()));
             }
         }
-        t.cmdlines = Cmdlines::parse(&String::from_utf8_lossy(&td.saved_cmdlines));
+        t.set_cmdlines(&String::from_utf8_lossy(&td.saved_cmdlines));
         t.printk = PrintkFormats::parse(&String::from_utf8_lossy(&td.printk_formats));
         if let Some(c) = &td.options.clock {
             t.clock = c.clone();
@@ -119,6 +121,15 @@ impl<S> Trace<S> {
     pub fn map_symbols<T>(self, f: impl FnOnce(S) -> T) -> Trace<T> {
         let Trace { header, layout, endian, events, cmdlines, printk, symbols, clock, kernel, cpus, problems } = self;
         Trace { header, layout, endian, events, cmdlines, printk, symbols: f(symbols), clock, kernel, cpus, problems }
+    }
+
+    /// The comms of `saved_cmdlines` text; a table larger than a kernel
+    /// makes is cut to it, a problem ([`ProblemKind::TooLarge`]).
+    pub fn set_cmdlines(&mut self, text: &str) {
+        self.cmdlines = Cmdlines::parse(text);
+        if let Some(w) = self.cmdlines.too_large() {
+            self.problems.add(ProblemKind::TooLarge, w);
+        }
     }
 
     /// Parse one `events/SYSTEM/EVENT/format` text into the event table.

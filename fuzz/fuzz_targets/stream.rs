@@ -4,28 +4,7 @@
 //! inflate). Seeds: a recorded stream and a console log, cut anywhere
 //! (tests/tr_cat_stream.rs makes both). The console part needs
 //! `--features zlib`.
+//! The target itself is `trbox::fuzz_entry::stream` (src/fuzz_entry/stream.rs).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use trbox::tracedat::stream;
-use trbox::tracedat::TraceDat;
-
-fn rebuild(data: &[u8]) {
-    let Ok(s) = stream::parse(data) else { return };
-    // Every page is padded to the page size: bound what the rebuild takes.
-    if (s.page_count() as u64 + 1) * u64::from(s.page_size) > 64 << 20 {
-        return;
-    }
-    let Ok(td) = stream::to_tracedat(&s) else {
-        return;
-    };
-    let _ = TraceDat::read(&mut td.as_slice());
-}
-
-fuzz_target!(|data: &[u8]| {
-    rebuild(data);
-    #[cfg(feature = "zlib")]
-    if let Ok(d) = trbox::tracedat::console::decode(data) {
-        rebuild(&d.stream);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| trbox::fuzz_entry::stream(data));

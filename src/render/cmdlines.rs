@@ -1,30 +1,67 @@
 //! `saved_cmdlines`: the kernel's pid → comm table.
 
+use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+
+/// Most lines a kernel's `saved_cmdlines` has: `saved_cmdlines_size` is at
+/// most PID_MAX_DEFAULT (32768; kernel/trace/trace_sched_switch.c refuses
+/// more, and since 6.9 its pid map holds PID_MAP_SIZE, the same 0x8000).
+/// A longer table is not a kernel's: every reader thread holds a copy.
+pub const MAX_CMDLINES: usize = 32_768;
+/// Longest comm a kernel saves: TASK_COMM_LEN (16) less its NUL (each
+/// entry of the table is TASK_COMM_LEN bytes).
+pub const MAX_COMM: usize = 15;
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 #[derive(Debug, Default, Clone)]
 pub struct Cmdlines {
     /// Sorted by pid.
     map: Vec<(i32, String)>,
+    /// Lines past [`MAX_CMDLINES`] left out, comms cut to [`MAX_COMM`].
+    left_out: usize,
+    cut: usize,
 }
 
 impl Cmdlines {
-    /// Parse `saved_cmdlines` text (`PID COMM` per line; comm may hold spaces).
+    /// Parse `saved_cmdlines` text (`PID COMM` per line; comm may hold
+    /// spaces), as a kernel can have made it: the first [`MAX_CMDLINES`]
+    /// lines, comms cut to [`MAX_COMM`] bytes ([`Cmdlines::too_large`]
+    /// says what was left out).
     pub fn parse(text: &str) -> Self {
-        let mut map: Vec<(i32, String)> = text
-            .lines()
-            .filter_map(|l| {
-                let (pid, comm) = l.split_once(' ')?;
-                Some((pid.trim().parse().ok()?, String::from(comm)))
-            })
-            .collect();
+        let mut c = Cmdlines::default();
+        let mut lines = text.lines();
+        for l in lines.by_ref() {
+            let Some((pid, comm)) = l.split_once(' ') else { continue };
+            let Ok(pid) = pid.trim().parse() else { continue };
+            let mut end = comm.len().min(MAX_COMM);
+            while !comm.is_char_boundary(end) {
+                end -= 1;
+            }
+            c.cut += usize::from(end < comm.len());
+            c.map.push((pid, String::from(comm.get(..end).unwrap_or(""))));
+            if c.map.len() == MAX_CMDLINES {
+                break;
+            }
+        }
+        c.left_out = lines.count();
         // The kernel's table has one line per pid: which of two a made-up
         // file keeps does not matter.
-        map.sort_unstable_by_key(|e| e.0);
-        map.dedup_by_key(|e| e.0);
-        Cmdlines { map }
+        c.map.sort_unstable_by_key(|e| e.0);
+        c.map.dedup_by_key(|e| e.0);
+        c
+    }
+
+    /// What [`Cmdlines::parse`] left out of a table larger than a
+    /// kernel's, if anything.
+    pub fn too_large(&self) -> Option<String> {
+        if self.left_out == 0 && self.cut == 0 {
+            return None;
+        }
+        Some(format!(
+            "saved_cmdlines: {} lines past a kernel's {MAX_CMDLINES} left out, {} comms cut to {MAX_COMM} bytes",
+            self.left_out, self.cut
+        ))
     }
 
     /// The comm the kernel would print for `pid`: `<idle>` for 0, `<...>`
@@ -55,5 +92,26 @@ mod tests {
         assert_eq!(c.comm(0), "<idle>");
         assert_eq!(c.comm(99), "<...>");
         assert_eq!(c.map.len(), 2);
+        assert_eq!(c.too_large(), None);
+    }
+
+    #[test]
+    fn a_table_larger_than_a_kernels_is_cut_to_it() {
+        let mut text = String::from(
+            "1 a-name-longer-than-fifteen
+2 ééééééééé
+",
+        );
+        for pid in 3..40_000 {
+            text += &format!("{pid} x\n");
+        }
+        let c = Cmdlines::parse(&text);
+        assert_eq!(c.map.len(), MAX_CMDLINES);
+        assert_eq!((c.comm(1), c.comm(2)), ("a-name-longer-t", "ééééééé"));
+        assert_eq!(c.comm(MAX_CMDLINES as i32), "x");
+        assert_eq!(c.comm(MAX_CMDLINES as i32 + 1), "<...>");
+        let said = c.too_large().unwrap();
+        // 39,999 lines (pids 1 to 39,999): 7,231 past the kernel's 32,768.
+        assert!(said.contains("7231 lines past a kernel's 32768 left out, 2 comms cut to 15 bytes"), "{said}");
     }
 }

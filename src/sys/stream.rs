@@ -6,7 +6,7 @@ use super::error::Error;
 use super::raw::RawPages;
 use crate::abi::Endian;
 use crate::merge::Peek;
-use crate::page::{Cursor, Missed, Page, PageError, PageLayout, Record, Walk};
+use crate::page::{time_range_end, Cursor, Missed, Page, PageError, PageErrorKind, PageLayout, Record, Walk};
 
 /// What a stream yields.
 #[derive(Debug)]
@@ -20,7 +20,8 @@ pub enum Next<'a> {
     },
     /// A record (its time and payload).
     Record(Record<'a>),
-    /// A page could not be decoded (the rest of it is skipped).
+    /// A page could not be decoded (the rest of it is skipped), or its
+    /// times left the page's range ([`PageErrorKind::TimeOutOfRange`]).
     Damaged(PageError),
 }
 
@@ -31,8 +32,15 @@ pub struct Counts {
     pub pages: u64,
     /// Records handed out.
     pub records: u64,
-    /// Pages that could not be decoded.
+    /// Pages that could not be decoded (or the rest of them).
     pub damaged: u64,
+    /// Pages (or the rest of them) whose times left the page's range
+    /// ([`PageErrorKind::TimeOutOfRange`]): skipped, not counted in
+    /// `damaged`.
+    pub bad_time: u64,
+    /// Pages cut off by the end of their input (read up to there; the
+    /// reader of the input counts the cut): not counted in `damaged`.
+    pub truncated: u64,
     /// Lost events the page headers reported (known counts only).
     pub lost: u64,
     /// Pages that reported a loss without a count.
@@ -134,6 +142,19 @@ pub struct CpuPages {
     /// The first read error; the stream then ends.
     pub error: Option<Error>,
     ended: bool,
+    /// A file's next page, read ahead: its stamp ends this page's range
+    /// of times ([`time_range_end`]); or the error reading it, told once
+    /// this page is read.
+    ahead: Vec<u8>,
+    have_ahead: bool,
+    ahead_err: Option<Error>,
+    /// The time of the last record read (a file's times only go forward).
+    last_ts: u64,
+    /// The first page skipped of each kind (damaged, bad times): its
+    /// number (from 1) and what was wrong, for the problem counts.
+    pub first_damage: Option<(u64, PageError)>,
+    /// See `first_damage`.
+    pub first_bad_time: Option<(u64, PageError)>,
 }
 
 impl CpuPages {
@@ -156,7 +177,56 @@ impl CpuPages {
             follow: false,
             error: None,
             ended: false,
+            ahead: Vec::new(),
+            have_ahead: false,
+            ahead_err: None,
+            last_ts: 0,
+            first_damage: None,
+            first_bad_time: None,
         }
+    }
+
+    /// Read the next page into `page`; `false` when there is none (for
+    /// now). A file's (a trace.dat, a copied tree: not the live buffer,
+    /// whose next page may not be written yet) is read one page ahead.
+    fn load_page(&mut self) -> Result<bool, Error> {
+        if self.have_ahead {
+            std::mem::swap(&mut self.page, &mut self.ahead);
+            self.have_ahead = false;
+        } else if let Some(e) = self.ahead_err.take() {
+            return Err(e);
+        } else {
+            let Some(bytes) = self.src.next_page()? else { return Ok(false) };
+            self.page.clear();
+            self.page.extend_from_slice(bytes);
+        }
+        if !self.src.is_live() {
+            match self.src.next_page() {
+                Ok(Some(bytes)) => {
+                    self.ahead.clear();
+                    self.ahead.extend_from_slice(bytes);
+                    self.have_ahead = true;
+                }
+                Ok(None) => {}
+                Err(e) => self.ahead_err = Some(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// The end of the loaded page's range of times (`p`: its header),
+    /// for a file; `None` when its stamp is out of order.
+    fn range_end(&self, p: &Page<'_>) -> Option<u64> {
+        if self.src.is_live() {
+            return Some(u64::MAX);
+        }
+        let next = self
+            .have_ahead
+            .then(|| Page::parse(&self.ahead, &self.layout, self.endian).ok())
+            .flatten()
+            .filter(|n| n.len > 0)
+            .map(|n| n.timestamp);
+        time_range_end(self.last_ts, p.timestamp, next)
     }
 
     /// The timestamp of the next item (loading pages as needed); `None` when
@@ -171,15 +241,24 @@ impl CpuPages {
                 }));
             }
             if !self.have_page {
-                let Some(bytes) = self.src.next_page()? else { return Ok(None) };
-                self.page.clear();
-                self.page.extend_from_slice(bytes);
+                if !self.load_page()? {
+                    return Ok(None);
+                }
                 self.have_page = true;
                 self.counts.pages += 1;
-                match Page::parse(&self.page, &self.layout, self.endian) {
-                    Ok(p) => {
+                let parsed = Page::parse(&self.page, &self.layout, self.endian).and_then(|p| {
+                    // A page without data has no time of its own to check.
+                    let end = if p.len == 0 { Some(u64::MAX) } else { self.range_end(&p) };
+                    let end = end.ok_or(PageError {
+                        offset: self.layout.ts_offset as u32,
+                        kind: PageErrorKind::TimeOutOfRange,
+                    })?;
+                    Ok((p, end))
+                });
+                match parsed {
+                    Ok((p, end)) => {
                         let (w, data) = p.walk_at(Cursor { pos: 0, ts: p.timestamp, lost_done: true });
-                        (self.walk, self.data) = (w, (data.start, data.end));
+                        (self.walk, self.data) = (w.until(end), (data.start, data.end));
                         let count = match p.missed {
                             Missed::None => None,
                             Missed::Unknown => Some(None),
@@ -199,6 +278,7 @@ impl CpuPages {
             }
             match self.walk.next(self.page.get(self.data.0..self.data.1).unwrap_or(&[])) {
                 Some(Ok(r)) => {
+                    self.last_ts = r.ts;
                     let start = (r.payload.as_ptr() as usize).saturating_sub(self.page.as_ptr() as usize);
                     let end = start + r.payload.len();
                     self.peeked = Some(Peeked::Record { ts: r.ts, start, end });
@@ -235,7 +315,25 @@ impl CpuPages {
             }
             Peeked::Damaged(e) => {
                 self.taken = None;
-                self.counts.damaged += 1;
+                let (cpu, page) = (self.cpu, self.counts.pages);
+                match e.kind {
+                    // The end of a cut input, not damage: what reads the
+                    // input counts the cut.
+                    PageErrorKind::Truncated => {
+                        self.counts.truncated += 1;
+                        log::warn!("cpu{cpu}: its page {page} is cut off: read up to there");
+                    }
+                    PageErrorKind::TimeOutOfRange => {
+                        self.counts.bad_time += 1;
+                        self.first_bad_time.get_or_insert((page, e));
+                        log::warn!("cpu{cpu}: skipped a page whose times are out of order (its page {page}): {e}");
+                    }
+                    _ => {
+                        self.counts.damaged += 1;
+                        self.first_damage.get_or_insert((page, e));
+                        log::warn!("cpu{cpu}: skipped a damaged page (its page {page}): {e}");
+                    }
+                }
                 Some(Next::Damaged(e))
             }
             Peeked::Record { ts, start, end } => {

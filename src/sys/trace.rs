@@ -12,7 +12,6 @@ use crate::format::HeaderPage;
 use crate::page::{guess_endian, PageLayout};
 use crate::printk::PrintkFormats;
 use crate::problems::ProblemKind;
-use crate::render::Cmdlines;
 use crate::trace::{KernelProfile, Trace};
 use crate::tracedat::TraceDat;
 use std::path::{Path, PathBuf};
@@ -98,7 +97,10 @@ pub fn open_tree_texts(
     let mut trace = Trace::new(header, endian, LazyKallsyms::for_tree(t));
     add_formats(t, &mut trace, systems)?;
     let saved_cmdlines = t.read_top_opt("saved_cmdlines")?.unwrap_or_default();
-    trace.cmdlines = Cmdlines::parse(&saved_cmdlines);
+    trace.set_cmdlines(&saved_cmdlines);
+    if let Some(w) = trace.cmdlines.too_large() {
+        log::warn!("{}: {w}", t.top().display());
+    }
     trace.printk = PrintkFormats::parse(&t.read_top_opt("printk_formats")?.unwrap_or_default());
     let clock = t.read_opt("trace_clock")?.unwrap_or_default();
     trace.clock = crate::ctl::selected(&clock).unwrap_or("local").to_string();
@@ -209,9 +211,11 @@ pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
     }
     let trace = Trace::from_dat(td, &path.to_string_lossy(), syms)
         .map_err(|e| Error::TraceDat { path: path.into(), what: format!("header_page: {e}") })?;
-    // The file's own problems were told as it was read (read_dat_from).
-    for p in trace.problems.iter().filter(|p| p.kind == ProblemKind::BadFormat) {
-        log::debug!("{p}");
+    // The file's own problems were told as it was read (read_dat_from);
+    // those of the session it describes (a format that does not parse, a
+    // table larger than a kernel's) are told here.
+    for p in trace.problems.iter().skip(td.problems.iter().count()) {
+        log::warn!("{}: {p}", path.display());
     }
     Ok(noted(trace))
 }
@@ -223,8 +227,8 @@ pub fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
 }
 
 /// Every `events/SYS/EVENT/format` below the top level. Formats that do not
-/// parse are skipped with a debug log, and counted in the session's
-/// problems (their records fall back to a generic line).
+/// parse are skipped with a warning, and counted in the session's
+/// problems (their records print as `type: N`).
 fn add_formats(t: &Tracefs, trace: &mut Opened, only: Option<&[&str]>) -> Result<(), Error> {
     let events = t.top().join("events");
     let systems = std::fs::read_dir(&events).map_err(|e| Error::io(&events, e))?;
@@ -243,7 +247,7 @@ fn add_formats(t: &Tracefs, trace: &mut Opened, only: Option<&[&str]>) -> Result
             let Ok(text) = super::read_text(&path) else { continue };
             if let Err(e) = trace.add_format(&sys_name, &text) {
                 let p = format!("{}: {e}", path.display());
-                log::debug!("{p}");
+                log::warn!("{p}");
                 trace.problems.add(ProblemKind::BadFormat, p);
             }
         }

@@ -162,6 +162,9 @@ pub enum ErrorKind {
     Decompress(&'static str),
     /// The source failed (errno).
     Io(i32),
+    /// A page (sub-buffer) size no kernel uses, or one the rest of the
+    /// file contradicts: the size, and why it cannot be right.
+    PageSize(u32, String),
 }
 
 /// A read error: what, in which part of the file, at which byte offset.
@@ -198,6 +201,7 @@ impl fmt::Display for Error {
             )?,
             ErrorKind::Decompress(why) => write!(f, "decompression failed ({why})")?,
             ErrorKind::Io(e) => write!(f, "read error (errno {e})")?,
+            ErrorKind::PageSize(n, why) => write!(f, "page size {n} {why}")?,
         }
         write!(f, " in {} at byte {}", self.section, self.offset)
     }

@@ -1,5 +1,6 @@
 //! Reading trace.dat metadata (v6 and v7) and per-CPU page data.
 
+use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -612,6 +613,7 @@ impl TraceDat {
         };
         r.e = endian;
         let long_size = u32::from(b[1]);
+        let page_size_at = r.here();
         let page_size = r.u32()?;
         let mut td = TraceDat { version: v, endian, long_size, page_size, ..Default::default() };
         if v == 6 {
@@ -619,6 +621,7 @@ impl TraceDat {
         } else {
             read_v7(&mut r, &mut td)?;
         }
+        check_page_sizes(&td, page_size_at)?;
         if let Some(len) = r.len {
             for inst in &mut td.instances {
                 for c in &mut inst.cpus {
@@ -680,6 +683,57 @@ impl TraceDat {
         let c = inst.cpus.get(idx)?;
         Some(DatPages::new(self, inst, c))
     }
+}
+
+/// Whether `size` is a sub-buffer size a kernel can have: a power of two
+/// and at least 4096 (the smallest PAGE_SIZE Linux has; a sub-buffer is
+/// 2^order pages, ring_buffer.c `ring_buffer_subbuf_order_set`).
+fn kernel_page_size(size: u32) -> bool {
+    size.is_power_of_two() && size >= 4096
+}
+
+/// The page sizes a file states agree with each other and with its data.
+/// The file header's (trace-cmd: the top buffer's sub-buffer size, from
+/// `events/header_page`, trace-output.c get_trace_page_size), the v7
+/// BUFFER options' and header_page's (data offset + size) cut the same
+/// pages; uncompressed CPU data is whole pages. A size that does not
+/// agree cuts the data at the wrong places: every page after the first
+/// would be garbage, read without a word.
+fn check_page_sizes(td: &TraceDat, at: u64) -> Result<(), Error> {
+    let bad = |size: u32, why: String, section: &'static str, offset: u64| {
+        Err(Error::new(ErrorKind::PageSize(size, why), section, offset))
+    };
+    if !kernel_page_size(td.page_size) {
+        let why = "is no kernel's (a power of two, 4096 or more): a damaged header";
+        return bad(td.page_size, why.into(), "file header", at);
+    }
+    if let Ok(h) = td.header_page() {
+        let says =
+            |what: &str| format!("is not header_page's sub-buffer size ({} bytes): a damaged {what}", h.subbuf_size());
+        if h.subbuf_size() != td.page_size {
+            return bad(td.page_size, says("header"), "file header", at);
+        }
+        // v7 cuts the top buffer's pages by its BUFFER option.
+        if let Some(t) = td.top().filter(|t| t.page_size != 0 && t.page_size != h.subbuf_size()) {
+            return bad(t.page_size, says("BUFFER option"), "BUFFER option", 0);
+        }
+    }
+    for inst in td.instances.iter().filter(|i| i.latency.is_none()) {
+        let size = if inst.page_size != 0 { inst.page_size } else { td.page_size };
+        if !kernel_page_size(size) {
+            let why = format!("of buffer '{}' is no kernel's (a power of two, 4096 or more)", inst.name);
+            return bad(size, why, "BUFFER option", 0);
+        }
+        // Compressed data is chunks of pages, of any size.
+        if let Some(c) = inst.cpus.iter().find(|c| !inst.compressed && c.size % u64::from(size) != 0) {
+            let why = format!(
+                "does not divide cpu{}'s {} bytes of buffer '{}': a damaged page size or data table",
+                c.cpu, c.size, inst.name
+            );
+            return bad(size, why, "cpu data", c.offset);
+        }
+    }
+    Ok(())
 }
 
 fn read_v6<S: Source + ?Sized>(r: &mut Stream<'_, S>, td: &mut TraceDat) -> Result<(), Error> {

@@ -410,12 +410,12 @@ mod tests {
 
     fn sample() -> Vec<u8> {
         let mut v = preamble().to_vec();
-        v.extend(start_frame(Endian::Little, 8, 64, &[0, 1]));
+        v.extend(start_frame(Endian::Little, 8, 4096, &[0, 1]));
         v.extend(named_frame(kind::META, "header_page", b"hp"));
         v.extend(named_frame(kind::FORMAT, "sched", b"name: a\n"));
         v.extend(frame(kind::KALLSYMS, b"ffff t f\n"));
-        v.extend(data_header(1, 64));
-        v.extend([7u8; 64]);
+        v.extend(data_header(1, 4096));
+        v.extend([7u8; 4096]);
         v.extend(data_header(0, 10));
         v.extend([8u8; 10]);
         v.extend(named_frame(kind::META, "saved_cmdlines", b"1 init\n"));
@@ -432,7 +432,7 @@ mod tests {
         assert!(s.complete);
         assert!(s.problems.is_empty(), "{:?}", s.problems);
         assert_eq!(s.cpus, [0, 1]);
-        assert_eq!(s.pages[1], [&[7u8; 64][..]]);
+        assert_eq!(s.pages[1], [&[7u8; 4096][..]]);
         assert_eq!(s.pages[0].len(), 1);
         assert_eq!(s.meta("saved_cmdlines"), Some(&b"1 init\n"[..]));
         let td = to_tracedat(&s).unwrap();

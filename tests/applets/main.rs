@@ -8,6 +8,7 @@ mod docs;
 mod multicall;
 mod tr_cat;
 mod tr_cat_file;
+mod tr_cat_hostile;
 mod tr_cat_lastboot;
 mod tr_cat_net;
 mod tr_cat_net_listen;

@@ -5,6 +5,7 @@
 pub mod bodies;
 pub mod cprog;
 pub mod dat;
+pub mod json;
 pub mod ksym;
 pub mod strace;
 pub mod trace_text;

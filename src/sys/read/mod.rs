@@ -27,13 +27,14 @@ mod out;
 mod parallel;
 #[cfg(feature = "host")]
 mod perfetto;
+mod problems;
 mod stream_in;
 mod summary;
 mod text;
 
 pub use input::Input;
 pub use opts::{Filter, Prepared, RawOpts, Reading};
-pub use out::Out;
+pub use out::{escape_controls, for_terminal, Out};
 #[cfg(feature = "host")]
 pub use perfetto::perfetto;
 pub use stream_in::load_stream;
@@ -50,6 +51,7 @@ use crate::sys::error::Error;
 use crate::sys::stream::{wait_for_data, CpuPages, Next};
 use crate::sys::trace::Opened;
 use crate::sys::{signals, Tracefs};
+use problems::{add_run_problems, UnknownEvents};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
@@ -76,6 +78,7 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
     });
     // Worked out once for every rendering thread.
     let prepared = o.filter.prepare(events);
+    let unknown = UnknownEvents::default();
     let plain = || Plain {
         r: Renderer::new(events, cmdlines.clone(), abi, in_ns)
             .with_strings(printk)
@@ -89,6 +92,7 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
         labels: &labels,
         prepared: &prepared,
         stacks: Default::default(),
+        unknown: &unknown,
     };
     let mut em = Emitter {
         p: plain(),
@@ -114,7 +118,8 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
     if threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {
         let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
         let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
-        parallel::run(&mut streams, &mut merger, watch, threads, &plain, &mut out);
+        let id_of = |p: &[u8]| events.record_id(p, endian);
+        parallel::run(&mut streams, &mut merger, watch, &id_of, threads, &plain, &mut out);
     }
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut em)?;
     note_if_empty(&streams, empty_note);
@@ -122,8 +127,10 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
     if o.json {
         // What the readers read past, counted as `--stats` shows it: one
         // last line, only when there was something.
+        let mut problems = trace.problems.clone();
+        add_run_problems(&streams, &unknown, &buffers, &mut problems);
         let mut line = String::new();
-        let _ = problems_json(&mut line, &trace.problems);
+        let _ = problems_json(&mut line, &problems);
         let _ = out.write_all(line.as_bytes());
     }
     out.finish()?;
@@ -143,7 +150,10 @@ fn problems_json(w: &mut dyn std::fmt::Write, p: &crate::problems::Problems) -> 
 
 /// Never silently nothing: say so when the streams held no item at all.
 fn note_if_empty(streams: &[CpuPages], note: Option<String>) {
-    let seen = |s: &CpuPages| s.counts.records + s.counts.lost + s.counts.lost_unknown + s.counts.damaged;
+    let seen = |s: &CpuPages| {
+        let c = &s.counts;
+        c.records + c.lost + c.lost_unknown + c.damaged + c.bad_time + c.truncated
+    };
     if let Some(n) = note.filter(|_| streams.iter().map(seen).sum::<u64>() == 0) {
         eprintln!("{n}");
     }
@@ -244,13 +254,15 @@ pub fn collect(
         saved_cmdlines,
     };
     let prepared = o.filter.prepare(&meta.trace.events);
-    let mut c = Collector { meta, f, o, prepared, stacks: Default::default() };
+    let mut c = Collector { meta, f, o, prepared, stacks: Default::default(), unknown: UnknownEvents::default() };
     let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
     note_if_empty(&streams, empty_note);
     out.finish()?;
-    Ok(c.meta)
+    let Collector { mut meta, unknown, .. } = c;
+    add_run_problems(&streams, &unknown, &meta.buffers, &mut meta.trace.problems);
+    Ok(meta)
 }
 
 /// poll() readiness on trace_pipe_raw follows `buffer_percent`: a trickle
@@ -347,11 +359,14 @@ fn drive(
     for s in streams.iter() {
         let c = &s.counts;
         log::debug!(
-            "cpu{}: {} pages, {} records, {} damaged, {} lost (+{} pages with an unknown loss)",
+            "cpu{}: {} pages, {} records, {} damaged, {} with bad times, {} cut off, {} lost (+{} pages with an \
+             unknown loss)",
             s.cpu,
             c.pages,
             c.records,
             c.damaged,
+            c.bad_time,
+            c.truncated,
             c.lost,
             c.lost_unknown
         );
@@ -368,6 +383,7 @@ struct Collector<'f> {
     o: &'f RawOpts,
     prepared: Prepared,
     stacks: StackVerdicts,
+    unknown: UnknownEvents,
 }
 
 impl Sink for Collector<'_> {
@@ -376,7 +392,9 @@ impl Sink for Collector<'_> {
         match s.take() {
             Some(Next::Record(rec)) => {
                 let t = &m.trace;
-                let Some(ev) = t.events.event_of(rec.payload, t.endian) else { return };
+                let Some(ev) = t.events.event_of(rec.payload, t.endian) else {
+                    return self.unknown.count(t.events.record_id(rec.payload, t.endian));
+                };
                 let pid = m.pid(ev, rec.payload);
                 let keep = !o.since.is_some_and(|t0| rec.ts < t0)
                     && o.filter.keep(&self.prepared, ev, rec.payload, t.endian, pid, &t.cmdlines);
@@ -388,7 +406,7 @@ impl Sink for Collector<'_> {
             Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => {
                 (self.f)(m, Item::Lost { buffer, cpu, ts, count })
             }
-            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
+            // A damaged page is told and counted by the stream.
             _ => {}
         }
     }

@@ -6,6 +6,14 @@
 //!
 //! Lines are formatted straight into the buffer (it is a `fmt::Write`): a
 //! block of fixed capacity, so each piece of a line is one copy.
+//!
+//! On a terminal, what is written is shown with its control characters
+//! escaped ([`escape_controls`], as `ls -b` shows a file name): a comm, a
+//! `trace_marker` string or a console line is written by whoever ran on
+//! the traced machine, and `\e]0;…\a\e[2J` in one would drive the reader's
+//! terminal. Anywhere else the bytes go out exactly as the kernel wrote
+//! them (its own `trace` file prints them raw too). The decision is made
+//! here, once per run, not by the renderers.
 
 use crate::sys::error::Error;
 use std::io::{self, Write};
@@ -19,6 +27,11 @@ pub struct Out {
     mem: bool,
     /// Anything was put: an applet whose window showed nothing says so.
     wrote: bool,
+    /// Standard output is a terminal: control characters are escaped as
+    /// they go out, and the start of a character cut by the end of a
+    /// write waits for the rest.
+    tty: bool,
+    held: Vec<u8>,
 }
 
 const CAP: usize = 64 * 1024;
@@ -27,19 +40,41 @@ const CAP: usize = 64 * 1024;
 const HIGH: usize = CAP - 8 * 1024;
 
 impl Out {
-    /// Standard output (fd 1).
+    /// Standard output (fd 1), its control characters escaped when it is
+    /// a terminal.
     pub fn stdout() -> Self {
-        Out { buf: Vec::with_capacity(CAP), err: None, mem: false, wrote: false }
+        // SAFETY: isatty only looks at the descriptor.
+        let tty = unsafe { libc::isatty(1) } == 1;
+        let mut o = Out::stdout_raw();
+        o.tty = tty;
+        o
+    }
+
+    /// Standard output for a writer that draws the terminal itself (its
+    /// own escape sequences): nothing is escaped; what it shows of the
+    /// trace goes through [`for_terminal`] first.
+    pub fn stdout_raw() -> Self {
+        Out { buf: Vec::with_capacity(CAP), err: None, mem: false, wrote: false, tty: false, held: Vec::new() }
     }
 
     /// Text kept in memory, to be written later with [`Out::put_block`].
     pub fn memory() -> Self {
-        Out { buf: Vec::new(), err: None, mem: true, wrote: false }
+        Out { buf: Vec::new(), err: None, mem: true, wrote: false, tty: false, held: Vec::new() }
     }
 
     /// Nothing is buffered (for a block in memory: nothing was written).
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
+    }
+
+    /// Bytes buffered (for a block in memory: written).
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Let a block in memory keep at most about `bytes` of capacity.
+    pub fn shrink_to(&mut self, bytes: usize) {
+        self.buf.shrink_to(bytes);
     }
 
     /// The reader went away (or writing failed): stop producing output.
@@ -49,9 +84,24 @@ impl Out {
 
     fn drain(&mut self) {
         if !self.mem {
-            write_fd(&mut self.err, &self.buf);
+            let buf = std::mem::take(&mut self.buf);
+            self.write_out(&buf);
+            self.buf = buf;
             self.buf.clear();
         }
+    }
+
+    /// Write `b` to fd 1, escaped on a terminal.
+    fn write_out(&mut self, b: &[u8]) {
+        if !self.tty {
+            return write_fd(&mut self.err, b);
+        }
+        let mut text = std::mem::take(&mut self.held);
+        text.extend_from_slice(b);
+        let mut shown = Vec::with_capacity(text.len() + 64);
+        let rest = escape_controls(&text, &mut shown);
+        self.held = text.split_off(text.len() - rest);
+        write_fd(&mut self.err, &shown);
     }
 
     /// Write out what is buffered once it is big enough: call between
@@ -76,7 +126,7 @@ impl Out {
             self.drain();
             if b.len() > CAP {
                 // Big blocks go out as they are, not through the buffer.
-                return write_fd(&mut self.err, b);
+                return self.write_out(b);
             }
         }
         self.buf.extend_from_slice(b);
@@ -92,12 +142,85 @@ impl Out {
     /// end, any other error a failure.
     pub fn finish(mut self) -> Result<(), Error> {
         self.drain();
+        // A character the output ended in the middle of.
+        let held = std::mem::take(&mut self.held);
+        if !held.is_empty() {
+            let mut shown = Vec::new();
+            escape_bytes(&held, &mut shown);
+            write_fd(&mut self.err, &shown);
+        }
         match self.err.take() {
             None => Ok(()),
             Some(e) if matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::Interrupted) => Ok(()),
             Some(e) => Err(Error::Output(e)),
         }
     }
+}
+
+/// `text` as a terminal should show it, into `out`, as `ls -b` (GNU's
+/// `escape` quoting style) shows a file name: the control characters — C0
+/// but tab and newline (a line's own), DEL, C1 — and bytes that are not
+/// UTF-8 as `\a \b \f \r \v` or three octal digits (ESC is `\033`); every
+/// other byte as it is (a backslash too: a trace is text to read, not a
+/// name to quote back). Returns how many bytes at the end begin a
+/// character the text is cut in the middle of: not written, for the next
+/// call.
+pub fn escape_controls(text: &[u8], out: &mut Vec<u8>) -> usize {
+    let mut chunks = text.utf8_chunks().peekable();
+    while let Some(c) = chunks.next() {
+        for ch in c.valid().chars() {
+            if ch.is_control() && ch != '\t' && ch != '\n' {
+                let mut b = [0; 4];
+                escape_bytes(ch.encode_utf8(&mut b).as_bytes(), out);
+            } else {
+                let mut b = [0; 4];
+                out.extend_from_slice(ch.encode_utf8(&mut b).as_bytes());
+            }
+        }
+        let bad = c.invalid();
+        // A character cut by the end of `text` is no error yet.
+        if chunks.peek().is_none() && !bad.is_empty() && bad.len() < 4 && starts_char(bad) {
+            return bad.len();
+        }
+        escape_bytes(bad, out);
+    }
+    0
+}
+
+/// Whether `b` is the start of a UTF-8 character that more bytes complete.
+fn starts_char(b: &[u8]) -> bool {
+    let want = match b.first() {
+        Some(0xc2..=0xdf) => 2,
+        Some(0xe0..=0xef) => 3,
+        Some(0xf0..=0xf4) => 4,
+        _ => return false,
+    };
+    b.len() < want && b.iter().skip(1).all(|&x| x & 0xc0 == 0x80)
+}
+
+fn escape_bytes(b: &[u8], out: &mut Vec<u8>) {
+    for &x in b {
+        let c = match x {
+            7 => b'a',
+            8 => b'b',
+            0x0c => b'f',
+            b'\r' => b'r',
+            0x0b => b'v',
+            _ => {
+                out.extend_from_slice(&[b'\\', b'0' + (x >> 6), b'0' + (x >> 3 & 7), b'0' + (x & 7)]);
+                continue;
+            }
+        };
+        out.extend_from_slice(&[b'\\', c]);
+    }
+}
+
+/// A text as a terminal should show it ([`escape_controls`]): for writers
+/// that draw the terminal themselves ([`Out::stdout_raw`]).
+pub fn for_terminal(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    escape_controls(text.as_bytes(), &mut out);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Write all of `b` to fd 1 unless an error was seen; record the first.
@@ -142,5 +265,31 @@ impl Write for Out {
 impl Drop for Out {
     fn drop(&mut self) {
         self.drain();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(b: &[u8]) -> (String, usize) {
+        let mut out = Vec::new();
+        let held = escape_controls(b, &mut out);
+        (String::from_utf8(out).unwrap(), held)
+    }
+
+    #[test]
+    fn control_characters_show_as_ls_b_shows_them() {
+        let comm = b"\x1b]0;owned\x07\x1b[2Jsh";
+        assert_eq!(shown(comm), ("\\033]0;owned\\a\\033[2Jsh".into(), 0));
+        // A line's tab and newline stay; the rest of C0, DEL, C1 go.
+        assert_eq!(shown(b"a\tb\r\x08\x0b\x0c\x00\x7f\n").0, "a\tb\\r\\b\\v\\f\\000\\177\n");
+        assert_eq!(shown("x\u{9b}y é ✓ \\033".as_bytes()).0, "x\\302\\233y é ✓ \\033");
+        // Bytes that are not UTF-8, in octal; the start of a character at
+        // the end waits for the rest.
+        assert_eq!(shown(b"\x9b\xff-"), ("\\233\\377-".into(), 0));
+        assert_eq!(shown(b"ok\xe2\x9c"), ("ok".into(), 2));
+        assert_eq!(shown(b"ok\xe2-"), ("ok\\342-".into(), 0));
+        assert_eq!(for_terminal("\u{1b}[31mred"), "\\033[31mred");
     }
 }

@@ -4,6 +4,13 @@
 //! this one, while it would wait) render them; the texts are written in
 //! the order the batches were handed out, so the output is the same as
 //! one thread's.
+//!
+//! A batch's text is held until it is written, so batches are bounded in
+//! bytes, not only in records: the text a record of each event makes is
+//! learnt as batches are rendered (the largest so far), and a batch ends
+//! once what its records will make reaches [`BATCH_BYTES`]. A record of an
+//! event not measured yet ends its batch: a format whose records render
+//! into 800 KB lines (60,000 fields) made batches of 800 MB.
 
 use super::out::Out;
 use super::text::Plain;
@@ -12,19 +19,26 @@ use crate::sys::stream::{CpuPages, Next};
 use crate::sys::thread;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-/// Records per batch: enough that locking is rare, few enough that the
-/// batches in flight stay small (a batch of text is ~100 KiB).
+/// Records per batch: enough that locking is rare (a batch of text is
+/// ~100 KiB).
 const BATCH: usize = 1024;
+/// Text per batch, about: the batches in flight (two per thread) stay
+/// this small whatever the records make.
+const BATCH_BYTES: usize = 256 << 10;
+/// Event ids whose text size is learnt (`common_type` is an unsigned
+/// short; a larger id counts as not measured).
+const IDS: usize = 1 << 16;
 
 #[derive(Clone, Copy)]
 enum Piece {
-    /// Payload at `arena[start..end]`.
+    /// Payload at `arena[start..end]`, of event `id`.
     Record {
         buffer: u32,
         cpu: u32,
         ts: u64,
         start: u32,
         end: u32,
+        id: u32,
     },
     Lost {
         buffer: u32,
@@ -38,26 +52,41 @@ enum Piece {
 struct Batch {
     pieces: Vec<Piece>,
     arena: Vec<u8>,
+    /// What its records will make, as far as known (see the module docs).
+    bytes: usize,
     text: Out,
+    /// The most text a record of each event made, indexed by event id (as
+    /// far as the largest id met: ids are a kernel's few thousand events).
+    sizes: Vec<usize>,
 }
 
 impl Batch {
     fn new() -> Self {
-        Batch { pieces: Vec::with_capacity(BATCH), arena: Vec::new(), text: Out::memory() }
+        Batch { pieces: Vec::with_capacity(BATCH), arena: Vec::new(), bytes: 0, text: Out::memory(), sizes: Vec::new() }
     }
 
     fn render(&mut self, p: &mut Plain<'_>) {
         for &piece in &self.pieces {
             match piece {
-                Piece::Record { buffer, cpu, ts, start, end } => {
+                Piece::Record { buffer, cpu, ts, start, end, id } => {
                     let payload = self.arena.get(start as usize..end as usize).unwrap_or(&[]);
+                    let at = self.text.len();
                     p.record(&mut self.text, buffer, cpu, ts, payload);
+                    let made = self.text.len() - at;
+                    let i = id as usize;
+                    if i < IDS && self.sizes.len() <= i {
+                        self.sizes.resize(i + 1, 0);
+                    }
+                    if let Some(s) = self.sizes.get_mut(i) {
+                        *s = (*s).max(made);
+                    }
                 }
                 Piece::Lost { buffer, cpu, ts, count } => p.lost(&mut self.text, buffer, cpu, ts, count),
             }
         }
         self.pieces.clear();
         self.arena.clear();
+        self.bytes = 0;
     }
 }
 
@@ -136,6 +165,9 @@ struct Producer<'s, 'p, 'a> {
     /// Batches handed out and not written yet may be this many.
     max_in_flight: u64,
     free: Vec<Batch>,
+    /// The most text a record of each event id made, learnt from the
+    /// batches written (0: not measured yet).
+    sizes: Vec<usize>,
 }
 
 impl<'a> Producer<'_, '_, 'a> {
@@ -154,6 +186,13 @@ impl<'a> Producer<'_, '_, 'a> {
                 let (_, mut b) = q.done.swap_remove(i);
                 drop(q);
                 out.put_block(&mut b.text);
+                for (s, &n) in self.sizes.iter_mut().zip(&b.sizes) {
+                    *s = (*s).max(n);
+                }
+                b.sizes.clear();
+                // One huge record must not keep its batch's memory.
+                b.text.shrink_to(2 * BATCH_BYTES);
+                b.arena.shrink_to(2 * BATCH_BYTES);
                 self.free.push(b);
                 self.next_out += 1;
                 return;
@@ -173,11 +212,23 @@ impl<'a> Producer<'_, '_, 'a> {
     fn batch(&mut self) -> Batch {
         self.free.pop().unwrap_or_else(Batch::new)
     }
+
+    /// What a record of event `id` with `payload_len` bytes will make, as
+    /// far as known: a record not measured yet counts as a whole batch.
+    fn cost(&self, id: Option<u32>, payload_len: usize) -> usize {
+        match id.and_then(|id| self.sizes.get(id as usize)) {
+            Some(&n) if n > 0 => n.max(payload_len),
+            _ => BATCH_BYTES,
+        }
+    }
 }
 
 /// Does this record start a function_graph layout (the predicate the merge
 /// loop stops at)?
 type GraphStart<'g> = &'g dyn Fn(&[u8]) -> bool;
+
+/// A record's event id (its `common_type`).
+type EventId<'g> = &'g dyn Fn(&[u8]) -> Option<u32>;
 
 /// Merge `streams` and print them with `threads` renderers (this thread
 /// among them) until they end, the reader goes away, or — with `graph` —
@@ -187,6 +238,7 @@ pub(super) fn run<'a>(
     streams: &mut [CpuPages],
     merger: &mut Merger,
     graph: Option<GraphStart>,
+    id_of: EventId,
     threads: usize,
     make: &(dyn Fn() -> Plain<'a> + Sync),
     out: &mut Out,
@@ -208,8 +260,9 @@ pub(super) fn run<'a>(
             next_out: 0,
             max_in_flight: 2 * (started as u64 + 1),
             free: Vec::new(),
+            sizes: vec![0; IDS],
         };
-        produce(&mut p, streams, merger, graph, out);
+        produce(&mut p, streams, merger, graph, id_of, out);
         while p.next_out < p.next_in && !out.broken() {
             p.write_next(out);
         }
@@ -221,6 +274,7 @@ fn produce(
     streams: &mut [CpuPages],
     merger: &mut Merger,
     graph: Option<GraphStart>,
+    id_of: EventId,
     out: &mut Out,
 ) {
     let mut cur = p.batch();
@@ -236,15 +290,18 @@ fn produce(
                     s.untake();
                     break;
                 }
+                let id = id_of(rec.payload);
+                cur.bytes += p.cost(id, rec.payload.len());
                 let start = cur.arena.len() as u32;
                 cur.arena.extend_from_slice(rec.payload);
-                cur.pieces.push(Piece::Record { buffer, cpu, ts: rec.ts, start, end: cur.arena.len() as u32 });
+                let end = cur.arena.len() as u32;
+                cur.pieces.push(Piece::Record { buffer, cpu, ts: rec.ts, start, end, id: id.unwrap_or(u32::MAX) });
             }
             Some(Next::Lost { ts, count }) => cur.pieces.push(Piece::Lost { buffer, cpu, ts, count }),
-            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
-            None => {}
+            // A damaged page is told and counted by the stream.
+            Some(Next::Damaged(_)) | None => {}
         }
-        if cur.pieces.len() >= BATCH {
+        if cur.pieces.len() >= BATCH || cur.bytes >= BATCH_BYTES {
             let next = p.batch();
             p.submit(std::mem::replace(&mut cur, next));
             while p.next_in - p.next_out >= p.max_in_flight && !out.broken() {

@@ -6,6 +6,7 @@
 
 use super::opts::{Prepared, RawOpts};
 use super::out::Out;
+use super::problems::UnknownEvents;
 use super::Sink;
 use crate::abi::Endian;
 use crate::format::{EventFormat, EventTable};
@@ -34,6 +35,8 @@ pub struct Plain<'a> {
     pub prepared: &'a Prepared,
     /// The verdicts stack records inherit.
     pub stacks: StackVerdicts,
+    /// Records of event ids no format describes, counted.
+    pub unknown: &'a UnknownEvents,
 }
 
 /// A stack record (`kernel_stack`, `user_stack`: a stacktrace trigger's or
@@ -111,12 +114,20 @@ impl<'a> Plain<'a> {
     /// A record's line(s), if the filters keep it.
     pub fn record(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
         match self.kept(buffer, cpu, ts, payload) {
-            Kept::Unknown => {
-                self.label(w, buffer);
-                let _ = self.r.record(w, cpu, ts, payload);
-            }
+            Kept::Unknown => self.unknown_event(w, buffer, cpu, ts, payload),
             Kept::Dropped => {}
             Kept::Event(ev) => self.print(w, ev, buffer, cpu, ts, payload),
+        }
+    }
+
+    /// A record of an event id no format describes: counted, and its line
+    /// (`type: N`, as the kernel's `trace` has no better) in text only: a
+    /// JSON line is an event's.
+    pub fn unknown_event(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+        self.unknown.count(self.events.record_id(payload, self.endian));
+        if !self.o.json {
+            self.label(w, buffer);
+            let _ = self.r.record(w, cpu, ts, payload);
         }
     }
 
@@ -166,11 +177,7 @@ impl Emitter<'_> {
             Some(Next::Record(rec)) => {
                 let ev = match self.p.kept(buffer, cpu, rec.ts, rec.payload) {
                     Kept::Event(ev) => ev,
-                    Kept::Unknown => {
-                        self.p.label(line, buffer);
-                        let _ = self.p.r.record(line, cpu, rec.ts, rec.payload);
-                        return;
-                    }
+                    Kept::Unknown => return self.p.unknown_event(line, buffer, cpu, rec.ts, rec.payload),
                     Kept::Dropped => return,
                 };
                 if !self.graph_on && self.graph_ids.contains(&ev.id) {
@@ -211,8 +218,8 @@ impl Emitter<'_> {
                 self.p.print(line, ev, buffer, cpu, rec.ts, rec.payload);
             }
             Some(Next::Lost { ts, count }) => self.p.lost(line, buffer, cpu, ts, count),
-            Some(Next::Damaged(e)) => log::warn!("cpu{cpu}: skipped a damaged page: {e}"),
-            None => {}
+            // A damaged page is told and counted by the stream.
+            Some(Next::Damaged(_)) | None => {}
         }
     }
 }
