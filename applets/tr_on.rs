@@ -420,6 +420,7 @@ fn report(t: &Tracefs, st: &Status) -> String {
             line(&mut o, "thresh", Ok(format!("{th} us")));
         }
     }
+    line(&mut o, "options", options(&st.options, t.instance.is_some()));
     events(&mut o, &st.events);
     line(&mut o, "functions", list(&st.ftrace_filter, "all"));
     line(&mut o, "notrace", list(&st.ftrace_notrace, "none"));
@@ -480,6 +481,23 @@ fn report(t: &Tracefs, st: &Status) -> String {
     }
     cpus(&mut o, st);
     o
+}
+
+/// The trace options that differ from the kernel's defaults
+/// (`trbox::kernel::option_default`), as -O writes them (OPT, noOPT); the
+/// fork options first: they decide whom the pid filters keep.
+fn options(opts: &Item<Vec<(String, bool)>>, instance: bool) -> Item<String> {
+    let opts = opts.as_ref().map_err(Clone::clone)?;
+    let mut set: Vec<String> = Vec::new();
+    for (name, on) in opts {
+        match trbox::kernel::option_default(name, instance) {
+            Some(d) if d != *on => set.push(format!("{}{name}", if *on { "" } else { "no" })),
+            Some(_) => {}
+            None => log::info!("options/{name}: no default known to trbox (a kernel newer than its rules?)"),
+        }
+    }
+    set.sort_by_key(|o| !o.ends_with("-fork"));
+    Ok(if set.is_empty() { "the kernel's defaults".into() } else { set.join(" ") })
 }
 
 /// What an empty pid list means. With the fork option on, the kernel
