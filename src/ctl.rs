@@ -96,6 +96,42 @@ pub fn triggers(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
 }
 
+/// The command of a trigger as written or listed: `hist` of
+/// `hist:keys=pid`, `traceoff` of `traceoff:1 if pid == 1`.
+pub fn trigger_command(trigger: &str) -> &str {
+    let t = trigger.trim().trim_start_matches('!');
+    t.split([':', ' ']).next().unwrap_or(t)
+}
+
+/// The event an `enable_event` / `disable_event` trigger switches:
+/// `(SYS, EVENT)` of `enable_event:SYS:EVENT[:COUNT] [if FILTER]`
+/// (kernel/trace/trace_events_trigger.c `event_enable_trigger_parse()`).
+/// These two are the triggers that change their target's soft-disable bit
+/// when they fire (`event_enable_trigger()`); `enable_hist` and
+/// `disable_hist` pause hist triggers and leave it alone.
+pub fn trigger_target(trigger: &str) -> Option<(&str, &str)> {
+    let t = trigger.trim();
+    let t = t.split(" if ").next().unwrap_or(t);
+    let mut words = t.split(':');
+    if !matches!(words.next(), Some("enable_event" | "disable_event")) {
+        return None;
+    }
+    let sys = words.next().filter(|w| !w.is_empty())?;
+    let ev = words.next().map(str::trim).filter(|w| !w.is_empty())?;
+    Some((sys, ev))
+}
+
+/// The commands an event's `trigger` file lists as this kernel's when the
+/// event has no trigger (`# Available triggers:` and a `#` line of names,
+/// trace_events_trigger.c `trigger_show()`); `None` when it lists
+/// triggers instead.
+pub fn available_triggers(text: &str) -> Option<Vec<&str>> {
+    let mut lines = text.lines();
+    lines.find(|l| l.trim() == "# Available triggers:")?;
+    let names = lines.next()?.trim().strip_prefix('#')?;
+    Some(names.split_whitespace().collect())
+}
+
 /// Lines of a list file (`set_event`, `set_ftrace_filter`, `dynamic_events`,
 /// `set_event_pid`…), skipping the kernel's `#` comments.
 pub fn entries(text: &str) -> impl Iterator<Item = &str> {
@@ -155,8 +191,18 @@ pub fn buffer_kb_in_use(text: &str, data: u64) -> Option<u64> {
     let t = text.trim();
     let Some((_, exp)) = t.split_once(" (expanded: ") else { return t.parse().ok() };
     let kb: u64 = exp.trim_end_matches(')').parse().ok()?;
-    let pages = (kb * 1024).div_ceil(data.max(1)).max(2);
-    Some(pages * data / 1024)
+    Some(buffer_kb_for(kb, data))
+}
+
+/// The KiB `buffer_size_kb` reads after `kb` is written to it, with
+/// sub-buffers that hold `data` bytes of records each (the sub-buffer less
+/// its header: `data` in events/header_page): the kernel allocates whole
+/// sub-buffers, at least two (ring_buffer.c `ring_buffer_resize()`:
+/// `DIV_ROUND_UP(size, subbuf_size)`), and the file reads their data bytes
+/// in KiB, rounded down (trace.c `tracing_entries_read()`).
+pub fn buffer_kb_for(kb: u64, data: u64) -> u64 {
+    let pages = kb.saturating_mul(1024).div_ceil(data.max(1)).max(2);
+    pages.saturating_mul(data) / 1024
 }
 
 /// `ftrace_dump_on_oops`: every CPU's buffer, or the oopsing CPU's.
@@ -224,6 +270,38 @@ mod tests {
         // Never fewer than two sub-buffers.
         assert_eq!(buffer_kb_in_use("1 (expanded: 1)", 4080), Some(7));
         assert_eq!(buffer_kb_in_use("X\n", 4080), None);
+    }
+
+    #[test]
+    fn buffer_sizes_in_sub_buffers() {
+        // 8 KiB sub-buffers (8176 data bytes): 1410 KiB is 177 of them,
+        // which read 1413 (issue 39); 4 KiB ones: 354, which read 1410.
+        assert_eq!(buffer_kb_for(1410, 8176), 1413);
+        assert_eq!(buffer_kb_for(1410, 4080), 1410);
+        assert_eq!(buffer_kb_for(0, 4080), 7);
+        assert_eq!(buffer_kb_for(u64::MAX, 4080), u64::MAX / 1024);
+    }
+
+    #[test]
+    fn triggers_and_their_targets() {
+        assert_eq!(trigger_command("hist:keys=pid"), "hist");
+        assert_eq!(trigger_command("traceoff if pid == 1"), "traceoff");
+        assert_eq!(trigger_command("stacktrace"), "stacktrace");
+        assert_eq!(trigger_target("enable_event:sched:sched_process_exit"), Some(("sched", "sched_process_exit")));
+        assert_eq!(
+            trigger_target("disable_event:irq:irq_handler_entry:2 if irq == 1"),
+            Some(("irq", "irq_handler_entry"))
+        );
+        assert_eq!(trigger_target("enable_event:sched:sched_switch:unlimited"), Some(("sched", "sched_switch")));
+        assert_eq!(trigger_target("enable_hist:sched:sched_switch"), None);
+        assert_eq!(trigger_target("enable_event:sched"), None);
+        assert_eq!(trigger_target("stacktrace"), None);
+        let none = "# Available triggers:\n# traceon traceoff stacktrace enable_event disable_event\n";
+        assert_eq!(
+            available_triggers(none),
+            Some(alloc::vec!["traceon", "traceoff", "stacktrace", "enable_event", "disable_event"])
+        );
+        assert_eq!(available_triggers("stacktrace:unlimited\n"), None);
     }
 
     #[test]
