@@ -3,6 +3,7 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write as _;
 
 /// The bracketed choice in files like `trace_clock` or `current_tracer`-style
 /// lists: `"[local] global counter"` → `local`.
@@ -30,7 +31,9 @@ pub struct CpuStats {
     /// `dropped events:` events refused because the buffer was full and
     /// not in overwrite mode.
     pub dropped: Option<u64>,
-    pub(crate) read: Option<u64>,
+    /// `read events:` events a consuming read (`trace_pipe`,
+    /// `trace_pipe_raw`) took out of the buffer since it was last reset.
+    pub read: Option<u64>,
     /// `now ts:` in trace-clock units: nanoseconds (from the printed
     /// `secs.usecs`) for clocks in ns, the raw count for counter clocks.
     pub now: Option<u64>,
@@ -205,6 +208,62 @@ pub fn buffer_kb_for(kb: u64, data: u64) -> u64 {
     pages.saturating_mul(data) / 1024
 }
 
+/// The CPUs of a kernel CPU list, as `osnoise/cpus` or `tracing_cpumask`'s
+/// list form read and as people write them to it (lib/bitmap-str.c
+/// `bitmap_parselist()`): regions `N`, `N-M` or `N-M:USED/GROUP` (the
+/// first USED of every GROUP CPUs of the range), separated by commas (or
+/// white space); ascending, without repeats. A region that is none of
+/// these, a range that runs backwards, or a CPU past [`MAX_CPUS`] is an
+/// error naming that region.
+pub fn cpu_list(text: &str) -> Result<Vec<u32>, &str> {
+    let mut cpus = Vec::new();
+    for region in text.split(|c: char| c == ',' || c.is_ascii_whitespace()).filter(|r| !r.is_empty()) {
+        let (range, group) = match region.split_once(':') {
+            Some((r, g)) => {
+                let (used, len) = g.split_once('/').ok_or(region)?;
+                (r, Some((used.parse::<u32>().map_err(|_| region)?, len.parse::<u32>().map_err(|_| region)?)))
+            }
+            None => (region, None),
+        };
+        let (a, b) = range.split_once('-').unwrap_or((range, range));
+        let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) else { return Err(region) };
+        let (used, len) = group.unwrap_or((1, 1));
+        if a > b || b >= MAX_CPUS || len == 0 || used > len {
+            return Err(region);
+        }
+        cpus.extend((a..=b).filter(|c| (c - a) % len < used));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// CPU numbers [`cpu_list`] takes: below the largest `NR_CPUS` a kernel
+/// is built with (8192, x86's `MAXSMP`).
+pub const MAX_CPUS: u32 = 8192;
+
+/// CPUs as the kernel prints a CPU list (`%*pbl`: `0-3,5`).
+pub fn cpu_list_text(cpus: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while let Some(&first) = cpus.get(i) {
+        let mut last = first;
+        while cpus.get(i + 1) == Some(&(last + 1)) {
+            last += 1;
+            i += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        let _ = write!(out, "{first}");
+        if last > first {
+            let _ = write!(out, "-{last}");
+        }
+        i += 1;
+    }
+    out
+}
+
 /// `ftrace_dump_on_oops`: every CPU's buffer, or the oopsing CPU's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DumpOnOops {
@@ -280,6 +339,22 @@ mod tests {
         assert_eq!(buffer_kb_for(1410, 4080), 1410);
         assert_eq!(buffer_kb_for(0, 4080), 7);
         assert_eq!(buffer_kb_for(u64::MAX, 4080), u64::MAX / 1024);
+    }
+
+    #[test]
+    fn cpu_lists_read_as_the_kernel_parses_them() {
+        assert_eq!(cpu_list("0-3,5\n"), Ok(alloc::vec![0, 1, 2, 3, 5]));
+        assert_eq!(cpu_list("1"), Ok(alloc::vec![1]));
+        assert_eq!(cpu_list(""), Ok(alloc::vec![]));
+        assert_eq!(cpu_list("3,1,1-2"), Ok(alloc::vec![1, 2, 3]));
+        // bitmap_parselist()'s groups: 2 of every 4 CPUs of 0-9.
+        assert_eq!(cpu_list("0-9:2/4"), Ok(alloc::vec![0, 1, 4, 5, 8, 9]));
+        for bad in ["x", "2-1", "0-", "-1", "1,x", "0-3:5/4", "0-3:1/0", "0-3:1", "8192", "0-4294967295"] {
+            assert!(cpu_list(bad).is_err(), "{bad}");
+        }
+        assert_eq!(cpu_list("0,2-1"), Err("2-1"));
+        assert_eq!(cpu_list_text(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
+        assert_eq!(cpu_list_text(&[]), "");
     }
 
     #[test]

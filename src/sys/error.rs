@@ -92,6 +92,16 @@ pub enum Error {
         /// The commands this kernel has.
         available: Vec<String>,
     },
+    /// A CPU asked for (`--cpus`) that a recording or a tracefs tree has
+    /// no buffer for.
+    NoCpu {
+        /// The trace.dat or the tracefs tree.
+        path: PathBuf,
+        /// The CPU asked for.
+        cpu: u32,
+        /// The CPUs it has.
+        existing: Vec<u32>,
+    },
     /// EPERM on a function-tracing file (current_tracer = function…,
     /// set_ftrace_filter, set_graph_function…): dynamic ftrace is refused.
     FtraceRefused {
@@ -183,6 +193,7 @@ impl Error {
             Error::NotOverwritten { .. } => Some("remove it first, or record to another name"),
             Error::Format { .. } => Some("this kernel writes a layout trbox does not know: please report it with the file attached"),
             Error::NoTrigger { .. } => Some("the event's trigger file lists the triggers this kernel has"),
+            Error::NoCpu { .. } => Some("--cpus takes a CPU list (0-1,3) of the CPUs it has"),
             Error::NoTracer { name, .. } if tracer_config(name).is_some() => None,
             Error::NoTracer { .. } => Some("a tracer is listed in available_tracers only when the kernel is built with it"),
             Error::FtraceRefused { .. } => Some(
@@ -281,6 +292,10 @@ impl fmt::Display for Error {
                     _ => "",
                 };
                 write!(f, "this kernel has no '{name}' trigger{config}; its triggers: {}", available.join(" "))
+            }
+            Error::NoCpu { path, cpu, existing } => {
+                let have = crate::ctl::cpu_list_text(existing);
+                write!(f, "{}: no CPU {cpu} (its CPUs: {have})", path.display())
             }
             Error::FtraceRefused { path } => {
                 // Relative to the tracing root when the path shows it.
