@@ -89,8 +89,8 @@ pub enum Error {
     NoTrigger {
         /// The trigger's command.
         name: String,
-        /// The commands this kernel has.
-        available: Vec<String>,
+        /// The commands this kernel has, as the file lists them.
+        available: String,
     },
     /// A CPU asked for (`--cpus`) that a recording or a tracefs tree has
     /// no buffer for.
@@ -291,7 +291,7 @@ impl fmt::Display for Error {
                     "snapshot" => " (CONFIG_TRACER_SNAPSHOT is not set)",
                     _ => "",
                 };
-                write!(f, "this kernel has no '{name}' trigger{config}; its triggers: {}", available.join(" "))
+                write!(f, "this kernel has no '{name}' trigger{config}; its triggers: {available}")
             }
             Error::NoCpu { path, cpu, existing } => {
                 let have = crate::ctl::cpu_list_text(existing);

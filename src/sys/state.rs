@@ -129,7 +129,7 @@ impl<'t> State<'t> {
         }
         let cmd = ctl::trigger_command(trigger);
         if let Some(have) = ctl::available_triggers(&cur).filter(|h| !h.contains(&cmd)) {
-            return Err(Error::NoTrigger { name: cmd.into(), available: have.iter().map(|h| h.to_string()).collect() });
+            return Err(Error::NoTrigger { name: cmd.into(), available: have.join(" ") });
         }
         // Once an enable_event (disable_event) trigger has fired, removing
         // it leaves its target enabled (disabled) for real: the kernel
