@@ -724,6 +724,29 @@ mod tests {
     }
 }
 
+/// A CPU list option (`--cpus 0-1,3`), in the kernel's cpulist grammar
+/// for every applet (`trbox::ctl::cpu_list`); shown as the kernel prints
+/// one (`0-1,3`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cpus(pub Vec<u32>);
+
+impl std::str::FromStr for Cpus {
+    type Err = String;
+    fn from_str(v: &str) -> Result<Self, String> {
+        match trbox::ctl::cpu_list(v) {
+            Ok(c) if !c.is_empty() => Ok(Cpus(c)),
+            Ok(_) => Err("no CPU in it: give a CPU list such as 0-1,3".into()),
+            Err(r) => Err(format!("'{r}' is not part of a CPU list (such as 0-3,5 or 0-7:2/4)")),
+        }
+    }
+}
+
+impl fmt::Display for Cpus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&trbox::ctl::cpu_list_text(&self.0))
+    }
+}
+
 /// `-t SECONDS` (`2`, `0.5`, `1.25`): parsed by hand, because std's float
 /// parser brings ~12 KiB of tables into the board binary.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -11,7 +11,7 @@ use trbox::names::{closest, glob_match};
 use trbox::sys::child::Paused;
 use trbox::sys::read::{Input, RawOpts, Reading};
 use trbox::sys::state::State;
-use trbox::sys::{describe, signals, Tracefs};
+use trbox::sys::{describe, signals, Held, Tracefs};
 
 /// `args` split at the first `--`: (the applet's own options, the command).
 pub fn split(args: &[String]) -> (&[String], &[String]) {
@@ -131,13 +131,19 @@ pub fn resolve(all: &[String], spec: &str) -> Result<Vec<String>, Error> {
     if !m.is_empty() {
         return Ok(m);
     }
+    Err(no_event(format!("unknown event '{spec}'"), spec, all, "list the events with: tr-event --list"))
+}
+
+/// An event name `spec` that matches none of `all` (SYS:EVENT): `msg`,
+/// and the closest names as the hint (else `otherwise`).
+pub fn no_event(msg: String, spec: &str, all: &[String], otherwise: &str) -> Error {
     let near = closest(spec, all.iter().map(String::as_str), 3);
-    let e = Error::runtime(format!("unknown event '{spec}'"));
-    Err(if near.is_empty() {
-        e.hint("list the events with: tr-event --list")
+    let e = Error::runtime(msg);
+    if near.is_empty() {
+        e.hint(otherwise)
     } else {
         e.hint(format!("did you mean: {}", near.join(", ")))
-    })
+    }
 }
 
 /// Several specs (each may be comma-separated) → sorted, deduplicated events.
@@ -188,6 +194,48 @@ pub fn not_mine(st: &mut State, follow: Follow) -> Result<(), Error> {
     })
 }
 
+/// `-r` read the live buffer (what `held` says it held): that took its
+/// events out, which a person must know before reading it again.
+pub fn note_consumed(t: &Tracefs, held: Held) {
+    if t.is_live() && held.entries > 0 {
+        crate::cli::note(
+            &Error::runtime(format!("-r took the buffer's {} events out of it (a raw read consumes)", held.entries))
+                .hint("tr-cat prints the buffer as text and leaves it: run it first to keep a copy"),
+        );
+    }
+}
+
+/// `what` (nothing shown) of a buffer `held` says is empty: why, and what
+/// to do (`again`: how to record anew). None when it holds events.
+pub fn empty_buffer(what: &str, held: Held, again: &str) -> Option<Error> {
+    match held {
+        Held { entries: 0, read: 0 } => {
+            Some(Error::runtime(format!("{what}: it is empty")).hint(format!("record first: {again}")))
+        }
+        Held { entries: 0, read } => Some(
+            Error::runtime(format!("{what}: it is empty, an earlier read took its {read} events out"))
+                .hint(format!("a read of the raw pages consumes them: record again, {again}")),
+        ),
+        _ => None,
+    }
+}
+
+/// Each `-P` pid is a process that exists: a filter on one that does not
+/// records nothing, which the run would only tell at its end.
+pub fn running(pids: &[u32]) -> Result<(), Error> {
+    for &p in pids {
+        let gone = i32::try_from(p).map_or(true, |p| {
+            // SAFETY: signal 0 sends nothing; it only looks the pid up.
+            (unsafe { libc::kill(p, 0) }) != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        });
+        if gone {
+            return Err(Error::runtime(format!("-P {p}: no such process"))
+                .hint("ps lists the processes; -- CMD traces a command from its start"));
+        }
+    }
+    Ok(())
+}
+
 /// `-P` and `-- CMD` both choose whom a run traces: only one may be given.
 pub fn one_target(pids: &[u32], cmd: &[String]) -> Result<(), Error> {
     if !pids.is_empty() && !cmd.is_empty() {
@@ -209,6 +257,7 @@ pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Res
         not_mine(st, follow)?;
         return Ok(none);
     }
+    running(pids)?;
     let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
     if follow.events {
         st.set_list("set_event_pid", &pids)?;

@@ -45,9 +45,9 @@ pub struct Args {
     /// stop after S seconds (with --follow or -o)
     #[argh(option, short = 't', arg_name = "S")]
     time: Option<cli::Seconds>,
-    /// only these CPUs (comma-separated)
+    /// only these CPUs (a CPU list: 0-1,3)
     #[argh(option, arg_name = "CPUS")]
-    cpus: Option<String>,
+    cpus: Option<cli::Cpus>,
     /// only events of this pid
     #[argh(option, short = 'P', arg_name = "PID")]
     pid: Option<i32>,
@@ -140,8 +140,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if let Some(f) = &a.file {
         // A recorded file needs no tracefs (and no root).
         let mut o = opts(false);
-        o.only = parse_cpus(a.cpus.as_deref())?;
+        o.only = a.cpus.clone().map(|c| c.0);
         let input = read::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        known_events(&input, &o, &format!("{f} has"))?;
         if a.stats {
             return stats(input, &o, a.all);
         }
@@ -158,7 +159,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if let Some(i) = &common.instance {
         t.enter_instance(i)?;
     }
-    let cpus = parse_cpus(a.cpus.as_deref())?;
+    let cpus = a.cpus.clone().map(|c| c.0);
     if a.follow && !a.raw {
         return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw --follow'"));
     }
@@ -169,19 +170,24 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.raw {
         let mut o = opts(a.follow);
         o.only = cpus;
+        let held = t.held();
         let input = read::Input::tree(&t, &o)?;
+        known_events(&input, &o, "this tracefs has")?;
         if a.stats {
             stats(input, &o, a.all)
         } else {
             if !read::print(input, &o, &|| false)? {
-                let what = if filtered(&a) || o.only.is_some() {
-                    "no event in the buffer passes the filters"
+                let again = "tr-event, tr-on or tr-cat -o record; tr-on shows what is enabled";
+                let e = if filtered(&a) || o.only.is_some() {
+                    Error::runtime("no event in the buffer passes the filters").hint(again)
                 } else {
-                    "the buffer holds no events"
+                    let empty = crate::command::empty_buffer("no events to read", held, again);
+                    // (A copy's stats need not be those of the pages copied.)
+                    empty
+                        .filter(|_| t.is_live())
+                        .unwrap_or_else(|| Error::runtime("the buffer holds no events").hint(again))
                 };
-                crate::cli::note(
-                    &Error::runtime(what).hint("record with tr-event, tr-on or tr-cat -o; tr-on shows what is enabled"),
-                );
+                crate::cli::note(&e);
             }
             Ok(())
         }
@@ -193,6 +199,26 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     }
 }
 
+/// An -e that names no event the input has formats of is said with the
+/// closest names, as tr-event offers them: an error when no -e does, else
+/// a note.
+fn known_events(input: &read::Input<'_>, o: &RawOpts, what: &str) -> Result<(), Error> {
+    let bad = o.filter.unmatched(input.events());
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = input.events().iter().map(|e| format!("{}:{}", e.system, e.name)).collect();
+    let err = |spec: &str| {
+        let msg = format!("-e {spec}: {what} no such event");
+        crate::command::no_event(msg, spec, &names, "tr-cat --stats counts the events of a recording")
+    };
+    if bad.len() == o.filter.events.len() {
+        return Err(err(bad[0]));
+    }
+    bad.iter().for_each(|spec| crate::cli::note(&err(spec)));
+    Ok(())
+}
+
 /// Whether -e, --pid or --comm leave records out.
 fn filtered(a: &Args) -> bool {
     !a.event.is_empty() || a.pid.is_some() || a.comm.is_some()
@@ -202,7 +228,7 @@ fn filtered(a: &Args) -> bool {
 #[cfg(feature = "host")]
 fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
     Ok(RawOpts {
-        only: parse_cpus(a.cpus.as_deref())?,
+        only: a.cpus.clone().map(|c| c.0),
         filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone(), not_self: false },
         follow: false,
         json: false,
@@ -270,12 +296,4 @@ fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Err
     let mut out = Out::stdout();
     let _ = out.write_all(st.render(&meta, all_tasks).as_bytes());
     Ok(out.finish()?)
-}
-
-fn parse_cpus(s: Option<&str>) -> Result<Option<Vec<u32>>, Error> {
-    let Some(s) = s else { return Ok(None) };
-    s.split(',')
-        .map(|c| c.trim().parse::<u32>().map_err(|_| Error::usage(format!("--cpus: '{c}' is not a CPU number"))))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
 }

@@ -57,7 +57,8 @@ pub struct Args {
     /// read a trace.dat instead of tracing
     #[argh(option, short = 'i', arg_name = "FILE")]
     input: Option<String>,
-    /// print what the buffer holds now, changing nothing (e.g. after -k)
+    /// print what the buffer holds now (e.g. after -k), setting nothing
+    /// up; the read takes the records out (no raw read leaves them)
     #[argh(switch, short = 'r')]
     read: bool,
     /// leave the tracer set up when done
@@ -115,8 +116,26 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
+        // Setting a tracer resets the buffer (trace.c `tracer_init()`):
+        // another tracer's buffer holds no function_graph records.
+        let tracer = t.read_opt("current_tracer")?.map(|s| s.trim().to_string());
+        if let Some(tr) = tracer.filter(|tr| tr != "function_graph") {
+            return Err(Error::runtime(format!("the buffer's tracer is {tr}: it holds no function_graph calls"))
+                .hint("tr-graph -t S traces them (with -k, tr-graph -r reads them after)"));
+        }
+        // (A copy's stats need not be those of the pages copied.)
+        let held = t.held();
+        let again = "tr-graph -t S traces calls and prints them (with -k, tr-graph -r reads them after)";
+        if let Some(e) = command::empty_buffer("no function_graph calls to read", held, again).filter(|_| t.is_live()) {
+            return Err(e);
+        }
         let o = opts(false, None);
-        return output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false).map(drop);
+        let shown = output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false)?;
+        if !shown {
+            cli::note(&none_recorded(&a, "in the buffer"));
+        }
+        command::note_consumed(&t, held);
+        return Ok(());
     }
     t.require_tracer("function_graph")?;
     let live = Live::enter(t, common, a.keep)?;

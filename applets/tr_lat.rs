@@ -37,7 +37,7 @@ const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "p
         example = "{command_name} timerlat -p 1000 --cpus 0-1 --priority f:95 -t 10",
         example = "{command_name} hwlat -p 1000000 --width 500000 -t 5",
         example = "{command_name} irqsoff -o /tmp/max -t 10",
-        example = "{command_name} wakeup -r   # what the buffer holds now (also a copy, -T)"
+        example = "{command_name} wakeup -r   # read the buffer out (or a copy, -T)"
     )
 )]
 #[argh(note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, or a max-latency \
@@ -88,7 +88,7 @@ pub struct Args {
     period: Option<u64>,
     /// timerlat/osnoise: only these CPUs (osnoise/cpus, e.g. 0-1,3)
     #[argh(option, arg_name = "CPUS")]
-    cpus: Option<String>,
+    cpus: Option<cli::Cpus>,
     /// timerlat: stop when an IRQ latency exceeds US; osnoise: when a single
     /// noise does (osnoise/stop_tracing_us); max-latency tracers:
     /// tracing_thresh (rtla's -i)
@@ -142,7 +142,7 @@ pub struct Args {
     trace_buffer_size: Option<u64>,
     /// timerlat/osnoise: tr-lat's own work on these CPUs (housekeeping)
     #[argh(option, short = 'H', arg_name = "CPUS")]
-    house_keeping: Option<String>,
+    house_keeping: Option<cli::Cpus>,
     /// timerlat: stop at a latency over US (IRQ or thread, with its
     /// stack) and print only the analysis of the stop, no tables
     #[argh(option, arg_name = "US")]
@@ -161,7 +161,8 @@ pub struct Args {
     /// disabled while measuring (cpuidle stateM/disable; -1: all)
     #[argh(option, arg_name = "N")]
     deepest_idle_state: Option<i32>,
-    /// read what the buffer holds now, changing nothing
+    /// read what the buffer holds now, setting nothing up; the read takes
+    /// the events out (no raw read leaves them): a second -r finds none
     #[argh(switch, short = 'r')]
     read: bool,
     /// leave the events (or tracer) set up when done
@@ -289,7 +290,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Err(Error::usage("-o DIR saves the max traces of the max-latency tracers (wakeup_rt, irqsoff...)"));
     }
     if a.width.is_some() && mode != Mode::Hwlat || mode == Mode::Hwlat && (a.total_us.is_some() || a.cpus.is_some()) {
-        return Err(Error::usage("--width is a hwlat option; -c and --total-us are not"));
+        return Err(Error::usage("--width is a hwlat option; --cpus and --total-us are not"));
     }
     command::one_target(&a.pid, cmd)?;
     if tracer && (!a.pid.is_empty() || !cmd.is_empty()) {
@@ -303,25 +304,32 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if a.deepest_idle_state.is_some_and(|n| n < -1) {
         return Err(Error::usage("--deepest-idle-state: a state's number, or -1 for all of them"));
     }
-    let tracer_opts = a.warm_up.is_some()
-        || a.cgroup.is_some()
-        || a.deepest_idle_state.is_some()
-        || a.no_aa
-        || a.dump_tasks
-        || a.dma_latency.is_some()
-        || a.trace_buffer_size.is_some()
-        || a.house_keeping.is_some()
-        || a.user_threads
-        || a.user_load
-        || a.kernel_threads
-        || a.period.is_some()
-        || a.cpus.is_some()
-        || a.irq_us.is_some()
-        || a.total_us.is_some()
-        || a.stack_us.is_some()
-        || a.width.is_some();
-    if !tracer && tracer_opts {
-        return Err(Error::usage("-p, -c, -i, --total-us and -s set the timerlat/osnoise tracers: not for this mode"));
+    // The first option given that sets up a tracer, by its long name.
+    let tracer_opt = [
+        (a.warm_up.is_some(), "--warm-up"),
+        (a.cgroup.is_some(), "--cgroup"),
+        (a.deepest_idle_state.is_some(), "--deepest-idle-state"),
+        (a.no_aa, "--no-aa"),
+        (a.dump_tasks, "--dump-tasks"),
+        (a.dma_latency.is_some(), "--dma-latency"),
+        (a.trace_buffer_size.is_some(), "--trace-buffer-size"),
+        (a.house_keeping.is_some(), "--house-keeping"),
+        (a.user_threads, "--user-threads"),
+        (a.user_load, "--user-load"),
+        (a.kernel_threads, "--kernel-threads"),
+        (a.period.is_some(), "--period"),
+        (a.cpus.is_some(), "--cpus"),
+        (a.irq_us.is_some(), "--irq-us"),
+        (a.total_us.is_some(), "--total-us"),
+        (a.stack_us.is_some(), "--stack-us"),
+        (a.width.is_some(), "--width"),
+    ]
+    .into_iter()
+    .find_map(|(given, name)| given.then_some(name));
+    let tracer_opts = tracer_opt.is_some();
+    if let (false, Some(o)) = (tracer, tracer_opt) {
+        return Err(Error::usage(format!("{o} sets up the timerlat, osnoise or hwlat tracer: not for {}", a.mode()))
+            .hint("see 'tr-lat --help' for which mode takes which option"));
     }
     if a.priority.is_some() && !matches!(mode, Mode::Timerlat | Mode::Osnoise) {
         return Err(Error::usage("--priority is for timerlat and osnoise"));
@@ -352,7 +360,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let limit = a.time.map(|s| s.0 + a.warm_up.map(|w| w.0).unwrap_or_default());
     // -H: the readers (threads started later) inherit it.
     if let Some(c) = &a.house_keeping {
-        trbox::sys::sched::pin_self(&lat::cpu_list(c)).map_err(|e| Error::runtime(format!("-H {c}: {e}")))?;
+        trbox::sys::sched::pin_self(&c.0).map_err(|e| Error::runtime(format!("-H {c}: {e}")))?;
     }
     let _root: Option<Tracefs>;
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
@@ -363,11 +371,24 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
+        let held = t.held();
         let o = RawOpts { reading: reading(&a, mode, tracer), ..RawOpts::all(false, a.json, None, None) };
         let shown = measure(Input::tree(&t, &o)?, &a, mode, &o, &|| false, &Cell::new(false), &[])?;
         if !shown {
-            cli::note(&none_measured(&a, mode, "in the buffer"));
+            let e = none_measured(&a, mode, "in the buffer");
+            let again = format!("'tr-lat {} -t S' measures as it records", a.mode());
+            // (A copy's stats need not be those of the pages copied.)
+            cli::note(&match (t.is_live(), command::empty_buffer(&e.msg, held, &again)) {
+                (true, Some(empty)) => empty,
+                (true, None) => Error::runtime(e.msg).hint(format!(
+                    "its {} events hold none that tr-lat {} pairs; {again}",
+                    held.entries,
+                    a.mode()
+                )),
+                (false, _) => e,
+            });
         }
+        command::note_consumed(&t, held);
         return Ok(());
     }
     if tracer {
@@ -424,7 +445,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             // cpuidle state past N disabled (put back after).
             if let Some(n) = a.deepest_idle_state {
                 let online = top.cpus()?;
-                let cpus = a.cpus.as_deref().map_or(online, lat::cpu_list);
+                let cpus = a.cpus.as_ref().map_or(online, |c| c.0.clone());
                 for c in cpus {
                     let dir = std::path::PathBuf::from(format!("/sys/devices/system/cpu/cpu{c}/cpuidle"));
                     let states = std::fs::read_dir(&dir).map_err(|_| {
@@ -462,7 +483,12 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         // its mask up to nr_cpu_ids); an offline one's thread ends at once
         // (UserThreads::start), as rtla's does.
         let cpus: Vec<u32> = match user && !a.user_load {
-            true => lat::cpu_list(&top.read("osnoise/cpus")?),
+            true => {
+                let text = top.read("osnoise/cpus")?;
+                trbox::ctl::cpu_list(&text).map_err(|r| {
+                    Error::runtime(format!("osnoise/cpus: cannot read '{r}' as a CPU list")).hint("please report it")
+                })?
+            }
             false => Vec::new(),
         };
         let child = command::whom(&mut st, cmd, &a.pid, Follow { events: !tracer, functions: false })?;
@@ -635,7 +661,7 @@ fn settings_json(t: &Tracefs, top: &Tracefs, a: &Args, mode: Mode, user: bool) -
                 format!("{c}:{v}")
             }),
         ),
-        ("house_keeping", a.house_keeping.clone()),
+        ("house_keeping", a.house_keeping.as_ref().map(ToString::to_string)),
         ("cgroup", a.cgroup.clone()),
     ];
     for (k, v) in strs {
@@ -761,7 +787,7 @@ fn tracer_settings(st: &mut State, a: &Args, mode: Mode) -> Result<(), Error> {
     let wanted = [
         (f0, us(v0)),
         (f1, us(v1)),
-        ("osnoise/cpus", a.cpus.clone()),
+        ("osnoise/cpus", a.cpus.as_ref().map(ToString::to_string)),
         (if mode == Mode::Hwlat { "tracing_thresh" } else { "osnoise/stop_tracing_us" }, us(a.irq_us)),
         ("osnoise/stop_tracing_total_us", us(a.total_us)),
         ("osnoise/print_stack", us(a.stack_us)),

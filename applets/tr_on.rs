@@ -100,6 +100,7 @@ impl Args {
             || self.off
             || self.reset
             || self.buffer.is_some()
+            || self.subbuf.is_some()
             || self.clock.is_some()
             || !self.option.is_empty()
             || !self.func.is_empty()
@@ -241,16 +242,11 @@ fn apply(st: &mut State<'_>, a: &Args, dump: Option<DumpOnOops>) -> Result<(), E
         st.set(DUMP_SYSCTL, &d.value(t.instance.as_deref()))
             .map_err(|e| Error::from(e).hint("ftrace_dump_on_oops names instances (-B) from 6.9 on"))?;
     }
-    if let Some(kb) = a.buffer {
-        st.set("buffer_size_kb", &kb.to_string())?;
+    if a.subbuf.is_some() && !t.exists("buffer_subbuf_size_kb") {
+        return Err(Error::usage("-S: this kernel has no buffer_subbuf_size_kb (sub-buffer sizes came in 6.8)")
+            .hint("its sub-buffers are one page; -b sets the buffer size"));
     }
-    if let Some(kb) = a.subbuf {
-        if !t.exists("buffer_subbuf_size_kb") {
-            return Err(Error::usage("-S: this kernel has no buffer_subbuf_size_kb (sub-buffer sizes came in 6.8)")
-                .hint("its sub-buffers are one page; -b sets the buffer size"));
-        }
-        st.set("buffer_subbuf_size_kb", &kb.to_string())?;
-    }
+    st.set_buffer_sizes(a.subbuf, a.buffer)?;
     if let Some(c) = &a.clock {
         let text = t.read("trace_clock")?;
         let choices = ctl::choices(&text);
@@ -291,6 +287,7 @@ fn apply(st: &mut State<'_>, a: &Args, dump: Option<DumpOnOops>) -> Result<(), E
         st.set_functions("set_ftrace_notrace", &a.notrace)?;
     }
     if !a.pid.is_empty() {
+        command::running(&a.pid)?;
         let pids: Vec<String> = a.pid.iter().map(u32::to_string).collect();
         if t.exists("set_event_pid") {
             st.set_list("set_event_pid", &pids)?;
@@ -420,6 +417,7 @@ fn report(t: &Tracefs, st: &Status) -> String {
             line(&mut o, "thresh", Ok(format!("{th} us")));
         }
     }
+    line(&mut o, "options", options(&st.options, t.instance.is_some()));
     events(&mut o, &st.events);
     line(&mut o, "functions", list(&st.ftrace_filter, "all"));
     line(&mut o, "notrace", list(&st.ftrace_notrace, "none"));
@@ -480,6 +478,23 @@ fn report(t: &Tracefs, st: &Status) -> String {
     }
     cpus(&mut o, st);
     o
+}
+
+/// The trace options that differ from the kernel's defaults
+/// (`trbox::kernel::option_default`), as -O writes them (OPT, noOPT); the
+/// fork options first: they decide whom the pid filters keep.
+fn options(opts: &Item<Vec<(String, bool)>>, instance: bool) -> Item<String> {
+    let opts = opts.as_ref().map_err(Clone::clone)?;
+    let mut set: Vec<String> = Vec::new();
+    for (name, on) in opts {
+        match trbox::kernel::option_default(name, instance) {
+            Some(d) if d != *on => set.push(format!("{}{name}", if *on { "" } else { "no" })),
+            Some(_) => {}
+            None => log::info!("options/{name}: no default known to trbox (a kernel newer than its rules?)"),
+        }
+    }
+    set.sort_by_key(|o| !o.ends_with("-fork"));
+    Ok(if set.is_empty() { "the kernel's defaults".into() } else { set.join(" ") })
 }
 
 /// What an empty pid list means. With the fork option on, the kernel

@@ -81,7 +81,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     if let Some(f) = &a.input {
         let o = opts(false, None);
         let input = Input::trace_dat("tr-stack", std::path::Path::new(f), common.instance.as_deref(), &o)?;
-        return count_stacks(input, &a, &o, &|| false);
+        return count_stacks(input, &a, &o, &|| false, true);
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() {
@@ -93,7 +93,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             return print_table(&t);
         }
         let o = opts(false, None);
-        return count_stacks(Input::tree(&t, &o)?, &a, &o, &|| false);
+        return count_stacks(Input::tree(&t, &o)?, &a, &o, &|| false, true);
     }
     if a.event.is_empty() && a.func.is_none() {
         if !cmd.is_empty() {
@@ -152,7 +152,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             limit,
             Default::default(),
             true,
-            &|i, o, done| count_stacks(i, &a, o, done).map(|()| true),
+            &|i, o, done| count_stacks(i, &a, o, done, false).map(|()| true),
             None,
         );
         r?
@@ -160,8 +160,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     command::exit_with(status)
 }
 
-/// Collect kernel_stack records and print them counted (table or folded).
-fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<(), Error> {
+/// Collect kernel_stack records and print them counted (table or folded);
+/// `recorded`: from a file or a copy, not this run's trace.
+fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool, recorded: bool) -> Result<(), Error> {
     let mut counts: Option<StackCounts> = None;
     let meta = read::collect(input, o, done, &mut |m, it| {
         let c = counts.get_or_insert_with(|| StackCounts::new(&m.trace.events, m.trace.abi()));
@@ -187,7 +188,9 @@ fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool
     }
     if rows.is_empty() {
         let e = Error::runtime("no kernel stacks were recorded");
-        return Err(if a.func.is_some() {
+        return Err(if recorded {
+            e.hint("the recording holds no kernel_stack records of these: it was made without stack traces")
+        } else if a.func.is_some() {
             e.hint("did the function run? (check the name against available_filter_functions)")
         } else {
             e.hint("did the event happen? try a longer -t")

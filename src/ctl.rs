@@ -3,6 +3,7 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write as _;
 
 /// The bracketed choice in files like `trace_clock` or `current_tracer`-style
 /// lists: `"[local] global counter"` → `local`.
@@ -30,7 +31,9 @@ pub struct CpuStats {
     /// `dropped events:` events refused because the buffer was full and
     /// not in overwrite mode.
     pub dropped: Option<u64>,
-    pub(crate) read: Option<u64>,
+    /// `read events:` events a consuming read (`trace_pipe`,
+    /// `trace_pipe_raw`) took out of the buffer since it was last reset.
+    pub read: Option<u64>,
     /// `now ts:` in trace-clock units: nanoseconds (from the printed
     /// `secs.usecs`) for clocks in ns, the raw count for counter clocks.
     pub now: Option<u64>,
@@ -96,6 +99,42 @@ pub fn triggers(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
 }
 
+/// The command of a trigger as written or listed: `hist` of
+/// `hist:keys=pid`, `traceoff` of `traceoff:1 if pid == 1`.
+pub fn trigger_command(trigger: &str) -> &str {
+    let t = trigger.trim().trim_start_matches('!');
+    t.split([':', ' ']).next().unwrap_or(t)
+}
+
+/// The event an `enable_event` / `disable_event` trigger switches:
+/// `(SYS, EVENT)` of `enable_event:SYS:EVENT[:COUNT] [if FILTER]`
+/// (kernel/trace/trace_events_trigger.c `event_enable_trigger_parse()`).
+/// These two are the triggers that change their target's soft-disable bit
+/// when they fire (`event_enable_trigger()`); `enable_hist` and
+/// `disable_hist` pause hist triggers and leave it alone.
+pub fn trigger_target(trigger: &str) -> Option<(&str, &str)> {
+    let t = trigger.trim();
+    let t = t.split(" if ").next().unwrap_or(t);
+    let mut words = t.split(':');
+    if !matches!(words.next(), Some("enable_event" | "disable_event")) {
+        return None;
+    }
+    let sys = words.next().filter(|w| !w.is_empty())?;
+    let ev = words.next().map(str::trim).filter(|w| !w.is_empty())?;
+    Some((sys, ev))
+}
+
+/// The commands an event's `trigger` file lists as this kernel's when the
+/// event has no trigger (`# Available triggers:` and a `#` line of names,
+/// trace_events_trigger.c `trigger_show()`); `None` when it lists
+/// triggers instead.
+pub fn available_triggers(text: &str) -> Option<Vec<&str>> {
+    let mut lines = text.lines();
+    lines.find(|l| l.trim() == "# Available triggers:")?;
+    let names = lines.next()?.trim().strip_prefix('#')?;
+    Some(names.split_whitespace().collect())
+}
+
 /// Lines of a list file (`set_event`, `set_ftrace_filter`, `dynamic_events`,
 /// `set_event_pid`…), skipping the kernel's `#` comments.
 pub fn entries(text: &str) -> impl Iterator<Item = &str> {
@@ -155,8 +194,74 @@ pub fn buffer_kb_in_use(text: &str, data: u64) -> Option<u64> {
     let t = text.trim();
     let Some((_, exp)) = t.split_once(" (expanded: ") else { return t.parse().ok() };
     let kb: u64 = exp.trim_end_matches(')').parse().ok()?;
-    let pages = (kb * 1024).div_ceil(data.max(1)).max(2);
-    Some(pages * data / 1024)
+    Some(buffer_kb_for(kb, data))
+}
+
+/// The KiB `buffer_size_kb` reads after `kb` is written to it, with
+/// sub-buffers that hold `data` bytes of records each (the sub-buffer less
+/// its header: `data` in events/header_page): the kernel allocates whole
+/// sub-buffers, at least two (ring_buffer.c `ring_buffer_resize()`:
+/// `DIV_ROUND_UP(size, subbuf_size)`), and the file reads their data bytes
+/// in KiB, rounded down (trace.c `tracing_entries_read()`).
+pub fn buffer_kb_for(kb: u64, data: u64) -> u64 {
+    let pages = kb.saturating_mul(1024).div_ceil(data.max(1)).max(2);
+    pages.saturating_mul(data) / 1024
+}
+
+/// The CPUs of a kernel CPU list, as `osnoise/cpus` or `tracing_cpumask`'s
+/// list form read and as people write them to it (lib/bitmap-str.c
+/// `bitmap_parselist()`): regions `N`, `N-M` or `N-M:USED/GROUP` (the
+/// first USED of every GROUP CPUs of the range), separated by commas (or
+/// white space); ascending, without repeats. A region that is none of
+/// these, a range that runs backwards, or a CPU past [`MAX_CPUS`] is an
+/// error naming that region.
+pub fn cpu_list(text: &str) -> Result<Vec<u32>, &str> {
+    let mut cpus = Vec::new();
+    for region in text.split(|c: char| c == ',' || c.is_ascii_whitespace()).filter(|r| !r.is_empty()) {
+        let (range, group) = match region.split_once(':') {
+            Some((r, g)) => {
+                let (used, len) = g.split_once('/').ok_or(region)?;
+                (r, Some((used.parse::<u32>().map_err(|_| region)?, len.parse::<u32>().map_err(|_| region)?)))
+            }
+            None => (region, None),
+        };
+        let (a, b) = range.split_once('-').unwrap_or((range, range));
+        let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) else { return Err(region) };
+        let (used, len) = group.unwrap_or((1, 1));
+        if a > b || b >= MAX_CPUS || len == 0 || used > len {
+            return Err(region);
+        }
+        cpus.extend((a..=b).filter(|c| (c - a) % len < used));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// CPU numbers [`cpu_list`] takes: below the largest `NR_CPUS` a kernel
+/// is built with (8192, x86's `MAXSMP`).
+pub const MAX_CPUS: u32 = 8192;
+
+/// CPUs as the kernel prints a CPU list (`%*pbl`: `0-3,5`).
+pub fn cpu_list_text(cpus: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while let Some(&first) = cpus.get(i) {
+        let mut last = first;
+        while cpus.get(i + 1) == Some(&(last + 1)) {
+            last += 1;
+            i += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        let _ = write!(out, "{first}");
+        if last > first {
+            let _ = write!(out, "-{last}");
+        }
+        i += 1;
+    }
+    out
 }
 
 /// `ftrace_dump_on_oops`: every CPU's buffer, or the oopsing CPU's.
@@ -224,6 +329,54 @@ mod tests {
         // Never fewer than two sub-buffers.
         assert_eq!(buffer_kb_in_use("1 (expanded: 1)", 4080), Some(7));
         assert_eq!(buffer_kb_in_use("X\n", 4080), None);
+    }
+
+    #[test]
+    fn buffer_sizes_in_sub_buffers() {
+        // 8 KiB sub-buffers (8176 data bytes): 1410 KiB is 177 of them,
+        // which read 1413 (issue 39); 4 KiB ones: 354, which read 1410.
+        assert_eq!(buffer_kb_for(1410, 8176), 1413);
+        assert_eq!(buffer_kb_for(1410, 4080), 1410);
+        assert_eq!(buffer_kb_for(0, 4080), 7);
+        assert_eq!(buffer_kb_for(u64::MAX, 4080), u64::MAX / 1024);
+    }
+
+    #[test]
+    fn cpu_lists_read_as_the_kernel_parses_them() {
+        assert_eq!(cpu_list("0-3,5\n"), Ok(alloc::vec![0, 1, 2, 3, 5]));
+        assert_eq!(cpu_list("1"), Ok(alloc::vec![1]));
+        assert_eq!(cpu_list(""), Ok(alloc::vec![]));
+        assert_eq!(cpu_list("3,1,1-2"), Ok(alloc::vec![1, 2, 3]));
+        // bitmap_parselist()'s groups: 2 of every 4 CPUs of 0-9.
+        assert_eq!(cpu_list("0-9:2/4"), Ok(alloc::vec![0, 1, 4, 5, 8, 9]));
+        for bad in ["x", "2-1", "0-", "-1", "1,x", "0-3:5/4", "0-3:1/0", "0-3:1", "8192", "0-4294967295"] {
+            assert!(cpu_list(bad).is_err(), "{bad}");
+        }
+        assert_eq!(cpu_list("0,2-1"), Err("2-1"));
+        assert_eq!(cpu_list_text(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
+        assert_eq!(cpu_list_text(&[]), "");
+    }
+
+    #[test]
+    fn triggers_and_their_targets() {
+        assert_eq!(trigger_command("hist:keys=pid"), "hist");
+        assert_eq!(trigger_command("traceoff if pid == 1"), "traceoff");
+        assert_eq!(trigger_command("stacktrace"), "stacktrace");
+        assert_eq!(trigger_target("enable_event:sched:sched_process_exit"), Some(("sched", "sched_process_exit")));
+        assert_eq!(
+            trigger_target("disable_event:irq:irq_handler_entry:2 if irq == 1"),
+            Some(("irq", "irq_handler_entry"))
+        );
+        assert_eq!(trigger_target("enable_event:sched:sched_switch:unlimited"), Some(("sched", "sched_switch")));
+        assert_eq!(trigger_target("enable_hist:sched:sched_switch"), None);
+        assert_eq!(trigger_target("enable_event:sched"), None);
+        assert_eq!(trigger_target("stacktrace"), None);
+        let none = "# Available triggers:\n# traceon traceoff stacktrace enable_event disable_event\n";
+        assert_eq!(
+            available_triggers(none),
+            Some(alloc::vec!["traceon", "traceoff", "stacktrace", "enable_event", "disable_event"])
+        );
+        assert_eq!(available_triggers("stacktrace:unlimited\n"), None);
     }
 
     #[test]

@@ -138,6 +138,17 @@ impl Field {
     pub fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
         self.loc().int(rec, e)
     }
+
+    /// Its value's bytes in `rec`, where a trailing `buf[]` (an array of
+    /// size 0: ftrace's `print`, `raw_data`) runs to the record's end;
+    /// empty when the record is too short.
+    pub fn value<'a>(&self, rec: &'a [u8], e: Endian) -> &'a [u8] {
+        match self.kind {
+            FieldKind::Array { .. } if self.size == 0 => rec.get(self.offset as usize..),
+            _ => self.bytes(rec, e),
+        }
+        .unwrap_or_default()
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@
 //! | [`DUMP_INSTANCE_SINCE`]: `ftrace_dump_on_oops=0,NAME[=2]` (instances; the sysctl a string) | 6.9 on | 6.9 kernel/trace/trace.c `ftrace_dump_by_param()` |
 //! | [`FieldsStyle`]: a previous boot's events when the kernel moved, by their fields (`print_event_fields()`) | 6.12 on | 6.12, 7.2 trace.c `print_trace_fmt()`, trace_output.c `print_fields()` |
 //! | [`KSYM_END_EXCLUDED_SINCE`]: `is_ksym_addr()` leaves the end symbols (`_etext`, `_einittext`, `_end`) out | 5.16 on (before: `<=`) | 5.15 include/linux/kallsyms.h, 5.16 include/asm-generic/sections.h |
+//! | [`option_default`]: each `options/` file's value at boot, in the top buffer and in a new instance | 5.10 to 7.2 (names come and go; no default changed) | trace.c `TRACE_DEFAULT_FLAGS`, `ZEROED_TRACE_FLAGS`; the tracers' `tracer_flags` (trace_functions.c, trace_functions_graph.c, blktrace.c, trace_nop.c) |
 //! | [`NEWEST_RULES`]: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
 //!
 //! A trace.dat without a UNAME option (trace-cmd before 2.7 wrote none)
@@ -144,6 +145,89 @@ pub const PERSISTENT_SINCE: (u32, u32) = (6, 12);
 /// `ftrace_dump_on_oops` naming instances (`ftrace_dump_by_param()`,
 /// 6.9's trace.c; before, the sysctl is an int: 0, 1, 2).
 pub const DUMP_INSTANCE_SINCE: (u32, u32) = (6, 9);
+
+/// The trace options (`options/NAME`) and the value a kernel boots with,
+/// for every option of 5.10 to 7.2: trace.c's `TRACE_DEFAULT_FLAGS`
+/// (`global_trace.trace_flags`) for the core ones, each tracer's
+/// `tracer_flags.val` for its own (`funcgraph-*`, `func_*`, `blk_*`,
+/// `test_nop_*`). Options come with kernel releases (of the boards'
+/// kernels, 5.10 has no `hash-ptr`, 6.1 no `fields` nor
+/// `trace_printk_dest`, 6.12 no `copy_trace_marker`, 6.18 no
+/// `bitmask-list`) and none has changed its default since: a kernel
+/// without one has no file for it. A boot's `trace_options=` may have
+/// changed one.
+const OPTION_DEFAULTS: &[(&str, bool)] = &[
+    ("print-parent", true),
+    ("sym-offset", false),
+    ("sym-addr", false),
+    ("verbose", false),
+    ("raw", false),
+    ("hex", false),
+    ("bin", false),
+    ("block", false),
+    ("fields", false),
+    ("trace_printk", true),
+    ("annotate", true),
+    ("userstacktrace", false),
+    ("sym-userobj", false),
+    ("printk-msg-only", false),
+    ("context-info", true),
+    ("latency-format", false),
+    ("record-cmd", true),
+    ("record-tgid", false),
+    ("overwrite", true),
+    ("disable_on_free", false),
+    ("irq-info", true),
+    ("markers", true),
+    ("event-fork", false),
+    ("trace_printk_dest", true),
+    ("copy_trace_marker", true),
+    ("pause-on-trace", false),
+    ("hash-ptr", true),
+    ("bitmask-list", false),
+    ("function-trace", true),
+    ("function-fork", false),
+    ("display-graph", false),
+    ("branch", false),
+    ("stacktrace", false),
+    ("func_stack_trace", false),
+    ("func-no-repeats", false),
+    ("func-args", false),
+    ("funcgraph-overrun", false),
+    ("funcgraph-cpu", true),
+    ("funcgraph-overhead", true),
+    ("funcgraph-proc", false),
+    ("funcgraph-duration", true),
+    ("funcgraph-abstime", false),
+    ("funcgraph-irqs", true),
+    ("funcgraph-tail", false),
+    ("funcgraph-retval", false),
+    ("funcgraph-retval-hex", false),
+    ("funcgraph-retaddr", false),
+    ("funcgraph-args", false),
+    ("sleep-time", true),
+    ("graph-time", true),
+    ("blk_classic", false),
+    ("blk_cgroup", false),
+    ("blk_cgname", false),
+    ("test_nop_accept", false),
+    ("test_nop_refuse", false),
+];
+
+/// The core options a new instance starts with off whatever the top
+/// buffer has (trace.c `ZEROED_TRACE_FLAGS`: the fork options, and since
+/// 6.12/6.17 where trace_printk and trace_marker writes go).
+const ZEROED_IN_INSTANCES: &[&str] = &["event-fork", "function-fork", "trace_printk_dest", "copy_trace_marker"];
+
+/// The value `options/NAME` has at boot: in the top buffer, or in an
+/// instance made while the top buffer had its defaults (an instance
+/// starts with the top's options, less [`ZEROED_IN_INSTANCES`]). `None`
+/// for an option this table does not know (a kernel newer than
+/// [`NEWEST_RULES`]).
+pub fn option_default(name: &str, instance: bool) -> Option<bool> {
+    let (_, on) = OPTION_DEFAULTS.iter().find(|(n, _)| *n == name)?;
+    Some(*on && !(instance && ZEROED_IN_INSTANCES.contains(&name)))
+}
 
 /// How a kernel prints the events of a persistent buffer's previous boot
 /// when its kernel has moved since (KASLR: a non-zero text or data delta

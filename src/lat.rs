@@ -263,19 +263,6 @@ impl Mode {
 /// instead of `raw_syscalls`, for the same numbers and the calls' names.
 pub const SYSCALL_EVENTS: &str = "syscalls";
 
-/// The CPUs of a kernel CPU list (`0-3,5`, as `osnoise/cpus` reads); what
-/// is not a number or range is left out, a range is at most 4096 long.
-pub fn cpu_list(s: &str) -> Vec<u32> {
-    let mut v = Vec::new();
-    for part in s.trim().split(',') {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
-            v.extend(a..=b.min(a.saturating_add(4095)));
-        }
-    }
-    v
-}
-
 /// A per-call syscall event: its call's name (`openat`), whether it is the
 /// enter or the exit, and its `__syscall_nr` (and exit's `ret`) field.
 struct SyscallEv {
@@ -1266,15 +1253,6 @@ pub fn write_problems_json(w: &mut dyn Write, p: &Problems) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists_read_as_the_kernel_writes_them() {
-        assert_eq!(cpu_list("0-3,5\n"), [0, 1, 2, 3, 5]);
-        assert_eq!(cpu_list("1"), [1]);
-        assert_eq!(cpu_list(""), [] as [u32; 0]);
-        assert_eq!(cpu_list("x,2-1,7"), [7]);
-        assert_eq!(cpu_list("0-4294967295").len(), 4096);
-    }
 
     #[test]
     fn problems_are_one_json_line_in_the_tables_style() {

@@ -457,17 +457,6 @@ impl Plan {
     }
 }
 
-/// A field's bytes; a trailing `char buf[]` (size 0) runs to the record's
-/// end.
-fn field_bytes<'a>(f: &Field, rec: &'a [u8], e: Endian) -> &'a [u8] {
-    if let FieldKind::Array { .. } = f.kind {
-        if f.size == 0 {
-            return rec.get(f.offset as usize..).unwrap_or_default();
-        }
-    }
-    f.bytes(rec, e).unwrap_or_default()
-}
-
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// A string field: the bytes `b` in hex.
@@ -528,9 +517,9 @@ fn encode_payload(
                     None => continue,
                 }
             } else if *how == How::Str {
-                put_str(&mut one, 3, field_bytes(f, rec, e));
+                put_str(&mut one, 3, f.value(rec, e));
             } else {
-                put_hex(&mut one, 3, field_bytes(f, rec, e));
+                put_hex(&mut one, 3, f.value(rec, e));
             }
             put_bytes(out, 2, &one);
         }
@@ -538,7 +527,7 @@ fn encode_payload(
     }
     for (f, p, how) in &plan.copies {
         match how {
-            How::Str => put_str(out, *p, field_bytes(f, rec, e)),
+            How::Str => put_str(out, *p, f.value(rec, e)),
             How::Int | How::Ksym => {
                 if let Some(v) = f.int(rec, e) {
                     let v = if *how == How::Ksym { syms.iid(v as u64, name) } else { v as u64 };
@@ -548,12 +537,12 @@ fn encode_payload(
             How::Longs => {
                 if let FieldKind::Array { elem_size, .. } = f.kind {
                     let w = elem_size as usize;
-                    for c in field_bytes(f, rec, e).chunks_exact(w) {
+                    for c in f.value(rec, e).chunks_exact(w) {
                         put_int(out, *p, e.uint(c, 0, w).unwrap_or(0));
                     }
                 }
             }
-            How::Hex => put_hex(out, *p, field_bytes(f, rec, e)),
+            How::Hex => put_hex(out, *p, f.value(rec, e)),
         }
     }
 }
@@ -744,7 +733,7 @@ impl TraceBuilder {
                 let next = v(2);
                 if later && lane.current.is_some() && lane.current == Some(pid) && v(0) == Some(pid) {
                     if let (Some(state), Some(next_pid), Some(prio)) = (v(1), next, v(3)) {
-                        let c = lane.comm(field_bytes(&x[4], rec, e));
+                        let c = lane.comm(x[4].value(rec, e));
                         varint(&mut lane.sw[0].0, ts - lane.sw_last);
                         lane.sw_last = ts;
                         varint(&mut lane.sw[1].0, state as u64);
@@ -761,7 +750,7 @@ impl TraceBuilder {
                 let ok = success.as_ref().map_or(true, |s| s.int(rec, e) == Some(1));
                 if later && ok && lane.current == Some(pid) {
                     if let (Some(wpid), Some(target), Some(prio)) = (v(0), v(1), v(2)) {
-                        let c = lane.comm(field_bytes(&x[3], rec, e));
+                        let c = lane.comm(x[3].value(rec, e));
                         varint(&mut lane.wk[0].0, ts - lane.wk_last);
                         lane.wk_last = ts;
                         varint(&mut lane.wk[1].0, wpid as u64);

@@ -49,7 +49,9 @@ pub fn write_json(
         w.write_str(if i > 0 { ",\"" } else { "\"" })?;
         json_text(w, &f.name)?;
         w.write_str("\":")?;
-        match (f.kind, f.bytes(payload, e)) {
+        // A trailing buf[] (size 0) runs to the record's end.
+        let value = if f.size == 0 { Some(f.value(payload, e)) } else { f.bytes(payload, e) };
+        match (f.kind, value) {
             (_, None) => w.write_str("null")?,
             (FieldKind::Scalar, Some(_)) => match f.int(payload, e) {
                 Some(v) if f.signed => json_int(w, v)?,

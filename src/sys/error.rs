@@ -83,6 +83,25 @@ pub enum Error {
         /// The tracers this kernel has.
         available: Vec<String>,
     },
+    /// A trigger whose command this kernel lacks (`hist` without
+    /// CONFIG_HIST_TRIGGERS): the event's `trigger` file lists the ones it
+    /// has.
+    NoTrigger {
+        /// The trigger's command.
+        name: String,
+        /// The commands this kernel has, as the file lists them.
+        available: String,
+    },
+    /// A CPU asked for (`--cpus`) that a recording or a tracefs tree has
+    /// no buffer for.
+    NoCpu {
+        /// The trace.dat or the tracefs tree.
+        path: PathBuf,
+        /// The CPU asked for.
+        cpu: u32,
+        /// The CPUs it has.
+        existing: Vec<u32>,
+    },
     /// EPERM on a function-tracing file (current_tracer = function…,
     /// set_ftrace_filter, set_graph_function…): dynamic ftrace is refused.
     FtraceRefused {
@@ -173,6 +192,8 @@ impl Error {
             Error::Busy { .. } => Some("wait for it with --wait, or stop it first"),
             Error::NotOverwritten { .. } => Some("remove it first, or record to another name"),
             Error::Format { .. } => Some("this kernel writes a layout trbox does not know: please report it with the file attached"),
+            Error::NoTrigger { .. } => Some("the event's trigger file lists the triggers this kernel has"),
+            Error::NoCpu { .. } => Some("--cpus takes a CPU list (0-1,3) of the CPUs it has"),
             Error::NoTracer { name, .. } if tracer_config(name).is_some() => None,
             Error::NoTracer { .. } => Some("a tracer is listed in available_tracers only when the kernel is built with it"),
             Error::FtraceRefused { .. } => Some(
@@ -263,6 +284,18 @@ impl fmt::Display for Error {
                     Some(cfg) => write!(f, "this kernel has no {name} tracer ({cfg} is not set); its tracers: {have}"),
                     None => write!(f, "this kernel has no '{name}' tracer; its tracers: {have}"),
                 }
+            }
+            Error::NoTrigger { name, available } => {
+                let config = match name.as_str() {
+                    "hist" | "enable_hist" | "disable_hist" => " (CONFIG_HIST_TRIGGERS is not set)",
+                    "snapshot" => " (CONFIG_TRACER_SNAPSHOT is not set)",
+                    _ => "",
+                };
+                write!(f, "this kernel has no '{name}' trigger{config}; its triggers: {available}")
+            }
+            Error::NoCpu { path, cpu, existing } => {
+                let have = crate::ctl::cpu_list_text(existing);
+                write!(f, "{}: no CPU {cpu} (its CPUs: {have})", path.display())
             }
             Error::FtraceRefused { path } => {
                 // Relative to the tracing root when the path shows it.

@@ -25,7 +25,7 @@ mod tracefs;
 pub mod watch;
 
 pub use error::{describe, Error};
-pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Tracefs};
+pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Held, Tracefs};
 
 /// `bytes` in an anonymous file (memfd_create; a deleted temporary file
 /// where that is missing), to read like any trace.dat through pread.

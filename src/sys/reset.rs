@@ -1,7 +1,7 @@
 //! `tr-on --reset`: put a buffer (the top level or one instance) back to a
 //! clean default, like perf-tools' reset-ftrace: tracer nop, every event off
 //! with no filter or trigger, no pid or function filters, no dynamic events,
-//! the trace options whose kernel defaults are stable, clock `local`,
+//! the trace options at their kernel defaults, clock `local`,
 //! tracing on. Buffer sizes and other instances are left alone. Only values
 //! that differ are written; a file that cannot be changed does not stop the
 //! rest.
@@ -10,52 +10,6 @@ use super::error::Error;
 use super::state::State;
 use super::tracefs::Tracefs;
 use crate::ctl;
-
-/// Options that change what is recorded or how it is shown, with the value
-/// every kernel since 3.x starts with. Options not listed (tracer-specific
-/// or recent ones whose default moved) are left as they are.
-const OPTION_DEFAULTS: &[(&str, bool)] = &[
-    ("print-parent", true),
-    ("sym-offset", false),
-    ("sym-addr", false),
-    ("verbose", false),
-    ("raw", false),
-    ("hex", false),
-    ("bin", false),
-    ("block", false),
-    ("fields", false),
-    ("trace_printk", true),
-    ("annotate", true),
-    ("userstacktrace", false),
-    ("sym-userobj", false),
-    ("printk-msg-only", false),
-    ("context-info", true),
-    ("latency-format", false),
-    ("record-cmd", true),
-    ("record-tgid", false),
-    ("overwrite", true),
-    ("disable_on_free", false),
-    ("irq-info", true),
-    ("markers", true),
-    ("event-fork", false),
-    ("pause-on-trace", false),
-    ("hash-ptr", true),
-    ("function-trace", true),
-    ("function-fork", false),
-    ("display-graph", false),
-    ("stacktrace", false),
-    ("func_stack_trace", false),
-    ("funcgraph-overrun", false),
-    ("funcgraph-cpu", true),
-    ("funcgraph-overhead", true),
-    ("funcgraph-proc", false),
-    ("funcgraph-duration", true),
-    ("funcgraph-abstime", false),
-    ("funcgraph-irqs", true),
-    ("funcgraph-tail", false),
-    ("sleep-time", true),
-    ("graph-time", true),
-];
 
 /// Pid and function lists, emptied.
 const LISTS: &[&str] = &[
@@ -159,9 +113,11 @@ pub fn reset(t: &Tracefs) -> Vec<Error> {
             note(t.write(rel, "").map(|()| true));
         }
     }
-    for (name, on) in OPTION_DEFAULTS {
-        if t.exists(&format!("options/{name}")) {
-            note(st.set_option(name, *on));
+    // Each option this kernel has, back to its value at boot (one it is
+    // newer than trbox's table for stays as it is).
+    for name in t.list_dir("options").unwrap_or_default() {
+        if let Some(on) = crate::kernel::option_default(&name, t.instance.is_some()) {
+            note(st.set_option(&name, on));
         }
     }
     if t.read("trace_clock").is_ok_and(|c| ctl::choices(&c).contains(&"local")) {

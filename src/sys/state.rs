@@ -19,6 +19,9 @@ enum Undo {
     Append { rel: String, line: String },
     /// Write the old value back into a file outside tracefs (sysfs).
     File { path: PathBuf, value: String },
+    /// Write the old value back if the file reads otherwise: an event's
+    /// `enable` that a trigger removed before left switched.
+    Ensure { rel: String, value: String },
 }
 
 /// One change and how to undo it.
@@ -116,12 +119,28 @@ impl<'t> State<'t> {
 
     /// Add a trigger (`stacktrace`, `traceoff if …`, `hist:…`) to an event;
     /// removed again on restore. An identical trigger already present is left
-    /// alone.
+    /// alone. A command the kernel lacks (the event's `trigger` file lists
+    /// the ones it has) gives [`Error::NoTrigger`].
     pub fn add_trigger(&mut self, event_dir: &str, trigger: &str) -> Result<bool, Error> {
         let rel = format!("{event_dir}/trigger");
         let cur = self.t.read(&rel)?;
         if ctl::triggers(&cur).any(|t| trigger_matches(t, trigger)) {
             return Ok(false);
+        }
+        let cmd = ctl::trigger_command(trigger);
+        if let Some(have) = ctl::available_triggers(&cur).filter(|h| !h.contains(&cmd)) {
+            return Err(Error::NoTrigger { name: cmd.into(), available: have.join(" ") });
+        }
+        // Once an enable_event (disable_event) trigger has fired, removing
+        // it leaves its target enabled (disabled) for real: the kernel
+        // drops the soft mode and keeps the state the trigger set
+        // (trace_events.c `__ftrace_event_enable_disable()`). The target's
+        // enable comes back after the trigger is gone.
+        if let Some((sys, ev)) = ctl::trigger_target(trigger) {
+            let en = format!("events/{sys}/{ev}/enable");
+            if let Ok(v) = self.t.read(&en) {
+                self.push(Undo::Ensure { rel: en, value: ctl::writable_value(&v).into() });
+            }
         }
         self.t.append_checked(&rel, trigger)?;
         self.push(Undo::Append { rel, line: format!("!{trigger}") });
@@ -176,6 +195,40 @@ impl<'t> State<'t> {
         }
         std::fs::write(path, value).map_err(io)?;
         self.push(Undo::File { path: path.into(), value: old });
+        Ok(true)
+    }
+
+    /// Set the sub-buffer size (`buffer_subbuf_size_kb`, 6.8+) and then
+    /// the buffer size, `kb` or the one it had. The kernel keeps a
+    /// buffer's data bytes across a sub-buffer change but leaves
+    /// `buffer_size_kb` reading the old size (ring_buffer.c
+    /// `ring_buffer_subbuf_order_set()`; trace.c updates no entries), and
+    /// sizes a buffer in sub-buffers of the size in place when
+    /// `buffer_size_kb` is written ([`ctl::buffer_kb_for`]): so the
+    /// sub-buffer goes first, the size is written after it even when it
+    /// reads the same, and on restore the same order: the sub-buffer, then
+    /// the size. Returns whether anything was written.
+    pub fn set_buffer_sizes(&mut self, subbuf_kb: Option<u64>, kb: Option<u64>) -> Result<bool, Error> {
+        const SIZE: &str = "buffer_size_kb";
+        let Some(sub) = subbuf_kb else {
+            return kb.map_or(Ok(false), |kb| self.set(SIZE, &kb.to_string()));
+        };
+        let rel = "buffer_subbuf_size_kb";
+        let old_sub = ctl::writable_value(&self.t.read(rel)?).to_string();
+        if old_sub == sub.to_string() {
+            return kb.map_or(Ok(false), |kb| self.set(SIZE, &kb.to_string()));
+        }
+        // Per-CPU sizes that differ read `X`: left as they are.
+        let old = ctl::writable_value(&self.t.read(SIZE)?).to_string();
+        let size = old.parse::<u64>().ok();
+        if size.is_some() {
+            self.push(Undo::Write { rel: SIZE.into(), value: old });
+        }
+        self.t.write(rel, &sub.to_string())?;
+        self.push(Undo::Write { rel: rel.into(), value: old_sub });
+        if let Some(kb) = kb.or(size) {
+            self.t.write(SIZE, &kb.to_string())?;
+        }
         Ok(true)
     }
 
@@ -242,6 +295,10 @@ impl<'t> State<'t> {
                 Undo::Write { rel, value } => self.t.write(rel, value),
                 Undo::Append { rel, line } => self.t.append(rel, line),
                 Undo::File { path, value } => std::fs::write(path, value).map_err(|e| Error::io(path, e)),
+                Undo::Ensure { rel, value } => match self.t.read(rel) {
+                    Ok(v) if ctl::writable_value(&v) != value => self.t.write(rel, value),
+                    r => r.map(drop),
+                },
             };
             if let Err(e) = r {
                 log::warn!("could not restore: {e}");

@@ -99,6 +99,8 @@ pub struct Status {
     pub function_fork: Item<String>,
     /// `options/event-fork`.
     pub event_fork: Item<String>,
+    /// Every `options/NAME` file and whether it is on.
+    pub options: Item<Vec<(String, bool)>>,
     /// `dynamic_events`: the probes defined.
     pub dynamic_events: Item<Vec<String>>,
     /// The instances under `instances/`.
@@ -155,6 +157,7 @@ impl Status {
             event_pid: lines(rd("set_event_pid")),
             function_fork: rd("options/function-fork").map(|s| s.trim().to_string()),
             event_fork: rd("options/event-fork").map(|s| s.trim().to_string()),
+            options: read_options(t),
             dynamic_events: lines(dynamic_events),
             instances: if t.instance.is_some() { Err(Unavailable::Absent) } else { item(t.instances()) },
             cpus: read_cpus(t),
@@ -183,6 +186,17 @@ fn read_events(t: &Tracefs) -> Item<Vec<EventState>> {
         }
     }
     Ok(out)
+}
+
+fn read_options(t: &Tracefs) -> Item<Vec<(String, bool)>> {
+    if !t.exists("options") {
+        return Err(Unavailable::Absent);
+    }
+    let on = |n: String| {
+        let v = t.read(&format!("options/{n}")).is_ok_and(|v| v.trim() == "1");
+        (n, v)
+    };
+    Ok(item(t.list_dir("options"))?.into_iter().map(on).collect())
 }
 
 fn read_cpus(t: &Tracefs) -> Item<Vec<CpuState>> {

@@ -320,6 +320,30 @@ impl Tracefs {
             .filter_map(|s| CpuStats::parse(&s).now)
             .min()
     }
+
+    /// What the buffer holds now and what consuming reads took out of it
+    /// since it was reset (a new tracer, `echo > trace`): the sums of the
+    /// CPUs' `entries` and `read events` (`per_cpu/cpuN/stats`). Reading
+    /// the raw pages (`trace_pipe_raw`) consumes them: the kernel has no
+    /// raw read that leaves them, only the `trace` text does.
+    pub fn held(&self) -> Held {
+        let mut h = Held::default();
+        for c in self.cpus().unwrap_or_default() {
+            let s = CpuStats::parse(&self.read(&format!("per_cpu/cpu{c}/stats")).unwrap_or_default());
+            h.entries = h.entries.saturating_add(s.entries.unwrap_or(0));
+            h.read = h.read.saturating_add(s.read.unwrap_or(0));
+        }
+        h
+    }
+}
+
+/// [`Tracefs::held`]: the events a buffer holds, and those read out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Events in the buffer now.
+    pub entries: u64,
+    /// Events consuming reads took out of it.
+    pub read: u64,
 }
 
 /// `sys:event` → `events/sys/event`.

@@ -5,7 +5,9 @@
 mod common;
 
 mod docs;
+mod messages;
 mod multicall;
+mod options;
 mod tr_cat;
 mod tr_cat_file;
 mod tr_cat_hostile;
@@ -18,6 +20,7 @@ mod tr_cat_stream;
 mod tr_cat_threads;
 mod tr_event;
 mod tr_event_probes;
+mod tr_event_state;
 mod tr_graph;
 mod tr_lat;
 mod tr_lat_tracers;

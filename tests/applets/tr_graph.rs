@@ -394,4 +394,28 @@ fn boot_prints_the_graph_command_line() {
     assert_eq!(out.lines().nth(1), Some("ftrace=function_graph ftrace_graph_filter=schedule ftrace_graph_max_depth=3"));
     assert!(out.contains("kernel.ftrace_graph_max_depth = 3"), "{out}");
     assert!(out.contains("# --min-us: no boot-time form"), "{out}");
+    // --persist: the instance's buffer on memory kept across a warm reboot.
+    let o = run(&["tr-graph", "--boot", "-B", "boot_mapped", "--persist", "12", "vfs_read"]);
+    let out = stdout(&o);
+    assert!(out.contains("reserve_mem=12M:4096:trbox trace_instance=boot_mapped@trbox"), "{out}");
+}
+
+/// `--min-us N` sets tracing_thresh for the run: the kernel then writes
+/// only the returns of calls that took N us or more
+/// (trace_functions_graph.c `trace_graph_thresh_return()`), and puts it back.
+#[test]
+fn min_us_sets_tracing_thresh() {
+    let Some(root) = live_tracefs() else { return };
+    let avail = std::fs::read_to_string(root.join("available_tracers")).unwrap();
+    if !avail.split_whitespace().any(|t| t == "function_graph") {
+        common::skip_absent("no function_graph tracer here (no_function_graph_tracer_here checks the message)");
+        return;
+    }
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let f = root.join("tracing_thresh");
+    let o = graph(&["--min-us", "100", "vfs_read", "--", "cat", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).lines().any(|l| l == "100"), "{}", stdout(&o));
+    assert_same_state(&before, &snapshot(&root));
 }

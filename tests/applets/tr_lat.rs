@@ -380,7 +380,7 @@ fn usage_errors() {
     for (args, want) in [
         (&["nosuch"][..], "unknown mode 'nosuch'"),
         (&["irq", "--rt"][..], "--rt is for the wakeup mode"),
-        (&["wakeup", "-p", "100"][..], "-p, -c, -i"),
+        (&["wakeup", "-p", "100"][..], "--period sets up the timerlat, osnoise or hwlat tracer: not for wakeup"),
         (&["timerlat", "-P", "1"][..], "measures CPUs, not processes"),
         (&["syscall", "--samples"][..], "--samples goes with --json"),
         (&["timerlat", "-o", "/tmp/x"][..], "-o DIR saves the max traces"),
@@ -393,9 +393,13 @@ fn usage_errors() {
         (&["timerlat", "--no-aa", "--aa-only", "10"][..], "--no-aa goes with neither"),
         (&["timerlat", "--dump-tasks"][..], "--dump-tasks need a stop threshold"),
         (&["osnoise", "--irq-us", "10", "--no-aa"][..], "--no-aa and --dump-tasks are timerlat options"),
-        (&["wakeup", "--cgroup"][..], "-p, -c, -i"),
-        (&["wakeup", "--cgroup=rt"][..], "-p, -c, -i"),
-        (&["irq", "--deepest-idle-state", "0"][..], "-p, -c, -i"),
+        (&["wakeup", "--cgroup"][..], "--cgroup sets up"),
+        (&["wakeup", "--cgroup=rt"][..], "--cgroup sets up"),
+        (&["irq", "--deepest-idle-state", "0"][..], "--deepest-idle-state sets up"),
+        (&["hwlat", "--cpus", "0"][..], "--cpus and --total-us are not"),
+        // One CPU list grammar, the kernel's (issue 39).
+        (&["timerlat", "--cpus", "1-0"][..], "'1-0' is not part of a CPU list"),
+        (&["timerlat", "-H", "x"][..], "'x' is not part of a CPU list"),
         (&["timerlat", "--deepest-idle-state", "-2"][..], "a state's number, or -1"),
     ] {
         let o = lat(args);
@@ -533,5 +537,88 @@ fn syscalls_are_named_and_failures_counted_as_strace_does() {
         assert_eq!(a.map(|r| (r.1, r.2)), b.map(|r| (r.1, r.2)), "{name}: ours {ours:?}\nstrace's {text}");
     }
     assert!(ours.iter().any(|r| r.0 == "openat" && r.2 > 0), "failed opens counted: {ours:?}");
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `-r` reads the buffer out: the kernel has no read of the raw pages
+/// that leaves them (trace_pipe_raw consumes; only the `trace` text does
+/// not). --help says so, the run says so, and a second -r says that an
+/// earlier read took the events, not "try a longer -t" (issue 39).
+#[test]
+fn read_says_it_consumes_the_buffer() {
+    for (applet, what) in [("tr-lat", "the events out"), ("tr-graph", "the records out")] {
+        let help = stdout(&run(&[applet, "--help"]));
+        assert!(help.contains(what) && !help.contains("changing nothing"), "{applet}: {help}");
+    }
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let mut g = Guard::new(&root);
+    assert!(g.set("tracing_on", "0"));
+    std::fs::write(root.join("trace"), "").unwrap();
+    for ev in ["sched/sched_waking", "sched/sched_wakeup", "sched/sched_switch"] {
+        g.set(&format!("events/{ev}/enable"), "1");
+    }
+    assert!(g.set("tracing_on", "1"));
+    // Wakeups to measure: a shell's sleeps, woken by their timers.
+    assert!(Command::new("sh").args(["-c", "sleep 0.01; sleep 0.01"]).status().unwrap().success());
+    assert!(g.set("tracing_on", "0"));
+    let first = run(&["tr-lat", "wakeup", "-r"]);
+    let second = run(&["tr-lat", "wakeup", "-r"]);
+    let graph = run(&["tr-graph", "-r"]);
+    let tracer = std::fs::read_to_string(root.join("current_tracer")).unwrap().trim().to_string();
+    drop(g);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(stdout(&first).contains("wakeup latency per task"), "{}", stdout(&first));
+    let e = stderr(&first);
+    assert!(
+        e.starts_with("tr-lat: -r took the buffer's ") && e.contains(" events out of it (a raw read consumes)"),
+        "{e}"
+    );
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let e = stderr(&second);
+    assert!(
+        e.starts_with("tr-lat: no wakeup was measured in the buffer: it is empty, an earlier read took its "),
+        "{e}"
+    );
+    assert!(!e.contains("longer -t"), "{e}");
+    // tr-graph -r of another tracer's buffer: why there is no graph, no
+    // lone header.
+    if tracer != "function_graph" {
+        assert_eq!(graph.status.code(), Some(2), "{}", stderr(&graph));
+        assert!(graph.stdout.is_empty(), "{}", stdout(&graph));
+        assert!(
+            stderr(&graph)
+                .starts_with(&format!("tr-graph: the buffer's tracer is {tracer}: it holds no function_graph calls\n")),
+            "{}",
+            stderr(&graph)
+        );
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `--all`: every task in the tables; without it, over 20 tasks are
+/// grouped by comm (30 sleeps: one `sleep (N tasks)` row).
+#[test]
+fn all_lists_every_task() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let work = "for i in $(seq 30); do sleep 0.01 & done; wait";
+    let rows = |all: bool| {
+        let mut a = vec!["wakeup", "--", "sh", "-c", work];
+        if all {
+            a.insert(1, "--all");
+        }
+        let o = lat(&a);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        let table = out.split("\n\n").next().unwrap_or_default().to_string();
+        table.lines().filter(|l| l.starts_with("sleep")).map(String::from).collect::<Vec<_>>()
+    };
+    let grouped = rows(false);
+    let each = rows(true);
+    assert!(matches!(grouped.as_slice(), [one] if one.starts_with("sleep (")), "{grouped:?}");
+    assert!(each.len() > 20 && each.iter().all(|l| l.starts_with("sleep-")), "{each:?}");
     assert_same_state(&before, &snapshot(&root));
 }

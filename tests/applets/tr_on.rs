@@ -681,9 +681,192 @@ fn boot_prints_the_command_line_for_the_options() {
     assert!(out.lines().all(|l| l.len() <= 80), "{out}");
     let o = run(&["tr-on", "--boot", "-B", "foo", "--dump-on-oops", "all"]);
     assert_eq!(stdout(&o).lines().nth(1), Some("trace_instance=foo ftrace_dump_on_oops=0,foo"));
+    // --persist: the instance's buffer on memory kept across a warm reboot.
+    let o = run(&["tr-on", "--boot", "-B", "boot_mapped", "--persist", "12", "function"]);
+    let out = stdout(&o);
+    assert!(out.contains("reserve_mem=12M:4096:trbox trace_instance=boot_mapped@trbox"), "{out}");
     let o = run(&["tr-on", "--boot", "-t", "1"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let o = run(&["tr-on", "--dump-on-oops", "some"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("all or cpu"), "{}", stderr(&o));
+}
+
+/// The sub-buffer size KiB that `-S kb` gives on this machine (the
+/// kernel rounds up to a power-of-two number of pages: trace.c
+/// `buffer_subbuf_size_write()`), found by writing it; and the data bytes
+/// such a sub-buffer holds (less the header of events/header_page).
+fn subbuf_data(root: &Path, kb: &str) -> (String, u64) {
+    std::fs::write(root.join("buffer_subbuf_size_kb"), kb).unwrap();
+    let sub = rd(root, "buffer_subbuf_size_kb");
+    let header = String::from_utf8(read_whole(&root.join("events/header_page"))).unwrap();
+    let h = trbox::format::HeaderPage::parse(&header).unwrap();
+    (sub.clone(), sub.parse::<u64>().unwrap() * 1024 - u64::from(h.data_offset))
+}
+
+/// Put the sub-buffer size and the buffer size back as `before` had them
+/// (the size after the sub-buffer: see `subbuf_goes_before_the_buffer_size`).
+fn put_back_sizes(root: &Path, before: &[(String, String)]) {
+    put_back(root, before, &["buffer_subbuf_size_kb", "buffer_size_kb"]);
+}
+
+/// `-S KB` alone is a switch like any other option: it was parsed and
+/// ignored (the status was printed instead; issue 39).
+#[test]
+fn subbuf_alone_is_a_switch() {
+    let Some(root) = live_tracefs() else { return };
+    if !root.join("buffer_subbuf_size_kb").exists() {
+        skip_absent("no buffer_subbuf_size_kb (kernel before 6.8)");
+        return;
+    }
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let was = rd(&root, "buffer_subbuf_size_kb");
+    let want = (2 * was.parse::<u64>().unwrap()).to_string();
+    let o = on(&["-S", &want]);
+    let now = rd(&root, "buffer_subbuf_size_kb");
+    put_back_sizes(&root, &before);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "a switch prints no status: {}", stdout(&o));
+    assert_eq!(now, want);
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `-S` with `-b`: the kernel sizes a buffer in sub-buffers of the size in
+/// place when buffer_size_kb is written (ring_buffer.c
+/// `ring_buffer_resize()`: `DIV_ROUND_UP(size, data)` of them, at least 2,
+/// read back as their data bytes in KiB), and a later sub-buffer change
+/// keeps the data bytes but not the reading (`ring_buffer_subbuf_order_set()`;
+/// trace.c updates no entries). So from a sub-buffer of two pages,
+/// `-S <one page> -b 1410` left 1413 (8 KiB to 4 KiB; issue 39): the
+/// sub-buffer goes first, and on restore first too.
+#[test]
+fn subbuf_goes_before_the_buffer_size() {
+    let Some(root) = live_tracefs() else { return };
+    if !root.join("buffer_subbuf_size_kb").exists() {
+        skip_absent("no buffer_subbuf_size_kb (kernel before 6.8)");
+        return;
+    }
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let (small, data_small) = subbuf_data(&root, "1");
+    let (big, data_big) = subbuf_data(&root, &(2 * small.parse::<u64>().unwrap()).to_string());
+    // The start: big sub-buffers, 1410 KiB asked (it reads what they hold).
+    std::fs::write(root.join("buffer_size_kb"), "1410").unwrap();
+    let start = rd(&root, "buffer_size_kb");
+    let f = |n: &str| root.join(n).display().to_string();
+    let o = on(&["-S", &small, "-b", "1410", "--", "cat", &f("buffer_size_kb"), &f("buffer_subbuf_size_kb")]);
+    let after = (rd(&root, "buffer_subbuf_size_kb"), rd(&root, "buffer_size_kb"));
+    put_back_sizes(&root, &before);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(start, trbox::ctl::buffer_kb_for(1410, data_big).to_string());
+    let want = trbox::ctl::buffer_kb_for(1410, data_small);
+    assert_eq!(stdout(&o), format!("{want}\n{small}\n"), "with {small} KiB sub-buffers ({data_small} bytes of data)");
+    // Restored: the big sub-buffers, and the size they had.
+    assert_eq!(after, (big, start));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// The status names each trace option that differs from the kernel's
+/// default (trace.c `TRACE_DEFAULT_FLAGS`, the tracers' own flags), the
+/// fork options first: after `-O sym-offset` or `-c -k` nothing showed
+/// (issue 39). A copy of a tree first, then the live one.
+#[test]
+fn status_shows_the_options_that_differ_from_the_defaults() {
+    let d = TempDir::new("opts");
+    copy_tree(Path::new("tests/data/tree-basic"), d.path());
+    let inst = d.path().join("instances/i");
+    copy_tree(Path::new("tests/data/tree-basic"), &inst);
+    let set = |dir: &Path, opts: &[(&str, &str)]| {
+        std::fs::create_dir_all(dir.join("options")).unwrap();
+        for (name, v) in opts {
+            std::fs::write(dir.join("options").join(name), format!("{v}\n")).unwrap();
+        }
+    };
+    set(d.path(), &[("print-parent", "1"), ("sym-offset", "0"), ("overwrite", "1"), ("event-fork", "0")]);
+    let t = d.path().to_str().unwrap();
+    assert_eq!(field(&stdout(&on(&["-T", t])), "options"), "the kernel's defaults");
+    set(d.path(), &[("print-parent", "0"), ("sym-offset", "1"), ("event-fork", "1")]);
+    // An option trbox has no default for (a newer kernel's) is not shown.
+    set(d.path(), &[("some-new-option", "1")]);
+    assert_eq!(field(&stdout(&on(&["-T", t])), "options"), "event-fork noprint-parent sym-offset");
+    // trace_printk_dest is on in the top buffer and off in a new instance
+    // (trace.c ZEROED_TRACE_FLAGS).
+    set(d.path(), &[("trace_printk_dest", "0")]);
+    set(&inst, &[("trace_printk_dest", "0"), ("function-fork", "1"), ("hash-ptr", "0")]);
+    let top = stdout(&on(&["-T", t]));
+    assert_eq!(field(&top, "options"), "event-fork noprint-parent sym-offset notrace_printk_dest");
+    assert_eq!(field(&stdout(&on(&["-T", t, "-B", "i"])), "options"), "function-fork nohash-ptr");
+
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let o = on(&["-O", "sym-offset", "-c", "-k"]);
+    let status = stdout(&on(&[]));
+    put_back(&root, &before, &["options/sym-offset", "options/event-fork", "options/function-fork"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let shown = field(&status, "options");
+    let words: Vec<&str> = shown.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"event-fork"), "{status}");
+    assert!(words.contains(&"sym-offset"), "{status}");
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `-n GLOB` fills set_ftrace_notrace for the run (or, where the kernel
+/// refuses dynamic ftrace, says that it was refused writing it).
+#[test]
+fn notrace_sets_set_ftrace_notrace() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let f = root.join("set_ftrace_notrace");
+    let o = on(&["-n", "vfs_read", "--", "cat", f.to_str().unwrap()]);
+    if std::fs::read(&f).is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)) {
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("writing set_ftrace_notrace: operation not permitted"), "{}", stderr(&o));
+    } else {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(stdout(&o).lines().next(), Some("vfs_read"), "{}", stdout(&o));
+    }
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `--json` with `-- CMD`: one JSON object per event.
+#[test]
+fn json_run_prints_one_object_per_event() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let m = root.join("trace_marker");
+    let o = on(&["--json", "--", "sh", "-c", &format!("echo trbox-json-marker > {}", m.display())]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    // ftrace:print's buf[] (size 0) runs to the record's end: the text.
+    let marker = |l: &str| l.contains(r#""event":"ftrace:print""#) && l.contains("trbox-json-marker");
+    assert!(out.lines().any(marker), "{out}");
+    assert!(out.lines().all(|l| l.starts_with('{') && l.ends_with('}')), "{out}");
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `-P PID` of no process: said at once, not after the run as "nothing
+/// recorded, try a longer -t" (issue 39). pid_max itself is never a pid.
+#[test]
+fn a_pid_of_no_process_is_named() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let none = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().to_string();
+    for argv in [
+        &["tr-on", "-P", &none, "-t", "0.2"][..],
+        &["tr-on", "-P", &none],
+        &["tr-event", "sched:sched_switch", "-P", &none, "-t", "0.2"],
+        &["tr-lat", "wakeup", "-P", &none, "-t", "0.2"],
+    ] {
+        let o = run(argv);
+        assert_eq!(o.status.code(), Some(2), "{argv:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.starts_with(&format!("{}: -P {none}: no such process\n", argv[0])), "{argv:?}: {e}");
+        assert!(!e.contains("longer -t"), "{e}");
+    }
+    assert_same_state(&before, &snapshot(&root));
 }

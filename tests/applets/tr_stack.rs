@@ -312,3 +312,65 @@ fn progress_of_a_window_on_a_tty_only() {
     assert!(o.status.success() && !stderr(&o).contains(" s left"), "{}", stderr(&o));
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// `-k` leaves the stacktrace trigger and the event on; a recording of
+/// that (tr-cat -o) read with `-i FILE` gives the stacks behind the event;
+/// then everything is put back by hand.
+#[test]
+fn keep_then_read_the_recording() {
+    let Some(root) = live_tracefs() else { return };
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let dir = root.join("events/sched/sched_process_exec");
+    let rd = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    if trbox::ctl::triggers(&rd("trigger")).next().is_some() || rd("enable").trim() != "0" {
+        common::skip("sched_process_exec is in use already");
+        return;
+    }
+    let o = stack(&["-e", "sched:sched_process_exec", "-k", "--", "true"]);
+    // (A trigger puts its event in soft mode: `1*`.)
+    let on = trbox::ctl::writable_value(&rd("enable")).to_string();
+    let kept = (on, trbox::ctl::triggers(&rd("trigger")).map(String::from).collect::<Vec<_>>());
+    let d = TempDir::new("stack-keep");
+    let f = d.path().join("t.dat");
+    let rec = run(&["tr-cat", "-o", f.to_str().unwrap(), "--", "true"]);
+    let _ = std::fs::write(dir.join("trigger"), "!stacktrace");
+    let _ = std::fs::write(dir.join("enable"), "0");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(kept, ("1".to_string(), vec!["stacktrace:unlimited".to_string()]));
+    assert_eq!(rec.status.code(), Some(0), "{}", stderr(&rec));
+    let o = stack(&["-i", f.to_str().unwrap(), "-e", "sched:sched_process_exec"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (rows, (total, _)) = parse_table(&stdout(&o));
+    assert!(total > 0 && rows.iter().all(|r| r.1 == "sched:sched_process_exec"), "{}", stdout(&o));
+    assert_same_state(&before, &snapshot(&root));
+}
+
+/// `--limit GLOB` fills stack_trace_filter for the run (the stack tracer's
+/// functions), where the kernel has the stack tracer.
+#[test]
+fn limit_sets_stack_trace_filter() {
+    let Some(root) = live_tracefs() else { return };
+    if !root.join("stack_trace_filter").exists() {
+        common::skip_absent("no stack tracer here (what_this_kernel_lacks_is_named checks the message)");
+        return;
+    }
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let f = root.join("stack_trace_filter");
+    // The stack tracer takes no command: the filter is read while it runs.
+    let mut r =
+        spawn(cmd(&trbox(), &["tr-stack", "--limit", "vfs_read", "-t", "3"]).stdout(std::process::Stdio::null()));
+    let t0 = std::time::Instant::now();
+    let mut seen = String::new();
+    while t0.elapsed() < std::time::Duration::from_secs(30) && r.try_wait().unwrap().is_none() {
+        seen = std::fs::read_to_string(&f).unwrap_or_default();
+        if seen.lines().any(|l| l == "vfs_read") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(r.wait().unwrap().success());
+    assert!(seen.lines().any(|l| l == "vfs_read"), "{seen}");
+    assert_same_state(&before, &snapshot(&root));
+}

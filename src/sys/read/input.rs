@@ -83,8 +83,10 @@ impl<'t> Input<'t> {
     fn open_tree(t: &'t Tracefs, o: &RawOpts, reading: &mut dyn FnMut() -> bool) -> Result<Option<Self>, Error> {
         let header = header_page(t)?;
         let layout = PageLayout::from(&header);
+        let cpus = t.cpus()?;
+        no_cpu(t.dir(), o, &cpus)?;
         let mut sources = Vec::new();
-        for cpu in t.cpus()? {
+        for cpu in cpus {
             if o.only.as_ref().is_some_and(|only| !only.contains(&cpu)) {
                 continue;
             }
@@ -190,6 +192,10 @@ impl<'t> Input<'t> {
         let (mut top, named): (Vec<_>, Vec<_>) = chosen.into_iter().partition(|i| i.name.is_empty());
         top.extend(named);
         chosen = top;
+        let mut cpus: Vec<u32> = chosen.iter().flat_map(|i| i.cpus.iter().map(|c| c.cpu)).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        no_cpu(path, o, &cpus)?;
         let on_cpus = if o.only.is_some() { " on the CPUs of --cpus" } else { "" };
         let empty_note = Some(match chosen.as_slice() {
             [one] if one.name.is_empty() => {
@@ -255,6 +261,14 @@ impl<'t> Input<'t> {
     }
 }
 
+/// A CPU of `o.only` that `cpus` (what `path` holds) lacks.
+fn no_cpu(path: &Path, o: &RawOpts, cpus: &[u32]) -> Result<(), Error> {
+    match o.only.iter().flatten().find(|c| !cpus.contains(c)) {
+        Some(&cpu) => Err(Error::NoCpu { path: path.into(), cpu, existing: cpus.to_vec() }),
+        None => Ok(()),
+    }
+}
+
 /// A buffer's name as a person reads it.
 fn buffer_name(name: &str) -> &str {
     if name.is_empty() {
@@ -273,6 +287,11 @@ impl Input<'_> {
             self.graph_auto = true;
         }
         self
+    }
+
+    /// The events this input has formats for.
+    pub fn events(&self) -> &crate::format::EventTable {
+        &self.trace.events
     }
 
     /// The graph options in use, if the graph layout is.

@@ -47,9 +47,8 @@ impl Filter {
         if !self.events.is_empty() {
             let mut ids = vec![false; 1 << 16];
             for ev in table.iter() {
-                let full = format!("{}:{}", ev.system, ev.name);
                 if let Some(k) = ids.get_mut(ev.id as usize) {
-                    *k = self.events.iter().any(|g| glob_match(g, &full) || glob_match(g, &ev.name));
+                    *k = self.events.iter().any(|g| takes(g, ev));
                 }
             }
             p.ids = Some(ids);
@@ -71,6 +70,12 @@ impl Filter {
         p
     }
 
+    /// The `events` patterns that no event of `table` matches: a name
+    /// mistyped, or an event a recording holds no format of.
+    pub fn unmatched(&self, table: &EventTable) -> Vec<&str> {
+        self.events.iter().filter(|g| !table.iter().any(|ev| takes(g, ev))).map(String::as_str).collect()
+    }
+
     /// Whether a record passes; `p`: what [`Filter::prepare`] gave.
     #[allow(clippy::too_many_arguments)]
     pub fn keep(
@@ -87,6 +92,11 @@ impl Filter {
             && p.ids.as_ref().map_or(true, |ids| ids.get(ev.id as usize) == Some(&true))
             && (p.own.is_empty() || !p.mine(ev, payload, endian, pid))
     }
+}
+
+/// Does pattern `g` (`SYS:EVENT` or `EVENT`, globs) take `ev`?
+fn takes(g: &str, ev: &EventFormat) -> bool {
+    glob_match(g, &ev.name) || glob_match(g, &format!("{}:{}", ev.system, ev.name))
 }
 
 impl Prepared {
