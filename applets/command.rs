@@ -305,6 +305,9 @@ pub fn stream(
     show: &Show,
     empty: Option<&Empty>,
 ) -> Result<Option<u8>, Error> {
+    // The formats of what this window can record (Reading::enabled), read
+    // after the run's events are on.
+    let reading = Reading { enabled: true, ..reading };
     let mut opts = RawOpts { reading, ..RawOpts::all(true, json, None, t.now()) };
     opts.filter.not_self = true;
     let command = child.is_some();
