@@ -265,8 +265,8 @@ impl Drop for Window<'_> {
     }
 }
 
-/// [`stream`] printing the records as text (or JSON), every event's format
-/// read: what tr-event and tr-on show.
+/// [`stream`] printing the records as text (or JSON), the formats of every
+/// enabled event read: what tr-event and tr-on show.
 pub fn stream_text(
     t: &Tracefs,
     st: &mut State,
