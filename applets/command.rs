@@ -314,8 +314,8 @@ impl Drop for Window<'_> {
     }
 }
 
-/// [`stream`] printing the records as text (or JSON), every event's format
-/// read: what tr-event and tr-on show.
+/// [`stream`] printing the records as text (or JSON), the formats of every
+/// enabled event read: what tr-event and tr-on show.
 pub fn stream_text(
     t: &Tracefs,
     st: &mut State,
@@ -354,6 +354,9 @@ pub fn stream(
     show: &Show,
     empty: Option<&Empty>,
 ) -> Result<Option<u8>, Error> {
+    // The formats of what this window can record (Reading::enabled), read
+    // after the run's events are on.
+    let reading = Reading { enabled: true, ..reading };
     let mut opts = RawOpts { reading, ..RawOpts::all(true, json, None, t.now()) };
     opts.filter.not_self = true;
     let command = child.is_some();

@@ -695,7 +695,7 @@ fn settings_json(t: &Tracefs, top: &Tracefs, a: &Args, mode: Mode, user: bool) -
 /// entries once a second (as rtla does), the tracepoints as they come.
 fn reading(a: &Args, mode: Mode, tracer: bool) -> Reading {
     let systems = if a.dump_tasks { &["osnoise", "sched", "workqueue"] } else { mode.systems() };
-    Reading { systems: Some(systems), pace: tracer.then_some(Duration::from_secs(1)) }
+    Reading { systems: Some(systems), pace: tracer.then_some(Duration::from_secs(1)), ..Default::default() }
 }
 
 /// An instance of this run's own for `tracer`, where the kernel lets the

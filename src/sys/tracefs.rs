@@ -301,6 +301,41 @@ impl Tracefs {
         Ok(v)
     }
 
+    /// The event systems with an enabled event ([`set_events`]), ftrace
+    /// left out; every system when that cannot be told. What a recording or a
+    /// window can hold records of, besides ftrace's own.
+    ///
+    /// [`set_events`]: Self::set_events
+    pub fn enabled_systems(&self) -> Vec<String> {
+        let all: Vec<String> = self
+            .list_dir("events")
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| s != "ftrace" && self.path(&format!("events/{s}")).is_dir())
+            .collect();
+        // A persistent instance may hold a previous boot's events, which
+        // nothing enables now: every system.
+        if self.exists("last_boot_info") {
+            return all;
+        }
+        let Some(set) = self.set_events() else { return all };
+        let mut on: Vec<String> = set.into_iter().map(|(s, _)| s).filter(|s| all.contains(s)).collect();
+        on.sort_unstable();
+        on.dedup();
+        on
+    }
+
+    /// The events `set_event` lists, as (system, event): those with
+    /// EVENT_FILE_FL_ENABLED (kernel/trace/trace_events.c `s_next`), which
+    /// an event with a trigger has too (the trigger soft-enables it:
+    /// trace_events_trigger.c `trace_event_trigger_enable_disable`), and an
+    /// enable_event trigger's target. None when it cannot be read.
+    pub fn set_events(&self) -> Option<Vec<(String, String)>> {
+        let set = self.read_opt("set_event").ok()??;
+        let pair = |(s, e): (&str, &str)| (s.trim().to_string(), e.trim().to_string());
+        Some(set.lines().filter_map(|l| l.split_once(':')).map(pair).collect())
+    }
+
     /// `tracing_on`, or `tracing_enabled` on kernels before 2.6.37-ish.
     pub fn tracing_on_file(&self) -> &'static str {
         if self.exists("tracing_on") {

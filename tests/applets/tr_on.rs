@@ -55,6 +55,45 @@ fn live_status_matches_the_kernel_and_changes_nothing() {
     assert_same_state(&before, &snapshot(&root));
 }
 
+/// Each kind of event state the kernel has, as the status shows it: an
+/// event on, a disabled event with a filter, an event a trigger put in soft
+/// mode. The status reads an event's enable and trigger files only when
+/// set_event lists it (a trigger soft-enables its event: the kernel's
+/// trace_event_trigger_enable_disable), so this holds only if the kernel
+/// lists each of them as the status expects.
+#[test]
+fn live_status_shows_each_event_state() {
+    let Some(root) = live_tracefs() else { return };
+    let ev = |e: &str| root.join("events").join(e);
+    let (on, filtered, triggered) = ("irq/irq_handler_entry", "sched/sched_switch", "sched/sched_wakeup");
+    if [on, filtered, triggered].iter().any(|e| !ev(e).is_dir()) {
+        return skip_absent("irq_handler_entry, sched_switch or sched_wakeup");
+    }
+    let triggers = ev(triggered).join("trigger").exists();
+    let _l = TracefsLock::take();
+    let before = snapshot(&root);
+    let w = |e: &str, f: &str, v: &str| std::fs::write(ev(e).join(f), v).unwrap();
+    w(on, "enable", "1");
+    w(filtered, "filter", "prev_pid == 0");
+    if triggers {
+        w(triggered, "trigger", "traceoff");
+    }
+    let o = run(&["tr-on"]);
+    w(on, "enable", "0");
+    w(filtered, "filter", "0");
+    if triggers {
+        w(triggered, "trigger", "!traceoff");
+    }
+    assert_same_state(&before, &snapshot(&root));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("  irq:irq_handler_entry\n"), "{out}");
+    assert!(out.contains("  sched:sched_switch (disabled)\n    filter: prev_pid == 0\n"), "{out}");
+    if triggers {
+        assert!(out.contains("  sched:sched_wakeup (soft mode)\n    trigger: traceoff:unlimited\n"), "{out}");
+    }
+}
+
 #[test]
 fn synthetic_tree_full_report() {
     let o = run(&["tr-on", "-T", "tests/data/tree-basic"]);

@@ -133,7 +133,13 @@ impl<'t> Input<'t> {
         if !reading() {
             return Ok(None);
         }
-        let (trace, texts) = open_tree_texts(t, header, endian, o.reading.systems)?;
+        let enabled = if o.reading.enabled { t.enabled_systems() } else { Vec::new() };
+        let enabled: Vec<&str> = enabled.iter().map(String::as_str).collect();
+        let systems = match o.reading.systems {
+            None if o.reading.enabled => Some(enabled.as_slice()),
+            s => s,
+        };
+        let (trace, texts) = open_tree_texts(t, header, endian, systems)?;
         // A board build writes no other format: the texts go unused.
         #[cfg(not(feature = "host"))]
         drop(texts);

@@ -143,6 +143,16 @@ pub struct Reading {
     /// Only these event systems' formats (and ftrace's) are read: see
     /// `sys::trace::open_tree_with`. A record of another is an unknown id.
     pub systems: Option<&'static [&'static str]>,
+    /// Without `systems`: only the systems that have an enabled event when
+    /// the buffer is opened ([`Tracefs::enabled_systems`]) and ftrace's. A
+    /// window of a run's own records nothing else, and the tracefs of a
+    /// kernel with syscall events has some 2,000 formats (a minute's
+    /// reading on a loaded TCG armv7 board, longer than the command it
+    /// traced). An event someone else enables during the window is an
+    /// unknown id.
+    ///
+    /// [`Tracefs::enabled_systems`]: crate::sys::Tracefs::enabled_systems
+    pub enabled: bool,
     /// Follow at this pace: the buffer read once per `pace`, by the
     /// decoder, with no read-ahead threads. For a slow writer (a latency
     /// tracer's entries, ~80 KB/s per CPU at a 1 ms period) whose reader

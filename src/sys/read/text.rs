@@ -79,10 +79,15 @@ impl<'a> Plain<'a> {
     /// What the filters make of the record `payload` of (buffer, CPU) at
     /// `ts`.
     pub fn kept(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) -> Kept<'a> {
-        let Some(ev) = self.events.event_of(payload, self.endian) else { return Kept::Unknown };
+        let before = self.o.since.is_some_and(|t0| ts < t0);
+        // A live window reads the formats of what it can record only
+        // (Reading::enabled): what was in the buffer before it may be of
+        // other systems, and is not shown anyway.
+        let Some(ev) = self.events.event_of(payload, self.endian) else {
+            return if before { Kept::Dropped } else { Kept::Unknown };
+        };
         let pid = self.r.pid(payload);
-        let keep = !self.o.since.is_some_and(|t0| ts < t0)
-            && self.o.filter.keep(self.prepared, ev, payload, self.endian, pid, self.r.cmdlines());
+        let keep = !before && self.o.filter.keep(self.prepared, ev, payload, self.endian, pid, self.r.cmdlines());
         if !self.stacks.keep(buffer, cpu, ev, keep) {
             return Kept::Dropped;
         }

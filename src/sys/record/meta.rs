@@ -60,7 +60,7 @@ pub fn write_header(
     let ftrace: Vec<Vec<u8>> = ftrace.iter().filter_map(|p| read_bytes(p).ok()).collect();
     w.ftrace_formats(&ftrace).map_err(bad)?;
     drop(ftrace);
-    let mut systems = systems_to_store(t);
+    let mut systems = t.enabled_systems();
     systems.extend(more_systems.iter().filter(|s| s.as_str() != "ftrace").cloned());
     systems.sort_unstable();
     systems.dedup();
@@ -224,33 +224,6 @@ fn formats_of(dir: &Path) -> Vec<std::path::PathBuf> {
         .collect();
     v.sort_unstable();
     v
-}
-
-/// The event systems whose formats go in the file: those with an enabled
-/// event (`set_event`), all of them when that cannot be told. `ftrace` is
-/// stored apart.
-fn systems_to_store(t: &Tracefs) -> Vec<String> {
-    let all: Vec<String> = t
-        .list_dir("events")
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|s| s != "ftrace" && t.path(&format!("events/{s}")).is_dir())
-        .collect();
-    // A persistent instance may hold a previous boot's events, which
-    // nothing enables now: every system's formats.
-    if t.exists("last_boot_info") {
-        return all;
-    }
-    let Ok(Some(set)) = t.read_opt("set_event") else { return all };
-    let mut on: Vec<String> = set
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .map(|(s, _)| s.trim().to_string())
-        .filter(|s| all.contains(s))
-        .collect();
-    on.sort_unstable();
-    on.dedup();
-    on
 }
 
 fn kallsyms_path(t: &Tracefs) -> std::path::PathBuf {
