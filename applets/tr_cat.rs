@@ -5,6 +5,7 @@ use crate::cli::{self, Error};
 use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::sys::read::Out;
+#[cfg(feature = "decode")]
 use trbox::sys::read::{self, Filter, RawOpts};
 use trbox::sys::Tracefs;
 
@@ -36,21 +37,26 @@ pub struct Args {
     /// most one recording may send
     #[argh(option, short = 'm', arg_name = "KB")]
     max_kb: Option<u64>,
+    #[cfg(feature = "decode")]
     /// decode per_cpu/cpuN/trace_pipe_raw (consumes the buffer)
     #[argh(switch)]
     raw: bool,
+    #[cfg(feature = "decode")]
     /// with --raw: keep streaming as the buffers fill (Ctrl-C ends)
     #[argh(switch)]
     follow: bool,
     /// stop after S seconds (with --follow or -o)
     #[argh(option, short = 't', arg_name = "S")]
     time: Option<cli::Seconds>,
+    #[cfg(feature = "decode")]
     /// only these CPUs (comma-separated)
     #[argh(option, arg_name = "CPUS")]
     cpus: Option<String>,
+    #[cfg(feature = "decode")]
     /// only events of this pid
     #[argh(option, short = 'P', arg_name = "PID")]
     pid: Option<i32>,
+    #[cfg(feature = "decode")]
     /// only events of tasks whose comm matches (a glob)
     #[argh(option, arg_name = "COMM")]
     comm: Option<String>,
@@ -58,23 +64,29 @@ pub struct Args {
     /// it for the recording
     #[argh(option, short = 'e', arg_name = "SYS:EVENT")]
     event: Vec<String>,
+    #[cfg(feature = "decode")]
     /// one JSON object per event instead of text
     #[argh(switch)]
     json: bool,
+    #[cfg(feature = "decode")]
     /// with --raw or FILE: counts instead of events (per CPU, event, task;
     /// over 20 tasks: by comm, the 20 with the most)
     #[argh(switch)]
     stats: bool,
+    #[cfg(feature = "decode")]
     /// with --stats: a row for every task
     #[argh(switch)]
     all: bool,
+    #[cfg(feature = "decode")]
     /// with --raw or FILE: render on N threads (default: one per CPU)
     #[argh(option, short = 'j', arg_name = "N")]
     jobs: Option<usize>,
     /// with -o -: as text lines for a serial console
+    #[cfg(feature = "console")]
     #[argh(switch)]
     console: bool,
     /// record and send to trace-cmd listen (or tr-cat --listen) at IP:PORT
+    #[cfg(feature = "net")]
     #[argh(option, short = 'N', arg_name = "IP:PORT")]
     net: Option<String>,
     /// host build: the FILE to read, given as an option (-i -: a stream or a
@@ -96,6 +108,33 @@ pub struct Args {
     listen: Option<String>,
 }
 
+impl Args {
+    /// --raw, --follow or --json: reading, which a recording does not do
+    /// (feature decode).
+    fn reads(&self) -> bool {
+        #[cfg(feature = "decode")]
+        return self.raw || self.follow || self.json;
+        #[cfg(not(feature = "decode"))]
+        false
+    }
+
+    /// `-N HOST:PORT` (feature net).
+    fn net(&self) -> Option<&String> {
+        #[cfg(feature = "net")]
+        return self.net.as_ref();
+        #[cfg(not(feature = "net"))]
+        None
+    }
+
+    /// `--console` (feature console).
+    fn console(&self) -> bool {
+        #[cfg(feature = "console")]
+        return self.console;
+        #[cfg(not(feature = "console"))]
+        false
+    }
+}
+
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
     #[cfg_attr(not(feature = "host"), allow(unused_mut))]
@@ -106,8 +145,8 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Ok(());
     }
     // -o FILE, -o - or -N HOST:PORT: one recorder.
-    if let Some(o) = a.net.as_ref().or(a.output.as_ref()) {
-        if a.raw || a.follow || a.json || a.file.is_some() || (a.net.is_some() && a.output.is_some()) {
+    if let Some(o) = a.net().or(a.output.as_ref()) {
+        if a.reads() || a.file.is_some() || (a.net().is_some() && a.output.is_some()) {
             return Err(Error::usage(
                 "-o and -N record; they do not combine with each other, --raw, --follow, --json or a FILE to read",
             ));
@@ -118,14 +157,46 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             time: a.time,
             max_kb: a.max_kb,
             cmd,
-            console: a.console,
-            net: a.net.is_some(),
+            console: a.console(),
+            net: a.net().is_some(),
         };
         return crate::record::run(common, r);
     }
     if !cmd.is_empty() {
         return Err(Error::usage("'-- CMD' goes with -o").hint("e.g. tr-cat -o trace.dat -- CMD"));
     }
+    #[cfg(feature = "decode")]
+    return decode(common, &a);
+    #[cfg(not(feature = "decode"))]
+    {
+        if a.file.is_some() {
+            return Err(crate::config::left_out("reading a FILE", "decode"));
+        }
+        print_trace(&open(common)?)
+    }
+}
+
+/// The tracefs of -T (or the live one), in -B's instance.
+fn open(common: &cli::Common) -> Result<Tracefs, Error> {
+    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    if let Some(i) = &common.instance {
+        t.enter_instance(i)?;
+    }
+    Ok(t)
+}
+
+/// The kernel's `trace` file, as it prints it (not consumed).
+fn print_trace(t: &Tracefs) -> Result<(), Error> {
+    let text = t.read("trace")?;
+    let mut out = Out::stdout();
+    let _ = out.write_all(text.as_bytes());
+    Ok(out.finish()?)
+}
+
+/// Reading with trbox's decoder: a FILE, --raw (also --stats, --json), or
+/// the `trace` file.
+#[cfg(feature = "decode")]
+fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
     trbox::sys::signals::install().map_err(trbox::sys::Error::Signals)?;
     let opts = |follow| RawOpts {
         only: None,
@@ -145,7 +216,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         if a.stats {
             return stats(input, &o, a.all);
         }
-        if !read::print(input, &o, &|| false)? && filtered(&a) {
+        if !read::print(input, &o, &|| false)? && filtered(a) {
             // (No record at all, or none on the CPUs of --cpus, has its own note.)
             crate::cli::note(
                 &Error::runtime(format!("no event in {f} passes the filters"))
@@ -154,10 +225,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         }
         return Ok(());
     }
-    let mut t = Tracefs::open(common.tracefs.as_deref())?;
-    if let Some(i) = &common.instance {
-        t.enter_instance(i)?;
-    }
+    let t = open(common)?;
     let cpus = parse_cpus(a.cpus.as_deref())?;
     if a.follow && !a.raw {
         return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw --follow'"));
@@ -186,14 +254,12 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             Ok(())
         }
     } else {
-        let text = t.read("trace")?;
-        let mut out = Out::stdout();
-        let _ = out.write_all(text.as_bytes());
-        Ok(out.finish()?)
+        print_trace(&t)
     }
 }
 
 /// Whether -e, --pid or --comm leave records out.
+#[cfg(feature = "decode")]
 fn filtered(a: &Args) -> bool {
     !a.event.is_empty() || a.pid.is_some() || a.comm.is_some()
 }
@@ -264,6 +330,7 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
 }
 
 /// `--stats`: count everything kept, print the table at the end.
+#[cfg(feature = "decode")]
 fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
     let mut st = trbox::sys::read::Summary::default();
     let meta = read::collect(input, o, &|| false, &mut |m, it| st.add(m, it))?;
@@ -272,6 +339,7 @@ fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Err
     Ok(out.finish()?)
 }
 
+#[cfg(feature = "decode")]
 fn parse_cpus(s: Option<&str>) -> Result<Option<Vec<u32>>, Error> {
     let Some(s) = s else { return Ok(None) };
     s.split(',')

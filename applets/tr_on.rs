@@ -76,6 +76,7 @@ pub struct Args {
     #[argh(option, short = 't', arg_name = "S")]
     time: Option<cli::Seconds>,
     /// with -- CMD or -t: one JSON object per event
+    #[cfg(feature = "decode")]
     #[argh(switch)]
     json: bool,
     /// arm ftrace_dump_on_oops: every CPU's buffer or the oopsing one's
@@ -95,6 +96,14 @@ pub struct Args {
 }
 
 impl Args {
+    /// `--json` (feature decode).
+    fn json(&self) -> bool {
+        #[cfg(feature = "decode")]
+        return self.json;
+        #[cfg(not(feature = "decode"))]
+        false
+    }
+
     fn changes_something(&self) -> bool {
         self.tracer.is_some()
             || self.off
@@ -132,13 +141,13 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     // The board build has no --boot (argh: unrecognized argument).
     #[cfg(feature = "host")]
     if cli::boot_wanted(a.boot, common, a.persist)? {
-        if run || a.reset || a.keep || a.json {
+        if run || a.reset || a.keep || a.json() {
             return Err(Error::usage("--boot prints settings: not with -- CMD, -t, --reset, -k or --json"));
         }
         return boot(common, &a, dump);
     }
     if !run && !a.changes_something() {
-        if a.keep || common.wait || a.json {
+        if a.keep || common.wait || a.json() {
             return Err(Error::usage("nothing to switch or run").hint("try 'tr-on --help'"));
         }
         return show(common);
@@ -193,7 +202,15 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 e.hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
             }
         };
-        let r = command::stream_text(t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
+        let r = command::stream_text(
+            t,
+            &mut st,
+            &child,
+            #[cfg(feature = "decode")]
+            a.json,
+            a.time.map(|s| s.0),
+            &empty,
+        );
         r?
     };
     drop(st);
