@@ -2,7 +2,9 @@
 #   make            host binary (target/release/trbox)
 #   make test       everything CI runs
 #   make cross      static musl binaries for x86_64, aarch64, armv7   (cross/cross.mk)
-#   make size       stripped size table                               (cross/cross.mk)
+#                   CONFIG=full (default) | minimal, or FEATURES="..."
+#   make size       size table: configuration x target, each feature's cost
+#                                                                     (cross/cross.mk)
 #   make qemu       boot an arm64 board and tour trbox's applets      (cross/qemu.mk)
 #   make bench      benchmarks against trace-cmd                       (benches/)
 #   make pictures   the README's pictures: Chromium's rendering of the flame
@@ -71,7 +73,7 @@ include cross/qemu.mk
 
 # Order: fast host tests first, then the other architectures.
 test: setup
-	@$(MAKE) --no-print-directory test-host cross-test size qemu-tour qemu-test qemu-boot-test qemu-lastboot
+	@$(MAKE) --no-print-directory test-host cross-test size SIZE_FEATURES=0 qemu-tour qemu-test qemu-minimal qemu-boot-test qemu-lastboot
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

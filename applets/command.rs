@@ -292,8 +292,9 @@ pub fn stream_text(
     empty: &Empty,
 ) -> Result<Option<u8>, Error> {
     window(t, st, child, limit, false, Some(empty), &|done| {
+        let pipe = trbox::sys::trace_pipe::TracePipe::open(t)?;
         child.release()?;
-        Ok(trbox::sys::trace_pipe::follow(t, done)?)
+        Ok(pipe.follow(done)?)
     })
 }
 

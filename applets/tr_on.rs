@@ -458,9 +458,11 @@ fn report(t: &Tracefs, st: &Status) -> String {
         line(&mut o, "instances", list(&st.instances, "none"));
     }
     // Persistent instances (with last_boot_info, 6.12+; -B: that one):
-    // whose events, then last_boot_info's lines under the value column.
+    // whose events, then last_boot_info's lines under the value column
+    // (feature boot).
     let cpu_list = t.cpus().unwrap_or_default();
-    for n in t.instances().unwrap_or_default() {
+    let persistent = if cfg!(feature = "boot") { t.instances().unwrap_or_default() } else { Vec::new() };
+    for n in persistent {
         let d = t.top().join("instances").join(&n);
         let Ok(info) = std::fs::read_to_string(d.join("last_boot_info")) else { continue };
         if t.instance.as_ref().is_some_and(|i| *i != n) {
@@ -480,15 +482,16 @@ fn report(t: &Tracefs, st: &Status) -> String {
             // 1: every CPU's buffer, 2: the oopsing CPU's (tr-on --help).
             line(&mut o, "oops dump", Ok(v.trim().to_string()));
         }
-        // Tracing set up by the kernel command line (--boot prints one).
-        if let Ok(c) = std::fs::read_to_string("/proc/cmdline") {
+        // Tracing set up by the kernel command line (--boot prints one;
+        // feature boot).
+        if let Some(c) = cfg!(feature = "boot").then(|| std::fs::read_to_string("/proc/cmdline").ok()).flatten() {
             let words = trbox::boot::from_cmdline(&c);
             if !words.is_empty() {
                 line(&mut o, "from boot", Ok(words.join(" ")));
             }
         }
         // And by a bootconfig's ftrace.* keys (boot-time tracing, 5.6+).
-        if let Ok(b) = std::fs::read_to_string("/proc/bootconfig") {
+        if let Some(b) = cfg!(feature = "boot").then(|| std::fs::read_to_string("/proc/bootconfig").ok()).flatten() {
             let n = b.lines().filter(|l| l.starts_with("ftrace.")).count();
             if n > 0 {
                 line(&mut o, "from boot", Ok(format!("{n} ftrace.* keys in /proc/bootconfig")));

@@ -17,40 +17,56 @@ use std::time::Duration;
 /// command's end) has no descriptor to wait on.
 const TICK: Duration = Duration::from_millis(100);
 
-/// Copy `trace_pipe` to standard output until `done()` says so or a stop
-/// is requested (Ctrl-C, SIGTERM, -t), then what is left (the caller has
-/// closed the window by then: `done` closes it). Whether any text came.
-pub fn follow(t: &Tracefs, done: &dyn Fn() -> bool) -> Result<bool, Error> {
-    let path = t.path("trace_pipe");
-    // Non-blocking: an empty buffer is EAGAIN, not a read that waits for
-    // the next event after the window closed (tracing_wait_pipe()).
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
-    let wake = signals::install().ok();
-    let mut out = Out::stdout();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut stopping = false;
-    while !out.broken() {
-        stopping = stopping || done() || signals::stop_requested().is_some();
-        match f.read(&mut buf) {
-            Ok(n) if n > 0 => {
-                let _ = out.write_all(buf.get(..n).unwrap_or_default());
-                let _ = out.flush();
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => return Err(Error::io(&path, e)),
-            // Empty (EAGAIN), or the end a reader gets once tracing is off
-            // after it read something (0).
-            _ if stopping => break,
-            _ => wait(f.as_raw_fd(), wake),
-        }
+/// A buffer's `trace_pipe`, open for reading.
+pub struct TracePipe {
+    f: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+impl TracePipe {
+    /// Open the buffer's `trace_pipe` (before the traced command runs, as
+    /// the decoder's readers are).
+    pub fn open(t: &Tracefs) -> Result<Self, Error> {
+        let path = t.path("trace_pipe");
+        // Non-blocking: an empty buffer is EAGAIN, not a read that waits
+        // for the next event after the window closed (tracing_wait_pipe()).
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        Ok(TracePipe { f, path })
     }
-    let wrote = out.wrote();
-    out.finish()?;
-    Ok(wrote)
+
+    /// Copy the text to standard output until `done()` says so or a stop
+    /// is requested (Ctrl-C, SIGTERM, -t), then what is left (the caller
+    /// has closed the window by then: `done` closes it). Whether any text
+    /// came.
+    pub fn follow(self, done: &dyn Fn() -> bool) -> Result<bool, Error> {
+        let TracePipe { mut f, path } = self;
+        let wake = signals::install().ok();
+        let mut out = Out::stdout();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut stopping = false;
+        while !out.broken() {
+            stopping = stopping || done() || signals::stop_requested().is_some();
+            match f.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    let _ = out.write_all(buf.get(..n).unwrap_or_default());
+                    let _ = out.flush();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => return Err(Error::io(&path, e)),
+                // Empty (EAGAIN), or the end a reader gets once tracing is
+                // off after it read something (0).
+                _ if stopping => break,
+                _ => wait(f.as_raw_fd(), wake),
+            }
+        }
+        let wrote = out.wrote();
+        out.finish()?;
+        Ok(wrote)
+    }
 }
 
 /// Sleep until `fd` has text, a stop was requested (`wake`), or a tick.
