@@ -27,11 +27,15 @@ check-nostd:
 	$(CARGO) build --lib --no-default-features
 
 # The formatting and lint contract: rustfmt.toml's style, clippy with no
-# warning, for every target (library, binary, tests, benches).
+# warning, for every target (library, binary, tests, benches), and for the
+# binary of each named configuration (Cargo.toml: minimal, full), whose
+# left-out features are cfg'd away.
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	$(CARGO) clippy --release --lib --no-default-features -- -D warnings
+	$(CARGO) clippy --release --bins --no-default-features --features minimal -- -D warnings
+	$(CARGO) clippy --release --bins --no-default-features --features full -- -D warnings
 
 # The library's API documentation: every public item documented
 # (#![warn(missing_docs)]), no broken link (rustdoc's warnings are errors).

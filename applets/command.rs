@@ -335,9 +335,13 @@ pub fn stream(
         // comms, saved_cmdlines) is read after the release (it returns once
         // the command runs), so that they name it.
         let input = Input::tree_then(t, &opts, &|| child.release());
-        Ok(input.and_then(|i| show(i, &opts, done))?)
+        input.and_then(|i| show(i, &opts, done))
     })
 }
+
+/// How a window's records are read ([`window`]): until `done` (the
+/// argument) says the window closed; whether anything was shown.
+type Read<'a> = dyn Fn(&dyn Fn() -> bool) -> Result<bool, Error> + 'a;
 
 /// The window of [`stream`]: opened, `read` until it is closed (`done`
 /// says so) and read out, the note for an empty one; the command's exit
@@ -349,7 +353,7 @@ fn window(
     limit: Option<Duration>,
     quiet: bool,
     empty: Option<&Empty>,
-    read: &dyn Fn(&dyn Fn() -> bool) -> Result<bool, Error>,
+    read: &Read,
 ) -> Result<Option<u8>, Error> {
     let command = child.is_some();
     let w = Window::open(st, t.tracing_on_file(), limit)?;

@@ -119,11 +119,16 @@ pub fn left_out(what: &str, feature: &str) -> Error {
 /// The option `tok` (`--net`, `--net=X`, `-N`, `-Nx`) of `applet`, when a
 /// feature left out of this build brings it.
 pub fn gated_option(applet: &str, tok: &str) -> Option<&'static Gated> {
+    gated_without(FEATURES, applet, tok)
+}
+
+/// [`gated_option`] for a build with `features`.
+fn gated_without(features: &[&str], applet: &str, tok: &str) -> Option<&'static Gated> {
     let long = tok.strip_prefix("--").map(|l| l.split_once('=').map_or(l, |(l, _)| l));
     let short = tok.strip_prefix('-').filter(|_| long.is_none()).and_then(|l| l.chars().next());
     OPTIONS.iter().find(|g| {
         g.applet == applet
-            && !FEATURES.contains(&g.feature)
+            && !features.contains(&g.feature)
             && (long.is_some_and(|l| g.long.strip_prefix("--") == Some(l)) || short.is_some() && g.short == short)
     })
 }
@@ -162,5 +167,34 @@ mod tests {
         assert_eq!(built, APPLETS);
         // Nothing of the host build is gated away.
         assert!(gated_option("tr-cat", "-N").is_none());
+    }
+
+    /// An option of a left-out feature is found by its name, its letter or
+    /// either with a value attached; other options and applets are not.
+    #[test]
+    fn gated_options_are_found_as_typed() {
+        let minimal = ["tr-on", "tr-event", "tr-cat"];
+        let find = |applet: &str, tok: &str| gated_without(&minimal, applet, tok).map(|g| (g.name(), g.feature));
+        for tok in ["-N", "-N10.0.0.1:9", "--net", "--net=10.0.0.1:9"] {
+            assert_eq!(find("tr-cat", tok), Some(("-N/--net".to_string(), "net")), "{tok}");
+        }
+        assert_eq!(find("tr-cat", "--raw"), Some(("--raw".to_string(), "decode")));
+        assert_eq!(find("tr-on", "--json"), Some(("--json".to_string(), "decode")));
+        assert_eq!(find("tr-event", "--kprobe=x"), Some(("--kprobe".to_string(), "probe")));
+        for (applet, tok) in
+            [("tr-cat", "--netx"), ("tr-cat", "-o"), ("tr-on", "--raw"), ("tr-cat", "--"), ("tr-cat", "-")]
+        {
+            assert_eq!(find(applet, tok), None, "{applet} {tok}");
+        }
+        assert_eq!(gated_without(&["tr-cat", "net"], "tr-cat", "-N").map(|g| g.long), None);
+    }
+
+    /// The message names the configuration and the feature.
+    #[test]
+    fn left_out_says_what_and_why() {
+        let e = left_out("-N/--net", "net");
+        assert_eq!(e.code, crate::cli::EXIT_RUNTIME);
+        assert_eq!(e.msg, format!("-N/--net is not in this trbox (configuration {NAME}, without net)"));
+        assert!(e.hint.is_none());
     }
 }

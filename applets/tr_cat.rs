@@ -242,7 +242,7 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
             stats(input, &o, a.all)
         } else {
             if !read::print(input, &o, &|| false)? {
-                let what = if filtered(&a) || o.only.is_some() {
+                let what = if filtered(a) || o.only.is_some() {
                     "no event in the buffer passes the filters"
                 } else {
                     "the buffer holds no events"
