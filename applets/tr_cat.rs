@@ -11,9 +11,16 @@ use trbox::sys::Tracefs;
 
 #[derive(FromArgs, ArgsInfo)]
 #[argh(help_triggers("-h", "--help"))]
-/// Print the trace buffer (the kernel's trace file, not consumed), its raw
-/// pages decoded by trbox (--raw) or a trace.dat FILE; or record (-o, -N)
-/// until Ctrl-C, -t or the command after -- ends.
+#[cfg_attr(
+    feature = "decode",
+    doc = "Print the trace buffer (the kernel's trace file, not consumed), its raw pages decoded by trbox \
+(--raw) or a trace.dat FILE; or record (-o, -N) until Ctrl-C, -t or the command after -- ends."
+)]
+#[cfg_attr(
+    not(feature = "decode"),
+    doc = "Print the trace buffer (the kernel's trace file, not consumed); or record (-o) until Ctrl-C, -t or \
+the command after -- ends. A recording is read by a trbox with the decoder (the host's)."
+)]
 #[cfg_attr(
     feature = "host",
     argh(
@@ -25,8 +32,11 @@ use trbox::sys::Tracefs;
     )
 )]
 pub struct Args {
-    /// a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input);
-    /// all its buffers, or -B NAME
+    #[cfg_attr(
+        feature = "decode",
+        doc = "a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input); all its buffers, or -B NAME"
+    )]
+    #[cfg_attr(not(feature = "decode"), doc = "a recording to read: not in this configuration (no decoder)")]
     #[argh(positional, arg_name = "FILE")]
     file: Option<String>,
     /// record the raw pages into this trace.dat; -: a stream on standard

@@ -17,9 +17,16 @@ use trbox::sys::{event_dir, Tracefs};
 
 #[derive(FromArgs, ArgsInfo)]
 #[argh(help_triggers("-h", "--help"))]
-/// Enable trace events and stream them decoded until Ctrl-C, -t or the
-/// command after -- ends; or list events (--list) and show formats
-/// (--format).
+#[cfg_attr(
+    feature = "decode",
+    doc = "Enable trace events and stream them decoded until Ctrl-C, -t or the command after -- ends; or list \
+events (--list) and show formats (--format)."
+)]
+#[cfg_attr(
+    not(feature = "decode"),
+    doc = "Enable trace events and stream them (the kernel's text) until Ctrl-C, -t or the command after -- \
+ends; or list events (--list) and show formats (--format)."
+)]
 #[cfg_attr(
     feature = "host",
     argh(
