@@ -294,7 +294,10 @@ pub fn stream_text(
     window(t, st, child, limit, false, Some(empty), &|done| {
         let pipe = trbox::sys::trace_pipe::TracePipe::open(t)?;
         child.release()?;
-        Ok(pipe.follow(done)?)
+        let mut out = trbox::sys::read::Out::stdout();
+        let shown = pipe.follow(&mut out, done)?;
+        out.finish()?;
+        Ok(shown)
     })
 }
 

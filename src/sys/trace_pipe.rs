@@ -38,14 +38,14 @@ impl TracePipe {
         Ok(TracePipe { f, path })
     }
 
-    /// Copy the text to standard output until `done()` says so or a stop
-    /// is requested (Ctrl-C, SIGTERM, -t), then what is left (the caller
-    /// has closed the window by then: `done` closes it). Whether any text
-    /// came.
-    pub fn follow(self, done: &dyn Fn() -> bool) -> Result<bool, Error> {
+    /// Copy the text to `out` (standard output: [`Out::stdout`]) until
+    /// `done()` says so or a stop is requested (Ctrl-C, SIGTERM, -t), then
+    /// what is left (the caller has closed the window by then: `done`
+    /// closes it); stop early when `out`'s reader went away. Whether any
+    /// text came.
+    pub fn follow(self, out: &mut Out, done: &dyn Fn() -> bool) -> Result<bool, Error> {
         let TracePipe { mut f, path } = self;
         let wake = signals::install().ok();
-        let mut out = Out::stdout();
         let mut buf = vec![0u8; 64 * 1024];
         let mut stopping = false;
         while !out.broken() {
@@ -63,9 +63,7 @@ impl TracePipe {
                 _ => wait(f.as_raw_fd(), wake),
             }
         }
-        let wrote = out.wrote();
-        out.finish()?;
-        Ok(wrote)
+        Ok(out.wrote())
     }
 }
 

@@ -11,4 +11,5 @@ mod page_live;
 mod printfmt_live;
 mod state_live;
 mod state_restore;
+mod trace_pipe_live;
 mod tracedat_live;

@@ -42,6 +42,11 @@ impl Out {
         self.buf.is_empty()
     }
 
+    /// What is buffered (a block in memory: all of it).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
     /// The reader went away (or writing failed): stop producing output.
     pub fn broken(&self) -> bool {
         self.err.is_some()
