@@ -2,7 +2,9 @@
 #   make            host binary (target/release/trbox)
 #   make test       everything CI runs
 #   make cross      static musl binaries for x86_64, aarch64, armv7   (cross/cross.mk)
-#   make size       stripped size table                               (cross/cross.mk)
+#                   CONFIG=full (default) | minimal, or FEATURES="..."
+#   make size       size table: configuration x target, each feature's cost
+#                                                                     (cross/cross.mk)
 #   make qemu       boot an arm64 board and tour trbox's applets      (cross/qemu.mk)
 #   make bench      benchmarks against trace-cmd                       (benches/)
 #   make pictures   the README's pictures: Chromium's rendering of the flame
@@ -25,11 +27,15 @@ check-nostd:
 	$(CARGO) build --lib --no-default-features
 
 # The formatting and lint contract: rustfmt.toml's style, clippy with no
-# warning, for every target (library, binary, tests, benches).
+# warning, for every target (library, binary, tests, benches), and for the
+# binary of each named configuration (Cargo.toml: minimal, full), whose
+# left-out features are cfg'd away.
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	$(CARGO) clippy --release --lib --no-default-features -- -D warnings
+	$(CARGO) clippy --release --bins --no-default-features --features minimal -- -D warnings
+	$(CARGO) clippy --release --bins --no-default-features --features full -- -D warnings
 
 # The library's API documentation: every public item documented
 # (#![warn(missing_docs)]), no broken link (rustdoc's warnings are errors).
@@ -82,7 +88,7 @@ fuzz:
 
 # Order: fast host tests first, then the other architectures.
 test: setup
-	@$(MAKE) --no-print-directory test-host fuzz cross-test size qemu-tour qemu-test qemu-boot-test qemu-lastboot
+	@$(MAKE) --no-print-directory test-host fuzz cross-test size SIZE_FEATURES=0 qemu-tour qemu-test qemu-minimal qemu-boot-test qemu-lastboot
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

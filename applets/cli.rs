@@ -138,8 +138,12 @@ fn split(name: &str, own: &'static [FlagInfo<'static>], args: &[String]) -> Resu
         }
         let (flag, attached) = match flag_of(&tok, own, common.flags) {
             Some(f) => f,
-            // What argh will call unknown.
+            // What argh will call unknown, unless a feature left out of
+            // this build brings it.
             None if tok.len() > 1 && tok.starts_with('-') => {
+                if let Some(g) = crate::config::gated_option(name, &tok) {
+                    return Err(crate::config::left_out(&g.name(), g.feature));
+                }
                 mine.push(tok);
                 continue;
             }
@@ -181,10 +185,7 @@ fn split(name: &str, own: &'static [FlagInfo<'static>], args: &[String]) -> Resu
 
 /// argh's complaint as one line, with the hint.
 fn argh_error(name: &str, e: argh::EarlyExit) -> Error {
-    // A board build has no host-side options: say so where one may have
-    // been meant.
-    let host = if cfg!(feature = "host") { "" } else { " (reading logs, --listen, --svg, --boot: host build only)" };
-    Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'{host}"))
+    Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'"))
 }
 
 /// The common options, parsed and put to work: the log level, the kernel
@@ -424,7 +425,7 @@ struct Top {
 }
 
 /// trbox's own options, as declared.
-#[cfg(feature = "host")]
+#[cfg(any(test, feature = "host"))]
 pub fn top_info() -> CommandInfoWithArgs {
     Top::get_args_info()
 }
@@ -448,6 +449,9 @@ fn banner(applets: &[Applet]) -> String {
 
 fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    if let Some(g) = args.iter().find_map(|a| crate::config::gated_option("trbox", a)) {
+        return Err(crate::config::left_out(&g.name(), g.feature));
+    }
     let t = match Top::from_args(&["trbox"], &args) {
         Ok(t) => t,
         Err(e) if e.status.is_ok() => return print(&banner(applets)),
@@ -468,7 +472,7 @@ fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
     match (t.list, t.install, t.version, &t.dir) {
         (true, false, false, None) => print(&applets.iter().map(|a| format!("{}\n", a.name)).collect::<String>()),
         (false, true, false, Some(dir)) => install(applets, dir, t.symlink),
-        (false, false, true, None) => print(&format!("trbox {}\n", env!("CARGO_PKG_VERSION"))),
+        (false, false, true, None) => print(&crate::config::version()),
         (false, false, false, None) if !t.symlink => print(&banner(applets)),
         _ => Err(Error::usage("use one of --list, --install [-s] DIR, --version").hint("try 'trbox --help'")),
     }
@@ -540,6 +544,10 @@ pub fn dispatch(applets: &'static [Applet], argv: &[String]) -> u8 {
         (name, argv.get(1..).unwrap_or_default())
     };
     let Some(app) = applets.iter().find(|a| a.name == applet) else {
+        if crate::config::APPLETS.contains(&applet) {
+            eprintln!("{applet} is not in this trbox (configuration {})", crate::config::NAME);
+            return EXIT_RUNTIME;
+        }
         eprintln!("{applet}: applet not found");
         return EXIT_NOT_FOUND;
     };

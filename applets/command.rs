@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::time::Duration;
 use trbox::names::{closest, glob_match};
 use trbox::sys::child::Paused;
+#[cfg(feature = "decode")]
 use trbox::sys::read::{Input, RawOpts, Reading};
 use trbox::sys::state::State;
 use trbox::sys::{describe, signals, Held, Tracefs};
@@ -316,6 +317,7 @@ impl Drop for Window<'_> {
 
 /// [`stream`] printing the records as text (or JSON), the formats of every
 /// enabled event read: what tr-event and tr-on show.
+#[cfg(feature = "decode")]
 pub fn stream_text(
     t: &Tracefs,
     st: &mut State,
@@ -328,9 +330,30 @@ pub fn stream_text(
     stream(t, st, child, json, limit, Reading::default(), false, print, Some(empty))
 }
 
+/// What tr-event and tr-on show without trbox's decoder (feature decode):
+/// the kernel's own text, from trace_pipe.
+#[cfg(not(feature = "decode"))]
+pub fn stream_text(
+    t: &Tracefs,
+    st: &mut State,
+    child: &Command,
+    limit: Option<Duration>,
+    empty: &Empty,
+) -> Result<Option<u8>, Error> {
+    window(t, st, child, limit, false, Some(empty), &|done| {
+        let pipe = trbox::sys::trace_pipe::TracePipe::open(t)?;
+        child.release()?;
+        let mut out = trbox::sys::read::Out::stdout();
+        let shown = pipe.follow(&mut out, done)?;
+        out.finish()?;
+        Ok(shown)
+    })
+}
+
 /// What a run does with the records of its window: print them decoded, or
 /// aggregate them (`done` says when to stop following); whether it showed
 /// anything.
+#[cfg(feature = "decode")]
 pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<bool, Error> + 'a;
 
 /// The traced end of a run, once it is set up (tracing idle): the window
@@ -343,6 +366,7 @@ pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<boo
 /// summary): a -t window without a command then shows its progress on a
 /// terminal's stderr even when standard output is that terminal.
 #[allow(clippy::too_many_arguments)]
+#[cfg(feature = "decode")]
 pub fn stream(
     t: &Tracefs,
     st: &mut State,
@@ -359,15 +383,36 @@ pub fn stream(
     let reading = Reading { enabled: true, ..reading };
     let mut opts = RawOpts { reading, ..RawOpts::all(true, json, None, t.now()) };
     opts.filter.not_self = true;
+    window(t, st, child, limit, quiet, empty, &|done| {
+        // The buffer's readers (threads reading ahead) start before the
+        // command runs: a busy command fills the kernel's buffer in
+        // milliseconds, less than opening the tree takes. The rest (the
+        // comms, saved_cmdlines) is read after the release (it returns once
+        // the command runs), so that they name it.
+        let input = Input::tree_then(t, &opts, &|| child.release());
+        input.and_then(|i| show(i, &opts, done))
+    })
+}
+
+/// How a window's records are read ([`window`]): until `done` (the
+/// argument) says the window closed; whether anything was shown.
+type Read<'a> = dyn Fn(&dyn Fn() -> bool) -> Result<bool, Error> + 'a;
+
+/// The window of [`stream`]: opened, `read` until it is closed (`done`
+/// says so) and read out, the note for an empty one; the command's exit
+/// status.
+fn window(
+    t: &Tracefs,
+    st: &mut State,
+    child: &Command,
+    limit: Option<Duration>,
+    quiet: bool,
+    empty: Option<&Empty>,
+    read: &Read,
+) -> Result<Option<u8>, Error> {
     let command = child.is_some();
     let w = Window::open(st, t.tracing_on_file(), limit)?;
     let progress = Progress::new(limit, limit.is_some() && !command, quiet);
-    // The buffer's readers (threads reading ahead) start before the command
-    // runs: a busy command fills the kernel's buffer in milliseconds, less
-    // than opening the tree takes. The rest (the comms, saved_cmdlines) is
-    // read after the release (it returns once the command runs), so that
-    // they name it.
-    let input = Input::tree_then(t, &opts, &|| child.release());
     // The command's end is seen here rather than by the decode loop, so
     // that it closes the window as a signal does.
     // The read loop asks this first, also after a stop (it drains then):
@@ -384,7 +429,7 @@ pub fn stream(
         }
         end
     };
-    let r = input.and_then(|i| show(i, &opts, &done));
+    let r = read(&done);
     progress.clear();
     // The command may still run (Ctrl-C, -t): it got the same signal from
     // the terminal, or it is ended now.

@@ -262,7 +262,16 @@ fn message_by(c: &mut TcpStream, deadline: (Instant, u64)) -> Result<(msg::Heade
     let mut h = [0u8; msg::HEADER_LEN];
     read_by(c, &mut h, deadline)?;
     let h = msg::Header::parse(&h);
-    let mut body = vec![0u8; h.body_len().ok_or_else(|| format!("refused: a malformed message {h:?}"))?];
+    let mut body = vec![
+        0u8;
+        h.body_len().ok_or_else(|| format!(
+            "refused: a malformed message (size {}, command {}, fixed part {} bytes; at most {} in all)",
+            h.size,
+            h.cmd,
+            h.cmd_size,
+            msg::MAX_LEN
+        ))?
+    ];
     read_by(c, &mut body, deadline)?;
     Ok((h, body))
 }

@@ -1,21 +1,36 @@
 //! The `trbox` multicall binary: dispatch on basename(argv[0]) or argv[1].
 //! Each applet module only parses options, calls the core and prints.
+//! Which applets and capabilities are built in is the configuration's
+//! (config.rs, Cargo.toml's features).
+
+// A configuration without some applets leaves some of the helpers they
+// share unused (the linker drops them); the full build still warns.
+#![cfg_attr(not(feature = "full"), allow(dead_code))]
 
 mod cli;
 mod command;
+mod config;
 #[cfg(feature = "host")]
 mod host;
 #[cfg(feature = "host")]
 mod listen;
 mod progress;
+#[cfg(feature = "tr-cat")]
 mod record;
+#[cfg(feature = "tr-lat")]
 mod screen;
 mod session;
+#[cfg(feature = "tr-cat")]
 mod tr_cat;
+#[cfg(feature = "tr-event")]
 mod tr_event;
+#[cfg(feature = "tr-graph")]
 mod tr_graph;
+#[cfg(feature = "tr-lat")]
 mod tr_lat;
+#[cfg(feature = "tr-on")]
 mod tr_on;
+#[cfg(feature = "tr-stack")]
 mod tr_stack;
 
 use argh::ArgsInfo;
@@ -23,36 +38,42 @@ use cli::Applet;
 use std::process::ExitCode;
 
 const APPLETS: &[Applet] = &[
+    #[cfg(feature = "tr-on")]
     Applet {
         name: "tr-on",
         summary: "show or switch the tracing state",
         main: tr_on::main,
         options: tr_on::Args::get_args_info,
     },
+    #[cfg(feature = "tr-event")]
     Applet {
         name: "tr-event",
         summary: "list, enable and stream trace events",
         main: tr_event::main,
         options: tr_event::Args::get_args_info,
     },
+    #[cfg(feature = "tr-cat")]
     Applet {
         name: "tr-cat",
         summary: "print the trace buffer; --raw decodes the raw pages",
         main: tr_cat::main,
         options: tr_cat::Args::get_args_info,
     },
+    #[cfg(feature = "tr-graph")]
     Applet {
         name: "tr-graph",
         summary: "function call graphs (function_graph), folded, top",
         main: tr_graph::main,
         options: tr_graph::Args::get_args_info,
     },
+    #[cfg(feature = "tr-stack")]
     Applet {
         name: "tr-stack",
         summary: "kernel stacks: stack tracer, behind events, callers",
         main: tr_stack::main,
         options: tr_stack::Args::get_args_info,
     },
+    #[cfg(feature = "tr-lat")]
     Applet {
         name: "tr-lat",
         summary: "latency: wakeup, irq, syscall; timerlat, osnoise",

@@ -56,6 +56,10 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     // gates writes). Starting a tracer or enabling events there would clear
     // them (update_last_data(), kernel/trace/trace.c).
     let extract = r.cmd.is_empty() && r.time.is_none() && events.is_empty() && live.t.exists("last_boot_info");
+    // Recording there would clear the previous boot's records.
+    if extract && !cfg!(feature = "boot") {
+        return Err(crate::config::left_out("reading a previous boot's buffer (last_boot_info)", "boot"));
+    }
     let (t, wake) = (&live.t, live.wake);
     let path = Path::new(if stream { "standard output" } else { r.path });
     let net = r.net.then(|| r.path.to_string());

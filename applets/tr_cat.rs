@@ -5,14 +5,22 @@ use crate::cli::{self, Error};
 use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::sys::read::Out;
+#[cfg(feature = "decode")]
 use trbox::sys::read::{self, Filter, RawOpts};
 use trbox::sys::Tracefs;
 
 #[derive(FromArgs, ArgsInfo)]
 #[argh(help_triggers("-h", "--help"))]
-/// Print the trace buffer (the kernel's trace file, not consumed), its raw
-/// pages decoded by trbox (--raw) or a trace.dat FILE; or record (-o, -N)
-/// until Ctrl-C, -t or the command after -- ends.
+#[cfg_attr(
+    feature = "decode",
+    doc = "Print the trace buffer (the kernel's trace file, not consumed), its raw pages decoded by trbox \
+(--raw) or a trace.dat FILE; or record (-o, -N) until Ctrl-C, -t or the command after -- ends."
+)]
+#[cfg_attr(
+    not(feature = "decode"),
+    doc = "Print the trace buffer (the kernel's trace file, not consumed); or record (-o) until Ctrl-C, -t or \
+the command after -- ends. A recording is read by a trbox with the decoder (the host's)."
+)]
 #[cfg_attr(
     feature = "host",
     argh(
@@ -24,8 +32,11 @@ use trbox::sys::Tracefs;
     )
 )]
 pub struct Args {
-    /// a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input);
-    /// all its buffers, or -B NAME
+    #[cfg_attr(
+        feature = "decode",
+        doc = "a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input); all its buffers, or -B NAME"
+    )]
+    #[cfg_attr(not(feature = "decode"), doc = "a recording to read: not in this configuration (no decoder)")]
     #[argh(positional, arg_name = "FILE")]
     file: Option<String>,
     /// record the raw pages into this trace.dat; -: a stream on standard
@@ -36,21 +47,26 @@ pub struct Args {
     /// most one recording may send
     #[argh(option, short = 'm', arg_name = "KB")]
     max_kb: Option<u64>,
+    #[cfg(feature = "decode")]
     /// decode per_cpu/cpuN/trace_pipe_raw (consumes the buffer)
     #[argh(switch)]
     raw: bool,
+    #[cfg(feature = "decode")]
     /// with --raw: keep streaming as the buffers fill (Ctrl-C ends)
     #[argh(switch)]
     follow: bool,
     /// stop after S seconds (with --follow or -o)
     #[argh(option, short = 't', arg_name = "S")]
     time: Option<cli::Seconds>,
+    #[cfg(feature = "decode")]
     /// only these CPUs (a CPU list: 0-1,3)
     #[argh(option, arg_name = "CPUS")]
     cpus: Option<cli::Cpus>,
+    #[cfg(feature = "decode")]
     /// only events of this pid
     #[argh(option, short = 'P', arg_name = "PID")]
     pid: Option<i32>,
+    #[cfg(feature = "decode")]
     /// only events of tasks whose comm matches (a glob)
     #[argh(option, arg_name = "COMM")]
     comm: Option<String>,
@@ -58,23 +74,29 @@ pub struct Args {
     /// it for the recording
     #[argh(option, short = 'e', arg_name = "SYS:EVENT")]
     event: Vec<String>,
+    #[cfg(feature = "decode")]
     /// one JSON object per event instead of text
     #[argh(switch)]
     json: bool,
+    #[cfg(feature = "decode")]
     /// with --raw or FILE: counts instead of events (per CPU, event, task;
     /// over 20 tasks: by comm, the 20 with the most)
     #[argh(switch)]
     stats: bool,
+    #[cfg(feature = "decode")]
     /// with --stats: a row for every task
     #[argh(switch)]
     all: bool,
+    #[cfg(feature = "decode")]
     /// with --raw or FILE: render on N threads (default: one per CPU)
     #[argh(option, short = 'j', arg_name = "N")]
     jobs: Option<usize>,
     /// with -o -: as text lines for a serial console
+    #[cfg(feature = "console")]
     #[argh(switch)]
     console: bool,
     /// record and send to trace-cmd listen (or tr-cat --listen) at IP:PORT
+    #[cfg(feature = "net")]
     #[argh(option, short = 'N', arg_name = "IP:PORT")]
     net: Option<String>,
     /// host build: the FILE to read, given as an option (-i -: a stream or a
@@ -96,6 +118,33 @@ pub struct Args {
     listen: Option<String>,
 }
 
+impl Args {
+    /// --raw, --follow or --json: reading, which a recording does not do
+    /// (feature decode).
+    fn reads(&self) -> bool {
+        #[cfg(feature = "decode")]
+        return self.raw || self.follow || self.json;
+        #[cfg(not(feature = "decode"))]
+        false
+    }
+
+    /// `-N HOST:PORT` (feature net).
+    fn net(&self) -> Option<&String> {
+        #[cfg(feature = "net")]
+        return self.net.as_ref();
+        #[cfg(not(feature = "net"))]
+        None
+    }
+
+    /// `--console` (feature console).
+    fn console(&self) -> bool {
+        #[cfg(feature = "console")]
+        return self.console;
+        #[cfg(not(feature = "console"))]
+        false
+    }
+}
+
 pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = crate::command::split(args);
     #[cfg_attr(not(feature = "host"), allow(unused_mut))]
@@ -106,8 +155,8 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return Ok(());
     }
     // -o FILE, -o - or -N HOST:PORT: one recorder.
-    if let Some(o) = a.net.as_ref().or(a.output.as_ref()) {
-        if a.raw || a.follow || a.json || a.file.is_some() || (a.net.is_some() && a.output.is_some()) {
+    if let Some(o) = a.net().or(a.output.as_ref()) {
+        if a.reads() || a.file.is_some() || (a.net().is_some() && a.output.is_some()) {
             return Err(Error::usage(
                 "-o and -N record; they do not combine with each other, --raw, --follow, --json or a FILE to read",
             ));
@@ -118,14 +167,46 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             time: a.time,
             max_kb: a.max_kb,
             cmd,
-            console: a.console,
-            net: a.net.is_some(),
+            console: a.console(),
+            net: a.net().is_some(),
         };
         return crate::record::run(common, r);
     }
     if !cmd.is_empty() {
         return Err(Error::usage("'-- CMD' goes with -o").hint("e.g. tr-cat -o trace.dat -- CMD"));
     }
+    #[cfg(feature = "decode")]
+    return decode(common, &a);
+    #[cfg(not(feature = "decode"))]
+    {
+        if a.file.is_some() {
+            return Err(crate::config::left_out("reading a FILE", "decode"));
+        }
+        print_trace(&open(common)?)
+    }
+}
+
+/// The tracefs of -T (or the live one), in -B's instance.
+fn open(common: &cli::Common) -> Result<Tracefs, Error> {
+    let mut t = Tracefs::open(common.tracefs.as_deref())?;
+    if let Some(i) = &common.instance {
+        t.enter_instance(i)?;
+    }
+    Ok(t)
+}
+
+/// The kernel's `trace` file, as it prints it (not consumed).
+fn print_trace(t: &Tracefs) -> Result<(), Error> {
+    let text = t.read("trace")?;
+    let mut out = Out::stdout();
+    let _ = out.write_all(text.as_bytes());
+    Ok(out.finish()?)
+}
+
+/// Reading with trbox's decoder: a FILE, --raw (also --stats, --json), or
+/// the `trace` file.
+#[cfg(feature = "decode")]
+fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
     trbox::sys::signals::install().map_err(trbox::sys::Error::Signals)?;
     let opts = |follow| RawOpts {
         only: None,
@@ -146,7 +227,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         if a.stats {
             return stats(input, &o, a.all);
         }
-        if !read::print(input, &o, &|| false)? && filtered(&a) {
+        if !read::print(input, &o, &|| false)? && filtered(a) {
             // (No record at all, or none on the CPUs of --cpus, has its own note.)
             crate::cli::note(
                 &Error::runtime(format!("no event in {f} passes the filters"))
@@ -155,10 +236,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         }
         return Ok(());
     }
-    let mut t = Tracefs::open(common.tracefs.as_deref())?;
-    if let Some(i) = &common.instance {
-        t.enter_instance(i)?;
-    }
+    let t = open(common)?;
     let cpus = a.cpus.clone().map(|c| c.0);
     if a.follow && !a.raw {
         return Err(Error::usage("--follow works with --raw").hint("try 'tr-cat --raw --follow'"));
@@ -178,7 +256,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         } else {
             if !read::print(input, &o, &|| false)? {
                 let again = "tr-event, tr-on or tr-cat -o record; tr-on shows what is enabled";
-                let e = if filtered(&a) || o.only.is_some() {
+                let e = if filtered(a) || o.only.is_some() {
                     Error::runtime("no event in the buffer passes the filters").hint(again)
                 } else {
                     let empty = crate::command::empty_buffer("no events to read", held, again);
@@ -192,10 +270,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             Ok(())
         }
     } else {
-        let text = t.read("trace")?;
-        let mut out = Out::stdout();
-        let _ = out.write_all(text.as_bytes());
-        Ok(out.finish()?)
+        print_trace(&t)
     }
 }
 
@@ -220,6 +295,7 @@ fn known_events(input: &read::Input<'_>, o: &RawOpts, what: &str) -> Result<(), 
 }
 
 /// Whether -e, --pid or --comm leave records out.
+#[cfg(feature = "decode")]
 fn filtered(a: &Args) -> bool {
     !a.event.is_empty() || a.pid.is_some() || a.comm.is_some()
 }
@@ -290,6 +366,7 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
 }
 
 /// `--stats`: count everything kept, print the table at the end.
+#[cfg(feature = "decode")]
 fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
     let mut st = trbox::sys::read::Summary::default();
     let meta = read::collect(input, o, &|| false, &mut |m, it| st.add(m, it))?;

@@ -7,15 +7,26 @@ use crate::command::{self, resolve, resolve_all, Follow};
 use crate::session::Live;
 use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
-use trbox::probe::{Def, Kind, GROUP};
+use trbox::probe::Kind;
+#[cfg(feature = "probe")]
+use trbox::probe::{Def, GROUP};
+#[cfg(feature = "probe")]
+use trbox::sys::elf;
 use trbox::sys::state::{probe_file, State};
-use trbox::sys::{elf, event_dir, Tracefs};
+use trbox::sys::{event_dir, Tracefs};
 
 #[derive(FromArgs, ArgsInfo)]
 #[argh(help_triggers("-h", "--help"))]
-/// Enable trace events and stream them decoded until Ctrl-C, -t or the
-/// command after -- ends; or list events (--list) and show formats
-/// (--format).
+#[cfg_attr(
+    feature = "decode",
+    doc = "Enable trace events and stream them decoded until Ctrl-C, -t or the command after -- ends; or list \
+events (--list) and show formats (--format)."
+)]
+#[cfg_attr(
+    not(feature = "decode"),
+    doc = "Enable trace events and stream them (the kernel's text) until Ctrl-C, -t or the command after -- \
+ends; or list events (--list) and show formats (--format)."
+)]
 #[cfg_attr(
     feature = "host",
     argh(
@@ -56,19 +67,24 @@ pub struct Args {
     #[argh(switch, short = 'k')]
     keep: bool,
     /// one JSON object per event
+    #[cfg(feature = "decode")]
     #[argh(switch)]
     json: bool,
     /// kprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]' (repeatable)
+    #[cfg(feature = "probe")]
     #[argh(option, arg_name = "PROBE")]
     kprobe: Vec<String>,
     /// kretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]' (repeatable)
+    #[cfg(feature = "probe")]
     #[argh(option, arg_name = "PROBE")]
     kretprobe: Vec<String>,
     /// uprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]' (PATH:0xOFF too;
     /// repeatable)
+    #[cfg(feature = "probe")]
     #[argh(option, arg_name = "PROBE")]
     uprobe: Vec<String>,
     /// uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]' (repeatable)
+    #[cfg(feature = "probe")]
     #[argh(option, arg_name = "PROBE")]
     uretprobe: Vec<String>,
     /// host build: print the kernel command line and bootconfig for these
@@ -176,7 +192,15 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 "did they happen? try a longer -t"
             })
         };
-        let r = command::stream_text(t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
+        let r = command::stream_text(
+            t,
+            &mut st,
+            &child,
+            #[cfg(feature = "decode")]
+            a.json,
+            a.time.map(|s| s.0),
+            &empty,
+        );
         r?
     };
     command::exit_with(status)
@@ -192,6 +216,7 @@ struct Probe {
 
 /// Every probe option parsed, checked against the kernel's probe support
 /// and (uprobes) resolved to a file offset, before anything is changed.
+#[cfg(feature = "probe")]
 fn probes(a: &Args, top: &Tracefs) -> Result<Vec<Probe>, Error> {
     let mut out: Vec<Probe> = Vec::new();
     let opts = [
@@ -248,8 +273,15 @@ fn probes(a: &Args, top: &Tracefs) -> Result<Vec<Probe>, Error> {
     Ok(out)
 }
 
+/// No probe options in this build (feature probe).
+#[cfg(not(feature = "probe"))]
+fn probes(_: &Args, _: &Tracefs) -> Result<Vec<Probe>, Error> {
+    Ok(Vec::new())
+}
+
 /// `base`, or `base_2`, `base_3`… if the kernel or this run already has an
 /// event of that name in `group`.
+#[cfg(feature = "probe")]
 fn unused_name(top: &Tracefs, group: &str, base: &str, made: &[Probe]) -> String {
     let taken =
         |n: &str| top.exists(&format!("events/{group}/{n}")) || made.iter().any(|p| p.group == group && p.event == n);

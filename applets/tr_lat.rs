@@ -285,6 +285,10 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             "modes: wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
         ));
     };
+    // timerlat, osnoise and hwnoise: rtla's parity (feature rtla).
+    if !cfg!(feature = "rtla") && matches!(mode, Mode::Timerlat | Mode::Osnoise) {
+        return Err(crate::config::left_out(&format!("tr-lat {}", a.mode.as_deref().unwrap_or_default()), "rtla"));
+    }
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
     if a.output.is_some() {
         return Err(Error::usage("-o DIR saves the max traces of the max-latency tracers (wakeup_rt, irqsoff...)"));

@@ -76,6 +76,7 @@ pub struct Args {
     #[argh(option, short = 't', arg_name = "S")]
     time: Option<cli::Seconds>,
     /// with -- CMD or -t: one JSON object per event
+    #[cfg(feature = "decode")]
     #[argh(switch)]
     json: bool,
     /// arm ftrace_dump_on_oops: every CPU's buffer or the oopsing one's
@@ -95,6 +96,14 @@ pub struct Args {
 }
 
 impl Args {
+    /// `--json` (feature decode).
+    fn json(&self) -> bool {
+        #[cfg(feature = "decode")]
+        return self.json;
+        #[cfg(not(feature = "decode"))]
+        false
+    }
+
     fn changes_something(&self) -> bool {
         self.tracer.is_some()
             || self.off
@@ -133,13 +142,13 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     // The board build has no --boot (argh: unrecognized argument).
     #[cfg(feature = "host")]
     if cli::boot_wanted(a.boot, common, a.persist)? {
-        if run || a.reset || a.keep || a.json {
+        if run || a.reset || a.keep || a.json() {
             return Err(Error::usage("--boot prints settings: not with -- CMD, -t, --reset, -k or --json"));
         }
         return boot(common, &a, dump);
     }
     if !run && !a.changes_something() {
-        if a.keep || common.wait || a.json {
+        if a.keep || common.wait || a.json() {
             return Err(Error::usage("nothing to switch or run").hint("try 'tr-on --help'"));
         }
         return show(common);
@@ -194,7 +203,15 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 e.hint("check the filters (-l, -P, events) and that the traced code ran: tr-on shows the settings")
             }
         };
-        let r = command::stream_text(t, &mut st, &child, a.json, a.time.map(|s| s.0), &empty);
+        let r = command::stream_text(
+            t,
+            &mut st,
+            &child,
+            #[cfg(feature = "decode")]
+            a.json,
+            a.time.map(|s| s.0),
+            &empty,
+        );
         r?
     };
     drop(st);
@@ -439,9 +456,11 @@ fn report(t: &Tracefs, st: &Status) -> String {
         line(&mut o, "instances", list(&st.instances, "none"));
     }
     // Persistent instances (with last_boot_info, 6.12+; -B: that one):
-    // whose events, then last_boot_info's lines under the value column.
+    // whose events, then last_boot_info's lines under the value column
+    // (feature boot).
     let cpu_list = t.cpus().unwrap_or_default();
-    for n in t.instances().unwrap_or_default() {
+    let persistent = if cfg!(feature = "boot") { t.instances().unwrap_or_default() } else { Vec::new() };
+    for n in persistent {
         let d = t.top().join("instances").join(&n);
         let Ok(info) = std::fs::read_to_string(d.join("last_boot_info")) else { continue };
         if t.instance.as_ref().is_some_and(|i| *i != n) {
@@ -461,15 +480,16 @@ fn report(t: &Tracefs, st: &Status) -> String {
             // 1: every CPU's buffer, 2: the oopsing CPU's (tr-on --help).
             line(&mut o, "oops dump", Ok(v.trim().to_string()));
         }
-        // Tracing set up by the kernel command line (--boot prints one).
-        if let Ok(c) = std::fs::read_to_string("/proc/cmdline") {
+        // Tracing set up by the kernel command line (--boot prints one;
+        // feature boot).
+        if let Some(c) = cfg!(feature = "boot").then(|| std::fs::read_to_string("/proc/cmdline").ok()).flatten() {
             let words = trbox::boot::from_cmdline(&c);
             if !words.is_empty() {
                 line(&mut o, "from boot", Ok(words.join(" ")));
             }
         }
         // And by a bootconfig's ftrace.* keys (boot-time tracing, 5.6+).
-        if let Ok(b) = std::fs::read_to_string("/proc/bootconfig") {
+        if let Some(b) = cfg!(feature = "boot").then(|| std::fs::read_to_string("/proc/bootconfig").ok()).flatten() {
             let n = b.lines().filter(|l| l.starts_with("ftrace.")).count();
             if n > 0 {
                 line(&mut o, "from boot", Ok(format!("{n} ftrace.* keys in /proc/bootconfig")));

@@ -2,10 +2,16 @@
 # Cross tests: the static binaries from `make cross` against the host build.
 #
 #   cross/test.sh [TRIPLE...]
+#   CONFIG=minimal cross/test.sh ...   a configuration's binaries
+#                                      (target/configs/NAME/<triple>/trbox)
 #
 # For each target: `file` must say "statically linked"; then each case below is
 # run under qemu-<arch>-static (natively for the host's own architecture) and its
-# stdout and exit status must equal the host build's (target/release/trbox).
+# stdout and exit status must equal the host build's (target/release/trbox),
+# which has every feature: the applets a configuration leaves out are taken
+# out of the host's --list and banner. A case that needs a feature the
+# binary lacks (its --version names its features) must instead exit 2 and
+# say it is not in this trbox; those are listed as left out.
 # Ends with "N passed, M failed"; exits 1 on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,26 +20,33 @@ TARGETS=${*:-"x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 HOST_BIN=$TARGET_DIR/release/trbox
 TREE=tests/data/tree-basic
+CONFIG=${CONFIG:-}
 
-# name|args|required exit status ("" = whatever the host build returns)
+# name|args|required exit status ("" = whatever the host build returns)|the
+# features it needs (Cargo.toml)
 CASES=(
-    "list|--list|0"
-    "tr-on-tree|tr-on -T $TREE|0"
-    "banner||0"
-    "unknown-applet|no-such-applet|"
-    "tracedat-v6|tr-cat tests/data/tracedat/v6-inst.dat|0"
-    "tracedat-v7|tr-cat -B inst1 tests/data/tracedat/v7-none-inst.dat|0"
+    "list|--list|0|"
+    "tr-on-tree|tr-on -T $TREE|0|tr-on"
+    "banner||0|"
+    "unknown-applet|no-such-applet||"
+    "events-list|tr-event -T $TREE --list|0|tr-event"
+    "tracedat-v6|tr-cat tests/data/tracedat/v6-inst.dat|0|tr-cat decode"
+    "tracedat-v7|tr-cat -B inst1 tests/data/tracedat/v7-none-inst.dat|0|tr-cat decode"
+    "graph-folded|tr-graph --folded -T tests/fixtures/aarch64/graph|0|tr-graph"
+    "net|tr-cat -N 127.0.0.1:1 --raw|1|tr-cat net decode"
+    "probe|tr-event -T $TREE --kprobe r:|2|tr-event probe"
+    "lat|tr-lat wakeup -r -T $TREE|0|tr-lat"
 )
 # Every board fixture, decoded by every target as by the host: 64-bit values
 # through 32-bit arithmetic (armv7), the threaded renderer under qemu-user.
 for d in tests/fixtures/*/*/; do
     d=${d%/}
     n=${d#tests/fixtures/}
-    [ -d "$d/per_cpu" ] && CASES+=("fixture-${n//\//-}|tr-cat --raw -j 2 -T $d|0")
+    [ -d "$d/per_cpu" ] && CASES+=("fixture-${n//\//-}|tr-cat --raw -j 2 -T $d|0|tr-cat decode")
 done
 # Also dispatch on argv[0]: a symlink named tr-on.
 LINK_CASES=(
-    "link-tr-on|tr-on|-T $TREE|0"
+    "link-tr-on|tr-on|-T $TREE|0|tr-on"
 )
 
 pass=0
@@ -92,23 +105,58 @@ host_only() {
 mkdir -p "$work/host-links"
 ln -s "$(realpath "$HOST_BIN")" "$work/host-links/tr-on"
 for c in "${CASES[@]}"; do
-    IFS='|' read -r name args want <<<"$c"
+    IFS='|' read -r name args want needs <<<"$c"
     # shellcheck disable=SC2086
     run_ref "$name" "$HOST_BIN" $args
 done
 for c in "${LINK_CASES[@]}"; do
-    IFS='|' read -r name link args want <<<"$c"
+    IFS='|' read -r name link args want needs <<<"$c"
     # shellcheck disable=SC2086
     run_ref "$name" "$work/host-links/$link" $args
 done
 
-check() { # target name want rc  (outputs in $work/out.*)
-    local t=$1 name=$2 want=$3 rc=$4 why=""
+# The features of the binary under test (`trbox --version`: "trbox V
+# (configuration NAME: FEATURE...)"), and what it lacks of $1.
+FEATURES=
+lacks() {
+    local f
+    for f in $1; do
+        [[ " $FEATURES " == *" $f "* ]] || { echo "$f"; return; }
+    done
+}
+# The host's --list and banner without the applets this binary leaves out.
+without_absent() {
+    local a pat=
+    for a in tr-on tr-event tr-cat tr-graph tr-stack tr-lat; do
+        [ -z "$(lacks "$a")" ] || pat+="${pat:+|}$a"
+    done
+    if [ -n "$pat" ]; then grep -Ev "^($pat)\$|^  ($pat) " || true; else cat; fi
+}
+
+check() { # target name want rc needs (outputs in $work/out.*)
+    local t=$1 name=$2 want=$3 rc=$4 needs=$5 why="" missing
+    missing=$(lacks "$needs")
+    if [ -n "$missing" ]; then
+        # Left out of this configuration: one line that says so, exit 2.
+        if [ "$rc" = 2 ] && grep -q "is not in this trbox (configuration $CONFIG" "$work/err.$name"; then
+            ok "$t $name: left out (no $missing), says so"
+            left_out+=("$name")
+        else
+            ko "$t $name: needs $missing, which this build lacks: want exit 2 and 'is not in this trbox (configuration $CONFIG'; exit $rc"
+            head -3 "$work/err.$name" | sed 's/^/      /'
+        fi
+        return
+    fi
+    if [[ $name == list || $name == banner ]]; then
+        without_absent <"$work/ref.$name.out" >"$work/ref.$name.want"
+    else
+        cp "$work/ref.$name.out" "$work/ref.$name.want"
+    fi
     if [ -n "$want" ] && [ "$rc" != "$want" ]; then
         why="exit $rc, want $want"
     elif [ "$rc" != "${REF_RC[$name]}" ]; then
         why="exit $rc, host build exits ${REF_RC[$name]}"
-    elif ! cmp -s "$work/ref.$name.out" "$work/out.$name"; then
+    elif ! cmp -s "$work/ref.$name.want" "$work/out.$name"; then
         why="stdout differs from the host build:"
     fi
     if [ -z "$why" ]; then
@@ -116,7 +164,7 @@ check() { # target name want rc  (outputs in $work/out.*)
     else
         ko "$t $name: $why"
         if [ "$why" = "stdout differs from the host build:" ]; then
-            diff -u "$work/ref.$name.out" "$work/out.$name" | head -20 | sed 's/^/      /'
+            diff -u "$work/ref.$name.want" "$work/out.$name" | head -20 | sed 's/^/      /'
         fi
         if [ -s "$work/err.$name" ]; then
             echo "      stderr:"
@@ -127,8 +175,9 @@ check() { # target name want rc  (outputs in $work/out.*)
 
 for t in $TARGETS; do
     bin=$TARGET_DIR/$t/release/trbox
+    [ -n "$CONFIG" ] && bin=$TARGET_DIR/configs/$CONFIG/$t/trbox
     if [ ! -f "$bin" ]; then
-        ko "$t build: $bin missing (make cross)"
+        ko "$t build: $bin missing (make cross${CONFIG:+ CONFIG=$CONFIG})"
         continue
     fi
     desc=$(file -b "$bin")
@@ -142,21 +191,49 @@ for t in $TARGETS; do
         ko "$t run: ${runner#missing:} not found (bash cross/setup.sh)"
         continue
     fi
+    # Its configuration and features, as it names them.
+    version=$($runner "$bin" --version 2>&1)
+    FEATURES=$(sed -n 's/^trbox [^ ]* (configuration [^:]*: \(.*\))$/\1/p' <<<"$version")
+    named=$(sed -n 's/^trbox [^ ]* (configuration \([^:]*\):.*/\1/p' <<<"$version")
+    if [ -n "$named" ] && { [ -z "$CONFIG" ] || [ "$named" = "$CONFIG" ]; }; then
+        ok "$t version: configuration $named: $FEATURES"
+    else
+        ko "$t version: want 'trbox V (configuration ${CONFIG:-NAME}: FEATURES...)', got: $version"
+    fi
+    CONFIG=${CONFIG:-$named}
+    left_out=()
     for c in "${CASES[@]}"; do
-        IFS='|' read -r name args want <<<"$c"
+        IFS='|' read -r name args want needs <<<"$c"
         # shellcheck disable=SC2086
         $runner "$bin" $args >"$work/out.$name" 2>"$work/err.$name" </dev/null
-        check "$t" "$name" "$want" $?
+        check "$t" "$name" "$want" $? "$needs"
+    done
+    # Each applet this build leaves out says so (exit 2), not "applet not found".
+    for a in tr-on tr-event tr-cat tr-graph tr-stack tr-lat; do
+        [ -n "$(lacks "$a")" ] || continue
+        $runner "$bin" "$a" >/dev/null 2>"$work/err.absent" </dev/null
+        rc=$?
+        if [ "$rc" = 2 ] && [ "$(cat "$work/err.absent")" = "$a is not in this trbox (configuration $CONFIG)" ]; then
+            ok "$t $a: not in this trbox"
+        else
+            ko "$t $a: want exit 2 and '$a is not in this trbox (configuration $CONFIG)'; exit $rc: $(head -1 "$work/err.absent")"
+        fi
     done
     rm -rf "$work/links" && mkdir -p "$work/links"
     for c in "${LINK_CASES[@]}"; do
-        IFS='|' read -r name link args want <<<"$c"
+        IFS='|' read -r name link args want needs <<<"$c"
         ln -sfn "$(realpath "$bin")" "$work/links/$link"
         # shellcheck disable=SC2086
         $runner "$work/links/$link" $args >"$work/out.$name" 2>"$work/err.$name" </dev/null
-        check "$t" "$name" "$want" $?
+        check "$t" "$name" "$want" $? "$needs"
     done
+    if [ ${#left_out[@]} -gt 0 ]; then
+        fixtures=$(printf '%s\n' "${left_out[@]}" | grep -c '^fixture-')
+        others=$(printf '%s\n' "${left_out[@]}" | grep -v '^fixture-' | tr '\n' ' ')
+        [ "$fixtures" = 0 ] && fixtures= || fixtures="$fixtures fixtures"
+        echo "      $t: left out of configuration $CONFIG, checked to say so: $others$fixtures"
+    fi
 done
 
-echo "cross-test: $pass passed, $fail failed"
+echo "cross-test${CONFIG:+ ($CONFIG)}: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -41,6 +41,9 @@ fi
 while IFS= read -r e; do
 	bad "guest: ${e#@@ERROR }"
 done < <(grep '^@@ERROR' "$log")
+# The lines a binary of another configuration skipped (features.sh).
+. "$QEMU_DIR/features.sh"
+features_report
 
 # The session, parsed as the guest's run-session parses it.
 n=0

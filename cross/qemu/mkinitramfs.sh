@@ -47,6 +47,10 @@ install -m 0755 "$QEMU_DIR/guest/lastboot-copy" "$QEMU_DIR/guest/lastboot-send" 
 # The network boards' modules, net-up and session-net lines (net.sh).
 . "$QEMU_DIR/net.sh"
 net_initramfs "$root"
+# A binary of another configuration (make cross CONFIG=minimal): without
+# the lines that need what it leaves out (features.sh).
+. "$QEMU_DIR/features.sh"
+features_filter "$root/etc/trbox/session"
 
 case "${BREAK:-}" in
 '' | 0) ;;

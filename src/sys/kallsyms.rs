@@ -150,6 +150,11 @@ pub fn modules_text(t: &Tracefs) -> String {
 /// What the `last_boot_info` of the buffer `t` works in says, when the
 /// buffer holds a previous boot's records (a persistent instance, 6.12+).
 pub fn last_boot(t: &Tracefs) -> Option<crate::lastboot::LastBoot> {
+    // The persistent ring buffer's previous boot (feature boot): without
+    // it, addresses are looked up as they are.
+    if !cfg!(feature = "boot") {
+        return None;
+    }
     let info = t.read_opt("last_boot_info").ok()??;
     crate::lastboot::LastBoot::parse(&info, &modules_text(t))
 }

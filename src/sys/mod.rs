@@ -20,6 +20,7 @@ pub mod status;
 pub mod stream;
 pub mod thread;
 pub mod trace;
+pub mod trace_pipe;
 mod tracedat;
 mod tracefs;
 pub mod watch;

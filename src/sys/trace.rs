@@ -180,7 +180,9 @@ pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
             td.btf.len()
         );
     }
-    match &td.options.last_boot {
+    // (feature boot: without it, a previous boot's addresses are looked up
+    // as they are.)
+    match td.options.last_boot.as_ref().filter(|_| cfg!(feature = "boot")) {
         Some(info) => {
             let modules = String::from_utf8_lossy(&td.modules);
             match crate::lastboot::LastBoot::parse(info, &modules) {

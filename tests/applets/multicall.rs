@@ -145,7 +145,11 @@ fn install_links_every_applet_and_leaves_existing_ones() {
     let o = cmd(&d.path().join("tr-on"), &["--help"]).output().unwrap();
     assert!(stdout(&o).contains("Usage: tr-on"));
     let o = cmd(&d.path().join("trbox"), &["--version"]).output().unwrap();
-    assert_eq!(stdout(&o), format!("trbox {}\n", env!("CARGO_PKG_VERSION")));
+    // The version, the configuration and its features (the host build has
+    // them all).
+    let v = stdout(&o);
+    assert!(v.starts_with(&format!("trbox {} (configuration ", env!("CARGO_PKG_VERSION"))), "{v}");
+    assert!(v.ends_with(" tr-lat net console boot rtla probe zstd zlib host)\n"), "{v}");
     // Hard links (same filesystem as the binary: use the target dir).
     let h = TempDir::new("hard");
     let hd = trbox().parent().unwrap().join(format!("hardlinks-{}", std::process::id()));

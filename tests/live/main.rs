@@ -13,5 +13,6 @@ mod printfmt_coverage;
 mod printfmt_live;
 mod state_live;
 mod state_restore;
+mod trace_pipe_live;
 mod tracedat_live;
 mod tracedat_write;

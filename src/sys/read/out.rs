@@ -77,6 +77,11 @@ impl Out {
         self.buf.shrink_to(bytes);
     }
 
+    /// What is buffered (a block in memory: all of it).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
     /// The reader went away (or writing failed): stop producing output.
     pub fn broken(&self) -> bool {
         self.err.is_some()
