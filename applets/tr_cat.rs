@@ -277,6 +277,7 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
 /// An -e that names no event the input has formats of is said with the
 /// closest names, as tr-event offers them: an error when no -e does, else
 /// a note.
+#[cfg(feature = "decode")]
 fn known_events(input: &read::Input<'_>, o: &RawOpts, what: &str) -> Result<(), Error> {
     let bad = o.filter.unmatched(input.events());
     if bad.is_empty() {
