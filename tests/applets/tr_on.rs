@@ -306,6 +306,7 @@ fn switch_keeps_settings_and_a_failed_switch_keeps_none() {
         "options/irq-info",
         "trace_clock",
         "set_event_pid",
+        "set_ftrace_pid",
         "options/event-fork",
         "options/function-fork",
         "tracing_on",
@@ -316,9 +317,15 @@ fn switch_keeps_settings_and_a_failed_switch_keeps_none() {
             .map(|f| rd(&root, f))
             .collect();
     let clock = rd(&root, "trace_clock");
+    let ftrace_pid = rd(&root, "set_ftrace_pid");
     put_back(&root, &before, &changed);
     assert_eq!(got, ["1", "0", "1", "1", "0"]);
     assert_eq!(trbox::ctl::selected(&clock), Some("global"));
+    // -P is the function tracers' pid too, where the kernel takes a write
+    // to set_ftrace_pid (a kernel that refuses dynamic ftrace says EPERM:
+    // the list stays as it was, "no pid").
+    let was = before.iter().find(|(k, _)| k == "set_ftrace_pid").map(|(_, v)| v.trim());
+    assert!(ftrace_pid == "1" || Some(ftrace_pid.as_str()) == was, "set_ftrace_pid: {ftrace_pid:?}, before {was:?}");
     assert_same_state(&before, &snapshot(&root));
 
     // The unknown option comes after two good settings: both are undone.

@@ -288,12 +288,15 @@ fn progress_of_a_window_on_a_tty_only() {
     let Some(root) = live_tracefs() else { return };
     let _l = TracefsLock::take();
     let before = snapshot(&root);
-    let (status, text) = on_pty(&["tr-stack", "-e", "sched:sched_switch", "-t", "1.5"], "xterm", true);
+    // The line is drawn once the buffer is being read, which may take
+    // seconds to set up on a slow board: a window longer than that.
+    let (status, text) = on_pty(&["tr-stack", "-e", "sched:sched_switch", "-t", "4"], "xterm", true);
     assert!(status.success(), "{text}");
     let (lines, after) = progress_lines(&text).unwrap_or_else(|| panic!("no progress line: {text:?}"));
-    assert!((2..=7).contains(&lines.len()), "{} redraws in 1.5 s: {lines:?}", lines.len());
+    // At most four redraws a second.
+    assert!((1..=17).contains(&lines.len()), "{} redraws in 4 s: {lines:?}", lines.len());
     for l in &lines {
-        assert!(["tr-stack: tracing, 2 s left", "tr-stack: tracing, 1 s left"].contains(l), "{l:?}");
+        assert!((1..=4).any(|s| *l == format!("tr-stack: tracing, {s} s left")), "{l:?}");
     }
     assert!(after.contains("sched:sched_switch\r\n"), "the table after it: {after:?}");
     let o = stack(&["-e", "sched:sched_switch", "-t", "1"]);
