@@ -90,7 +90,8 @@ fetch() {
 		[ -e "$src" ] || { rm -rf "$dl"; die "$pkg:$DEB_ARCH has no /$rel (nor its dependencies)"; }
 		mkdir -p "$dl/root/$(dirname "$rel")"
 		cp -L "$src" "$dl/root/$rel"
-		f=$(readelf -l "$src" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
+		# (A script, such as ldd, is no ELF: readelf fails, nothing to follow.)
+		f=$(readelf -l "$src" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p') || f=
 		[ -z "$f" ] || todo+=("$f")
 		for lib in $(readelf -d "$src" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 			f=$(find_lib "$x" "$lib") || { rm -rf "$dl"; die "no package of $pkg:$DEB_ARCH's dependencies has $lib (needed by /$rel)"; }
