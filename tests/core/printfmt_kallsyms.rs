@@ -49,7 +49,10 @@ fn printk_formats_unescape() {
 #[test]
 fn build_time_and_live_lookups() {
     let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else { return };
-    if text.lines().next().is_some_and(|l| l.starts_with("0000000000000000")) {
+    // Hidden (kallsyms_show_value() false): every address is printed as 0.
+    // Not the first line alone: x86_64's per-CPU symbols start at 0 (on
+    // 6.1, the first lines of /proc/kallsyms; that board skipped here).
+    if text.lines().all(|l| l.starts_with("0000000000000000") || l.starts_with("00000000 ")) {
         common::skip("kallsyms addresses hidden");
         return;
     }
