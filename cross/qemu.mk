@@ -31,7 +31,7 @@ KERNEL ?= 6.1
 # short one (the lines marked '## boards: all'; tr-lat's RT lines on the
 # 6.1-rt boards), two boards at a time (QEMU_JOBS), the longest first, to
 # fit its 30-minute budget on 2 cores (cross/qemu/README.md: timings).
-QEMU_ALL_BOARDS := aarch64 armv7:7.2 aarch64:6.1-rt aarch64:7.2-rt aarch64:6.12-16k aarch64:7.2 x86_64:6.12 aarch64:6.12 armv7:6.1-rt armv7 armv7:5.10 x86_64 aarch64:5.10
+QEMU_ALL_BOARDS := aarch64 x86_64:7.2 armv7:7.2 aarch64:6.1-rt aarch64:7.2-rt aarch64:6.12-16k aarch64:7.2 x86_64:6.12 aarch64:6.12 armv7:6.1-rt armv7 armv7:5.10 x86_64 aarch64:5.10
 QEMU_ARCHS ?= $(QEMU_ALL_BOARDS)
 QEMU_BOARDS ?= $(QEMU_ARCHS)
 QEMU_SH := cross/qemu

@@ -4,14 +4,15 @@
 # Usage: check.sh QEMU_EXIT_STATUS
 # Prints one line per check (boot, each command, power-off), the reason for
 # each failure with the command's output, and on failure the transcript's
-# tail. Writes "PASSED FAILED" to cross/out/BOARD/check-result; exits 1 on
-# any failure.
+# tail. Writes "PASSED FAILED SKIPPED" to cross/out/BOARD/check-result
+# (SKIPPED: the live tests among the passed that skipped, live.sh); exits 1
+# on any failure.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 qrc=${1:-0}
 log=$OUT/console.log
 session=$OUT/root/etc/trbox/session
-pass=0 fail=0
+pass=0 fail=0 skipped=0
 
 ok() { pass=$((pass + 1)); printf '[qemu %s] ok    %s\n' "$BOARD" "$*"; }
 bad() { fail=$((fail + 1)); printf '[qemu %s] FAIL  %s\n' "$BOARD" "$*"; }
@@ -20,7 +21,10 @@ output_of() { awk -v n="$1" '$1 == "@@CMD" && $2 == n { on = 1; next } $1 == "@@
 indent() { head -n "${1:-15}" | sed 's/^/        | /'; }
 
 why_stopped() {
-	if [ "$qrc" = 124 ]; then
+	if [ -s "$OUT/stopped" ]; then
+		# run.sh's watchdog or time limit, with the check it stopped in.
+		cat "$OUT/stopped"
+	elif [ "$qrc" = 124 ]; then
 		echo "the run hit its time limit and qemu was killed"
 	elif grep -q 'Kernel panic' "$log"; then
 		echo "the kernel panicked: $(grep -m1 'Kernel panic' "$log" | sed 's/^\[[^]]*\] //')"
@@ -63,7 +67,8 @@ while IFS= read -r line; do
 		esac
 	done
 	label="#$n $cmd"
-	[ ${#label} -le 72 ] || label="${label:0:69}..."
+	# A live test's name is kept whole (live.sh).
+	[ ${#label} -le 72 ] || [[ $cmd == 'live-test '* ]] || label="${label:0:69}..."
 	if ! grep -q "^@@CMD $n " "$log"; then
 		bad "$label: not reached ($( [ -n "$boot" ] && echo "the session stopped before it: $(why_stopped)" || echo "no boot"))"
 		continue
@@ -90,7 +95,15 @@ while IFS= read -r line; do
 		grep -qF -- "$x" <<<"$out" || reasons+=("output lacks '$x'")
 	done
 	if [ ${#reasons[@]} = 0 ]; then
-		ok "$label (${took}s)"
+		# A live test that skipped (live.sh, common::skip_tool and
+		# skip_absent) passes, and says why.
+		why=$(grep -m1 '^SKIP' <<<"$out")
+		if [[ $cmd == 'live-test '* ]] && [ -n "$why" ]; then
+			skipped=$((skipped + 1))
+			ok "$label (${took}s): ${why:0:160}"
+		else
+			ok "$label (${took}s)"
+		fi
 	else
 		bad "$label (${took}s): $(IFS=';'; echo "${reasons[*]}" | sed 's/;/; /g')"
 		printf '%s\n' "$out" | indent 15
@@ -237,7 +250,7 @@ else
 	bad "power-off: the session did not finish cleanly: $(why_stopped)"
 fi
 
-echo "$pass $fail" >"$OUT/check-result"
+echo "$pass $fail $skipped" >"$OUT/check-result"
 if [ "$fail" -gt 0 ]; then
 	echo "[qemu $BOARD] --- last 40 lines of ${log#"$REPO"/} ---"
 	tail -n 40 "$log" | sed 's/^/    /'

@@ -71,13 +71,13 @@ aarch64:6.12-16k)
 	;;
 aarch64:6.1-rt | armv7:6.1-rt) KFLAVOUR=rt-$KFLAVOUR ;;
 # sid: the newest kernel Debian ships (7.2; PREEMPT_RT on arm64 only).
-aarch64:7.2 | armv7:7.2) SUITE=sid ;;
+aarch64:7.2 | armv7:7.2 | x86_64:7.2) SUITE=sid ;;
 # 7.2-rt: with a PSCI idle state in its device tree (IDLE_STATES below),
 # for tr-lat's --deepest-idle-state.
 aarch64:7.2-rt) SUITE=sid KFLAVOUR=rt-$KFLAVOUR IDLE_STATES=1 ;;
 *)
 	echo "qemu: no board $ARCH:$KERNEL (boards: aarch64, armv7, x86_64 with 6.1;" \
-		"aarch64 and armv7 with 5.10, 6.1-rt and 7.2; aarch64 and x86_64 with 6.12; aarch64 with 6.12-16k and 7.2-rt)" >&2
+		"aarch64 and armv7 with 5.10 and 6.1-rt; every arch with 7.2; aarch64 and x86_64 with 6.12; aarch64 with 6.12-16k and 7.2-rt)" >&2
 	exit 2
 	;;
 esac
@@ -103,6 +103,15 @@ SESSION_FULL=0
 for b in ${QEMU_FULL_BOARDS:-aarch64}; do
 	case "$b" in all | "$BOARD" | "$ARCH:$KERNEL") SESSION_FULL=1 ;; esac
 done
+# The live test suites (live.sh) run on the boards in QEMU_LIVE_BOARDS
+# (default: x86_64:7.2, the one that fits make test's 30 minutes; `all`
+# or a list for more, 'none' for none), with 1 GiB of RAM:
+# the tests' recordings and listeners write to /tmp, a tmpfs of half the
+# RAM, and `tr-cat --listen` takes a sender only with 256 MiB free there.
+LIVE=0
+for b in ${QEMU_LIVE_BOARDS-x86_64:7.2}; do
+	case "$b" in all | "$BOARD" | "$ARCH:$KERNEL") LIVE=1 DEFAULT_MEM=1024 ;; esac
+done
 
 # The kernel cache is shared by every clone on the machine (a fresh clone
 # boots without downloading again).
@@ -111,7 +120,7 @@ CACHE=$CACHE_BASE/$BOARD
 OUT=${QEMU_OUT:-$REPO/cross/out}/$BOARD
 # The static binary from `make cross` (which honours CARGO_TARGET_DIR).
 TRBOX_BIN=${TRBOX_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/$TRIPLE/release/trbox}
-QEMU_MEM=${QEMU_MEM:-512}
+QEMU_MEM=${QEMU_MEM:-${DEFAULT_MEM:-512}}
 QEMU_SMP=${QEMU_SMP:-${DEFAULT_SMP:-2}}
 
 # Prefix every progress line so it is easy to tell from guest output.

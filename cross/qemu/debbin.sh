@@ -38,12 +38,16 @@ find_lib() {
 	return 1
 }
 
-apt_opts=()
+# The packages are the board's, not the host's: without the host's dpkg
+# status, whose installed versions (say a point release, libpcre2-8-0
+# 10.42-1+deb12u1 on a bookworm host) would be the candidates, although
+# no source of the board's suite has them to download.
+apt_opts=(-o Dir::State::status=/dev/null)
 debs=$CACHE_BASE/debs/$DEB_ARCH
 if [ "$SUITE" != bookworm ]; then
 	apt_dir=$CACHE_BASE/apt/$SUITE-$DEB_ARCH
 	[ -f "$apt_dir/sources.list" ] || die "no apt state for $SUITE ($apt_dir): cross/qemu/fetch.sh makes it with the board's kernel"
-	apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=-
+	apt_opts+=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=-
 		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o Acquire::Check-Valid-Until=false)
 	debs=$CACHE_BASE/debs/$SUITE-$DEB_ARCH
 fi
@@ -90,7 +94,8 @@ fetch() {
 		[ -e "$src" ] || { rm -rf "$dl"; die "$pkg:$DEB_ARCH has no /$rel (nor its dependencies)"; }
 		mkdir -p "$dl/root/$(dirname "$rel")"
 		cp -L "$src" "$dl/root/$rel"
-		f=$(readelf -l "$src" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
+		# (A script, such as ldd, is no ELF: readelf fails, nothing to follow.)
+		f=$(readelf -l "$src" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p') || f=
 		[ -z "$f" ] || todo+=("$f")
 		for lib in $(readelf -d "$src" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 			f=$(find_lib "$x" "$lib") || { rm -rf "$dl"; die "no package of $pkg:$DEB_ARCH's dependencies has $lib (needed by /$rel)"; }

@@ -168,7 +168,7 @@ for b in "${boards[@]}"; do
 	fi
 	[ -f "$out/sent/lb.dat" ] && dat_check "$out/sent"
 	if [ -s "$out/check-result" ]; then
-		read -r p f <"$out/check-result"
+		read -r p f _ <"$out/check-result"
 		pass=$((pass + p)) fail=$((fail + f))
 	else
 		bad "no check result"

@@ -47,6 +47,9 @@ install -m 0755 "$QEMU_DIR/guest/lastboot-copy" "$QEMU_DIR/guest/lastboot-send" 
 # The network boards' modules, net-up and session-net lines (net.sh).
 . "$QEMU_DIR/net.sh"
 net_initramfs "$root"
+# The live boards' test binaries, data and live-test lines (live.sh).
+. "$QEMU_DIR/live.sh"
+live_initramfs "$root"
 # A binary of another configuration (make cross CONFIG=minimal): without
 # the lines that need what it leaves out (features.sh).
 . "$QEMU_DIR/features.sh"
@@ -60,9 +63,12 @@ cmd) # a command that fails and an expectation that is not met
 	printf '%s\n' 'tr-on --no-such-option' 'echo all fine ## expect: this text is never printed' >>"$root/etc/trbox/session" ;;
 hang) # a guest that never finishes: the host's time limit must end it
 	printf '%s\n' 'sleep 100000 ## timeout: 100000' >>"$root/etc/trbox/session" ;;
+stuck) # a first command whose limit the guest cannot keep (the session's
+	# shell stopped): the host's watchdog (run.sh) must end the board
+	sed -i '1i kill -STOP $PPID; sleep 100000 ## timeout: 5' "$root/etc/trbox/session" ;;
 boot) # no init: the kernel panics before the session starts
 	rm -f "$root/init" ;;
-*) die "unknown BREAK=$BREAK (use bin, cmd, hang or boot)" ;;
+*) die "unknown BREAK=$BREAK (use bin, cmd, hang, stuck or boot)" ;;
 esac
 
 mkdir -p "$OUT"

@@ -410,24 +410,24 @@ pub fn instance_name_problem(name: &str) -> Option<&'static str> {
 /// Read a whole tracefs file. Some generated files (events/header_page on
 /// 6.x) answer a small first read with a cut-off text and then EOF, so the
 /// first read must be large — std::fs::read starts with a 32-byte probe
-/// because tracefs reports size 0.
+/// because tracefs reports size 0. A page on the stack takes such a text
+/// (the kernel builds it in a trace_seq of at most a page) and most control
+/// files in one read: a status reads every event's enable, filter and
+/// trigger, and a 64 KiB heap buffer for each was an mmap and a munmap
+/// apiece with musl's malloc (seconds under qemu's TCG).
 pub fn read_text(p: &Path) -> io::Result<String> {
     use std::io::Read;
     let mut f = std::fs::File::open(p)?;
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut len = 0;
+    let mut page = [0u8; 4096];
+    let mut buf = Vec::new();
     loop {
-        if len == buf.len() {
-            buf.resize(len * 2, 0);
-        }
-        match f.read(&mut buf[len..]) {
+        match f.read(&mut page) {
             Ok(0) => break,
-            Ok(n) => len += n,
+            Ok(n) => buf.extend_from_slice(&page[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    buf.truncate(len);
     Ok(match String::from_utf8(buf) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),

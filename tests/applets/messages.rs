@@ -33,6 +33,7 @@ const FILES: &[(&str, Option<&str>)] = &[
     ("session.rs", None),
     ("progress.rs", None),
     ("screen.rs", None),
+    ("config.rs", None),
 ];
 
 /// Other programs whose options messages quote (`chrt -f 50 CMD`, the

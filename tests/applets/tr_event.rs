@@ -30,7 +30,10 @@ fn command_and_its_forks_are_traced_and_its_status_returned() {
         "--",
         "sh",
         "-c",
-        "ls / >/dev/null; sleep 0.1; exit 3",
+        // By their paths: busybox sh (the qemu boards') runs a bare `ls`
+        // by exec'ing /proc/self/exe, and a bare `sleep` without a
+        // process of its own.
+        "/bin/ls / >/dev/null; /bin/sleep 0.1; exit 3",
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let out = stdout(&o);
@@ -240,8 +243,10 @@ fn lock_follows_no_symlink_planted_in_a_shared_directory() {
     let victim = d.path().join("victim");
     std::fs::write(&victim, "precious\n").unwrap();
     let inst = format!("trbox-lk{}", std::process::id());
+    // At each of those directories this system has (a board may have /tmp
+    // alone).
     let links = Planted::new(&victim, &["trbox.lock".to_string(), format!("trbox-{inst}.lock")]);
-    assert!(links.0.len() >= 3, "nothing planted: {:?}", links.0);
+    assert!(!links.0.is_empty(), "nothing planted");
     for args in [&["sched:sched_switch", "-t", "0.2"][..], &["-B", &inst, "sched:sched_switch", "-t", "0.2"]] {
         let o = ev(args);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
@@ -502,6 +507,9 @@ fn a_system_wide_run_leaves_out_its_own_threads() {
 #[test]
 fn a_left_out_event_takes_its_stack_with_it() {
     let Some((_l, root, before)) = live() else { return };
+    // Switches of tasks other than trbox's: on an idle one-CPU board
+    // trbox's own are all there are.
+    let _load = reader_loop();
     let o = ev(&["sched:sched_switch", "-R", "stacktrace", "-t", "1"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);

@@ -257,7 +257,9 @@ fn a_command_is_measured_and_its_status_returned() {
     // still trbox's fork when it is released: its wakeup may come first.)
     let ours = |n: &str| ["sh-", "seq-", "sleep-", "trbox-"].iter().any(|p| n.starts_with(p));
     assert!(r.iter().filter(|x| x.0 == "task").all(|x| ours(&x.2)), "{r:?}");
-    let o = lat(&["syscall", "--", "sh", "-c", "cat /proc/version > /dev/null"]);
+    // Not the shell's last command: busybox sh (the qemu boards') execs
+    // that one in place of forking.
+    let o = lat(&["syscall", "--", "sh", "-c", "cat /proc/version > /dev/null; exit 0"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("# system call duration (sys_enter -> sys_exit), us"), "{out}");
@@ -297,7 +299,10 @@ fn a_pid_of_another_process_is_measured_alone() {
 #[test]
 fn a_system_wide_run_sees_the_load_and_not_itself() {
     let Some((_l, root, before)) = live_with_snapshot() else { return };
-    let mut bg = spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=512"]));
+    // System calls at a pace, not as fast as dd makes them: on a one-CPU
+    // board under TCG, tracing each of dd's took the reader 30 s for the
+    // 3.5 s window.
+    let mut bg = spawn(Command::new("sh").args(["-c", "while :; do read x </proc/version; sleep 0.01; done"]));
     let dd = bg.id() as i64;
     // Other tests' trbox processes may run meanwhile: only this one and
     // its threads must be absent.
@@ -432,7 +437,10 @@ fn on_a_tty_the_table_refreshes_about_once_a_second() {
     let ws = libc::winsize { ws_row: 15, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: TIOCSWINSZ reads the winsize; the descriptor is the pty's.
     assert_eq!(unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) }, 0);
-    let mut bg = spawn(Command::new("dd").args(["if=/dev/zero", "of=/dev/null", "bs=512"]));
+    // System calls at a pace, not as fast as dd makes them: on a one-CPU
+    // board under TCG, tracing each of dd's took the reader 30 s for the
+    // 3.5 s window.
+    let mut bg = spawn(Command::new("sh").args(["-c", "while :; do read x </proc/version; sleep 0.01; done"]));
     let mut c = cmd(&trbox(), &["tr-lat", "syscall", "-t", "3.5"]);
     c.env("TERM", "xterm").stdout(slave).stderr(std::process::Stdio::piped());
     let child = c.spawn().unwrap();

@@ -184,7 +184,9 @@ fn sched_switch_stacks_live() {
     let t0 = std::time::Instant::now();
     let o = stack(&["-e", "sched:sched_switch", "-t", "2", "--wait"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(t0.elapsed().as_secs_f64() < 10.0);
+    // The run ends at its window, not at some later event; the bound is
+    // generous, for a loaded board under TCG (20 s seen on one).
+    assert!(t0.elapsed().as_secs_f64() < 60.0, "{:?} for a 2 s window", t0.elapsed());
     let (rows, (total, distinct)) = parse_table(&stdout(&o));
     assert!(total > 0 && distinct == rows.len() && distinct > 0);
     assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), total);
@@ -300,12 +302,22 @@ fn progress_of_a_window_on_a_tty_only() {
     let Some(root) = live_tracefs() else { return };
     let _l = TracefsLock::take();
     let before = snapshot(&root);
-    let (status, text) = on_pty(&["tr-stack", "-e", "sched:sched_switch", "-t", "1.5"], "xterm", true);
+    // The line is drawn once the buffer is being read, which may take
+    // seconds to set up on a slow board: a window longer than that. It is
+    // redrawn as the reader goes through records: switches of a task
+    // other than trbox's (an idle one-CPU board has two in 4 s).
+    let _load = spawn(
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do sleep 0.02; done"])
+            .stdout(std::process::Stdio::null()),
+    );
+    let (status, text) = on_pty(&["tr-stack", "-e", "sched:sched_switch", "-t", "4"], "xterm", true);
     assert!(status.success(), "{text}");
     let (lines, after) = progress_lines(&text).unwrap_or_else(|| panic!("no progress line: {text:?}"));
-    assert!((2..=7).contains(&lines.len()), "{} redraws in 1.5 s: {lines:?}", lines.len());
+    // At most four redraws a second.
+    assert!((1..=17).contains(&lines.len()), "{} redraws in 4 s: {lines:?}", lines.len());
     for l in &lines {
-        assert!(["tr-stack: tracing, 2 s left", "tr-stack: tracing, 1 s left"].contains(l), "{l:?}");
+        assert!((1..=4).any(|s| *l == format!("tr-stack: tracing, {s} s left")), "{l:?}");
     }
     assert!(after.contains("sched:sched_switch\r\n"), "the table after it: {after:?}");
     let o = stack(&["-e", "sched:sched_switch", "-t", "1"]);

@@ -44,7 +44,7 @@ pub fn cc(cc: &str, src: &str, flags: &[&str], out: &Path) -> bool {
             false
         }
         Err(e) => {
-            super::skip(&format!("part: no {cc}: {e}"));
+            super::skip_tool(cc, &format!("part: no {cc}: {e}"));
             false
         }
     }
@@ -53,7 +53,7 @@ pub fn cc(cc: &str, src: &str, flags: &[&str], out: &Path) -> bool {
 /// Build the test programs into `dir`; None (reason printed) without gcc.
 pub fn build(dir: &Path) -> Option<Progs> {
     if !have("gcc") || !have("strip") {
-        super::skip("no gcc/strip to build the uprobe test programs");
+        super::skip_tool("gcc", "no gcc/strip to build the uprobe test programs");
         return None;
     }
     let p = Progs { pie: dir.join("pie"), nopie: dir.join("nopie"), stripped: dir.join("stripped") };

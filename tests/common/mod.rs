@@ -57,6 +57,18 @@ pub fn skip_absent(why: &str) {
     eprintln!("SKIP (absent here): {why}");
 }
 
+/// A host program the test compares with or builds with (trace-cmd,
+/// python3, gcc, strace) is missing. On a development machine that is a
+/// set-up to fix (`make setup` installs them: [`skip`]); on a qemu board
+/// (`TRBOX_BOARD`, set by cross/qemu/guest/live-test), whose initramfs
+/// holds busybox and the test binaries only, a skip that names the tool.
+pub fn skip_tool(tool: &str, why: &str) {
+    match std::env::var("TRBOX_BOARD") {
+        Ok(board) if !board.is_empty() => eprintln!("SKIP (no {tool} on the board {board}): {why}"),
+        _ => skip(why),
+    }
+}
+
 /// Is the live tracefs usable here (root, mounted or mountable)? Tests that
 /// need it call this and print why they skip.
 pub fn live_tracefs() -> Option<PathBuf> {
@@ -155,9 +167,11 @@ pub fn applet(name: &str, args: &[&str]) -> Output {
     o
 }
 
-/// The trbox binary cargo built for these tests.
+/// The trbox binary cargo built for these tests; `TRBOX_TEST_BIN`, when
+/// set, names another (a qemu board runs these test binaries far from the
+/// target directory they were built in: cross/qemu/live.sh).
 pub fn trbox() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_trbox"))
+    std::env::var_os("TRBOX_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_trbox")), PathBuf::from)
 }
 
 /// Run `trbox ARGS…` with a clean environment (no TRBOX_TRACEFS, no RUST_LOG).

@@ -20,7 +20,7 @@ pub struct Io {
 /// not run here.
 pub fn run_io(prefix: &[&str], args: &[&str], under: &[&str]) -> Option<(Output, Vec<Io>)> {
     if !super::cprog::have("strace") {
-        super::skip("no strace");
+        super::skip_tool("strace", "no strace to follow the run's reads and writes");
         return None;
     }
     let d = TempDir::new("strace");

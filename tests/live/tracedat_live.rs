@@ -156,7 +156,7 @@ fn record_live_pages_into_trace_dat() {
     assert_eq!(got, events_per_cpu);
 
     if Command::new("trace-cmd").arg("--version").output().is_err() {
-        common::skip("trace-cmd checks: not installed");
+        common::skip_tool("trace-cmd", "trace-cmd checks: not installed");
         return;
     }
     let out = Command::new("trace-cmd").arg("report").arg(&path).output().unwrap();

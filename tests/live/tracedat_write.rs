@@ -241,7 +241,7 @@ fn trace_cmd() -> bool {
 
 fn check_trace_cmd(wr: &Written) {
     if !trace_cmd() {
-        common::skip("trace-cmd checks: trace-cmd not installed");
+        common::skip_tool("trace-cmd", "trace-cmd checks: trace-cmd not installed");
         return;
     }
     let out = Command::new("trace-cmd").arg("report").arg(&wr.path).output().unwrap();

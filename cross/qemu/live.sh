@@ -1,0 +1,97 @@
+# The live test suites on the board's own kernel (issue 39): the boards in
+# QEMU_LIVE_BOARDS (common.sh; default x86_64:7.2; the other x86_64
+# boards, 6.1 and 6.12, by name or `all`; names as in test.sh; 'none' for none) carry the integration tests that
+# read and change the live tracefs -- tests/live whole, the live parts of
+# tests/core and tests/applets (session-live) -- built as static musl
+# executables, and run each test as a line of their session, under
+# TRBOX_REQUIRE_LIVE=1: a test that asserts a fact of the development
+# machine's kernel instead of the kernel's rule fails there. Sourced after
+# common.sh by mkinitramfs.sh and test.sh:
+#   live_build          `cargo test --profile board-tests --no-run` (Cargo.toml) of
+#                       the three test binaries, into a target directory of
+#                       their own (LIVE_TARGET_DIR: the test build's trbox
+#                       must not replace make cross's board binary), copied
+#                       to LIVE_TARGET_DIR/board-TRIPLE/
+#   live_initramfs ROOT the binaries in /usr/lib/trbox-tests, the data they
+#                       read at the path they were built with
+#                       (CARGO_MANIFEST_DIR: the test sources name it at
+#                       compile time), bash (debs-live), /usr/bin/live-test
+#                       (guest/live-test),
+#                       and one session line per test: `live-test BINARY
+#                       NAME`, so that check.sh counts each test as a check,
+#                       with its time, and the guest's per-command timeout
+#                       names a test that hangs
+# The test binaries are listed on the host (`BINARY --list`), so a live
+# board's architecture is the host's. The other boards are untouched (LIVE=0).
+
+# LIVE (this board runs them) is set in common.sh, which gives these
+# boards more RAM too.
+LIVE_TARGET_DIR=${LIVE_TARGET_DIR:-${CARGO_TARGET_DIR:-$REPO/target}/board-tests}
+LIVE_BIN_DIR=$LIVE_TARGET_DIR/board-$TRIPLE
+# The test binaries (tests/live, tests/core, tests/applets).
+LIVE_TESTS="live core applets"
+
+live_build() {
+	[ "$(uname -m)" = "$ARCH" ] ||
+		die "live tests: the test binaries are listed on the host, so a live board must be $(uname -m), not $ARCH (QEMU_LIVE_BOARDS)"
+	local t args=() json
+	for t in $LIVE_TESTS; do args+=(--test "$t"); done
+	say "live tests: cargo test --profile board-tests --no-run --target $TRIPLE ${args[*]} (into ${LIVE_TARGET_DIR#"$REPO"/})"
+	json=$(cd "$REPO" && CARGO_TARGET_DIR=$LIVE_TARGET_DIR ${CARGO:-cargo} test --profile board-tests --no-run \
+		--target "$TRIPLE" "${args[@]}" --message-format json-render-diagnostics) ||
+		die "live tests: the test build for $TRIPLE failed"
+	mkdir -p "$LIVE_BIN_DIR"
+	# Each test binary under its target's name, and the trbox they run
+	# (CARGO_BIN_EXE_trbox); a copy then a rename, as boards building at
+	# once may copy at once.
+	python3 -c '
+import json, sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        if m["profile"]["test"] or m["target"]["kind"] == ["bin"]:
+            print(m["target"]["name"], m["executable"])' <<<"$json" | while read -r t exe; do
+		cp "$exe" "$LIVE_BIN_DIR/.$t.$$" && mv -f "$LIVE_BIN_DIR/.$t.$$" "$LIVE_BIN_DIR/$t"
+	done
+	for t in $LIVE_TESTS trbox; do
+		[ -x "$LIVE_BIN_DIR/$t" ] || die "live tests: no $t binary in ${LIVE_BIN_DIR#"$REPO"/} after the build"
+	done
+}
+
+# The session lines: each line of session-live (BINARY, then libtest's
+# filters and --skip options, then ' ## ' notes) becomes one line per test
+# it selects, with its notes.
+live_session() {
+	local line sel notes bin name
+	while IFS= read -r line; do
+		case "$line" in '' | '#'*) continue ;; esac
+		sel=${line%% ## *}
+		notes=
+		[ "$sel" = "$line" ] || notes=" ## ${line#* ## }"
+		set -- $sel
+		bin=$1
+		shift
+		[ -x "$LIVE_BIN_DIR/$bin" ] || die "live tests: session-live names '$bin', which is not one of: $LIVE_TESTS"
+		"$LIVE_BIN_DIR/$bin" --list --format terse "$@" | sed -n 's/: test$//p' | while IFS= read -r name; do
+			printf 'live-test %s %s%s\n' "$bin" "$name" "$notes"
+		done
+	done <"$QEMU_DIR/session-live"
+}
+
+live_initramfs() {
+	[ "$LIVE" = 1 ] || return 0
+	local root=$1 t lines
+	live_build
+	mkdir -p "$root/usr/lib/trbox-tests" "$root/usr/bin" "$root$REPO/tests"
+	for t in $LIVE_TESTS trbox; do install -m 0755 "$LIVE_BIN_DIR/$t" "$root/usr/lib/trbox-tests/$t"; done
+	install -m 0755 "$QEMU_DIR/guest/live-test" "$root/usr/bin/live-test"
+	# The tests name their data relative to the package (cargo runs them
+	# there) or by its absolute path: the same path on the board.
+	cp -r "$REPO/tests/data" "$root$REPO/tests/"
+	printf '%s\n' "$REPO" >"$root/usr/lib/trbox-tests/package-dir"
+	DEBS=$QEMU_DIR/debs-live "$QEMU_DIR/debbin.sh" "$root"
+	lines=$(live_session) || exit 2
+	[ -n "$lines" ] || die "live tests: session-live selects no test"
+	printf '%s\n' "$lines" >>"$root/etc/trbox/session"
+	say "live tests: $(wc -l <<<"$lines") tests of $LIVE_TESTS ($(du -sk "$root/usr/lib/trbox-tests" | cut -f1) KiB of binaries)"
+}
