@@ -306,7 +306,7 @@ fn reader_gone_stops_cleanly() {
             "-e",
             "sched:sched_switch",
             "-t",
-            "20",
+            "300",
             "--",
             "sh",
             "-c",
@@ -340,7 +340,9 @@ fn reader_gone_stops_cleanly() {
     assert_eq!(o.status.code(), Some(128 + libc::SIGTERM), "{err}");
     assert!(!err.contains("sending stopped") && !err.contains("panicked"), "{err}");
     assert!(err.contains("standard output: "), "the summary: {err}");
-    assert!(start.elapsed().as_secs() < 15, "it stopped at the broken pipe, not at -t");
+    // -t is 300 s: ending well before it is ending at the broken pipe,
+    // however slow the machine.
+    assert!(start.elapsed().as_secs() < 150, "it stopped at the broken pipe, not at -t");
     assert_same_state(&before, &snapshot(&root));
 }
 
