@@ -142,7 +142,7 @@ fn split(name: &str, own: &'static [FlagInfo<'static>], args: &[String]) -> Resu
             // this build brings it.
             None if tok.len() > 1 && tok.starts_with('-') => {
                 if let Some(g) = crate::config::gated_option(name, &tok) {
-                    return Err(crate::config::left_out(&g.name(), g.feature));
+                    return Err(left_out(&g.name(), g.feature));
                 }
                 mine.push(tok);
                 continue;
@@ -450,7 +450,7 @@ fn banner(applets: &[Applet]) -> String {
 fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     if let Some(g) = args.iter().find_map(|a| crate::config::gated_option("trbox", a)) {
-        return Err(crate::config::left_out(&g.name(), g.feature));
+        return Err(left_out(&g.name(), g.feature));
     }
     let t = match Top::from_args(&["trbox"], &args) {
         Ok(t) => t,
@@ -634,6 +634,12 @@ fn install(applets: &[Applet], dir: &str, symlink: bool) -> Result<(), Error> {
     Ok(())
 }
 
+/// `what` of `applet` (an option, a mode) comes with `feature`, which this
+/// build left out: the one line that says so, exit 2.
+pub fn left_out(what: &str, feature: &str) -> Error {
+    Error::runtime(format!("{what} is not in this trbox (configuration {}, without {feature})", crate::config::NAME))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,6 +735,18 @@ mod tests {
         for good in ["", "foo", "trbox-1", "a.b", "x_y", "my trace"] {
             assert_eq!(parse_x(&["-B", good]).unwrap().0.instance.as_deref(), Some(good));
         }
+    }
+
+    /// The message names the configuration and the feature.
+    #[test]
+    fn left_out_says_what_and_why() {
+        let e = left_out("-N/--net", "net");
+        assert_eq!(e.code, EXIT_RUNTIME);
+        assert_eq!(
+            e.msg,
+            format!("-N/--net is not in this trbox (configuration {}, without net)", crate::config::NAME)
+        );
+        assert!(e.hint.is_none());
     }
 }
 

@@ -4,8 +4,6 @@
 //! a name or an option of a left-out feature says so in one line (exit 2)
 //! instead of "applet not found" or argh's "Unrecognized argument".
 
-use crate::cli::Error;
-
 /// The configuration's name: cross/build.sh sets TRBOX_CONFIG (`full`,
 /// `minimal`, `custom` for `FEATURES=`); a plain cargo build is `host` with
 /// the host feature, else `custom`.
@@ -110,12 +108,6 @@ pub const OPTIONS: &[Gated] = &[
     gated("tr-graph", "--persist", None, "host"),
 ];
 
-/// `what` of `applet` (an option, a mode) comes with `feature`, which this
-/// build left out: the one line that says so, exit 2.
-pub fn left_out(what: &str, feature: &str) -> Error {
-    Error::runtime(format!("{what} is not in this trbox (configuration {NAME}, without {feature})"))
-}
-
 /// The option `tok` (`--net`, `--net=X`, `-N`, `-Nx`) of `applet`, when a
 /// feature left out of this build brings it.
 pub fn gated_option(applet: &str, tok: &str) -> Option<&'static Gated> {
@@ -142,33 +134,6 @@ pub fn version() -> String {
 mod tests {
     use super::*;
 
-    /// Each gated option is one its applet declares (in the host build,
-    /// which has every feature), with that letter.
-    #[test]
-    #[cfg(feature = "host")]
-    fn gated_options_exist() {
-        for g in OPTIONS {
-            let flags = match g.applet {
-                "trbox" => crate::cli::top_info().flags,
-                a => {
-                    let app = crate::APPLETS.iter().find(|x| x.name == a).unwrap_or_else(|| panic!("{a}: no applet"));
-                    (app.options)().flags
-                }
-            };
-            let f = flags
-                .iter()
-                .find(|f| f.long == g.long)
-                .unwrap_or_else(|| panic!("{} {}: not declared", g.applet, g.long));
-            assert_eq!(f.short, g.short, "{} {}", g.applet, g.long);
-            assert!(FEATURES.contains(&g.feature), "{}: no feature {}", g.long, g.feature);
-        }
-        // The host build has every applet.
-        let built: Vec<&str> = crate::APPLETS.iter().map(|a| a.name).collect();
-        assert_eq!(built, APPLETS);
-        // Nothing of the host build is gated away.
-        assert!(gated_option("tr-cat", "-N").is_none());
-    }
-
     /// An option of a left-out feature is found by its name, its letter or
     /// either with a value attached; other options and applets are not.
     #[test]
@@ -187,14 +152,5 @@ mod tests {
             assert_eq!(find(applet, tok), None, "{applet} {tok}");
         }
         assert_eq!(gated_without(&["tr-cat", "net"], "tr-cat", "-N").map(|g| g.long), None);
-    }
-
-    /// The message names the configuration and the feature.
-    #[test]
-    fn left_out_says_what_and_why() {
-        let e = left_out("-N/--net", "net");
-        assert_eq!(e.code, crate::cli::EXIT_RUNTIME);
-        assert_eq!(e.msg, format!("-N/--net is not in this trbox (configuration {NAME}, without net)"));
-        assert!(e.hint.is_none());
     }
 }

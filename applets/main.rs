@@ -91,6 +91,33 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    /// Each gated option (config.rs) is one its applet declares (in the
+    /// host build, which has every feature), with that letter.
+    #[test]
+    #[cfg(feature = "host")]
+    fn gated_options_exist() {
+        for g in crate::config::OPTIONS {
+            let flags = match g.applet {
+                "trbox" => cli::top_info().flags,
+                a => {
+                    let app = APPLETS.iter().find(|x| x.name == a).unwrap_or_else(|| panic!("{a}: no applet"));
+                    (app.options)().flags
+                }
+            };
+            let f = flags
+                .iter()
+                .find(|f| f.long == g.long)
+                .unwrap_or_else(|| panic!("{} {}: not declared", g.applet, g.long));
+            assert_eq!(f.short, g.short, "{} {}", g.applet, g.long);
+            assert!(crate::config::FEATURES.contains(&g.feature), "{}: no feature {}", g.long, g.feature);
+        }
+        // The host build has every applet.
+        let built: Vec<&str> = APPLETS.iter().map(|a| a.name).collect();
+        assert_eq!(built, crate::config::APPLETS);
+        // Nothing of the host build is gated away.
+        assert!(crate::config::gated_option("tr-cat", "-N").is_none());
+    }
+
     /// One letter means one thing in every applet: the same long name.
     #[test]
     fn a_letter_means_one_thing() {

@@ -58,7 +58,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     let extract = r.cmd.is_empty() && r.time.is_none() && events.is_empty() && live.t.exists("last_boot_info");
     // Recording there would clear the previous boot's records.
     if extract && !cfg!(feature = "boot") {
-        return Err(crate::config::left_out("reading a previous boot's buffer (last_boot_info)", "boot"));
+        return Err(crate::cli::left_out("reading a previous boot's buffer (last_boot_info)", "boot"));
     }
     let (t, wake) = (&live.t, live.wake);
     let path = Path::new(if stream { "standard output" } else { r.path });

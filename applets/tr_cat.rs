@@ -180,7 +180,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     #[cfg(not(feature = "decode"))]
     {
         if a.file.is_some() {
-            return Err(crate::config::left_out("reading a FILE", "decode"));
+            return Err(crate::cli::left_out("reading a FILE", "decode"));
         }
         print_trace(&open(common)?)
     }

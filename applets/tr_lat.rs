@@ -287,7 +287,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     };
     // timerlat, osnoise and hwnoise: rtla's parity (feature rtla).
     if !cfg!(feature = "rtla") && matches!(mode, Mode::Timerlat | Mode::Osnoise) {
-        return Err(crate::config::left_out(&format!("tr-lat {}", a.mode.as_deref().unwrap_or_default()), "rtla"));
+        return Err(crate::cli::left_out(&format!("tr-lat {}", a.mode.as_deref().unwrap_or_default()), "rtla"));
     }
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
     if a.output.is_some() {

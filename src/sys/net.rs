@@ -141,7 +141,7 @@ pub fn connect(
     let held = (!trbox).then(|| Held {
         tail: header.get(at + len..).unwrap_or_default().to_vec(),
         room: len,
-        spare: super::record::NET_SPARE,
+        spare: msg::NET_SPARE,
         last: std::time::Instant::now(),
     });
     let now = if held.is_some() { header.get(..at).unwrap_or_default() } else { header };

@@ -59,6 +59,11 @@ pub const RINIT: u32 = 2;
 pub const SEND_DATA: u32 = 3;
 /// The header is complete.
 pub const FIN_DATA: u32 = 4;
+
+/// Bytes of saved_cmdlines room a `-N` sender may spend on keeping
+/// trace-cmd's listener waiting for the rest of the header: a newline a
+/// second, 18 hours (the listener gives up after 5 s without a message).
+pub const NET_SPARE: usize = 64 << 10;
 /// The other side does not know the command it was sent.
 pub const NOT_SUPP: u32 = 5;
 

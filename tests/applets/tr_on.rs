@@ -76,7 +76,9 @@ fn live_status_shows_each_event_state() {
     w(on, "enable", "1");
     w(filtered, "filter", "prev_pid == 0");
     if triggers {
-        w(triggered, "trigger", "traceoff");
+        // A filter no wakeup passes: a traceoff that fired would turn
+        // tracing off for the tests after this one.
+        w(triggered, "trigger", "traceoff if pid < 0");
     }
     let o = run(&["tr-on"]);
     w(on, "enable", "0");
@@ -90,7 +92,10 @@ fn live_status_shows_each_event_state() {
     assert!(out.contains("  irq:irq_handler_entry\n"), "{out}");
     assert!(out.contains("  sched:sched_switch (disabled)\n    filter: prev_pid == 0\n"), "{out}");
     if triggers {
-        assert!(out.contains("  sched:sched_wakeup (soft mode)\n    trigger: traceoff:unlimited\n"), "{out}");
+        assert!(
+            out.contains("  sched:sched_wakeup (soft mode)\n    trigger: traceoff:unlimited if pid < 0\n"),
+            "{out}"
+        );
     }
 }
 

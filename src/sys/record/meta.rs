@@ -130,13 +130,8 @@ pub fn kallsyms_pieces(t: &Tracefs, f: &mut dyn FnMut(&[u8]) -> Result<(), Error
     Ok(())
 }
 
-/// Bytes of saved_cmdlines room a `-N` sender may spend on keeping
-/// trace-cmd's listener waiting for the rest of the header: a newline a
-/// second, 18 hours ([`crate::tracedat::msg`]).
-pub const NET_SPARE: usize = 64 << 10;
-
 /// The header as `trace-cmd listen` takes it (`-N`, with kallsyms and
-/// [`NET_SPARE`]), and as a stream (`-o -`) carries it (without kallsyms:
+/// [`crate::tracedat::msg::NET_SPARE`]), and as a stream (`-o -`) carries it (without kallsyms:
 /// the stream sends those in pieces, so that a damaged console line loses
 /// symbols, not the recording): a trace.dat up to its options, with the
 /// saved_cmdlines of now (the listener, or the host's reader of the
@@ -153,7 +148,7 @@ pub fn net_header(
     more_systems: &[String],
     net: bool,
 ) -> Result<(Vec<u8>, (u64, usize)), Error> {
-    let spare = if net { NET_SPARE } else { 0 };
+    let spare = if net { crate::tracedat::msg::NET_SPARE } else { 0 };
     let slots = write_header(t, file, path, page_size, abi, cpus, more_systems, net, spare)?;
     finish_header(file, path, &slots, t, &[], &vec![(0, 0); cpus as usize])?;
     // The table follows "flyrecord\0".

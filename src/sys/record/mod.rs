@@ -21,7 +21,6 @@ use super::error::Error;
 use super::tracefs::Tracefs;
 use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
-pub(crate) use meta::NET_SPARE;
 pub use pool::CpuData;
 use pool::Pool;
 use regions::Regions;
