@@ -221,7 +221,7 @@ const ZEROED_IN_INSTANCES: &[&str] = &["event-fork", "function-fork", "trace_pri
 
 /// The value `options/NAME` has at boot: in the top buffer, or in an
 /// instance made while the top buffer had its defaults (an instance
-/// starts with the top's options, less [`ZEROED_IN_INSTANCES`]). `None`
+/// starts with the top's options, less `ZEROED_IN_INSTANCES`). `None`
 /// for an option this table does not know (a kernel newer than
 /// [`NEWEST_RULES`]).
 pub fn option_default(name: &str, instance: bool) -> Option<bool> {
