@@ -32,7 +32,7 @@ CASES=(
     "events-list|tr-event -T $TREE --list|0|tr-event"
     "tracedat-v6|tr-cat tests/data/tracedat/v6-inst.dat|0|tr-cat decode"
     "tracedat-v7|tr-cat -B inst1 tests/data/tracedat/v7-none-inst.dat|0|tr-cat decode"
-    "graph-folded|tr-graph --folded -T tests/fixtures/aarch64/graph|0|tr-graph"
+    "graph-folded|tr-graph --folded -T tests/fixtures/aarch64/function_graph|0|tr-graph"
     "net|tr-cat -N 127.0.0.1:1 --raw|1|tr-cat net decode"
     "probe|tr-event -T $TREE --kprobe r:|2|tr-event probe"
     "lat|tr-lat wakeup -r -T $TREE|0|tr-lat"
