@@ -108,7 +108,11 @@ fn send_and_check(root: &Path, before: &[(String, String)], port: u16, dir: &Pat
     assert_eq!(unnamed_exits(&ours), Vec::<&String>::new(), "tr-cat {}", f.display());
     if let Some(tc) = tc {
         assert_eq!(tc.len() as u64, events, "trace-cmd report {}", f.display());
-        assert_eq!(unnamed_exits(&tc), Vec::<&String>::new(), "trace-cmd report {}", f.display());
+        // trace-cmd names a task by the file's saved_cmdlines alone: it has
+        // a name, though (seen once under load, tr-cat --listen's file) the
+        // one of the fork before its exec (`trbox-PID`, comm=sh).
+        let nameless: Vec<_> = tc.iter().filter(|l| l.trim_start().starts_with("<...>-")).collect();
+        assert_eq!(nameless, Vec::<&String>::new(), "trace-cmd report {}", f.display());
     }
 }
 
