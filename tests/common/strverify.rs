@@ -144,11 +144,18 @@ pub fn kernel_empties_first_string(version: Option<(u32, u32)>, arch: &str) -> b
     arch == "x86_64" && version.is_some_and(|v| ((5, 12)..(6, 12)).contains(&v))
 }
 
+/// The systems whose events the kernel prints with functions of their
+/// own, not `trace_event_printf()`: ftrace's entries (trace_output.c),
+/// the syscall tracer (`print_syscall_enter()`), kprobes and uprobes
+/// (`print_kprobe_event()`, `print_uprobe_event()`) and synthetic events
+/// (`print_synth_event()`), all through `trace_seq_printf()`.
+const OWN_PRINTERS: &[&str] = &["ftrace", "syscalls", "kprobes", "uprobes", "synthetic"];
+
 /// [`first_string`] of every event the verifier prints, by `system:name`
 /// and by name.
 pub fn events<'a>(formats: impl Iterator<Item = &'a EventFormat>) -> HashMap<String, FirstString> {
     let mut m = HashMap::new();
-    for f in formats.filter(|f| f.system != "ftrace") {
+    for f in formats.filter(|f| !OWN_PRINTERS.contains(&f.system.as_str())) {
         if let Some(s) = first_string(&f.print_fmt) {
             m.insert(format!("{}:{}", f.system, f.name), s.clone());
             m.insert(f.name.clone(), s);
