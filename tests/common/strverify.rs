@@ -127,8 +127,8 @@ pub fn first_string(print_fmt: &str) -> Option<FirstString> {
     None
 }
 
-/// Whether the live kernel at `root` prints with the verifier's empty
-/// first string: it has `trace_check_vprintf()` (kallsyms names it) and
+/// Whether the running kernel prints with the verifier's empty first
+/// string: it has `trace_check_vprintf()` (/proc/kallsyms names it) and
 /// runs it (x86_64). The callers set `options/hash-ptr` to 0 themselves.
 pub fn live_kernel_empties_first_string() -> bool {
     cfg!(target_arch = "x86_64")
