@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::strverify::{self, FirstString};
 use trbox::format::{EventFormat, EventTable};
 use trbox::printfmt::{Ctx, Program};
 
@@ -18,6 +19,9 @@ pub struct Tally {
     /// The program has parts it cannot compute (kernel variables, enum
     /// names the format file leaves unexpanded).
     pub partial: bool,
+    /// Lines equal to ours with the first `%s` left out, as the kernel's
+    /// string verifier prints them ([`super::strverify`]).
+    pub verifier: usize,
 }
 
 /// Lines keyed by (CPU, `system:name`).
@@ -68,8 +72,17 @@ pub fn kernel_lines<'a>(text: &str, formats: impl Iterator<Item = &'a EventForma
 }
 
 /// Every kernel line against ours, into `per_event`; events in `partial`
-/// are marked so.
-pub fn tally(kernel: &Lines, ours: &Lines, partial: &HashSet<String>, per_event: &mut BTreeMap<String, Tally>) {
+/// are marked so. A line of an event in `first` (the kernel's string
+/// verifier empties its first `%s`: [`super::strverify`]; empty where the
+/// kernel prints it) also matches ours with that string left out, and
+/// is counted in [`Tally::verifier`].
+pub fn tally(
+    kernel: &Lines,
+    ours: &Lines,
+    partial: &HashSet<String>,
+    first: &HashMap<String, FirstString>,
+    per_event: &mut BTreeMap<String, Tally>,
+) {
     for ((cpu, ev), klines) in kernel {
         let t = per_event.entry(ev.clone()).or_default();
         t.partial |= partial.contains(ev);
@@ -79,11 +92,31 @@ pub fn tally(kernel: &Lines, ours: &Lines, partial: &HashSet<String>, per_event:
         for s in o {
             *pool.entry(s.as_str()).or_default() += 1;
         }
+        let mut missed = Vec::new();
         for (i, k) in klines.iter().enumerate() {
             t.total += 1;
             match pool.get_mut(k.as_str()) {
                 Some(n) if *n > 0 => *n -= 1,
-                _ => {
+                _ => missed.push(i),
+            }
+        }
+        // Then the lines the verifier cut, against what no line matched.
+        for i in missed {
+            let k = &klines[i];
+            let cuts = first.get(ev).map(|f| strverify::cuts(k, f)).unwrap_or_default();
+            let cut = (!cuts.is_empty())
+                .then(|| {
+                    pool.iter_mut()
+                        .find(|(o, n)| **n > 0 && cuts.iter().any(|&c| strverify::fits(k, o, c)))
+                        .map(|(_, n)| n)
+                })
+                .flatten();
+            match cut {
+                Some(n) => {
+                    *n -= 1;
+                    t.verifier += 1;
+                }
+                None => {
                     t.bad += 1;
                     if t.example.is_none() {
                         t.example = Some((k.clone(), o.get(i).cloned().unwrap_or_else(|| "<no record>".into())));

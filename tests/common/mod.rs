@@ -8,6 +8,7 @@ pub mod dat;
 pub mod json;
 pub mod ksym;
 pub mod strace;
+pub mod strverify;
 pub mod trace_text;
 
 use std::fs::File;
