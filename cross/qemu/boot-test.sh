@@ -13,6 +13,8 @@
 #      the dump back from the console log: the panic, the events, both CPUs.
 # Prints one line per check, "N passed, M failed"; exits 1 on a failure.
 set -uo pipefail
+# (grep -q reads a here-string, not a pipe: under pipefail, printf's
+# SIGPIPE when grep stops at its first match failed a check that held.)
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$QEMU_DIR/../.." && pwd)
 board=${BOOT_BOARD:-aarch64:7.2}
@@ -63,14 +65,14 @@ else
 	stats=$("$host" tr-cat --from-console "$log" --stats 2>&1)
 	text=$("$host" tr-cat --from-console "$log" 2>&1)
 	events=$(printf '%s\n' "$stats" | sed -n 's/^\([0-9]*\) events,.*/\1/p')
-	if printf '%s\n' "$stats" | grep -q '^dumped at: Kernel panic - not syncing: sysrq triggered crash$'; then
+	if grep -q '^dumped at: Kernel panic - not syncing: sysrq triggered crash$' <<<"$stats"; then
 		ok "the dump is read back after the panic that caused it"
 	else
 		bad "no 'dumped at: Kernel panic' in tr-cat --from-console --stats:"
 		printf '%s\n' "$stats" | head -5 | sed 's/^/        | /'
 	fi
-	if [ "${events:-0}" -gt 0 ] && printf '%s\n' "$stats" | grep -qE '^ +0 +[0-9]+' &&
-		printf '%s\n' "$stats" | grep -qE '^ +1 +[0-9]+'; then
+	if [ "${events:-0}" -gt 0 ] && grep -qE '^ +0 +[0-9]+' <<<"$stats" &&
+		grep -qE '^ +1 +[0-9]+' <<<"$stats"; then
 		ok "$events events from both CPUs' buffers"
 	else
 		bad "the dump's events per CPU:"
@@ -81,7 +83,7 @@ else
 		at && / ---------------------------------$/ { if (at++ == 2) exit; next }
 		at == 2 { n++ } END { print n + 0 }' "$log")
 	got=$(printf '%s\n' "$text" | sed -n '/^# the dump:$/,/^# after the dump:$/p' | sed '1d;$d' | grep -c .)
-	if [ "$want" -gt 0 ] && [ "$want" = "$got" ] && printf '%s\n' "$text" | grep -q ' sched_switch: prev_comm='; then
+	if [ "$want" -gt 0 ] && [ "$want" = "$got" ] && grep -q ' sched_switch: prev_comm=' <<<"$text"; then
 		ok "the text holds the dump's $got lines (sched_switch among them)"
 	else
 		bad "the text has $got of the dump's $want lines"
