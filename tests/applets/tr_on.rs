@@ -700,17 +700,22 @@ fn unprivileged_switch_and_absent_tracefs() {
     assert!(stderr(&o).contains("not a tracefs tree (no events/ directory)"), "{}", stderr(&o));
 }
 
+/// [`live_with_snapshot`] on a kernel with buffer_subbuf_size_kb (6.8+);
+/// `None` (a skip) before.
+fn live_with_subbuf() -> Option<common::Live> {
+    let root = live_tracefs()?;
+    if !root.join("buffer_subbuf_size_kb").exists() {
+        skip_absent("no buffer_subbuf_size_kb (kernel before 6.8)");
+        return None;
+    }
+    live_with_snapshot()
+}
+
 /// `-S KB` sets buffer_subbuf_size_kb (6.8+) for the command and puts it
 /// back; `tr-on` shows it; a kernel without the file gets a usage error.
 #[test]
 fn subbuf_size_is_set_for_the_command_and_restored() {
-    let Some(root) = live_tracefs() else { return };
-    if !root.join("buffer_subbuf_size_kb").exists() {
-        skip_absent("no buffer_subbuf_size_kb (kernel before 6.8)");
-        return;
-    }
-    let _l = TracefsLock::take();
-    let before = snapshot(&root);
+    let Some((_l, root, before)) = live_with_subbuf() else { return };
     let was = rd(&root, "buffer_subbuf_size_kb");
     let want = if was == "8" { "16" } else { "8" };
     let f = root.join("buffer_subbuf_size_kb");
@@ -774,13 +779,7 @@ fn put_back_sizes(root: &Path, before: &[(String, String)]) {
 /// ignored (the status was printed instead; issue 39).
 #[test]
 fn subbuf_alone_is_a_switch() {
-    let Some(root) = live_tracefs() else { return };
-    if !root.join("buffer_subbuf_size_kb").exists() {
-        skip_absent("no buffer_subbuf_size_kb (kernel before 6.8)");
-        return;
-    }
-    let _l = TracefsLock::take();
-    let before = snapshot(&root);
+    let Some((_l, root, before)) = live_with_subbuf() else { return };
     let was = rd(&root, "buffer_subbuf_size_kb");
     let want = (2 * was.parse::<u64>().unwrap()).to_string();
     let o = on(&["-S", &want]);
@@ -802,13 +801,7 @@ fn subbuf_alone_is_a_switch() {
 /// sub-buffer goes first, and on restore first too.
 #[test]
 fn subbuf_goes_before_the_buffer_size() {
-    let Some(root) = live_tracefs() else { return };
-    if !root.join("buffer_subbuf_size_kb").exists() {
-        skip_absent("no buffer_subbuf_size_kb (kernel before 6.8)");
-        return;
-    }
-    let _l = TracefsLock::take();
-    let before = snapshot(&root);
+    let Some((_l, root, before)) = live_with_subbuf() else { return };
     let (small, data_small) = subbuf_data(&root, "1");
     let (big, data_big) = subbuf_data(&root, &(2 * small.parse::<u64>().unwrap()).to_string());
     // The start: big sub-buffers, 1410 KiB asked (it reads what they hold).
