@@ -445,6 +445,7 @@ fn on_a_tty_the_table_refreshes_about_once_a_second() {
     let mut bg = spawn(Command::new("sh").args(["-c", "while :; do read x </proc/version; sleep 0.01; done"]));
     let mut c = cmd(&trbox(), &["tr-lat", "syscall", "-t", "3.5"]);
     c.env("TERM", "xterm").stdout(slave).stderr(std::process::Stdio::piped());
+    let started = std::time::Instant::now();
     let child = c.spawn().unwrap();
     // The Command holds the slave too: the reader's EOF (EIO) needs it closed.
     drop(c);
@@ -455,6 +456,7 @@ fn on_a_tty_the_table_refreshes_about_once_a_second() {
         all
     });
     let o = child.wait_with_output().unwrap();
+    let ran = started.elapsed();
     bg.signal(libc::SIGKILL);
     assert!(o.status.success(), "{}", stderr(&o));
     // The slave is closed (the child's end): the reader sees EIO and ends.
@@ -464,7 +466,17 @@ fn on_a_tty_the_table_refreshes_about_once_a_second() {
     // left empty). Then the whole table, once, on a cleared screen.
     let (refreshes, last) = text.split_once("\x1b[H\x1b[2J").expect("the final table");
     let frames: Vec<&str> = refreshes.split("\x1b[H").filter(|f| f.ends_with("\x1b[J")).collect();
-    assert!((2..=5).contains(&frames.len()), "3 redraws in 3.5 s, got {}: {text}", frames.len());
+    // The rule: a record read a second or more after the last drawing (or
+    // the start) draws again. So at most one per whole second the run
+    // took, and at least one: the load's records of the window's last 2.5 s
+    // are read after its first second, however slowly (a board under TCG
+    // reads them in a few late batches).
+    let most = ran.as_secs() as usize;
+    assert!(
+        (1..=most).contains(&frames.len()),
+        "1 to {most} redraws in a run of {ran:?}, got {}: {text}",
+        frames.len()
+    );
     for f in &frames {
         assert!(f.matches("\r\n").count() <= 14, "a redraw taller than 15 rows: {f}");
         // (The pty's onlcr makes each \r\n a \r\r\n.)
@@ -473,7 +485,10 @@ fn on_a_tty_the_table_refreshes_about_once_a_second() {
             "{f}"
         );
     }
-    assert!(frames.iter().skip(1).any(|f| f.starts_with('\r')), "an unchanged title is not sent again");
+    assert!(
+        frames.len() < 2 || frames.iter().skip(1).any(|f| f.starts_with('\r')),
+        "an unchanged title is not sent again"
+    );
     assert!(last.contains("# system call duration (sys_enter -> sys_exit), us"), "{last}");
     assert_same_state(&before, &snapshot(&root));
 }
