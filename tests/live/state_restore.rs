@@ -40,9 +40,11 @@ fn set_up(root: &Path, applet: &str) -> bool {
     }
 }
 
-/// Run one scenario and compare tracefs before and after.
-fn scenario(root: &Path, name: &str, argv: &[&str], end: End, rc: Option<i32>) {
-    let before = snapshot(root);
+/// Run one scenario and compare tracefs after it with `before`, the state
+/// before the first: each one that passed put everything back, so one
+/// snapshot serves them all (a snapshot reads three files of every event:
+/// seconds on a TCG board).
+fn scenario(root: &Path, before: &[(String, String)], name: &str, argv: &[&str], end: End, rc: Option<i32>) {
     let code = match end {
         End::Exit => {
             let o = run(argv);
@@ -82,7 +84,7 @@ fn scenario(root: &Path, name: &str, argv: &[&str], end: End, rc: Option<i32>) {
     };
     assert_eq!(code, rc, "{name}: exit status");
     let after = snapshot(root);
-    let diff = std::panic::catch_unwind(|| assert_same_state(&before, &after));
+    let diff = std::panic::catch_unwind(|| assert_same_state(before, &after));
     assert!(diff.is_ok(), "{name}: tracefs not restored (see above)");
 }
 
@@ -93,35 +95,52 @@ fn every_way_out_restores_everything() {
     let root = root.as_path();
     let kill_self: &[&str] = &["--", "sh", "-c", "kill -9 $$"];
     let t30: &[&str] = &["-t", "30"];
+    let before = &snapshot(root);
     // tr-on running a command / a time
-    scenario(root, "tr-on -- CMD", &args(ON, &["--", "sh", "-c", "exit 5"]), End::Exit, Some(5));
-    scenario(root, "tr-on bad option late", &args(ON, &["-O", "nosuchoption", "--", "true"]), End::Exit, Some(2));
-    scenario(root, "tr-on bad tracer", &args(ON, &["no_such_tracer", "--", "true"]), End::Exit, Some(2));
-    scenario(root, "tr-on missing command", &args(ON, &["--", "/nonexistent/cmd"]), End::Exit, Some(2));
-    scenario(root, "tr-on SIGINT", &args(ON, t30), End::Signal(libc::SIGINT), Some(0));
-    scenario(root, "tr-on SIGTERM", &args(ON, t30), End::Signal(libc::SIGTERM), Some(0));
-    scenario(root, "tr-on SIGHUP", &args(ON, t30), End::Signal(libc::SIGHUP), Some(0));
-    scenario(root, "tr-on SIGTERM with CMD", &args(ON, &["--", "sleep", "30"]), End::Signal(libc::SIGTERM), Some(143));
-    scenario(root, "tr-on | head -1", &args(ON, t30), End::Pipe, Some(0));
-    scenario(root, "tr-on killed CMD", &args(ON, kill_self), End::Exit, Some(137));
-    // tr-event
-    scenario(root, "tr-event -- CMD", &args(EV, &["--", "sh", "-c", "exit 4"]), End::Exit, Some(4));
+    scenario(root, before, "tr-on -- CMD", &args(ON, &["--", "sh", "-c", "exit 5"]), End::Exit, Some(5));
     scenario(
         root,
+        before,
+        "tr-on bad option late",
+        &args(ON, &["-O", "nosuchoption", "--", "true"]),
+        End::Exit,
+        Some(2),
+    );
+    scenario(root, before, "tr-on bad tracer", &args(ON, &["no_such_tracer", "--", "true"]), End::Exit, Some(2));
+    scenario(root, before, "tr-on missing command", &args(ON, &["--", "/nonexistent/cmd"]), End::Exit, Some(2));
+    scenario(root, before, "tr-on SIGINT", &args(ON, t30), End::Signal(libc::SIGINT), Some(0));
+    scenario(root, before, "tr-on SIGTERM", &args(ON, t30), End::Signal(libc::SIGTERM), Some(0));
+    scenario(root, before, "tr-on SIGHUP", &args(ON, t30), End::Signal(libc::SIGHUP), Some(0));
+    scenario(
+        root,
+        before,
+        "tr-on SIGTERM with CMD",
+        &args(ON, &["--", "sleep", "30"]),
+        End::Signal(libc::SIGTERM),
+        Some(143),
+    );
+    scenario(root, before, "tr-on | head -1", &args(ON, t30), End::Pipe, Some(0));
+    scenario(root, before, "tr-on killed CMD", &args(ON, kill_self), End::Exit, Some(137));
+    // tr-event
+    scenario(root, before, "tr-event -- CMD", &args(EV, &["--", "sh", "-c", "exit 4"]), End::Exit, Some(4));
+    scenario(
+        root,
+        before,
         "tr-event bad filter",
         &["tr-event", "sched:sched_switch,sched:sched_wakeup", "-R", "stacktrace", "-f", "prev_pid ==", "-t", "1"],
         End::Exit,
         Some(2),
     );
-    scenario(root, "tr-event bad trigger", &args(EV, &["-R", "nosuchtrigger", "-t", "1"]), End::Exit, Some(2));
-    scenario(root, "tr-event SIGINT", &args(EV, t30), End::Signal(libc::SIGINT), Some(0));
-    scenario(root, "tr-event SIGTERM", &args(EV, t30), End::Signal(libc::SIGTERM), Some(0));
-    scenario(root, "tr-event SIGHUP", &args(EV, t30), End::Signal(libc::SIGHUP), Some(0));
-    scenario(root, "tr-event | head -1", &args(EV, t30), End::Pipe, Some(0));
-    scenario(root, "tr-event killed CMD", &args(EV, kill_self), End::Exit, Some(137));
+    scenario(root, before, "tr-event bad trigger", &args(EV, &["-R", "nosuchtrigger", "-t", "1"]), End::Exit, Some(2));
+    scenario(root, before, "tr-event SIGINT", &args(EV, t30), End::Signal(libc::SIGINT), Some(0));
+    scenario(root, before, "tr-event SIGTERM", &args(EV, t30), End::Signal(libc::SIGTERM), Some(0));
+    scenario(root, before, "tr-event SIGHUP", &args(EV, t30), End::Signal(libc::SIGHUP), Some(0));
+    scenario(root, before, "tr-event | head -1", &args(EV, t30), End::Pipe, Some(0));
+    scenario(root, before, "tr-event killed CMD", &args(EV, kill_self), End::Exit, Some(137));
     // In an instance trbox creates: gone again afterwards.
     scenario(
         root,
+        before,
         "tr-on -B -- CMD",
         &args(&["tr-on", "-B", "trbox-restore", "-O", "sym-offset"], &["--", "true"]),
         End::Exit,
@@ -129,6 +148,7 @@ fn every_way_out_restores_everything() {
     );
     scenario(
         root,
+        before,
         "tr-event -B -t",
         &["tr-event", "-B", "trbox-restore", "sched:sched_switch", "-t", "1"],
         End::Exit,
