@@ -341,7 +341,10 @@ fn snapshot_dir(dir: &Path, prefix: &str, v: &mut Vec<(String, String)>) {
     let Ok(systems) = std::fs::read_dir(dir.join("events")) else { return };
     for s in systems.flatten() {
         let sys = s.file_name().to_string_lossy().into_owned();
-        if !s.path().is_dir() {
+        // The type getdents gave (no stat of each entry: a snapshot visits
+        // every event, and each lookup costs on a TCG board).
+        let is_dir = |e: &std::fs::DirEntry| e.file_type().is_ok_and(|t| t.is_dir());
+        if !is_dir(&s) {
             // events/enable, header_page…
             if sys == "enable" {
                 v.push((format!("{prefix}events/enable"), read_state(&s.path())));
@@ -352,7 +355,7 @@ fn snapshot_dir(dir: &Path, prefix: &str, v: &mut Vec<(String, String)>) {
             v.push((format!("{prefix}events/{sys}/{f}"), read_state(&s.path().join(f))));
         }
         for ev in std::fs::read_dir(s.path()).into_iter().flatten().flatten() {
-            if !ev.path().is_dir() {
+            if !is_dir(&ev) {
                 continue;
             }
             for f in ["enable", "filter", "trigger"] {
