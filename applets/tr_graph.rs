@@ -161,6 +161,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         // the same kernel is fine): fgraph.c's register_ftrace_graph() puts
         // fgraph_pid_func in place when pids are enabled, and clearing them
         // did not take it away there.
+        // The symbols first: read with function_graph on, every kernel
+        // call of that read goes through its hooks.
+        trbox::sys::read_live_ahead();
         st.set_tracer("function_graph")?;
         let child = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
         let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);

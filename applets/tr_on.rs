@@ -181,6 +181,11 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     }
     let t = &live.t;
     let mut st = live.state(false)?;
+    // The decoder's symbols before a function tracer hooks every kernel
+    // function (the kernel's own text, without decode, needs none).
+    if cfg!(feature = "decode") && matches!(a.tracer.as_deref(), Some("function" | "function_graph")) {
+        trbox::sys::read_live_ahead();
+    }
     apply(&mut st, &a, dump)?;
     let status = {
         let tracer = t.read_opt("current_tracer")?.unwrap_or_default();

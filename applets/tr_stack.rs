@@ -139,6 +139,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         // first names dynamic ftrace plainly where the kernel refuses it.
         let follow = Follow { events: !events.is_empty(), functions: a.func.is_some() };
         let child = command::whom(&mut st, cmd, &a.pid, follow)?;
+        // Every stack needs the symbols: read before the tracer and the
+        // window (read in it, the read's own kernel calls are traced).
+        trbox::sys::read_live_ahead();
         if a.func.is_some() {
             st.set_tracer("function")?;
             st.set("options/func_stack_trace", "1")?;

@@ -104,13 +104,22 @@ for b in ${QEMU_FULL_BOARDS:-aarch64}; do
 	case "$b" in all | "$BOARD" | "$ARCH:$KERNEL") SESSION_FULL=1 ;; esac
 done
 # The live test suites (live.sh) run on the boards in QEMU_LIVE_BOARDS
-# (default: x86_64:7.2, the one that fits make test's 30 minutes; `all`
-# or a list for more, 'none' for none), with 1 GiB of RAM:
+# (default: the three x86_64 kernels, 7.2, 6.12 and 6.1; `all` is the same;
+# a list for fewer, 'none' for none), with 1 GiB of RAM:
 # the tests' recordings and listeners write to /tmp, a tmpfs of half the
 # RAM, and `tr-cat --listen` takes a sender only with 256 MiB free there.
-LIVE=0
-for b in ${QEMU_LIVE_BOARDS-x86_64:7.2}; do
-	case "$b" in all | "$BOARD" | "$ARCH:$KERNEL") LIVE=1 DEFAULT_MEM=1024 ;; esac
+# LIVE_INDEX/LIVE_COUNT: this board's place among them (live.sh shares
+# the applets' live tests out over the live boards).
+LIVE=0 LIVE_INDEX=0 LIVE_COUNT=0
+LIVE_ALL="x86_64:7.2 x86_64:6.12 x86_64:6.1"
+live_boards=${QEMU_LIVE_BOARDS-$LIVE_ALL}
+[ "$live_boards" != all ] || live_boards=$LIVE_ALL
+for b in $live_boards; do
+	[ "$b" != none ] || continue
+	case "$b" in "$BOARD" | "$ARCH:$KERNEL" | "$ARCH-$KERNEL") LIVE=1 LIVE_INDEX=$LIVE_COUNT DEFAULT_MEM=1024 ;; esac
+	# x86_64 and x86_64:6.1 name one board.
+	case "$b:$KERNEL" in "$ARCH:6.1") LIVE=1 LIVE_INDEX=$LIVE_COUNT DEFAULT_MEM=1024 ;; esac
+	LIVE_COUNT=$((LIVE_COUNT + 1))
 done
 
 # The kernel cache is shared by every clone on the machine (a fresh clone

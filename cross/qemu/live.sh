@@ -1,6 +1,6 @@
 # The live test suites on the board's own kernel (issue 39): the boards in
-# QEMU_LIVE_BOARDS (common.sh; default x86_64:7.2; the other x86_64
-# boards, 6.1 and 6.12, by name or `all`; names as in test.sh; 'none' for none) carry the integration tests that
+# QEMU_LIVE_BOARDS (common.sh; default the three x86_64 kernels, 7.2, 6.12
+# and 6.1; names as in test.sh; 'none' for none) carry the integration tests that
 # read and change the live tracefs -- tests/live whole, the live parts of
 # tests/core and tests/applets (session-live) -- built as static musl
 # executables, and run each test as a line of their session, under
@@ -60,19 +60,30 @@ for l in sys.stdin:
 
 # The session lines: each line of session-live (BINARY, then libtest's
 # filters and --skip options, then ' ## ' notes) becomes one line per test
-# it selects, with its notes.
+# it selects, with its notes. A line with the note 'share' has its tests
+# shared out over the live boards (common.sh: LIVE_COUNT of them): the
+# board at LIVE_INDEX runs every LIVE_COUNT-th, so that each runs on one
+# kernel in make test and the three boards fit its time; the other lines
+# (what reads the kernel's own formats and state: tests/live, kallsyms)
+# run on every live board. QEMU_LIVE_SHARE=0: every test on every board.
 live_session() {
-	local line sel notes bin name
+	local line sel notes bin name share n=0
 	while IFS= read -r line; do
 		case "$line" in '' | '#'*) continue ;; esac
 		sel=${line%% ## *}
 		notes=
 		[ "$sel" = "$line" ] || notes=" ## ${line#* ## }"
+		share=0
+		case "$notes" in *' ## share'*) share=${QEMU_LIVE_SHARE:-1} notes=${notes/ ## share/} ;; esac
 		set -- $sel
 		bin=$1
 		shift
 		[ -x "$LIVE_BIN_DIR/$bin" ] || die "live tests: session-live names '$bin', which is not one of: $LIVE_TESTS"
-		"$LIVE_BIN_DIR/$bin" --list --format terse "$@" | sed -n 's/: test$//p' | while IFS= read -r name; do
+		for name in $("$LIVE_BIN_DIR/$bin" --list --format terse "$@" | sed -n 's/: test$//p'); do
+			if [ "$share" = 1 ]; then
+				n=$((n + 1))
+				[ $(((n - 1) % LIVE_COUNT)) = "$LIVE_INDEX" ] || continue
+			fi
 			printf 'live-test %s %s%s\n' "$bin" "$name" "$notes"
 		done
 	done <"$QEMU_DIR/session-live"

@@ -8,6 +8,31 @@ use super::tracefs::Tracefs;
 /// This boot's `_text` and `_stext`.
 type TextStext = (Option<u64>, Option<u64>);
 
+/// The live /proc/kallsyms, read by [`read_live_ahead`] before a function
+/// tracer went live; the next live session's table takes it (and frees it).
+static LIVE_AHEAD: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+const LIVE: &str = "/proc/kallsyms";
+
+/// Read /proc/kallsyms now, before the run sets a function tracer (function,
+/// function_graph) on every kernel function: read later, when the first
+/// record is shown, each of the millions of kernel calls that read makes
+/// goes through the tracer's hooks (16-21 s of system time in one tr-graph
+/// run on a TCG board, where switching function_graph on and off took
+/// 2.6 s) and the window records them too. The next live session's
+/// symbols ([`LazyKallsyms::for_tree`]) are parsed from this text.
+pub fn read_live_ahead() {
+    if let (Ok(text), Ok(mut ahead)) = (std::fs::read_to_string(LIVE), LIVE_AHEAD.lock()) {
+        *ahead = Some(text);
+    }
+}
+
+/// The text [`read_live_ahead`] read, taken (once), or the file read now.
+fn read_symbols(p: &std::path::Path) -> Option<String> {
+    let ahead = (p == std::path::Path::new(LIVE)).then(|| LIVE_AHEAD.lock().ok()?.take()).flatten();
+    ahead.or_else(|| std::fs::read_to_string(p).ok())
+}
+
 /// Symbols, read and parsed on first use only (a board's /proc/kallsyms can
 /// be megabytes; most event streams never need it).
 pub struct LazyKallsyms {
@@ -30,11 +55,7 @@ impl LazyKallsyms {
     /// A copy of a tracefs tree takes symbols from its own `kallsyms` file
     /// (never from this machine); the live tracefs from /proc/kallsyms.
     pub fn for_tree(t: &Tracefs) -> Self {
-        let path = if t.is_live() {
-            Some("/proc/kallsyms".into())
-        } else {
-            Some(t.top().join("kallsyms")).filter(|p| p.is_file())
-        };
+        let path = if t.is_live() { Some(LIVE.into()) } else { Some(t.top().join("kallsyms")).filter(|p| p.is_file()) };
         let gate = if t.is_live() { gate_area() } else { None };
         let syms = LazyKallsyms { path, text: None, gate, ..LazyKallsyms::from_text(Vec::new()) };
         // A persistent buffer's previous boot: its addresses move first.
@@ -87,7 +108,7 @@ impl LazyKallsyms {
         self.table
             .get_or_init(|| {
                 let mut k = match (&self.path, &self.text) {
-                    (Some(p), _) => crate::kallsyms::Kallsyms::parse(&std::fs::read_to_string(p).ok()?),
+                    (Some(p), _) => crate::kallsyms::Kallsyms::parse(&read_symbols(p)?),
                     (None, Some(t)) => crate::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(t)),
                     (None, None) => return None,
                 };

@@ -26,6 +26,7 @@ mod tracefs;
 pub mod watch;
 
 pub use error::{describe, Error};
+pub use kallsyms::read_live_ahead;
 pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Held, Tracefs};
 
 /// `bytes` in an anonymous file (memfd_create; a deleted temporary file
