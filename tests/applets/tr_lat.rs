@@ -313,7 +313,10 @@ fn a_system_wide_run_sees_the_load_and_not_itself() {
     assert!(o.status.success(), "{}", stderr(&o));
     let r = rows(&stdout(&o));
     let of = |pid: i64| r.iter().find(|x| x.0 == "syscall_task" && x.1 == pid).map_or(0, |x| x.3);
-    assert!(of(dd) > 1000, "dd's syscalls: {r:?}");
+    // Seen: at least one turn of its loop (openat, read and close of
+    // /proc/version) in the window. How many turns a second is the
+    // machine's speed and load (about 100 on a quiet one), not a rule.
+    assert!(of(dd) >= 3, "the load's syscalls: {r:?}");
     let own = |x: &(String, i64, String, i64)| mine.contains(&x.1);
     let seen: Vec<_> = r.iter().filter(|x| x.0 == "syscall_task" && own(x)).collect();
     assert!(seen.is_empty(), "trbox ({mine:?}) measured itself: {seen:?}");
