@@ -20,7 +20,7 @@ const LIVE: &str = "/proc/kallsyms";
 /// goes through the tracer's hooks (16-21 s of system time in one tr-graph
 /// run on a TCG board, where switching function_graph on and off took
 /// 2.6 s) and the window records them too. The next live session's
-/// symbols ([`LazyKallsyms::for_tree`]) are parsed from this text.
+/// symbols (`LazyKallsyms::for_tree`) are parsed from this text.
 pub fn read_live_ahead() {
     if let (Ok(text), Ok(mut ahead)) = (std::fs::read_to_string(LIVE), LIVE_AHEAD.lock()) {
         *ahead = Some(text);
