@@ -12,7 +12,7 @@ const BOUNDS: &[&str] = &["elapsed()", "Instant", "try_wait", "(0.."];
 
 /// The code of `src` with comments, string and char literals blanked (kept
 /// the same length, line breaks kept), so braces and `sleep(` are code.
-fn code_only(src: &str) -> String {
+pub fn code_only(src: &str) -> String {
     let b = src.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
