@@ -4,7 +4,7 @@
 //! of src/ and applets/ is checked, except in `#[cfg(test)]` items and in
 //! `assert!`-family macros, whose messages only a developer reads.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Byte ranges of `src`'s `#[cfg(test)]` items (a module, a function…),
 /// found on `code`, its code-only text (the same length).
@@ -16,18 +16,7 @@ fn test_items(code: &str) -> Vec<(usize, usize)> {
             out.push((at, open));
             continue;
         }
-        let mut depth = 0i32;
-        let end = code[open..]
-            .char_indices()
-            .find(|&(_, c)| {
-                depth += match c {
-                    '{' => 1,
-                    '}' => -1,
-                    _ => 0,
-                };
-                depth == 0
-            })
-            .map_or(code.len(), |(n, _)| open + n);
+        let end = crate::fixed_sleeps::block_end(code, open);
         out.push((at, end));
     }
     out
@@ -64,23 +53,12 @@ fn debug_formats(src: &str) -> Vec<(usize, String)> {
     found
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn no_message_is_formatted_with_debug() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("applets"), &mut files);
+    crate::fixed_sleeps::rust_files(&root.join("src"), &mut files);
+    crate::fixed_sleeps::rust_files(&root.join("applets"), &mut files);
     files.sort();
     let mut bad = Vec::new();
     for f in &files {
