@@ -115,14 +115,14 @@ pub(super) fn own_instance(t: &Tracefs, tracer: &str) -> Option<Tracefs> {
     i.read("available_tracers").ok()?.split_whitespace().any(|x| x == tracer).then_some(i)
 }
 
-/// The events of a tracepoint mode exist? Otherwise one line naming what
-/// is missing, and what works instead.
 /// syscall: the kernel has the per-call events (their names, one system
 /// to enable), read instead of raw_syscalls.
 fn has_syscall_events(t: &Tracefs, mode: Mode) -> bool {
     mode == Mode::Syscall && t.exists(&format!("{}/enable", event_dir(lat::SYSCALL_EVENTS)))
 }
 
+/// The events of a tracepoint mode exist? Otherwise one line naming what
+/// is missing, and what works instead.
 fn need_events(t: &Tracefs, mode: Mode) -> Result<(), Error> {
     if has_syscall_events(t, mode) {
         return Ok(());
