@@ -11,8 +11,6 @@ mod cli;
 mod command;
 mod config;
 mod progress;
-#[cfg(feature = "tr-lat")]
-mod screen;
 mod session;
 #[cfg(feature = "tr-cat")]
 mod tr_cat;

@@ -5,12 +5,14 @@
 //! tracefs up (and back), streams the records into it and prints. Its
 //! parts: the options and which mode takes which ([`args`]), the set-up
 //! ([`setup`]), `--on-threshold`/`--on-end` ([`actions`]), the max-latency
-//! tracers ([`max`]), and the measuring and its output ([`measure`]).
+//! tracers ([`max`]), and the measuring and its output ([`measure`], on a
+//! terminal redrawn in place: [`screen`]).
 
 mod actions;
 mod args;
 mod max;
 mod measure;
+mod screen;
 mod setup;
 
 pub use args::Args;

@@ -84,7 +84,7 @@ pub(super) fn measure(
     // The auto-analysis of a stop, fed every record.
     let mut aa: Option<lat::aa::Analysis> = None;
     let want_aa = a.aa(mode) && !a.read;
-    let mut screen = refreshed.is_some().then(crate::screen::Screen::new);
+    let mut screen = refreshed.is_some().then(super::screen::Screen::new);
     // trbox's own threads are left out by the measurement itself (no
     // latency of theirs), not by the output filter: a switch from one of
     // them to a woken task is that task's end of latency.

@@ -31,13 +31,13 @@ const FILES: &[(&str, Option<&str>)] = &[
     ("tr_lat/actions.rs", Some("tr-lat")),
     ("tr_lat/max.rs", Some("tr-lat")),
     ("tr_lat/measure.rs", Some("tr-lat")),
+    ("tr_lat/screen.rs", Some("tr-lat")),
     ("main.rs", None),
     ("cli.rs", None),
     ("cli/manpage.rs", None),
     ("command.rs", None),
     ("session.rs", None),
     ("progress.rs", None),
-    ("screen.rs", None),
     ("config.rs", None),
 ];
 
