@@ -10,15 +10,7 @@
 mod cli;
 mod command;
 mod config;
-#[cfg(feature = "host")]
-mod host;
-#[cfg(feature = "host")]
-mod listen;
 mod progress;
-#[cfg(feature = "tr-cat")]
-mod record;
-#[cfg(feature = "tr-lat")]
-mod screen;
 mod session;
 #[cfg(feature = "tr-cat")]
 mod tr_cat;

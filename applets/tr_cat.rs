@@ -1,5 +1,13 @@
 //! tr-cat: print the trace buffer, decode the raw per-CPU pages or a
-//! trace.dat, or record the raw pages into one (-o, see record.rs).
+//! trace.dat, or record the raw pages into one (-o, [`record`]); on the
+//! host also trace-cmd's listener (--listen, [`listen`]) and the
+//! conversions (console dumps, Perfetto, [`host`]).
+
+#[cfg(feature = "host")]
+mod host;
+#[cfg(feature = "host")]
+mod listen;
+mod record;
 
 use crate::cli::{self, Error};
 use argh::{ArgsInfo, FromArgs};
@@ -161,7 +169,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
                 "-o and -N record; they do not combine with each other, --raw, --follow, --json or a FILE to read",
             ));
         }
-        let r = crate::record::Request {
+        let r = record::Request {
             path: o,
             events: &a.event,
             time: a.time,
@@ -170,7 +178,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             console: a.console(),
             net: a.net().is_some(),
         };
-        return crate::record::run(common, r);
+        return record::run(common, r);
     }
     if !cmd.is_empty() {
         return Err(Error::usage("'-- CMD' goes with -o").hint("e.g. tr-cat -o trace.dat -- CMD"));
@@ -325,7 +333,7 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         if a.file.is_some() || a.input.is_some() {
             return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
         }
-        if a.output.is_none() && crate::host::console_dump(&i, a.json, a.stats)?.is_some() {
+        if a.output.is_none() && host::console_dump(&i, a.json, a.stats)?.is_some() {
             return Ok(Some(()));
         }
         a.file = Some(i);
@@ -340,14 +348,14 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         if o.ends_with(".pftrace") {
             let ro = perfetto_opts(a)?;
             let input = read::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
-            return crate::host::perfetto(input, &ro, o).map(Some);
+            return host::perfetto(input, &ro, o).map(Some);
         }
         if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
             return Err(Error::usage(
                 "FILE -o OUT converts a stream; it does not combine with --raw, --follow, --json, -e or -- CMD",
             ));
         }
-        return crate::host::convert(f, o).map(Some);
+        return host::convert(f, o).map(Some);
     }
     if let Some(o) = a.output.as_ref().filter(|o| o.ends_with(".pftrace") && a.raw) {
         // A tree's raw pages (a copy with -T, or the live buffer, consumed).
@@ -357,11 +365,11 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         }
         let ro = perfetto_opts(a)?;
         let input = read::Input::tree(&t, &ro)?;
-        return crate::host::perfetto(input, &ro, o).map(Some);
+        return host::perfetto(input, &ro, o).map(Some);
     }
     if let Some(addr) = &a.listen {
-        let addr = crate::listen::parse_addr(addr)?;
-        return crate::listen::listen(addr, a.output.as_deref().unwrap_or("."), a.max_kb).map(Some);
+        let addr = listen::parse_addr(addr)?;
+        return listen::listen(addr, a.output.as_deref().unwrap_or("."), a.max_kb).map(Some);
     }
     Ok(None)
 }

@@ -276,9 +276,9 @@ fn boot(common: &cli::Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
 
 /// `--svg FILE`: the flame graph of the folded stacks, and a line on stderr
 /// saying where it went. Never written through a symlink (a FILE in /tmp
-/// could be anyone's link). Host build only: it cost the board build
-/// 4,976 bytes on aarch64, 1.5 KiB under its budget; a board records
-/// (`tr-cat -o`) and the host draws (`tr-graph -i FILE --svg OUT`).
+/// could be anyone's link). Host build only (4,976 bytes of the aarch64
+/// board build when measured): a board records (`tr-cat -o`) and the host
+/// draws (`tr-graph -i FILE --svg OUT`).
 #[cfg(feature = "host")]
 fn write_svg(path: &str, folded: &[(String, u64)], a: &Args) -> Result<(), Error> {
     use std::os::unix::fs::OpenOptionsExt;

@@ -141,6 +141,19 @@ pub enum Error {
         /// Why the console log reader gave up.
         what: String,
     },
+    /// `tr-cat -N HOST:PORT`: the listener could not be reached, or did not
+    /// answer as trace-cmd's listener does.
+    Net {
+        /// HOST:PORT, as given.
+        addr: String,
+        /// The step that failed ("cannot connect", "the handshake"…), or
+        /// what the listener said instead.
+        what: String,
+        /// The socket's error, when one failed.
+        err: Option<io::Error>,
+    },
+    /// `tr-cat -N ADDR` where ADDR is not an IPv4 address and a port.
+    NetAddr(String),
     /// A board build asked for host-side work (`what`: which).
     HostOnly {
         /// The work asked for.
@@ -200,6 +213,11 @@ impl Error {
                 "function tracers and function filters are unavailable (a locked-down kernel, or sysctl kernel.ftrace_enabled=0); events (tr-event), uprobes, the nop tracer and tr-cat still work",
             ),
             Error::Elf { .. } | Error::TraceDat { .. } | Error::Output(_) | Error::Signals(_) => None,
+            Error::Net { err: Some(e), .. } if matches!(e.raw_os_error(), Some(libc::ETIMEDOUT | libc::EHOSTUNREACH | libc::ENETUNREACH)) => {
+                Some("the host does not answer: check the board's network (ip addr; ping HOST), and that the listener runs there (trace-cmd listen -p PORT, or tr-cat --listen PORT)")
+            }
+            Error::Net { .. } => Some("start the listener on the host first (trace-cmd listen -p PORT, or tr-cat --listen PORT)"),
+            Error::NetAddr(_) => Some("HOST is an IPv4 address (trbox resolves no names), e.g. -N 10.0.2.2:12345"),
             Error::NoBuffer { .. } => Some("-B NAME picks one; -B '' the top buffer; without -B every buffer is shown"),
             Error::NotARecording { .. } => Some("record on the board with: tr-cat -o - --console [-e EV] [-t S] [-- CMD]"),
             Error::HostOnly { .. } => {
@@ -226,6 +244,7 @@ impl Error {
         match self {
             Error::Mount { err, .. } | Error::Io { err, .. } | Error::Rejected { err, .. } => err.raw_os_error(),
             Error::FtraceRefused { .. } => Some(libc::EPERM),
+            Error::Net { err: Some(e), .. } => e.raw_os_error(),
             _ => None,
         }
     }
@@ -244,6 +263,12 @@ pub fn describe(err: &io::Error) -> String {
         Some(libc::ENOSPC) => "no space left (ENOSPC)",
         Some(libc::ENOTDIR) => "not a directory (ENOTDIR)",
         Some(libc::EEXIST) => "already exists (EEXIST)",
+        Some(libc::ECONNREFUSED) => "connection refused (ECONNREFUSED)",
+        Some(libc::ECONNRESET) => "connection reset (ECONNRESET)",
+        Some(libc::ETIMEDOUT) => "timed out (ETIMEDOUT)",
+        Some(libc::EHOSTUNREACH) => "no route to host (EHOSTUNREACH)",
+        Some(libc::ENETUNREACH) => "network unreachable (ENETUNREACH)",
+        Some(libc::EPIPE) => "broken pipe (EPIPE)",
         _ => return err.to_string(),
     };
     name.to_string()
@@ -313,6 +338,17 @@ impl fmt::Display for Error {
                 "{}: neither a trace.dat, a trbox stream nor a console log with a recording: {what}",
                 path.display()
             ),
+            Error::Net { addr, what, err } => {
+                write!(f, "listener {addr}: {what}")?;
+                match err {
+                    Some(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                        write!(f, ": the listener closed the connection")
+                    }
+                    Some(e) => write!(f, ": {}", describe(e)),
+                    None => Ok(()),
+                }
+            }
+            Error::NetAddr(addr) => write!(f, "-N {addr}: not an IPv4 address and port (A.B.C.D:PORT)"),
             Error::HostOnly { what } => write!(f, "this trbox is a board build: {what} is done on the host"),
             Error::Output(e) => write!(f, "cannot write output: {e}"),
             Error::Signals(e) => write!(f, "cannot install signal handlers: {e}"),
@@ -374,5 +410,33 @@ mod tests {
             kernel: Some("Event already exists".into()),
         };
         assert!(k.hint().is_none());
+    }
+
+    #[test]
+    fn a_network_failure_names_the_listener_and_what_to_do() {
+        let e = Error::Net {
+            addr: "10.0.2.2:12345".into(),
+            what: "cannot connect".into(),
+            err: Some(io::Error::from_raw_os_error(libc::ECONNREFUSED)),
+        };
+        assert_eq!(e.to_string(), "listener 10.0.2.2:12345: cannot connect: connection refused (ECONNREFUSED)");
+        assert!(e.hint().unwrap().contains("trace-cmd listen -p PORT"));
+        assert_eq!(e.errno(), Some(libc::ECONNREFUSED));
+        assert!(!e.is_usage());
+        let t = Error::Net {
+            addr: "10.0.2.2:12345".into(),
+            what: "cannot connect".into(),
+            err: Some(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+        };
+        assert!(t.hint().unwrap().contains("ping HOST"));
+        let eof = Error::Net {
+            addr: "10.0.2.2:12345".into(),
+            what: "the handshake".into(),
+            err: Some(io::ErrorKind::UnexpectedEof.into()),
+        };
+        assert_eq!(eof.to_string(), "listener 10.0.2.2:12345: the handshake: the listener closed the connection");
+        let a = Error::NetAddr("board:1234".into());
+        assert_eq!(a.to_string(), "-N board:1234: not an IPv4 address and port (A.B.C.D:PORT)");
+        assert!(a.hint().unwrap().contains("IPv4"));
     }
 }

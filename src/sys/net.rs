@@ -43,11 +43,9 @@ struct Held {
     last: std::time::Instant,
 }
 
-/// `listener ADDR: WHAT` and what to do (said like a file that cannot be
-/// read: a variant of its own, or a boxed io::Error, costs the board more).
-fn fail(addr: &str, what: String) -> Error {
-    let hint = "; start the listener on the host first (trace-cmd listen -p PORT, or tr-cat --listen PORT)";
-    Error::TraceDat { path: format!("listener {addr}").into(), what: what + hint }
+/// The listener at `addr` did not do `what` (`err`: the socket's error).
+fn fail(addr: &str, what: String, err: Option<io::Error>) -> Error {
+    Error::Net { addr: addr.into(), what, err }
 }
 
 /// `A.B.C.D:PORT`.
@@ -113,9 +111,8 @@ pub fn connect(
     slot: (u64, usize),
     cmdlines: std::path::PathBuf,
 ) -> Result<Session, Error> {
-    let io = |what: &str, e: io::Error| fail(addr, format!("{what}: {}", super::describe(&e)));
-    let (ip, port) =
-        parse_addr(addr).ok_or_else(|| fail(addr, "not an IPv4 address and port (A.B.C.D:PORT)".into()))?;
+    let io = |what: &str, e: io::Error| fail(addr, what.into(), Some(e));
+    let (ip, port) = parse_addr(addr).ok_or_else(|| Error::NetAddr(addr.into()))?;
     let mut c = connect_to(ip, port).map_err(|e| io("cannot connect", e))?;
     // The handshake, each step a write then the answer expected (the
     // greeting comes first, unasked).
@@ -124,7 +121,7 @@ pub fn connect(
         let got = buf.get_mut(..want.len()).unwrap_or_default();
         c.write_all(send).and_then(|_| c.read_exact(got)).map_err(|e| io("the handshake", e))?;
         if got != want {
-            return Err(fail(addr, "not trace-cmd's listener (protocol 3)".into()));
+            return Err(fail(addr, "not trace-cmd's listener (protocol 3)".into(), None));
         }
     }
     c.write_all(&msg::tinit(cpus, page_size)).map_err(|e| io("the handshake", e))?;
@@ -135,7 +132,7 @@ pub fn connect(
     c.read_exact(&mut body).map_err(|e| io("waiting for the ports (RINIT)", e))?;
     let ports = msg::parse_rinit(&h, &body)
         .filter(|p| p.len() == cpus as usize)
-        .ok_or_else(|| fail(addr, format!("expected the ports of {cpus} CPUs (RINIT), got message {}", h.cmd)))?;
+        .ok_or_else(|| fail(addr, format!("expected the ports of {cpus} CPUs (RINIT), got message {}", h.cmd), None))?;
     let (at, len) = (slot.0 as usize, slot.1);
     let trbox = msg::rinit_of_trbox(&body);
     let held = (!trbox).then(|| Held {

@@ -140,6 +140,25 @@ pub fn hold_dma_latency(us: i32) -> io::Result<std::fs::File> {
     Ok(f)
 }
 
+/// The `disable` files of `cpu`'s cpuidle states deeper than `n` (their
+/// number above it: /sys/devices/system/cpu/cpuN/cpuidle/stateM/disable),
+/// as rtla's --deepest-idle-state disables them. Err: the cpuidle
+/// directory, which this system (or CPU) does not have.
+pub fn idle_states_past(cpu: u32, n: i32) -> Result<Vec<std::path::PathBuf>, std::path::PathBuf> {
+    states_past(std::path::PathBuf::from(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle")), n)
+}
+
+/// [`idle_states_past`] in the cpuidle directory `dir`.
+fn states_past(dir: std::path::PathBuf, n: i32) -> Result<Vec<std::path::PathBuf>, std::path::PathBuf> {
+    let Ok(states) = std::fs::read_dir(&dir) else { return Err(dir) };
+    let deeper = |name: &str| name.strip_prefix("state").and_then(|m| m.parse::<i32>().ok()).is_some_and(|m| m > n);
+    Ok(states
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(deeper))
+        .map(|e| e.path().join("disable"))
+        .collect())
+}
+
 /// timerlat's user-space threads: one process per CPU (`timerlatu/N`, as
 /// rtla 7.2's timerlat_u.c forks them), pinned to its CPU, SCHED_FIFO 95
 /// unless a policy is given, that opens `osnoise/per_cpu/cpuN/timerlat_fd`
@@ -255,6 +274,21 @@ impl Drop for UserThreads {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_states_past_n_are_the_deeper_ones() {
+        let dir = std::env::temp_dir().join(format!("trbox-cpuidle-{}", std::process::id()));
+        for d in ["state0", "state1", "state2", "state10", "driver"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let mut got = states_past(dir.clone(), 1).unwrap();
+        got.sort();
+        assert_eq!(got, [dir.join("state10/disable"), dir.join("state2/disable")]);
+        assert_eq!(states_past(dir.clone(), -1).unwrap().len(), 4);
+        assert!(states_past(dir.clone(), 10).unwrap().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(states_past(dir.clone(), 0), Err(dir));
+    }
 
     #[test]
     fn rtla_spellings() {

@@ -1,10 +1,12 @@
 //! Scoped worker threads on bare pthreads.
 //!
-//! std::thread (spawn or scope) costs about 25 KiB in the aarch64 board
-//! binary — thread names, spawn hooks, output capture, its own TLS and
-//! RUST_MIN_STACK handling — against about 4 KiB for pthread_create and
-//! pthread_join, which musl links anyway. The binary has a 400 KiB budget,
-//! so the few places that fan work out to other CPUs use this instead.
+//! std::thread (spawn or scope) brings in thread names, spawn hooks,
+//! output capture, its own TLS and RUST_MIN_STACK handling: this module
+//! written on std::thread::scope and Builder made the aarch64 `full` build
+//! 19,960 bytes larger (571,208 -> 591,168, over its 576 KiB budget; issue
+//! 43), where pthread_create and pthread_join cost little (musl links
+//! them anyway). So the few places that fan work out to other CPUs use
+//! this instead, and keep the `unsafe` to this file.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;

@@ -20,19 +20,24 @@ const FILES: &[(&str, Option<&str>)] = &[
     ("tr_on.rs", Some("tr-on")),
     ("tr_event.rs", Some("tr-event")),
     ("tr_cat.rs", Some("tr-cat")),
-    ("record.rs", Some("tr-cat")),
-    ("host.rs", Some("tr-cat")),
-    ("listen.rs", Some("tr-cat")),
+    ("tr_cat/record.rs", Some("tr-cat")),
+    ("tr_cat/host.rs", Some("tr-cat")),
+    ("tr_cat/listen.rs", Some("tr-cat")),
     ("tr_graph.rs", Some("tr-graph")),
     ("tr_stack.rs", Some("tr-stack")),
     ("tr_lat.rs", Some("tr-lat")),
+    ("tr_lat/args.rs", Some("tr-lat")),
+    ("tr_lat/setup.rs", Some("tr-lat")),
+    ("tr_lat/actions.rs", Some("tr-lat")),
+    ("tr_lat/max.rs", Some("tr-lat")),
+    ("tr_lat/measure.rs", Some("tr-lat")),
+    ("tr_lat/screen.rs", Some("tr-lat")),
     ("main.rs", None),
     ("cli.rs", None),
     ("cli/manpage.rs", None),
     ("command.rs", None),
     ("session.rs", None),
     ("progress.rs", None),
-    ("screen.rs", None),
     ("config.rs", None),
 ];
 
@@ -43,7 +48,8 @@ const FOREIGN: &[&str] =
     &["chrt", "mount", "trace-cmd", "rtla", "ps", "taskset", "compgen", "complete", "sudo", "bootconfig"];
 
 /// String literals that are no message: (file, the literal, why).
-const NOT_MESSAGES: &[(&str, &str, &str)] = &[("tr_lat.rs", "-c", "sh's -c, for --on-threshold shell,command=CMD")];
+const NOT_MESSAGES: &[(&str, &str, &str)] =
+    &[("tr_lat/actions.rs", "-c", "sh's -c, for --on-threshold shell,command=CMD")];
 
 /// The string literals of Rust source `src` (escapes resolved roughly:
 /// `\n`, `\t`, `\"`, `\\`, line continuations), outside comments and
@@ -256,7 +262,10 @@ fn messages_name_only_options_that_exist() {
     known.push(("trbox".into(), [words(&top), help.to_vec()].concat()));
     assert!(known.iter().all(|k| !k.1.is_empty()), "{known:?}");
     let mut files = Vec::new();
-    for dir in [root.clone(), root.join("cli")] {
+    // applets/ and its applets' directories (cli/, tr_lat/…).
+    let mut dirs = vec![root.clone()];
+    dirs.extend(std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    for dir in dirs {
         for e in std::fs::read_dir(&dir).unwrap().flatten() {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "rs") {

@@ -12,7 +12,7 @@ const BOUNDS: &[&str] = &["elapsed()", "Instant", "try_wait", "(0.."];
 
 /// The code of `src` with comments, string and char literals blanked (kept
 /// the same length, line breaks kept), so braces and `sleep(` are code.
-fn code_only(src: &str) -> String {
+pub fn code_only(src: &str) -> String {
     let b = src.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -101,18 +101,7 @@ fn fixed_sleeps(src: &str) -> Vec<(usize, String)> {
                         continue;
                     }
                     // The loop's head and body.
-                    let mut open = 0;
-                    let end = code[i..]
-                        .char_indices()
-                        .find(|&(_, c)| {
-                            open += match c {
-                                '{' => 1,
-                                '}' => -1,
-                                _ => 0,
-                            };
-                            open == 0
-                        })
-                        .map_or(code.len(), |(n, _)| i + n);
+                    let end = block_end(&code, i);
                     polled = bounded_for || BOUNDS.iter().any(|b| code[start..end].contains(b));
                     break;
                 }
@@ -126,7 +115,25 @@ fn fixed_sleeps(src: &str) -> Vec<(usize, String)> {
     found
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Where the block whose `{` is at `open` in `code` (code-only text)
+/// closes: the index of its `}`, or the end of `code`.
+pub fn block_end(code: &str, open: usize) -> usize {
+    let mut depth = 0i32;
+    code[open..]
+        .char_indices()
+        .find(|&(_, c)| {
+            depth += match c {
+                '{' => 1,
+                '}' => -1,
+                _ => 0,
+            };
+            depth == 0
+        })
+        .map_or(code.len(), |(n, _)| open + n)
+}
+
+/// The .rs files below `dir`, but for fixtures and data.
+pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
         if p.is_dir() && !matches!(p.file_name().and_then(|n| n.to_str()), Some("fixtures" | "data")) {

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod debug_format;
 mod decode_fixtures;
 mod elf_files;
 mod fixed_sleeps;

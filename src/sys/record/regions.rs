@@ -13,9 +13,9 @@
 //! collapse (copying a region down needs free space, which a recording
 //! stopped by a full disk does not leave).
 //!
-//! Host builds only (`host`): on a board, where the budget has no room for
-//! it (+1,680 bytes on aarch64), `Regions` has no values and the recorder
-//! keeps the pool.
+//! Host builds only (`host`; +1,680 bytes of the aarch64 board build when
+//! measured): on a board `Regions` has no values and the recorder keeps
+//! the pool.
 //!
 //! A recording killed outright (SIGKILL, power loss) leaves a file whose
 //! length reaches into the last region it wrote: holes, not disk space,
