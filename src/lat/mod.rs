@@ -204,7 +204,9 @@ pub struct Sample {
     /// The latency, in nanoseconds.
     pub ns: u64,
 }
-/// One event the mode reads: its id and the fields it needs, in order.
+
+/// One event a mode reads: its id and the fields it needs, in the order of
+/// the mode's `*_FIELDS` list (read by the named indexes beside it).
 #[derive(Debug, Clone)]
 struct Ev {
     id: u32,
