@@ -28,15 +28,13 @@
 //! record; [`columns`] writes the duration, overhead-mark, process and
 //! header columns; [`renderer`] keeps the per-CPU state and writes the
 //! lines; [`stats`] aggregates the same records into folded stacks and
-//! per-function totals, [`flame`] draws them; [`stacks`] counts
-//! `kernel_stack` records for tr-stack. Nothing here panics on any record
-//! bytes.
+//! per-function totals, [`flame`] draws them. (tr-stack's `kernel_stack`
+//! counts are `crate::stacks`.) Nothing here panics on any record bytes.
 
 pub mod columns;
 pub mod flame;
 pub mod records;
 pub mod renderer;
-pub mod stacks;
 pub mod stats;
 
 use core::fmt::{self, Write};
