@@ -84,6 +84,18 @@ pub fn problem_counts(w: &mut dyn Write, p: &Problems) -> fmt::Result {
     Ok(())
 }
 
+/// What a reading read past as one line, the same in every `--json`
+/// (tr-cat's, tr-lat's): `{"problems":{"cut_off":1}}` and a newline;
+/// nothing when there was none.
+pub fn problems_line(w: &mut dyn Write, p: &Problems) -> fmt::Result {
+    if p.is_empty() {
+        return Ok(());
+    }
+    w.write_str("{\"problems\":{")?;
+    problem_counts(w, p)?;
+    w.write_str("}}\n")
+}
+
 /// An object written member by member, in the order given: `{` when
 /// begun, `,` between members, `}` at [`Object::end`].
 pub struct Object<'w> {

@@ -45,6 +45,7 @@ pub mod printk;
 pub mod probe;
 pub mod problems;
 pub mod render;
+pub mod stacks;
 pub(crate) mod strmap;
 pub mod trace;
 pub mod tracedat;

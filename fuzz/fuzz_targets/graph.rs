@@ -3,7 +3,7 @@
 //! newer one with `retval`), byte order and options; the rest is split into
 //! records (one length byte each) fed in order, each with the following
 //! record as its peeked successor. The same records go through the
-//! kernel_stack counter (graph::stacks) too.
+//! kernel_stack counter (stacks) too.
 //! The target itself is `trbox::fuzz_entry::graph` (src/fuzz_entry/graph.rs).
 #![no_main]
 

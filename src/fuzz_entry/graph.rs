@@ -3,15 +3,15 @@
 //! newer one with `retval`), byte order and options; the rest is split into
 //! records (one length byte each) fed in order, each with the following
 //! record as its peeked successor. The same records go through the
-//! kernel_stack counter (graph::stacks) too.
+//! kernel_stack counter (stacks) too.
 
 use crate::abi::Endian;
 use crate::format::HeaderPage;
-use crate::graph::stacks::{write_folded, write_table, StackCounts};
 use crate::graph::stats::{GraphStats, TopBy};
 use crate::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use crate::kallsyms::Kallsyms;
 use crate::render::Cmdlines;
+use crate::stacks::{write_folded, write_table, StackCounts};
 use crate::Trace;
 use alloc::format;
 use alloc::string::String;

@@ -1,4 +1,4 @@
-//! The function_graph renderer (src/graph.rs) against the kernel's own
+//! The function_graph renderer (src/graph/) against the kernel's own
 //! `trace` text of the same buffer, for the trees recorded in the qemu boards
 //! (tests/fixtures/ARCH/function_graph{,_depth}): arm64, armv7 (32-bit) and
 //! x86_64 Debian 6.1 kernels. Also checks the folded/top aggregations on the

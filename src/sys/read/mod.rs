@@ -130,22 +130,11 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
         let mut problems = trace.problems.clone();
         add_run_problems(&streams, &unknown, &buffers, &mut problems);
         let mut line = String::new();
-        let _ = problems_json(&mut line, &problems);
+        let _ = crate::json::problems_line(&mut line, &problems);
         let _ = out.write_all(line.as_bytes());
     }
     out.finish()?;
     Ok(shown)
-}
-
-/// `{"problems":{"cut_off":1}}` and a newline: a member per kind of
-/// problem met ([`crate::problems`]); nothing when there was none.
-fn problems_json(w: &mut dyn std::fmt::Write, p: &crate::problems::Problems) -> std::fmt::Result {
-    if p.is_empty() {
-        return Ok(());
-    }
-    w.write_str("{\"problems\":{")?;
-    crate::json::problem_counts(w, p)?;
-    w.write_str("}}\n")
 }
 
 /// Never silently nothing: say so when the streams held no item at all.

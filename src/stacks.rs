@@ -9,16 +9,17 @@
 //!
 //! Folded output (`root;…;caller;ORIGIN COUNT`) puts the outermost frame
 //! first, as flamegraph.pl and speedscope expect, and the origin as the
-//! leaf, so the picture shows who leads to the event or function.
+//! leaf, so the picture shows who leads to the event or function. The
+//! folded paths are encoded as tr-graph's are (`graph::stats`).
 
 use crate::strmap::StrMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
-use super::stats::{key_path, path_key};
 use crate::abi::{Abi, Endian};
 use crate::format::{EventTable, FieldLoc};
+use crate::graph::stats::{key_path, path_key, push_frame};
 use crate::printfmt::SymbolLookup;
 
 /// Frames kept per stack (the kernel stores at most a page of them).
@@ -233,10 +234,10 @@ pub fn write_folded<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Res
     for r in rows {
         let mut line = String::new();
         for f in r.frames.iter().rev() {
-            super::stats::push_frame(&mut line, f);
+            push_frame(&mut line, f);
             line.push(';');
         }
-        super::stats::push_frame(&mut line, &r.origin);
+        push_frame(&mut line, &r.origin);
         *m.entry(&line, 0) += r.count;
     }
     for (line, n) in m.sorted() {
