@@ -4,10 +4,10 @@
 //! histogram or JSON), as rtla keeps its measurement apart from its display.
 //!
 //! What is measured is one file per mode (or family of modes):
-//! [`wakeup`] (sched_waking → sched_switch), [`irq`] (hard IRQ and softirq
-//! handlers), [`syscall`] (sys_enter → sys_exit), and [`tracers`] (the
-//! timerlat, osnoise and hwlat tracers' own entries). [`stat`] holds the
-//! accumulators they fill, [`report`] prints them, and [`aa`] is
+//! `wakeup` (sched_waking → sched_switch), `irq` (hard IRQ and softirq
+//! handlers), `syscall` (sys_enter → sys_exit), and `tracers` (the
+//! timerlat, osnoise and hwlat tracers' own entries). `stat` holds the
+//! accumulators they fill, `report` prints them, and [`aa`] is
 //! timerlat's auto-analysis. This file maps a mode's events and hands each
 //! record to its mode.
 //!
