@@ -60,7 +60,16 @@ fn read_back(f: &Path) -> (Vec<String>, Option<Vec<String>>) {
         assert!(o.status.success(), "trace-cmd report: {}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout)
             .lines()
-            .filter(|l| !l.starts_with("cpus=") && !l.trim().is_empty() && !l.contains("[LOST"))
+            // A page the kernel overwrote before it was read: trace-cmd
+            // says `CPU:N [M EVENTS DROPPED]` where tr-cat says the
+            // kernel's `CPU:N [LOST M EVENTS]` (trace_output.c); neither
+            // is a record.
+            .filter(|l| {
+                !l.starts_with("cpus=")
+                    && !l.trim().is_empty()
+                    && !l.contains("[LOST")
+                    && !l.contains("EVENTS DROPPED]")
+            })
             .map(String::from)
             .collect()
     });
