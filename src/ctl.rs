@@ -76,17 +76,6 @@ pub fn clock_value(text: &str) -> Option<u64> {
     }
 }
 
-/// The (major, minor) kernel version in a `uname -a` / `/proc/version` /
-/// release text: the first word that starts with `N.N`.
-pub fn kernel_version(text: &str) -> Option<(u32, u32)> {
-    text.split_whitespace().find_map(|w| {
-        let mut it = w.split(|c: char| !c.is_ascii_digit());
-        let major = it.next()?.parse().ok()?;
-        let minor = it.next()?.parse().ok()?;
-        w.starts_with(|c: char| c.is_ascii_digit()).then_some((major, minor))
-    })
-}
-
 /// An event's `filter` file: `None` when it says `none`.
 pub fn filter(text: &str) -> Option<&str> {
     let t = text.trim();
@@ -306,14 +295,6 @@ mod tests {
         let two = "[1.0] a: old\n  Command: x\n  ^\n[2.0] b: new\n  Command: y\n   ^\n";
         assert!(last_error(two).unwrap().starts_with("b: new\n  Command: y"));
         assert_eq!(last_error(""), None);
-    }
-
-    #[test]
-    fn versions() {
-        assert_eq!(kernel_version("Linux trbox-board 6.1.0-50-arm64 #1 SMP Debian 6.1.176-1"), Some((6, 1)));
-        assert_eq!(kernel_version("Linux version 6.18.44-fc-v769 (gcc)"), Some((6, 18)));
-        assert_eq!(kernel_version("6.8.0"), Some((6, 8)));
-        assert_eq!(kernel_version("Linux host x"), None);
     }
 
     #[test]

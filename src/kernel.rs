@@ -343,7 +343,7 @@ impl KernelProfile {
     /// The profile of a `uname -a`, `/proc/version` or release text (`None`:
     /// nothing to read), found at `source`.
     pub fn from_text(text: Option<&str>, source: String) -> KernelProfile {
-        KernelProfile { version: text.and_then(crate::ctl::kernel_version), source, ..Default::default() }
+        KernelProfile { version: text.and_then(version_in), source, ..Default::default() }
     }
 
     /// The profile of a trace that does not name its kernel, from what
@@ -503,10 +503,29 @@ pub fn infer<'a>(
     inf
 }
 
+/// The (major, minor) kernel version in a `uname -a` / `/proc/version` /
+/// release text: the first word that starts with `N.N`.
+pub fn version_in(text: &str) -> Option<(u32, u32)> {
+    text.split_whitespace().find_map(|w| {
+        let mut it = w.split(|c: char| !c.is_ascii_digit());
+        let major = it.next()?.parse().ok()?;
+        let minor = it.next()?.parse().ok()?;
+        w.starts_with(|c: char| c.is_ascii_digit()).then_some((major, minor))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use alloc::string::ToString;
+
+    #[test]
+    fn versions() {
+        assert_eq!(version_in("Linux trbox-board 6.1.0-50-arm64 #1 SMP Debian 6.1.176-1"), Some((6, 1)));
+        assert_eq!(version_in("Linux version 6.18.44-fc-v769 (gcc)"), Some((6, 18)));
+        assert_eq!(version_in("6.8.0"), Some((6, 8)));
+        assert_eq!(version_in("Linux host x"), None);
+    }
 
     #[test]
     fn the_kernel_version_picks_the_syscall_style() {

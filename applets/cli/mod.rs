@@ -97,7 +97,7 @@ fn instance_name(v: &str) -> Result<String, String> {
 }
 
 fn kernel_release(v: &str) -> Result<String, String> {
-    match trbox::ctl::kernel_version(v) {
+    match trbox::kernel::version_in(v) {
         Some(_) => Ok(v.to_string()),
         None => Err("not a kernel release: give MAJOR.MINOR[...], e.g. 4.19 or 6.1.0-40-arm64".into()),
     }
