@@ -30,7 +30,7 @@ KERNEL ?= 6.1
 # every board: aarch64 the whole session (QEMU_FULL_BOARDS), the others the
 # short one (the lines marked '## boards: all'; tr-lat's RT lines on the
 # RT boards), the three x86_64 boards the live test suites as well
-# (QEMU_LIVE_BOARDS), three boards at a time (QEMU_JOBS), the longest
+# (QEMU_LIVE_BOARDS), two boards at a time (QEMU_JOBS), the longest
 # first, to fit its 30-minute budget on 2 cores (cross/qemu/README.md:
 # timings).
 QEMU_ALL_BOARDS := aarch64:7.2-rt x86_64:7.2 x86_64:6.12 x86_64 aarch64:7.2 aarch64:6.1-rt aarch64:6.12 aarch64:6.12-16k armv7:6.1-rt armv7:7.2 aarch64 armv7 armv7:5.10 aarch64:5.10

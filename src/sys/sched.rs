@@ -93,8 +93,25 @@ pub fn set_threads_cgroup(prefix: &str, procs: &std::path::Path) -> io::Result<(
 }
 
 /// `f` for every task whose comm starts with `prefix`; finding none is
-/// NotFound.
+/// NotFound, after looking again for up to [`THREADS_WAIT`]: on a loaded
+/// board (a PREEMPT_RT one under TCG beside two others) `--priority` once
+/// found no timerlat/N thread right after tracing went on.
 fn each_thread(prefix: &str, mut f: impl FnMut(i32) -> io::Result<()>) -> io::Result<()> {
+    let until = std::time::Instant::now() + THREADS_WAIT;
+    loop {
+        match each_thread_now(prefix, &mut f) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// How long [`each_thread`] looks for the tracer's threads.
+const THREADS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn each_thread_now(prefix: &str, f: &mut impl FnMut(i32) -> io::Result<()>) -> io::Result<()> {
     let mut found = false;
     for e in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else { continue };

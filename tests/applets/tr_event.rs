@@ -396,7 +396,9 @@ fn dash_p_traces_another_process_only() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     let tag = format!("-{pid} ");
-    assert!(out.lines().filter(|l| l.contains("sys_openat(")).count() > 3, "{out}");
+    // Its loop opens /proc/version each turn: one turn in the second at
+    // least (a loaded one-CPU TCG board made 3; how many is speed).
+    assert!(out.lines().any(|l| l.contains("sys_openat(")), "{out}");
     assert!(out.lines().all(|l| l.contains(&tag)), "lines of other pids (want only {pid}):\n{out}");
     // tr-stack -e takes -P the same way.
     let s = applet("tr-stack", &["-e", "syscalls:sys_enter_openat", "-P", &pid, "-t", "1"]);
