@@ -646,7 +646,13 @@ fn all_lists_every_task() {
     };
     let grouped = rows(false);
     let each = rows(true);
-    assert!(matches!(grouped.as_slice(), [one] if one.starts_with("sleep (")), "{grouped:?}");
+    // Over 20 task rows are grouped by comm: one `sleep (N tasks)` row.
+    // A loaded machine measures fewer of the short sleeps' wakeups, and
+    // 20 rows or fewer are each shown.
+    match grouped.as_slice() {
+        [one] if one.starts_with("sleep (") => {}
+        rows => assert!(rows.len() <= 20 && rows.iter().all(|l| l.starts_with("sleep-")), "{grouped:?}"),
+    }
     // A row per task (30 on an idle machine; a loaded one measures fewer of
     // the short sleeps' wakeups, 19 seen).
     assert!(each.len() > 1 && each.iter().all(|l| l.starts_with("sleep-")), "{each:?}");
