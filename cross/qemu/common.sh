@@ -116,9 +116,7 @@ live_boards=${QEMU_LIVE_BOARDS-$LIVE_ALL}
 [ "$live_boards" != all ] || live_boards=$LIVE_ALL
 for b in $live_boards; do
 	[ "$b" != none ] || continue
-	case "$b" in "$BOARD" | "$ARCH:$KERNEL" | "$ARCH-$KERNEL") LIVE=1 LIVE_INDEX=$LIVE_COUNT DEFAULT_MEM=1024 ;; esac
-	# x86_64 and x86_64:6.1 name one board.
-	case "$b:$KERNEL" in "$ARCH:6.1") LIVE=1 LIVE_INDEX=$LIVE_COUNT DEFAULT_MEM=1024 ;; esac
+	case "$b" in "$BOARD" | "$ARCH:$KERNEL") LIVE=1 LIVE_INDEX=$LIVE_COUNT DEFAULT_MEM=1024 ;; esac
 	LIVE_COUNT=$((LIVE_COUNT + 1))
 done
 
