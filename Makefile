@@ -48,9 +48,16 @@ example:
 	$(CARGO) run --release --quiet --example event_counts tests/data/tracedat/v6-inst.dat \
 		| diff -u tests/data/examples/event_counts-v6-inst.txt -
 
+# The host's tests are the build the live boards run (cross/qemu/live.sh):
+# profile board-tests (Cargo.toml: release without whole-program LTO), static
+# musl executables of this machine's architecture, in target/board-tests, so
+# make test compiles the suite once for both. The shipped, size-tuned binary
+# is what cross-test and the boards test.
+HOST_TEST_TRIPLE := $(shell uname -m)-unknown-linux-musl
+BOARD_TESTS_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))/board-tests
 test-host: check-nostd lint apidoc
 	$(CARGO) build --release
-	$(CARGO) test --release --no-fail-fast
+	CARGO_TARGET_DIR=$(BOARD_TESTS_DIR) $(CARGO) test --profile board-tests --target $(HOST_TEST_TRIPLE) --no-fail-fast
 	@$(MAKE) --no-print-directory example
 
 # The applet pages quote each applet's --help (docs/applets/tr-*.md, between

@@ -176,8 +176,14 @@ interop() {
 		return 0
 	fi
 	tmp=$(mktemp -d "$OUT/.interop.XXXXXX")
-	sed -n '/^@@FILE-BEGIN t.tgz /,/^@@FILE-END/p' "$log" | sed '1d;$d' | tr -d '\r' | base64 -d >"$tmp/t.tgz" 2>/dev/null
 	set -- $hdr
+	# guest/send-file: through the virtio port (OUT/port.bin, at an offset
+	# and size), or base64 lines in the transcript.
+	if [ "${4:-}" = port ]; then
+		tail -c "+$(($5 + 1))" "$OUT/port.bin" 2>/dev/null | head -c "$6" >"$tmp/t.tgz"
+	else
+		sed -n '/^@@FILE-BEGIN t.tgz /,/^@@FILE-END/p' "$log" | sed '1d;$d' | tr -d '\r' | base64 -d >"$tmp/t.tgz" 2>/dev/null
+	fi
 	if [ "$(md5sum <"$tmp/t.tgz" | cut -d' ' -f1)" != "$3" ] || ! tar -xzf "$tmp/t.tgz" -C "$tmp"; then
 		bad "trace-cmd interop: the recording did not come through the console intact"
 		rm -rf "$tmp"

@@ -22,6 +22,7 @@ install -m 0644 "$QEMU_DIR/tour" "$root/etc/trbox/tour"
 install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtures"
 install -m 0755 "$QEMU_DIR/guest/vs-rtla" "$root/etc/trbox/vs-rtla"
 install -m 0755 "$QEMU_DIR/guest/vs-trace-cmd" "$root/etc/trbox/vs-trace-cmd"
+install -m 0755 "$QEMU_DIR/guest/send-file" "$root/etc/trbox/send-file"
 # Debian programs for this board (cross/qemu/debs), with their libraries.
 "$QEMU_DIR/debbin.sh" "$root"
 # The whole session (SESSION_FULL) or the short one: comments, and the

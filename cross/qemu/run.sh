@@ -30,6 +30,13 @@ mapfile -t nic < <(net_qemu_args)
 qemu=("$QEMU_BIN" "${QEMU_MACHINE[@]}" -m "$QEMU_MEM" -smp "$QEMU_SMP"
 	-kernel "$CACHE/vmlinuz" -initrd "$OUT/initramfs.gz"
 	-append "$(kernel_append "$mode")$NET_APPEND" "${nic[@]}")
+# The files a session sends to the host (guest/send-file): a virtio console
+# port named trbox.files, whose bytes qemu writes to OUT/port.bin. The
+# serial console carries about 15 KB/s under TCG; this, megabytes a second.
+# A kernel whose virtio console is a module (before 6.12) leaves it unused.
+rm -f "$OUT/port.bin"
+qemu+=(-device virtio-serial-pci,id=files -chardev "file,id=files,path=$OUT/port.bin"
+	-device virtserialport,bus=files.0,chardev=files,name=trbox.files)
 # The idle-state boards (common.sh IDLE_STATES): the device tree qemu
 # makes for this very command line (dumpdtb: qemu writes it and exits),
 # plus a PSCI idle state (fdt-idle.py); qemu still writes /chosen and
