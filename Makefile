@@ -15,7 +15,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host check-nostd lint apidoc example bench clean docs pictures fuzz fuzz-check
+.PHONY: all build setup test test-host test-host-build test-host-run check-nostd lint apidoc example bench clean docs pictures fuzz fuzz-check
 
 all: build
 
@@ -55,10 +55,17 @@ example:
 # is what cross-test and the boards test.
 HOST_TEST_TRIPLE := $(shell uname -m)-unknown-linux-musl
 BOARD_TESTS_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))/board-tests
-test-host: check-nostd lint apidoc
+HOST_TESTS = CARGO_TARGET_DIR=$(BOARD_TESTS_DIR) $(CARGO) test --profile board-tests --target $(HOST_TEST_TRIPLE)
+test-host: test-host-build
+	@$(MAKE) --no-print-directory test-host-run
+
+test-host-build: check-nostd lint apidoc
 	$(CARGO) build --release
-	CARGO_TARGET_DIR=$(BOARD_TESTS_DIR) $(CARGO) test --profile board-tests --target $(HOST_TEST_TRIPLE) --no-fail-fast
 	@$(MAKE) --no-print-directory example
+	$(HOST_TESTS) --no-run
+
+test-host-run:
+	$(HOST_TESTS) --no-fail-fast
 
 # The applet pages quote each applet's --help (docs/applets/tr-*.md, between
 # <!-- help --> markers), and docs/man/*.1 and completions/ hold what
@@ -101,9 +108,15 @@ fuzz-check:
 	@command -v cargo-fuzz >/dev/null || { echo "fuzz: cargo-fuzz is missing: make setup installs it" >&2; exit 1; }
 	@cd fuzz && cargo +$${TRBOX_NIGHTLY:-nightly} fuzz check --features zlib
 
-# Order: fast host tests first, then the other architectures.
+# Order: the host's builds and lints first; then the host's tests run while
+# the board binaries and the fuzz targets build (two at a time, each one's
+# output printed whole when it ends: the tests wait on windows and locks
+# more than on the CPU, and must pass on a loaded machine anyway); then the
+# other architectures.
 test: setup
-	@$(MAKE) --no-print-directory test-host fuzz-check cross-test size SIZE_FEATURES=0 qemu-tour qemu-test qemu-minimal qemu-boot-test qemu-lastboot
+	@$(MAKE) --no-print-directory test-host-build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-host-run cross-configs fuzz-check
+	@$(MAKE) --no-print-directory cross-test size SIZE_FEATURES=0 qemu-tour qemu-test qemu-minimal qemu-boot-test qemu-lastboot
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace
