@@ -112,11 +112,13 @@ fuzz-check:
 # the board binaries and the fuzz targets build (two at a time, each one's
 # output printed whole when it ends: the tests wait on windows and locks
 # more than on the CPU, and must pass on a loaded machine anyway); then the
-# other architectures.
+# other architectures, on the configurations just built (-o cross-configs:
+# building them again would rebuild each, minimal and full taking turns in
+# one target directory).
 test: setup
 	@$(MAKE) --no-print-directory test-host-build
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-host-run cross-configs fuzz-check
-	@$(MAKE) --no-print-directory cross-test size SIZE_FEATURES=0 qemu-tour qemu-test qemu-minimal qemu-boot-test qemu-lastboot
+	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour qemu-test qemu-minimal qemu-boot-test qemu-lastboot
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

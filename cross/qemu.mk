@@ -103,9 +103,12 @@ qemu-test: setup build cross
 # transcript in cross/out/minimal/aarch64. Afterwards
 # target/<triple>/release/trbox is full again (from cargo's cache).
 QEMU_MINIMAL_BOARD ?= aarch64
+# make test has built both configurations (CROSS_CONFIGS_BUILT=1).
 qemu-minimal: setup build
+ifneq ($(CROSS_CONFIGS_BUILT),1)
 	@$(MAKE) --no-print-directory cross CONFIG=minimal CROSS_TARGETS=$(QEMU_TRIPLE_$(firstword $(subst :, ,$(QEMU_MINIMAL_BOARD))))
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE_$(firstword $(subst :, ,$(QEMU_MINIMAL_BOARD))))
+endif
 	ARCH=$(QEMU_MINIMAL_BOARD) KERNEL= QEMU_OUT=$(CURDIR)/cross/out/minimal QEMU_FULL_BOARDS=none QEMU_NET_BOARDS=none \
 	  TRBOX_BIN=$(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/configs/minimal/$(QEMU_TRIPLE_$(firstword $(subst :, ,$(QEMU_MINIMAL_BOARD))))/trbox \
 	  $(QEMU_SH)/board.sh test
