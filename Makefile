@@ -114,11 +114,13 @@ fuzz-check:
 # more than on the CPU, and must pass on a loaded machine anyway); then the
 # other architectures, on the configurations just built (-o cross-configs:
 # building them again would rebuild each, minimal and full taking turns in
-# one target directory).
+# one target directory); the boards of their own last, two at a time as
+# qemu-test runs its boards.
 test: setup
 	@$(MAKE) --no-print-directory test-host-build
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-host-run cross-configs fuzz-check
-	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour qemu-test qemu-minimal qemu-boot-test qemu-lastboot
+	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour qemu-test
+	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 -j2 --output-sync=target qemu-minimal qemu-boot-test qemu-lastboot
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace
