@@ -25,7 +25,7 @@ fn key(line: &str, ours: bool) -> Option<(String, String, String, String, String
 }
 
 fn have_trace_cmd() -> bool {
-    if Command::new("trace-cmd").arg("--help").output().is_err() {
+    if !common::have_trace_cmd() {
         common::skip("trace-cmd is not installed (make setup installs it)");
         return false;
     }

@@ -56,24 +56,7 @@ fn read_back(f: &Path) -> (Vec<String>, Option<Vec<String>>) {
     let o = run(&["tr-cat", f.to_str().unwrap()]);
     assert!(o.status.success(), "tr-cat {}: {}", f.display(), stderr(&o));
     let ours: Vec<String> = stdout(&o).lines().filter(|l| !l.contains("[LOST ")).map(String::from).collect();
-    let tc = Command::new("trace-cmd").arg("report").arg(f).output().ok().map(|o| {
-        assert!(o.status.success(), "trace-cmd report: {}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            // A page the kernel overwrote before it was read: trace-cmd
-            // says `CPU:N [M EVENTS DROPPED]` where tr-cat says the
-            // kernel's `CPU:N [LOST M EVENTS]` (trace_output.c); neither
-            // is a record.
-            .filter(|l| {
-                !l.starts_with("cpus=")
-                    && !l.trim().is_empty()
-                    && !l.contains("[LOST")
-                    && !l.contains("EVENTS DROPPED]")
-            })
-            .map(String::from)
-            .collect()
-    });
-    (ours, tc)
+    (ours, trace_cmd_records(f))
 }
 
 /// The sched_process_exit lines whose task (`COMM-PID` before the CPU) is

@@ -72,30 +72,14 @@ fn trbox_count(f: &Path) -> u64 {
     stdout(&o).lines().filter(|l| !l.contains("[LOST ") && !l.trim_start().starts_with("=>")).count() as u64
 }
 
-fn have_trace_cmd() -> bool {
-    Command::new("trace-cmd").arg("--version").output().is_ok()
-}
-
-/// Events `trace-cmd report` shows; it must not warn.
+/// Events `trace-cmd report` shows (a stack's `=> func` lines are part of
+/// its record); it must not warn.
 fn trace_cmd_count(f: &Path) -> Option<u64> {
-    if !have_trace_cmd() {
+    let Some(lines) = trace_cmd_records(f) else {
         common::skip_tool("trace-cmd", "trace-cmd checks: not installed");
         return None;
-    }
-    let o = Command::new("trace-cmd").arg("report").arg(f).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success() && err.trim().is_empty(), "trace-cmd report: {err}");
-    let out = String::from_utf8_lossy(&o.stdout);
-    Some(
-        out.lines()
-            .filter(|l| {
-                !l.starts_with("cpus=")
-                    && !l.contains("EVENTS DROPPED]")
-                    && !l.trim_start().starts_with("=>")
-                    && !l.trim().is_empty()
-            })
-            .count() as u64,
-    )
+    };
+    Some(lines.iter().filter(|l| !l.trim_start().starts_with("=>")).count() as u64)
 }
 
 fn check_file(f: &Path, events: u64) {

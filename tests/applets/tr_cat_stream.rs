@@ -27,16 +27,7 @@ fn lines(args: &[&str]) -> Vec<String> {
 
 /// Event names in `trace-cmd report`'s lines, if it is installed.
 fn trace_cmd_events(f: &Path) -> Option<Vec<String>> {
-    let o = Command::new("trace-cmd").arg("report").arg(f).output().ok()?;
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success() && err.trim().is_empty(), "trace-cmd report: {err}");
-    Some(
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .filter(|l| !l.starts_with("cpus=") && !l.trim().is_empty())
-            .map(event_name)
-            .collect(),
-    )
+    Some(trace_cmd_records(f)?.iter().map(|l| event_name(l)).collect())
 }
 
 /// `sched_switch` from a text line of either tool (`…: NAME: …`).

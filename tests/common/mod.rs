@@ -70,6 +70,38 @@ pub fn skip_tool(tool: &str, why: &str) {
     }
 }
 
+/// Is trace-cmd installed (the reader the tests compare with)?
+pub fn have_trace_cmd() -> bool {
+    Command::new("trace-cmd").arg("--help").output().is_ok()
+}
+
+/// The record lines of `trace-cmd report FILE` (None when trace-cmd is not
+/// installed), which must succeed without a word on stderr. Left out: its
+/// `cpus=N` header, blank lines, and the mark of pages the kernel overwrote
+/// before they were read, which trace-cmd writes `CPU:N [M EVENTS DROPPED]`
+/// where tr-cat writes the kernel's `CPU:N [LOST M EVENTS]`
+/// (trace_output.c): neither is a record.
+pub fn trace_cmd_records(f: &Path) -> Option<Vec<String>> {
+    if !have_trace_cmd() {
+        return None;
+    }
+    let o = Command::new("trace-cmd").arg("report").arg(f).output().expect("trace-cmd report");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.trim().is_empty(), "trace-cmd report {}: {err}", f.display());
+    Some(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| {
+                !l.starts_with("cpus=")
+                    && !l.trim().is_empty()
+                    && !l.contains("[LOST")
+                    && !l.contains("EVENTS DROPPED]")
+            })
+            .map(String::from)
+            .collect(),
+    )
+}
+
 /// Is the live tracefs usable here (root, mounted or mountable)? Tests that
 /// need it call this and print why they skip.
 pub fn live_tracefs() -> Option<PathBuf> {
