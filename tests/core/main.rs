@@ -7,6 +7,7 @@ mod common;
 mod debug_format;
 mod decode_fixtures;
 mod elf_files;
+mod field_counts;
 mod fixed_sleeps;
 mod format_fixtures;
 mod graph_fixtures;

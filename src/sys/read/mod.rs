@@ -28,6 +28,7 @@ mod parallel;
 #[cfg(feature = "host")]
 mod perfetto;
 mod problems;
+mod reader;
 mod stream_in;
 mod summary;
 mod text;
@@ -37,6 +38,7 @@ pub use opts::{Filter, Prepared, RawOpts, Reading};
 pub use out::{escape_controls, for_terminal, Out};
 #[cfg(feature = "host")]
 pub use perfetto::perfetto;
+pub use reader::{Entry, Event, ReadOptions, Reader};
 pub use stream_in::load_stream;
 #[cfg(feature = "host")]
 pub use stream_in::load_stream_with;
