@@ -6,6 +6,8 @@
 //! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer
 //! (`perfetto`, host builds),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
+//! A host tool that pulls records instead of being handed them uses
+//! [`Reader`] (no sink, no signal handler, nothing printed).
 //!
 //! ```no_run
 //! use trbox::sys::read::{self, Input, Item, RawOpts};
