@@ -73,6 +73,6 @@ fn run(path: &Path) -> Result<(), trbox::sys::Error> {
         // (The library leaves telling to its caller.)
         eprintln!("event_counts: {}: no records", path.display());
     }
-    println!("{total:>8}  records, {lost} lost, clock {}", r.clock());
+    println!("{total:>8}  records, {lost} lost, clock {}", r.session().clock());
     Ok(())
 }

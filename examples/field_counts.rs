@@ -47,7 +47,7 @@ fn run(path: &Path, system: &str, name: &str, field: &str) -> Result<(), String>
     let o = ReadOptions::default();
     let mut r = if path.is_dir() { Reader::tree(path, &o) } else { Reader::trace_dat(path, &o) }
         .map_err(|e| e.hint().map_or_else(|| e.to_string(), |h| format!("{e}\nfield_counts: hint: {h}")))?;
-    let Some(format) = r.events().get_by_name(system, name) else {
+    let Some(format) = r.session().events().get_by_name(system, name) else {
         return Err(format!("{}: no event {system}:{name} in this trace", path.display()));
     };
     if format.field(field).is_none() {

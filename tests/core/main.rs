@@ -18,5 +18,6 @@ mod page_synthetic;
 mod printfmt_fixtures;
 mod printfmt_kallsyms;
 mod printfmt_render;
+mod reader;
 mod tracedat_read;
 mod tracedat_synth;

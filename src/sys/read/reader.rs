@@ -1,7 +1,8 @@
 //! A pull reader of a recorded trace ([`Reader`]): a trace.dat (v6, v7,
 //! compressed), a `tr-cat -o -` stream, or a copy of a tracefs tree, with
 //! the trace's metadata and its records merged by time, one [`Entry`] per
-//! call. It is the engine [`Input`] and [`crate::merge`] make for the
+//! call, and the kernel's text of a record ([`Text`]). It is the engine
+//! [`Input`] and [`crate::merge`] make for the
 //! applets, without their sinks: it installs no signal handler and writes
 //! nothing to stdout or stderr. What it reads past (losses, damaged or cut
 //! pages, records no format describes) comes as entries and as
@@ -16,10 +17,10 @@ use crate::kernel::KernelProfile;
 use crate::merge::{self, Merger};
 use crate::page::PageError;
 use crate::problems::Problems;
-use crate::render::CommonFields;
+use crate::render::{CommonFields, Renderer};
 use crate::sys::error::Error;
 use crate::sys::stream::{self, CpuPages};
-use crate::sys::trace::Opened;
+use crate::sys::trace::{KernelFacts, Opened};
 use crate::sys::Tracefs;
 use std::path::Path;
 
@@ -45,26 +46,47 @@ impl ReadOptions {
     }
 }
 
-/// A recorded trace opened for reading: its metadata, and its records in
-/// time order through [`Reader::next_entry`].
+/// A recorded trace opened for reading: its metadata ([`Session`]), and
+/// its records in time order through [`Reader::next_entry`] (or, with the
+/// session borrowed beside them, [`Reader::split`]).
 ///
 /// ```no_run
 /// use trbox::sys::read::{Entry, ReadOptions, Reader};
 /// let mut r = Reader::trace_dat("trace.dat".as_ref(), &ReadOptions::default())?;
-/// while let Some(e) = r.next_entry() {
+/// let (session, mut entries) = r.split();
+/// let mut text = session.text();
+/// let mut line = String::new();
+/// while let Some(e) = entries.next_entry() {
 ///     if let Entry::Event(ev) = e {
 ///         if let Some(v) = ev.field("prev_pid") {
 ///             let _ = (ev.ts(), ev.cpu(), ev.comm(), ev.name(), v);
 ///         }
+///         line.clear();
+///         text.line(&ev, &mut line);
 ///     }
 /// }
 /// # Ok::<(), trbox::sys::Error>(())
 /// ```
 pub struct Reader {
+    session: Session,
+    records: Records,
+}
+
+/// What a trace holds besides its records: formats, comms, symbols, clock,
+/// kernel, CPUs, buffers.
+pub struct Session {
     trace: Opened,
+    /// BTF and kernel variables, for the print fmts that need them.
+    kernel: KernelFacts,
+    /// The `irq-info` option: the latency columns of the text.
+    irq_info: bool,
+    buffers: Vec<String>,
+}
+
+/// The records' side of a [`Reader`]: the page streams and their merge.
+struct Records {
     streams: Vec<CpuPages>,
     merger: Merger,
-    buffers: Vec<String>,
     /// Where the common fields are (alike in every format of a kernel).
     common: Option<CommonFields>,
     unknown: UnknownEvents,
@@ -100,21 +122,54 @@ impl Reader {
     }
 
     fn of(input: Input<'_>) -> Reader {
-        let Input { trace, streams, buffers, .. } = input;
-        Reader {
+        let Input { trace, kernel, streams, buffers, irq_info, .. } = input;
+        let records = Records {
             common: CommonFields::of_table(&trace.events),
             merger: Merger::new(streams.len()),
-            trace,
             streams,
-            buffers,
             unknown: UnknownEvents::default(),
-        }
+        };
+        Reader { session: Session { trace, kernel, irq_info, buffers }, records }
     }
 
     /// The next record or problem, in time order across CPUs and buffers;
     /// `None` at the end. What it returns borrows the page it is in: take
     /// what you need of it before the next call.
     pub fn next_entry(&mut self) -> Option<Entry<'_>> {
+        self.records.next_entry(&self.session)
+    }
+
+    /// The trace's metadata.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The metadata and the records apart, to use the one (a [`Text`])
+    /// while the other lends a record.
+    pub fn split(&mut self) -> (&Session, Entries<'_>) {
+        (&self.session, Entries { records: &mut self.records, session: &self.session })
+    }
+
+    /// What the trace holds that could not be read, counted by kind: the
+    /// file's own (sections cut or left out, formats that do not parse)
+    /// and, so far, the pages skipped and the records of unknown events.
+    /// (Losses are [`Entry::Lost`] and [`Reader::lost`].)
+    pub fn problems(&self) -> Problems {
+        let (s, r) = (&self.session, &self.records);
+        let mut p = s.trace.problems.clone();
+        add_run_problems(&r.streams, &r.unknown, &s.buffers, &mut p);
+        p
+    }
+
+    /// How many events the page headers reported lost so far, and how many
+    /// pages reported a loss without a count.
+    pub fn lost(&self) -> (u64, u64) {
+        self.records.streams.iter().fold((0, 0), |(n, u), s| (n + s.counts.lost, u + s.counts.lost_unknown))
+    }
+}
+
+impl Records {
+    fn next_entry<'a>(&'a mut self, session: &'a Session) -> Option<Entry<'a>> {
         // A file or a copy is read to its end: no stream is ever pending.
         let merge::Next::Cpu(i) = self.merger.next(&mut self.streams) else { return None };
         let s = self.streams.get_mut(i)?;
@@ -122,7 +177,7 @@ impl Reader {
         // The merge points at a stream whose head it peeked: there is one.
         Some(match s.take()? {
             stream::Next::Record(rec) => {
-                let (t, payload) = (&self.trace, rec.payload);
+                let (t, payload) = (&session.trace, rec.payload);
                 match t.events.event_of(payload, t.endian) {
                     Some(format) => Entry::Event(Event {
                         ts: rec.ts,
@@ -144,7 +199,22 @@ impl Reader {
             stream::Next::Damaged(error) => Entry::Damaged { buffer, cpu, error },
         })
     }
+}
 
+/// A [`Reader`]'s records, apart from its [`Session`] ([`Reader::split`]).
+pub struct Entries<'r> {
+    records: &'r mut Records,
+    session: &'r Session,
+}
+
+impl Entries<'_> {
+    /// [`Reader::next_entry`].
+    pub fn next_entry(&mut self) -> Option<Entry<'_>> {
+        self.records.next_entry(self.session)
+    }
+}
+
+impl Session {
     /// The whole session: formats, comms, symbols, byte order, page
     /// layout, clock, kernel, CPUs.
     pub fn trace(&self) -> &Opened {
@@ -189,20 +259,33 @@ impl Reader {
         &self.buffers
     }
 
-    /// What the trace holds that could not be read, counted by kind: the
-    /// file's own (sections cut or left out, formats that do not parse)
-    /// and, so far, the pages skipped and the records of unknown events.
-    /// (Losses are [`Entry::Lost`].)
-    pub fn problems(&self) -> Problems {
-        let mut p = self.trace.problems.clone();
-        add_run_problems(&self.streams, &self.unknown, &self.buffers, &mut p);
-        p
+    /// What writes the kernel's text of this session's records.
+    pub fn text(&self) -> Text<'_> {
+        let t = &self.trace;
+        let r = Renderer::new(&t.events, t.cmdlines.clone(), t.abi(), t.in_ns())
+            .with_strings(&t.printk)
+            .with_symbols(&t.symbols)
+            .with_kernel(&self.kernel)
+            .with_irq_info(self.irq_info);
+        Text { r }
     }
+}
 
-    /// How many events the page headers reported lost so far, and how many
-    /// pages reported a loss without a count.
-    pub fn lost(&self) -> (u64, u64) {
-        self.streams.iter().fold((0, 0), |(n, u), s| (n + s.counts.lost, u + s.counts.lost_unknown))
+/// The kernel's text of records ([`Session::text`]): each line as the
+/// `trace` file prints it, the print fmt's body after the prefix of task,
+/// CPU, latency columns and time. (Not the function_graph layout, which
+/// folds an entry and its exit into one line: a funcgraph record is one
+/// line of its own here.)
+pub struct Text<'s> {
+    r: Renderer<'s>,
+}
+
+impl Text<'_> {
+    /// Append the line (or lines: a stack record's) of `ev` to `out`, each
+    /// with its newline.
+    pub fn line(&mut self, ev: &Event<'_>, out: &mut String) {
+        // Writing to a String cannot fail.
+        let _ = self.r.record_of(out, ev.format, ev.cpu, ev.ts, ev.payload);
     }
 }
 
@@ -213,7 +296,7 @@ pub enum Entry<'a> {
     Event(Event<'a>),
     /// Events lost before the next page (the ring buffer overran).
     Lost {
-        /// Its buffer ([`Reader::buffers`]).
+        /// Its buffer ([`Session::buffers`]).
         buffer: u32,
         /// The CPU that lost them.
         cpu: u32,
@@ -227,7 +310,7 @@ pub enum Entry<'a> {
     /// ([`PageError::kind`] says which). The reader goes on with the next
     /// page.
     Damaged {
-        /// Its buffer ([`Reader::buffers`]).
+        /// Its buffer ([`Session::buffers`]).
         buffer: u32,
         /// The CPU of the page.
         cpu: u32,
@@ -236,7 +319,7 @@ pub enum Entry<'a> {
     },
     /// A record whose event id no format of the trace describes.
     Unknown {
-        /// Its buffer ([`Reader::buffers`]).
+        /// Its buffer ([`Session::buffers`]).
         buffer: u32,
         /// The CPU that wrote it.
         cpu: u32,
@@ -271,7 +354,7 @@ impl<'a> Event<'a> {
         self.cpu
     }
 
-    /// Its buffer: an index into [`Reader::buffers`].
+    /// Its buffer: an index into [`Session::buffers`].
     pub fn buffer(&self) -> u32 {
         self.buffer
     }
