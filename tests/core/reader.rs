@@ -38,12 +38,20 @@ fn reader_text_is_tr_cat_text() {
         let mut r = open(file, &ReadOptions { buffer: Some(buffer.into()), ..Default::default() });
         let (session, mut entries) = r.split();
         let mut text = session.text();
-        let mut ours = String::new();
+        let (mut ours, mut line, mut body) = (String::new(), String::new(), String::new());
         while let Some(e) = entries.next_entry() {
-            match e {
-                Entry::Event(ev) => text.line(&ev, &mut ours),
-                other => panic!("{file}: {other:?}"),
-            }
+            let Entry::Event(ev) = e else { panic!("{file}: {e:?}") };
+            line.clear();
+            text.line(&ev, &mut line);
+            ours.push_str(&line);
+            // The body is the line after its prefix (`… TIME: `).
+            body.clear();
+            text.body(&ev, &mut body);
+            let at = line.len() - body.len() - 1;
+            assert!(
+                line.get(at..) == Some(&format!("{body}\n")) && line.get(..at).is_some_and(|p| p.ends_with(": ")),
+                "{file}: body {body:?} of line {line:?}"
+            );
         }
         let o = common::run(&["tr-cat", file, "-B", buffer]);
         assert!(o.status.success(), "tr-cat {file} -B '{buffer}': {}", String::from_utf8_lossy(&o.stderr));

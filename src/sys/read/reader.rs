@@ -287,6 +287,17 @@ impl Text<'_> {
         // Writing to a String cannot fail.
         let _ = self.r.record_of(out, ev.format, ev.cpu, ev.ts, ev.payload);
     }
+
+    /// Append the body of `ev` to `out`: its line without the prefix (the
+    /// print fmt's text, `sched_switch: prev_comm=…`), and without its
+    /// last newline (a stack record's body has several lines).
+    pub fn body(&mut self, ev: &Event<'_>, out: &mut String) {
+        let start = out.len();
+        let _ = self.r.body_of(out, ev.format, ev.payload);
+        if out.len() > start && out.ends_with('\n') {
+            out.pop();
+        }
+    }
 }
 
 /// One step of a [`Reader`]: a record, or a problem met on the way.
