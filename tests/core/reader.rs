@@ -120,3 +120,32 @@ fn reader_cut_file_problems_are_values() {
     assert!(events > 0, "records before the cut");
     assert!(damaged > 0 || !r.problems().is_empty(), "the cut is told: {damaged} entries, no problem counted");
 }
+
+/// A copy of a tracefs tree reads as tr-cat reads it (`-T DIR`, whose
+/// `#` header the reader leaves to its caller): a 32-bit and a 64-bit
+/// board's.
+#[test]
+fn reader_tree_text_is_tr_cat_text() {
+    for dir in ["tests/fixtures/armv7-7.2/events", "tests/fixtures/aarch64-6.12/events"] {
+        let mut r = Reader::tree(Path::new(dir), &ReadOptions::default()).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        assert_eq!(r.session().cpus(), 2, "{dir}");
+        let (session, mut entries) = r.split();
+        let mut text = session.text();
+        let mut ours = String::new();
+        while let Some(e) = entries.next_entry() {
+            match e {
+                Entry::Event(ev) => text.line(&ev, &mut ours),
+                other => panic!("{dir}: {other:?}"),
+            }
+        }
+        let o = common::run(&["tr-cat", "-T", dir]);
+        assert!(o.status.success(), "tr-cat -T {dir}: {}", String::from_utf8_lossy(&o.stderr));
+        let theirs: String = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(ours.lines().count() > 100, "{dir}: {} lines", ours.lines().count());
+        assert!(ours == theirs, "{dir}: the reader's text is not tr-cat's");
+    }
+}
