@@ -437,3 +437,9 @@ impl std::fmt::Debug for Event<'_> {
             .finish()
     }
 }
+
+/// docs/library.md's Rust snippet, compiled by `cargo test --doc`: the page
+/// cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+struct LibraryMd;
