@@ -970,6 +970,35 @@ print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)\n"
         assert_eq!(e.min_record_size(), 16);
     }
 
+    /// Each kind of field as a [`Value`]: --json's rule.
+    #[test]
+    fn typed_values() {
+        let e = EventFormat::parse(IRQ, "irq", 8).unwrap();
+        let mut rec = [0u8; 24];
+        rec[4..8].copy_from_slice(&7i32.to_le_bytes());
+        rec[8..12].copy_from_slice(&(-3i32).to_le_bytes());
+        rec[12..16].copy_from_slice(&((4u32 << 16) | 16).to_le_bytes());
+        rec[16..20].copy_from_slice(b"eth\0");
+        fn typed<'a>(e: &EventFormat, name: &str, rec: &'a [u8]) -> Option<Value<'a>> {
+            e.field(name).or_else(|| e.common.iter().find(|f| f.name == name))?.typed(rec, Endian::Little)
+        }
+        assert_eq!(typed(&e, "irq", &rec), Some(Value::Signed(-3)));
+        assert_eq!(typed(&e, "common_type", &rec), Some(Value::Unsigned(0)));
+        assert_eq!(typed(&e, "common_pid", &rec), Some(Value::Signed(7)));
+        assert_eq!(typed(&e, "name", &rec), Some(Value::Str(b"eth")));
+        assert_eq!(typed(&e, "name", &rec).unwrap().as_str(), Some("eth"));
+        assert_eq!(typed(&e, "name", &rec).unwrap().to_string(), "eth");
+        // Too short for the field, or for what its locator points at.
+        assert_eq!(typed(&e, "irq", &rec[..10]), None);
+        assert_eq!(typed(&e, "name", &rec[..18]), None);
+        let bytes = field("\tfield:u8 addr[4];\toffset:8;\tsize:4;\tsigned:0;", 8);
+        assert_eq!(bytes.typed(&rec, Endian::Little), Some(Value::Bytes(&[0xfd, 0xff, 0xff, 0xff])));
+        assert_eq!(Value::Bytes(&[0xfd, 1]).to_string(), "fd01");
+        let comm = field("\tfield:char comm[4];\toffset:16;\tsize:4;\tsigned:0;", 8);
+        assert_eq!(comm.typed(&rec, Endian::Little), Some(Value::Str(b"eth")));
+        assert_eq!(Value::Str(b"a\xffb").to_string(), "a\u{fffd}b");
+    }
+
     fn field(line: &str, long: u32) -> Field {
         parse_field_line(line, long).unwrap().unwrap()
     }
