@@ -1,6 +1,7 @@
 //! The library's pull reader (`sys::read::Reader`) on recorded files: the
-//! metadata, the kernel's text of each record (the same as tr-cat's), a
-//! choice of buffer and CPUs, and a cut file's problems as values.
+//! metadata, the kernel's text of each record (tr-cat's of a trace.dat,
+//! the kernel's own `trace` file of a tracefs copy), a choice of buffer
+//! and CPUs, and a cut file's problems as values.
 
 use crate::common;
 use std::path::Path;
@@ -121,11 +122,11 @@ fn reader_cut_file_problems_are_values() {
     assert!(damaged > 0 || !r.problems().is_empty(), "the cut is told: {damaged} entries, no problem counted");
 }
 
-/// A copy of a tracefs tree reads as tr-cat reads it (`-T DIR`, whose
-/// `#` header the reader leaves to its caller): a 32-bit and a 64-bit
-/// board's.
+/// A copy of a tracefs tree: the reader's text of its raw pages is the
+/// kernel's own `trace` file of the same buffer (without its `#` header),
+/// on a 32-bit and a 64-bit board.
 #[test]
-fn reader_tree_text_is_tr_cat_text() {
+fn reader_tree_text_is_the_kernels() {
     for dir in ["tests/fixtures/armv7-7.2/events", "tests/fixtures/aarch64-6.12/events"] {
         let mut r = Reader::tree(Path::new(dir), &ReadOptions::default()).unwrap_or_else(|e| panic!("{dir}: {e}"));
         assert_eq!(r.session().cpus(), 2, "{dir}");
@@ -146,6 +147,6 @@ fn reader_tree_text_is_tr_cat_text() {
             .map(|l| format!("{l}\n"))
             .collect();
         assert!(ours.lines().count() > 100, "{dir}: {} lines", ours.lines().count());
-        assert!(ours == theirs, "{dir}: the reader's text is not tr-cat's");
+        assert!(ours == theirs, "{dir}: the reader's text is not the kernel's");
     }
 }
