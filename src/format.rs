@@ -216,9 +216,9 @@ impl core::fmt::Display for Value<'_> {
 
 impl Field {
     /// This field's value in record `rec`, with its type ([`Value`]);
-    /// `None` when the record is too short for it. The same rule as the
-    /// `--json` writer's: a `char` array or `__data_loc char[]` is a
-    /// string, a scalar of 1, 2, 4 or 8 bytes an integer.
+    /// `None` when the record is too short for it. A `char` array or
+    /// `__data_loc char[]` is a string, a scalar of 1, 2, 4 or 8 bytes an
+    /// integer (the rule `--json` writes fields by, too).
     pub fn typed<'a>(&self, rec: &'a [u8], e: Endian) -> Option<Value<'a>> {
         let bytes = if self.size == 0 { Some(self.value(rec, e)) } else { self.bytes(rec, e) }?;
         match self.kind {
