@@ -150,3 +150,16 @@ fn reader_tree_text_is_the_kernels() {
         assert!(ours == theirs, "{dir}: the reader's text is not the kernel's");
     }
 }
+
+/// The live tracefs is no copy: reading it would consume its buffers.
+#[test]
+fn reader_tree_refuses_the_live_tracefs() {
+    let live = Path::new(common::LIVE);
+    if !live.join("trace_pipe").exists() {
+        return common::skip_absent("no tracefs mounted at /sys/kernel/tracing");
+    }
+    match Reader::tree(live, &ReadOptions::default()) {
+        Err(e) => assert!(e.to_string().contains("the live tracefs"), "{e}"),
+        Ok(_) => panic!("the live tracefs read as a copy"),
+    }
+}

@@ -112,12 +112,17 @@ impl Reader {
     }
 
     /// A copy of a tracefs tree (`events/`, `per_cpu/cpuN/trace_pipe_raw`,
-    /// `saved_cmdlines`…), as `tr-cat -o DIR` or a `cp -r` makes it. Its
-    /// pages may come from a big-endian board, and its kernel is the one
-    /// its `uname` or `version` file names, or the one its formats imply.
-    /// Not the live tracefs: reading that consumes its buffers.
+    /// `saved_cmdlines`…), as a `cp -r` of one makes it. Its pages may come
+    /// from a big-endian board, and its kernel is the one its `uname` or
+    /// `version` file names, or the one its formats imply. The live
+    /// tracefs is refused ([`Error::TraceDat`]): reading it would consume
+    /// its buffers.
     pub fn tree(dir: &Path, o: &ReadOptions) -> Result<Reader, Error> {
         let t = Tracefs::at(dir)?;
+        if t.is_live() {
+            let what = "the live tracefs, not a copy of one: reading its buffers would consume them".into();
+            return Err(Error::TraceDat { path: dir.into(), what });
+        }
         Ok(Reader::of(Input::tree(&t, &o.raw())?))
     }
 
