@@ -9,6 +9,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 use trbox::format::Value;
@@ -82,11 +83,17 @@ fn run(path: &Path, system: &str, name: &str, field: &str) -> Result<(), String>
     }
     let mut rows: Vec<(Key, u64)> = counts.into_iter().collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    // A reader that stops early (`| head`) ends the output, not the program
+    // with a panic.
+    let mut out = std::io::stdout().lock();
     for (k, n) in rows {
-        match k {
-            Key::Signed(v) => println!("{v}\t{n}"),
-            Key::Unsigned(v) => println!("{v}\t{n}"),
-            Key::Text(s) => println!("{s}\t{n}"),
+        let written = match k {
+            Key::Signed(v) => writeln!(out, "{v}\t{n}"),
+            Key::Unsigned(v) => writeln!(out, "{v}\t{n}"),
+            Key::Text(s) => writeln!(out, "{s}\t{n}"),
+        };
+        if written.is_err() {
+            break;
         }
     }
     Ok(())
