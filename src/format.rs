@@ -151,6 +151,93 @@ impl Field {
     }
 }
 
+/// A field's value with its type, as a reader of records takes it
+/// ([`Field::typed`]): integers signed or not as the format says, strings
+/// (`char` arrays and `__data_loc char[]`) up to their NUL, other arrays as
+/// their bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// A signed integer (`signed:1`), sign-extended.
+    Signed(i64),
+    /// An unsigned integer or a pointer, zero-extended.
+    Unsigned(u64),
+    /// A string: the bytes before the first NUL. The kernel's strings are
+    /// not always UTF-8: [`Value::as_str`] says when they are.
+    Str(&'a [u8]),
+    /// Any other array (fixed or `__data_loc`), in the record's byte
+    /// order: the field's [`FieldKind`] gives the element size.
+    Bytes(&'a [u8]),
+}
+
+impl<'a> Value<'a> {
+    /// A string's text, when it is UTF-8.
+    pub fn as_str(&self) -> Option<&'a str> {
+        match self {
+            Value::Str(b) => core::str::from_utf8(b).ok(),
+            _ => None,
+        }
+    }
+
+    /// An integer as `i64` (an unsigned one above `i64::MAX` wraps).
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Signed(v) => Some(v),
+            Value::Unsigned(v) => Some(v as i64),
+            _ => None,
+        }
+    }
+
+    /// An integer as `u64` (a negative one wraps).
+    pub fn as_u64(&self) -> Option<u64> {
+        self.as_i64().map(|v| v as u64)
+    }
+}
+
+/// Integers in decimal, strings as they are (bytes that are not UTF-8 as
+/// U+FFFD), other arrays as hex bytes.
+impl core::fmt::Display for Value<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Value::Signed(v) => write!(f, "{v}"),
+            Value::Unsigned(v) => write!(f, "{v}"),
+            Value::Str(b) => {
+                for chunk in b.utf8_chunks() {
+                    f.write_str(chunk.valid())?;
+                    if !chunk.invalid().is_empty() {
+                        f.write_str("\u{fffd}")?;
+                    }
+                }
+                Ok(())
+            }
+            Value::Bytes(b) => b.iter().try_for_each(|x| write!(f, "{x:02x}")),
+        }
+    }
+}
+
+impl Field {
+    /// This field's value in record `rec`, with its type ([`Value`]);
+    /// `None` when the record is too short for it. A `char` array or
+    /// `__data_loc char[]` is a string, a scalar of 1, 2, 4 or 8 bytes an
+    /// integer (the rule `--json` writes fields by, too).
+    pub fn typed<'a>(&self, rec: &'a [u8], e: Endian) -> Option<Value<'a>> {
+        let bytes = if self.size == 0 { Some(self.value(rec, e)) } else { self.bytes(rec, e) }?;
+        match self.kind {
+            FieldKind::Scalar if matches!(self.size, 1 | 2 | 4 | 8) => Some(if self.signed {
+                Value::Signed(self.int(rec, e)?)
+            } else {
+                Value::Unsigned(self.loc().uint(rec, e)?)
+            }),
+            FieldKind::Array { .. } | FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }
+                if self.type_name.contains("char") =>
+            {
+                let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+                Some(Value::Str(bytes.get(..end).unwrap_or(bytes)))
+            }
+            _ => Some(Value::Bytes(bytes)),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Parsers
 // ---------------------------------------------------------------------------
@@ -881,6 +968,35 @@ print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)\n"
         assert_eq!(e.field("irq").unwrap().int(&rec, Endian::Little), Some(-3));
         assert_eq!(e.field("name").unwrap().bytes(&rec, Endian::Little), Some(&b"eth\0"[..]));
         assert_eq!(e.min_record_size(), 16);
+    }
+
+    /// Each kind of field as a [`Value`]: --json's rule.
+    #[test]
+    fn typed_values() {
+        let e = EventFormat::parse(IRQ, "irq", 8).unwrap();
+        let mut rec = [0u8; 24];
+        rec[4..8].copy_from_slice(&7i32.to_le_bytes());
+        rec[8..12].copy_from_slice(&(-3i32).to_le_bytes());
+        rec[12..16].copy_from_slice(&((4u32 << 16) | 16).to_le_bytes());
+        rec[16..20].copy_from_slice(b"eth\0");
+        fn typed<'a>(e: &EventFormat, name: &str, rec: &'a [u8]) -> Option<Value<'a>> {
+            e.field(name).or_else(|| e.common.iter().find(|f| f.name == name))?.typed(rec, Endian::Little)
+        }
+        assert_eq!(typed(&e, "irq", &rec), Some(Value::Signed(-3)));
+        assert_eq!(typed(&e, "common_type", &rec), Some(Value::Unsigned(0)));
+        assert_eq!(typed(&e, "common_pid", &rec), Some(Value::Signed(7)));
+        assert_eq!(typed(&e, "name", &rec), Some(Value::Str(b"eth")));
+        assert_eq!(typed(&e, "name", &rec).unwrap().as_str(), Some("eth"));
+        assert_eq!(typed(&e, "name", &rec).unwrap().to_string(), "eth");
+        // Too short for the field, or for what its locator points at.
+        assert_eq!(typed(&e, "irq", &rec[..10]), None);
+        assert_eq!(typed(&e, "name", &rec[..18]), None);
+        let bytes = field("\tfield:u8 addr[4];\toffset:8;\tsize:4;\tsigned:0;", 8);
+        assert_eq!(bytes.typed(&rec, Endian::Little), Some(Value::Bytes(&[0xfd, 0xff, 0xff, 0xff])));
+        assert_eq!(Value::Bytes(&[0xfd, 1]).to_string(), "fd01");
+        let comm = field("\tfield:char comm[4];\toffset:16;\tsize:4;\tsigned:0;", 8);
+        assert_eq!(comm.typed(&rec, Endian::Little), Some(Value::Str(b"eth")));
+        assert_eq!(Value::Str(b"a\xffb").to_string(), "a\u{fffd}b");
     }
 
     fn field(line: &str, long: u32) -> Field {

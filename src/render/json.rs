@@ -26,7 +26,7 @@ pub fn write_json(
     pid: i32,
     payload: &[u8],
 ) -> fmt::Result {
-    use crate::format::FieldKind;
+    use crate::format::{FieldKind, Value};
     w.write_str("{\"ts_ns\":")?;
     json_uint(w, ts)?;
     w.write_str(",\"cpu\":")?;
@@ -49,23 +49,16 @@ pub fn write_json(
         w.write_str(if i > 0 { ",\"" } else { "\"" })?;
         json_text(w, &f.name)?;
         w.write_str("\":")?;
-        // A trailing buf[] (size 0) runs to the record's end.
-        let value = if f.size == 0 { Some(f.value(payload, e)) } else { f.bytes(payload, e) };
-        match (f.kind, value) {
-            (_, None) => w.write_str("null")?,
-            (FieldKind::Scalar, Some(_)) => match f.int(payload, e) {
-                Some(v) if f.signed => json_int(w, v)?,
-                Some(v) => json_uint(w, v as u64 & mask(f.size))?,
-                None => w.write_str("null")?,
-            },
-            (FieldKind::Array { .. } | FieldKind::DataLoc { .. } | FieldKind::RelLoc { .. }, Some(b))
-                if f.type_name.contains("char") =>
-            {
-                let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-                json_str(w, &alloc::string::String::from_utf8_lossy(b.get(..end).unwrap_or(b)))?;
-            }
-            (k, Some(b)) => {
-                let es = match k {
+        // Field::typed's rule: integers, strings, other arrays.
+        match f.typed(payload, e) {
+            None => w.write_str("null")?,
+            Some(Value::Signed(v)) => json_int(w, v)?,
+            Some(Value::Unsigned(v)) => json_uint(w, v)?,
+            Some(Value::Str(b)) => json_str(w, &alloc::string::String::from_utf8_lossy(b))?,
+            // A scalar of an odd size: no integer JSON has.
+            Some(Value::Bytes(_)) if f.kind == FieldKind::Scalar => w.write_str("null")?,
+            Some(Value::Bytes(b)) => {
+                let es = match f.kind {
                     FieldKind::Array { elem_size, .. }
                     | FieldKind::DataLoc { elem_size }
                     | FieldKind::RelLoc { elem_size } => elem_size as usize,
@@ -77,12 +70,4 @@ pub fn write_json(
         }
     }
     w.write_str("}}\n")
-}
-
-fn mask(size: u32) -> u64 {
-    if size >= 8 {
-        u64::MAX
-    } else {
-        (1u64 << (size * 8)) - 1
-    }
 }

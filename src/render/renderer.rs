@@ -79,6 +79,8 @@ pub struct Renderer<'a> {
     pre: StackBuf<PREFIX>,
     repeats: Repeats,
     memo: Memo,
+    /// Write the body alone, without the prefix ([`Renderer::body_of`]).
+    bare: bool,
 }
 
 /// Cached comm-pid columns: direct-mapped by pid, enough for the tasks
@@ -108,6 +110,7 @@ impl<'a> Renderer<'a> {
             pre: StackBuf::new(),
             repeats: Repeats::new(in_ns),
             memo: Memo::new(),
+            bare: false,
         }
     }
 
@@ -225,10 +228,24 @@ impl<'a> Renderer<'a> {
     fn prefix<W: Write>(&mut self, w: &mut W, common: CommonFields, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
         let (flags, preempt, pid) = common.read(self.abi.endian, payload);
         self.pre.clear();
+        if self.bare {
+            return Ok(());
+        }
         comm_col(&mut self.cols, &self.cmdlines, w, &mut self.pre, pid)?;
         let lazy = common.lazy_count(payload);
         self.repeats.push(&mut self.pre, cpu, flags, preempt, lazy, ts);
         Ok(())
+    }
+
+    /// Write the body of record `payload` of event `ev`: its line(s)
+    /// without the prefix of task, CPU, latency columns and time, newline
+    /// included (the library's `Text::body`, in the std layer).
+    #[cfg(feature = "std")]
+    pub(crate) fn body_of<W: Write>(&mut self, w: &mut W, ev: &EventFormat, payload: &[u8]) -> fmt::Result {
+        self.bare = true;
+        let r = self.record_of(w, ev, 0, 0, payload);
+        self.bare = false;
+        r
     }
 
     /// Write one record's line(s), newline included.

@@ -6,6 +6,8 @@
 //! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer
 //! (`perfetto`, host builds),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
+//! A host tool that pulls records instead of being handed them uses
+//! [`Reader`] (no sink, no signal handler, nothing printed).
 //!
 //! ```no_run
 //! use trbox::sys::read::{self, Input, Item, RawOpts};
@@ -28,6 +30,7 @@ mod parallel;
 #[cfg(feature = "host")]
 mod perfetto;
 mod problems;
+mod reader;
 mod stream_in;
 mod summary;
 mod text;
@@ -37,6 +40,7 @@ pub use opts::{Filter, Prepared, RawOpts, Reading};
 pub use out::{escape_controls, for_terminal, Out};
 #[cfg(feature = "host")]
 pub use perfetto::perfetto;
+pub use reader::{Entries, Entry, Event, ReadOptions, Reader, Session, Text};
 pub use stream_in::load_stream;
 #[cfg(feature = "host")]
 pub use stream_in::load_stream_with;

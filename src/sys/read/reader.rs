@@ -1,0 +1,450 @@
+//! A pull reader of a recorded trace ([`Reader`]): a trace.dat (v6, v7,
+//! compressed), a `tr-cat -o -` stream, or a copy of a tracefs tree, with
+//! the trace's metadata and its records merged by time, one [`Entry`] per
+//! call, and the kernel's text of a record ([`Text`]). It is the engine
+//! [`Input`] and [`crate::merge`] make for the
+//! applets, without their sinks: it installs no signal handler and writes
+//! nothing to stdout or stderr. What it reads past (losses, damaged or cut
+//! pages, records no format describes) comes as entries and as
+//! [`Reader::problems`]; the `log` crate's records say more, if the host
+//! program installed a logger.
+
+use super::input::Input;
+use super::opts::RawOpts;
+use super::problems::{add_run_problems, UnknownEvents};
+use crate::format::{EventFormat, EventTable, Value};
+use crate::kernel::KernelProfile;
+use crate::merge::{self, Merger};
+use crate::page::PageError;
+use crate::problems::Problems;
+use crate::render::{CommonFields, Renderer};
+use crate::sys::error::Error;
+use crate::sys::stream::{self, CpuPages};
+use crate::sys::trace::{KernelFacts, Opened};
+use crate::sys::Tracefs;
+use std::path::Path;
+
+/// What to read of a recorded trace. `ReadOptions::default()` reads
+/// every CPU of every buffer that holds data.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Only these CPUs; `None`: every CPU. A CPU the trace does not have
+    /// is an error ([`Error::NoCpu`]).
+    pub cpus: Option<Vec<u32>>,
+    /// Only this buffer of a trace.dat (`""`: the top one); `None`: every
+    /// buffer that holds data, merged by time (the top one first at equal
+    /// times, as `trace-cmd report`). A copy of a tree has one buffer.
+    pub buffer: Option<String>,
+}
+
+impl ReadOptions {
+    /// The engine's options for a whole, unfiltered read.
+    fn raw(&self) -> RawOpts {
+        let mut o = RawOpts::all(false, false, None, None);
+        o.only.clone_from(&self.cpus);
+        o
+    }
+}
+
+/// A recorded trace opened for reading: its metadata ([`Session`]), and
+/// its records in time order through [`Reader::next_entry`] (or, with the
+/// session borrowed beside them, [`Reader::split`]).
+///
+/// ```no_run
+/// use trbox::sys::read::{Entry, ReadOptions, Reader};
+/// let mut r = Reader::trace_dat("trace.dat".as_ref(), &ReadOptions::default())?;
+/// let (session, mut entries) = r.split();
+/// let mut text = session.text();
+/// let mut line = String::new();
+/// while let Some(e) = entries.next_entry() {
+///     if let Entry::Event(ev) = e {
+///         if let Some(v) = ev.field("prev_pid") {
+///             let _ = (ev.ts(), ev.cpu(), ev.comm(), ev.name(), v);
+///         }
+///         line.clear();
+///         text.line(&ev, &mut line);
+///     }
+/// }
+/// # Ok::<(), trbox::sys::Error>(())
+/// ```
+pub struct Reader {
+    session: Session,
+    records: Records,
+}
+
+/// What a trace holds besides its records: formats, comms, symbols, clock,
+/// kernel, CPUs, buffers.
+pub struct Session {
+    trace: Opened,
+    /// BTF and kernel variables, for the print fmts that need them.
+    kernel: KernelFacts,
+    /// The `irq-info` option: the latency columns of the text.
+    irq_info: bool,
+    buffers: Vec<String>,
+}
+
+/// The records' side of a [`Reader`]: the page streams and their merge.
+struct Records {
+    streams: Vec<CpuPages>,
+    merger: Merger,
+    /// Where the common fields are (alike in every format of a kernel).
+    common: Option<CommonFields>,
+    unknown: UnknownEvents,
+}
+
+impl Reader {
+    /// A trace.dat file (v6 or v7, its sections compressed or not), or a
+    /// `tr-cat -o -` stream or console log: the file's content says which.
+    /// `-` reads standard input.
+    pub fn trace_dat(path: &Path, o: &ReadOptions) -> Result<Reader, Error> {
+        // (The applet name only makes the note of an empty read, which
+        // this reader leaves to its caller.)
+        let input = Input::trace_dat("", path, o.buffer.as_deref(), &o.raw())?;
+        Ok(Reader::of(input))
+    }
+
+    /// A stream `tr-cat -o -` wrote (or its console log), at `path` (`-`:
+    /// standard input). The same reader as [`Reader::trace_dat`], which
+    /// tells them apart by content: this name is for a caller that
+    /// expects a stream.
+    pub fn stream(path: &Path, o: &ReadOptions) -> Result<Reader, Error> {
+        Reader::trace_dat(path, o)
+    }
+
+    /// A copy of a tracefs tree (`events/`, `per_cpu/cpuN/trace_pipe_raw`,
+    /// `saved_cmdlines`…), as a `cp -r` of one makes it. Its pages may come
+    /// from a big-endian board, and its kernel is the one its `uname` or
+    /// `version` file names, or the one its formats imply. The live
+    /// tracefs is refused ([`Error::TraceDat`]): reading it would consume
+    /// its buffers.
+    pub fn tree(dir: &Path, o: &ReadOptions) -> Result<Reader, Error> {
+        let t = Tracefs::at(dir)?;
+        if t.is_live() {
+            let what = "the live tracefs, not a copy of one: reading its buffers would consume them".into();
+            return Err(Error::TraceDat { path: dir.into(), what });
+        }
+        Ok(Reader::of(Input::tree(&t, &o.raw())?))
+    }
+
+    fn of(input: Input<'_>) -> Reader {
+        let Input { trace, kernel, streams, buffers, irq_info, .. } = input;
+        let records = Records {
+            common: CommonFields::of_table(&trace.events),
+            merger: Merger::new(streams.len()),
+            streams,
+            unknown: UnknownEvents::default(),
+        };
+        Reader { session: Session { trace, kernel, irq_info, buffers }, records }
+    }
+
+    /// The next record or problem, in time order across CPUs and buffers;
+    /// `None` at the end. What it returns borrows the page it is in: take
+    /// what you need of it before the next call.
+    pub fn next_entry(&mut self) -> Option<Entry<'_>> {
+        self.records.next_entry(&self.session)
+    }
+
+    /// The trace's metadata.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The metadata and the records apart, to use the one (a [`Text`])
+    /// while the other lends a record.
+    pub fn split(&mut self) -> (&Session, Entries<'_>) {
+        (&self.session, Entries { records: &mut self.records, session: &self.session })
+    }
+
+    /// What the trace holds that could not be read, counted by kind: the
+    /// file's own (sections cut or left out, formats that do not parse)
+    /// and, so far, the pages skipped and the records of unknown events.
+    /// (Losses are [`Entry::Lost`] and [`Reader::lost`].)
+    pub fn problems(&self) -> Problems {
+        let (s, r) = (&self.session, &self.records);
+        let mut p = s.trace.problems.clone();
+        add_run_problems(&r.streams, &r.unknown, &s.buffers, &mut p);
+        p
+    }
+
+    /// How many events the page headers reported lost so far, and how many
+    /// pages reported a loss without a count.
+    pub fn lost(&self) -> (u64, u64) {
+        self.records.streams.iter().fold((0, 0), |(n, u), s| (n + s.counts.lost, u + s.counts.lost_unknown))
+    }
+}
+
+impl Records {
+    fn next_entry<'a>(&'a mut self, session: &'a Session) -> Option<Entry<'a>> {
+        // A file or a copy is read to its end: no stream is ever pending.
+        let merge::Next::Cpu(i) = self.merger.next(&mut self.streams) else { return None };
+        let s = self.streams.get_mut(i)?;
+        let (buffer, cpu) = (s.buffer, s.cpu);
+        // The merge points at a stream whose head it peeked: there is one.
+        Some(match s.take()? {
+            stream::Next::Record(rec) => {
+                let (t, payload) = (&session.trace, rec.payload);
+                match t.events.event_of(payload, t.endian) {
+                    Some(format) => Entry::Event(Event {
+                        ts: rec.ts,
+                        cpu,
+                        buffer,
+                        payload,
+                        format,
+                        trace: t,
+                        common: self.common.unwrap_or_else(|| CommonFields::of(format)),
+                    }),
+                    None => {
+                        let id = t.events.record_id(payload, t.endian);
+                        self.unknown.count(id);
+                        Entry::Unknown { buffer, cpu, ts: rec.ts, id }
+                    }
+                }
+            }
+            stream::Next::Lost { ts, count } => Entry::Lost { buffer, cpu, ts, count },
+            stream::Next::Damaged(error) => Entry::Damaged { buffer, cpu, error },
+        })
+    }
+}
+
+/// A [`Reader`]'s records, apart from its [`Session`] ([`Reader::split`]).
+pub struct Entries<'r> {
+    records: &'r mut Records,
+    session: &'r Session,
+}
+
+impl Entries<'_> {
+    /// [`Reader::next_entry`].
+    pub fn next_entry(&mut self) -> Option<Entry<'_>> {
+        self.records.next_entry(self.session)
+    }
+}
+
+impl Session {
+    /// The whole session: formats, comms, symbols, byte order, page
+    /// layout, clock, kernel, CPUs.
+    pub fn trace(&self) -> &Opened {
+        &self.trace
+    }
+
+    /// The traced machine's CPUs.
+    pub fn cpus(&self) -> u32 {
+        self.trace.cpus
+    }
+
+    /// The trace clock's name (`local`, `mono`, `counter`…).
+    pub fn clock(&self) -> &str {
+        &self.trace.clock
+    }
+
+    /// The size of a ring-buffer page (sub-buffer), in bytes.
+    pub fn page_size(&self) -> usize {
+        self.trace.layout.subbuf_size()
+    }
+
+    /// The traced kernel: its version as read or inferred, and from what.
+    pub fn kernel(&self) -> &KernelProfile {
+        &self.trace.kernel
+    }
+
+    /// The events' formats.
+    pub fn events(&self) -> &EventTable {
+        &self.trace.events
+    }
+
+    /// The comm of `pid` as the trace saved it (`<...>` when it did not,
+    /// `<idle>` for pid 0).
+    pub fn comm(&self, pid: i32) -> &str {
+        self.trace.cmdlines.comm(pid)
+    }
+
+    /// The names of the buffers entries come from ([`Event::buffer`]
+    /// indexes them; `""` is the top one) when there are several; else
+    /// empty.
+    pub fn buffers(&self) -> &[String] {
+        &self.buffers
+    }
+
+    /// What writes the kernel's text of this session's records.
+    pub fn text(&self) -> Text<'_> {
+        let t = &self.trace;
+        let r = Renderer::new(&t.events, t.cmdlines.clone(), t.abi(), t.in_ns())
+            .with_strings(&t.printk)
+            .with_symbols(&t.symbols)
+            .with_kernel(&self.kernel)
+            .with_irq_info(self.irq_info);
+        Text { r }
+    }
+}
+
+/// The kernel's text of records ([`Session::text`]): each line as the
+/// `trace` file prints it, the print fmt's body after the prefix of task,
+/// CPU, latency columns and time. (Not the function_graph layout, which
+/// folds an entry and its exit into one line: a funcgraph record is one
+/// line of its own here.)
+pub struct Text<'s> {
+    r: Renderer<'s>,
+}
+
+impl Text<'_> {
+    /// Append the line (or lines: a stack record's) of `ev` to `out`, each
+    /// with its newline.
+    pub fn line(&mut self, ev: &Event<'_>, out: &mut String) {
+        // Writing to a String cannot fail.
+        let _ = self.r.record_of(out, ev.format, ev.cpu, ev.ts, ev.payload);
+    }
+
+    /// Append the body of `ev` to `out`: its line without the prefix (the
+    /// print fmt's text, `sched_switch: prev_comm=…`), and without its
+    /// last newline (a stack record's body has several lines).
+    pub fn body(&mut self, ev: &Event<'_>, out: &mut String) {
+        let start = out.len();
+        let _ = self.r.body_of(out, ev.format, ev.payload);
+        if out.len() > start && out.ends_with('\n') {
+            out.pop();
+        }
+    }
+}
+
+/// One step of a [`Reader`]: a record, or a problem met on the way.
+#[derive(Debug)]
+pub enum Entry<'a> {
+    /// A record of an event the trace has the format of.
+    Event(Event<'a>),
+    /// Events lost before the next page (the ring buffer overran).
+    Lost {
+        /// Its buffer ([`Session::buffers`]).
+        buffer: u32,
+        /// The CPU that lost them.
+        cpu: u32,
+        /// The time of the page that follows the loss.
+        ts: u64,
+        /// How many, when the page header said.
+        count: Option<u64>,
+    },
+    /// A page, or the rest of it, that could not be read: damaged, its
+    /// times out of order, or cut off by the end of the file
+    /// ([`PageError::kind`] says which). The reader goes on with the next
+    /// page.
+    Damaged {
+        /// Its buffer ([`Session::buffers`]).
+        buffer: u32,
+        /// The CPU of the page.
+        cpu: u32,
+        /// What was wrong, and where in the page.
+        error: PageError,
+    },
+    /// A record whose event id no format of the trace describes.
+    Unknown {
+        /// Its buffer ([`Session::buffers`]).
+        buffer: u32,
+        /// The CPU that wrote it.
+        cpu: u32,
+        /// Its time.
+        ts: u64,
+        /// Its `common_type`; `None` when it is too short to hold one.
+        id: Option<u32>,
+    },
+}
+
+/// One record, with its event's format: its time, CPU, task, and each
+/// field by name with its type.
+#[derive(Clone, Copy)]
+pub struct Event<'a> {
+    ts: u64,
+    cpu: u32,
+    buffer: u32,
+    payload: &'a [u8],
+    format: &'a EventFormat,
+    trace: &'a Opened,
+    common: CommonFields,
+}
+
+impl<'a> Event<'a> {
+    /// Its time, in the trace clock's unit (nanoseconds for most clocks).
+    pub fn ts(&self) -> u64 {
+        self.ts
+    }
+
+    /// The CPU that wrote it.
+    pub fn cpu(&self) -> u32 {
+        self.cpu
+    }
+
+    /// Its buffer: an index into [`Session::buffers`].
+    pub fn buffer(&self) -> u32 {
+        self.buffer
+    }
+
+    /// The pid of the task that wrote it (`common_pid`).
+    pub fn pid(&self) -> i32 {
+        self.common.read(self.trace.endian, self.payload).2
+    }
+
+    /// The comm of that task, as the trace saved it (`<...>` when it did
+    /// not).
+    pub fn comm(&self) -> &'a str {
+        self.trace.cmdlines.comm(self.pid())
+    }
+
+    /// `common_flags`: the irq and preemption state bits (`TRACE_FLAG_*`).
+    pub fn flags(&self) -> u8 {
+        self.common.read(self.trace.endian, self.payload).0
+    }
+
+    /// `common_preempt_count`.
+    pub fn preempt_count(&self) -> u8 {
+        self.common.read(self.trace.endian, self.payload).1
+    }
+
+    /// Its event's system (`sched`).
+    pub fn system(&self) -> &'a str {
+        &self.format.system
+    }
+
+    /// Its event's name (`sched_switch`).
+    pub fn name(&self) -> &'a str {
+        &self.format.name
+    }
+
+    /// Its event's format: every field's name, type, offset and size.
+    pub fn format(&self) -> &'a EventFormat {
+        self.format
+    }
+
+    /// The record's bytes, from `common_type` on.
+    pub fn payload(&self) -> &'a [u8] {
+        self.payload
+    }
+
+    /// The field `name` (an event's own, or a `common_*` one) with its
+    /// type; `None` when the event has no such field or the record is too
+    /// short for it.
+    pub fn field(&self, name: &str) -> Option<Value<'a>> {
+        let f = self.format.fields.iter().chain(&self.format.common).find(|f| f.name == name)?;
+        f.typed(self.payload, self.trace.endian)
+    }
+
+    /// The event's own fields (not the `common_*` ones), in format order,
+    /// with their values (`None`: the record is too short for it).
+    pub fn fields(&self) -> impl Iterator<Item = (&'a str, Option<Value<'a>>)> + 'a {
+        let (payload, endian) = (self.payload, self.trace.endian);
+        self.format.fields.iter().map(move |f| (f.name.as_str(), f.typed(payload, endian)))
+    }
+}
+
+impl std::fmt::Debug for Event<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("ts", &self.ts)
+            .field("cpu", &self.cpu)
+            .field("pid", &self.pid())
+            .field("event", &format_args!("{}:{}", self.system(), self.name()))
+            .finish()
+    }
+}
+
+/// docs/library.md's Rust snippet, compiled by `cargo test --doc`: the page
+/// cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+struct LibraryMd;

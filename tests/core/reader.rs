@@ -1,0 +1,165 @@
+//! The library's pull reader (`sys::read::Reader`) on recorded files: the
+//! metadata, the kernel's text of each record (tr-cat's of a trace.dat,
+//! the kernel's own `trace` file of a tracefs copy), a choice of buffer
+//! and CPUs, and a cut file's problems as values.
+
+use crate::common;
+use std::path::Path;
+use trbox::format::Value;
+use trbox::page::PageErrorKind;
+use trbox::sys::read::{Entry, ReadOptions, Reader};
+
+fn open(file: &str, o: &ReadOptions) -> Reader {
+    Reader::trace_dat(Path::new(file), o).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn reader_metadata_of_a_trace_dat() {
+    let r = open("tests/data/tracedat/v6-inst.dat", &ReadOptions::default());
+    let s = r.session();
+    assert_eq!(s.cpus(), 2);
+    assert_eq!(s.clock(), "local");
+    assert_eq!(s.page_size(), 4096);
+    assert_eq!(s.buffers(), ["", "inst1"], "both buffers hold data: both are read");
+    assert!(s.events().get_by_name("sched", "sched_switch").is_some());
+    assert_eq!(s.comm(0), "<idle>");
+}
+
+/// Every record's line is tr-cat's line of it, in the same order, for
+/// each buffer alone (tr-cat puts trace-cmd's buffer label before the
+/// lines of several).
+#[test]
+fn reader_text_is_tr_cat_text() {
+    for (file, buffer) in [
+        ("tests/data/tracedat/v6-inst.dat", ""),
+        ("tests/data/tracedat/v6-inst.dat", "inst1"),
+        ("tests/data/tracedat/lisa-arm64-sched-load.dat", ""),
+        ("tests/data/tracedat/v7-3.4-record.dat", "t34"),
+    ] {
+        let mut r = open(file, &ReadOptions { buffer: Some(buffer.into()), ..Default::default() });
+        let (session, mut entries) = r.split();
+        let mut text = session.text();
+        let (mut ours, mut line, mut body) = (String::new(), String::new(), String::new());
+        while let Some(e) = entries.next_entry() {
+            let Entry::Event(ev) = e else { panic!("{file}: {e:?}") };
+            line.clear();
+            text.line(&ev, &mut line);
+            ours.push_str(&line);
+            // The body is the line after its prefix (`… TIME: `).
+            body.clear();
+            text.body(&ev, &mut body);
+            let at = line.len() - body.len() - 1;
+            assert!(
+                line.get(at..) == Some(&format!("{body}\n")) && line.get(..at).is_some_and(|p| p.ends_with(": ")),
+                "{file}: body {body:?} of line {line:?}"
+            );
+        }
+        let o = common::run(&["tr-cat", file, "-B", buffer]);
+        assert!(o.status.success(), "tr-cat {file} -B '{buffer}': {}", String::from_utf8_lossy(&o.stderr));
+        let theirs = String::from_utf8_lossy(&o.stdout);
+        assert!(ours.lines().count() > 100, "{file} '{buffer}': {} lines", ours.lines().count());
+        assert!(ours == theirs, "{file} buffer '{buffer}': the reader's text is not tr-cat's");
+    }
+}
+
+/// Fields by name with their types; the CPUs asked for and no other.
+#[test]
+fn reader_fields_and_cpus() {
+    let o = ReadOptions { cpus: Some(vec![1]), buffer: Some(String::new()) };
+    let mut r = open("tests/data/tracedat/v6-inst.dat", &o);
+    let mut switches = 0;
+    while let Some(e) = r.next_entry() {
+        let Entry::Event(ev) = e else { continue };
+        assert_eq!(ev.cpu(), 1);
+        if ev.name() != "sched_switch" {
+            continue;
+        }
+        switches += 1;
+        assert_eq!(ev.system(), "sched");
+        let Some(Value::Str(comm)) = ev.field("prev_comm") else { panic!("prev_comm: {:?}", ev.field("prev_comm")) };
+        let Some(Value::Signed(pid)) = ev.field("prev_pid") else { panic!("prev_pid: {:?}", ev.field("prev_pid")) };
+        // The writer of a switch is the task switched out.
+        assert_eq!(pid, i64::from(ev.pid()));
+        assert!(!comm.is_empty() && !comm.contains(&0));
+        assert!(matches!(ev.field("common_pid"), Some(Value::Signed(p)) if p == pid));
+        assert_eq!(ev.field("no_such_field"), None);
+        let names: Vec<&str> = ev.fields().map(|(n, _)| n).collect();
+        assert_eq!(names.first(), Some(&"prev_comm"));
+    }
+    assert!(switches > 0, "no sched_switch on cpu1");
+    assert_eq!(r.lost(), (0, 0));
+    assert!(r.problems().is_empty());
+}
+
+/// A file cut in the middle of its pages: what can be read is, and the
+/// cut comes as a value, not text on stderr.
+#[test]
+fn reader_cut_file_problems_are_values() {
+    let whole = std::fs::read("tests/data/tracedat/v6-inst.dat").expect("fixture");
+    let dir = std::env::temp_dir().join(format!("trbox-reader-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let cut = dir.join("cut.dat");
+    // (The last 6000 bytes: inside the last CPU's pages.)
+    std::fs::write(&cut, &whole[..whole.len() - 6000]).expect("write the cut file");
+    let r = Reader::trace_dat(&cut, &ReadOptions::default());
+    let mut r = match r {
+        Ok(r) => r,
+        Err(e) => panic!("a cut file opens (its pages up to the cut are read): {e}"),
+    };
+    let (mut events, mut damaged) = (0, 0);
+    while let Some(e) = r.next_entry() {
+        match e {
+            Entry::Event(_) => events += 1,
+            Entry::Damaged { error, .. } => {
+                assert_eq!(error.kind, PageErrorKind::Truncated, "{error}");
+                damaged += 1
+            }
+            _ => {}
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(events > 0, "records before the cut");
+    assert!(damaged > 0 || !r.problems().is_empty(), "the cut is told: {damaged} entries, no problem counted");
+}
+
+/// A copy of a tracefs tree: the reader's text of its raw pages is the
+/// kernel's own `trace` file of the same buffer (without its `#` header),
+/// on a 32-bit and a 64-bit board.
+#[test]
+fn reader_tree_text_is_the_kernels() {
+    for dir in ["tests/fixtures/armv7-7.2/events", "tests/fixtures/aarch64-6.12/events"] {
+        let mut r = Reader::tree(Path::new(dir), &ReadOptions::default()).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        assert_eq!(r.session().cpus(), 2, "{dir}");
+        let (session, mut entries) = r.split();
+        let mut text = session.text();
+        let mut ours = String::new();
+        while let Some(e) = entries.next_entry() {
+            match e {
+                Entry::Event(ev) => text.line(&ev, &mut ours),
+                other => panic!("{dir}: {other:?}"),
+            }
+        }
+        let o = common::run(&["tr-cat", "-T", dir]);
+        assert!(o.status.success(), "tr-cat -T {dir}: {}", String::from_utf8_lossy(&o.stderr));
+        let theirs: String = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(ours.lines().count() > 100, "{dir}: {} lines", ours.lines().count());
+        assert!(ours == theirs, "{dir}: the reader's text is not the kernel's");
+    }
+}
+
+/// The live tracefs is no copy: reading it would consume its buffers.
+#[test]
+fn reader_tree_refuses_the_live_tracefs() {
+    let live = Path::new(common::LIVE);
+    if !live.join("trace_pipe").exists() {
+        return common::skip_absent("no tracefs mounted at /sys/kernel/tracing");
+    }
+    match Reader::tree(live, &ReadOptions::default()) {
+        Err(e) => assert!(e.to_string().contains("the live tracefs"), "{e}"),
+        Ok(_) => panic!("the live tracefs read as a copy"),
+    }
+}
