@@ -2,7 +2,7 @@
 # Build the board's initramfs (cpio newc, gzip) for ARCH:
 #   /init, /bin/busybox, /bin/trbox, /etc/trbox/{session,tour,run-session,record-fixtures}
 # into cross/out/ARCH/initramfs.gz (the tree is kept in cross/out/ARCH/root).
-# BREAK=bin|cmd|hang|boot builds a deliberately broken board for the
+# BREAK=bin|cmd|hang|stuck|boot builds a deliberately broken board for the
 # harness's self-check (see README.md).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"

@@ -2,7 +2,7 @@
 # make qemu-test: run the board session on each board, check it on the host
 # (check.sh) and print "N passed, M failed" over all checks, with each
 # board's boot and run time. Exits 1 on any failure.
-#   cross/qemu/test.sh [BOARD...]      BREAK=bin|cmd|hang|boot for a broken board
+#   cross/qemu/test.sh [BOARD...]      BREAK=bin|cmd|hang|stuck|boot for a broken board
 # A board is ARCH or ARCH:KERNEL (aarch64, armv7:5.10, aarch64:6.12-16k, ...;
 # the list is in common.sh and README.md).
 # QEMU_JOBS boards run at a time (default 2): a session spends much of its
