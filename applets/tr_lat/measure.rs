@@ -22,6 +22,10 @@ pub(super) fn read_buffer(mut t: Tracefs, common: &Common, a: &Args, c: &Checked
     if let Some(o) = tracer_opt {
         return Err(Error::usage(format!("a copy of a tracefs tree (or -r) is only read: {o} sets up a tracer")));
     }
+    // The actions are the end of a run that measures as it records.
+    if !a.on_end.is_empty() {
+        return Err(Error::usage("a copy of a tracefs tree (or -r) is only read: no --on-end"));
+    }
     if let Some(i) = &common.instance {
         t.enter_instance(i)?;
     }
