@@ -49,6 +49,7 @@ pub mod stacks;
 pub(crate) mod strmap;
 pub mod trace;
 pub mod tracedat;
+pub(crate) mod vecmap;
 
 pub use trace::Trace;
 

@@ -32,7 +32,9 @@ const MAX_TRACERS: &[&str] = &["wakeup_rt", "wakeup", "wakeup_dl", "irqsoff", "p
 )]
 #[argh(note = "MODE is wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, or a max-latency \
 tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max: the \
-kernel's wakeup tracer, all tasks).")]
+kernel's wakeup tracer, all tasks). An option that names modes is for those only (hwnoise's \
+are osnoise's); the others are for every mode, but the max-latency tracers take only -t, \
+--json, -k and the options that name them.")]
 pub struct Args {
     /// what to measure (see below)
     #[argh(positional, arg_name = "MODE")]
@@ -40,7 +42,8 @@ pub struct Args {
     /// wakeup: real-time (and deadline) tasks only
     #[argh(switch)]
     pub(super) rt: bool,
-    /// only these processes (set_event_pid); repeatable
+    /// wakeup/irq/syscall: only these processes (set_event_pid);
+    /// repeatable
     #[argh(option, short = 'P', arg_name = "PID")]
     pub(super) pid: Vec<u32>,
     /// timerlat/osnoise: the policy of the tracer's threads, f:PRIO, r:PRIO
@@ -80,7 +83,7 @@ pub struct Args {
     #[argh(option, arg_name = "CPUS")]
     pub(super) cpus: Option<cli::Cpus>,
     /// timerlat: stop when an IRQ latency exceeds US; osnoise: when a single
-    /// noise does (osnoise/stop_tracing_us); max-latency tracers:
+    /// noise does (osnoise/stop_tracing_us); hwlat/max-latency tracers:
     /// tracing_thresh (rtla's -i)
     #[argh(option, arg_name = "US")]
     pub(super) irq_us: Option<u64>,
@@ -120,17 +123,18 @@ pub struct Args {
     /// at the end, do this (as --on-threshold); repeatable
     #[argh(option, arg_name = "ACTION", from_str_fn(action))]
     pub(super) on_end: Vec<Action>,
-    /// timerlat/osnoise: leave out the first S seconds (warm-up)
+    /// timerlat/osnoise/hwlat: leave out the first S seconds (warm-up)
     #[argh(option, arg_name = "S")]
     pub(super) warm_up: Option<cli::Seconds>,
-    /// timerlat/osnoise: hold /dev/cpu_dma_latency at US while measuring
-    /// (no deep idle states)
+    /// timerlat/osnoise/hwlat: hold /dev/cpu_dma_latency at US while
+    /// measuring (no deep idle states)
     #[argh(option, arg_name = "US")]
     pub(super) dma_latency: Option<i32>,
-    /// timerlat/osnoise: the buffer's size per CPU (buffer_size_kb)
+    /// timerlat/osnoise/hwlat: the buffer's size per CPU (buffer_size_kb)
     #[argh(option, arg_name = "KB")]
     pub(super) trace_buffer_size: Option<u64>,
-    /// timerlat/osnoise: tr-lat's own work on these CPUs (housekeeping)
+    /// timerlat/osnoise/hwlat: tr-lat's own work on these CPUs
+    /// (housekeeping)
     #[argh(option, short = 'H', arg_name = "CPUS")]
     pub(super) house_keeping: Option<cli::Cpus>,
     /// timerlat: stop at a latency over US (IRQ or thread, with its
@@ -147,8 +151,8 @@ pub struct Args {
     /// --cgroup alone: tr-lat's own; a name: --cgroup=NAME)
     #[argh(option, arg_name = "NAME")]
     pub(super) cgroup: Option<String>,
-    /// timerlat/osnoise: the measured CPUs' idle states deeper than N
-    /// disabled while measuring (cpuidle stateM/disable; -1: all)
+    /// timerlat/osnoise/hwlat: the measured CPUs' idle states deeper than
+    /// N disabled while measuring (cpuidle stateM/disable; -1: all)
     #[argh(option, arg_name = "N")]
     pub(super) deepest_idle_state: Option<i32>,
     /// read what the buffer holds now, setting nothing up; the read takes
@@ -206,15 +210,96 @@ pub(super) fn parse(own: &[String]) -> Result<(Common, Args), Error> {
     Ok((common, a))
 }
 
-/// A max-latency tracer's mode (wakeup_rt, wakeup --max, irqsoff…).
-pub(super) fn is_max(a: &Args) -> Result<bool, Error> {
-    if a.max || a.mode() != "wakeup" && MAX_TRACERS.contains(&a.mode()) {
-        if !MAX_TRACERS.contains(&a.mode()) {
-            return Err(Error::usage(format!("--max: {} is no max-latency tracer", a.mode())));
-        }
-        return Ok(true);
+/// Which modes take an option: bits of the modes below.
+type Modes = u8;
+const WAKEUP: Modes = 1;
+const IRQ: Modes = 1 << 1;
+const SYSCALL: Modes = 1 << 2;
+const TIMERLAT: Modes = 1 << 3;
+/// osnoise and hwnoise (the osnoise tracer with IRQs disabled).
+const OSNOISE: Modes = 1 << 4;
+const HWLAT: Modes = 1 << 5;
+/// The max-latency tracers (wakeup_rt, wakeup --max, irqsoff...).
+const MAX: Modes = 1 << 6;
+/// Every mode but the max-latency tracers, which print the kernel's text
+/// of each maximum and measure nothing themselves.
+const MEASURING: Modes = WAKEUP | IRQ | SYSCALL | TIMERLAT | OSNOISE | HWLAT;
+/// The modes that read plain tracepoints (no tracer set up).
+const TRACEPOINTS: Modes = WAKEUP | IRQ | SYSCALL;
+
+/// The modes' names in messages, by bit.
+const MODE_NAMES: [&str; 7] = ["wakeup", "irq", "syscall", "timerlat", "osnoise", "hwlat", "the max-latency tracers"];
+
+/// An option that only some modes take: its long name (as argh declares
+/// it), whether it was given, and those modes.
+struct Rule {
+    name: &'static str,
+    given: fn(&Args) -> bool,
+    modes: Modes,
+}
+
+/// Which mode takes which option: the one place that says it; [`check`]
+/// refuses the first option given here that the mode does not take, and
+/// the message names the modes that do. The options not here (-t,
+/// --json, -k) go with every mode. --aa-only comes first: it gives
+/// --irq-us, --total-us and --stack-us their values ([`parse`]).
+const RULES: &[Rule] = &[
+    Rule { name: "--aa-only", given: |a| a.aa_only.is_some(), modes: TIMERLAT },
+    Rule { name: "--rt", given: |a| a.rt, modes: WAKEUP },
+    Rule { name: "--pid", given: |a| !a.pid.is_empty(), modes: TRACEPOINTS },
+    Rule { name: "--read", given: |a| a.read, modes: MEASURING },
+    Rule { name: "--hist", given: |a| a.hist, modes: MEASURING },
+    Rule { name: "--all", given: |a| a.all, modes: MEASURING },
+    Rule { name: "--bucket", given: |a| a.bucket.is_some(), modes: MEASURING },
+    Rule { name: "--entries", given: |a| a.entries.is_some(), modes: MEASURING },
+    Rule { name: "--ns", given: |a| a.ns, modes: MEASURING },
+    Rule { name: "--samples", given: |a| a.samples, modes: MEASURING },
+    Rule { name: "--on-end", given: |a| !a.on_end.is_empty(), modes: MEASURING },
+    Rule { name: "--output", given: |a| a.output.is_some(), modes: MAX },
+    Rule { name: "--irq-us", given: |a| a.irq_us.is_some(), modes: TIMERLAT | OSNOISE | HWLAT | MAX },
+    Rule { name: "--period", given: |a| a.period.is_some(), modes: TIMERLAT | OSNOISE | HWLAT },
+    Rule { name: "--warm-up", given: |a| a.warm_up.is_some(), modes: TIMERLAT | OSNOISE | HWLAT },
+    Rule { name: "--dma-latency", given: |a| a.dma_latency.is_some(), modes: TIMERLAT | OSNOISE | HWLAT },
+    Rule { name: "--trace-buffer-size", given: |a| a.trace_buffer_size.is_some(), modes: TIMERLAT | OSNOISE | HWLAT },
+    Rule { name: "--house-keeping", given: |a| a.house_keeping.is_some(), modes: TIMERLAT | OSNOISE | HWLAT },
+    Rule { name: "--deepest-idle-state", given: |a| a.deepest_idle_state.is_some(), modes: TIMERLAT | OSNOISE | HWLAT },
+    Rule { name: "--width", given: |a| a.width.is_some(), modes: HWLAT },
+    Rule { name: "--cpus", given: |a| a.cpus.is_some(), modes: TIMERLAT | OSNOISE },
+    Rule { name: "--total-us", given: |a| a.total_us.is_some(), modes: TIMERLAT | OSNOISE },
+    Rule { name: "--priority", given: |a| a.priority.is_some(), modes: TIMERLAT | OSNOISE },
+    Rule { name: "--cgroup", given: |a| a.cgroup.is_some(), modes: TIMERLAT | OSNOISE },
+    Rule { name: "--on-threshold", given: |a| !a.on_threshold.is_empty(), modes: TIMERLAT | OSNOISE },
+    Rule { name: "--stack-us", given: |a| a.stack_us.is_some(), modes: TIMERLAT },
+    Rule { name: "--user-threads", given: |a| a.user_threads, modes: TIMERLAT },
+    Rule { name: "--user-load", given: |a| a.user_load, modes: TIMERLAT },
+    Rule { name: "--kernel-threads", given: |a| a.kernel_threads, modes: TIMERLAT },
+    Rule { name: "--no-aa", given: |a| a.no_aa, modes: TIMERLAT },
+    Rule { name: "--dump-tasks", given: |a| a.dump_tasks, modes: TIMERLAT },
+];
+
+/// `modes` for a person: "timerlat, osnoise and hwlat".
+fn mode_list(modes: Modes) -> String {
+    let names: Vec<&str> =
+        MODE_NAMES.iter().enumerate().filter(|(i, _)| modes & 1 << i != 0).map(|(_, n)| *n).collect();
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
-    Ok(false)
+}
+
+/// The usage error of option `name`, which `modes` take, given to `mode`.
+fn not_for(name: &str, modes: Modes, mode: &str) -> Error {
+    Error::usage(format!("{name} is for {}, not for {mode}", mode_list(modes)))
+        .hint("see 'tr-lat --help' for which mode takes which option")
+}
+
+/// What a run of `a` is, once its options are checked.
+pub(super) enum Run {
+    /// A max-latency tracer (wakeup_rt, wakeup --max, irqsoff...).
+    Max,
+    /// A measuring mode.
+    Measure(Checked),
 }
 
 /// What a measuring mode's options ask for, once checked.
@@ -224,31 +309,58 @@ pub(super) struct Checked {
     pub mode: Mode,
     /// timerlat, osnoise, hwlat: a tracer runs (not plain tracepoints).
     pub tracer: bool,
-    /// An option that sets a tracer up was given.
-    pub tracer_opts: bool,
+    /// The first option given that only a tracer's modes take (it sets
+    /// the tracer up), by its long name.
+    pub tracer_opt: Option<&'static str>,
 }
 
 /// The mode of `a` and whether its options go with it (and with `cmd`).
-pub(super) fn check(a: &Args, cmd: &[String]) -> Result<Checked, Error> {
-    let Some(mode) = Mode::parse(a.mode()) else {
-        return Err(Error::usage(format!("unknown mode '{}'", a.mode())).hint(
-            "modes: wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
-        ));
+pub(super) fn check(a: &Args, cmd: &[String]) -> Result<Run, Error> {
+    // The mode as given: hwnoise, wakeup --max.
+    let shown = match a.mode.as_deref().unwrap_or_default() {
+        "wakeup" if a.max => "wakeup --max",
+        m => m,
     };
-    // timerlat, osnoise and hwnoise: rtla's parity (feature rtla).
-    if !cfg!(feature = "rtla") && matches!(mode, Mode::Timerlat | Mode::Osnoise) {
-        return Err(crate::cli::left_out(&format!("tr-lat {}", a.mode.as_deref().unwrap_or_default()), "rtla"));
+    let max = a.max || a.mode() != "wakeup" && MAX_TRACERS.contains(&a.mode());
+    let (bits, mode) = if max {
+        if !MAX_TRACERS.contains(&a.mode()) {
+            return Err(not_for("--max", WAKEUP, shown));
+        }
+        (MAX, None)
+    } else {
+        let Some(mode) = Mode::parse(a.mode()) else {
+            return Err(Error::usage(format!("unknown mode '{}'", a.mode())).hint(
+                "modes: wakeup, irq, syscall, timerlat, osnoise, hwnoise, hwlat, wakeup_rt, wakeup --max, wakeup_dl, irqsoff, preemptoff, preemptirqsoff",
+            ));
+        };
+        // timerlat, osnoise and hwnoise: rtla's parity (feature rtla).
+        if !cfg!(feature = "rtla") && matches!(mode, Mode::Timerlat | Mode::Osnoise) {
+            return Err(crate::cli::left_out(&format!("tr-lat {}", a.mode.as_deref().unwrap_or_default()), "rtla"));
+        }
+        let bit = match mode {
+            Mode::Wakeup => WAKEUP,
+            Mode::Irq => IRQ,
+            Mode::Syscall => SYSCALL,
+            Mode::Timerlat => TIMERLAT,
+            Mode::Osnoise => OSNOISE,
+            Mode::Hwlat => HWLAT,
+        };
+        (bit, Some(mode))
+    };
+    let given = || RULES.iter().filter(|r| (r.given)(a));
+    if let Some(r) = given().find(|r| r.modes & bits == 0) {
+        return Err(not_for(r.name, r.modes, shown));
     }
+    let Some(mode) = mode else {
+        if !cmd.is_empty() {
+            return Err(Error::usage(format!("tr-lat {} traces the whole system: no -- CMD", a.mode())));
+        }
+        return Ok(Run::Max);
+    };
     let tracer = matches!(mode, Mode::Timerlat | Mode::Osnoise | Mode::Hwlat);
-    if a.output.is_some() {
-        return Err(Error::usage("-o DIR saves the max traces of the max-latency tracers (wakeup_rt, irqsoff...)"));
-    }
-    if a.width.is_some() && mode != Mode::Hwlat || mode == Mode::Hwlat && (a.total_us.is_some() || a.cpus.is_some()) {
-        return Err(Error::usage("--width is a hwlat option; --cpus and --total-us are not"));
-    }
     command::one_target(&a.pid, cmd)?;
-    if tracer && (!a.pid.is_empty() || !cmd.is_empty()) {
-        return Err(Error::usage(format!("{} measures CPUs, not processes: no -P and no -- CMD", a.mode()))
+    if tracer && !cmd.is_empty() {
+        return Err(Error::usage(format!("{} measures CPUs, not processes: no -- CMD", a.mode()))
             .hint("use --cpus CPUS, and -t S"));
     }
     if a.no_aa && (a.aa_only.is_some() || a.dump_tasks) {
@@ -258,56 +370,17 @@ pub(super) fn check(a: &Args, cmd: &[String]) -> Result<Checked, Error> {
     if a.deepest_idle_state.is_some_and(|n| n < -1) {
         return Err(Error::usage("--deepest-idle-state: a state's number, or -1 for all of them"));
     }
-    // The first option given that sets up a tracer, by its long name.
-    let tracer_opt = [
-        (a.warm_up.is_some(), "--warm-up"),
-        (a.cgroup.is_some(), "--cgroup"),
-        (a.deepest_idle_state.is_some(), "--deepest-idle-state"),
-        (a.no_aa, "--no-aa"),
-        (a.dump_tasks, "--dump-tasks"),
-        (a.dma_latency.is_some(), "--dma-latency"),
-        (a.trace_buffer_size.is_some(), "--trace-buffer-size"),
-        (a.house_keeping.is_some(), "--house-keeping"),
-        (a.user_threads, "--user-threads"),
-        (a.user_load, "--user-load"),
-        (a.kernel_threads, "--kernel-threads"),
-        (a.period.is_some(), "--period"),
-        (a.cpus.is_some(), "--cpus"),
-        (a.irq_us.is_some(), "--irq-us"),
-        (a.total_us.is_some(), "--total-us"),
-        (a.stack_us.is_some(), "--stack-us"),
-        (a.width.is_some(), "--width"),
-    ]
-    .into_iter()
-    .find_map(|(given, name)| given.then_some(name));
-    let tracer_opts = tracer_opt.is_some();
-    if let (false, Some(o)) = (tracer, tracer_opt) {
-        return Err(Error::usage(format!("{o} sets up the timerlat, osnoise or hwlat tracer: not for {}", a.mode()))
-            .hint("see 'tr-lat --help' for which mode takes which option"));
-    }
-    if a.priority.is_some() && !matches!(mode, Mode::Timerlat | Mode::Osnoise) {
-        return Err(Error::usage("--priority is for timerlat and osnoise"));
-    }
-    if a.rt && mode != Mode::Wakeup {
-        return Err(Error::usage("--rt is for the wakeup mode"));
-    }
     if (!a.on_threshold.is_empty() || a.dump_tasks) && !stop_armed(a, mode) {
         return Err(Error::usage("--on-threshold and --dump-tasks need a stop threshold: --irq-us or --total-us"));
     }
     if a.samples && !a.json {
         return Err(Error::usage("--samples goes with --json"));
     }
-    if (a.stack_us.is_some() || a.user_threads || a.user_load || a.kernel_threads || a.no_aa || a.dump_tasks)
-        && mode != Mode::Timerlat
-    {
-        return Err(Error::usage(
-            "-s, -u, -U, --kernel-threads, --aa-only, --no-aa and --dump-tasks are timerlat options",
-        ));
-    }
     if [a.user_threads, a.user_load, a.kernel_threads].iter().filter(|&&x| x).count() > 1 {
         return Err(Error::usage("one of -u, -U and --kernel-threads"));
     }
-    Ok(Checked { mode, tracer, tracer_opts })
+    let tracer_opt = given().find(|r| r.modes & TRACEPOINTS == 0).map(|r| r.name);
+    Ok(Run::Measure(Checked { mode, tracer, tracer_opt }))
 }
 
 pub(super) fn mode_name(m: Mode) -> &'static str {

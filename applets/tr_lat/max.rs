@@ -18,13 +18,9 @@ use trbox::sys::{signals, Tracefs};
 /// kernel sends since 5.5; a read every 100 ms before) and printed, or
 /// saved as DIR/N.txt, as the kernel's `trace` text of the max buffer
 /// (snapshot_raw is EBUSY for these tracers: the text is all there is).
-pub(super) fn max_latency(common: &Common, a: &Args, cmd: &[String]) -> Result<(), Error> {
+/// Its options are checked ([`super::args::check`]).
+pub(super) fn max_latency(common: &Common, a: &Args) -> Result<(), Error> {
     let name = a.mode();
-    if !cmd.is_empty() || !a.pid.is_empty() || a.read || a.hist || a.period.is_some() || a.cpus.is_some() {
-        return Err(Error::usage(format!(
-            "tr-lat {name} traces the whole system: only --irq-us US, -o DIR, -t S, --json"
-        )));
-    }
     if common.instance.is_some() {
         return Err(Error::usage(format!("tr-lat {name} runs at the top level (the max buffer is the top level's)")));
     }

@@ -15,9 +15,16 @@ use trbox::sys::Tracefs;
 /// `-r`, or a copy of a tracefs tree: what its buffer holds, measured,
 /// nothing set up.
 pub(super) fn read_buffer(mut t: Tracefs, common: &Common, a: &Args, c: &Checked, cmd: &[String]) -> Result<(), Error> {
-    let Checked { mode, tracer, tracer_opts } = *c;
-    if !cmd.is_empty() || tracer_opts {
-        return Err(Error::usage("a copy of a tracefs tree (or -r) is only read: no -- CMD and no tracer options"));
+    let Checked { mode, tracer, tracer_opt } = *c;
+    if !cmd.is_empty() {
+        return Err(Error::usage("a copy of a tracefs tree (or -r) is only read: no -- CMD"));
+    }
+    if let Some(o) = tracer_opt {
+        return Err(Error::usage(format!("a copy of a tracefs tree (or -r) is only read: {o} sets up a tracer")));
+    }
+    // The actions are the end of a run that measures as it records.
+    if !a.on_end.is_empty() {
+        return Err(Error::usage("a copy of a tracefs tree (or -r) is only read: no --on-end"));
     }
     if let Some(i) = &common.instance {
         t.enter_instance(i)?;

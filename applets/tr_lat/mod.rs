@@ -32,10 +32,9 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = args::parse(own)?;
     let common = &common;
-    if args::is_max(&a)? {
-        return max::max_latency(common, &a, cmd);
-    }
-    let checked = args::check(&a, cmd)?;
+    let args::Run::Measure(checked) = args::check(&a, cmd)? else {
+        return max::max_latency(common, &a);
+    };
     let Checked { mode, tracer, .. } = checked;
     // First thing: a Ctrl-C during the set-up below (which may make an
     // instance) ends the run through the normal path, undoing it.

@@ -33,10 +33,11 @@ mod syscall;
 mod tracers;
 mod wakeup;
 
+pub(crate) use crate::vecmap::VecMap;
 pub use report::{
     key_name, write_hists, write_json, write_max_json, write_problems_json, write_sample, write_tables, Unit, TOP,
 };
-pub use stat::{Hist, Noise, Row, Stat, VecMap, MAX_ENTRIES};
+pub use stat::{Hist, Noise, Row, Stat, MAX_ENTRIES};
 pub(crate) use stat::{Rows, MAX_OPEN};
 pub use syscall::SYSCALL_EVENTS;
 

@@ -1,13 +1,13 @@
 //! tr-lat's accumulators: the per-key statistics (count, min, avg, max,
 //! sum, as rtla's top shows them), the histogram with its overflow row,
-//! the osnoise tracer's per-CPU totals, and the small sorted map they are
-//! kept in. The modes fill them ([`super::Lat::record`]); the report
+//! the osnoise tracer's per-CPU totals (kept in [`VecMap`]s). The modes
+//! fill them ([`super::Lat::record`]); the report
 //! prints them.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::Table;
+use super::{Table, VecMap};
 
 /// Most histogram entries per key (`-E`).
 pub const MAX_ENTRIES: usize = 1 << 16;
@@ -15,87 +15,6 @@ pub const MAX_ENTRIES: usize = 1 << 16;
 /// Tasks, syscalls or CPUs with an open begin that are tracked at most
 /// (a damaged stream cannot grow the maps without bound).
 pub(crate) const MAX_OPEN: usize = 1 << 16;
-
-/// A map on a sorted Vec: far less code in the binary than a BTreeMap
-/// (tr-lat keeps a few hundred keys at most in practice).
-#[derive(Debug, Clone)]
-pub struct VecMap<K, V>(Vec<(K, V)>);
-
-impl<K: Ord + Copy, V> VecMap<K, V> {
-    pub(crate) const fn new() -> Self {
-        VecMap(Vec::new())
-    }
-
-    fn find(&self, k: &K) -> Result<usize, usize> {
-        self.0.binary_search_by(|e| e.0.cmp(k))
-    }
-
-    pub(crate) fn get(&self, k: &K) -> Option<&V> {
-        self.find(k).ok().and_then(|i| self.0.get(i)).map(|e| &e.1)
-    }
-
-    pub(crate) fn get_mut(&mut self, k: &K) -> Option<&mut V> {
-        let i = self.find(k).ok()?;
-        self.0.get_mut(i).map(|e| &mut e.1)
-    }
-
-    pub(crate) fn contains_key(&self, k: &K) -> bool {
-        self.find(k).is_ok()
-    }
-
-    /// The value of `k`, made by `f` when absent.
-    pub fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> &mut V {
-        let i = match self.find(&k) {
-            Ok(i) => i,
-            Err(i) => {
-                self.0.insert(i, (k, f()));
-                i
-            }
-        };
-        &mut self.0[i].1
-    }
-
-    /// Set `k`; the old value, if any.
-    pub fn insert(&mut self, k: K, v: V) -> Option<V> {
-        match self.find(&k) {
-            Ok(i) => Some(core::mem::replace(&mut self.0[i].1, v)),
-            Err(i) => {
-                self.0.insert(i, (k, v));
-                None
-            }
-        }
-    }
-
-    pub(crate) fn remove(&mut self, k: &K) -> Option<V> {
-        self.find(k).ok().map(|i| self.0.remove(i).1)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Empty the map; how many entries it had.
-    pub(crate) fn take_all(&mut self) -> u64 {
-        let n = self.0.len() as u64;
-        self.0.clear();
-        n
-    }
-
-    /// By key.
-    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.0.iter().map(|e| (&e.0, &e.1))
-    }
-}
-
-impl<K: Ord + Copy, V> Default for VecMap<K, V> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// count, min, avg, max, sum (and the last value: rtla's `cur`), in ns;
 /// system calls: how many failed.

@@ -8,7 +8,7 @@
 
 use crate::common;
 use common::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 fn lat(args: &[&str]) -> std::process::Output {
@@ -389,24 +389,35 @@ fn missing_tracers_are_named_with_what_works() {
 fn usage_errors() {
     for (args, want) in [
         (&["nosuch"][..], "unknown mode 'nosuch'"),
-        (&["irq", "--rt"][..], "--rt is for the wakeup mode"),
-        (&["wakeup", "-p", "100"][..], "--period sets up the timerlat, osnoise or hwlat tracer: not for wakeup"),
-        (&["timerlat", "-P", "1"][..], "measures CPUs, not processes"),
+        (&["irq", "--rt"][..], "--rt is for wakeup, not for irq"),
+        (&["wakeup", "-p", "100"][..], "--period is for timerlat, osnoise and hwlat, not for wakeup"),
+        (&["timerlat", "-P", "1"][..], "--pid is for wakeup, irq and syscall, not for timerlat"),
+        (&["timerlat", "--", "true"][..], "timerlat measures CPUs, not processes: no -- CMD"),
         (&["syscall", "--samples"][..], "--samples goes with --json"),
-        (&["timerlat", "-o", "/tmp/x"][..], "-o DIR saves the max traces"),
-        (&["osnoise", "--width", "10"][..], "--width is a hwlat option"),
-        (&["hwlat", "--total-us", "10"][..], "--width is a hwlat option"),
-        (&["wakeup_rt", "-P", "1"][..], "traces the whole system"),
-        (&["irq", "--max"][..], "--max: irq is no max-latency tracer"),
-        (&["wakeup", "--priority", "f:10"][..], "--priority is for timerlat and osnoise"),
+        (&["timerlat", "-o", "/tmp/x"][..], "--output is for the max-latency tracers, not for timerlat"),
+        (&["osnoise", "--width", "10"][..], "--width is for hwlat, not for osnoise"),
+        (&["hwlat", "--total-us", "10"][..], "--total-us is for timerlat and osnoise, not for hwlat"),
+        (&["wakeup_rt", "-P", "1"][..], "--pid is for wakeup, irq and syscall, not for wakeup_rt"),
+        (&["wakeup_rt", "--", "true"][..], "tr-lat wakeup_rt traces the whole system: no -- CMD"),
+        // Issue 43: the max-latency tracers took these and ignored them.
+        (&["irqsoff", "--warm-up", "1"][..], "--warm-up is for timerlat, osnoise and hwlat, not for irqsoff"),
+        (&["wakeup", "--max", "--cgroup"][..], "--cgroup is for timerlat and osnoise, not for wakeup --max"),
+        (&["preemptoff", "-u"][..], "--user-threads is for timerlat, not for preemptoff"),
+        (&["hwlat", "--cgroup"][..], "--cgroup is for timerlat and osnoise, not for hwlat"),
+        (&["irq", "--max"][..], "--max is for wakeup, not for irq"),
+        (&["wakeup", "--priority", "f:10"][..], "--priority is for timerlat and osnoise, not for wakeup"),
         // Issue 31's analysis and set-up options (rtla's names).
         (&["timerlat", "--no-aa", "--aa-only", "10"][..], "--no-aa goes with neither"),
         (&["timerlat", "--dump-tasks"][..], "--dump-tasks need a stop threshold"),
-        (&["osnoise", "--irq-us", "10", "--no-aa"][..], "--no-aa and --dump-tasks are timerlat options"),
-        (&["wakeup", "--cgroup"][..], "--cgroup sets up"),
-        (&["wakeup", "--cgroup=rt"][..], "--cgroup sets up"),
-        (&["irq", "--deepest-idle-state", "0"][..], "--deepest-idle-state sets up"),
-        (&["hwlat", "--cpus", "0"][..], "--cpus and --total-us are not"),
+        (&["osnoise", "--irq-us", "10", "--no-aa"][..], "--no-aa is for timerlat, not for osnoise"),
+        (&["hwlat", "--aa-only", "10"][..], "--aa-only is for timerlat, not for hwlat"),
+        (&["wakeup", "--cgroup"][..], "--cgroup is for timerlat and osnoise, not for wakeup"),
+        (&["wakeup", "--cgroup=rt"][..], "--cgroup is for timerlat and osnoise, not for wakeup"),
+        (
+            &["irq", "--deepest-idle-state", "0"][..],
+            "--deepest-idle-state is for timerlat, osnoise and hwlat, not for irq",
+        ),
+        (&["hwlat", "--cpus", "0"][..], "--cpus is for timerlat and osnoise, not for hwlat"),
         // One CPU list grammar, the kernel's (issue 39).
         (&["timerlat", "--cpus", "1-0"][..], "'1-0' is not part of a CPU list"),
         (&["timerlat", "-H", "x"][..], "'x' is not part of a CPU list"),
@@ -419,6 +430,188 @@ fn usage_errors() {
     let o = lat(&["--help"]);
     assert!(o.status.success());
     assert!(stdout(&o).contains("Usage: tr-lat"));
+}
+
+/// The modes, each as tr-lat is given it and as the help and the
+/// messages name it ("max": the max-latency tracers; hwnoise takes
+/// osnoise's options).
+const MODES: &[(&[&str], &str)] = &[
+    (&["wakeup"], "wakeup"),
+    (&["irq"], "irq"),
+    (&["syscall"], "syscall"),
+    (&["timerlat"], "timerlat"),
+    (&["osnoise"], "osnoise"),
+    (&["hwnoise"], "osnoise"),
+    (&["hwlat"], "hwlat"),
+    (&["wakeup_rt"], "max"),
+    (&["wakeup", "--max"], "max"),
+    (&["wakeup_dl"], "max"),
+    (&["irqsoff"], "max"),
+    (&["preemptoff"], "max"),
+    (&["preemptirqsoff"], "max"),
+];
+
+/// A mode's name in the help or a message, as [`MODES`] names it.
+fn mode_kind(name: &str) -> Option<&'static str> {
+    let name = name.trim().trim_start_matches("the ");
+    if name == "max-latency tracers" {
+        return Some("max");
+    }
+    MODES.iter().map(|m| m.1).find(|k| *k == name)
+}
+
+/// One row of `tr-lat --help`'s own options: the long name, the value's
+/// name (None for a switch) and the text.
+struct HelpRow {
+    long: String,
+    value: Option<String>,
+    text: String,
+}
+
+fn help_rows(help: &str) -> Vec<HelpRow> {
+    let mut rows: Vec<HelpRow> = Vec::new();
+    let mut inside = false;
+    for l in help.lines() {
+        if !l.starts_with(' ') {
+            inside = l == "Options:";
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let Some(row) = l.strip_prefix("  -") else {
+            if let Some(r) = rows.last_mut() {
+                r.text = format!("{} {}", r.text, l.trim()).trim().to_string();
+            }
+            continue;
+        };
+        // "-P, --pid PID   text" or "--on-threshold ACTION" (text below).
+        let row = match row.split_once(", ") {
+            Some((c, rest)) if c.len() == 1 => rest,
+            _ => &l[2..],
+        };
+        let (flags, text) = row.split_once("  ").unwrap_or((row, ""));
+        let mut w = flags.split_whitespace();
+        let long = w.next().unwrap_or_default().to_string();
+        let value = w.next().map(String::from);
+        rows.push(HelpRow { long, value, text: text.trim().to_string() });
+    }
+    rows.retain(|r| r.long.len() > 2 && r.long != "--help");
+    rows
+}
+
+/// The modes an option's help text starts a clause with: "wakeup: ...",
+/// "timerlat/osnoise: ...", "timerlat: ...; hwlat/max-latency tracers: ...".
+fn help_modes(text: &str) -> BTreeSet<&'static str> {
+    let mut out = BTreeSet::new();
+    for clause in text.split("; ") {
+        let Some((label, _)) = clause.split_once(':') else { continue };
+        let kinds: Option<Vec<_>> = label.split('/').map(mode_kind).collect();
+        out.extend(kinds.unwrap_or_default());
+    }
+    out
+}
+
+/// Which mode takes which option, as `tr-lat --help` says it (an option
+/// that names modes is for those only; the others for every mode, the
+/// max-latency tracers taking only those the note lists) and as tr-lat
+/// does it: for every option and every mode, a mode that does not take it
+/// refuses it (exit 1) in a message naming it and the modes that do; a
+/// mode that does gets past every check, to the tracefs directory that
+/// does not exist (exit 2). No tracefs is touched. (Issue 43: the
+/// max-latency tracers took --warm-up, --cgroup and -u, and ignored them.)
+#[test]
+fn each_option_is_refused_by_the_modes_that_do_not_take_it() {
+    let help = stdout(&lat(&["--help"]));
+    let rows = help_rows(&help);
+    assert!(rows.len() > 30 && rows.iter().any(|r| r.long == "--rt"), "{help}");
+    let long_of = |w: &str| -> String {
+        if w.starts_with("--") {
+            return w.to_string();
+        }
+        let (own, _) = crate::options::parse_help(&help);
+        own.iter().find(|o| o.short.map(|c| format!("-{c}")).as_deref() == Some(w)).map_or(w.into(), |o| o.long.clone())
+    };
+    // "...the max-latency tracers take only -t, --json, -k and the options
+    // that name them."
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let note = flat.split("the max-latency tracers take only ").nth(1).expect("the note on the max-latency tracers");
+    let max_takes: BTreeSet<String> = note
+        .split(" and the options that name them")
+        .next()
+        .unwrap()
+        .split([',', ' '])
+        .filter(|w| w.starts_with('-'))
+        .map(long_of)
+        .collect();
+    assert_eq!(max_takes.len(), 3, "{note}");
+    let missing = "/nonexistent/trbox-h43d";
+    for r in &rows {
+        let value: &[&str] = match r.value.as_deref() {
+            // tr-lat's --cgroup alone, or --cgroup=NAME.
+            _ if r.long == "--cgroup" => &[],
+            None => &[],
+            Some("PID" | "S" | "N" | "WIDTH") => &["1"],
+            Some("US") => &["10"],
+            Some("CPUS") => &["0"],
+            Some("KB") => &["1024"],
+            Some("POLICY") => &["f:10"],
+            Some("ACTION") => &["continue"],
+            Some("DIR") => &["/tmp"],
+            Some(v) => panic!("{}: which value for {v}?", r.long),
+        };
+        // What else a mode that takes it needs (checked later than the
+        // modes: "--samples goes with --json").
+        let with: &[&str] = match r.long.as_str() {
+            "--samples" => &["--json"],
+            "--on-threshold" | "--dump-tasks" => &["--irq-us", "10"],
+            _ => &[],
+        };
+        let (mut taken, mut refused) = (BTreeSet::new(), Vec::new());
+        for (words, kind) in MODES {
+            let base: Vec<&str> = words.iter().copied().chain([r.long.as_str()]).chain(value.iter().copied()).collect();
+            let tail = ["-T", missing];
+            let o = lat(&[&base[..], &tail].concat());
+            let e = stderr(&o);
+            let shown = words.join(" ");
+            let refusal = format!("tr-lat: {} is for ", r.long);
+            let first = e.lines().next().unwrap_or_default();
+            if let Some(list) = first.strip_prefix(&refusal) {
+                assert_eq!(o.status.code(), Some(1), "{base:?}: {e}");
+                let list = list.strip_suffix(&format!(", not for {shown}")).unwrap_or_else(|| panic!("{base:?}: {e}"));
+                let kinds: BTreeSet<&str> =
+                    list.split(", ").flat_map(|p| p.split(" and ")).map(|m| mode_kind(m).expect(list)).collect();
+                assert!(!kinds.contains(kind), "{base:?}: {e}");
+                refused.push((base, kinds));
+                continue;
+            }
+            let o = lat(&[&base[..], with, &tail].concat());
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{base:?} {with:?}: {e}");
+            assert!(e.starts_with(&format!("tr-lat: {missing}: ")), "{base:?} {with:?}: {e}");
+            taken.insert(*kind);
+        }
+        // Every refusal names the modes that take it; hwnoise and each
+        // max-latency tracer as osnoise and the others. (--max makes a
+        // max-latency tracer of wakeup: the others have it already.)
+        let named_in_refusals: BTreeSet<&str> =
+            taken.iter().copied().filter(|k| r.long != "--max" || *k != "max").collect();
+        for (base, kinds) in &refused {
+            assert_eq!(kinds, &named_in_refusals, "{base:?}");
+        }
+        let named = help_modes(&r.text);
+        if r.long == "--max" {
+            // wakeup --max is a max-latency tracer; irqsoff --max one too.
+            assert_eq!(named, BTreeSet::from(["wakeup"]), "{}", r.text);
+            assert_eq!(taken, BTreeSet::from(["wakeup", "max"]));
+        } else if named.is_empty() {
+            let every: BTreeSet<&str> =
+                MODES.iter().map(|m| m.1).filter(|k| *k != "max" || max_takes.contains(&r.long)).collect();
+            assert_eq!(taken, every, "{}: {}", r.long, r.text);
+        } else {
+            assert_eq!(taken, named, "{}: {}", r.long, r.text);
+        }
+    }
 }
 
 /// On a terminal the table is drawn again about once a second (cleared,

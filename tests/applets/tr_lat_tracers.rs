@@ -132,6 +132,14 @@ fn timerlat_tables_are_the_entries_per_cpu_and_context() {
     let p = d.path().to_str().unwrap();
     let o = run(&["tr-lat", "timerlat", "-T", p, "--json", "--ns"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // A copy is only read: what would act on a run is refused, by name.
+    for (opt, want) in
+        [(&["--priority", "f:10"][..], "--priority sets up a tracer"), (&["--on-end", "trace"][..], "no --on-end")]
+    {
+        let o = run(&[&["tr-lat", "timerlat", "-T", p][..], opt].concat());
+        assert_eq!(o.status.code(), Some(1), "{opt:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{opt:?}: {}", stderr(&o));
+    }
     let out = stdout(&o);
     let mut seen = BTreeMap::new();
     for l in out.lines() {

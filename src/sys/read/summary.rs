@@ -3,26 +3,27 @@
 
 use super::{Item, Meta};
 use crate::render::write_timestamp;
+use crate::vecmap::VecMap;
 use std::fmt::Write as _;
 
-/// Counts by key, sorted by key. (One small type for every count instead
-/// of a map per key type: this is about binary size.)
-#[derive(Default)]
-struct Counts(Vec<(i64, u64)>);
+/// Counts by key, sorted by key.
+type Counts = VecMap<i64, u64>;
 
 impl Counts {
+    /// Add `n` to the count of `k` (made 0 when new: a key seen with
+    /// nothing to count is still a row).
     fn add(&mut self, k: i64, n: u64) {
-        match self.0.binary_search_by_key(&k, |e| e.0) {
-            Ok(i) => self.0[i].1 += n,
-            Err(i) => self.0.insert(i, (k, n)),
-        }
+        *self.entry(k, || 0) += n;
     }
-    fn get(&self, k: i64) -> u64 {
-        self.0.binary_search_by_key(&k, |e| e.0).map_or(0, |i| self.0[i].1)
+
+    /// The count of `k`, 0 when absent.
+    fn count(&self, k: i64) -> u64 {
+        self.get(&k).copied().unwrap_or(0)
     }
+
     /// Most first, then by key.
     fn ranked(&self) -> Vec<(i64, u64)> {
-        let mut v = self.0.clone();
+        let mut v: Vec<(i64, u64)> = self.iter().map(|(k, n)| (*k, *n)).collect();
         v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         v
     }
@@ -85,7 +86,7 @@ impl Summary {
 
     fn render_counts(&self, m: &Meta, all_tasks: bool) -> String {
         let mut o = String::new();
-        let total: u64 = self.cpus.0.iter().map(|c| c.1).sum();
+        let total: u64 = self.cpus.iter().map(|c| *c.1).sum();
         let _ = write!(o, "{total} events");
         if let Some((a, b)) = self.span {
             let in_ns = m.trace.in_ns();
@@ -104,9 +105,9 @@ impl Summary {
         } else {
             "\n\n  cpu       events         lost\n"
         };
-        for &(k, n) in &self.cpus.0 {
-            let lost = self.lost.get(k);
-            let l = if self.unknown.get(k) > 0 { format!("{lost}+?") } else { lost.to_string() };
+        for (&k, &n) in self.cpus.iter() {
+            let lost = self.lost.count(k);
+            let l = if self.unknown.count(k) > 0 { format!("{lost}+?") } else { lost.to_string() };
             let (buffer, cpu) = (k >> 32, k & 0xffff_ffff);
             if several {
                 let name = m.buffers.get(buffer as usize).map_or("?", |b| if b.is_empty() { "(top)" } else { b });
@@ -123,7 +124,7 @@ impl Summary {
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
         }
         o += "\n      events  task\n";
-        if all_tasks || self.by_pid.0.len() <= crate::lat::TOP {
+        if all_tasks || self.by_pid.len() <= crate::lat::TOP {
             for (pid, n) in self.by_pid.ranked() {
                 let comm = m.trace.cmdlines.comm(pid as i32);
                 let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{comm}-{pid}"), 66));
@@ -133,7 +134,7 @@ impl Summary {
         // More than fit: the tasks of one comm in one row (a board's
         // `sleep-PID` by the hundred), the most events first, TOP rows.
         let mut groups: Vec<(&str, u64, usize, i64)> = Vec::new();
-        for &(pid, n) in &self.by_pid.0 {
+        for (&pid, &n) in self.by_pid.iter() {
             let comm = m.trace.cmdlines.comm(pid as i32);
             match groups.iter_mut().find(|g| g.0 == comm) {
                 Some(g) => {
