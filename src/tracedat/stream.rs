@@ -319,6 +319,13 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
             ProblemKind::MissingEnd,
             format!("{} pages read; the saved comms and the CPU stats come at the end and are missing", s.page_count()),
         );
+        if s.kallsyms.is_empty() && s.header.is_some() {
+            // The console form sends the symbols the pages name at the end.
+            s.problems.add(
+                ProblemKind::MissingEnd,
+                "no kernel symbols: the console form sends them at the end of the stream, lost with it (addresses print as numbers)",
+            );
+        }
     }
     Ok(s)
 }
