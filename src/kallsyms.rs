@@ -606,4 +606,109 @@ mod tests {
         assert!(k.lookup(0xffffffffc0001000 + 0x10_0000).is_none());
         assert_eq!(k.lookup(0xffffffffc0001004).map(|s| s.name), Some("m_fn"));
     }
+
+    /// An x86_64-like table: aliases, a mapping symbol, a pseudo-module,
+    /// BPF, the bounds and the irq entry text.
+    const USED_TABLE: &str = "0000000000000000 A fixed_percpu_data\n\
+        ffffffff81000000 T _text\n\
+        ffffffff81000000 T _stext\n\
+        ffffffff81001000 T alpha\n\
+        ffffffff81001000 T alpha_alias\n\
+        ffffffff81002000 t beta\n\
+        ffffffff81003000 T gamma\n\
+        ffffffff81004000 T __irqentry_text_start\n\
+        ffffffff81005000 T __irqentry_text_end\n\
+        ffffffff81006000 T delta\n\
+        ffffffff81e01d32 T _etext\n\
+        ffffffff82000000 D data1\n\
+        ffffffff84430000 B _end\n\
+        ffffffffc0205000 t ftrace_trampoline\t[__builtin__ftrace]\n\
+        ffffffffc0210000 t $x\t[ext4]\n\
+        ffffffffc0210000 t ext4_fn\t[ext4]\n\
+        ffffffffc0210100 t ext4_gn\t[ext4]\n\
+        ffffffffc0210200 t ext4_hn\t[ext4]\n\
+        ffffffffc0230000 t bpf_prog_x\t[bpf]\n";
+
+    fn used(table: &str, data: &[u8], abi: crate::abi::Abi, piece: usize) -> String {
+        let mut u = UsedSymbols::new();
+        for p in table.as_bytes().chunks(piece) {
+            u.table_piece(p);
+        }
+        u.table_done();
+        u.scan(data, abi);
+        let mut out = Vec::new();
+        for p in table.as_bytes().chunks(piece) {
+            u.filter_piece(p, &mut out);
+        }
+        u.filter_done(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The lines kept: each address's symbol (all its aliases, the first
+    /// first) and the next one, the named ones and the last core symbol;
+    /// whatever the pieces' cuts. Each address resolves as with the whole
+    /// table; a value at an offset not a multiple of 4 is not read.
+    #[test]
+    fn used_symbols_are_those_the_pages_name() {
+        use crate::abi::{Abi, Endian};
+        let addrs = [0xffffffff81001010u64, 0xffffffffc0210004, 0xffffffff81001010, 0x1234];
+        let mut data = alloc::vec![0u8; 4];
+        for a in addrs {
+            data.extend_from_slice(&a.to_le_bytes());
+        }
+        // At offset 2 of a word (as trace_pipe_raw never aligns a field).
+        data.extend_from_slice(&[0, 0]);
+        data.extend_from_slice(&0xffffffff81003008u64.to_le_bytes());
+        data.extend_from_slice(&[0, 0]);
+        let want = "ffffffff81000000 T _text\n\
+            ffffffff81000000 T _stext\n\
+            ffffffff81001000 T alpha\n\
+            ffffffff81001000 T alpha_alias\n\
+            ffffffff81002000 t beta\n\
+            ffffffff81004000 T __irqentry_text_start\n\
+            ffffffff81005000 T __irqentry_text_end\n\
+            ffffffff81e01d32 T _etext\n\
+            ffffffff84430000 B _end\n\
+            ffffffffc0210000 t ext4_fn\t[ext4]\n\
+            ffffffffc0210100 t ext4_gn\t[ext4]\n";
+        let abi = Abi::new(Endian::Little, 8);
+        for piece in [1, 7, 64, USED_TABLE.len()] {
+            assert_eq!(used(USED_TABLE, &data, abi, piece), want, "pieces of {piece} bytes");
+        }
+        let (full, part) = (Kallsyms::parse(USED_TABLE), Kallsyms::parse(want));
+        for a in addrs {
+            assert_eq!(full.lookup(a), part.lookup(a), "{a:#x}");
+        }
+        assert_eq!(full.lookup(0xffffffff81001010).map(|s| (s.name, s.size)), Some(("alpha", 0x1000)));
+        assert_eq!(IrqRange::of(&part), IrqRange::of(&full));
+        // Past every symbol: the last one and nothing after it; the table's
+        // last line without its newline counts.
+        let tail = used(USED_TABLE.trim_end(), &u64::MAX.to_le_bytes(), abi, 5);
+        assert!(tail.ends_with("ffffffffc0230000 t bpf_prog_x\t[bpf]\n"), "{tail}");
+        // Nothing recorded: the named symbols only.
+        assert_eq!(used(USED_TABLE, &[], abi, 64).lines().count(), 6);
+    }
+
+    /// A 32-bit big-endian kernel's words.
+    #[test]
+    fn used_symbols_of_a_32_bit_big_endian_kernel() {
+        use crate::abi::{Abi, Endian};
+        let table = "c0008000 T _stext\nc0100000 T f\nc0100040 T g\nc0100080 T h\nc0800000 T _etext\n";
+        let mut data = 0xc0100044u32.to_be_bytes().to_vec();
+        data.extend_from_slice(&0xc0100044u32.to_le_bytes());
+        let got = used(table, &data, Abi::new(Endian::Big, 4), 9);
+        assert_eq!(got, "c0008000 T _stext\nc0100040 T g\nc0100080 T h\nc0800000 T _etext\n");
+        let k = Kallsyms::parse(&got);
+        let s = k.lookup(0xc0100044).unwrap();
+        assert_eq!((s.name, s.offset, s.size), ("g", 4, 0x40));
+    }
+
+    /// The irq entry text's bounds, by name (what the graph renderer reads).
+    #[derive(Debug, PartialEq)]
+    struct IrqRange(Option<u64>, Option<u64>);
+    impl IrqRange {
+        fn of(k: &Kallsyms) -> IrqRange {
+            IrqRange(k.address_of("__irqentry_text_start"), k.address_of("__irqentry_text_end"))
+        }
+    }
 }
