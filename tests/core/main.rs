@@ -10,6 +10,7 @@ mod elf_files;
 mod fixed_sleeps;
 mod format_fixtures;
 mod graph_fixtures;
+mod kallsyms_used;
 mod module_cycles;
 mod page_fixture;
 mod page_qemu_fixtures;
