@@ -177,7 +177,7 @@ pub struct Summary {
     /// A stream: the bytes written before the first page.
     pub header_wire: u64,
     /// The console form: the bytes written for the symbols (at the end).
-    pub symbols_wire: u64,
+    pub symbols_wire: Option<u64>,
     /// From opening the output to the end of the drain.
     pub elapsed: Duration,
     /// How the pages were moved.
@@ -761,8 +761,10 @@ impl Recorder {
                 read_error: c.error.as_ref().map(super::describe),
             })
             .collect();
-        let (stream_bytes, header_wire, symbols_wire) =
-            self.sink.as_ref().map_or((0, 0, 0), |s| (s.stream, s.header_wire, s.symbols_wire));
+        let (stream_bytes, header_wire, symbols_wire) = self
+            .sink
+            .as_ref()
+            .map_or((0, 0, None), |s| (s.stream, s.header_wire, s.console.as_ref().map(|_| s.symbols_wire)));
         Ok(Summary {
             cpus,
             page_size: ps,
