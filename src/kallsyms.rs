@@ -354,13 +354,13 @@ const NAMED: [&str; 13] = [
 /// ([`UsedSymbols::scan`]), then the same table again
 /// ([`UsedSymbols::filter_piece`]): out come the table's own lines, in
 /// their order, of every symbol an address in the pages falls in and of
-/// the one after it (which ends it: `func+off/size`), and of [`NAMED`]; a
-/// [`Kallsyms`] of them resolves each of those addresses as one of the
-/// whole table does.
+/// the one after it (which ends it: `func+off/size`), and of those the
+/// readers find by name (`_stext`, `_end`…); a [`Kallsyms`] of them
+/// resolves each of those addresses as one of the whole table does.
 ///
 /// What it holds: each address the table lists a symbol at, once, sorted,
-/// and one bit for each (8 bytes and a bit per symbol: a Debian arm64
-/// kernel's 100 000-odd take under 1 MiB, where its text is 4-5 MiB).
+/// and one bit for each (8 bytes and a bit per symbol: 0.98 MB for the
+/// 121 910 addresses of a Debian x86_64 kernel, whose text is 5.4 MB).
 #[derive(Debug, Default)]
 pub struct UsedSymbols {
     addrs: Vec<u64>,
