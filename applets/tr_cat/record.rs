@@ -173,10 +173,15 @@ fn print_summary(path: &Path, s: &Summary) {
         // What the link carries: the console's rate is what matters there.
         // 115200 baud, 8N1: 11520 bytes a second.
         // Tenths in integers: float formatting alone would cost ~20 KiB.
-        let data = s.file_size.saturating_sub(s.header_wire);
+        let data = s.file_size.saturating_sub(s.header_wire + s.symbols_wire.unwrap_or(0));
         let tenths = data * 10 / s.events().max(1);
+        // The console form sends the symbols the pages name, at the end.
+        let (kallsyms, symbols) = match s.symbols_wire {
+            None => ("formats, kallsyms", String::new()),
+            Some(n) => ("formats", format!(" + symbols {n}")),
+        };
         o += &format!(
-            "tr-cat: on the wire: {} bytes = header {} (formats, kallsyms) + events {} ({}.{} per event; raw pages {}); {} s at 115200 baud\n",
+            "tr-cat: on the wire: {} bytes = header {} ({kallsyms}) + events {} ({}.{} per event; raw pages {}){symbols}; {} s at 115200 baud\n",
             s.file_size,
             s.header_wire,
             data,

@@ -15,7 +15,7 @@
 //! | kind | payload | when |
 //! |------|---------|------|
 //! | `S` start | endian u8 (0 little, 1 big), long size u8, page size u32 LE, CPU count u32 LE, each CPU's number u32 LE | first |
-//! | `K` kallsyms | the next piece of `/proc/kallsyms` (the pieces concatenate; a lost piece loses symbol names only) | header |
+//! | `K` kallsyms | the next piece of `/proc/kallsyms` (the pieces concatenate; a lost piece loses symbol names only) | header; the console form: only the lines of the symbols its pages name, after the last `D` ([`crate::kallsyms::UsedSymbols`]) |
 //! | `H` header | a trace.dat version 6 up to its options (header files, formats, an empty kallsyms, printk formats, saved_cmdlines of the start, options): what `tr-cat -N` sends to trace-cmd's listener, kallsyms apart; it ends the header | header |
 //! | `D` data | CPU number u32 LE, one sub-buffer as `trace_pipe_raw` gave it (page size bytes, the board's byte order) | as pages arrive |
 //! | `M` meta | name, NUL, bytes: `saved_cmdlines` | end |
@@ -27,7 +27,9 @@
 //! and `F` frames (system NUL format); they are still read. A reader skips frames of a kind it does not know. A stream cut off at
 //! any byte reads up to the last whole frame, with a warning: the pages
 //! that arrived are kept; saved_cmdlines and the stats come only at the
-//! end.
+//! end, and so do the console form's symbols (then lost: said too).
+//! `K` frames after the pages need no new version: a version-2 reader
+//! gathers `K` frames wherever they come.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -319,6 +321,13 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
             ProblemKind::MissingEnd,
             format!("{} pages read; the saved comms and the CPU stats come at the end and are missing", s.page_count()),
         );
+        if s.kallsyms.is_empty() && s.header.is_some() {
+            // The console form sends the symbols the pages name at the end.
+            s.problems.add(
+                ProblemKind::MissingEnd,
+                "no kernel symbols: the console form sends them at the end of the stream, lost with it (addresses print as numbers)",
+            );
+        }
     }
     Ok(s)
 }

@@ -217,6 +217,17 @@ fn console_lines_survive_noise_and_damage() {
         "markers"
     );
     assert!(log.lines().all(|l| l.len() <= 120), "lines fit a console");
+    // No kallsyms first: the symbols the pages name, at the end, a small
+    // part of the table (/proc/kallsyms says size 0: read it).
+    let table = std::fs::read("/proc/kallsyms").map_or(0, |k| k.len());
+    let wire = |what: &str| -> usize {
+        let at = err.find(what).unwrap_or_else(|| panic!("no '{what}' in: {err}")) + what.len();
+        err[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    let (header, symbols) = (wire("= header "), wire(" + symbols "));
+    assert!(err.contains("(formats)"), "{err}");
+    assert!(symbols * 20 < table && header < table, "header {header}, symbols {symbols}, kallsyms {table}");
+    assert!(log.len() * 4 < table, "the whole log ({} bytes) is far less than kallsyms ({table})", log.len());
 
     let clean = dir.path().join("clean.log");
     std::fs::write(&clean, &log).unwrap();
@@ -249,12 +260,21 @@ fn console_lines_survive_noise_and_damage() {
         assert_eq!(tc, want.iter().map(|l| event_name(l)).collect::<Vec<_>>(), "trace-cmd report");
     }
 
-    // One damaged line in the header's middle (kallsyms): named, every
-    // event still there; one in the last block (pages): named, the
-    // events of the other blocks still there.
+    // The symbols come at the end, in blocks of their own, between the
+    // pages' and the last (saved comms, stats, end). One damaged line in
+    // them: named, every event still there; one in the pages' last block:
+    // named, the events of the other blocks still there.
     let nl: Vec<&str> = noisy.split('\n').collect();
     let trbox_lines: Vec<usize> = nl.iter().enumerate().filter(|(_, l)| l.contains("trbox:")).map(|(i, _)| i).collect();
-    for (what, at) in [("header", trbox_lines[trbox_lines.len() / 3]), ("pages", trbox_lines[trbox_lines.len() - 2])] {
+    let starts: Vec<usize> = trbox_lines
+        .iter()
+        .copied()
+        .filter(|&i| matches!(nl[i].split("trbox:").nth(1).and_then(|r| r.split(':').nth(1)), Some("b" | "=")))
+        .collect();
+    assert!(starts.len() >= 4, "header, pages, symbols, end: {} blocks", starts.len());
+    let symbols = starts[starts.len() - 2];
+    let pages = trbox_lines[trbox_lines.iter().position(|&i| i == symbols).unwrap() - 1];
+    for (what, at) in [("symbols", symbols), ("pages", pages)] {
         let mut d = nl.clone();
         // A flipped character in the base64 (noise on the line).
         let mut bad = d[at].as_bytes().to_vec();
@@ -269,12 +289,11 @@ fn console_lines_survive_noise_and_damage() {
         assert!(!err.contains("panicked"), "{err}");
         assert!(err.contains(&format!("log line {}:", at + 1)), "{what}: the damaged line named: {err}");
         let got: Vec<String> = stdout(&o).lines().filter(|l| !l.contains("[LOST ")).map(String::from).collect();
-        if what == "header" {
+        if what == "symbols" {
             assert!(o.status.success(), "{err}");
             assert_eq!(got, want, "a damaged kallsyms line loses no event");
         } else {
-            // The stream's end is in that block: cut off, with a warning.
-            assert!(got.len() <= want.len() && got.iter().all(|l| want.contains(l)), "{what}: a subset");
+            assert!(got.len() < want.len() && got.iter().all(|l| want.contains(l)), "{what}: a subset");
             assert!(err.contains("left out"), "{err}");
         }
     }
@@ -364,4 +383,100 @@ fn conversion_progress_on_a_tty_only() {
     std::fs::remove_file(&out).unwrap();
     let o = run(&args[..]);
     assert!(o.status.success() && !stderr(&o).contains(['\r', '\x1b']), "{:?}", stderr(&o));
+}
+
+/// The console form sends only the kallsyms lines its pages name, at the
+/// end: a board fixture's pages (function, function_graph, stacks, kprobes
+/// and kretprobes with `func+off/size`, markers; 64- and 32-bit) sent so
+/// through the console encoder read back (`--from-console`) as the text
+/// of a trace.dat with the whole table; cut off before the symbols, it
+/// still reads, with a warning that says they were lost.
+#[test]
+fn console_symbols_at_the_end_print_as_the_whole_table() {
+    use trbox::kallsyms::UsedSymbols;
+    use trbox::tracedat::{console, stream};
+    let dir = TempDir::new("console-syms");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut compared = 0;
+    for fx in [
+        "aarch64-7.2/function_stack",
+        "aarch64-7.2/function_graph",
+        "aarch64-7.2/kprobe",
+        "aarch64-7.2/kretprobe_function",
+        "aarch64-7.2/stack",
+        "aarch64-5.10/marker_raw",
+        "armv7-7.2/function_graph",
+        "armv7-7.2/kprobe",
+        "x86_64/function_stack",
+        "x86_64/kretprobe_function",
+    ] {
+        let src = fixtures.join(fx);
+        if !src.join("kallsyms").is_file() {
+            continue;
+        }
+        let name = fx.replace('/', "-");
+        // The whole table's text.
+        let full = dir.path().join(format!("{name}.dat"));
+        let part = [dat::Part { dir: &src, min_events: 1, lost_every: None }];
+        let (_, cpus) = dat::build(&src, &part, &full);
+        let want = stdout(&run(&["tr-cat", full.to_str().unwrap()]));
+        assert!(want.lines().count() > 3, "{fx}: {want}");
+        // The H frame: the same header with no kallsyms.
+        let bare = dir.path().join(&name);
+        copy_tree(&src, &bare);
+        std::fs::remove_file(bare.join("kallsyms")).unwrap();
+        let bare_dat = dir.path().join(format!("{name}-bare.dat"));
+        dat::build(&bare, &part, &bare_dat);
+        let bytes = std::fs::read(&bare_dat).unwrap();
+        let header = &bytes[..bytes.windows(10).position(|w| w == b"flyrecord\0").unwrap()];
+        // The recorder's scan and cut.
+        let trace = trbox::sys::trace::open(&src).unwrap();
+        let (ps, abi) =
+            (trace.layout.subbuf_size(), trbox::abi::Abi::new(trbox::abi::Endian::Little, trace.long_size()));
+        let table = std::fs::read(src.join("kallsyms")).unwrap();
+        let mut u = UsedSymbols::new();
+        u.table_piece(&table);
+        u.table_done();
+        let mut s = stream::preamble().to_vec();
+        let numbers: Vec<u32> = (0..cpus.len() as u32).collect();
+        s.extend(stream::start_frame(abi.endian, abi.long_size as u8, ps as u32, &numbers));
+        s.extend(stream::frame(b'H', header));
+        for (c, pages) in cpus.iter().enumerate() {
+            for p in pages.chunks(ps) {
+                u.scan(p, abi);
+                s.extend(stream::data_header(c as u32, p.len()));
+                s.extend_from_slice(p);
+            }
+        }
+        let cut_at = s.len();
+        let mut k = Vec::new();
+        u.filter_piece(&table, &mut k);
+        u.filter_done(&mut k);
+        assert!(!k.is_empty() && k.len() <= table.len(), "{fx}");
+        s.extend(stream::frame(b'K', &k));
+        s.extend(stream::named_frame(b'M', "saved_cmdlines", &std::fs::read(src.join("saved_cmdlines")).unwrap()));
+        s.extend(stream::frame(b'E', b""));
+        let encode = |s: &[u8]| {
+            let mut e = console::Encoder::new();
+            e.begin() + &e.push(s) + &e.end()
+        };
+        let log = dir.path().join(format!("{name}.log"));
+        std::fs::write(&log, encode(&s)).unwrap();
+        let o = run(&["tr-cat", "--from-console", log.to_str().unwrap()]);
+        assert!(o.status.success() && stderr(&o).is_empty(), "{fx}: {}", stderr(&o));
+        assert_eq!(stdout(&o), want, "{fx}: the text with the symbols the pages name");
+        compared += 1;
+
+        // Cut off before the symbols: read, said.
+        std::fs::write(&log, encode(&s[..cut_at])).unwrap();
+        let o = run(&["tr-cat", "--from-console", log.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{fx}: {err}");
+        assert!(err.contains("no kernel symbols") && err.contains("lost"), "{fx}: {err}");
+        let bare_text = stdout(&run(&["tr-cat", bare_dat.to_str().unwrap()]));
+        assert_eq!(stdout(&o), bare_text, "{fx}: every event, as a trace.dat without symbols prints it");
+    }
+    if compared == 0 {
+        common::skip("no tests/fixtures");
+    }
 }

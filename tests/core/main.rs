@@ -11,6 +11,7 @@ mod field_counts;
 mod fixed_sleeps;
 mod format_fixtures;
 mod graph_fixtures;
+mod kallsyms_used;
 mod module_cycles;
 mod page_fixture;
 mod page_qemu_fixtures;

@@ -67,8 +67,13 @@ struct StreamSink {
     wire: u64,
     /// Bytes written for the header (formats, kallsyms…).
     header_wire: u64,
+    /// The console form: bytes written for the symbols at the end.
+    symbols_wire: u64,
     /// `-N`: the listener's connections (`file` then only held the header).
     net: Option<super::net::Session>,
+    /// The console form: the symbols the pages name, sent at the end
+    /// instead of all of kallsyms first; and the kernel's word.
+    used: Option<(crate::kallsyms::UsedSymbols, crate::abi::Abi)>,
 }
 
 impl StreamSink {
@@ -171,6 +176,8 @@ pub struct Summary {
     pub stream_bytes: u64,
     /// A stream: the bytes written before the first page.
     pub header_wire: u64,
+    /// The console form: the bytes written for the symbols (at the end).
+    pub symbols_wire: Option<u64>,
     /// From opening the output to the end of the drain.
     pub elapsed: Duration,
     /// How the pages were moved.
@@ -289,7 +296,9 @@ impl Recorder {
                 stream: 0,
                 wire: h.len() as u64,
                 header_wire: h.len() as u64,
+                symbols_wire: 0,
                 net,
+                used: None,
             };
             if sink.net.is_none() {
                 use crate::tracedat::stream::{frame, kind, preamble, start_frame};
@@ -302,10 +311,22 @@ impl Recorder {
                     None => sink.send(&head),
                 };
                 sent.map_err(|e| Error::io(path, e))?;
-                // kallsyms first: the H frame ends the header.
-                meta::kallsyms_pieces(t, &mut |p| {
-                    sink.send(&frame(kind::KALLSYMS, p)).map_err(|e| Error::io(path, e))
-                })?;
+                if o.console {
+                    // A console's minutes go to symbols the pages name only,
+                    // sent at the end ([`Recorder::end_stream`]).
+                    let mut u = crate::kallsyms::UsedSymbols::new();
+                    meta::kallsyms_pieces(t, &mut |p| {
+                        u.table_piece(p);
+                        Ok(())
+                    })?;
+                    u.table_done();
+                    sink.used = Some((u, abi));
+                } else {
+                    // kallsyms first: the H frame ends the header.
+                    meta::kallsyms_pieces(t, &mut |p| {
+                        sink.send(&frame(kind::KALLSYMS, p)).map_err(|e| Error::io(path, e))
+                    })?;
+                }
                 sink.send(&frame(kind::HEADER, &h)).and_then(|_| sink.flush()).map_err(|e| Error::io(path, e))?;
                 sink.header_wire = sink.wire;
             }
@@ -612,6 +633,9 @@ impl Recorder {
                     c.write_all(&self.buf)
                 }
                 None => {
+                    if let Some((u, abi)) = &mut sink.used {
+                        u.scan(&self.buf[..n.min(ps)], *abi);
+                    }
                     // Only the bytes read: the reader pads a short page.
                     let mut f = crate::tracedat::stream::data_header(self.cpus[i].cpu, n.min(ps)).to_vec();
                     f.extend_from_slice(&self.buf[..n.min(ps)]);
@@ -737,13 +761,17 @@ impl Recorder {
                 read_error: c.error.as_ref().map(super::describe),
             })
             .collect();
-        let (stream_bytes, header_wire) = self.sink.as_ref().map_or((0, 0), |s| (s.stream, s.header_wire));
+        let (stream_bytes, header_wire, symbols_wire) = self
+            .sink
+            .as_ref()
+            .map_or((0, 0, None), |s| (s.stream, s.header_wire, s.console.as_ref().map(|_| s.symbols_wire)));
         Ok(Summary {
             cpus,
             page_size: ps,
             file_size,
             stream_bytes,
             header_wire,
+            symbols_wire,
             elapsed,
             mover: self.mover.clone(),
             unsaved: self.unsaved,
@@ -758,8 +786,31 @@ impl Recorder {
         let sent = match sink.net.take() {
             Some(s) => s.close(),
             None => {
+                if let Some((mut u, _)) = sink.used.take() {
+                    // The console form's symbols: those the pages named,
+                    // counted apart on the wire.
+                    let mut k = Vec::new();
+                    meta::kallsyms_pieces(t, &mut |p| {
+                        u.filter_piece(p, &mut k);
+                        Ok(())
+                    })?;
+                    u.filter_done(&mut k);
+                    let mut frames = Vec::new();
+                    for piece in k.chunks(64 * 1024) {
+                        frames.extend(frame(kind::KALLSYMS, piece));
+                    }
+                    let before = sink.flush().map(|_| sink.wire);
+                    match before.and_then(|w| sink.send(&frames).and_then(|_| sink.flush()).map(|_| w)) {
+                        Ok(w) => sink.symbols_wire = sink.wire - w,
+                        Err(e) => {
+                            self.write_error.get_or_insert(e);
+                            return Ok(());
+                        }
+                    }
+                }
+                let mut tail = Vec::new();
                 let cl = t.read_top_opt("saved_cmdlines")?.unwrap_or_default();
-                let mut tail = named_frame(kind::META, "saved_cmdlines", cl.as_bytes());
+                tail.extend(named_frame(kind::META, "saved_cmdlines", cl.as_bytes()));
                 for (c, st) in stats {
                     tail.extend(stats_frame(*c, st));
                 }
