@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the board's initramfs (cpio newc, gzip) for ARCH:
 #   /init, /bin/busybox, /bin/trbox, /etc/trbox/{session,tour,run-session,record-fixtures}
+#   (and /bin/trbox-b with TRBOX_BIN_B=path: guest/ab-lat's second binary)
 # into cross/out/ARCH/initramfs.gz (the tree is kept in cross/out/ARCH/root).
 # BREAK=bin|cmd|hang|stuck|boot builds a deliberately broken board for the
 # harness's self-check (see README.md).
@@ -23,6 +24,8 @@ install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtur
 install -m 0755 "$QEMU_DIR/guest/vs-rtla" "$root/etc/trbox/vs-rtla"
 install -m 0755 "$QEMU_DIR/guest/vs-trace-cmd" "$root/etc/trbox/vs-trace-cmd"
 install -m 0755 "$QEMU_DIR/guest/send-file" "$root/etc/trbox/send-file"
+install -m 0755 "$QEMU_DIR/guest/ab-lat" "$root/etc/trbox/ab-lat"
+[ -z "${TRBOX_BIN_B:-}" ] || install -m 0755 "$TRBOX_BIN_B" "$root/bin/trbox-b"
 # Debian programs for this board (cross/qemu/debs), with their libraries.
 "$QEMU_DIR/debbin.sh" "$root"
 # The whole session (SESSION_FULL) or the short one: comments, and the
