@@ -37,9 +37,9 @@ net_modules() {
 	local kver pkg dl apt_opts=() a
 	kver=$(cut -d' ' -f1 "$CACHE/kver")
 	pkg=linux-image-$kver
-	# sid: the modules are in linux-modules-KVER, under usr/lib/modules.
-	local mods=./lib/modules/$kver/kernel
-	[ "$SUITE" != sid ] || pkg=linux-modules-$kver mods=./usr/lib/modules/$kver/kernel
+	# sid: the modules are in linux-modules-KVER.
+	local mods
+	[ "$SUITE" != sid ] || pkg=linux-modules-$kver
 	# Another suite's packages through the sources list fetch.sh made.
 	if [ "$SUITE" != bookworm ]; then
 		a=$CACHE_BASE/apt/$SUITE-$DEB_ARCH
@@ -55,16 +55,29 @@ net_modules() {
 		die "network: apt-get download $pkg:$DEB_ARCH failed (the board's modules come from it)"
 	fi
 	mkdir -p "$dl/x"
+	# Under lib/modules (bullseye, bookworm) or usr/lib/modules (trixie, sid).
+	mods=$(dpkg-deb -c "$dl"/*.deb | awk -v k="/modules/$kver/kernel/" '
+		!m && (i = index($NF, k)) { m = substr($NF, 1, i + length(k) - 2) } END { print m }')
+	[ -n "$mods" ] || { rm -rf "$dl"; die "network: no modules of $kver in $pkg"; }
 	dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl/x" --wildcards "$mods/drivers/*" "$mods/net/*"
+	# What is built in (read below), where the package has the list.
+	dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl/x" "${mods%/kernel}/modules.builtin" 2>/dev/null || :
 	local want=($NET_MODS) done=" " order=() m f deps
+	# Built into this kernel? Its modules.builtin says; a sid package
+	# without the list: the old rule, sid builds what it lacks in.
+	builtin() {
+		local list=$dl/x/${mods%/kernel}/modules.builtin
+		if [ -f "$list" ]; then grep -q "/$1\.ko\$" "$list"; else [ "$SUITE" = sid ]; fi
+	}
 	# Depth first: a module goes in after what it depends on.
 	visit() {
 		local m=$1 f d
 		case "$done" in *" $m "*) return 0 ;; esac
 		done+="$m "
 		f=$(find "$dl/x" -name "$m.ko*" | head -n1)
-		# 7.2 builds virtio and virtio_ring in: nothing to load.
-		[ -n "$f" ] || [ "$SUITE" != sid ] || { say "network: $m is not a module of $pkg (built in)"; return 0; }
+		# Built in (modules.builtin: virtio and virtio_ring on 7.2,
+		# virtio_pci from 6.12): nothing to load.
+		[ -n "$f" ] || ! builtin "$m" || { say "network: $m is built into $kver"; return 0; }
 		[ -n "$f" ] || die "network: no module $m in $pkg"
 		case "$f" in
 		*.ko.xz) xz -dc "$f" >"$dl/$m.ko" ;;
