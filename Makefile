@@ -64,8 +64,10 @@ test-host-build: check-nostd lint apidoc
 	@$(MAKE) --no-print-directory example
 	$(HOST_TESTS) --no-run
 
+# '+': cargo shares make's job slots when make test runs this beside the
+# cross builds (make -j2), instead of warning that it cannot.
 test-host-run:
-	$(HOST_TESTS) --no-fail-fast
+	+$(HOST_TESTS) --no-fail-fast
 
 # The applet pages quote each applet's --help (docs/applets/tr-*.md, between
 # <!-- help --> markers), and docs/man/*.1 and completions/ hold what
@@ -106,7 +108,7 @@ fuzz:
 # (fuzz_entry::seeds, in test-host). `make fuzz` runs libFuzzer itself.
 fuzz-check:
 	@command -v cargo-fuzz >/dev/null || { echo "fuzz: cargo-fuzz is missing: make setup installs it" >&2; exit 1; }
-	@cd fuzz && cargo +$${TRBOX_NIGHTLY:-nightly} fuzz check --features zlib
+	+@cd fuzz && cargo +$${TRBOX_NIGHTLY:-nightly} fuzz check --features zlib
 
 # Order: the host's builds and lints first; then the host's tests run while
 # the board binaries and the fuzz targets build (two at a time, each one's

@@ -57,7 +57,7 @@ endif
 
 # Every configuration of CONFIGS, full last.
 cross-configs:
-	set -e; for c in $(CONFIGS); do TRBOX_CONFIG=$$c bash cross/build.sh $(CROSS_TARGETS); done
+	+set -e; for c in $(CONFIGS); do TRBOX_CONFIG=$$c bash cross/build.sh $(CROSS_TARGETS); done
 
 size: cross-configs
 	SIZE_LIMITS="$(foreach c,$(CONFIGS),$(c)=$(SIZE_LIMIT_$(c)))" bash cross/size.sh $(CROSS_TARGETS)
