@@ -102,8 +102,7 @@ fn a_fault_in_the_vsyscall_page_reads_as_the_kernel_prints_it() {
     // SAFETY: the page is mapped ([vsyscall] in /proc/self/maps) and its
     // entry at 0x400 is time(NULL), which returns the kernel's `long`
     // (__kernel_old_time_t; libc's time_t is deprecated on musl).
-    let time: extern "C" fn(*mut i64) -> i64 =
-        unsafe { std::mem::transmute(0xffff_ffff_ff60_0400usize) };
+    let time: extern "C" fn(*mut i64) -> i64 = unsafe { std::mem::transmute(0xffff_ffff_ff60_0400usize) };
     assert!(time(std::ptr::null_mut()) > 0);
     std::fs::write(inst.join(ev).join("enable"), "0").unwrap();
     let kernel = std::fs::read_to_string(inst.join("trace")).unwrap();
