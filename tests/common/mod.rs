@@ -70,6 +70,22 @@ pub fn skip_tool(tool: &str, why: &str) {
     }
 }
 
+/// The tracefs trees the qemu boards recorded (tests/fixtures/BOARD/SCENARIO,
+/// each with its events/header_page), in name order.
+pub fn fixture_trees() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut v = Vec::new();
+    for arch in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        for sc in std::fs::read_dir(arch.path()).into_iter().flatten().flatten() {
+            if sc.path().join("events/header_page").is_file() {
+                v.push(sc.path());
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
 /// Is trace-cmd installed (the reader the tests compare with)?
 pub fn have_trace_cmd() -> bool {
     Command::new("trace-cmd").arg("--help").output().is_ok()

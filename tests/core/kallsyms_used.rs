@@ -12,18 +12,9 @@ use std::path::{Path, PathBuf};
 use trbox::abi::{Abi, Endian};
 use trbox::kallsyms::{Kallsyms, UsedSymbols};
 
+/// The fixture trees with a kallsyms.
 fn trees() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut v = Vec::new();
-    for arch in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-        for sc in std::fs::read_dir(arch.path()).into_iter().flatten().flatten() {
-            if sc.path().join("events/header_page").is_file() && sc.path().join("kallsyms").is_file() {
-                v.push(sc.path());
-            }
-        }
-    }
-    v.sort();
-    v
+    common::fixture_trees().into_iter().filter(|d| d.join("kallsyms").is_file()).collect()
 }
 
 /// Each CPU's trace_pipe_raw of a tree, whole.

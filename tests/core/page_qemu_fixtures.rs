@@ -35,17 +35,7 @@ fn names_match(ev: &str, rest: &str) -> bool {
 }
 
 fn trees() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut v = Vec::new();
-    for arch in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-        for sc in std::fs::read_dir(arch.path()).into_iter().flatten().flatten() {
-            if sc.path().join("events/header_page").is_file() {
-                v.push(sc.path());
-            }
-        }
-    }
-    v.sort();
-    v
+    common::fixture_trees()
 }
 
 #[test]
