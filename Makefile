@@ -15,7 +15,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host test-host-build test-host-run check-nostd lint apidoc example bench clean docs pictures fuzz fuzz-check
+.PHONY: all build setup test test-host test-host-build test-host-run test-host-compile test-chain-host test-chain-build check-nostd lint apidoc example bench clean docs pictures fuzz fuzz-check
 
 all: build
 
@@ -44,8 +44,10 @@ apidoc:
 
 # The library as a host tool uses it (examples/event_counts.rs), on a
 # recorded trace.dat: its counts are tr-cat --stats' ones.
+# make test runs the one its test build made (EXAMPLE_RUN).
+EXAMPLE_RUN ?= $(CARGO) run --release --quiet --example event_counts
 example:
-	$(CARGO) run --release --quiet --example event_counts tests/data/tracedat/v6-inst.dat \
+	$(EXAMPLE_RUN) tests/data/tracedat/v6-inst.dat \
 		| diff -u tests/data/examples/event_counts-v6-inst.txt -
 
 # The host's tests are the build the live boards run (cross/qemu/live.sh):
@@ -62,6 +64,9 @@ test-host: test-host-build
 test-host-build: check-nostd lint apidoc
 	$(CARGO) build --release
 	@$(MAKE) --no-print-directory example
+	@$(MAKE) --no-print-directory test-host-compile
+
+test-host-compile:
 	$(HOST_TESTS) --no-run
 
 # '+': cargo shares make's job slots when make test runs this beside the
@@ -110,19 +115,31 @@ fuzz-check:
 	@command -v cargo-fuzz >/dev/null || { echo "fuzz: cargo-fuzz is missing: make setup installs it" >&2; exit 1; }
 	+@cd fuzz && cargo +$${TRBOX_NIGHTLY:-nightly} fuzz check --features zlib
 
-# Order: the host's builds and lints first; then the host's tests run while
-# the board binaries and the fuzz targets build (two at a time, each one's
-# output printed whole when it ends: the tests wait on windows and locks
-# more than on the CPU, and must pass on a loaded machine anyway); then the
-# other architectures, on the configurations just built (-o cross-configs:
-# building them again would rebuild each, minimal and full taking turns in
-# one target directory); the boards of their own last, two at a time as
-# qemu-test runs its boards.
+# Order: two chains at once (make -j2; each step's output printed whole
+# when it ends), on different cargo target directories, so that neither
+# waits on the other's lock: the host's tests (their build, the run, then
+# the fuzz targets) beside the lints, the host binary, the board binaries
+# (cross-configs), the other architectures under qemu-user and the tour
+# (-o cross-configs: on the configurations just built; building them again
+# would rebuild each, minimal and full taking turns in one target
+# directory). The tests wait on windows and locks more than on the CPU, and
+# must pass on a loaded machine anyway. Then the boards, two at a time:
+# qemu-test's, then the boards of their own.
 test: setup
-	@$(MAKE) --no-print-directory test-host-build
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-host-run cross-configs fuzz-check
-	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour qemu-test
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-chain-host test-chain-build
+	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 qemu-test
 	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 -j2 --output-sync=target qemu-minimal qemu-boot-test qemu-lastboot
+
+# make test's two chains. The example is the one the test build made.
+test-chain-host:
+	+@$(MAKE) --no-print-directory test-host-compile
+	+@$(MAKE) --no-print-directory example EXAMPLE_RUN=$(BOARD_TESTS_DIR)/$(HOST_TEST_TRIPLE)/board-tests/examples/event_counts
+	+@$(MAKE) --no-print-directory test-host-run
+	+@$(MAKE) --no-print-directory fuzz-check
+test-chain-build: check-nostd lint apidoc
+	$(CARGO) build --release
+	+@$(MAKE) --no-print-directory cross-configs
+	+@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

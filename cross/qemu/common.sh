@@ -103,6 +103,13 @@ SESSION_FULL=0
 for b in ${QEMU_FULL_BOARDS:-aarch64}; do
 	case "$b" in all | "$BOARD" | "$ARCH:$KERNEL") SESSION_FULL=1 ;; esac
 done
+# The boards in QEMU_LIVE_ONLY_BOARDS run no session line, only their live
+# tests (live.sh): make test's second x86_64 board (qemu.mk), whose kernel's
+# session another board runs.
+SESSION_NONE=0
+for b in ${QEMU_LIVE_ONLY_BOARDS:-}; do
+	case "$b" in "$BOARD" | "$ARCH:$KERNEL") SESSION_NONE=1 SESSION_FULL=0 ;; esac
+done
 # The live test suites (live.sh) run on the boards in QEMU_LIVE_BOARDS
 # (default: the three x86_64 kernels, 7.2, 6.12 and 6.1; `all` is the same;
 # a list for fewer, 'none' for none), with 1 GiB of RAM:

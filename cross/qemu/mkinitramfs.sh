@@ -32,9 +32,11 @@ install -m 0755 "$QEMU_DIR/guest/ab-lat" "$root/etc/trbox/ab-lat"
 # lines whose '## boards: LIST' names this board -- 'all', the board
 # (aarch64:6.1-rt) or its kernel (6.1-rt: lines for what only that kernel
 # has, such as the RT tracers); unmarked lines run in the whole session only.
+# A live-only board (SESSION_NONE) keeps only the comments.
 pick() {
-awk -v full="$SESSION_FULL" -v board="$ARCH:$KERNEL" -v kernel="$KERNEL" '
+awk -v full="$SESSION_FULL" -v none="$SESSION_NONE" -v board="$ARCH:$KERNEL" -v kernel="$KERNEL" '
 /^(#|$)/ { print; next }
+none == 1 { next }
 {
 	i = index($0, "## boards: ")
 	if (!i) { if (full == 1) print; next }
@@ -78,4 +80,4 @@ esac
 mkdir -p "$OUT"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet) | gzip -1 >"$OUT/initramfs.gz.tmp"
 mv -f "$OUT/initramfs.gz.tmp" "$OUT/initramfs.gz"
-say "initramfs ${OUT#"$REPO"/}/initramfs.gz ($(($(stat -c %s "$OUT/initramfs.gz") / 1024)) KiB, $([ "$SESSION_FULL" = 1 ] && echo full || echo short) session${BREAK:+, BREAK=$BREAK})"
+say "initramfs ${OUT#"$REPO"/}/initramfs.gz ($(($(stat -c %s "$OUT/initramfs.gz") / 1024)) KiB, $([ "$SESSION_NONE" = 1 ] && echo no || { [ "$SESSION_FULL" = 1 ] && echo full; } || echo short) session${BREAK:+, BREAK=$BREAK})"

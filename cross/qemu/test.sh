@@ -19,6 +19,18 @@ jobs=${QEMU_JOBS:-2}
 root=$(cd "$QEMU_DIR/../.." && pwd)
 
 start=$SECONDS
+# The live suites are shared out over the live boards of this run: the
+# boards of common.sh's LIVE_ALL among those given, unless QEMU_LIVE_BOARDS
+# says which (a live board not run would take its share of the tests with
+# it).
+if [ -z "${QEMU_LIVE_BOARDS+set}" ]; then
+	live=
+	for b in "${boards[@]}"; do
+		live+=$(ARCH=$b KERNEL= bash -c '. "$1/common.sh" && case " $LIVE_ALL " in *" $ARCH:$KERNEL "*) echo " $ARCH:$KERNEL" ;; esac' _ "$QEMU_DIR" 2>/dev/null)
+	done
+	export QEMU_LIVE_BOARDS=${live# }
+	[ -n "$QEMU_LIVE_BOARDS" ] || QEMU_LIVE_BOARDS=none
+fi
 # Fetch every kernel first, one at a time: boards of one Debian suite share
 # its apt state.
 for b in "${boards[@]}"; do
