@@ -15,7 +15,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host test-host-build test-host-run test-host-compile test-chain-host test-chain-build check-nostd lint apidoc example bench clean docs pictures fuzz fuzz-check
+.PHONY: all build setup test test-host test-host-build test-host-run test-host-compile test-chain-host test-chain-build package check-nostd lint apidoc example bench clean docs pictures fuzz fuzz-check
 
 all: build
 
@@ -73,6 +73,12 @@ test-host-compile:
 # cross builds (make -j2), instead of warning that it cannot.
 test-host-run:
 	+$(HOST_TESTS) --no-fail-fast
+
+# The crate as crates.io would take it (Cargo.toml's include list): packed,
+# then built from the package alone (in the test build's target directory:
+# make test runs it beside the board builds).
+package:
+	+CARGO_TARGET_DIR=$(BOARD_TESTS_DIR) $(CARGO) package --allow-dirty --quiet
 
 # The applet pages quote each applet's --help (docs/applets/tr-*.md, between
 # <!-- help --> markers), and docs/man/*.1 and completions/ hold what
@@ -136,6 +142,7 @@ test-chain-host:
 	+@$(MAKE) --no-print-directory example EXAMPLE_RUN=$(BOARD_TESTS_DIR)/$(HOST_TEST_TRIPLE)/board-tests/examples/event_counts
 	+@$(MAKE) --no-print-directory test-host-run
 	+@$(MAKE) --no-print-directory fuzz-check
+	+@$(MAKE) --no-print-directory package
 test-chain-build: check-nostd lint apidoc
 	$(CARGO) build --release
 	+@$(MAKE) --no-print-directory cross-configs

@@ -15,88 +15,80 @@ use trbox::sys::elf;
 use trbox::sys::state::{probe_file, State};
 use trbox::sys::{event_dir, Tracefs};
 
-#[derive(FromArgs, ArgsInfo)]
-#[argh(help_triggers("-h", "--help"))]
-#[cfg_attr(
-    feature = "decode",
-    doc = "Enable trace events and stream them decoded until Ctrl-C, -t or the command after -- ends; or list \
-events (--list) and show formats (--format)."
-)]
-#[cfg_attr(
-    not(feature = "decode"),
-    doc = "Enable trace events and stream them (the kernel's text) until Ctrl-C, -t or the command after -- \
-ends; or list events (--list) and show formats (--format)."
-)]
-#[cfg_attr(
-    feature = "host",
-    argh(
-        example = "{command_name} sched:sched_switch,irq -t 2",
-        example = "{command_name} 'syscalls:sys_enter_open*' -f 'common_pid != 1' -- ls",
-        example = "{command_name} --list 'sched:*'"
-    )
-)]
-#[argh(note = "Probes live for the run (trbox/FUNCTION, or p:GROUP/NAME), e.g. \
---uprobe '/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. \
--f and -R go to the SYS:EVENT events, else to the probes.")]
-pub struct Args {
-    /// events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or repeated); with
-    /// --list: a GLOB of the events to list
-    #[argh(positional, arg_name = "EVENTS")]
-    events: Vec<String>,
-    /// list events (those matching EVENTS, e.g. 'sched:*')
-    #[argh(switch, short = 'L')]
-    list: bool,
-    /// show the format of SYS:EVENT
-    #[argh(option, arg_name = "SYS:EVENT")]
-    format: Option<String>,
-    /// filter for the SYS:EVENT events (the probes when there are none; the
-    /// kernel's filter syntax)
-    #[argh(option, short = 'f', arg_name = "FILTER")]
-    filter: Option<String>,
-    /// trigger to attach (e.g. stacktrace, 'traceoff if pid == 1') to the
-    /// same events as -f; repeatable
-    #[argh(option, short = 'R', arg_name = "TRIGGER")]
-    trigger: Vec<String>,
-    /// only events of these processes (set_event_pid); repeatable
-    #[argh(option, short = 'P', arg_name = "PID")]
-    pid: Vec<u32>,
-    /// stop after S seconds
-    #[argh(option, short = 't', arg_name = "S")]
-    time: Option<cli::Seconds>,
-    /// leave the events enabled when done
-    #[argh(switch, short = 'k')]
-    keep: bool,
-    /// one JSON object per event
-    #[cfg(feature = "decode")]
-    #[argh(switch)]
-    json: bool,
-    /// kprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]' (repeatable)
-    #[cfg(feature = "probe")]
-    #[argh(option, arg_name = "PROBE")]
-    kprobe: Vec<String>,
-    /// kretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]' (repeatable)
-    #[cfg(feature = "probe")]
-    #[argh(option, arg_name = "PROBE")]
-    kretprobe: Vec<String>,
-    /// uprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]' (PATH:0xOFF too;
-    /// repeatable)
-    #[cfg(feature = "probe")]
-    #[argh(option, arg_name = "PROBE")]
-    uprobe: Vec<String>,
-    /// uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]' (repeatable)
-    #[cfg(feature = "probe")]
-    #[argh(option, arg_name = "PROBE")]
-    uretprobe: Vec<String>,
-    /// host build: print the kernel command line and bootconfig for these
-    /// settings, to trace from boot
-    #[cfg(feature = "host")]
-    #[argh(switch)]
-    boot: bool,
-    /// host build, with --boot -B NAME: keep that instance's buffer in MB
-    /// of memory that survives a warm reboot (6.12+; docs/postmortem.md)
-    #[cfg(feature = "host")]
-    #[argh(option, arg_name = "MB")]
-    persist: Option<u64>,
+cli::with_boot_options! {
+    #[derive(FromArgs, ArgsInfo)]
+    #[argh(help_triggers("-h", "--help"))]
+    #[cfg_attr(
+        feature = "decode",
+        doc = "Enable trace events and stream them decoded until Ctrl-C, -t or the command after -- ends; or list \
+    events (--list) and show formats (--format)."
+    )]
+    #[cfg_attr(
+        not(feature = "decode"),
+        doc = "Enable trace events and stream them (the kernel's text) until Ctrl-C, -t or the command after -- \
+    ends; or list events (--list) and show formats (--format)."
+    )]
+    #[cfg_attr(
+        feature = "host",
+        argh(
+            example = "{command_name} sched:sched_switch,irq -t 2",
+            example = "{command_name} 'syscalls:sys_enter_open*' -f 'common_pid != 1' -- ls",
+            example = "{command_name} --list 'sched:*'"
+        )
+    )]
+    #[argh(note = "Probes live for the run (trbox/FUNCTION, or p:GROUP/NAME), e.g. \
+    --uprobe '/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. \
+    -f and -R go to the SYS:EVENT events, else to the probes.")]
+    pub struct Args {
+        /// events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or repeated); with
+        /// --list: a GLOB of the events to list
+        #[argh(positional, arg_name = "EVENTS")]
+        events: Vec<String>,
+        /// list events (those matching EVENTS, e.g. 'sched:*')
+        #[argh(switch, short = 'L')]
+        list: bool,
+        /// show the format of SYS:EVENT
+        #[argh(option, arg_name = "SYS:EVENT")]
+        format: Option<String>,
+        /// filter for the SYS:EVENT events (the probes when there are none; the
+        /// kernel's filter syntax)
+        #[argh(option, short = 'f', arg_name = "FILTER")]
+        filter: Option<String>,
+        /// trigger to attach (e.g. stacktrace, 'traceoff if pid == 1') to the
+        /// same events as -f; repeatable
+        #[argh(option, short = 'R', arg_name = "TRIGGER")]
+        trigger: Vec<String>,
+        /// only events of these processes (set_event_pid); repeatable
+        #[argh(option, short = 'P', arg_name = "PID")]
+        pid: Vec<u32>,
+        /// stop after S seconds
+        #[argh(option, short = 't', arg_name = "S")]
+        time: Option<cli::Seconds>,
+        /// leave the events enabled when done
+        #[argh(switch, short = 'k')]
+        keep: bool,
+        /// one JSON object per event
+        #[cfg(feature = "decode")]
+        #[argh(switch)]
+        json: bool,
+        /// kprobe '[p[:[GRP/]NAME]] SYMBOL[+OFF] [ARGS]' (repeatable)
+        #[cfg(feature = "probe")]
+        #[argh(option, arg_name = "PROBE")]
+        kprobe: Vec<String>,
+        /// kretprobe '[r[N][:[GRP/]NAME]] SYMBOL [ARGS]' (repeatable)
+        #[cfg(feature = "probe")]
+        #[argh(option, arg_name = "PROBE")]
+        kretprobe: Vec<String>,
+        /// uprobe '[p[:[GRP/]NAME]] PATH:SYMBOL[+OFF] [ARGS]' (PATH:0xOFF too;
+        /// repeatable)
+        #[cfg(feature = "probe")]
+        #[argh(option, arg_name = "PROBE")]
+        uprobe: Vec<String>,
+        /// uprobe on return '[r[:[GRP/]NAME]] PATH:SYMBOL [ARGS]' (repeatable)
+        #[cfg(feature = "probe")]
+        #[argh(option, arg_name = "PROBE")]
+        uretprobe: Vec<String>,
+    }
 }
 
 pub fn main(args: &[String]) -> Result<(), Error> {

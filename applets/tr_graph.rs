@@ -14,66 +14,58 @@ use trbox::sys::read::Out;
 use trbox::sys::read::{self, Input, Item, RawOpts};
 use trbox::sys::{signals, Tracefs};
 
-#[derive(FromArgs, ArgsInfo)]
-#[argh(help_triggers("-h", "--help"))]
-/// Trace kernel function calls (function_graph) and print the call graph,
-/// folded stacks (--folded) or the functions with the most time (--top N);
-/// or read recorded data (-i FILE, -T COPY, -r), tracing nothing.
-#[cfg_attr(
-    feature = "host",
-    argh(
-        example = "{command_name} vfs_read -d 3 -t 1",
-        example = "{command_name} --top 10 -- ls /",
-        example = "{command_name} -i trace.dat --folded > out.folded"
-    )
-)]
-pub struct Args {
-    /// graph only below these functions (set_graph_function; globs allowed)
-    #[argh(positional, arg_name = "FUNC")]
-    funcs: Vec<String>,
-    /// nesting depth limit (max_graph_depth)
-    #[argh(option, short = 'd', arg_name = "N")]
-    depth: Option<u32>,
-    /// only this process (set_ftrace_pid)
-    #[argh(option, short = 'P', arg_name = "PID")]
-    pid: Option<u32>,
-    /// only calls that took at least N microseconds (tracing_thresh)
-    #[argh(option, arg_name = "N")]
-    min_us: Option<u64>,
-    /// stop after S seconds
-    #[argh(option, short = 't', arg_name = "S")]
-    time: Option<cli::Seconds>,
-    /// print folded stacks weighted by time (ns) at the end
-    #[argh(switch)]
-    folded: bool,
-    /// print the N functions with the most total time at the end
-    #[argh(option, arg_name = "N")]
-    top: Option<usize>,
-    /// host build: write a flame graph of the calls to FILE (SVG: opens in a
-    /// browser)
-    #[cfg(feature = "host")]
-    #[argh(option, arg_name = "FILE")]
-    svg: Option<String>,
-    /// read a trace.dat instead of tracing
-    #[argh(option, short = 'i', arg_name = "FILE")]
-    input: Option<String>,
-    /// print what the buffer holds now (e.g. after -k), setting nothing
-    /// up; the read takes the records out (no raw read leaves them)
-    #[argh(switch, short = 'r')]
-    read: bool,
-    /// leave the tracer set up when done
-    #[argh(switch, short = 'k')]
-    keep: bool,
-    /// host build: print the kernel command line and bootconfig for these
-    /// settings, to trace from boot
-    #[cfg(feature = "host")]
-    #[argh(switch)]
-    boot: bool,
-    /// host build, with --boot -B NAME: keep that instance's buffer in MB
-    /// of memory that survives a warm reboot (6.12+; docs/postmortem.md)
-    #[cfg(feature = "host")]
-    #[argh(option, arg_name = "MB")]
-    persist: Option<u64>,
+cli::with_boot_options! {
+    #[derive(FromArgs, ArgsInfo)]
+    #[argh(help_triggers("-h", "--help"))]
+    /// Trace kernel function calls (function_graph) and print the call graph,
+    /// folded stacks (--folded) or the functions with the most time (--top N);
+    /// or read recorded data (-i FILE, -T COPY, -r), tracing nothing.
+    #[cfg_attr(
+        feature = "host",
+        argh(
+            example = "{command_name} vfs_read -d 3 -t 1",
+            example = "{command_name} --top 10 -- ls /",
+            example = "{command_name} -i trace.dat --folded > out.folded"
+        )
+    )]
+    pub struct Args {
+        /// graph only below these functions (set_graph_function; globs allowed)
+        #[argh(positional, arg_name = "FUNC")]
+        funcs: Vec<String>,
+        /// nesting depth limit (max_graph_depth)
+        #[argh(option, short = 'd', arg_name = "N")]
+        depth: Option<u32>,
+        /// only this process (set_ftrace_pid)
+        #[argh(option, short = 'P', arg_name = "PID")]
+        pid: Option<u32>,
+        /// only calls that took at least N microseconds (tracing_thresh)
+        #[argh(option, arg_name = "N")]
+        min_us: Option<u64>,
+        /// stop after S seconds
+        #[argh(option, short = 't', arg_name = "S")]
+        time: Option<cli::Seconds>,
+        /// print folded stacks weighted by time (ns) at the end
+        #[argh(switch)]
+        folded: bool,
+        /// print the N functions with the most total time at the end
+        #[argh(option, arg_name = "N")]
+        top: Option<usize>,
+        /// host build: write a flame graph of the calls to FILE (SVG: opens in a
+        /// browser)
+        #[cfg(feature = "host")]
+        #[argh(option, arg_name = "FILE")]
+        svg: Option<String>,
+        /// read a trace.dat instead of tracing
+        #[argh(option, short = 'i', arg_name = "FILE")]
+        input: Option<String>,
+        /// print what the buffer holds now (e.g. after -k), setting nothing
+        /// up; the read takes the records out (no raw read leaves them)
+        #[argh(switch, short = 'r')]
+        read: bool,
+        /// leave the tracer set up when done
+        #[argh(switch, short = 'k')]
+        keep: bool,
+    }
 }
 
 impl Args {

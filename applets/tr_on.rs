@@ -13,86 +13,78 @@ use trbox::sys::state::State;
 use trbox::sys::status::{Item, Status, Unavailable};
 use trbox::sys::{reset, Found, Tracefs};
 
-#[derive(FromArgs, ArgsInfo)]
-#[argh(help_triggers("-h", "--help"))]
-/// Show the ftrace state (no arguments), switch it (a TRACER and/or options
-/// stay set), or trace one run with them (-- CMD or -t S: printed, then all
-/// restored unless -k; the exit status is CMD's).
-#[cfg_attr(
-    feature = "host",
-    argh(
-        example = "{command_name}   # status report",
-        example = "{command_name} function -l 'vfs_*' -c -P 42",
-        example = "{command_name} function_graph -- ls /   # trace ls only, then restore",
-        example = "{command_name} -O sym-offset -C global -t 5",
-        example = "{command_name} --reset   # back to a clean default"
-    )
-)]
-#[argh(note = "--reset also turns tracing on and clears kprobes/uprobes; what the kernel \
-refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by pid too \
-(set_event_pid); -- CMD always follows the command's forks.")]
-pub struct Args {
-    /// the tracer for current_tracer (function, function_graph, nop...)
-    #[argh(positional, arg_name = "TRACER")]
-    tracer: Option<String>,
-    /// turn tracing off (the tracer and filters are set up but idle)
-    #[argh(switch)]
-    off: bool,
-    /// first back to a clean default: nop, no events, filters, triggers or
-    /// probes, default options and clock, tracing on (buffer sizes and
-    /// instances stay)
-    #[argh(switch)]
-    reset: bool,
-    /// buffer size per CPU in KiB
-    #[argh(option, short = 'b', arg_name = "KB")]
-    buffer: Option<u64>,
-    /// sub-buffer size in KiB (buffer_subbuf_size_kb, kernels 6.8+; the
-    /// kernel rounds it up to a power-of-two number of pages)
-    #[argh(option, short = 'S', arg_name = "KB")]
-    subbuf: Option<u64>,
-    /// trace clock (one of trace_clock: local, global, mono...)
-    #[argh(option, short = 'C', arg_name = "CLOCK")]
-    clock: Option<String>,
-    /// set a trace option (OPT) or clear it (noOPT); repeatable
-    #[argh(option, short = 'O', arg_name = "OPT")]
-    option: Vec<String>,
-    /// trace only functions matching GLOB (set_ftrace_filter); repeatable
-    #[argh(option, short = 'l', arg_name = "GLOB")]
-    func: Vec<String>,
-    /// never trace functions matching GLOB (set_ftrace_notrace); repeatable
-    #[argh(option, short = 'n', arg_name = "GLOB")]
-    notrace: Vec<String>,
-    /// trace only PID (set_ftrace_pid and set_event_pid); repeatable
-    #[argh(option, short = 'P', arg_name = "PID")]
-    pid: Vec<u32>,
-    /// follow forks: children of traced pids are traced too (function-fork,
-    /// event-fork; always on for -- CMD)
-    #[argh(switch, short = 'c')]
-    children: bool,
-    /// with -- CMD or -t: leave the settings in place afterwards
-    #[argh(switch, short = 'k')]
-    keep: bool,
-    /// run for S seconds with the settings, printing the trace
-    #[argh(option, short = 't', arg_name = "S")]
-    time: Option<cli::Seconds>,
-    /// with -- CMD or -t: one JSON object per event
-    #[cfg(feature = "decode")]
-    #[argh(switch)]
-    json: bool,
-    /// arm ftrace_dump_on_oops: every CPU's buffer or the oopsing one's
-    /// (-B: that instance's, 6.9+)
-    #[argh(option, arg_name = "all|cpu")]
-    dump_on_oops: Option<String>,
-    /// host build: print the kernel command line and bootconfig for these
-    /// settings, to trace from boot
-    #[cfg(feature = "host")]
-    #[argh(switch)]
-    boot: bool,
-    /// host build, with --boot -B NAME: keep that instance's buffer in MB
-    /// of memory that survives a warm reboot (6.12+; docs/postmortem.md)
-    #[cfg(feature = "host")]
-    #[argh(option, arg_name = "MB")]
-    persist: Option<u64>,
+cli::with_boot_options! {
+    #[derive(FromArgs, ArgsInfo)]
+    #[argh(help_triggers("-h", "--help"))]
+    /// Show the ftrace state (no arguments), switch it (a TRACER and/or options
+    /// stay set), or trace one run with them (-- CMD or -t S: printed, then all
+    /// restored unless -k; the exit status is CMD's).
+    #[cfg_attr(
+        feature = "host",
+        argh(
+            example = "{command_name}   # status report",
+            example = "{command_name} function -l 'vfs_*' -c -P 42",
+            example = "{command_name} function_graph -- ls /   # trace ls only, then restore",
+            example = "{command_name} -O sym-offset -C global -t 5",
+            example = "{command_name} --reset   # back to a clean default"
+        )
+    )]
+    #[argh(note = "--reset also turns tracing on and clears kprobes/uprobes; what the kernel \
+    refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by pid too \
+    (set_event_pid); -- CMD always follows the command's forks.")]
+    pub struct Args {
+        /// the tracer for current_tracer (function, function_graph, nop...)
+        #[argh(positional, arg_name = "TRACER")]
+        tracer: Option<String>,
+        /// turn tracing off (the tracer and filters are set up but idle)
+        #[argh(switch)]
+        off: bool,
+        /// first back to a clean default: nop, no events, filters, triggers or
+        /// probes, default options and clock, tracing on (buffer sizes and
+        /// instances stay)
+        #[argh(switch)]
+        reset: bool,
+        /// buffer size per CPU in KiB
+        #[argh(option, short = 'b', arg_name = "KB")]
+        buffer: Option<u64>,
+        /// sub-buffer size in KiB (buffer_subbuf_size_kb, kernels 6.8+; the
+        /// kernel rounds it up to a power-of-two number of pages)
+        #[argh(option, short = 'S', arg_name = "KB")]
+        subbuf: Option<u64>,
+        /// trace clock (one of trace_clock: local, global, mono...)
+        #[argh(option, short = 'C', arg_name = "CLOCK")]
+        clock: Option<String>,
+        /// set a trace option (OPT) or clear it (noOPT); repeatable
+        #[argh(option, short = 'O', arg_name = "OPT")]
+        option: Vec<String>,
+        /// trace only functions matching GLOB (set_ftrace_filter); repeatable
+        #[argh(option, short = 'l', arg_name = "GLOB")]
+        func: Vec<String>,
+        /// never trace functions matching GLOB (set_ftrace_notrace); repeatable
+        #[argh(option, short = 'n', arg_name = "GLOB")]
+        notrace: Vec<String>,
+        /// trace only PID (set_ftrace_pid and set_event_pid); repeatable
+        #[argh(option, short = 'P', arg_name = "PID")]
+        pid: Vec<u32>,
+        /// follow forks: children of traced pids are traced too (function-fork,
+        /// event-fork; always on for -- CMD)
+        #[argh(switch, short = 'c')]
+        children: bool,
+        /// with -- CMD or -t: leave the settings in place afterwards
+        #[argh(switch, short = 'k')]
+        keep: bool,
+        /// run for S seconds with the settings, printing the trace
+        #[argh(option, short = 't', arg_name = "S")]
+        time: Option<cli::Seconds>,
+        /// with -- CMD or -t: one JSON object per event
+        #[cfg(feature = "decode")]
+        #[argh(switch)]
+        json: bool,
+        /// arm ftrace_dump_on_oops: every CPU's buffer or the oopsing one's
+        /// (-B: that instance's, 6.9+)
+        #[argh(option, arg_name = "all|cpu")]
+        dump_on_oops: Option<String>,
+    }
 }
 
 impl Args {

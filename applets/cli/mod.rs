@@ -493,6 +493,29 @@ pub fn print(text: &str) -> Result<(), Error> {
     }
 }
 
+/// `pub struct Args { ... }` with `--boot` and `--persist` (host build)
+/// added at its end: the options of the applets that can trace from boot
+/// (tr-on, tr-event, tr-graph), declared here once.
+macro_rules! with_boot_options {
+    ($(#[$attr:meta])* pub struct $name:ident { $($fields:tt)* }) => {
+        $(#[$attr])*
+        pub struct $name {
+            $($fields)*
+            /// host build: print the kernel command line and bootconfig for these
+            /// settings, to trace from boot
+            #[cfg(feature = "host")]
+            #[argh(switch)]
+            boot: bool,
+            /// host build, with --boot -B NAME: keep that instance's buffer in MB
+            /// of memory that survives a warm reboot (6.12+; docs/postmortem.md)
+            #[cfg(feature = "host")]
+            #[argh(option, arg_name = "MB")]
+            persist: Option<u64>,
+        }
+    };
+}
+pub(crate) use with_boot_options;
+
 /// Whether `--boot` asks for the settings to be printed (not applied);
 /// `--persist MB` goes with `--boot -B NAME` (a buffer kept across a warm
 /// reboot is an instance's).

@@ -7,19 +7,28 @@
 # (BENCH_SECONDS=10, BENCH_PERIOD_US=1000): the kernel alone, then `rtla
 # timerlat top` and `tr-lat timerlat`, each under busybox time -v; prints
 # each collector's CPU time (user+sys) and peak RSS, and tr-lat's share of
-# rtla's. Its own output directory (cross/out/bench/BOARD, BOARD.log), so the test
-# board's transcript is left alone. Exit 1 when the board run fails.
+# rtla's. Then, in the same boot, guest/ab-lat SECONDS PERIOD_US ROUNDS
+# (BENCH_ROUNDS=5): the two alternated, so that each pair shares the
+# host's load (one sequential run of each moves by 10% with it under TCG):
+# the medians of their sample counts, and the rounds where tr-lat read
+# every timer IRQ the kernel took (by sequence number). Its own output
+# directory (cross/out/bench/BOARD, BOARD.log), so the test board's
+# transcript is left alone. Exit 1 when the board run fails.
 set -euo pipefail
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
 boards=${BENCH_BOARD:-aarch64:6.1-rt aarch64:7.2-rt}
 secs=${BENCH_SECONDS:-10}
 period=${BENCH_PERIOD_US:-1000}
+rounds=${BENCH_ROUNDS:-5}
 out=$(cd "$QEMU_DIR/../.." && pwd)/cross/out/bench
 mkdir -p "$out"
 rc=0
 for board in $boards; do
 	session=$out/session
-	echo "sh /etc/trbox/vs-rtla $secs $period ## expect: max-same-order: ## timeout: $((secs * 20)) ## boards: all" >"$session"
+	{
+		echo "sh /etc/trbox/vs-rtla $secs $period ## expect: max-same-order: ## timeout: $((secs * 20)) ## boards: all"
+		echo "sh /etc/trbox/ab-lat $secs $period $rounds ## expect: @@AB-DONE ## timeout: $((secs * rounds * 20)) ## boards: all"
+	} >"$session"
 	name=$(ARCH=$board KERNEL= bash -c '. "$1/common.sh" && echo "$BOARD"' _ "$QEMU_DIR")
 	ARCH=$board KERNEL= SESSION=$session QEMU_OUT=$out "$QEMU_DIR/board.sh" test >"$out/$name.log" 2>&1 || rc=$?
 	log=$out/$name/console.log
@@ -37,6 +46,23 @@ for board in $boards; do
 		c = f["rtla", "cpu_ms"] ? f["tr-lat", "cpu_ms"] / f["rtla", "cpu_ms"] : 0
 		m = f["rtla", "rss_kib"] ? f["tr-lat", "rss_kib"] / f["rtla", "rss_kib"] : 0
 		printf "tr-lat / rtla: CPU %.2fx, peak RSS %.2fx (kernel alone: %d samples of %d wanted)\n", c, m, f["kernel", "samples"], f["kernel", "want"]
+	}' "$log" || rc=1
+	# The alternated rounds: @@AB TOOL samples=N max_thread_us=N [taken=N] ...
+	awk -v secs="$secs" -v period="$period" -v rounds="$rounds" '
+	function median(a, n,  i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	$1 == "@@AB" && ($2 == "rtla" || $2 == "tr-lat") {
+		for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		if ($2 == "rtla") r[++nr] = v["samples"]
+		else { t[++nt] = v["samples"]; if (v["samples"] == v["taken"]) all++ }
+	}
+	END {
+		if (!nr || !nt) { print "bench: no alternated rounds from the board (ab-lat)"; exit 1 }
+		mr = median(r, nr); mt = median(t, nt)
+		printf "alternated, %d rounds of %d s at %d us: median samples rtla %d, tr-lat %d (%.3fx); tr-lat read every timer IRQ the kernel took in %d of %d rounds; tr-lat >= rtla: %s\n",
+			nt, secs, period, mr, mt, (mr ? mt / mr : 0), all, nt, (mt >= mr ? "yes" : "no")
 	}' "$log" || rc=1
 done
 exit "$rc"

@@ -87,6 +87,32 @@ pub fn fixture_trees() -> Vec<PathBuf> {
 }
 
 /// Is trace-cmd installed (the reader the tests compare with)?
+/// The binary of examples/NAME.rs, next to the test's (`cargo test` builds
+/// the examples); built here, into the same place, when the test was built
+/// alone.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // TARGET_DIR/[TRIPLE/]PROFILE/deps/TEST
+    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target/PROFILE");
+    let bin = profile_dir.join("examples").join(name);
+    if !bin.exists() {
+        let profile = profile_dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug");
+        let profile = if profile == "debug" { "dev" } else { profile };
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo.args(["build", "--quiet", "--example", name, "--profile", profile]);
+        let up = profile_dir.parent().expect("TARGET_DIR");
+        // A test built with --target: the triple's directory, under the
+        // target directory.
+        match up.file_name().and_then(|t| t.to_str()).filter(|t| t.matches('-').count() >= 2) {
+            Some(triple) => cargo.args(["--target", triple]).env("CARGO_TARGET_DIR", up.parent().expect("TARGET_DIR")),
+            None => cargo.env("CARGO_TARGET_DIR", up),
+        };
+        let st = cargo.status().unwrap_or_else(|e| panic!("cargo build --example {name}: {e}"));
+        assert!(st.success(), "cargo build --example {name}");
+    }
+    bin
+}
+
 pub fn have_trace_cmd() -> bool {
     Command::new("trace-cmd").arg("--help").output().is_ok()
 }

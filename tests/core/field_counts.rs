@@ -5,33 +5,17 @@
 
 use crate::common;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Command;
 
 const FILE: &str = "tests/data/tracedat/v6-inst.dat";
 
-/// The example's binary, next to this test's (`cargo test` builds the
-/// examples); built here when the test was built alone.
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target/PROFILE");
-    let bin = profile_dir.join("examples/field_counts");
-    if !bin.exists() {
-        let profile = profile_dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug");
-        let profile = if profile == "debug" { "dev" } else { profile };
-        let st = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "--example", "field_counts", "--profile", profile])
-            .status()
-            .expect("cargo build --example field_counts");
-        assert!(st.success(), "cargo build --example field_counts");
-    }
-    bin
-}
-
 /// `field_counts FILE sched:sched_switch FIELD`, as (value, count) rows in
 /// its order.
 fn field_counts(field: &str) -> Vec<(String, u64)> {
-    let o = Command::new(example()).args([FILE, "sched:sched_switch", field]).output().expect("run field_counts");
+    let o = Command::new(common::example("field_counts"))
+        .args([FILE, "sched:sched_switch", field])
+        .output()
+        .expect("run field_counts");
     assert!(o.status.success(), "field_counts {field}: {}", String::from_utf8_lossy(&o.stderr));
     assert!(o.stderr.is_empty(), "field_counts {field} said: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout)
@@ -97,9 +81,12 @@ fn field_counts_match_trace_cmd_report() {
 
 #[test]
 fn field_counts_says_what_is_missing() {
-    let o = Command::new(example()).args([FILE, "sched:no_such_event", "pid"]).output().expect("run field_counts");
+    let o = Command::new(common::example("field_counts"))
+        .args([FILE, "sched:no_such_event", "pid"])
+        .output()
+        .expect("run field_counts");
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no event sched:no_such_event"));
-    let o = Command::new(example()).args([FILE, "sched"]).output().expect("run field_counts");
+    let o = Command::new(common::example("field_counts")).args([FILE, "sched"]).output().expect("run field_counts");
     assert_eq!(o.status.code(), Some(1), "usage");
 }

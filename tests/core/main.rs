@@ -20,5 +20,6 @@ mod printfmt_fixtures;
 mod printfmt_kallsyms;
 mod printfmt_render;
 mod reader;
+mod sched_runtime;
 mod tracedat_read;
 mod tracedat_synth;
