@@ -32,8 +32,8 @@ KERNEL ?= 6.1
 # budget on 2 cores: every architecture, every kernel the harness has at
 # least once (5.10, 6.1, 6.1-rt, 6.12 with 16 KiB pages, 7.2, 7.2-rt), the
 # 7.2-rt board's rtla parity, and the live test suites on two x86_64
-# kernels (7.2 and 6.1; the second runs no session line:
-# QEMU_LIVE_ONLY_BOARDS). aarch64 runs the whole session
+# kernels (7.2 and 6.1, each test on one of them; the second runs no
+# session line: QEMU_LIVE_ONLY_BOARDS). aarch64 runs the whole session
 # (QEMU_FULL_BOARDS), the others the short one (the lines marked
 # '## boards: all'; tr-lat's RT lines on the RT boards); two boards at a
 # time (QEMU_JOBS), the longest first. qemu-test-all runs every board
@@ -46,10 +46,14 @@ QEMU_TEST_BOARDS := aarch64:7.2-rt x86_64:7.2 x86_64 aarch64 armv7:6.1-rt aarch6
 QEMU_ARCHS ?= $(QEMU_TEST_BOARDS)
 QEMU_BOARDS ?= $(QEMU_ARCHS)
 # Only in make test's set: a list of boards of your own runs each whole.
+# There the live tests are all shared out over the two x86_64 boards, each
+# test on one kernel (QEMU_LIVE_SHARE=2; the host's tests run them all on
+# its own), and the 6.1 board runs only its live tests.
 ifeq ($(strip $(QEMU_BOARDS)),$(strip $(QEMU_TEST_BOARDS)))
 QEMU_LIVE_ONLY_BOARDS ?= x86_64
+QEMU_LIVE_SHARE ?= 2
 endif
-export QEMU_LIVE_ONLY_BOARDS
+export QEMU_LIVE_ONLY_BOARDS QEMU_LIVE_SHARE
 QEMU_SH := cross/qemu
 QEMU_TRIPLE_aarch64 := aarch64-unknown-linux-musl
 QEMU_TRIPLE_armv7 := armv7-unknown-linux-musleabihf
@@ -112,7 +116,7 @@ qemu-test: setup build cross
 	BREAK='$(BREAK)' $(QEMU_SH)/test.sh $(QEMU_BOARDS)
 
 qemu-test-all:
-	@$(MAKE) --no-print-directory qemu-test QEMU_BOARDS='$(QEMU_ALL_BOARDS)' QEMU_LIVE_ONLY_BOARDS=
+	@$(MAKE) --no-print-directory qemu-test QEMU_BOARDS='$(QEMU_ALL_BOARDS)' QEMU_LIVE_ONLY_BOARDS= QEMU_LIVE_SHARE=1
 
 # One board with the minimal configuration's binary (make test): the
 # short session on aarch64 (6.1), without the network, the lines that need

@@ -65,7 +65,8 @@ for l in sys.stdin:
 # board at LIVE_INDEX runs every LIVE_COUNT-th, so that each runs on one
 # kernel in make test and the three boards fit its time; the other lines
 # (what reads the kernel's own formats and state: tests/live, kallsyms)
-# run on every live board. QEMU_LIVE_SHARE=0: every test on every board.
+# run on every live board. QEMU_LIVE_SHARE=0: every test on every board;
+# 2 (make test's set, qemu.mk): every line shared.
 live_session() {
 	local line sel notes bin name share n=0
 	while IFS= read -r line; do
@@ -74,7 +75,12 @@ live_session() {
 		notes=
 		[ "$sel" = "$line" ] || notes=" ## ${line#* ## }"
 		share=0
-		case "$notes" in *' ## share'*) share=${QEMU_LIVE_SHARE:-1} notes=${notes/ ## share/} ;; esac
+		[ "${QEMU_LIVE_SHARE:-1}" != 2 ] || share=1
+		case "$notes" in *' ## share'*)
+			notes=${notes/ ## share/}
+			[ "${QEMU_LIVE_SHARE:-1}" = 0 ] || share=1
+			;;
+		esac
 		set -- $sel
 		bin=$1
 		shift
