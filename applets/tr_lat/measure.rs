@@ -97,7 +97,7 @@ pub(super) fn measure(
     // them to a woken task is that task's end of latency.
     let own = o.filter.not_self.then(trbox::sys::thread::own_tids);
     let o = &RawOpts { filter: Filter { not_self: false, ..o.filter.clone() }, ..o.clone() };
-    let meta = read::collect(input, o, done, &mut |m, it| {
+    let meta = read::collect(input, o, &command::stop(done)?, &mut |m, it| {
         if let (true, Item::Record { cpu, ts, payload, .. }) = (keep_tail, &it) {
             let i = *cpu as usize;
             if tail.len() <= i {

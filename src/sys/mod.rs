@@ -17,6 +17,7 @@ pub mod sched;
 pub mod signals;
 pub mod state;
 pub mod status;
+pub mod stop;
 pub mod stream;
 pub mod thread;
 pub mod trace;

@@ -379,8 +379,8 @@ impl crate::merge::CpuStream for CpuPages {
     }
 }
 
-/// Sleep until a CPU buffer may have data, a stop was requested (`wake_fd`
-/// from [`signals::install`](super::signals::install)), or `max` passed.
+/// Sleep until a CPU buffer may have data, a stop was requested (`wake_fd`:
+/// [`Stop::wake`](super::stop::Stop::wake)), or `max` passed.
 /// poll() readiness on trace_pipe_raw follows `buffer_percent`: the caller
 /// bounds the wait (`max`) so that data below the watermark still shows up.
 pub fn wait_for_data(streams: &[CpuPages], wake_fd: Option<i32>, max: std::time::Duration) {

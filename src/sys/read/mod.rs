@@ -7,19 +7,25 @@
 //! (`perfetto`, host builds),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
 //! A host tool that pulls records instead of being handed them uses
-//! [`Reader`] (no sink, no signal handler, nothing printed).
+//! [`Reader`] (no sink).
+//!
+//! Nothing here has a side effect on the process: the caller says what
+//! ends a read that follows ([`Stop`]: its signal handlers' flag, if it
+//! has any), where the text goes ([`Out`]), and prints the note of an
+//! empty read ([`Printed::empty`], [`Meta::empty`]) where it likes.
 //!
 //! ```no_run
 //! use trbox::sys::read::{self, Input, Item, RawOpts};
+//! use trbox::sys::stop::Stop;
 //! let o = RawOpts::all(false, false, None, None);
 //! let input = Input::trace_dat("example", "trace.dat".as_ref(), None, &o)?;
 //! let mut n = 0u64;
-//! read::collect(input, &o, &|| false, &mut |_, it| {
+//! let meta = read::collect(input, &o, &Stop::never(), &mut |_, it| {
 //!     if let Item::Record { .. } = it {
 //!         n += 1
 //!     }
 //! })?;
-//! println!("{n} records");
+//! let _ = (n, meta.empty);
 //! # Ok::<(), trbox::sys::Error>(())
 //! ```
 
@@ -52,17 +58,30 @@ use crate::merge::{self, Merger};
 use crate::printfmt::SymbolLookup;
 use crate::render::{Cmdlines, CommonFields, Renderer};
 use crate::sys::error::Error;
+use crate::sys::stop::Stop;
 use crate::sys::stream::{wait_for_data, CpuPages, Next};
 use crate::sys::trace::Opened;
-use crate::sys::{signals, Tracefs};
+use crate::sys::Tracefs;
 use problems::{add_run_problems, UnknownEvents};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-/// Decode and print until the streams are empty (drain) or, when
-/// following, until Ctrl-C, the time limit or `done()` says so.
-/// Print the records; whether anything (a record, a loss) was printed.
-pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
+/// What a [`print()`] did, besides its text.
+#[derive(Debug)]
+pub struct Printed {
+    /// Anything (a record, a loss) was written.
+    pub shown: bool,
+    /// The read met nothing at all (no record, no loss, no damaged page):
+    /// the note that says so (`tr-cat: FILE: no events in the top
+    /// buffer`), for the caller to print. Never silently nothing.
+    pub empty: Option<String>,
+}
+
+/// Decode the records and write them (text, or JSON with `o.json`) to
+/// `out`, until the streams are empty (drain) or, when following, until
+/// the time limit or `stop` says so. The caller flushes `out`
+/// ([`Out::finish`]).
+pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Printed, Error> {
     let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note, .. } =
         input;
     let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
@@ -111,7 +130,6 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
         text: Out::memory(),
         cpus: ncpus.max(1),
     };
-    let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     // A buffer read to its end (a file, a copy, a drain) renders on every
     // CPU; a followed one prints each line as it comes. The graph layout
@@ -123,10 +141,10 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
         let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
         let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
         let id_of = |p: &[u8]| events.record_id(p, endian);
-        parallel::run(&mut streams, &mut merger, watch, &id_of, threads, &plain, &mut out);
+        parallel::run(&mut streams, &mut merger, watch, &id_of, threads, &plain, out);
     }
-    drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut em)?;
-    note_if_empty(&streams, empty_note);
+    drive(&mut streams, &mut merger, tree, o, stop, out, &mut em)?;
+    let empty = if_empty(&streams, empty_note);
     let shown = out.wrote();
     if o.json {
         // What the readers read past, counted as `--stats` shows it: one
@@ -137,19 +155,16 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
         let _ = crate::json::problems_line(&mut line, &problems);
         let _ = out.write_all(line.as_bytes());
     }
-    out.finish()?;
-    Ok(shown)
+    Ok(Printed { shown, empty })
 }
 
-/// Never silently nothing: say so when the streams held no item at all.
-fn note_if_empty(streams: &[CpuPages], note: Option<String>) {
+/// Never silently nothing: the note, when the streams held no item at all.
+fn if_empty(streams: &[CpuPages], note: Option<String>) -> Option<String> {
     let seen = |s: &CpuPages| {
         let c = &s.counts;
         c.records + c.lost + c.lost_unknown + c.damaged + c.bad_time + c.truncated
     };
-    if let Some(n) = note.filter(|_| streams.iter().map(seen).sum::<u64>() == 0) {
-        eprintln!("{n}");
-    }
+    note.filter(|_| streams.iter().map(seen).sum::<u64>() == 0)
 }
 
 /// Most threads that render a drained buffer unless -j says.
@@ -191,6 +206,9 @@ pub struct Meta {
     pub trace: Opened,
     /// The names of the buffers the items come from, when several.
     pub buffers: Vec<String>,
+    /// The read met nothing at all: the note that says so, for the caller
+    /// to print ([`Printed::empty`]).
+    pub empty: Option<String>,
     /// Where the common fields are (the same in every format of a kernel):
     /// located once, not for each record.
     common: Option<CommonFields>,
@@ -222,7 +240,7 @@ impl Meta {
 pub fn collect(
     input: Input<'_>,
     o: &RawOpts,
-    done: &dyn Fn() -> bool,
+    stop: &Stop<'_>,
     f: &mut dyn FnMut(&Meta, Item<'_>),
 ) -> Result<Meta, Error> {
     let Input {
@@ -241,6 +259,7 @@ pub fn collect(
         common: CommonFields::of_table(&trace.events),
         trace,
         buffers,
+        empty: None,
         #[cfg(feature = "host")]
         uname,
         #[cfg(feature = "host")]
@@ -248,12 +267,13 @@ pub fn collect(
     };
     let prepared = o.filter.prepare(&meta.trace.events);
     let mut c = Collector { meta, f, o, prepared, stacks: Default::default(), unknown: UnknownEvents::default() };
-    let mut out = Out::stdout();
+    // The collector writes nothing: this only stands where a printer's
+    // output would.
+    let mut out = Out::memory();
     let mut merger = Merger::new(streams.len());
-    drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
-    note_if_empty(&streams, empty_note);
-    out.finish()?;
+    drive(&mut streams, &mut merger, tree, o, stop, &mut out, &mut c)?;
     let Collector { mut meta, unknown, .. } = c;
+    meta.empty = if_empty(&streams, empty_note);
     add_run_problems(&streams, &unknown, &meta.buffers, &mut meta.trace.problems);
     Ok(meta)
 }
@@ -280,20 +300,17 @@ fn drive(
     merger: &mut Merger,
     tree: Option<&Tracefs>,
     o: &RawOpts,
-    done: &dyn Fn() -> bool,
+    stop: &Stop<'_>,
     out: &mut Out,
     c: &mut dyn Sink,
 ) -> Result<(), Error> {
-    let wake = signals::install().map_err(Error::Signals)?;
     let start = Instant::now();
     // The trace clock at the stop: the last drain ends there. Tracing is
     // still on then, and reading the buffer can itself make events (a
     // syscall event of read(), a sched_switch): without a bound, draining
     // an event its own reads cause never ends.
     let mut until = None;
-    // done() first: it is told of a stop too (an applet's progress line
-    // goes before the output).
-    let stopping = || done() || signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l);
+    let stopping = || stop.asked() || o.limit.is_some_and(|l| start.elapsed() >= l);
     // Following live, the comms are read again now and then: a busy buffer
     // may never leave the loop idle (where they are read too), and tasks
     // born in the window (a command's exec) are named after the first look.
@@ -310,11 +327,11 @@ fn drive(
             comms(c);
             comms_at = Instant::now();
         }
-        let stop = stopping();
+        let stopped = stopping();
         if out.broken() {
             break;
         }
-        if stop && streams.iter().any(|s| s.follow) {
+        if stopped && streams.iter().any(|s| s.follow) {
             // Ctrl-C / time limit / the command ended: print what is
             // buffered, then end.
             streams.iter_mut().for_each(|s| s.follow = false);
@@ -333,7 +350,7 @@ fn drive(
             merge::Next::Pending(_) => {
                 let _ = out.flush();
                 let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
-                wait_for_data(streams, Some(wake), left.min(o.reading.pace.unwrap_or(WAIT_TICK)));
+                wait_for_data(streams, stop.wake(), left.min(o.reading.pace.unwrap_or(WAIT_TICK)));
                 // New tasks appeared meanwhile: their comms too.
                 comms(c);
                 // An idle CPU must not hold the others back for ever. What

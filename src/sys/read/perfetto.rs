@@ -7,6 +7,7 @@
 
 use super::{collect, Input, Item, RawOpts};
 use crate::sys::error::Error;
+use crate::sys::stop::Stop;
 use std::io::Write;
 
 /// Packet bytes gathered before a write.
@@ -20,16 +21,19 @@ pub struct Written {
     pub compact: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// The input held nothing at all: the note that says so
+    /// ([`Meta::empty`](super::Meta::empty)).
+    pub empty: Option<String>,
 }
 
 /// Writes a Perfetto trace of what `input` holds to `w` (the file
-/// `path`, named in errors). `done` is asked before each record is read,
+/// `path`, named in errors). `stop` is asked before each record is read,
 /// as by [`collect`] (a caller counts the records so, for a progress
 /// line).
 pub fn perfetto(
     input: Input<'_>,
     o: &RawOpts,
-    done: &dyn Fn() -> bool,
+    stop: &Stop<'_>,
     w: &mut dyn Write,
     path: &std::path::Path,
 ) -> Result<Written, Error> {
@@ -44,7 +48,7 @@ pub fn perfetto(
         }
         bytes += b.len() as u64;
     };
-    let meta = collect(input, o, done, &mut |m, it| match it {
+    let meta = collect(input, o, stop, &mut |m, it| match it {
         Item::Record { buffer, cpu, ts, payload } => {
             let endian = m.trace.endian;
             if m.buffers.len() > 1 {
@@ -79,6 +83,6 @@ pub fn perfetto(
     }
     match failed {
         Some(e) => Err(Error::io(path, e)),
-        None => Ok(Written { events, compact, bytes }),
+        None => Ok(Written { events, compact, bytes, empty: meta.empty }),
     }
 }
