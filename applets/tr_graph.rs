@@ -11,7 +11,7 @@ use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::read::Out;
-use trbox::sys::read::{self, Input, Item, RawOpts};
+use trbox::sys::read::{self, Entry, Input, RawOpts};
 use trbox::sys::stop::Stop;
 use trbox::sys::{signals, Tracefs};
 
@@ -225,10 +225,10 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     }
     let mut stats: Option<GraphStats> = None;
     let meta = read::collect(input, o, &command::stop(done)?, &mut |m, it| {
-        if let Item::Record { payload, .. } = it {
+        if let Entry::Event(ev) = it {
             stats
                 .get_or_insert_with(|| GraphStats::new(&m.trace.events, m.trace.abi(), false))
-                .record(payload, &m.trace.cmdlines);
+                .record(ev.payload(), &m.trace.cmdlines);
         }
     })?;
     let Some(s) = stats.filter(|s| s.calls() > 0) else {

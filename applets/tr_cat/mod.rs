@@ -377,10 +377,23 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
 /// `--stats`: count everything kept, print the table at the end.
 #[cfg(feature = "decode")]
 fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
-    let mut st = trbox::sys::read::Summary::default();
-    let meta = read::collect(input, o, &crate::command::stop(&|| false)?, &mut |m, it| st.add(m, it))?;
+    let mut st = trbox::summary::TraceSummary::default();
+    let meta = read::collect(input, o, &crate::command::stop(&|| false)?, &mut |_, e| match e {
+        read::Entry::Event(ev) => st.record(ev.buffer(), ev.cpu(), ev.ts(), ev.format().id, ev.pid()),
+        read::Entry::Lost { buffer, cpu, ts, count } => st.lost(buffer, cpu, ts, count),
+        // collect() hands over nothing else.
+        read::Entry::Damaged { .. } | read::Entry::Unknown { .. } => {}
+    })?;
     crate::command::note_empty(meta.empty.clone());
+    let t = &meta.trace;
+    let names = trbox::summary::Summarized {
+        events: &t.events,
+        cmdlines: &t.cmdlines,
+        buffers: &meta.buffers,
+        in_ns: t.in_ns(),
+        problems: &t.problems,
+    };
     let mut out = Out::stdout();
-    let _ = out.write_all(st.render(&meta, all_tasks).as_bytes());
+    let _ = out.write_all(st.render(&names, all_tasks).as_bytes());
     Ok(out.finish()?)
 }

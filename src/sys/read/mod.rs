@@ -2,8 +2,9 @@
 //! trace.dat ([`Input`]), merged across CPUs (and buffers) in time order,
 //! and handed to a [`Sink`], the way ripgrep's searcher drives its
 //! printers. The sinks: the text and JSON printer ([`print()`]), and any
-//! closure that takes the kept records one by one ([`collect`]): the
-//! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer
+//! closure that takes the kept records one by one ([`collect`], each an
+//! [`Entry`] as the pull reader gives them): the
+//! counts of `tr-cat --stats` ([`TraceSummary`](crate::summary::TraceSummary)), the Perfetto writer
 //! (`perfetto`, host builds),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
 //! A host tool that pulls records instead of being handed them uses
@@ -15,13 +16,13 @@
 //! empty read ([`Printed::empty`], [`Meta::empty`]) where it likes.
 //!
 //! ```no_run
-//! use trbox::sys::read::{self, Input, Item, RawOpts};
+//! use trbox::sys::read::{self, Entry, Input, RawOpts};
 //! use trbox::sys::stop::Stop;
 //! let o = RawOpts::all(false, false, None, None);
 //! let input = Input::trace_dat("example", "trace.dat".as_ref(), None, &o)?;
 //! let mut n = 0u64;
 //! let meta = read::collect(input, &o, &Stop::never(), &mut |_, it| {
-//!     if let Item::Record { .. } = it {
+//!     if let Entry::Event(_) = it {
 //!         n += 1
 //!     }
 //! })?;
@@ -38,7 +39,6 @@ mod perfetto;
 mod problems;
 mod reader;
 mod stream_in;
-mod summary;
 mod text;
 
 pub use input::Input;
@@ -50,7 +50,6 @@ pub use reader::{Entries, Entry, Event, ReadOptions, Reader, Session, Text};
 pub use stream_in::load_stream;
 #[cfg(feature = "host")]
 pub use stream_in::load_stream_with;
-pub use summary::Summary;
 pub use text::{Emitter, Kept, Plain, StackVerdicts};
 
 use crate::graph::GraphRenderer;
@@ -58,8 +57,8 @@ use crate::merge::{self, Merger};
 use crate::printfmt::SymbolLookup;
 use crate::render::{Cmdlines, CommonFields, Renderer};
 use crate::sys::error::Error;
+use crate::sys::pages::{wait_for_data, CpuItem, CpuPages};
 use crate::sys::stop::Stop;
-use crate::sys::stream::{wait_for_data, CpuPages, Next};
 use crate::sys::trace::Opened;
 use crate::sys::Tracefs;
 use problems::{add_run_problems, UnknownEvents};
@@ -170,35 +169,6 @@ fn if_empty(streams: &[CpuPages], note: Option<String>) -> Option<String> {
 /// Most threads that render a drained buffer unless -j says.
 const MAX_THREADS: usize = 8;
 
-/// One kept record (or a loss) of a collecting run, in merged order.
-/// `buffer` indexes [`Meta::buffers`].
-pub enum Item<'a> {
-    /// A record the filters kept.
-    Record {
-        /// Its buffer.
-        buffer: u32,
-        /// The CPU that wrote it.
-        cpu: u32,
-        /// Its time, in the trace clock's unit.
-        ts: u64,
-        /// The event's bytes, from `common_type` on: decode them with
-        /// `meta.trace.events.event_of(payload, meta.trace.endian)` and
-        /// the fields of the [`EventFormat`](crate::format::EventFormat).
-        payload: &'a [u8],
-    },
-    /// Events lost before the next page (the ring buffer overran).
-    Lost {
-        /// Its buffer.
-        buffer: u32,
-        /// The CPU that lost them.
-        cpu: u32,
-        /// The time of the page that follows the loss.
-        ts: u64,
-        /// How many, when the page header said.
-        count: Option<u64>,
-    },
-}
-
 /// What a collector gets besides the records, and back at the end to print
 /// names: the session itself and the buffers' names.
 pub struct Meta {
@@ -236,12 +206,15 @@ impl Meta {
 }
 
 /// Like [`print()`], but hand every kept record to `f` instead of printing it
-/// (aggregations print at the end). Returns the metadata for the names.
+/// (aggregations print at the end): each an [`Entry::Event`], or an
+/// [`Entry::Lost`] (a damaged page is counted in the problems, a record no
+/// format describes too). `buffer` indexes [`Meta::buffers`]. Returns the
+/// metadata for the names.
 pub fn collect(
     input: Input<'_>,
     o: &RawOpts,
     stop: &Stop<'_>,
-    f: &mut dyn FnMut(&Meta, Item<'_>),
+    f: &mut dyn FnMut(&Meta, Entry<'_>),
 ) -> Result<Meta, Error> {
     let Input {
         trace,
@@ -338,7 +311,7 @@ fn drive(
             until = tree.and_then(Tracefs::now);
         }
         match merger.next(streams) {
-            merge::Next::Cpu(i) => {
+            merge::Pick::Cpu(i) => {
                 let s = &mut streams[i];
                 if until.is_some_and(|u| s.peek_ts().ok().flatten().is_some_and(|ts| ts > u)) {
                     // Merged order: everything left is newer still.
@@ -346,8 +319,8 @@ fn drive(
                 }
                 c.emit(s, out)
             }
-            merge::Next::End => break,
-            merge::Next::Pending(_) => {
+            merge::Pick::End => break,
+            merge::Pick::Pending(_) => {
                 let _ = out.flush();
                 let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
                 wait_for_data(streams, stop.wake(), left.min(o.reading.pace.unwrap_or(WAIT_TICK)));
@@ -357,7 +330,7 @@ fn drive(
                 // is ready can grow as fast as it is read (events of our own
                 // reads): a stop must still get through.
                 while !stopping() && !out.broken() {
-                    let merge::Next::Cpu(i) = merger.next_ready(streams) else { break };
+                    let merge::Pick::Cpu(i) = merger.next_ready(streams) else { break };
                     c.emit(&mut streams[i], out);
                 }
             }
@@ -389,7 +362,7 @@ fn drive(
 
 struct Collector<'f> {
     meta: Meta,
-    f: &'f mut dyn FnMut(&Meta, Item<'_>),
+    f: &'f mut dyn FnMut(&Meta, Entry<'_>),
     o: &'f RawOpts,
     prepared: Prepared,
     stacks: StackVerdicts,
@@ -400,21 +373,21 @@ impl Sink for Collector<'_> {
     fn emit(&mut self, s: &mut CpuPages, _: &mut Out) {
         let (buffer, cpu, m, o) = (s.buffer, s.cpu, &self.meta, self.o);
         match s.take() {
-            Some(Next::Record(rec)) => {
+            Some(CpuItem::Record(rec)) => {
                 let t = &m.trace;
-                let Some(ev) = t.events.event_of(rec.payload, t.endian) else {
+                let Some(format) = t.events.event_of(rec.payload, t.endian) else {
                     return self.unknown.count(t.events.record_id(rec.payload, t.endian));
                 };
-                let pid = m.pid(ev, rec.payload);
+                let ev = Event::of(buffer, cpu, rec, format, t, m.common);
                 let keep = !o.since.is_some_and(|t0| rec.ts < t0)
-                    && o.filter.keep(&self.prepared, ev, rec.payload, t.endian, pid, &t.cmdlines);
-                if !self.stacks.keep(buffer, cpu, ev, keep) {
+                    && o.filter.keep(&self.prepared, format, rec.payload, t.endian, ev.pid(), &t.cmdlines);
+                if !self.stacks.keep(buffer, cpu, format, keep) {
                     return;
                 }
-                (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });
+                (self.f)(m, Entry::Event(ev));
             }
-            Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => {
-                (self.f)(m, Item::Lost { buffer, cpu, ts, count })
+            Some(CpuItem::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => {
+                (self.f)(m, Entry::Lost { buffer, cpu, ts, count })
             }
             // A damaged page is told and counted by the stream.
             _ => {}

@@ -5,7 +5,7 @@
 //! system's from uname, and the functions' names from the session's
 //! symbols.
 
-use super::{collect, Input, Item, RawOpts};
+use super::{collect, Entry, Input, RawOpts};
 use crate::sys::error::Error;
 use crate::sys::stop::Stop;
 use std::io::Write;
@@ -49,24 +49,24 @@ pub fn perfetto(
         bytes += b.len() as u64;
     };
     let meta = collect(input, o, stop, &mut |m, it| match it {
-        Item::Record { buffer, cpu, ts, payload } => {
-            let endian = m.trace.endian;
+        Entry::Event(ev) => {
             if m.buffers.len() > 1 {
                 tr.several_buffers();
             }
-            if let Some(ev) = m.trace.events.event_of(payload, endian) {
-                let symbol = |a: u64| {
-                    use crate::printfmt::SymbolLookup;
-                    // The name alone, as the function_graph tracer prints it (%ps).
-                    m.trace.symbols.lookup(a).map(|s| s.name.to_string())
-                };
-                tr.event(ev, buffer, cpu, ts, m.pid(ev, payload), payload, endian, &symbol);
-                if tr.pending() >= WRITE_BYTES {
-                    put(&tr.take(), &mut failed);
-                }
+            let symbol = |a: u64| {
+                use crate::printfmt::SymbolLookup;
+                // The name alone, as the function_graph tracer prints it (%ps).
+                m.trace.symbols.lookup(a).map(|s| s.name.to_string())
+            };
+            let (buffer, cpu, ts, payload) = (ev.buffer(), ev.cpu(), ev.ts(), ev.payload());
+            tr.event(ev.format(), buffer, cpu, ts, ev.pid(), payload, m.trace.endian, &symbol);
+            if tr.pending() >= WRITE_BYTES {
+                put(&tr.take(), &mut failed);
             }
         }
-        Item::Lost { buffer, cpu, .. } => tr.lost(buffer, cpu),
+        Entry::Lost { buffer, cpu, .. } => tr.lost(buffer, cpu),
+        // collect() hands over nothing else.
+        Entry::Damaged { .. } | Entry::Unknown { .. } => {}
     })?;
     let threads: Vec<(i32, &str)> = meta
         .saved_cmdlines
