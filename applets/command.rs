@@ -12,6 +12,7 @@ use trbox::sys::child::Paused;
 #[cfg(feature = "decode")]
 use trbox::sys::read::{Input, RawOpts, Reading};
 use trbox::sys::state::State;
+use trbox::sys::stop::Stop;
 use trbox::sys::{describe, signals, Held, Tracefs};
 
 /// `args` split at the first `--`: (the applet's own options, the command).
@@ -326,8 +327,7 @@ pub fn stream_text(
     limit: Option<Duration>,
     empty: &Empty,
 ) -> Result<Option<u8>, Error> {
-    let print: &Show = &|i, o, d| Ok(trbox::sys::read::print(i, o, d)?);
-    stream(t, st, child, json, limit, Reading::default(), false, print, Some(empty))
+    stream(t, st, child, json, limit, Reading::default(), false, &print, Some(empty))
 }
 
 /// What tr-event and tr-on show without trbox's decoder (feature decode):
@@ -340,21 +340,50 @@ pub fn stream_text(
     limit: Option<Duration>,
     empty: &Empty,
 ) -> Result<Option<u8>, Error> {
-    window(t, st, child, limit, false, Some(empty), &|done| {
+    window(t, st, child, limit, false, Some(empty), &|stop| {
         let pipe = trbox::sys::trace_pipe::TracePipe::open(t)?;
         child.release()?;
         let mut out = trbox::sys::read::Out::stdout();
-        let shown = pipe.follow(&mut out, done)?;
+        let shown = pipe.follow(&mut out, stop)?;
         out.finish()?;
         Ok(shown)
     })
 }
 
 /// What a run does with the records of its window: print them decoded, or
-/// aggregate them (`done` says when to stop following); whether it showed
+/// aggregate them (`stop` says when to stop following); whether it showed
 /// anything.
 #[cfg(feature = "decode")]
-pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &dyn Fn() -> bool) -> Result<bool, Error> + 'a;
+pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &Stop<'_>) -> Result<bool, Error> + 'a;
+
+/// What ends an applet's read: `done()` (asked first), or Ctrl-C, SIGTERM,
+/// SIGHUP, -t's timer. The handlers are installed here when they are not
+/// yet: the library installs none.
+pub fn stop(done: &dyn Fn() -> bool) -> Result<Stop<'_>, Error> {
+    signals::install().map_err(trbox::sys::Error::Signals)?;
+    Ok(signals::stop(done))
+}
+
+/// The records as the kernel's text (or JSON) on standard output until
+/// `stop`, the note of a read that met nothing on stderr; whether anything
+/// was shown.
+#[cfg(feature = "decode")]
+pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Result<bool, Error> {
+    let mut out = trbox::sys::read::Out::stdout();
+    let printed = trbox::sys::read::print(input, o, stop, &mut out)?;
+    note_empty(printed.empty);
+    out.finish()?;
+    Ok(printed.shown)
+}
+
+/// Never silently nothing: the note of a read that met nothing at all
+/// (what the library returns, `Printed::empty`, `Meta::empty`), on stderr.
+#[cfg(feature = "decode")]
+pub fn note_empty(note: Option<String>) {
+    if let Some(n) = note {
+        eprintln!("{n}");
+    }
+}
 
 /// The traced end of a run, once it is set up (tracing idle): the window
 /// opened, the command released, its records handed to `show` until the
@@ -383,20 +412,20 @@ pub fn stream(
     let reading = Reading { enabled: true, ..reading };
     let mut opts = RawOpts { reading, ..RawOpts::all(true, json, None, t.now()) };
     opts.filter.not_self = true;
-    window(t, st, child, limit, quiet, empty, &|done| {
+    window(t, st, child, limit, quiet, empty, &|stop| {
         // The buffer's readers (threads reading ahead) start before the
         // command runs: a busy command fills the kernel's buffer in
         // milliseconds, less than opening the tree takes. The rest (the
         // comms, saved_cmdlines) is read after the release (it returns once
         // the command runs), so that they name it.
         let input = Input::tree_then(t, &opts, &|| child.release());
-        input.and_then(|i| show(i, &opts, done))
+        input.and_then(|i| show(i, &opts, stop))
     })
 }
 
-/// How a window's records are read ([`window`]): until `done` (the
+/// How a window's records are read ([`window`]): until `stop` (the
 /// argument) says the window closed; whether anything was shown.
-type Read<'a> = dyn Fn(&dyn Fn() -> bool) -> Result<bool, Error> + 'a;
+type Read<'a> = dyn Fn(&Stop<'_>) -> Result<bool, Error> + 'a;
 
 /// The window of [`stream`]: opened, `read` until it is closed (`done`
 /// says so) and read out, the note for an empty one; the command's exit
@@ -429,7 +458,7 @@ fn window(
         }
         end
     };
-    let r = read(&done);
+    let r = stop(&done).and_then(|stop| read(&stop));
     progress.clear();
     // The command may still run (Ctrl-C, -t): it got the same signal from
     // the terminal, or it is ended now.

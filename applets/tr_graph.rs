@@ -11,7 +11,8 @@ use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::read::Out;
-use trbox::sys::read::{self, Input, Item, RawOpts};
+use trbox::sys::read::{self, Entry, Input, RawOpts};
+use trbox::sys::stop::Stop;
 use trbox::sys::{signals, Tracefs};
 
 cli::with_boot_options! {
@@ -158,7 +159,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         trbox::sys::read_live_ahead();
         st.set_tracer("function_graph")?;
         let child = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
-        let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| output(i.graph_layout(), &a, o, done);
+        let show = |i: Input<'_>, o: &RawOpts, stop: &Stop<'_>| output(i.graph_layout(), &a, o, &|| stop.asked());
         let r = command::stream(
             t,
             &mut st,
@@ -212,14 +213,14 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
             let _ = out.write_all(h.as_bytes());
             out.finish()?;
         }
-        return Ok(read::print(input, o, done)?);
+        return command::print(input, o, &command::stop(done)?);
     }
     let mut stats: Option<GraphStats> = None;
-    let meta = read::collect(input, o, done, &mut |m, it| {
-        if let Item::Record { payload, .. } = it {
+    let meta = read::collect(input, o, &command::stop(done)?, &mut |m, it| {
+        if let Entry::Event(ev) = it {
             stats
                 .get_or_insert_with(|| GraphStats::new(&m.trace.events, m.trace.abi(), false))
-                .record(payload, &m.trace.cmdlines);
+                .record(ev.payload(), &m.trace.cmdlines);
         }
     })?;
     let Some(s) = stats.filter(|s| s.calls() > 0) else {

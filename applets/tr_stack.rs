@@ -14,7 +14,7 @@ use trbox::printfmt::SymbolLookup;
 use trbox::stacks::{write_folded, write_table, StackCounts};
 use trbox::sys::lock::Lock;
 use trbox::sys::read::Out;
-use trbox::sys::read::{self, Input, Item, RawOpts};
+use trbox::sys::read::{self, Entry, Input, RawOpts};
 use trbox::sys::state::{ftrace_refused, State};
 use trbox::sys::{event_dir, signals, Tracefs};
 
@@ -155,7 +155,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             limit,
             Default::default(),
             true,
-            &|i, o, done| count_stacks(i, &a, o, done, false).map(|()| true),
+            &|i, o, stop| count_stacks(i, &a, o, &|| stop.asked(), false).map(|()| true),
             None,
         );
         r?
@@ -167,11 +167,13 @@ pub fn main(args: &[String]) -> Result<(), Error> {
 /// `recorded`: from a file or a copy, not this run's trace.
 fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool, recorded: bool) -> Result<(), Error> {
     let mut counts: Option<StackCounts> = None;
-    let meta = read::collect(input, o, done, &mut |m, it| {
+    let meta = read::collect(input, o, &command::stop(done)?, &mut |m, it| {
         let c = counts.get_or_insert_with(|| StackCounts::new(&m.trace.events, m.trace.abi()));
         match it {
-            Item::Record { buffer, cpu, payload, .. } => c.record(&m.trace.events, m.slot(buffer, cpu), payload),
-            Item::Lost { buffer, cpu, .. } => c.lost(m.slot(buffer, cpu)),
+            Entry::Event(ev) => c.record(&m.trace.events, m.slot(ev.buffer(), ev.cpu()), ev.payload()),
+            Entry::Lost { buffer, cpu, .. } => c.lost(m.slot(buffer, cpu)),
+            // collect() hands over nothing else.
+            Entry::Damaged { .. } | Entry::Unknown { .. } => {}
         }
     })?;
     let mut rows = counts

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use trbox::abi::Endian;
 use trbox::merge::merge_with_mode;
-use trbox::page::{Item, Page, PageLayout};
+use trbox::page::{Page, PageItem, PageLayout};
 
 /// CPU time of this thread in seconds (the box may be shared: wall-clock
 /// rates then understate the decoder; both are printed).
@@ -52,7 +52,7 @@ pub fn decode_throughput() {
         for page in buf.chunks_exact(sb) {
             let p = Page::parse(page, &layout, Endian::Little).unwrap();
             for it in p.items() {
-                if let Ok(Item::Record(r)) = it {
+                if let Ok(PageItem::Record(r)) = it {
                     n += 1;
                     sum = sum.wrapping_add(r.ts).wrapping_add(r.payload.len() as u64);
                 }

@@ -47,6 +47,7 @@ pub mod problems;
 pub mod render;
 pub mod stacks;
 pub(crate) mod strmap;
+pub mod summary;
 pub mod trace;
 pub mod tracedat;
 pub(crate) mod vecmap;

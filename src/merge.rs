@@ -16,7 +16,7 @@
 //! Selection is a linear scan for up to [`SCAN_MAX`] CPUs (fastest for the
 //! small counts of embedded boards) and a binary heap above that.
 
-use crate::page::{Item, Record};
+use crate::page::{PageItem, Record};
 use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
@@ -37,12 +37,12 @@ impl Timestamped for Record<'_> {
     }
 }
 
-impl Timestamped for Item<'_> {
+impl Timestamped for PageItem<'_> {
     #[inline]
     fn timestamp(&self) -> u64 {
         match self {
-            Item::Lost { ts, .. } => *ts,
-            Item::Record(r) => r.ts,
+            PageItem::Lost { ts, .. } => *ts,
+            PageItem::Record(r) => r.ts,
         }
     }
 }
@@ -82,7 +82,7 @@ pub trait CpuStream {
 
 /// The merge's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub enum Pick {
     /// Consume exactly one item from this CPU's stream, then ask again.
     Cpu(usize),
     /// This CPU is pending and might have an earlier item: feed it (or use
@@ -150,7 +150,7 @@ impl Merger {
 
     /// Which CPU's item comes next; strict: waits on pending CPUs.
     #[inline]
-    pub fn next<S: CpuStream>(&mut self, streams: &mut [S]) -> Next {
+    pub fn next<S: CpuStream>(&mut self, streams: &mut [S]) -> Pick {
         self.step(streams, true)
     }
 
@@ -158,7 +158,7 @@ impl Merger {
     /// available head goes next. `End` only when every stream ended;
     /// `Pending(c)` when nothing is available at all.
     #[inline]
-    pub fn next_ready<S: CpuStream>(&mut self, streams: &mut [S]) -> Next {
+    pub fn next_ready<S: CpuStream>(&mut self, streams: &mut [S]) -> Pick {
         self.step(streams, false)
     }
 
@@ -232,7 +232,7 @@ impl Merger {
     }
 
     #[inline]
-    fn step<S: CpuStream>(&mut self, streams: &mut [S], strict: bool) -> Next {
+    fn step<S: CpuStream>(&mut self, streams: &mut [S], strict: bool) -> Pick {
         if let Some(c) = self.taken.take() {
             self.peek_one(streams, c);
         }
@@ -256,7 +256,7 @@ impl Merger {
                 let bound = (self.last.get(p as usize).copied().unwrap_or(0), p as usize);
                 match best {
                     Some(b) if b < bound => {}
-                    _ => return Next::Pending(p as usize),
+                    _ => return Pick::Pending(p as usize),
                 }
             }
         }
@@ -268,11 +268,11 @@ impl Merger {
                 set(&mut self.st, c, St::Unknown);
                 set(&mut self.keys, c, u64::MAX);
                 self.taken = Some(c as u32);
-                Next::Cpu(c)
+                Pick::Cpu(c)
             }
             None => match self.pending.first() {
-                Some(&p) => Next::Pending(p as usize),
-                None => Next::End,
+                Some(&p) => Pick::Pending(p as usize),
+                None => Pick::End,
             },
         }
     }
@@ -338,8 +338,8 @@ where
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match self.m.next(&mut self.streams) {
-            Next::Cpu(c) => Some((c, self.streams.get_mut(c)?.take()?)),
-            Next::Pending(_) | Next::End => None,
+            Pick::Cpu(c) => Some((c, self.streams.get_mut(c)?.take()?)),
+            Pick::Pending(_) | Pick::End => None,
         }
     }
 }
@@ -444,28 +444,28 @@ mod tests {
             let mut s = vec![Manual { q: vec![10, 20], ended: false }, Manual { q: vec![], ended: false }];
             let mut m = Merger::with_mode(2, heap);
             // CPU 1 has never produced anything: it may have anything.
-            assert_eq!(m.next(&mut s), Next::Pending(1));
+            assert_eq!(m.next(&mut s), Pick::Pending(1));
             // next_ready ignores it.
-            assert_eq!(m.next_ready(&mut s), Next::Cpu(0));
+            assert_eq!(m.next_ready(&mut s), Pick::Cpu(0));
             s[0].q.remove(0);
             s[1].q.push(15);
-            assert_eq!(m.next(&mut s), Next::Cpu(1));
+            assert_eq!(m.next(&mut s), Pick::Cpu(1));
             s[1].q.remove(0);
             // CPU 1 pending with last head 15: 20 might follow something
             // before it, so wait.
-            assert_eq!(m.next(&mut s), Next::Pending(1));
+            assert_eq!(m.next(&mut s), Pick::Pending(1));
             s[1].q.push(17);
-            assert_eq!(m.next(&mut s), Next::Cpu(1));
+            assert_eq!(m.next(&mut s), Pick::Cpu(1));
             s[1].q.remove(0);
             s[1].ended = true;
-            assert_eq!(m.next(&mut s), Next::Cpu(0));
+            assert_eq!(m.next(&mut s), Pick::Cpu(0));
             s[0].q.remove(0);
             s[0].q.push(12); // (as a bound test: below CPU 0's own last, still fine)
-            assert_eq!(m.next(&mut s), Next::Cpu(0));
+            assert_eq!(m.next(&mut s), Pick::Cpu(0));
             s[0].q.remove(0);
-            assert_eq!(m.next(&mut s), Next::Pending(0));
+            assert_eq!(m.next(&mut s), Pick::Pending(0));
             s[0].ended = true;
-            assert_eq!(m.next(&mut s), Next::End);
+            assert_eq!(m.next(&mut s), Pick::End);
         }
     }
 
@@ -473,15 +473,15 @@ mod tests {
     fn pending_does_not_block_earlier_items() {
         let mut s = vec![Manual { q: vec![5], ended: false }, Manual { q: vec![30], ended: false }];
         let mut m = Merger::new(2);
-        assert_eq!(m.next(&mut s), Next::Cpu(0));
+        assert_eq!(m.next(&mut s), Pick::Cpu(0));
         s[0].q.clear();
         // CPU 0 pending with last head 5; CPU 1's 30 must wait.
-        assert_eq!(m.next(&mut s), Next::Pending(0));
+        assert_eq!(m.next(&mut s), Pick::Pending(0));
         m.close(0);
-        assert_eq!(m.next(&mut s), Next::Cpu(1));
+        assert_eq!(m.next(&mut s), Pick::Cpu(1));
         s[1].q.clear();
         s[1].ended = true;
-        assert_eq!(m.next(&mut s), Next::End);
+        assert_eq!(m.next(&mut s), Pick::End);
     }
 
     #[test]

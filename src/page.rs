@@ -160,7 +160,7 @@ pub struct Record<'a> {
 
 /// What walking a page yields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Item<'a> {
+pub enum PageItem<'a> {
     /// Events were lost before this page (first item of the page; `ts` is
     /// the page timestamp). `count` is `None` when the kernel did not store it.
     Lost {
@@ -256,7 +256,7 @@ impl<'a> Page<'a> {
         self.truncated
     }
 
-    /// Walk the page: a [`Item::Lost`] first if the page says events were
+    /// Walk the page: a [`PageItem::Lost`] first if the page says events were
     /// lost, then every record.
     pub fn items(&self) -> Items<'a> {
         Items { rec: self.records(), lost: self.lost_item() }
@@ -267,11 +267,11 @@ impl<'a> Page<'a> {
         Items { rec: self.records_at(c), lost: if c.lost_done { None } else { self.lost_item() } }
     }
 
-    fn lost_item(&self) -> Option<Item<'a>> {
+    fn lost_item(&self) -> Option<PageItem<'a>> {
         match self.missed {
             Missed::None => None,
-            Missed::Unknown => Some(Item::Lost { ts: self.timestamp, count: None }),
-            Missed::Count(n) => Some(Item::Lost { ts: self.timestamp, count: Some(n) }),
+            Missed::Unknown => Some(PageItem::Lost { ts: self.timestamp, count: None }),
+            Missed::Count(n) => Some(PageItem::Lost { ts: self.timestamp, count: Some(n) }),
         }
     }
 
@@ -498,11 +498,11 @@ impl Walk {
 
 impl core::iter::FusedIterator for Records<'_> {}
 
-/// Iterator over a page's [`Item`]s: the lost-events item, then records.
+/// Iterator over a page's [`PageItem`]s: the lost-events item, then records.
 #[derive(Debug, Clone)]
 pub struct Items<'a> {
     rec: Records<'a>,
-    lost: Option<Item<'a>>,
+    lost: Option<PageItem<'a>>,
 }
 
 impl<'a> Items<'a> {
@@ -519,14 +519,14 @@ impl<'a> Items<'a> {
 }
 
 impl<'a> Iterator for Items<'a> {
-    type Item = Result<Item<'a>, PageError>;
+    type Item = Result<PageItem<'a>, PageError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(l) = self.lost.take() {
             return Some(Ok(l));
         }
-        Some(self.rec.next()?.map(Item::Record))
+        Some(self.rec.next()?.map(PageItem::Record))
     }
 }
 
@@ -892,7 +892,7 @@ mod tests {
                     match want {
                         None => assert_eq!(items.len(), 1),
                         Some(c) => {
-                            assert_eq!(items[0], Item::Lost { ts: 77, count: c });
+                            assert_eq!(items[0], PageItem::Lost { ts: 77, count: c });
                             assert_eq!(items.len(), 2);
                         }
                     }
@@ -983,12 +983,12 @@ mod tests {
         let page = b.finish(Missed::Unknown, None);
         let p = Page::parse(&page, &l, Endian::Little).unwrap();
         let mut it = p.items();
-        assert!(matches!(it.next(), Some(Ok(Item::Lost { .. }))));
-        assert!(matches!(it.next(), Some(Ok(Item::Record(r))) if r.ts == 101));
+        assert!(matches!(it.next(), Some(Ok(PageItem::Lost { .. }))));
+        assert!(matches!(it.next(), Some(Ok(PageItem::Record(r))) if r.ts == 101));
         let c = it.cursor();
         let rest: Vec<_> = p.items_at(c).map(|i| i.unwrap()).collect();
         assert_eq!(rest.len(), 2);
-        assert!(matches!(rest[1], Item::Record(r) if r.ts == 106 && r.payload == b"cccc"));
+        assert!(matches!(rest[1], PageItem::Record(r) if r.ts == 106 && r.payload == b"cccc"));
     }
 
     #[test]

@@ -52,10 +52,11 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
         }
         false
     };
-    let converted = read::perfetto(input, o, &done, &mut w, path);
+    let converted = crate::command::stop(&done).and_then(|stop| Ok(read::perfetto(input, o, &stop, &mut w, path)?));
     progress.clear();
     match converted {
         Ok(n) => {
+            crate::command::note_empty(n.empty);
             eprintln!(
                 "tr-cat: {output}: {} events ({} sched_switch/sched_waking in compact form), {} bytes (Perfetto trace)",
                 n.events, n.compact, n.bytes
@@ -66,7 +67,7 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
             // Nothing half-written is left behind.
             drop(w);
             let _ = std::fs::remove_file(path);
-            Err(e.into())
+            Err(e)
         }
     }
 }

@@ -235,7 +235,7 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
         if a.stats {
             return stats(input, &o, a.all);
         }
-        if !read::print(input, &o, &|| false)? && filtered(a) {
+        if !crate::command::print(input, &o, &crate::command::stop(&|| false)?)? && filtered(a) {
             // (No record at all, or none on the CPUs of --cpus, has its own note.)
             crate::cli::note(
                 &Error::runtime(format!("no event in {f} passes the filters"))
@@ -262,7 +262,7 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
         if a.stats {
             stats(input, &o, a.all)
         } else {
-            if !read::print(input, &o, &|| false)? {
+            if !crate::command::print(input, &o, &crate::command::stop(&|| false)?)? {
                 let again = "tr-event, tr-on or tr-cat -o record; tr-on shows what is enabled";
                 let e = if filtered(a) || o.only.is_some() {
                     Error::runtime("no event in the buffer passes the filters").hint(again)
@@ -377,9 +377,23 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
 /// `--stats`: count everything kept, print the table at the end.
 #[cfg(feature = "decode")]
 fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
-    let mut st = trbox::sys::read::Summary::default();
-    let meta = read::collect(input, o, &|| false, &mut |m, it| st.add(m, it))?;
+    let mut st = trbox::summary::TraceSummary::default();
+    let meta = read::collect(input, o, &crate::command::stop(&|| false)?, &mut |_, e| match e {
+        read::Entry::Event(ev) => st.record(ev.buffer(), ev.cpu(), ev.ts(), ev.format().id, ev.pid()),
+        read::Entry::Lost { buffer, cpu, ts, count } => st.lost(buffer, cpu, ts, count),
+        // collect() hands over nothing else.
+        read::Entry::Damaged { .. } | read::Entry::Unknown { .. } => {}
+    })?;
+    crate::command::note_empty(meta.empty.clone());
+    let t = &meta.trace;
+    let names = trbox::summary::Summarized {
+        events: &t.events,
+        cmdlines: &t.cmdlines,
+        buffers: &meta.buffers,
+        in_ns: t.in_ns(),
+        problems: &t.problems,
+    };
     let mut out = Out::stdout();
-    let _ = out.write_all(st.render(&meta, all_tasks).as_bytes());
+    let _ = out.write_all(st.render(&names, all_tasks).as_bytes());
     Ok(out.finish()?)
 }

@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 use trbox::lat::{self, Lat, Mode, Table, Unit};
-use trbox::sys::read::{self, Filter, Input, Item, Out, RawOpts, Reading};
+use trbox::sys::read::{self, Entry, Filter, Input, Out, RawOpts, Reading};
 use trbox::sys::Tracefs;
 
 /// `-r`, or a copy of a tracefs tree: what its buffer holds, measured,
@@ -97,9 +97,16 @@ pub(super) fn measure(
     // them to a woken task is that task's end of latency.
     let own = o.filter.not_self.then(trbox::sys::thread::own_tids);
     let o = &RawOpts { filter: Filter { not_self: false, ..o.filter.clone() }, ..o.clone() };
-    let meta = read::collect(input, o, done, &mut |m, it| {
-        if let (true, Item::Record { cpu, ts, payload, .. }) = (keep_tail, &it) {
-            let i = *cpu as usize;
+    let meta = read::collect(input, o, &command::stop(done)?, &mut |m, e| {
+        // A record (CPU, time, bytes), or a loss (None).
+        let it = match e {
+            Entry::Event(ev) => Some((ev.cpu(), ev.ts(), ev.payload())),
+            Entry::Lost { .. } => None,
+            // collect() hands over nothing else.
+            Entry::Damaged { .. } | Entry::Unknown { .. } => return,
+        };
+        if let (true, Some((cpu, ts, payload))) = (keep_tail, it) {
+            let i = cpu as usize;
             if tail.len() <= i {
                 tail.resize_with(i + 1, Default::default);
             }
@@ -108,11 +115,10 @@ pub(super) fn measure(
             let mut rec = if q.len() == TAIL { q.remove(0).1 } else { Vec::new() };
             rec.clear();
             rec.extend_from_slice(payload);
-            q.push((*ts, rec));
+            q.push((ts, rec));
         }
-        if let (true, Item::Record { cpu, ts, payload, .. }) = (want_aa, &it) {
-            aa.get_or_insert_with(|| lat::aa::Analysis::new(&m.trace.events, m.trace.endian))
-                .record(*cpu, *ts, payload);
+        if let (true, Some((cpu, ts, payload))) = (want_aa, it) {
+            aa.get_or_insert_with(|| lat::aa::Analysis::new(&m.trace.events, m.trace.endian)).record(cpu, ts, payload);
         }
         let Ok(l) = acc.get_or_insert_with(|| {
             let mut l = Lat::new(mode, &m.trace.events, m.trace.endian, a.rt, hist)?;
@@ -127,8 +133,8 @@ pub(super) fn measure(
             return;
         };
         match it {
-            Item::Record { ts, .. } if warm.is_some_and(|w| ts < *from.get_or_insert(ts + w)) => {}
-            Item::Record { cpu, ts, payload, .. } => {
+            Some((_, ts, _)) if warm.is_some_and(|w| ts < *from.get_or_insert(ts + w)) => {}
+            Some((cpu, ts, payload)) => {
                 if let (Some(at), Some(screen)) =
                     (refreshed.as_mut().filter(|at| at.elapsed() >= REFRESH), screen.as_mut())
                 {
@@ -151,7 +157,7 @@ pub(super) fn measure(
                     }
                 }
             }
-            Item::Lost { .. } => l.lose(),
+            None => l.lose(),
         }
     })?;
     live.finish()?;

@@ -26,6 +26,7 @@ use std::io::Write as _;
 use std::time::{Duration, Instant};
 use trbox::sys::read::{Input, Out, RawOpts};
 use trbox::sys::state::State;
+use trbox::sys::stop::Stop;
 use trbox::sys::{signals, Tracefs};
 
 pub fn main(args: &[String]) -> Result<(), Error> {
@@ -96,14 +97,14 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         // The tasks whose wakeups count: the command (its children follow
         // through sched_process_fork), or -P.
         let only: Vec<u32> = child.pid().into_iter().chain(a.pid.iter().copied()).collect();
-        let show = |i: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool| {
+        let show = |i: Input<'_>, o: &RawOpts, stop: &Stop<'_>| {
             // A stop threshold: the kernel switches tracing off itself.
             // Looked at every 50 ms (this is called for each record: a read
             // of tracing_on each time cost more CPU than the decoding).
             let armed = tracer && stop_armed(&a, mode);
             let looked = Cell::new(Instant::now());
             let kernel_stop = || {
-                let d = done();
+                let d = stop.asked();
                 if armed && !d && !stopped.get() && looked.get().elapsed() >= Duration::from_millis(50) {
                     looked.set(Instant::now());
                     if t.read(on).is_ok_and(|v| v.trim() == "0") && signals::stop_requested().is_none() {

@@ -2,7 +2,7 @@
 //! byte: endian, 4- or 8-byte commit word, sub-buffer size.
 
 use crate::abi::Endian;
-use crate::page::{Item, Page, PageLayout};
+use crate::page::{Page, PageItem, PageLayout};
 use alloc::vec::Vec;
 
 /// One input of the `page` target.
@@ -23,14 +23,14 @@ pub fn page(data: &[u8]) {
     let mut it = page.items();
     while let Some(item) = it.next() {
         match item {
-            Ok(Item::Record(r)) => {
+            Ok(PageItem::Record(r)) => {
                 // Payloads point inside the input.
                 let lo = bytes.as_ptr() as usize;
                 let p = r.payload.as_ptr() as usize;
                 assert!(p >= lo && p + r.payload.len() <= lo + bytes.len());
                 n += 1;
             }
-            Ok(Item::Lost { .. }) => {}
+            Ok(PageItem::Lost { .. }) => {}
             Err(_) => {
                 assert!(it.next().is_none());
                 break;

@@ -12,8 +12,8 @@
 //! as before, and the loss is reported from the page headers as always.
 
 use super::error::Error;
+use super::pages::PageSource;
 use super::raw::RawPages;
-use super::stream::PageSource;
 use super::thread::Worker;
 use crate::abi::Endian;
 use crate::page::{Page, PageLayout};

@@ -3,15 +3,20 @@
 //! so that it returns normally and the [`State`](super::state::State)
 //! restores tracefs on the way out. A stop also closes the run's traced
 //! window at once ([`shut_on_stop`]).
+//! The applets install the handlers; the library never does: a read that
+//! follows is handed the flag and the wake-up descriptor ([`stop`]).
 //! SIGPIPE stays ignored (Rust's default): writes fail with EPIPE instead,
 //! which the output layer turns into a stop as well.
 
+use super::stop::Stop;
 use std::io;
 use std::os::unix::io::RawFd;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 static STOP: AtomicI32 = AtomicI32::new(0);
+/// Set with `STOP`: the flag a [`Stop`] looks at.
+static STOPPED: AtomicBool = AtomicBool::new(false);
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 static WAKE_RD: AtomicI32 = AtomicI32::new(-1);
 static SHUT_FD: AtomicI32 = AtomicI32::new(-1);
@@ -24,6 +29,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
         unsafe { libc::write(shut, b"0\n".as_ptr().cast(), 2) };
     }
     STOP.store(sig, Ordering::SeqCst);
+    STOPPED.store(true, Ordering::SeqCst);
     let fd = WAKE_FD.load(Ordering::SeqCst);
     if fd >= 0 {
         // SAFETY: write(2) is async-signal-safe; the buffer is valid.
@@ -94,6 +100,14 @@ pub fn stop_requested() -> Option<i32> {
         0 => None,
         s => Some(s),
     }
+}
+
+/// What ends a read: `done()` (asked first), or a stop request (a signal,
+/// -t, [`request_stop`]), which also wakes its waits once the handlers are
+/// installed ([`install`]).
+pub fn stop(done: &dyn Fn() -> bool) -> Stop<'_> {
+    let wake = Some(WAKE_RD.load(Ordering::SeqCst)).filter(|&fd| fd >= 0);
+    Stop::when(done).or_flag(&STOPPED, wake)
 }
 
 /// Ask the loop to stop (time limit reached, command exited…).

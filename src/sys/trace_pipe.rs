@@ -6,14 +6,15 @@
 
 use super::error::Error;
 use super::read::Out;
-use super::{signals, Tracefs};
+use super::stop::Stop;
+use super::Tracefs;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::time::Duration;
 
-/// How long a wait for text lasts before `done` is asked again: the
-/// kernel wakes a trace_pipe reader at every write, but `done` (a
+/// How long a wait for text lasts before `stop` is asked again: the
+/// kernel wakes a trace_pipe reader at every write, but `stop` (a
 /// command's end) has no descriptor to wait on.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -38,18 +39,16 @@ impl TracePipe {
         Ok(TracePipe { f, path })
     }
 
-    /// Copy the text to `out` (standard output: [`Out::stdout`]) until
-    /// `done()` says so or a stop is requested (Ctrl-C, SIGTERM, -t), then
-    /// what is left (the caller has closed the window by then: `done`
-    /// closes it); stop early when `out`'s reader went away. Whether any
-    /// text came.
-    pub fn follow(self, out: &mut Out, done: &dyn Fn() -> bool) -> Result<bool, Error> {
+    /// Copy the text to `out` until `stop` says so (a command's end,
+    /// Ctrl-C, SIGTERM, -t), then what is left (the caller has closed the
+    /// window by then); stop early when `out`'s reader went away. Whether
+    /// any text came.
+    pub fn follow(self, out: &mut Out, stop: &Stop<'_>) -> Result<bool, Error> {
         let TracePipe { mut f, path } = self;
-        let wake = signals::install().ok();
         let mut buf = vec![0u8; 64 * 1024];
         let mut stopping = false;
         while !out.broken() {
-            stopping = stopping || done() || signals::stop_requested().is_some();
+            stopping = stopping || stop.asked();
             match f.read(&mut buf) {
                 Ok(n) if n > 0 => {
                     let _ = out.write_all(buf.get(..n).unwrap_or_default());
@@ -60,7 +59,7 @@ impl TracePipe {
                 // Empty (EAGAIN), or the end a reader gets once tracing is
                 // off after it read something (0).
                 _ if stopping => break,
-                _ => wait(f.as_raw_fd(), wake),
+                _ => wait(f.as_raw_fd(), stop.wake()),
             }
         }
         Ok(out.wrote())

@@ -6,11 +6,16 @@
 
 use std::path::PathBuf;
 
-/// Byte ranges of `src`'s `#[cfg(test)]` items (a module, a function…),
-/// found on `code`, its code-only text (the same length).
-fn test_items(code: &str) -> Vec<(usize, usize)> {
+/// Byte ranges of `src`'s `#[cfg(test)]` items (a module, a function…;
+/// also `#[cfg(all(test, …))]`), found on `code`, its code-only text (the
+/// same length).
+pub fn test_items(code: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
-    for (at, _) in code.match_indices("#[cfg(test)]") {
+    for (at, _) in code.match_indices("#[cfg(") {
+        let cond = &code[at + "#[cfg(".len()..];
+        if !cond.starts_with("test)]") && !cond.starts_with("all(test,") {
+            continue;
+        }
         let Some(open) = code[at..].find(['{', ';']).map(|n| at + n) else { continue };
         if code.as_bytes()[open] == b';' {
             out.push((at, open));

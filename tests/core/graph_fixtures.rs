@@ -9,7 +9,7 @@ use std::path::Path;
 use trbox::abi::Endian;
 use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::{render_streams, GraphEvents, GraphOpts, GraphRec, GraphRenderer, IrqText};
-use trbox::page::{Item, Page};
+use trbox::page::{Page, PageItem};
 use trbox::Trace;
 
 struct Tree {
@@ -37,7 +37,7 @@ fn load(dir: &Path) -> Tree {
         for page in bytes.chunks(sb) {
             let Ok(p) = Page::parse(page, &trace.layout, Endian::Little) else { continue };
             for it in p.items() {
-                if let Ok(Item::Record(r)) = it {
+                if let Ok(PageItem::Record(r)) = it {
                     recs.push((r.ts, r.payload.to_vec()));
                 }
             }

@@ -13,6 +13,7 @@ mod format_fixtures;
 mod graph_fixtures;
 mod kallsyms_used;
 mod module_cycles;
+mod no_side_effects;
 mod page_fixture;
 mod page_qemu_fixtures;
 mod page_synthetic;

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use trbox::abi::Endian;
 use trbox::merge::merge;
-use trbox::page::{Item, Page, PageLayout};
+use trbox::page::{Page, PageItem, PageLayout};
 use trbox::Trace;
 
 pub fn load(dir: &Path) -> (Trace, BTreeMap<u32, Vec<u8>>) {
@@ -47,7 +47,7 @@ fn x86_64_fixture_matches_kernel_text() {
         for page in bytes.chunks(sb) {
             let p = Page::parse(page, &layout, Endian::Little).unwrap();
             for it in p.items() {
-                let Item::Record(r) = it.unwrap() else { panic!("lost events in fixture") };
+                let PageItem::Record(r) = it.unwrap() else { panic!("lost events in fixture") };
                 let ev = table.event_of(r.payload, Endian::Little).expect("known event");
                 let line = lines[cpu][ts.len()];
                 checked += usize::from(common::trace_text::check_fields(ev, r.payload, line, Endian::Little).unwrap());
@@ -123,7 +123,7 @@ struct MemPages {
     next: usize,
 }
 
-impl trbox::sys::stream::PageSource for MemPages {
+impl trbox::sys::pages::PageSource for MemPages {
     fn next_page(&mut self) -> Result<Option<&[u8]>, trbox::sys::Error> {
         self.next += 1;
         Ok(self.pages.get(self.next - 1).map(Vec::as_slice))
@@ -142,7 +142,7 @@ impl trbox::sys::stream::PageSource for MemPages {
 /// stream hands out every record once, in order.
 #[test]
 fn untake_gives_back_only_the_record_just_taken() {
-    use trbox::sys::stream::{CpuPages, Next};
+    use trbox::sys::pages::{CpuItem, CpuPages};
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pages/x86_64-6.18");
     let (trace, raw) = load(&dir);
     let (cpu, bytes) = raw.iter().max_by_key(|(_, b)| b.len()).unwrap();
@@ -154,7 +154,7 @@ fn untake_gives_back_only_the_record_just_taken() {
         let mut out = Vec::new();
         while s.peek_ts().unwrap().is_some() {
             let rec = match s.take() {
-                Some(Next::Record(r)) => Some((r.ts, r.payload.to_vec())),
+                Some(CpuItem::Record(r)) => Some((r.ts, r.payload.to_vec())),
                 _ => None,
             };
             if let Some((ts, payload)) = rec {

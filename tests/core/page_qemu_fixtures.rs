@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use trbox::abi::Endian;
-use trbox::page::{Item, Page};
+use trbox::page::{Page, PageItem};
 
 /// Does the kernel's text `rest` (after the timestamp) belong to event `ev`?
 /// Syscall events print as `sys_NAME(args)` / `sys_NAME -> ret`; ftrace's
@@ -69,7 +69,7 @@ fn qemu_fixture_pages_decode_exactly() {
                 let p = Page::parse(page, &layout, e).unwrap_or_else(|err| panic!("{name} cpu{cpu} page {pi}: {err}"));
                 for it in p.items() {
                     match it.unwrap_or_else(|err| panic!("{name} cpu{cpu} page {pi}: {err}")) {
-                        Item::Record(r) => {
+                        PageItem::Record(r) => {
                             let ev = table
                                 .event_of(r.payload, e)
                                 .unwrap_or_else(|| panic!("{name}: unknown id {:?}", table.record_id(r.payload, e)));
@@ -77,7 +77,7 @@ fn qemu_fixture_pages_decode_exactly() {
                             last = r.ts;
                             v.push(((r.ts + 500) / 1000, ev.name.clone()));
                         }
-                        Item::Lost { .. } => panic!("{name}: lost events"),
+                        PageItem::Lost { .. } => panic!("{name}: lost events"),
                     }
                 }
             }

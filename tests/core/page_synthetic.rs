@@ -3,7 +3,7 @@
 
 use trbox::abi::Endian;
 use trbox::format::HeaderPage;
-use trbox::page::{Item, Missed, Page, PageErrorKind, PageLayout};
+use trbox::page::{Missed, Page, PageErrorKind, PageItem, PageLayout};
 
 /// Little-endian x86_64-style page: 8-byte commit word with both flags
 /// added the way the kernel's `local_add(int)` does (sign-extended).
@@ -32,9 +32,9 @@ fn le64_hand_made_with_stored_loss() {
     assert_eq!((page.len, page.missed), (0x24, Missed::Count(4242)));
     let items: Vec<_> = page.items().map(Result::unwrap).collect();
     assert_eq!(items.len(), 3);
-    assert_eq!(items[0], Item::Lost { ts: 1_000_000, count: Some(4242) });
-    let Item::Record(a) = items[1] else { panic!() };
-    let Item::Record(b) = items[2] else { panic!() };
+    assert_eq!(items[0], PageItem::Lost { ts: 1_000_000, count: Some(4242) });
+    let PageItem::Record(a) = items[1] else { panic!() };
+    let PageItem::Record(b) = items[2] else { panic!() };
     assert_eq!((a.ts, a.payload), (1_000_007, &b"ABCDEFGH"[..]));
     assert_eq!((b.ts, b.payload), (1_000_007 + (3 << 27) + 5 + 1, &b"longdata"[..]));
 }
@@ -68,8 +68,8 @@ fn be32_hand_made_unknown_loss() {
     assert_eq!(page.missed, Missed::Unknown);
     let items: Vec<_> = page.items().map(Result::unwrap).collect();
     assert_eq!(items.len(), 2);
-    assert_eq!(items[0], Item::Lost { ts: 50, count: None });
-    let Item::Record(r) = items[1] else { panic!() };
+    assert_eq!(items[0], PageItem::Lost { ts: 50, count: None });
+    let PageItem::Record(r) = items[1] else { panic!() };
     assert_eq!((r.ts, r.payload), (52, &b"wxyz"[..]));
     // Read as little endian, the same bytes are garbage: an error, not a panic.
     let bad = Page::parse(&p, &l, Endian::Little);
@@ -128,13 +128,13 @@ fn corrupted_and_truncated_real_pages() {
         let mut it = page.items();
         while let Some(x) = it.next() {
             match x {
-                Ok(Item::Record(r)) => {
+                Ok(PageItem::Record(r)) => {
                     let lo = p.as_ptr() as usize;
                     let at = r.payload.as_ptr() as usize;
                     assert!(at >= lo && at + r.payload.len() <= lo + p.len());
                     n += 1;
                 }
-                Ok(Item::Lost { .. }) => {}
+                Ok(PageItem::Lost { .. }) => {}
                 Err(e) => {
                     assert!(it.next().is_none());
                     return (n, Some(e.kind));

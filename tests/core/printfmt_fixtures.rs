@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use trbox::abi::Endian;
-use trbox::page::{decode, Item};
+use trbox::page::{decode, PageItem};
 use trbox::printfmt::{Ctx, Program};
 use trbox::trace::KernelProfile;
 
@@ -36,7 +36,7 @@ fn compare(root: &Path, ver: Option<(u32, u32)>, per_event: &mut BTreeMap<String
         for page in raw.chunks(layout.subbuf_size()) {
             let Ok(items) = decode(page, &layout, e) else { continue };
             for it in items {
-                let Ok(Item::Record(rec)) = it else { continue };
+                let Ok(PageItem::Record(rec)) = it else { continue };
                 let Some(id) = e.uint(rec.payload, 0, 2) else { continue };
                 let Some(ev) = fmts.get(id as u32) else { continue };
                 let p = progs.entry(id as u32).or_insert_with(|| Program::compile_with(ev, long, &kernel));
@@ -209,7 +209,7 @@ fn fast_writers_equal_the_interpreter() {
             for page in raw.chunks(trace.layout.subbuf_size()) {
                 let Ok(items) = decode(page, &trace.layout, e) else { continue };
                 for it in items {
-                    let Ok(Item::Record(rec)) = it else { continue };
+                    let Ok(PageItem::Record(rec)) = it else { continue };
                     let Some(id) = e.uint(rec.payload, 0, 2) else { continue };
                     let Some(ev) = trace.events.get(id as u32) else { continue };
                     let (p, seen) =

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use trbox::abi::Endian;
 use trbox::merge::merge;
-use trbox::page::{Item, Page};
+use trbox::page::{Page, PageItem};
 
 const EVENTS: &[&str] = &[
     "sched/sched_switch",
@@ -198,7 +198,7 @@ fn live_pages_match_trace_file() {
             let p = Page::parse(page, &layout, Endian::NATIVE).expect("page header");
             for item in p.items() {
                 match item.expect("page decodes") {
-                    Item::Record(r) => {
+                    PageItem::Record(r) => {
                         let ev = table.event_of(r.payload, Endian::NATIVE).unwrap_or_else(|| {
                             panic!("unknown common_type {:?}", table.record_id(r.payload, Endian::NATIVE))
                         });
@@ -212,7 +212,7 @@ fn live_pages_match_trace_file() {
                         }
                         got.entry(cpu).or_default().push(((r.ts + 500) / 1000, ev.name.clone()));
                     }
-                    Item::Lost { .. } => panic!("lost events reported on cpu{cpu}"),
+                    PageItem::Lost { .. } => panic!("lost events reported on cpu{cpu}"),
                 }
             }
         }

@@ -19,7 +19,7 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use trbox::page::{decode, Item};
+use trbox::page::{decode, PageItem};
 use trbox::printfmt::{Ctx, Program};
 
 fn read_raw(root: &Path, cpu: u32, subbuf: usize) -> Vec<Vec<u8>> {
@@ -107,8 +107,8 @@ fn bodies_equal_kernel_text() {
                 let Ok(items) = decode(&page, &layout, endian) else { continue };
                 for it in items {
                     let rec = match it {
-                        Ok(Item::Record(r)) => r,
-                        Ok(Item::Lost { .. }) => {
+                        Ok(PageItem::Record(r)) => r,
+                        Ok(PageItem::Lost { .. }) => {
                             lost += 1;
                             continue;
                         }

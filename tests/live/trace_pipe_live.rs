@@ -7,6 +7,7 @@ use common::*;
 use std::time::{Duration, Instant};
 use trbox::sys::read::Out;
 use trbox::sys::state::State;
+use trbox::sys::stop::Stop;
 use trbox::sys::trace_pipe::TracePipe;
 use trbox::sys::Tracefs;
 
@@ -38,13 +39,13 @@ fn a_window_comes_out_as_the_kernel_prints_it() {
             t.write("tracing_on", "0").unwrap();
             true
         };
-        assert!(pipe.follow(&mut out, &done).unwrap(), "no text from trace_pipe");
+        assert!(pipe.follow(&mut out, &Stop::when(&done)).unwrap(), "no text from trace_pipe");
         let text = String::from_utf8_lossy(out.bytes()).into_owned();
         assert!(text.contains("sched_process_exec: filename=/bin/true"), "{text}");
         assert!(started.elapsed() < Duration::from_secs(10));
         // Consumed: a second reader of the closed window gets nothing.
         let mut again = Out::memory();
-        assert!(!TracePipe::open(&t).unwrap().follow(&mut again, &|| true).unwrap());
+        assert!(!TracePipe::open(&t).unwrap().follow(&mut again, &Stop::when(&|| true)).unwrap());
         assert!(again.bytes().is_empty());
     }
     assert_same_state(&before, &snapshot(&root));

@@ -2,24 +2,31 @@
 //! trace.dat ([`Input`]), merged across CPUs (and buffers) in time order,
 //! and handed to a [`Sink`], the way ripgrep's searcher drives its
 //! printers. The sinks: the text and JSON printer ([`print()`]), and any
-//! closure that takes the kept records one by one ([`collect`]): the
-//! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer
+//! closure that takes the kept records one by one ([`collect`], each an
+//! [`Entry`] as the pull reader gives them): the
+//! counts of `tr-cat --stats` ([`TraceSummary`](crate::summary::TraceSummary)), the Perfetto writer
 //! (`perfetto`, host builds),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
 //! A host tool that pulls records instead of being handed them uses
-//! [`Reader`] (no sink, no signal handler, nothing printed).
+//! [`Reader`] (no sink).
+//!
+//! Nothing here has a side effect on the process: the caller says what
+//! ends a read that follows ([`Stop`]: its signal handlers' flag, if it
+//! has any), where the text goes ([`Out`]), and prints the note of an
+//! empty read ([`Printed::empty`], [`Meta::empty`]) where it likes.
 //!
 //! ```no_run
-//! use trbox::sys::read::{self, Input, Item, RawOpts};
+//! use trbox::sys::read::{self, Entry, Input, RawOpts};
+//! use trbox::sys::stop::Stop;
 //! let o = RawOpts::all(false, false, None, None);
 //! let input = Input::trace_dat("example", "trace.dat".as_ref(), None, &o)?;
 //! let mut n = 0u64;
-//! read::collect(input, &o, &|| false, &mut |_, it| {
-//!     if let Item::Record { .. } = it {
+//! let meta = read::collect(input, &o, &Stop::never(), &mut |_, it| {
+//!     if let Entry::Event(_) = it {
 //!         n += 1
 //!     }
 //! })?;
-//! println!("{n} records");
+//! let _ = (n, meta.empty);
 //! # Ok::<(), trbox::sys::Error>(())
 //! ```
 
@@ -32,7 +39,6 @@ mod perfetto;
 mod problems;
 mod reader;
 mod stream_in;
-mod summary;
 mod text;
 
 pub use input::Input;
@@ -44,7 +50,6 @@ pub use reader::{Entries, Entry, Event, ReadOptions, Reader, Session, Text};
 pub use stream_in::load_stream;
 #[cfg(feature = "host")]
 pub use stream_in::load_stream_with;
-pub use summary::Summary;
 pub use text::{Emitter, Kept, Plain, StackVerdicts};
 
 use crate::graph::GraphRenderer;
@@ -52,17 +57,30 @@ use crate::merge::{self, Merger};
 use crate::printfmt::SymbolLookup;
 use crate::render::{Cmdlines, CommonFields, Renderer};
 use crate::sys::error::Error;
-use crate::sys::stream::{wait_for_data, CpuPages, Next};
+use crate::sys::pages::{wait_for_data, CpuItem, CpuPages};
+use crate::sys::stop::Stop;
 use crate::sys::trace::Opened;
-use crate::sys::{signals, Tracefs};
+use crate::sys::Tracefs;
 use problems::{add_run_problems, UnknownEvents};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-/// Decode and print until the streams are empty (drain) or, when
-/// following, until Ctrl-C, the time limit or `done()` says so.
-/// Print the records; whether anything (a record, a loss) was printed.
-pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
+/// What a [`print()`] did, besides its text.
+#[derive(Debug)]
+pub struct Printed {
+    /// Anything (a record, a loss) was written.
+    pub shown: bool,
+    /// The read met nothing at all (no record, no loss, no damaged page):
+    /// the note that says so (`tr-cat: FILE: no events in the top
+    /// buffer`), for the caller to print. Never silently nothing.
+    pub empty: Option<String>,
+}
+
+/// Decode the records and write them (text, or JSON with `o.json`) to
+/// `out`, until the streams are empty (drain) or, when following, until
+/// the time limit or `stop` says so. The caller flushes `out`
+/// ([`Out::finish`]).
+pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Printed, Error> {
     let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note, .. } =
         input;
     let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
@@ -111,7 +129,6 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
         text: Out::memory(),
         cpus: ncpus.max(1),
     };
-    let mut out = Out::stdout();
     let mut merger = Merger::new(streams.len());
     // A buffer read to its end (a file, a copy, a drain) renders on every
     // CPU; a followed one prints each line as it comes. The graph layout
@@ -123,10 +140,10 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
         let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
         let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
         let id_of = |p: &[u8]| events.record_id(p, endian);
-        parallel::run(&mut streams, &mut merger, watch, &id_of, threads, &plain, &mut out);
+        parallel::run(&mut streams, &mut merger, watch, &id_of, threads, &plain, out);
     }
-    drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut em)?;
-    note_if_empty(&streams, empty_note);
+    drive(&mut streams, &mut merger, tree, o, stop, out, &mut em)?;
+    let empty = if_empty(&streams, empty_note);
     let shown = out.wrote();
     if o.json {
         // What the readers read past, counted as `--stats` shows it: one
@@ -137,52 +154,20 @@ pub fn print(input: Input<'_>, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<b
         let _ = crate::json::problems_line(&mut line, &problems);
         let _ = out.write_all(line.as_bytes());
     }
-    out.finish()?;
-    Ok(shown)
+    Ok(Printed { shown, empty })
 }
 
-/// Never silently nothing: say so when the streams held no item at all.
-fn note_if_empty(streams: &[CpuPages], note: Option<String>) {
+/// Never silently nothing: the note, when the streams held no item at all.
+fn if_empty(streams: &[CpuPages], note: Option<String>) -> Option<String> {
     let seen = |s: &CpuPages| {
         let c = &s.counts;
         c.records + c.lost + c.lost_unknown + c.damaged + c.bad_time + c.truncated
     };
-    if let Some(n) = note.filter(|_| streams.iter().map(seen).sum::<u64>() == 0) {
-        eprintln!("{n}");
-    }
+    note.filter(|_| streams.iter().map(seen).sum::<u64>() == 0)
 }
 
 /// Most threads that render a drained buffer unless -j says.
 const MAX_THREADS: usize = 8;
-
-/// One kept record (or a loss) of a collecting run, in merged order.
-/// `buffer` indexes [`Meta::buffers`].
-pub enum Item<'a> {
-    /// A record the filters kept.
-    Record {
-        /// Its buffer.
-        buffer: u32,
-        /// The CPU that wrote it.
-        cpu: u32,
-        /// Its time, in the trace clock's unit.
-        ts: u64,
-        /// The event's bytes, from `common_type` on: decode them with
-        /// `meta.trace.events.event_of(payload, meta.trace.endian)` and
-        /// the fields of the [`EventFormat`](crate::format::EventFormat).
-        payload: &'a [u8],
-    },
-    /// Events lost before the next page (the ring buffer overran).
-    Lost {
-        /// Its buffer.
-        buffer: u32,
-        /// The CPU that lost them.
-        cpu: u32,
-        /// The time of the page that follows the loss.
-        ts: u64,
-        /// How many, when the page header said.
-        count: Option<u64>,
-    },
-}
 
 /// What a collector gets besides the records, and back at the end to print
 /// names: the session itself and the buffers' names.
@@ -191,6 +176,9 @@ pub struct Meta {
     pub trace: Opened,
     /// The names of the buffers the items come from, when several.
     pub buffers: Vec<String>,
+    /// The read met nothing at all: the note that says so, for the caller
+    /// to print ([`Printed::empty`]).
+    pub empty: Option<String>,
     /// Where the common fields are (the same in every format of a kernel):
     /// located once, not for each record.
     common: Option<CommonFields>,
@@ -218,12 +206,15 @@ impl Meta {
 }
 
 /// Like [`print()`], but hand every kept record to `f` instead of printing it
-/// (aggregations print at the end). Returns the metadata for the names.
+/// (aggregations print at the end): each an [`Entry::Event`], or an
+/// [`Entry::Lost`] (a damaged page is counted in the problems, a record no
+/// format describes too). `buffer` indexes [`Meta::buffers`]. Returns the
+/// metadata for the names.
 pub fn collect(
     input: Input<'_>,
     o: &RawOpts,
-    done: &dyn Fn() -> bool,
-    f: &mut dyn FnMut(&Meta, Item<'_>),
+    stop: &Stop<'_>,
+    f: &mut dyn FnMut(&Meta, Entry<'_>),
 ) -> Result<Meta, Error> {
     let Input {
         trace,
@@ -241,6 +232,7 @@ pub fn collect(
         common: CommonFields::of_table(&trace.events),
         trace,
         buffers,
+        empty: None,
         #[cfg(feature = "host")]
         uname,
         #[cfg(feature = "host")]
@@ -248,12 +240,13 @@ pub fn collect(
     };
     let prepared = o.filter.prepare(&meta.trace.events);
     let mut c = Collector { meta, f, o, prepared, stacks: Default::default(), unknown: UnknownEvents::default() };
-    let mut out = Out::stdout();
+    // The collector writes nothing: this only stands where a printer's
+    // output would.
+    let mut out = Out::memory();
     let mut merger = Merger::new(streams.len());
-    drive(&mut streams, &mut merger, tree, o, done, &mut out, &mut c)?;
-    note_if_empty(&streams, empty_note);
-    out.finish()?;
+    drive(&mut streams, &mut merger, tree, o, stop, &mut out, &mut c)?;
     let Collector { mut meta, unknown, .. } = c;
+    meta.empty = if_empty(&streams, empty_note);
     add_run_problems(&streams, &unknown, &meta.buffers, &mut meta.trace.problems);
     Ok(meta)
 }
@@ -280,20 +273,17 @@ fn drive(
     merger: &mut Merger,
     tree: Option<&Tracefs>,
     o: &RawOpts,
-    done: &dyn Fn() -> bool,
+    stop: &Stop<'_>,
     out: &mut Out,
     c: &mut dyn Sink,
 ) -> Result<(), Error> {
-    let wake = signals::install().map_err(Error::Signals)?;
     let start = Instant::now();
     // The trace clock at the stop: the last drain ends there. Tracing is
     // still on then, and reading the buffer can itself make events (a
     // syscall event of read(), a sched_switch): without a bound, draining
     // an event its own reads cause never ends.
     let mut until = None;
-    // done() first: it is told of a stop too (an applet's progress line
-    // goes before the output).
-    let stopping = || done() || signals::stop_requested().is_some() || o.limit.is_some_and(|l| start.elapsed() >= l);
+    let stopping = || stop.asked() || o.limit.is_some_and(|l| start.elapsed() >= l);
     // Following live, the comms are read again now and then: a busy buffer
     // may never leave the loop idle (where they are read too), and tasks
     // born in the window (a command's exec) are named after the first look.
@@ -310,18 +300,18 @@ fn drive(
             comms(c);
             comms_at = Instant::now();
         }
-        let stop = stopping();
+        let stopped = stopping();
         if out.broken() {
             break;
         }
-        if stop && streams.iter().any(|s| s.follow) {
+        if stopped && streams.iter().any(|s| s.follow) {
             // Ctrl-C / time limit / the command ended: print what is
             // buffered, then end.
             streams.iter_mut().for_each(|s| s.follow = false);
             until = tree.and_then(Tracefs::now);
         }
         match merger.next(streams) {
-            merge::Next::Cpu(i) => {
+            merge::Pick::Cpu(i) => {
                 let s = &mut streams[i];
                 if until.is_some_and(|u| s.peek_ts().ok().flatten().is_some_and(|ts| ts > u)) {
                     // Merged order: everything left is newer still.
@@ -329,18 +319,18 @@ fn drive(
                 }
                 c.emit(s, out)
             }
-            merge::Next::End => break,
-            merge::Next::Pending(_) => {
+            merge::Pick::End => break,
+            merge::Pick::Pending(_) => {
                 let _ = out.flush();
                 let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
-                wait_for_data(streams, Some(wake), left.min(o.reading.pace.unwrap_or(WAIT_TICK)));
+                wait_for_data(streams, stop.wake(), left.min(o.reading.pace.unwrap_or(WAIT_TICK)));
                 // New tasks appeared meanwhile: their comms too.
                 comms(c);
                 // An idle CPU must not hold the others back for ever. What
                 // is ready can grow as fast as it is read (events of our own
                 // reads): a stop must still get through.
                 while !stopping() && !out.broken() {
-                    let merge::Next::Cpu(i) = merger.next_ready(streams) else { break };
+                    let merge::Pick::Cpu(i) = merger.next_ready(streams) else { break };
                     c.emit(&mut streams[i], out);
                 }
             }
@@ -372,7 +362,7 @@ fn drive(
 
 struct Collector<'f> {
     meta: Meta,
-    f: &'f mut dyn FnMut(&Meta, Item<'_>),
+    f: &'f mut dyn FnMut(&Meta, Entry<'_>),
     o: &'f RawOpts,
     prepared: Prepared,
     stacks: StackVerdicts,
@@ -383,21 +373,21 @@ impl Sink for Collector<'_> {
     fn emit(&mut self, s: &mut CpuPages, _: &mut Out) {
         let (buffer, cpu, m, o) = (s.buffer, s.cpu, &self.meta, self.o);
         match s.take() {
-            Some(Next::Record(rec)) => {
+            Some(CpuItem::Record(rec)) => {
                 let t = &m.trace;
-                let Some(ev) = t.events.event_of(rec.payload, t.endian) else {
+                let Some(format) = t.events.event_of(rec.payload, t.endian) else {
                     return self.unknown.count(t.events.record_id(rec.payload, t.endian));
                 };
-                let pid = m.pid(ev, rec.payload);
+                let ev = Event::of(buffer, cpu, rec, format, t, m.common);
                 let keep = !o.since.is_some_and(|t0| rec.ts < t0)
-                    && o.filter.keep(&self.prepared, ev, rec.payload, t.endian, pid, &t.cmdlines);
-                if !self.stacks.keep(buffer, cpu, ev, keep) {
+                    && o.filter.keep(&self.prepared, format, rec.payload, t.endian, ev.pid(), &t.cmdlines);
+                if !self.stacks.keep(buffer, cpu, format, keep) {
                     return;
                 }
-                (self.f)(m, Item::Record { buffer, cpu, ts: rec.ts, payload: rec.payload });
+                (self.f)(m, Entry::Event(ev));
             }
-            Some(Next::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => {
-                (self.f)(m, Item::Lost { buffer, cpu, ts, count })
+            Some(CpuItem::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => {
+                (self.f)(m, Entry::Lost { buffer, cpu, ts, count })
             }
             // A damaged page is told and counted by the stream.
             _ => {}

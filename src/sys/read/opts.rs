@@ -121,7 +121,7 @@ pub struct RawOpts {
     /// Which records to keep.
     pub filter: Filter,
     /// Keep reading a live buffer as it fills, until a stop (Ctrl-C, the
-    /// limit, the caller's `done`).
+    /// limit, the caller's [`Stop`](crate::sys::stop::Stop)).
     pub follow: bool,
     /// The printer writes one JSON object per record instead of text.
     pub json: bool,

@@ -15,7 +15,7 @@
 use super::out::Out;
 use super::text::Plain;
 use crate::merge::{self, Merger};
-use crate::sys::stream::{CpuPages, Next};
+use crate::sys::pages::{CpuItem, CpuPages};
 use crate::sys::thread;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
@@ -279,11 +279,11 @@ fn produce(
 ) {
     let mut cur = p.batch();
     while !out.broken() {
-        let merge::Next::Cpu(i) = merger.next(streams) else { break };
+        let merge::Pick::Cpu(i) = merger.next(streams) else { break };
         let Some(s) = streams.get_mut(i) else { break };
         let (buffer, cpu) = (s.buffer, s.cpu);
         match s.take() {
-            Some(Next::Record(rec)) => {
+            Some(CpuItem::Record(rec)) => {
                 // Looked at once taken (a peek first cost as much as the
                 // test): a graph record goes back for the one-thread loop.
                 if graph.is_some_and(|is_graph| is_graph(rec.payload)) {
@@ -297,9 +297,9 @@ fn produce(
                 let end = cur.arena.len() as u32;
                 cur.pieces.push(Piece::Record { buffer, cpu, ts: rec.ts, start, end, id: id.unwrap_or(u32::MAX) });
             }
-            Some(Next::Lost { ts, count }) => cur.pieces.push(Piece::Lost { buffer, cpu, ts, count }),
+            Some(CpuItem::Lost { ts, count }) => cur.pieces.push(Piece::Lost { buffer, cpu, ts, count }),
             // A damaged page is told and counted by the stream.
-            Some(Next::Damaged(_)) | None => {}
+            Some(CpuItem::Damaged(_)) | None => {}
         }
         if cur.pieces.len() >= BATCH || cur.bytes >= BATCH_BYTES {
             let next = p.batch();

@@ -5,8 +5,9 @@
 //! system's from uname, and the functions' names from the session's
 //! symbols.
 
-use super::{collect, Input, Item, RawOpts};
+use super::{collect, Entry, Input, RawOpts};
 use crate::sys::error::Error;
+use crate::sys::stop::Stop;
 use std::io::Write;
 
 /// Packet bytes gathered before a write.
@@ -20,16 +21,19 @@ pub struct Written {
     pub compact: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// The input held nothing at all: the note that says so
+    /// ([`Meta::empty`](super::Meta::empty)).
+    pub empty: Option<String>,
 }
 
 /// Writes a Perfetto trace of what `input` holds to `w` (the file
-/// `path`, named in errors). `done` is asked before each record is read,
+/// `path`, named in errors). `stop` is asked before each record is read,
 /// as by [`collect`] (a caller counts the records so, for a progress
 /// line).
 pub fn perfetto(
     input: Input<'_>,
     o: &RawOpts,
-    done: &dyn Fn() -> bool,
+    stop: &Stop<'_>,
     w: &mut dyn Write,
     path: &std::path::Path,
 ) -> Result<Written, Error> {
@@ -44,25 +48,25 @@ pub fn perfetto(
         }
         bytes += b.len() as u64;
     };
-    let meta = collect(input, o, done, &mut |m, it| match it {
-        Item::Record { buffer, cpu, ts, payload } => {
-            let endian = m.trace.endian;
+    let meta = collect(input, o, stop, &mut |m, it| match it {
+        Entry::Event(ev) => {
             if m.buffers.len() > 1 {
                 tr.several_buffers();
             }
-            if let Some(ev) = m.trace.events.event_of(payload, endian) {
-                let symbol = |a: u64| {
-                    use crate::printfmt::SymbolLookup;
-                    // The name alone, as the function_graph tracer prints it (%ps).
-                    m.trace.symbols.lookup(a).map(|s| s.name.to_string())
-                };
-                tr.event(ev, buffer, cpu, ts, m.pid(ev, payload), payload, endian, &symbol);
-                if tr.pending() >= WRITE_BYTES {
-                    put(&tr.take(), &mut failed);
-                }
+            let symbol = |a: u64| {
+                use crate::printfmt::SymbolLookup;
+                // The name alone, as the function_graph tracer prints it (%ps).
+                m.trace.symbols.lookup(a).map(|s| s.name.to_string())
+            };
+            let (buffer, cpu, ts, payload) = (ev.buffer(), ev.cpu(), ev.ts(), ev.payload());
+            tr.event(ev.format(), buffer, cpu, ts, ev.pid(), payload, m.trace.endian, &symbol);
+            if tr.pending() >= WRITE_BYTES {
+                put(&tr.take(), &mut failed);
             }
         }
-        Item::Lost { buffer, cpu, .. } => tr.lost(buffer, cpu),
+        Entry::Lost { buffer, cpu, .. } => tr.lost(buffer, cpu),
+        // collect() hands over nothing else.
+        Entry::Damaged { .. } | Entry::Unknown { .. } => {}
     })?;
     let threads: Vec<(i32, &str)> = meta
         .saved_cmdlines
@@ -79,6 +83,6 @@ pub fn perfetto(
     }
     match failed {
         Some(e) => Err(Error::io(path, e)),
-        None => Ok(Written { events, compact, bytes }),
+        None => Ok(Written { events, compact, bytes, empty: meta.empty }),
     }
 }

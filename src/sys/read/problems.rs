@@ -6,7 +6,7 @@
 //! on any rendering thread).
 
 use crate::problems::{ProblemKind, Problems};
-use crate::sys::stream::CpuPages;
+use crate::sys::pages::CpuPages;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 

@@ -15,11 +15,11 @@ use super::problems::{add_run_problems, UnknownEvents};
 use crate::format::{EventFormat, EventTable, Value};
 use crate::kernel::KernelProfile;
 use crate::merge::{self, Merger};
-use crate::page::PageError;
+use crate::page::{PageError, Record};
 use crate::problems::Problems;
 use crate::render::{CommonFields, Renderer};
 use crate::sys::error::Error;
-use crate::sys::stream::{self, CpuPages};
+use crate::sys::pages::{self, CpuPages};
 use crate::sys::trace::{KernelFacts, Opened};
 use crate::sys::Tracefs;
 use std::path::Path;
@@ -176,23 +176,15 @@ impl Reader {
 impl Records {
     fn next_entry<'a>(&'a mut self, session: &'a Session) -> Option<Entry<'a>> {
         // A file or a copy is read to its end: no stream is ever pending.
-        let merge::Next::Cpu(i) = self.merger.next(&mut self.streams) else { return None };
+        let merge::Pick::Cpu(i) = self.merger.next(&mut self.streams) else { return None };
         let s = self.streams.get_mut(i)?;
         let (buffer, cpu) = (s.buffer, s.cpu);
         // The merge points at a stream whose head it peeked: there is one.
         Some(match s.take()? {
-            stream::Next::Record(rec) => {
+            pages::CpuItem::Record(rec) => {
                 let (t, payload) = (&session.trace, rec.payload);
                 match t.events.event_of(payload, t.endian) {
-                    Some(format) => Entry::Event(Event {
-                        ts: rec.ts,
-                        cpu,
-                        buffer,
-                        payload,
-                        format,
-                        trace: t,
-                        common: self.common.unwrap_or_else(|| CommonFields::of(format)),
-                    }),
+                    Some(format) => Entry::Event(Event::of(buffer, cpu, rec, format, t, self.common)),
                     None => {
                         let id = t.events.record_id(payload, t.endian);
                         self.unknown.count(id);
@@ -200,8 +192,8 @@ impl Records {
                     }
                 }
             }
-            stream::Next::Lost { ts, count } => Entry::Lost { buffer, cpu, ts, count },
-            stream::Next::Damaged(error) => Entry::Damaged { buffer, cpu, error },
+            pages::CpuItem::Lost { ts, count } => Entry::Lost { buffer, cpu, ts, count },
+            pages::CpuItem::Damaged(error) => Entry::Damaged { buffer, cpu, error },
         })
     }
 }
@@ -305,7 +297,9 @@ impl Text<'_> {
     }
 }
 
-/// One step of a [`Reader`]: a record, or a problem met on the way.
+/// One step of a [`Reader`]: a record, or a problem met on the way. (What
+/// [`collect`](super::collect) hands over: an event the filters kept, or a
+/// loss.)
 #[derive(Debug)]
 pub enum Entry<'a> {
     /// A record of an event the trace has the format of.
@@ -360,6 +354,21 @@ pub struct Event<'a> {
 }
 
 impl<'a> Event<'a> {
+    /// Record `rec` of CPU `cpu` of buffer `buffer`, an event `format` of
+    /// `trace`; `common`: where the common fields are, when known for
+    /// every format.
+    pub(super) fn of(
+        buffer: u32,
+        cpu: u32,
+        rec: Record<'a>,
+        format: &'a EventFormat,
+        trace: &'a Opened,
+        common: Option<CommonFields>,
+    ) -> Self {
+        let common = common.unwrap_or_else(|| CommonFields::of(format));
+        Event { ts: rec.ts, cpu, buffer, payload: rec.payload, format, trace, common }
+    }
+
     /// Its time, in the trace clock's unit (nanoseconds for most clocks).
     pub fn ts(&self) -> u64 {
         self.ts

@@ -13,7 +13,7 @@ use crate::format::{EventFormat, EventTable};
 use crate::graph::{GraphRenderer, IrqText, Outcome};
 use crate::render::{write_lost, Cmdlines, Renderer};
 use crate::sys::kallsyms::LazyKallsyms;
-use crate::sys::stream::{CpuPages, Next};
+use crate::sys::pages::{CpuItem, CpuPages};
 use std::io::Write as _;
 
 /// The text of records and losses in every layout but the graph one: all
@@ -179,7 +179,7 @@ impl Emitter<'_> {
     fn emit_into(&mut self, s: &mut CpuPages, line: &mut Out) {
         let (buffer, cpu) = (s.buffer, s.cpu);
         match s.take() {
-            Some(Next::Record(rec)) => {
+            Some(CpuItem::Record(rec)) => {
                 let ev = match self.p.kept(buffer, cpu, rec.ts, rec.payload) {
                     Kept::Event(ev) => ev,
                     Kept::Unknown => return self.p.unknown_event(line, buffer, cpu, rec.ts, rec.payload),
@@ -222,9 +222,9 @@ impl Emitter<'_> {
                 }
                 self.p.print(line, ev, buffer, cpu, rec.ts, rec.payload);
             }
-            Some(Next::Lost { ts, count }) => self.p.lost(line, buffer, cpu, ts, count),
+            Some(CpuItem::Lost { ts, count }) => self.p.lost(line, buffer, cpu, ts, count),
             // A damaged page is told and counted by the stream.
-            Some(Next::Damaged(_)) | None => {}
+            Some(CpuItem::Damaged(_)) | None => {}
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::page::{time_range_end, Cursor, Missed, Page, PageError, PageErrorKind
 
 /// What a stream yields.
 #[derive(Debug)]
-pub enum Next<'a> {
+pub enum CpuItem<'a> {
     /// Events were lost before the page that follows (`ts`: its time).
     Lost {
         /// The time of the page that follows.
@@ -303,7 +303,7 @@ impl CpuPages {
     }
 
     /// Take the item [`peek_ts`](Self::peek_ts) announced.
-    pub fn take(&mut self) -> Option<Next<'_>> {
+    pub fn take(&mut self) -> Option<CpuItem<'_>> {
         match self.peeked.take()? {
             Peeked::Lost { ts, count } => {
                 self.taken = None;
@@ -311,7 +311,7 @@ impl CpuPages {
                     Some(n) => self.counts.lost += n,
                     None => self.counts.lost_unknown += 1,
                 }
-                Some(Next::Lost { ts, count })
+                Some(CpuItem::Lost { ts, count })
             }
             Peeked::Damaged(e) => {
                 self.taken = None;
@@ -334,12 +334,12 @@ impl CpuPages {
                         log::warn!("cpu{cpu}: skipped a damaged page (its page {page}): {e}");
                     }
                 }
-                Some(Next::Damaged(e))
+                Some(CpuItem::Damaged(e))
             }
             Peeked::Record { ts, start, end } => {
                 self.counts.records += 1;
                 self.taken = Some((ts, start, end, self.counts.pages));
-                Some(Next::Record(Record { ts, payload: self.page.get(start..end)? }))
+                Some(CpuItem::Record(Record { ts, payload: self.page.get(start..end)? }))
             }
         }
     }
@@ -379,8 +379,8 @@ impl crate::merge::CpuStream for CpuPages {
     }
 }
 
-/// Sleep until a CPU buffer may have data, a stop was requested (`wake_fd`
-/// from [`signals::install`](super::signals::install)), or `max` passed.
+/// Sleep until a CPU buffer may have data, a stop was requested (`wake_fd`:
+/// [`Stop::wake`](super::stop::Stop::wake)), or `max` passed.
 /// poll() readiness on trace_pipe_raw follows `buffer_percent`: the caller
 /// bounds the wait (`max`) so that data below the watermark still shows up.
 pub fn wait_for_data(streams: &[CpuPages], wake_fd: Option<i32>, max: std::time::Duration) {

@@ -1,10 +1,17 @@
 //! `tr-cat --stats`: what a buffer or a trace.dat holds, in 80 columns —
 //! the time span, events and losses per CPU, events per type and per task.
+//! Counted from the records as a reader hands them over
+//! ([`TraceSummary::record`], [`TraceSummary::lost`]), and formatted with
+//! the trace's names ([`Summarized`]); no I/O.
 
-use super::{Item, Meta};
-use crate::render::write_timestamp;
+use crate::format::EventTable;
+use crate::problems::Problems;
+use crate::render::{write_timestamp, Cmdlines};
 use crate::vecmap::VecMap;
-use std::fmt::Write as _;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt::Write as _;
 
 /// Counts by key, sorted by key.
 type Counts = VecMap<i64, u64>;
@@ -29,11 +36,10 @@ impl Counts {
     }
 }
 
-/// What `tr-cat --stats` shows of a buffer or a trace.dat: a sink of
-/// [`collect`](super::collect) that counts records and losses by CPU, event
-/// and task, and the time span.
+/// What `tr-cat --stats` shows of a buffer or a trace.dat: records and
+/// losses counted by CPU, event and task, and the time span.
 #[derive(Default)]
-pub struct Summary {
+pub struct TraceSummary {
     /// Per CPU (keyed by [`cpu_key`]): events, lost events counted, losses
     /// of unknown size.
     cpus: Counts,
@@ -44,52 +50,70 @@ pub struct Summary {
     span: Option<(u64, u64)>,
 }
 
-impl Summary {
-    /// Count one item.
-    pub fn add(&mut self, m: &Meta, it: Item<'_>) {
-        let ts = match it {
-            Item::Record { buffer, cpu, ts, payload } => {
-                self.cpus.add(cpu_key(buffer, cpu), 1);
-                if let Some(ev) = m.trace.events.event_of(payload, m.trace.endian) {
-                    self.by_event.add(ev.id.into(), 1);
-                    self.by_pid.add(m.pid(ev, payload).into(), 1);
-                }
-                ts
-            }
-            Item::Lost { buffer, cpu, ts, count } => {
-                let k = cpu_key(buffer, cpu);
-                self.cpus.add(k, 0);
-                match count {
-                    Some(n) => self.lost.add(k, n),
-                    None => self.unknown.add(k, 1),
-                }
-                ts
-            }
-        };
+/// The trace a [`TraceSummary`] counted: what its report names things
+/// with, and what was read past.
+pub struct Summarized<'a> {
+    /// The events' formats: the names of the event ids.
+    pub events: &'a EventTable,
+    /// The comms of the pids.
+    pub cmdlines: &'a Cmdlines,
+    /// The buffers' names, when the records came from several (the
+    /// `buffer` of [`TraceSummary::record`] indexes them; `""` is the top
+    /// one).
+    pub buffers: &'a [String],
+    /// The trace clock counts nanoseconds (times print as seconds).
+    pub in_ns: bool,
+    /// What the reader read past.
+    pub problems: &'a Problems,
+}
+
+impl TraceSummary {
+    /// Count a record of CPU `cpu` of buffer `buffer` at `ts`: an event of
+    /// id `event` (`common_type`) written by `pid`.
+    pub fn record(&mut self, buffer: u32, cpu: u32, ts: u64, event: u32, pid: i32) {
+        self.cpus.add(cpu_key(buffer, cpu), 1);
+        self.by_event.add(event.into(), 1);
+        self.by_pid.add(pid.into(), 1);
+        self.span(ts);
+    }
+
+    /// Count a loss on CPU `cpu` of buffer `buffer`, before the page at
+    /// `ts`: `count` events, or an unknown number.
+    pub fn lost(&mut self, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
+        let k = cpu_key(buffer, cpu);
+        self.cpus.add(k, 0);
+        match count {
+            Some(n) => self.lost.add(k, n),
+            None => self.unknown.add(k, 1),
+        }
+        self.span(ts);
+    }
+
+    fn span(&mut self, ts: u64) {
         self.span = Some(self.span.map_or((ts, ts), |(a, b)| (a.min(ts), b.max(ts))));
     }
 
     /// The report; `all_tasks`: a row per task, not per comm and cut.
     /// Then what was read past, if anything: a count per kind of problem
     /// (`trbox::problems`), with the first message of each.
-    pub fn render(&self, m: &Meta, all_tasks: bool) -> String {
+    pub fn render(&self, m: &Summarized<'_>, all_tasks: bool) -> String {
         let mut o = self.render_counts(m, all_tasks);
-        if !m.trace.problems.is_empty() {
+        if !m.problems.is_empty() {
             o += "\n    problems  kind: the first of them\n";
-            for (kind, n) in m.trace.problems.counts() {
-                let first = m.trace.problems.first(kind).unwrap_or("");
+            for (kind, n) in m.problems.counts() {
+                let first = m.problems.first(kind).unwrap_or("");
                 let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{kind}: {first}"), 66));
             }
         }
         o
     }
 
-    fn render_counts(&self, m: &Meta, all_tasks: bool) -> String {
+    fn render_counts(&self, m: &Summarized<'_>, all_tasks: bool) -> String {
         let mut o = String::new();
         let total: u64 = self.cpus.iter().map(|c| *c.1).sum();
         let _ = write!(o, "{total} events");
         if let Some((a, b)) = self.span {
-            let in_ns = m.trace.in_ns();
+            let in_ns = m.in_ns;
             o += ", from";
             let _ = write_timestamp(&mut o, a, in_ns);
             o += " to";
@@ -119,14 +143,14 @@ impl Summary {
         for (id, n) in self.by_event.ranked() {
             let name = u32::try_from(id)
                 .ok()
-                .and_then(|i| m.trace.events.get(i))
+                .and_then(|i| m.events.get(i))
                 .map_or(format!("id {id}"), |e| format!("{}:{}", e.system, e.name));
             let _ = writeln!(o, "{n:>12}  {}", clip(&name, 66));
         }
         o += "\n      events  task\n";
         if all_tasks || self.by_pid.len() <= crate::lat::TOP {
             for (pid, n) in self.by_pid.ranked() {
-                let comm = m.trace.cmdlines.comm(pid as i32);
+                let comm = m.cmdlines.comm(pid as i32);
                 let _ = writeln!(o, "{n:>12}  {}", clip(&format!("{comm}-{pid}"), 66));
             }
             return o;
@@ -135,7 +159,7 @@ impl Summary {
         // `sleep-PID` by the hundred), the most events first, TOP rows.
         let mut groups: Vec<(&str, u64, usize, i64)> = Vec::new();
         for (&pid, &n) in self.by_pid.iter() {
-            let comm = m.trace.cmdlines.comm(pid as i32);
+            let comm = m.cmdlines.comm(pid as i32);
             match groups.iter_mut().find(|g| g.0 == comm) {
                 Some(g) => {
                     g.1 += n;
