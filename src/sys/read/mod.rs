@@ -4,7 +4,8 @@
 //! printers. The sinks: the text and JSON printer ([`print()`]), and any
 //! closure that takes the kept records one by one ([`collect`]): the
 //! counts of `tr-cat --stats` ([`Summary`]), the Perfetto writer
-//! (`perfetto`, host builds),
+//! (`perfetto`, host builds), the Parquet writer ([`parquet`], host
+//! builds, on a [`Reader`]),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
 //! A host tool that pulls records instead of being handed them uses
 //! [`Reader`] (no sink, no signal handler, nothing printed).
@@ -27,6 +28,8 @@ mod input;
 mod opts;
 mod out;
 mod parallel;
+#[cfg(feature = "host")]
+pub mod parquet;
 #[cfg(feature = "host")]
 mod perfetto;
 mod problems;
