@@ -79,6 +79,7 @@ fn every_event_as_trace_cmd_and_json_have_it() {
         assert!(j.status.success());
         std::fs::write(&json, &j.stdout).unwrap();
         let text = check(&[Path::new("one"), &out, &json]);
+        eprintln!("{}:\n{text}", f.display());
         let mut rows = BTreeMap::new();
         for l in text.lines() {
             if let Some(rest) = l.strip_prefix("compared ") {

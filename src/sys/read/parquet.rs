@@ -131,7 +131,6 @@ fn convert(path: &Path, dir: &Path, props: &Arc<WriterProperties>) -> Result<Wri
             Entry::Damaged { .. } | Entry::Unknown { .. } => {}
         }
     }
-    drop(entries);
     let mut w = Written::default();
     let mut done = Vec::with_capacity(tables.len());
     for t in tables {
@@ -621,4 +620,85 @@ fn meta_json(
     })();
     o.push('\n');
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{columns, Kind};
+    use crate::format::EventFormat;
+
+    fn cols(path: &str, system: &str, long: u32) -> Vec<(String, Kind)> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
+        let text = std::fs::read_to_string(format!("{dir}{path}")).unwrap();
+        columns(&EventFormat::parse(&text, system, long).unwrap())
+    }
+
+    fn i(bits: u8, signed: bool) -> Kind {
+        if bits == 64 {
+            Kind::Int64 { signed }
+        } else {
+            Kind::Int32 { bits, signed }
+        }
+    }
+
+    /// The fixed columns, then the format's common fields as LISA has them.
+    fn common() -> Vec<(String, Kind)> {
+        [
+            ("common_ts", i(64, false)),
+            ("common_cpu", i(32, false)),
+            ("common_type", i(16, false)),
+            ("common_flags", i(8, false)),
+            ("common_preempt_count", i(8, false)),
+            ("common_pid", i(32, true)),
+        ]
+        .into_iter()
+        .map(|(n, k)| (n.to_string(), k))
+        .collect()
+    }
+
+    fn with(rest: &[(&str, Kind)]) -> Vec<(String, Kind)> {
+        let mut v = common();
+        v.extend(rest.iter().map(|(n, k)| (n.to_string(), *k)));
+        v
+    }
+
+    #[test]
+    fn columns_follow_the_format_file() {
+        // A 32-bit board: the same names and types (prev_state is a long).
+        let sw = cols("armv7/events/events/sched/sched_switch/format", "sched", 4);
+        let want = [
+            ("prev_comm", Kind::Str),
+            ("prev_pid", i(32, true)),
+            ("prev_prio", i(32, true)),
+            ("prev_state", i(32, true)),
+            ("next_comm", Kind::Str),
+            ("next_pid", i(32, true)),
+            ("next_prio", i(32, true)),
+        ];
+        assert_eq!(sw, with(&want));
+        // The kernel stores a syscall's `int` argument in 8 unsigned bytes
+        // (the field LISA refuses: "inferred to be 4 but kernel reported
+        // 8"): the column is what the kernel says.
+        let open = cols("x86_64-6.12/events/events/syscalls/sys_enter_openat/format", "syscalls", 8);
+        let want = [
+            ("__syscall_nr", i(32, true)),
+            ("dfd", i(64, false)),
+            ("filename", i(64, false)),
+            ("flags", i(64, false)),
+            ("mode", i(64, false)),
+        ];
+        assert_eq!(open, with(&want));
+        // A kprobe's string argument (__data_loc char[]).
+        let kp = cols("aarch64-6.12/kprobe/events/kprobes/open_path/format", "kprobes", 8);
+        let want = [("__probe_ip", i(64, false)), ("dfd", i(32, true)), ("path", Kind::Str), ("flags", i(64, false))];
+        assert_eq!(kp, with(&want));
+        // function_graph's entry; bprint: its arguments (u32 buf[]) as a
+        // list, and its text.
+        let fg = cols("x86_64-6.12/events/events/ftrace/funcgraph_entry/format", "ftrace", 8);
+        assert_eq!(fg, with(&[("func", i(64, false)), ("depth", i(32, true))]));
+        let bp = cols("x86_64-6.12/events/events/ftrace/bprint/format", "ftrace", 8);
+        let buf = Kind::List { elem: 4, signed: false };
+        let want = [("ip", i(64, false)), ("fmt", i(64, false)), ("buf", buf), ("text", Kind::Str)];
+        assert_eq!(bp, with(&want));
+    }
 }
