@@ -434,7 +434,9 @@ impl Table {
         let path = dir.join(&file);
         let (schema, cols) = schema(f).map_err(|e| parquet_error(&path, e))?;
         let out = crate::sys::record::create_output(&path)?;
-        let writer = SerializedFileWriter::new(BufWriter::with_capacity(1 << 20, out), schema, props.clone())
+        // A recording can have hundreds of events, each a file open at
+        // once: a small buffer each (the column writer gathers pages).
+        let writer = SerializedFileWriter::new(BufWriter::with_capacity(64 << 10, out), schema, props.clone())
             .map_err(|e| parquet_error(&path, e))?;
         Ok(Table { id: f.id, file, path, writer, cols, rows: 0, held: 0, total: 0 })
     }
