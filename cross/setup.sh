@@ -111,6 +111,16 @@ if ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2, googl
         die "pip install perfetto protobuf failed (the Perfetto tests need them)"
 fi
 
+# ---- DuckDB ----------------------------------------------------------------
+# tests/applets/parquet_check.py reads trbox's Parquet output (tr-cat -o
+# X.parquet) with DuckDB's embedded engine, from PyPI.
+if ! python3 -c 'import duckdb' 2>/dev/null; then
+    say "pip install duckdb"
+    python3 -m pip install -q duckdb >&2 ||
+        python3 -m pip install -q --break-system-packages duckdb >&2 ||
+        die "pip install duckdb failed (the Parquet tests need it)"
+fi
+
 # ---- tracefs -------------------------------------------------------------
 # The live tests run on this machine's own tracefs; a fresh machine may not
 # have it mounted (trbox mounts it for a run by itself, the tests' reference

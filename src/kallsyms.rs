@@ -236,6 +236,11 @@ impl Kallsyms {
         self.syms.is_empty()
     }
 
+    /// Every symbol, address and name, by address (aliases side by side).
+    pub fn symbols(&self) -> impl Iterator<Item = (u64, &str)> {
+        self.syms.iter().map(|e| (e.addr, self.name(e)))
+    }
+
     fn name(&self, e: &Entry) -> &str {
         let s = e.name_off as usize;
         self.blob.get(s..s + e.name_len as usize).unwrap_or("")

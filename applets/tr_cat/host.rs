@@ -1,5 +1,6 @@
 //! The host's side of getting a trace off the board: converting a stream
-//! or a console log to a trace.dat, writing Perfetto's format (listening
+//! or a console log to a trace.dat, writing Perfetto's format or Parquet
+//! in LISA's layout (listening
 //! for `tr-cat -N`: listen.rs). The module is behind the cargo feature
 //! `host` (on in the default build, off in the board build, which only
 //! writes streams and sends).
@@ -70,6 +71,43 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
             Err(e)
         }
     }
+}
+
+/// `tr-cat FILE… -o OUT.parquet`: the directory LISA's `trace-dump
+/// parquet` writes (the library's Parquet sink); several FILEs under
+/// `source=NAME/`, NAME the file's name without `.dat`.
+pub fn parquet(files: &[String], output: &str) -> Result<(), Error> {
+    let out = Path::new(output);
+    let mut names: Vec<String> = Vec::new();
+    for f in files {
+        let base = Path::new(f.as_str()).file_name().map_or(f.to_string(), |n| n.to_string_lossy().into_owned());
+        let name = base.strip_suffix(".dat").unwrap_or(&base).to_string();
+        if names.contains(&name) {
+            return Err(Error::usage(format!("{f}: a second recording named {name}: each is source={name}/"))
+                .hint("give the files distinct names"));
+        }
+        names.push(name);
+    }
+    let fleet = files.len() > 1;
+    let sources: Vec<read::parquet::Source<'_>> = files
+        .iter()
+        .zip(names)
+        .map(|(f, n)| read::parquet::Source { path: Path::new(f.as_str()), name: fleet.then_some(n) })
+        .collect();
+    if out.symlink_metadata().is_ok() {
+        return Err(Error::runtime(format!("{output}: already exists; nothing is written over"))
+            .hint("remove it or give another name"));
+    }
+    let w = read::parquet::parquet(&sources, out)?;
+    if w.files == 0 {
+        crate::cli::note(
+            &Error::runtime(format!("{output}: no event: the recording holds no record, so no EVENT.parquet"))
+                .hint("tr-cat --stats FILE counts its events"),
+        );
+        return Ok(());
+    }
+    eprintln!("tr-cat: {output}: {} events in {} files (Parquet, LISA's layout)", w.rows, w.files);
+    Ok(())
 }
 
 /// `tr-cat --from-console LOG` where the log holds the kernel's own dump

@@ -36,17 +36,19 @@ the command after -- ends. A recording is read by a trbox with the decoder (the 
         example = "{command_name} --raw --follow -t 5   # decode the raw pages as they fill",
         example = "{command_name} -o trace.dat -e 'sched:*' -- make",
         example = "{command_name} trace.dat --stats",
+        example = "{command_name} board1.dat board2.dat -o fleet.parquet   # LISA's layout, for DuckDB",
         example = "{command_name} -o - --console -t 2   # a recording as text on a serial console"
     )
 )]
 pub struct Args {
     #[cfg_attr(
         feature = "decode",
-        doc = "a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input); all its buffers, or -B NAME"
+        doc = "a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input); all its buffers, or -B NAME; \
+several with -o OUT.parquet (host build), each into OUT.parquet/source=NAME/"
     )]
     #[cfg_attr(not(feature = "decode"), doc = "a recording to read: not in this configuration (no decoder)")]
     #[argh(positional, arg_name = "FILE")]
-    file: Option<String>,
+    files: Vec<String>,
     /// record the raw pages into this trace.dat; -: a stream on standard
     /// output; with a stream FILE: convert
     #[argh(option, short = 'o', arg_name = "FILE")]
@@ -127,6 +129,11 @@ pub struct Args {
 }
 
 impl Args {
+    /// The FILE to read (main has refused several, but with -o X.parquet).
+    fn file(&self) -> Option<&String> {
+        self.files.first()
+    }
+
     /// --raw, --follow or --json: reading, which a recording does not do
     /// (feature decode).
     fn reads(&self) -> bool {
@@ -158,13 +165,16 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     #[cfg_attr(not(feature = "host"), allow(unused_mut))]
     let (common, mut a) = cli::parse::<Args>("tr-cat", own)?;
     let common = &common;
+    if a.files.len() > 1 && !a.output.as_ref().is_some_and(|o| o.ends_with(".parquet")) {
+        return Err(Error::usage("one FILE is read at a time; several go with -o OUT.parquet (host build)"));
+    }
     #[cfg(feature = "host")]
     if host_side(common, &mut a, cmd)?.is_some() {
         return Ok(());
     }
     // -o FILE, -o - or -N HOST:PORT: one recorder.
     if let Some(o) = a.net().or(a.output.as_ref()) {
-        if a.reads() || a.file.is_some() || (a.net().is_some() && a.output.is_some()) {
+        if a.reads() || a.file().is_some() || (a.net().is_some() && a.output.is_some()) {
             return Err(Error::usage(
                 "-o and -N record; they do not combine with each other, --raw, --follow, --json or a FILE to read",
             ));
@@ -187,7 +197,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     return decode(common, &a);
     #[cfg(not(feature = "decode"))]
     {
-        if a.file.is_some() {
+        if a.file().is_some() {
             return Err(crate::cli::left_out("reading a FILE", "decode"));
         }
         print_trace(&open(common)?)
@@ -226,7 +236,7 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
         threads: a.jobs.map(|n| n.max(1)),
         reading: Default::default(),
     };
-    if let Some(f) = &a.file {
+    if let Some(f) = a.file() {
         // A recorded file needs no tracefs (and no root).
         let mut o = opts(false);
         o.only = a.cpus.clone().map(|c| c.0);
@@ -325,26 +335,30 @@ fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
 }
 
 /// What only the host build does: read a stream or a console log (`-i`,
-/// `--from-console`), convert (`FILE -o trace.dat`, `-o X.pftrace`),
+/// `--from-console`), convert (`FILE -o trace.dat`, `-o X.pftrace`,
+/// `FILE… -o X.parquet`),
 /// listen (`--listen`). Some(()) when it was one of those.
 #[cfg(feature = "host")]
 fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>, Error> {
     if let Some(i) = a.from_console.take() {
-        if a.file.is_some() || a.input.is_some() {
+        if a.file().is_some() || a.input.is_some() {
             return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
         }
         if a.output.is_none() && host::console_dump(&i, a.json, a.stats)?.is_some() {
             return Ok(Some(()));
         }
-        a.file = Some(i);
+        a.files = vec![i];
     }
     if let Some(i) = a.input.take() {
-        if a.file.is_some() {
+        if a.file().is_some() {
             return Err(Error::usage("give the file to read once: as FILE or with -i"));
         }
-        a.file = Some(i);
+        a.files = vec![i];
     }
-    if let (Some(o), Some(f)) = (&a.output, &a.file) {
+    if let Some(o) = a.output.as_ref().filter(|o| o.ends_with(".parquet")) {
+        return parquet(a, o, cmd).map(Some);
+    }
+    if let (Some(o), Some(f)) = (&a.output, a.file()) {
         if o.ends_with(".pftrace") {
             let ro = perfetto_opts(a)?;
             let input = read::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
@@ -372,6 +386,22 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         return listen::listen(addr, a.output.as_deref().unwrap_or("."), a.max_kb).map(Some);
     }
     Ok(None)
+}
+
+/// `FILE… -o OUT.parquet`: each recording into LISA's layout.
+#[cfg(feature = "host")]
+fn parquet(a: &Args, o: &str, cmd: &[String]) -> Result<(), Error> {
+    if a.files.is_empty() {
+        return Err(Error::usage("-o OUT.parquet converts a recording: give the FILE (or FILEs) to read")
+            .hint(format!("e.g. tr-cat trace.dat -o {o}")));
+    }
+    if a.raw || a.follow || a.json || a.stats || filtered(a) || a.cpus.is_some() || !cmd.is_empty() {
+        return Err(Error::usage(
+            "-o OUT.parquet converts every record of the FILEs; it does not combine with --raw, --follow, --json, \
+--stats, -e, --pid, --comm, --cpus or -- CMD",
+        ));
+    }
+    host::parquet(&a.files, o)
 }
 
 /// `--stats`: count everything kept, print the table at the end.

@@ -64,6 +64,11 @@ impl Cmdlines {
         ))
     }
 
+    /// Every pid and comm the table holds, by pid.
+    pub fn iter(&self) -> impl Iterator<Item = (i32, &str)> {
+        self.map.iter().map(|(p, c)| (*p, c.as_str()))
+    }
+
     /// The comm the kernel would print for `pid`: `<idle>` for 0, `<...>`
     /// when it is not in the table.
     pub fn comm(&self, pid: i32) -> &str {

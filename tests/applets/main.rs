@@ -14,6 +14,7 @@ mod tr_cat_hostile;
 mod tr_cat_lastboot;
 mod tr_cat_net;
 mod tr_cat_net_listen;
+mod tr_cat_parquet;
 mod tr_cat_perfetto;
 mod tr_cat_record;
 mod tr_cat_stream;

@@ -5,7 +5,8 @@
 //! closure that takes the kept records one by one ([`collect`], each an
 //! [`Entry`] as the pull reader gives them): the
 //! counts of `tr-cat --stats` ([`TraceSummary`](crate::summary::TraceSummary)), the Perfetto writer
-//! (`perfetto`, host builds),
+//! (`perfetto`, host builds), the Parquet writer ([`parquet`], host
+//! builds, on a [`Reader`]),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
 //! A host tool that pulls records instead of being handed them uses
 //! [`Reader`] (no sink).
@@ -34,6 +35,8 @@ mod input;
 mod opts;
 mod out;
 mod parallel;
+#[cfg(feature = "host")]
+pub mod parquet;
 #[cfg(feature = "host")]
 mod perfetto;
 mod problems;

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Reads a `tr-cat FILE -o OUT.parquet` directory with DuckDB (tests/applets/tr_cat_parquet.rs).
+
+  parquet_check.py one OUT JSONL   every EVENT.parquet of OUT (as meta.json lists
+                                   them) against `tr-cat FILE --json` (JSONL): the
+                                   same rows, the same sums of every integer
+                                   field and the same strings in the same order;
+                                   prints "EVENT ROWS" per file, then
+                                   "compared N integer and M string columns".
+  parquet_check.py fleet OUT EVENT the rows of EVENT per source= (hive
+                                   partitioning): "SOURCE ROWS" lines.
+"""
+
+import json
+import os
+import sys
+
+import duckdb
+
+DB = duckdb.connect()
+
+
+def sql(q):
+    return DB.execute(q).fetchall()
+
+
+def fail(msg):
+    print(msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def one(out, jsonl):
+    by_event = {}
+    with open(jsonl, encoding="utf-8") as f:
+        for line in f:
+            o = json.loads(line)
+            by_event.setdefault(o["event"].split(":", 1)[1], []).append(o)
+    with open(os.path.join(out, "meta.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    ints = strs = 0
+    files = [e for e in meta["events-info"] if "path" in e]
+    if sorted(e["event"] for e in files) != sorted(by_event):
+        fail(f"files {sorted(e['event'] for e in files)} but --json has {sorted(by_event)}")
+    for e in files:
+        name, path = e["event"], os.path.join(out, e["path"])
+        rows = by_event[name]
+        n = sql(f"SELECT count(*) FROM read_parquet('{path}')")[0][0]
+        if n != len(rows) or n != e["nr-rows"]:
+            fail(f"{name}: {n} rows, meta.json says {e['nr-rows']}, --json {len(rows)}")
+        cols = [c[0] for c in sql(f"DESCRIBE SELECT * FROM read_parquet('{path}')")]
+        common = {"common_ts": "ts_ns", "common_cpu": "cpu", "common_pid": "pid"}
+        for col, key in common.items():
+            got = sql(f"SELECT sum({col})::HUGEINT FROM read_parquet('{path}')")[0][0]
+            want = sum(r[key] for r in rows)
+            if got != want:
+                fail(f"{name}.{col}: sum {got}, --json {want}")
+            ints += 1
+        for field, first in rows[0]["fields"].items():
+            if field not in cols:
+                fail(f"{name}: no column {field} (columns {cols})")
+            if isinstance(first, int):
+                got = sql(f'SELECT sum("{field}")::HUGEINT FROM read_parquet(\'{path}\')')[0][0]
+                want = sum(r["fields"][field] for r in rows)
+                if got != want:
+                    fail(f"{name}.{field}: sum {got}, --json {want}")
+                ints += 1
+            elif isinstance(first, str):
+                got = [v[0] for v in sql(f'SELECT "{field}" FROM read_parquet(\'{path}\')')]
+                want = [r["fields"][field] for r in rows]
+                if got != want:
+                    bad = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+                    fail(f"{name}.{field}: row {bad} is {got[bad]!r}, --json {want[bad]!r}")
+                strs += 1
+        print(f"{name} {n}")
+    print(f"compared {ints} integer and {strs} string columns")
+
+
+def fleet(out, event):
+    q = (
+        f"SELECT source, count(*) FROM read_parquet('{out}/*/{event}.parquet', hive_partitioning=true) "
+        "GROUP BY source ORDER BY source"
+    )
+    for source, n in sql(q):
+        print(f"{source} {n}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "one":
+        one(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "fleet":
+        fleet(sys.argv[2], sys.argv[3])
+    else:
+        fail(__doc__)

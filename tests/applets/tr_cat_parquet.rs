@@ -1,0 +1,159 @@
+//! `tr-cat FILE… -o OUT.parquet`: LISA's `trace-dump parquet` layout, read
+//! back with DuckDB (tests/applets/parquet_check.py): per event the rows
+//! `trace-cmd report` prints, and every integer field's sum and every
+//! string the same as `tr-cat FILE --json`'s, over trace.dat files made of
+//! the boards' fixtures (sched_switch, syscalls, a kprobe with a string,
+//! function_graph) and LISA's own recordings (bprint); several FILEs as
+//! one table per event with a `source` column.
+
+use crate::common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CHECK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/applets/parquet_check.py");
+
+/// DuckDB's Python module, or a skip (make setup installs it).
+fn duckdb() -> Option<()> {
+    let ok = Command::new("python3").args(["-c", "import duckdb"]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        skip("Parquet checks: python3 with the duckdb wheel is missing (make setup installs it)");
+        return None;
+    }
+    Some(())
+}
+
+fn check(args: &[&Path]) -> String {
+    let o = Command::new("python3").arg(CHECK).args(args).output().unwrap();
+    assert!(o.status.success(), "parquet_check.py {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// A trace.dat holding one copy of a fixture tree's records.
+fn dat_of(tree: &Path, out: &Path) -> PathBuf {
+    let part = dat::Part { dir: tree, min_events: 1, lost_every: None };
+    dat::build(tree, &[part], out);
+    out.to_path_buf()
+}
+
+/// The recordings checked: the fixtures' events, syscalls with
+/// function_graph, kprobes with strings; LISA's bprint recording.
+fn inputs(dir: &Path) -> Vec<PathBuf> {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut v: Vec<PathBuf> =
+        ["x86_64-6.12/events", "x86_64-6.12/graph_syscalls", "aarch64-6.12/kprobe", "armv7/events"]
+            .iter()
+            .map(|t| dat_of(&fx.join(t), &dir.join(format!("{}.dat", t.replace('/', "-")))))
+            .collect();
+    v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tracedat/lisa-arm64-rtapp.dat"));
+    v
+}
+
+/// Records per event name as `trace-cmd report` prints them
+/// (`COMM-PID [CPU] TS: EVENT: …`).
+fn report_counts(lines: &[String]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for l in lines {
+        let Some((_, rest)) = l.split_once("] ") else { continue };
+        let Some((_, rest)) = rest.split_once(": ") else { continue };
+        let name = rest.split(':').next().unwrap_or("").trim().to_string();
+        *m.entry(name).or_insert(0) += 1;
+    }
+    m
+}
+
+#[test]
+fn every_event_as_trace_cmd_and_json_have_it() {
+    let Some(()) = duckdb() else { return };
+    let tmp = TempDir::new("parquet");
+    let mut compared = (0, 0);
+    for f in inputs(tmp.path()) {
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = tmp.path().join(format!("{stem}.parquet"));
+        let o = run(&["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", f.display(), stderr(&o));
+        assert!(stderr(&o).contains("(Parquet, LISA's layout)"), "{}", stderr(&o));
+        let json = tmp.path().join(format!("{stem}.jsonl"));
+        let j = run(&["tr-cat", f.to_str().unwrap(), "--json"]);
+        assert!(j.status.success());
+        std::fs::write(&json, &j.stdout).unwrap();
+        let text = check(&[Path::new("one"), &out, &json]);
+        eprintln!("{}:\n{text}", f.display());
+        let mut rows = BTreeMap::new();
+        for l in text.lines() {
+            if let Some(rest) = l.strip_prefix("compared ") {
+                let w: Vec<&str> = rest.split(' ').collect();
+                compared.0 += w[0].parse::<u32>().unwrap();
+                compared.1 += w[3].parse::<u32>().unwrap();
+            } else if let Some((e, n)) = l.split_once(' ') {
+                rows.insert(e.to_string(), n.parse::<u64>().unwrap());
+            }
+        }
+        assert!(!rows.is_empty(), "{}: no event file", f.display());
+        let Some(report) = trace_cmd_records(&f) else {
+            skip_tool("trace-cmd", "the Parquet rows against trace-cmd report's");
+            continue;
+        };
+        let mut want = report_counts(&report);
+        // trace-cmd's function_graph plugin prints a leaf call's entry and
+        // exit as one line (`funcgraph_entry: … | f();`): its exits are
+        // the --json rows DuckDB was compared with above.
+        if let Some(&n) = rows.get("funcgraph_exit") {
+            want.insert("funcgraph_exit".into(), n);
+        }
+        assert_eq!(rows, want, "{}: rows per event, Parquet vs trace-cmd report", f.display());
+    }
+    // Something of each kind was compared: sched_switch's comms, the
+    // kprobe's path, the syscalls' numbers, the graph's functions.
+    assert!(compared.0 > 100 && compared.1 > 10, "compared {compared:?}");
+}
+
+#[test]
+fn several_files_are_one_table_with_a_source_column() {
+    let Some(()) = duckdb() else { return };
+    let tmp = TempDir::new("parquet-fleet");
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let a = dat_of(&fx.join("x86_64-6.12/events"), &tmp.path().join("board-a.dat"));
+    let b = dat_of(&fx.join("aarch64/events"), &tmp.path().join("board-b.dat"));
+    let out = tmp.path().join("fleet.parquet");
+    let o = run(&["tr-cat", a.to_str().unwrap(), b.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for s in ["board-a", "board-b"] {
+        assert!(out.join(format!("source={s}/meta.json")).is_file(), "{s}");
+    }
+    let text = check(&[Path::new("fleet"), &out, Path::new("sched_switch")]);
+    let count = |f: &Path| {
+        let j = run(&["tr-cat", f.to_str().unwrap(), "--json", "-e", "sched:sched_switch"]);
+        stdout(&j).lines().count()
+    };
+    let want = format!("board-a {}\nboard-b {}\n", count(&a), count(&b));
+    assert_eq!(text, want);
+}
+
+#[test]
+fn refusals_and_an_empty_recording() {
+    let tmp = TempDir::new("parquet-refuse");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tracedat");
+    let f = data.join("v6-only-fx.dat");
+    let out = tmp.path().join("x.parquet");
+    // Nothing is written over.
+    std::fs::create_dir(&out).unwrap();
+    let o = run(&["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    // Filters are not taken silently.
+    let o =
+        run(&["tr-cat", f.to_str().unwrap(), "-e", "sched:*", "-o", tmp.path().join("y.parquet").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // Several FILEs without -o X.parquet: a usage error.
+    let o = run(&["tr-cat", f.to_str().unwrap(), f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // A recording without a record: no event file, and said.
+    let z = tmp.path().join("z.parquet");
+    let o = run(&["tr-cat", data.join("v6-no-events.dat").to_str().unwrap(), "-o", z.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no event"), "{}", stderr(&o));
+    let files: Vec<_> = std::fs::read_dir(&z).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(files, ["meta.json"]);
+}
