@@ -518,7 +518,7 @@ fn schema(f: &crate::format::EventFormat) -> parquet::errors::Result<(TypePtr, V
     Ok((Arc::new(root), cols))
 }
 
-/// The column names and kinds an event's file has (what [`parquet`]
+/// The column names and kinds an event's file has (what [`parquet()`]
 /// writes for it).
 pub fn columns(f: &crate::format::EventFormat) -> Vec<(String, Kind)> {
     let mut v = vec![
