@@ -4,8 +4,6 @@
 //! of src/ and applets/ is checked, except in `#[cfg(test)]` items and in
 //! `assert!`-family macros, whose messages only a developer reads.
 
-use std::path::PathBuf;
-
 /// Byte ranges of `src`'s `#[cfg(test)]` items (a module, a function…;
 /// also `#[cfg(all(test, …))]`), found on `code`, its code-only text (the
 /// same length).
@@ -60,19 +58,8 @@ fn debug_formats(src: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn no_message_is_formatted_with_debug() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    crate::fixed_sleeps::rust_files(&root.join("src"), &mut files);
-    crate::fixed_sleeps::rust_files(&root.join("applets"), &mut files);
-    files.sort();
-    let mut bad = Vec::new();
-    for f in &files {
-        let src = std::fs::read_to_string(f).unwrap();
-        for (line, text) in debug_formats(&src) {
-            bad.push(format!("{}:{line}: {text}", f.strip_prefix(&root).unwrap().display()));
-        }
-    }
-    assert!(files.len() > 60, "{} files", files.len());
+    let (files, bad) = crate::fixed_sleeps::findings(&["src", "applets"], debug_formats);
+    assert!(files > 60, "{files} files");
     assert!(
         bad.is_empty(),
         "a Debug placeholder ({{:?}}) where a person reads the text: board builds (-Zfmt-debug=none) print \

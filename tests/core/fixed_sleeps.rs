@@ -144,20 +144,30 @@ pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn no_test_sleeps_a_fixed_time_to_synchronise() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
+/// What `check` finds in the Rust files under the package's `dirs`, each
+/// as `PATH:LINE: TEXT`, and how many files it read: the scan the
+/// source checks of this suite share.
+pub fn findings(dirs: &[&str], check: impl Fn(&str) -> Vec<(usize, String)>) -> (usize, Vec<String>) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root, &mut files);
+    for d in dirs {
+        rust_files(&root.join(d), &mut files);
+    }
     files.sort();
     let mut bad = Vec::new();
     for f in &files {
         let src = std::fs::read_to_string(f).unwrap();
-        for (line, text) in fixed_sleeps(&src) {
+        for (line, text) in check(&src) {
             bad.push(format!("{}:{line}: {text}", f.strip_prefix(&root).unwrap().display()));
         }
     }
-    assert!(files.len() > 40, "{} files", files.len());
+    (files.len(), bad)
+}
+
+#[test]
+fn no_test_sleeps_a_fixed_time_to_synchronise() {
+    let (files, bad) = findings(&["tests"], fixed_sleeps);
+    assert!(files > 40, "{files} files");
     assert!(
         bad.is_empty(),
         "a fixed sleep where a test could wait for the state it checks (poll it with a deadline, \

@@ -5,8 +5,6 @@
 //! (`sys::stop::Stop`), choose where the text goes (`sys::read::Out`) and
 //! print the notes the library returns (`Printed::empty`).
 
-use std::path::PathBuf;
-
 /// What a library must leave to its caller.
 const SIDE_EFFECTS: &[&str] = &["signals::install", "println!", "eprintln!", "io::stdout()", "io::stderr()"];
 
@@ -35,18 +33,8 @@ fn side_effects(src: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn the_library_installs_no_handler_and_prints_nothing() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    crate::fixed_sleeps::rust_files(&root.join("src"), &mut files);
-    files.sort();
-    let mut bad = Vec::new();
-    for f in &files {
-        let src = std::fs::read_to_string(f).unwrap();
-        for (line, text) in side_effects(&src) {
-            bad.push(format!("{}:{line}: {text}", f.strip_prefix(&root).unwrap().display()));
-        }
-    }
-    assert!(files.len() > 60, "{} files", files.len());
+    let (files, bad) = crate::fixed_sleeps::findings(&["src"], side_effects);
+    assert!(files > 60, "{files} files");
     assert!(
         bad.is_empty(),
         "the library does this to the process it runs in; leave it to the applets (a Stop passed in, an Out \
