@@ -131,10 +131,18 @@ fuzz-check:
 # directory). The tests wait on windows and locks more than on the CPU, and
 # must pass on a loaded machine anyway. Then the boards, two at a time:
 # qemu-test's, then the boards of their own.
+# Four job slots for the two chains: the spare two let the three board
+# triples build at once (cross-configs) and cargo use them where a chain
+# waits on tests.
+# The host binary that reads what the boards recorded, cross-test's
+# reference and the tour's listener is the test build's (TRBOX_HOST_BIN):
+# the same features and code as `make build`'s, without a second
+# whole-program link of everything (Parquet included).
+test: export TRBOX_HOST_BIN := $(BOARD_TESTS_DIR)/$(HOST_TEST_TRIPLE)/board-tests/trbox
 test: setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-chain-host test-chain-build
-	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 qemu-test
-	@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 -j2 --output-sync=target qemu-minimal qemu-boot-test qemu-lastboot
+	@$(MAKE) --no-print-directory -j4 --output-sync=target test-chain-host test-chain-build
+	@$(MAKE) --no-print-directory -o build -o cross-configs CROSS_CONFIGS_BUILT=1 qemu-test
+	@$(MAKE) --no-print-directory -o build -o cross-configs CROSS_CONFIGS_BUILT=1 -j2 --output-sync=target qemu-minimal qemu-boot-test qemu-lastboot
 
 # make test's two chains. The example is the one the test build made.
 test-chain-host:
@@ -144,9 +152,10 @@ test-chain-host:
 	+@$(MAKE) --no-print-directory fuzz-check
 	+@$(MAKE) --no-print-directory package
 test-chain-build: check-nostd lint apidoc
-	$(CARGO) build --release
 	+@$(MAKE) --no-print-directory cross-configs
-	+@$(MAKE) --no-print-directory -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour
+	@# The host binary (TRBOX_HOST_BIN): cargo waits for the other chain's build of it.
+	+@$(MAKE) --no-print-directory test-host-compile
+	+@$(MAKE) --no-print-directory -o build -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace

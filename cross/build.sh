@@ -4,6 +4,11 @@
 #   cross/build.sh [TRIPLE...]      default: all of $TRBOX_CROSS_TARGETS
 #
 # Each binary lands at $CARGO_TARGET_DIR/<triple>/release/trbox (default target/).
+# Each triple builds in a target directory of its own
+# ($CARGO_TARGET_DIR/by-triple/<triple>): cargo locks a target directory for
+# a whole build (the host's build scripts too), so one shared directory
+# would build the three triples one after the other even when make runs
+# them at once (make test, cross-configs).
 #
 # Configurations (busybox's defconfigs; Cargo.toml's features):
 #   TRBOX_CONFIG=NAME       full (default: everything a board can use) or
@@ -141,11 +146,11 @@ for t in $TARGETS; do
     echo "cross/build.sh: $t, configuration $CONFIG ($FEATURES)"
     # RUSTFLAGS with --target applies to the target only, not to build scripts.
     # TRBOX_CONFIG is the name the binary gives (applets/config.rs).
-    TRBOX_CONFIG=$CONFIG RUSTFLAGS="$flags $USER_RUSTFLAGS" CARGO_TARGET_DIR="$TARGET_DIR" \
+    TRBOX_CONFIG=$CONFIG RUSTFLAGS="$flags $USER_RUSTFLAGS" CARGO_TARGET_DIR="$TARGET_DIR/by-triple/$t" \
         cargo "+$NIGHTLY" build --release --target "$t" \
         -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
         --no-default-features --features "$FEATURES" ${CROSS_CARGO_ARGS:-}
-    bin="$TARGET_DIR/$t/release/trbox"
+    bin="$TARGET_DIR/by-triple/$t/$t/release/trbox"
     # A stripped binary loses its section headers too, as OpenWrt's sstrip
     # does: the kernel loads a program by its program headers alone, and a
     # stripped one has no symbols for the headers to find (-1.2 KiB:
@@ -154,6 +159,7 @@ for t in $TARGETS; do
         "$OBJCOPY" --strip-sections "$bin" || die "$OBJCOPY --strip-sections $bin failed"
     fi
     file "$bin"
-    mkdir -p "$TARGET_DIR/configs/$CONFIG/$t"
+    mkdir -p "$TARGET_DIR/$t/release" "$TARGET_DIR/configs/$CONFIG/$t"
+    cp "$bin" "$TARGET_DIR/$t/release/trbox"
     cp "$bin" "$TARGET_DIR/configs/$CONFIG/$t/trbox"
 done

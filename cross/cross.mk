@@ -31,7 +31,7 @@ SIZE_FEATURES ?= 1
 TRBOX_NIGHTLY ?= nightly
 export TRBOX_NIGHTLY
 
-.PHONY: cross cross-configs cross-test size
+.PHONY: cross cross-configs cross-test size $(addprefix cross-configs-,$(CROSS_TARGETS))
 
 ifeq ($(CROSS),1)
 # The flags of cross/rustflags.sh (per target), passed into the container
@@ -56,8 +56,11 @@ cross:
 endif
 
 # Every configuration of CONFIGS, full last.
-cross-configs:
-	+set -e; for c in $(CONFIGS); do TRBOX_CONFIG=$$c bash cross/build.sh $(CROSS_TARGETS); done
+# One job per triple (each has a target directory of its own, so make -j
+# builds them at once), each configuration of it in turn.
+cross-configs: $(addprefix cross-configs-,$(CROSS_TARGETS))
+$(addprefix cross-configs-,$(CROSS_TARGETS)): cross-configs-%:
+	+set -e; for c in $(CONFIGS); do TRBOX_CONFIG=$$c bash cross/build.sh $*; done
 
 size: cross-configs
 	SIZE_LIMITS="$(foreach c,$(CONFIGS),$(c)=$(SIZE_LIMIT_$(c)))" bash cross/size.sh $(CROSS_TARGETS)

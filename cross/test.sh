@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 TARGETS=${*:-"x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf"}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
-HOST_BIN=$TARGET_DIR/release/trbox
+HOST_BIN=${TRBOX_HOST_BIN:-$TARGET_DIR/release/trbox}
 TREE=tests/data/tree-basic
 CONFIG=${CONFIG:-}
 

@@ -114,7 +114,7 @@ done <"$session"
 # text of it) read by the host's trace-cmd report: the same events (CPU,
 # timestamp, pid, name) in the same order; then trace-cmd's own rewrite of it
 # (`trace-cmd convert`, file version 7) read by the host's tr-cat, when
-# there is a host build (target/release/trbox).
+# there is a host build (TRBOX_HOST_BIN, common.sh).
 . "$QEMU_DIR/events.sh"
 # "NAME PID" per event of such a text, the pids renamed p1, p2... in order
 # of first appearance: two runs of the same workload give the same lines.
@@ -154,7 +154,7 @@ interop_file() {
 			bad "$what: page size ${got:-unknown} in the file, the board's sub-buffer is $want bytes"
 		fi
 	fi
-	host=${CARGO_TARGET_DIR:-$REPO/target}/release/trbox
+	host=$TRBOX_HOST_BIN
 	if [ ! -x "$host" ]; then
 		bad "$what: no host binary $host to read trace-cmd's v7 rewrite (make qemu-test builds it)"
 	elif trace-cmd convert -i "$d/$f.dat" -o "$d/$f.v7" --file-version 7 --compression none >/dev/null 2>&1; then
@@ -216,7 +216,7 @@ while IFS= read -r line; do
 	n=$((n + 1))
 	[[ $line == *'--console'* ]] && { cn=$n; break; }
 done <"$session"
-host_bin=${TRBOX_HOST_BIN:-$REPO/target/release/trbox}
+host_bin=$TRBOX_HOST_BIN
 if [ -n "$cn" ] && grep -q "^@@RC $cn " "$log"; then
 	rec=$OUT/console-recording.log
 	output_of "$cn" >"$rec"

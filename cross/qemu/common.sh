@@ -134,6 +134,10 @@ CACHE=$CACHE_BASE/$BOARD
 OUT=${QEMU_OUT:-$REPO/cross/out}/$BOARD
 # The static binary from `make cross` (which honours CARGO_TARGET_DIR).
 TRBOX_BIN=${TRBOX_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/$TRIPLE/release/trbox}
+# The host's trbox, which reads what a board recorded and listens for
+# what it sends: `make build`'s, or another build of the default features
+# (make test: its test build's).
+TRBOX_HOST_BIN=${TRBOX_HOST_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/release/trbox}
 QEMU_MEM=${QEMU_MEM:-${DEFAULT_MEM:-512}}
 QEMU_SMP=${QEMU_SMP:-${DEFAULT_SMP:-2}}
 

@@ -32,7 +32,7 @@ pass=0 fail=0
 # chroot SID_ROOT, default /var/tmp/sid, made by cross/sid-root.sh when
 # missing).
 dat_check() {
-	local d=$1 host=${CARGO_TARGET_DIR:-$REPO/target}/release/trbox sid=${SID_ROOT:-/var/tmp/sid} n tmp
+	local d=$1 host=$TRBOX_HOST_BIN sid=${SID_ROOT:-/var/tmp/sid} n tmp
 	grep -v '^#' "$d/k" >"$d/k.lines"
 	if [ ! -x "$host" ]; then
 		bad "no host binary $host to read the board's trace.dat (make qemu-lastboot builds it)"

@@ -26,8 +26,8 @@ case "${QEMU_MACHINE[1]}" in
 virt) NET_DEVICE=virtio-net-device NET_MODS="virtio_mmio virtio_net" ;;
 *) NET_DEVICE=virtio-net-pci NET_MODS="virtio_pci virtio_net" ;;
 esac
-# The host's trbox (listener, reader): the default build, with `host`.
-NET_HOST_BIN=${TRBOX_HOST_BIN:-$REPO/target/release/trbox}
+# The host's trbox (listener, reader): common.sh's.
+NET_HOST_BIN=$TRBOX_HOST_BIN
 
 # The modules of NET_MODS and what they depend on (the .modinfo depends=
 # of each), from the kernel's own package, once, into $CACHE/net:
