@@ -15,7 +15,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build setup test test-host test-host-build test-host-run test-host-compile test-chain-host test-chain-build package check-nostd lint apidoc example bench clean docs pictures fuzz fuzz-check
+.PHONY: all build setup test test-host test-host-build test-host-run test-host-compile test-chain-host test-chain-build test-chain-build-steps package check-nostd lint apidoc example bench clean docs pictures fuzz fuzz-check
 
 all: build
 
@@ -75,10 +75,9 @@ test-host-run:
 	+$(HOST_TESTS) --no-fail-fast
 
 # The crate as crates.io would take it (Cargo.toml's include list): packed,
-# then built from the package alone (in the test build's target directory:
-# make test runs it beside the board builds).
+# then built from the package alone.
 package:
-	+CARGO_TARGET_DIR=$(BOARD_TESTS_DIR) $(CARGO) package --allow-dirty --quiet
+	+$(CARGO) package --allow-dirty --quiet
 
 # The applet pages quote each applet's --help (docs/applets/tr-*.md, between
 # <!-- help --> markers), and docs/man/*.1 and completions/ hold what
@@ -121,23 +120,25 @@ fuzz-check:
 	@command -v cargo-fuzz >/dev/null || { echo "fuzz: cargo-fuzz is missing: make setup installs it" >&2; exit 1; }
 	+@cd fuzz && cargo +$${TRBOX_NIGHTLY:-nightly} fuzz check --features zlib
 
-# Order: two chains at once (make -j2; each step's output printed whole
-# when it ends), on different cargo target directories, so that neither
-# waits on the other's lock: the host's tests (their build, the run, then
-# the fuzz targets) beside the lints, the host binary, the board binaries
-# (cross-configs), the other architectures under qemu-user and the tour
-# (-o cross-configs: on the configurations just built; building them again
-# would rebuild each, minimal and full taking turns in one target
-# directory). The tests wait on windows and locks more than on the CPU, and
-# must pass on a loaded machine anyway. Then the boards, two at a time:
-# qemu-test's, then the boards of their own.
-# Four job slots for the two chains: the spare two let the three board
-# triples build at once (cross-configs) and cargo use them where a chain
-# waits on tests.
+# Order: two chains at once, on different cargo target directories, so
+# that neither waits on the other's lock (each step's output is printed
+# whole when it ends):
+# - the host's tests: their build, then the run. It is the longer chain,
+#   and its build comes first: the other chain runs at a lower priority
+#   (nice), so it gets what the build leaves and what the tests, which wait
+#   on windows and locks more than on the CPU, leave idle;
+# - the lints, the board binaries (cross-configs: the three triples at
+#   once), the other architectures under qemu-user, the size table and the
+#   tour, then the fuzz targets and the package.
+# Four job slots for the two chains: the spare two let the three triples
+# build at once and cargo use them where a chain waits on tests. The tests
+# must pass on a loaded machine anyway.
 # The host binary that reads what the boards recorded, cross-test's
 # reference and the tour's listener is the test build's (TRBOX_HOST_BIN):
 # the same features and code as `make build`'s, without a second
 # whole-program link of everything (Parquet included).
+# Then the boards, two at a time: qemu-test's, then the boards of their
+# own (-o cross-configs: on the configurations just built).
 test: export TRBOX_HOST_BIN := $(BOARD_TESTS_DIR)/$(HOST_TEST_TRIPLE)/board-tests/trbox
 test: setup
 	@$(MAKE) --no-print-directory -j4 --output-sync=target test-chain-host test-chain-build
@@ -149,13 +150,15 @@ test-chain-host:
 	+@$(MAKE) --no-print-directory test-host-compile
 	+@$(MAKE) --no-print-directory example EXAMPLE_RUN=$(BOARD_TESTS_DIR)/$(HOST_TEST_TRIPLE)/board-tests/examples/event_counts
 	+@$(MAKE) --no-print-directory test-host-run
-	+@$(MAKE) --no-print-directory fuzz-check
-	+@$(MAKE) --no-print-directory package
-test-chain-build: check-nostd lint apidoc
+test-chain-build:
+	+@nice -n 10 $(MAKE) --no-print-directory test-chain-build-steps
+test-chain-build-steps: check-nostd lint apidoc
 	+@$(MAKE) --no-print-directory cross-configs
 	@# The host binary (TRBOX_HOST_BIN): cargo waits for the other chain's build of it.
 	+@$(MAKE) --no-print-directory test-host-compile
 	+@$(MAKE) --no-print-directory -o build -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour
+	+@$(MAKE) --no-print-directory fuzz-check
+	+@$(MAKE) --no-print-directory package
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace
