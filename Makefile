@@ -39,8 +39,9 @@ lint:
 
 # The library's API documentation: every public item documented
 # (#![warn(missing_docs)]), no broken link (rustdoc's warnings are errors).
+# --release: on the dependencies' metadata that lint's clippy built.
 apidoc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --lib
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --no-deps --lib
 
 # The library as a host tool uses it (examples/event_counts.rs), on a
 # recorded trace.dat: its counts are tr-cat --stats' ones.
@@ -75,9 +76,10 @@ test-host-run:
 	+$(HOST_TESTS) --no-fail-fast
 
 # The crate as crates.io would take it (Cargo.toml's include list): packed,
-# then built from the package alone.
+# then built from the package alone (in a target directory of its own: it
+# shares nothing with the others, and make test runs it beside them).
 package:
-	+$(CARGO) package --allow-dirty --quiet
+	+CARGO_TARGET_DIR=$(abspath $(or $(CARGO_TARGET_DIR),target))/package-check $(CARGO) package --allow-dirty --quiet
 
 # The applet pages quote each applet's --help (docs/applets/tr-*.md, between
 # <!-- help --> markers), and docs/man/*.1 and completions/ hold what
@@ -123,13 +125,15 @@ fuzz-check:
 # Order: two chains at once, on different cargo target directories, so
 # that neither waits on the other's lock (each step's output is printed
 # whole when it ends):
-# - the host's tests: their build, then the run. It is the longer chain,
-#   and its build comes first: the other chain runs at a lower priority
-#   (nice), so it gets what the build leaves and what the tests, which wait
-#   on windows and locks more than on the CPU, leave idle;
-# - the lints, the board binaries (cross-configs: the three triples at
-#   once), the other architectures under qemu-user, the size table and the
-#   tour, then the fuzz targets and the package.
+# - the host's tests: their build, then the run, the fuzz targets and the
+#   package. Its build comes first: the other chain runs at a lower
+#   priority (nice), so it gets what the build leaves and what the tests,
+#   which wait on windows and locks more than on the CPU, leave idle;
+# - the lints and the API docs (one build of the dependencies' metadata:
+#   apidoc after lint, both --release; lint's clippy of the library
+#   without default features is check-nostd's check), the board binaries
+#   (cross-configs: the three triples at once), the other architectures
+#   under qemu-user, the size table and the tour.
 # Four job slots for the two chains: the spare two let the three triples
 # build at once and cargo use them where a chain waits on tests. The tests
 # must pass on a loaded machine anyway.
@@ -150,15 +154,17 @@ test-chain-host:
 	+@$(MAKE) --no-print-directory test-host-compile
 	+@$(MAKE) --no-print-directory example EXAMPLE_RUN=$(BOARD_TESTS_DIR)/$(HOST_TEST_TRIPLE)/board-tests/examples/event_counts
 	+@$(MAKE) --no-print-directory test-host-run
+	+@$(MAKE) --no-print-directory fuzz-check
+	+@$(MAKE) --no-print-directory package
 test-chain-build:
 	+@nice -n 10 $(MAKE) --no-print-directory test-chain-build-steps
-test-chain-build-steps: check-nostd lint apidoc
+test-chain-build-steps:
+	+@$(MAKE) --no-print-directory lint
+	+@$(MAKE) --no-print-directory apidoc
 	+@$(MAKE) --no-print-directory cross-configs
 	@# The host binary (TRBOX_HOST_BIN): cargo waits for the other chain's build of it.
 	+@$(MAKE) --no-print-directory test-host-compile
 	+@$(MAKE) --no-print-directory -o build -o cross-configs CROSS_CONFIGS_BUILT=1 cross-test size SIZE_FEATURES=0 qemu-tour
-	+@$(MAKE) --no-print-directory fuzz-check
-	+@$(MAKE) --no-print-directory package
 
 # trbox against trace-cmd on the same data (benches/bench.rs).
 # Its own target dir: the bench profile (opt-level 3) must not replace
