@@ -323,11 +323,11 @@ pub fn stream_text(
     t: &Tracefs,
     st: &mut State,
     child: &Command,
-    json: bool,
+    o: RawOpts,
     limit: Option<Duration>,
     empty: &Empty,
 ) -> Result<Option<u8>, Error> {
-    stream(t, st, child, json, limit, Reading::default(), false, &print, Some(empty))
+    stream(t, st, child, o, limit, false, &print, Some(empty))
 }
 
 /// What tr-event and tr-on show without trbox's decoder (feature decode):
@@ -390,7 +390,9 @@ pub fn note_empty(note: Option<String>) {
 /// command ends (or Ctrl-C / the time limit) and the closed window is read
 /// out; then the command's exit status (None without one). A window that
 /// showed nothing says so on stderr (`empty`: what was traced, for whom;
-/// None where `show` says it itself). `reading`: see [`Reading`].
+/// None where `show` says it itself). `o`: how to print and what to read
+/// (`json`, `reading`, `kernel`); the window sets the rest (it follows, from
+/// now, not the reader's own records, the enabled systems' formats).
 /// `quiet`: `show` prints only once the window is closed (a table, a
 /// summary): a -t window without a command then shows its progress on a
 /// terminal's stderr even when standard output is that terminal.
@@ -400,17 +402,15 @@ pub fn stream(
     t: &Tracefs,
     st: &mut State,
     child: &Command,
-    json: bool,
+    o: RawOpts,
     limit: Option<Duration>,
-    reading: Reading,
     quiet: bool,
     show: &Show,
     empty: Option<&Empty>,
 ) -> Result<Option<u8>, Error> {
     // The formats of what this window can record (Reading::enabled), read
     // after the run's events are on.
-    let reading = Reading { enabled: true, ..reading };
-    let mut opts = RawOpts { reading, ..RawOpts::all(true, json, None, t.now()) };
+    let mut opts = RawOpts { reading: Reading { enabled: true, ..o.reading }, follow: true, since: t.now(), ..o };
     opts.filter.not_self = true;
     window(t, st, child, limit, quiet, empty, &|stop| {
         // The buffer's readers (threads reading ahead) start before the

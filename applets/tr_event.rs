@@ -189,7 +189,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             &mut st,
             &child,
             #[cfg(feature = "decode")]
-            a.json,
+            trbox::sys::read::RawOpts { json: a.json, kernel: common.kernel.clone(), ..Default::default() },
             a.time.map(|s| s.0),
             &empty,
         );

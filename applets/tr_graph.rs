@@ -94,7 +94,13 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         return boot(common, &a, cmd);
     }
     signals::install().map_err(trbox::sys::Error::Signals)?;
-    let opts = |follow: bool, since| RawOpts::all(follow, false, a.time.map(|s| s.0), since);
+    let opts = |follow: bool, since| RawOpts {
+        follow,
+        limit: a.time.map(|s| s.0),
+        since,
+        kernel: common.kernel.clone(),
+        ..Default::default()
+    };
     if let Some(f) = &a.input {
         // A recorded file needs no tracefs (and no root).
         let o = opts(false, None);
@@ -164,9 +170,8 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             t,
             &mut st,
             &child,
-            false,
+            RawOpts { kernel: common.kernel.clone(), ..Default::default() },
             a.time.map(|s| s.0),
-            Default::default(),
             a.folded || a.top.is_some() || a.svg().is_some(),
             &show,
             Some(&|w| none_recorded(&a, w)),

@@ -77,7 +77,8 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     command::one_target(&a.pid, cmd)?;
     signals::install().map_err(trbox::sys::Error::Signals)?;
     let limit = a.time.map(|s| s.0);
-    let opts = |follow: bool, since| RawOpts::all(follow, false, limit, since);
+    let opts =
+        |follow: bool, since| RawOpts { follow, limit, since, kernel: common.kernel.clone(), ..Default::default() };
     if let Some(f) = &a.input {
         let o = opts(false, None);
         let input = Input::trace_dat("tr-stack", std::path::Path::new(f), common.instance.as_deref(), &o)?;
@@ -151,9 +152,8 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             t,
             &mut st,
             &child,
-            false,
+            RawOpts { kernel: common.kernel.clone(), ..Default::default() },
             limit,
-            Default::default(),
             true,
             &|i, o, stop| count_stacks(i, &a, o, &|| stop.asked(), false).map(|()| true),
             None,

@@ -188,8 +188,8 @@ fn argh_error(name: &str, e: argh::EarlyExit) -> Error {
     Error::usage(e.output.split_whitespace().collect::<Vec<_>>().join(" ")).hint(format!("try '{name} --help'"))
 }
 
-/// The common options, parsed and put to work: the log level, the kernel
-/// release to read as.
+/// The common options, parsed, and the log level set (`--kernel` goes to
+/// each read's options: RawOpts::kernel).
 fn common(name: &str, theirs: &[String]) -> Result<Common, Error> {
     let theirs: Vec<&str> = theirs.iter().map(String::as_str).collect();
     let mut c = Common::from_args(&[name], &theirs).map_err(|e| argh_error(name, e))?;
@@ -197,9 +197,6 @@ fn common(name: &str, theirs: &[String]) -> Result<Common, Error> {
         c.tracefs = std::env::var("TRBOX_TRACEFS").ok().filter(|s| !s.is_empty());
     }
     init_log(c.verbose);
-    if let Some(k) = &c.kernel {
-        trbox::sys::trace::set_kernel(k);
-    }
     Ok(c)
 }
 

@@ -235,6 +235,7 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
         since: None,
         threads: a.jobs.map(|n| n.max(1)),
         reading: Default::default(),
+        kernel: common.kernel.clone(),
     };
     if let Some(f) = a.file() {
         // A recorded file needs no tracefs (and no root).
@@ -321,7 +322,7 @@ fn filtered(a: &Args) -> bool {
 
 /// What a Perfetto conversion reads: the filters, once through.
 #[cfg(feature = "host")]
-fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
+fn perfetto_opts(common: &cli::Common, a: &Args) -> Result<RawOpts, Error> {
     Ok(RawOpts {
         only: a.cpus.clone().map(|c| c.0),
         filter: Filter { pid: a.pid, comm: a.comm.clone(), events: a.event.clone(), not_self: false },
@@ -331,6 +332,7 @@ fn perfetto_opts(a: &Args) -> Result<RawOpts, Error> {
         since: None,
         threads: None,
         reading: Default::default(),
+        kernel: common.kernel.clone(),
     })
 }
 
@@ -360,7 +362,7 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
     }
     if let (Some(o), Some(f)) = (&a.output, a.file()) {
         if o.ends_with(".pftrace") {
-            let ro = perfetto_opts(a)?;
+            let ro = perfetto_opts(common, a)?;
             let input = read::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
             return host::perfetto(input, &ro, o).map(Some);
         }
@@ -377,7 +379,7 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         if let Some(i) = &common.instance {
             t.enter_instance(i)?;
         }
-        let ro = perfetto_opts(a)?;
+        let ro = perfetto_opts(common, a)?;
         let input = read::Input::tree(&t, &ro)?;
         return host::perfetto(input, &ro, o).map(Some);
     }

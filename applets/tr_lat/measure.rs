@@ -30,7 +30,12 @@ pub(super) fn read_buffer(mut t: Tracefs, common: &Common, a: &Args, c: &Checked
         t.enter_instance(i)?;
     }
     let held = t.held();
-    let o = RawOpts { reading: reading(a, mode, tracer), ..RawOpts::all(false, a.json, None, None) };
+    let o = RawOpts {
+        reading: reading(a, mode, tracer),
+        json: a.json,
+        kernel: common.kernel.clone(),
+        ..Default::default()
+    };
     let shown = measure(Input::tree(&t, &o)?, a, mode, &o, &|| false, &Cell::new(false), &[])?;
     if !shown {
         let e = none_measured(a, mode, "in the buffer");

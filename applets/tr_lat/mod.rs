@@ -132,9 +132,13 @@ pub fn main(args: &[String]) -> Result<(), Error> {
             t,
             &mut st,
             &child,
-            a.json,
+            RawOpts {
+                json: a.json,
+                reading: measure::reading(&a, mode, tracer),
+                kernel: common.kernel.clone(),
+                ..Default::default()
+            },
             limit,
-            measure::reading(&a, mode, tracer),
             false,
             &show,
             Some(&|w| measure::none_measured(&a, mode, w)),

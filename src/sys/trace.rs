@@ -72,7 +72,7 @@ pub fn open_tree_with(
     endian: Endian,
     systems: Option<&[&str]>,
 ) -> Result<Opened, Error> {
-    open_tree_texts(t, header, endian, systems).map(|(trace, _)| trace)
+    open_tree_texts(t, header, endian, systems, None).map(|(trace, _)| trace)
 }
 
 /// The texts of a tree that writers of other formats keep as they are
@@ -87,12 +87,14 @@ pub struct TreeTexts {
 }
 
 /// [`open_tree_with`], and the texts it read that a writer of another
-/// format wants verbatim.
+/// format wants verbatim; `kernel`: read as of this release (`--kernel`),
+/// whatever the tree says.
 pub fn open_tree_texts(
     t: &Tracefs,
     header: crate::format::HeaderPage,
     endian: Endian,
     systems: Option<&[&str]>,
+    kernel: Option<&str>,
 ) -> Result<(Opened, TreeTexts), Error> {
     let mut trace = Trace::new(header, endian, LazyKallsyms::for_tree(t));
     add_formats(t, &mut trace, systems)?;
@@ -119,22 +121,13 @@ pub fn open_tree_texts(
             None => trace.inferred_kernel(&format!("the formats in {top} (no uname or version file)")),
         }
     };
-    Ok((noted(trace), TreeTexts { saved_cmdlines, uname }))
-}
-
-/// The release `--kernel` gave, for every session this process opens.
-static KERNEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Read every session of this process as of kernel `release` (`--kernel`),
-/// whatever its uname, UNAME option or formats say.
-pub fn set_kernel(release: &str) {
-    let _ = KERNEL.set(release.to_string());
+    Ok((noted(trace, kernel), TreeTexts { saved_cmdlines, uname }))
 }
 
 /// Say (under -v) which kernel the session is of, and what that means; a
 /// `--kernel` release replaces what was found.
-fn noted(mut trace: Opened) -> Opened {
-    if let Some(k) = KERNEL.get() {
+fn noted(mut trace: Opened, kernel: Option<&str>) -> Opened {
+    if let Some(k) = kernel {
         let found = trace.kernel.to_string();
         let found = found.split_once(" (").map_or(found.as_str(), |(v, _)| v);
         trace.kernel = KernelProfile::from_text(Some(k), format!("from --kernel {k}, in place of {found}"));
@@ -148,7 +141,7 @@ fn noted(mut trace: Opened) -> Opened {
 /// and their pages).
 pub fn open_dat(path: &Path) -> Result<(Opened, TraceDat), Error> {
     let mut td = read_dat(path)?;
-    Ok((dat_session(&mut td, path)?, td))
+    Ok((dat_session(&mut td, path, None)?, td))
 }
 
 /// A trace.dat file's sections, its warnings logged.
@@ -168,8 +161,9 @@ pub fn read_dat_from(f: &mut std::fs::File, path: &Path) -> Result<TraceDat, Err
 }
 
 /// The session `td` (read from `path`) describes; its symbols text moves
-/// into the session.
-pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
+/// into the session. `kernel`: read as of this release (`--kernel`),
+/// whatever the file's UNAME option or formats say.
+pub fn dat_session(td: &mut TraceDat, path: &Path, kernel: Option<&str>) -> Result<Opened, Error> {
     let mut syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
     let p = path.display();
     // What trace-cmd 3.4 added (options 23 to 25), and what is skipped.
@@ -219,7 +213,7 @@ pub fn dat_session(td: &mut TraceDat, path: &Path) -> Result<Opened, Error> {
     for p in trace.problems.iter().skip(td.problems.iter().count()) {
         log::warn!("{}: {p}", path.display());
     }
-    Ok(noted(trace))
+    Ok(noted(trace, kernel))
 }
 
 /// The trace.dat file at `path`, opened for reading (once for its sections,

@@ -25,6 +25,21 @@ fn reader_metadata_of_a_trace_dat() {
     assert_eq!(s.comm(0), "<idle>");
 }
 
+/// `kernel` reads a trace as of another release, in place of the one the
+/// file names (tr-cat's `--kernel`), for this reader only: a reader opened
+/// next, without it, sees the file's own again (no process-wide state).
+#[test]
+fn reader_kernel_option_is_per_reader() {
+    let file = "tests/data/tracedat/v6-inst.dat";
+    let own = open(file, &ReadOptions::default()).session().kernel().version;
+    let o = ReadOptions { kernel: Some("4.19.0".into()), ..Default::default() };
+    let k = open(file, &o).session().kernel().clone();
+    assert_eq!(k.version, Some((4, 19)));
+    assert!(k.source.contains("--kernel 4.19.0"), "{}", k.source);
+    assert_ne!(own, Some((4, 19)), "pick a release the file is not of");
+    assert_eq!(open(file, &ReadOptions::default()).session().kernel().version, own);
+}
+
 /// Every record's line is tr-cat's line of it, in the same order, for
 /// each buffer alone (tr-cat puts trace-cmd's buffer label before the
 /// lines of several).
@@ -65,7 +80,7 @@ fn reader_text_is_tr_cat_text() {
 /// Fields by name with their types; the CPUs asked for and no other.
 #[test]
 fn reader_fields_and_cpus() {
-    let o = ReadOptions { cpus: Some(vec![1]), buffer: Some(String::new()) };
+    let o = ReadOptions { cpus: Some(vec![1]), buffer: Some(String::new()), ..Default::default() };
     let mut r = open("tests/data/tracedat/v6-inst.dat", &o);
     let mut switches = 0;
     while let Some(e) = r.next_entry() {

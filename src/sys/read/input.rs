@@ -139,7 +139,7 @@ impl<'t> Input<'t> {
             None if o.reading.enabled => Some(enabled.as_slice()),
             s => s,
         };
-        let (trace, texts) = open_tree_texts(t, header, endian, systems)?;
+        let (trace, texts) = open_tree_texts(t, header, endian, systems, o.kernel.as_deref())?;
         // A board build writes no other format: the texts go unused.
         #[cfg(not(feature = "host"))]
         drop(texts);
@@ -183,7 +183,7 @@ impl<'t> Input<'t> {
             }
         };
         let mut td = read_dat_from(&mut open()?, path)?;
-        let mut trace = dat_session(&mut td, path)?;
+        let mut trace = dat_session(&mut td, path, o.kernel.as_deref())?;
         let shown = |i: &&Instance| -> bool { instance.map_or(i.data_bytes() > 0, |n| i.name == n) };
         let mut chosen: Vec<&Instance> = td.instances.iter().filter(shown).collect();
         if chosen.is_empty() {

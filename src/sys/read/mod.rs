@@ -19,7 +19,7 @@
 //! ```no_run
 //! use trbox::sys::read::{self, Entry, Input, RawOpts};
 //! use trbox::sys::stop::Stop;
-//! let o = RawOpts::all(false, false, None, None);
+//! let o = RawOpts::default();
 //! let input = Input::trace_dat("example", "trace.dat".as_ref(), None, &o)?;
 //! let mut n = 0u64;
 //! let meta = read::collect(input, &o, &Stop::never(), &mut |_, it| {
@@ -53,7 +53,7 @@ pub use reader::{Entries, Entry, Event, ReadOptions, Reader, Session, Text};
 pub use stream_in::load_stream;
 #[cfg(feature = "host")]
 pub use stream_in::load_stream_with;
-pub use text::{Emitter, Kept, Plain, StackVerdicts};
+pub(crate) use text::{Emitter, Plain, StackVerdicts};
 
 use crate::graph::GraphRenderer;
 use crate::merge::{self, Merger};
@@ -260,7 +260,7 @@ const WAIT_TICK: Duration = Duration::from_millis(250);
 
 /// What the read loop feeds, one item at a time in merged order: the text
 /// and JSON printer ([`Emitter`]), and the collector behind [`collect`].
-pub trait Sink {
+pub(crate) trait Sink {
     /// Take the next item of `s` (the stream whose item comes next in
     /// time), and write what it makes, if anything, to `out`. A sink may
     /// peek at the stream's next record (the graph layout folds an entry

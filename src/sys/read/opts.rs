@@ -8,8 +8,8 @@ use crate::names::glob_match;
 use crate::render::Cmdlines;
 use std::time::Duration;
 
-/// What to keep.
-#[derive(Clone)]
+/// What to keep. The default keeps every record.
+#[derive(Clone, Default)]
 pub struct Filter {
     /// Only records written by this pid.
     pub pid: Option<i32>,
@@ -113,8 +113,10 @@ impl Prepared {
     }
 }
 
-/// Options of a raw read: what to keep, how to follow and print.
-#[derive(Clone)]
+/// Options of a raw read: what to keep, how to follow and print. The
+/// default drains every CPU's records once, as text, unfiltered; name the
+/// fields that differ (`RawOpts { follow: true, ..Default::default() }`).
+#[derive(Clone, Default)]
 pub struct RawOpts {
     /// Only these CPUs' pages; `None`: every CPU.
     pub only: Option<Vec<u32>>,
@@ -135,6 +137,9 @@ pub struct RawOpts {
     pub threads: Option<usize>,
     /// What a live reader of a few events of its own needs.
     pub reading: Reading,
+    /// Read as of this kernel release (`--kernel`, e.g. `4.19`): its text
+    /// rules, whatever the trace's uname, UNAME option or formats say.
+    pub kernel: Option<String>,
 }
 
 /// What a live reader of a few events of its own needs of the tracefs.
@@ -159,20 +164,4 @@ pub struct Reading {
     /// must disturb the measured CPUs least: each read of a page the
     /// kernel is still writing copies its records with interrupts off.
     pub pace: Option<Duration>,
-}
-
-impl RawOpts {
-    /// Every CPU, no output filter: what the tracing applets stream.
-    pub fn all(follow: bool, json: bool, limit: Option<Duration>, since: Option<u64>) -> Self {
-        RawOpts {
-            only: None,
-            filter: Filter { pid: None, comm: None, events: Vec::new(), not_self: false },
-            follow,
-            json,
-            limit,
-            since,
-            threads: None,
-            reading: Reading::default(),
-        }
-    }
 }

@@ -35,14 +35,16 @@ pub struct ReadOptions {
     /// buffer that holds data, merged by time (the top one first at equal
     /// times, as `trace-cmd report`). A copy of a tree has one buffer.
     pub buffer: Option<String>,
+    /// Read as of this kernel release (e.g. `"4.19"`): its text rules,
+    /// whatever the trace's uname, UNAME option or formats say. `None`: the
+    /// kernel the trace names (or its formats suggest).
+    pub kernel: Option<String>,
 }
 
 impl ReadOptions {
     /// The engine's options for a whole, unfiltered read.
     fn raw(&self) -> RawOpts {
-        let mut o = RawOpts::all(false, false, None, None);
-        o.only.clone_from(&self.cpus);
-        o
+        RawOpts { only: self.cpus.clone(), kernel: self.kernel.clone(), ..Default::default() }
     }
 }
 

@@ -18,25 +18,25 @@ use std::io::Write as _;
 
 /// The text of records and losses in every layout but the graph one: all
 /// a worker thread needs (parallel.rs).
-pub struct Plain<'a> {
+pub(crate) struct Plain<'a> {
     /// The kernel's text rules for a record.
-    pub r: Renderer<'a>,
+    pub(crate) r: Renderer<'a>,
     /// The session's event formats.
-    pub events: &'a EventTable,
+    pub(crate) events: &'a EventTable,
     /// The byte order of the records.
-    pub endian: Endian,
+    pub(crate) endian: Endian,
     /// What to keep and how to print.
-    pub o: &'a RawOpts,
+    pub(crate) o: &'a RawOpts,
     /// Buffer names, when there are several ([`Input`](super::Input)).
-    pub buffers: &'a [String],
+    pub(crate) buffers: &'a [String],
     /// What goes before a line of each of those buffers.
-    pub labels: &'a [String],
+    pub(crate) labels: &'a [String],
     /// What the filter worked out: [`Filter::prepare`](super::Filter::prepare).
-    pub prepared: &'a Prepared,
+    pub(crate) prepared: &'a Prepared,
     /// The verdicts stack records inherit.
-    pub stacks: StackVerdicts,
+    pub(crate) stacks: StackVerdicts,
     /// Records of event ids no format describes, counted.
-    pub unknown: &'a UnknownEvents,
+    pub(crate) unknown: &'a UnknownEvents,
 }
 
 /// A stack record (`kernel_stack`, `user_stack`: a stacktrace trigger's or
@@ -45,7 +45,7 @@ pub struct Plain<'a> {
 /// writes it in the event's context, so `--pid` and `--comm` agree
 /// anyway; a switch of trbox's own is dropped by what it names).
 #[derive(Default)]
-pub struct StackVerdicts {
+pub(crate) struct StackVerdicts {
     /// The (buffer, CPU)s whose last record was dropped.
     after_dropped: Vec<(u32, u32)>,
 }
@@ -53,7 +53,7 @@ pub struct StackVerdicts {
 impl StackVerdicts {
     /// Whether the record `ev` of (buffer, CPU) is kept, given the
     /// filters' verdict `keep` on it.
-    pub fn keep(&mut self, buffer: u32, cpu: u32, ev: &EventFormat, keep: bool) -> bool {
+    pub(crate) fn keep(&mut self, buffer: u32, cpu: u32, ev: &EventFormat, keep: bool) -> bool {
         let at = self.after_dropped.iter().position(|&k| k == (buffer, cpu));
         let follows_dropped = at.map(|i| self.after_dropped.swap_remove(i)).is_some();
         let stack = || ev.system == "ftrace" && matches!(ev.name.as_str(), "kernel_stack" | "user_stack");
@@ -66,7 +66,7 @@ impl StackVerdicts {
 }
 
 /// What the filters make of a record.
-pub enum Kept<'a> {
+pub(crate) enum Kept<'a> {
     /// An event id the format files do not know: printed as `type: N`.
     Unknown,
     /// The filters drop it.
@@ -78,7 +78,7 @@ pub enum Kept<'a> {
 impl<'a> Plain<'a> {
     /// What the filters make of the record `payload` of (buffer, CPU) at
     /// `ts`.
-    pub fn kept(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) -> Kept<'a> {
+    pub(crate) fn kept(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) -> Kept<'a> {
         let before = self.o.since.is_some_and(|t0| ts < t0);
         // A live window reads the formats of what it can record only
         // (Reading::enabled): what was in the buffer before it may be of
@@ -96,7 +96,7 @@ impl<'a> Plain<'a> {
 
     /// What goes before a line of `buffer` in text (`trace-cmd report`'s
     /// `NAME: `), when the input has several buffers.
-    pub fn label(&self, w: &mut Out, buffer: u32) {
+    pub(crate) fn label(&self, w: &mut Out, buffer: u32) {
         if self.o.json {
             return;
         }
@@ -106,7 +106,7 @@ impl<'a> Plain<'a> {
     }
 
     /// A kept record's line (text, with its buffer's label) or JSON object.
-    pub fn print(&mut self, w: &mut Out, ev: &EventFormat, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+    pub(crate) fn print(&mut self, w: &mut Out, ev: &EventFormat, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
         let _ = if self.o.json {
             let name = self.buffers.get(buffer as usize).map(String::as_str);
             self.r.json_of(w, ev, cpu, name, ts, payload)
@@ -117,7 +117,7 @@ impl<'a> Plain<'a> {
     }
 
     /// A record's line(s), if the filters keep it.
-    pub fn record(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+    pub(crate) fn record(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
         match self.kept(buffer, cpu, ts, payload) {
             Kept::Unknown => self.unknown_event(w, buffer, cpu, ts, payload),
             Kept::Dropped => {}
@@ -128,7 +128,7 @@ impl<'a> Plain<'a> {
     /// A record of an event id no format describes: counted, and its line
     /// (`type: N`, as the kernel's `trace` has no better) in text only: a
     /// JSON line is an event's.
-    pub fn unknown_event(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+    pub(crate) fn unknown_event(&mut self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
         self.unknown.count(self.events.record_id(payload, self.endian));
         if !self.o.json {
             self.label(w, buffer);
@@ -137,7 +137,7 @@ impl<'a> Plain<'a> {
     }
 
     /// The `CPU:N [LOST …]` line of a loss.
-    pub fn lost(&self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
+    pub(crate) fn lost(&self, w: &mut Out, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
         if !self.o.since.is_some_and(|t0| ts < t0) {
             self.label(w, buffer);
             let _ = write_lost(w, cpu, count);
@@ -146,31 +146,31 @@ impl<'a> Plain<'a> {
 }
 
 /// Turns one stream item into output.
-pub struct Emitter<'a> {
+pub(crate) struct Emitter<'a> {
     /// Every layout but the graph one.
-    pub p: Plain<'a>,
+    pub(crate) p: Plain<'a>,
     /// The function_graph layout, when the input may use it.
-    pub graph: Option<GraphRenderer<'a>>,
+    pub(crate) graph: Option<GraphRenderer<'a>>,
     /// The graph layout is in use (set on the first funcgraph record when
     /// the input did not say).
-    pub graph_on: bool,
+    pub(crate) graph_on: bool,
     /// The ids of funcgraph_entry and funcgraph_exit.
-    pub graph_ids: &'a [u32],
+    pub(crate) graph_ids: &'a [u32],
     /// The symbols that say where the irq entry code is, taken on the
     /// graph layout's first record (finding it parses the table).
-    pub irq_syms: Option<&'a LazyKallsyms>,
+    pub(crate) irq_syms: Option<&'a LazyKallsyms>,
     /// The current record, copied so the stream can peek the next one.
-    pub scratch: Vec<u8>,
+    pub(crate) scratch: Vec<u8>,
     /// A graph record's text, when it gets a buffer label (it may make
     /// no line at all).
-    pub text: Out,
+    pub(crate) text: Out,
     /// CPUs of the traced machine (graph state slots per buffer).
-    pub cpus: u32,
+    pub(crate) cpus: u32,
 }
 
 impl Emitter<'_> {
     /// Print the next item of `s`.
-    pub fn emit(&mut self, s: &mut CpuPages, out: &mut Out) {
+    pub(crate) fn emit(&mut self, s: &mut CpuPages, out: &mut Out) {
         self.emit_into(s, out);
         out.line_done();
     }
