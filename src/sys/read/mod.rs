@@ -1,6 +1,6 @@
 //! The read engine: records from a tracefs tree (live or a copy) or a
 //! trace.dat ([`Input`]), merged across CPUs (and buffers) in time order,
-//! and handed to a [`Sink`], the way ripgrep's searcher drives its
+//! and handed to a sink (the crate's `Sink` trait), the way ripgrep's searcher drives its
 //! printers. The sinks: the text and JSON printer ([`print()`]), and any
 //! closure that takes the kept records one by one ([`collect`], each an
 //! [`Entry`] as the pull reader gives them): the
