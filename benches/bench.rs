@@ -14,6 +14,8 @@
 //! - recording (root, live tracefs): `tr-cat -o` (splice, and read+pwrite)
 //!   vs `trace-cmd record` at the same syscall event rate — CPU time per MB,
 //!   lost events, peak RSS — and the peak RSS of reading the ~100 MB file.
+//! - the library's pull reader on the real capture, two fields per event,
+//!   against the text decode's CPU (benches/pull.rs).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,6 +29,7 @@ const MIN_EVENTS: u64 = 1_000_000;
 
 #[path = "../tests/common/dat.rs"]
 mod dat;
+mod pull;
 mod throughput;
 
 /// Write the big file; returns (events, page bytes per CPU).
@@ -69,6 +72,17 @@ fn main() {
     if std::env::var("TRBOX_BENCH").as_deref() == Ok("throughput") {
         throughput::decode_throughput();
         throughput::merge_throughput();
+        return;
+    }
+    // TRBOX_BENCH=pull: only the library's pull reader on a real capture.
+    if std::env::var("TRBOX_BENCH").as_deref() == Ok("pull") {
+        let real = std::env::temp_dir().join(format!("trbox-bench-real-{}.dat", std::process::id()));
+        let report = std::env::temp_dir().join(format!("trbox-bench-usage-{}", std::process::id()));
+        match real_capture(&root.join("target/release/trbox"), &real) {
+            Some(_) => pull::pull_bench(&root.join("target/release/trbox"), &real, &report),
+            None => println!("library pull: skipped (needs root and the live tracefs)"),
+        }
+        let _ = fs::remove_file(&real);
         return;
     }
     // TRBOX_BENCH=decode: only the text decode against trace-cmd report.
@@ -119,6 +133,8 @@ fn main() {
         Some((n, b)) => {
             println!("== a real capture of this machine (the figure to judge by)");
             decode_bench(&trbox, &real, n, b);
+            let report = std::env::temp_dir().join(format!("trbox-bench-usage-{}", std::process::id()));
+            pull::pull_bench(&trbox, &real, &report);
         }
         None => println!("real capture: skipped (needs root and the live tracefs)"),
     }
