@@ -488,9 +488,18 @@ fn sigkill_mid_recording_leaves_a_readable_file_of_its_size() {
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
         .map_or(unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64, |kb| kb * 1024);
-    let _load = spawn(
-        Command::new("sh").args(["-c", "while :; do dd if=/dev/zero of=/dev/null bs=1 count=100000 status=none; done"]),
-    );
+    // A load on every CPU: each CPU's region gets pages, the last one's
+    // too (whose end was the file's length, terabytes in).
+    let loads: Vec<Running> = cpu_numbers(&root)
+        .iter()
+        .map(|c| {
+            let sh = format!(
+                "taskset -pc {c} $$ >/dev/null 2>&1; \
+                 while :; do dd if=/dev/zero of=/dev/null bs=1 count=100000 status=none; done"
+            );
+            spawn(Command::new("sh").args(["-c", &sh]))
+        })
+        .collect();
     let (mut c, g) = start_in_window(
         &root,
         cmd(&trbox(), &["tr-cat", "-o", f.to_str().unwrap(), "-e", "raw_syscalls:sys_enter"])
@@ -498,21 +507,22 @@ fn sigkill_mid_recording_leaves_a_readable_file_of_its_size() {
             .stderr(Stdio::piped()),
     );
     // The header is written before the window opens: what the file gains
-    // now is pages. Kill once 64 pages are on their way to the disk.
+    // on the disk from now on is pages. Kill once 64 pages are on their way.
     use std::os::unix::fs::MetadataExt;
     use std::os::unix::process::ExitStatusExt;
-    let header = std::fs::metadata(&f).unwrap().len();
-    let t = std::time::Instant::now();
     let used = || std::fs::metadata(&f).map_or(0, |m| m.blocks() * 512);
+    let header = used();
+    let t = std::time::Instant::now();
     while used() < header + 64 * ps && t.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(used() >= header + 64 * ps, "no pages written in 60 s: {} of header {header}", used());
+    assert!(used() >= header + 64 * ps, "no pages written in 60 s: {} bytes, {header} at the start", used());
     c.signal(libc::SIGKILL);
     let o = c.output();
     assert_eq!(o.status.signal(), Some(libc::SIGKILL), "{}", stderr(&o));
     // The events it enabled stay on: put them back before anything else
     // can fail.
+    drop(loads);
     drop(g);
     put_back(&root, &before);
     let m = std::fs::metadata(&f).unwrap();
