@@ -458,3 +458,88 @@ fn progress_shows_on_a_tty_and_nowhere_else() {
     bg.signal(libc::SIGKILL);
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// Put back what a run killed by SIGKILL left changed (it cannot restore
+/// anything itself): each file that now reads otherwise than in `before`,
+/// `tracing_on` last.
+fn put_back(root: &Path, before: &[(String, String)]) {
+    let now = snapshot(root);
+    let mut diff: Vec<&(String, String)> = before.iter().filter(|b| !now.contains(b)).collect();
+    diff.sort_by_key(|(rel, _)| rel == "tracing_on");
+    for (rel, v) in diff {
+        let _ = std::fs::write(root.join(rel), trbox::ctl::writable_value(v));
+    }
+}
+
+/// A recorder killed by SIGKILL mid-run (no signal handler, no end of
+/// file) leaves a trace.dat of the pages it had written: its length is
+/// about the disk space the data takes (the regions' unwritten room is not
+/// left as terabytes of holes, which `ls -l` shows and `scp` copies), and
+/// `tr-cat FILE` and `trace-cmd report` read its pages, the same records.
+#[test]
+fn sigkill_mid_recording_leaves_a_readable_file_of_its_size() {
+    let Some((_l, root, before)) = live() else { return };
+    let dir = TempDir::new("rec-kill");
+    let f = dir.path().join("t.dat");
+    // The ring buffer's page: buffer_subbuf_size_kb (6.8+), else the
+    // machine's page.
+    // SAFETY: sysconf has no preconditions.
+    let ps = std::fs::read_to_string(root.join("buffer_subbuf_size_kb"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map_or(unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64, |kb| kb * 1024);
+    // A load on every CPU: each CPU's region gets pages, the last one's
+    // too (whose end was the file's length, terabytes in).
+    let loads: Vec<Running> = cpu_numbers(&root)
+        .iter()
+        .map(|c| {
+            let sh = format!(
+                "taskset -pc {c} $$ >/dev/null 2>&1; \
+                 while :; do dd if=/dev/zero of=/dev/null bs=1 count=100000 status=none; done"
+            );
+            spawn(Command::new("sh").args(["-c", &sh]))
+        })
+        .collect();
+    let (mut c, g) = start_in_window(
+        &root,
+        cmd(&trbox(), &["tr-cat", "-o", f.to_str().unwrap(), "-e", "raw_syscalls:sys_enter"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    // The header is written before the window opens: what the file gains
+    // on the disk from now on is pages. Kill once 64 pages are on their way.
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::ExitStatusExt;
+    let used = || std::fs::metadata(&f).map_or(0, |m| m.blocks() * 512);
+    let header = used();
+    let t = std::time::Instant::now();
+    while used() < header + 64 * ps && t.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(used() >= header + 64 * ps, "no pages written in 60 s: {} bytes, {header} at the start", used());
+    c.signal(libc::SIGKILL);
+    let o = c.output();
+    assert_eq!(o.status.signal(), Some(libc::SIGKILL), "{}", stderr(&o));
+    // The events it enabled stay on: put them back before anything else
+    // can fail.
+    drop(loads);
+    drop(g);
+    put_back(&root, &before);
+    let m = std::fs::metadata(&f).unwrap();
+    let cpus = cpu_numbers(&root).len() as u64;
+    // Room left unwritten at the kill: at most each CPU's last step of
+    // growth (its data so far, 8 MiB at most) besides the data.
+    assert!(
+        m.len() <= 2 * m.blocks() * 512 + cpus * (8 << 20),
+        "a killed recording of {} bytes on disk is {} bytes long",
+        m.blocks() * 512,
+        m.len()
+    );
+    let events = trbox_count(&f);
+    let pages = (m.blocks() * 512).saturating_sub(header) / ps;
+    assert!(events >= pages / 2 && pages >= 32, "{events} events read back from {pages} pages written");
+    if let Some(n) = trace_cmd_count(&f) {
+        assert_eq!(n, events, "trace-cmd report vs tr-cat FILE");
+    }
+    assert_same_state(&before, &snapshot(&root));
+}

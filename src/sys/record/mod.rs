@@ -7,11 +7,12 @@
 //! Pages move with splice(2) — trace_pipe_raw → a pipe → the file, no copy
 //! through user space — where the kernel allows it, else with read(2) and
 //! pwrite(2). splice only hands out full pages, so the final drain always
-//! reads. Where the filesystem can collapse a range (ext4, xfs, f2fs) each
-//! CPU writes into a region of its own, already in the order version 6
-//! wants (`regions`); elsewhere the pages go to slots in arrival order,
-//! put in order at the end (`pool`). Memory stays at two pages plus a few
-//! bytes per page recorded.
+//! reads. Where the filesystem can insert and collapse a range (ext4, xfs,
+//! f2fs) each CPU writes into a region of its own, already in the order
+//! version 6 wants, and the file stays a readable trace.dat of about the
+//! data's size even if the recorder is killed (`regions`); elsewhere the
+//! pages go to slots in arrival order, put in order at the end (`pool`).
+//! Memory stays at two pages plus a few bytes per page recorded.
 
 mod meta;
 mod pool;
@@ -372,7 +373,7 @@ impl Recorder {
         let max_slots = o.max_kb.map(|kb| (kb.saturating_mul(1024) / ps as u64).clamp(1, u64::from(u32::MAX)) as u32);
         let pool = Pool::new(slots.fly.data_start, ps, cpus.len(), max_slots);
         let regions = match max_slots {
-            None => Regions::new(&file, slots.fly.data_start, ps, cpus.len()),
+            None => Regions::new(&file, slots.fly.data_start, ps, cpus.len(), (slots.fly.table_pos, slots.endian)),
             Some(_) => None,
         };
         let (pipe, mover) = if o.no_splice {
@@ -470,6 +471,9 @@ impl Recorder {
                 moved += self.pump(i, false);
             }
         }
+        if moved > 0 {
+            self.publish();
+        }
         if moved > 0 && self.write_error.is_none() {
             // Console lines go out as the pages come, not at the end.
             if let Some(Err(e)) = self.sink.as_mut().map(StreamSink::flush) {
@@ -488,6 +492,16 @@ impl Recorder {
     pub fn drain(&mut self) {
         for i in 0..self.cpus.len() {
             self.pump(i, true);
+        }
+        self.publish();
+    }
+
+    /// Per-CPU regions: name the pages written so far in the file's
+    /// flyrecord table, so that a recording killed from now on (SIGKILL,
+    /// no end of run) reads back with them.
+    fn publish(&mut self) {
+        if let Some(Err(e)) = self.regions.as_ref().map(|r| r.publish(&self.file, None)) {
+            self.write_failed(e);
         }
     }
 
@@ -671,11 +685,15 @@ impl Recorder {
     /// offset, how many fit there in a row (its region takes them all, the
     /// pool one a slot) and the pool's slot; then call [`Recorder::placed`].
     fn place(&mut self, i: usize, want: usize) -> (u64, usize, Option<u32>) {
-        match &self.regions {
-            Some(r) => {
-                let (at, room) = r.next(i);
-                (at, want.min(room as usize), None)
-            }
+        let (layout, endian) = (self.layout, self.endian);
+        match &mut self.regions {
+            Some(r) => match r.next(&self.file, i, &mut |b, d| count_page(d, Page::parse(b, &layout, endian))) {
+                Ok((at, room)) => (at, want.min(room.try_into().unwrap_or(usize::MAX)), None),
+                Err(e) => {
+                    self.write_failed(e);
+                    (0, 0, None)
+                }
+            },
             None => {
                 let s = self.pool.take(&self.file);
                 (self.pool.offset(s), 1, Some(s))
@@ -840,7 +858,8 @@ fn count_page(d: &mut CpuData, p: Result<Page<'_>, crate::page::PageError>) {
     }
 }
 
-/// A CPU's region of the file is full (terabytes: not seen in practice).
+/// No room for a page: a CPU's region could not grow (that error, taken
+/// first, is the one reported).
 fn region_full() -> io::Error {
     io::Error::from_raw_os_error(libc::EFBIG)
 }

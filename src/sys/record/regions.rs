@@ -1,81 +1,143 @@
 //! The data area of a trace.dat being recorded, on a filesystem that can
-//! close a hole by moving extents: one region per CPU, far apart
-//! (terabytes), each CPU's pages written in order at the start of its own
-//! region, so that they are already contiguous as version 6 wants them.
-//! The unwritten rest of each region is a hole and takes no disk space. At
-//! the end `FALLOC_FL_COLLAPSE_RANGE` closes the holes between the regions
-//! (ext4, xfs, f2fs: the extents move, not the data, and a full disk needs
-//! no room for it); no page passes through user space but once, mapped, to
-//! be counted.
+//! move extents (`FALLOC_FL_INSERT_RANGE` and `FALLOC_FL_COLLAPSE_RANGE`):
+//! one region per CPU, each CPU's pages written in order at the start of
+//! its own region, so that they are already contiguous as version 6 wants
+//! them. A region that fills grows in place: an inserted range (a hole)
+//! shifts the regions after it up, by the CPU's pages so far (16 pages at
+//! least, 8 MiB at most); the last region grows at the file's end. At the
+//! end the collapse closes what is left of the holes. Both move extents,
+//! not data (a full disk needs no room for them); no page passes through
+//! user space but once, mapped, to be counted.
 //!
-//! Elsewhere the recorder keeps `pool::Pool`: FAT and exFAT (an SD
-//! card's usual filesystems) fill a hole with zeros, tmpfs and btrfs cannot
-//! collapse (copying a region down needs free space, which a recording
-//! stopped by a full disk does not leave).
+//! The file is a readable trace.dat all along: the flyrecord table names
+//! each CPU's pages written so far (`Regions::publish`, at each wake-up),
+//! and the holes are only the room each CPU has left (its last step of
+//! growth at most), so a recording killed outright (SIGKILL) leaves a file
+//! of about its data's size that `tr-cat FILE` and `trace-cmd report` read:
+//! the pages of the last wake-up and the final stats and saved_cmdlines
+//! aside.
+//!
+//! Elsewhere the recorder keeps `pool::Pool`: FAT and exFAT (an SD card's
+//! usual filesystems) fill a hole with zeros, tmpfs and btrfs move no
+//! extents (copying a region up needs free space, which a recording stopped
+//! by a full disk does not leave).
 //!
 //! Host builds only (`host`; +1,680 bytes of the aarch64 board build when
 //! measured): on a board `Regions` has no values and the recorder keeps
 //! the pool.
-//!
-//! A recording killed outright (SIGKILL, power loss) leaves a file whose
-//! length reaches into the last region it wrote: holes, not disk space,
-//! and no more readable than the pool's file would be (its flyrecord table
-//! is written at the end).
 
 use super::pool::CpuData;
+use crate::abi::Endian;
 use std::fs::File;
 use std::io;
 #[cfg(feature = "host")]
+use std::os::unix::fs::FileExt;
+#[cfg(feature = "host")]
 use std::os::unix::io::AsRawFd;
+
+/// A region's first room, and its largest step of growth, in bytes.
+#[cfg(feature = "host")]
+const FIRST: u64 = 64 << 10;
+#[cfg(feature = "host")]
+const MAX_STEP: u64 = 8 << 20;
 
 #[cfg(feature = "host")]
 pub(crate) struct Regions {
-    /// Where CPU index 0's region starts (page-aligned).
-    base: u64,
-    /// Bytes per region (whole pages).
-    size: u64,
     page_size: u64,
+    /// Where each CPU index's region starts (page-aligned, in CPU order).
+    start: Vec<u64>,
+    /// Pages each region has room for (the last one: no limit).
+    room: Vec<u64>,
     /// Pages written per CPU index.
     pages: Vec<u64>,
+    /// Per CPU index: what its pages counted so far hold (`pages`: how
+    /// many were counted).
+    counted: Vec<CpuData>,
+    /// The flyrecord table's offset in the file, and the file's byte order.
+    table: (u64, Endian),
+}
+
+/// `fallocate(mode)` on `[off, off + len)`.
+#[cfg(feature = "host")]
+fn falloc(file: &File, mode: i32, off: u64, len: u64) -> io::Result<()> {
+    // SAFETY: a valid fd; the kernel checks the range.
+    match unsafe { libc::fallocate(file.as_raw_fd(), mode, off as _, len as _) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
 }
 
 #[cfg(feature = "host")]
 impl Regions {
     /// Regions for `cpus` CPU indexes after `base` in `file` (its length is
-    /// `base`), if its filesystem collapses a page-sized range (tried on a
-    /// hole after the header, before anything large is asked of it): as
-    /// large as the filesystem's largest file allows (tried by setting the
-    /// length; at most 8 TiB for all, at least 1 GiB each).
-    pub(crate) fn new(file: &File, base: u64, page_size: usize, cpus: usize) -> Option<Regions> {
+    /// `base`), if its filesystem inserts and collapses a page-sized range
+    /// there (tried on a hole after the header); `table`: where the
+    /// flyrecord table is and the file's byte order.
+    pub(crate) fn new(file: &File, base: u64, page_size: usize, cpus: usize, table: (u64, Endian)) -> Option<Regions> {
         let ps = page_size as u64;
         file.set_len(base + 2 * ps).ok()?;
-        // SAFETY: a valid fd; the range is a hole before the file's end.
-        let collapses =
-            unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_COLLAPSE_RANGE, base as _, ps as _) } == 0;
+        let moves = falloc(file, libc::FALLOC_FL_COLLAPSE_RANGE, base, ps)
+            .and_then(|_| falloc(file, libc::FALLOC_FL_INSERT_RANGE, base, ps))
+            .is_ok();
         file.set_len(base).ok()?;
-        if !collapses {
+        if !moves {
             return None;
         }
-        let mut size = ((1u64 << 43) / cpus.max(1) as u64) / ps * ps;
-        while size >= 1 << 30 {
-            if file.set_len(base + size * cpus as u64).is_ok() {
-                file.set_len(base).ok()?;
-                return Some(Regions { base, size, page_size: ps, pages: vec![0; cpus] });
-            }
-            size = size / 2 / ps * ps;
+        let first = (FIRST / ps).max(1);
+        Some(Regions {
+            page_size: ps,
+            start: (0..cpus as u64).map(|c| base + c * first * ps).collect(),
+            room: vec![first; cpus],
+            pages: vec![0; cpus],
+            counted: vec![CpuData::default(); cpus],
+            table,
+        })
+    }
+
+    /// Where CPU index `cpu`'s next page goes, and how many fit there in a
+    /// row: its region grows first when it is full (`count` sees the pages
+    /// the growth takes out of the page cache).
+    pub(crate) fn next(
+        &mut self,
+        file: &File,
+        cpu: usize,
+        count: &mut dyn FnMut(&[u8], &mut CpuData),
+    ) -> io::Result<(u64, u64)> {
+        let (Some(&at), Some(&n)) = (self.start.get(cpu), self.pages.get(cpu)) else {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        let last = cpu + 1 == self.start.len();
+        if !last && self.room[cpu] == n {
+            self.grow(file, cpu, count)?;
         }
-        None
+        let room = if last { u64::MAX } else { self.room[cpu] - n };
+        Ok((at + n * self.page_size, room))
     }
 
-    fn start(&self, cpu: usize) -> u64 {
-        self.base + cpu as u64 * self.size
+    /// Room for more pages in CPU index `cpu`'s region (not the last): a
+    /// hole inserted at the next region's start, the regions after it
+    /// shifted up. The table names none of their pages meanwhile: a kill
+    /// between the two must not leave it pointing at the old places.
+    fn grow(&mut self, file: &File, cpu: usize, count: &mut dyn FnMut(&[u8], &mut CpuData)) -> io::Result<()> {
+        let ps = self.page_size;
+        let step = (self.pages[cpu] * ps).clamp(FIRST, MAX_STEP) / ps * ps;
+        let at = self.start[cpu + 1];
+        if self.end() > at {
+            // The insert writes back and drops the page cache from `at` on:
+            // count those pages while they are in it.
+            self.count(file, cpu + 1.., count)?;
+            self.publish(file, Some(cpu))?;
+            falloc(file, libc::FALLOC_FL_INSERT_RANGE, at, step)?;
+        }
+        self.start[cpu + 1..].iter_mut().for_each(|s| *s += step);
+        self.room[cpu] += step / ps;
+        self.publish(file, None)
     }
 
-    /// Where CPU index `cpu`'s next page goes, and how many pages fit.
-    pub(crate) fn next(&self, cpu: usize) -> (u64, u64) {
-        let n = self.pages.get(cpu).copied().unwrap_or(u64::MAX);
-        let room = (self.size / self.page_size).saturating_sub(n);
-        (self.start(cpu).saturating_add(n.saturating_mul(self.page_size)), room)
+    /// The end of the pages written.
+    fn end(&self) -> u64 {
+        let ends = self.start.iter().zip(&self.pages).map(|(s, n)| if *n > 0 { s + n * self.page_size } else { 0 });
+        ends.max().unwrap_or(0)
     }
 
     /// `n` more pages of CPU index `cpu` are written.
@@ -90,43 +152,66 @@ impl Regions {
         self.pages.iter().sum()
     }
 
+    /// Write the flyrecord table of the pages written so far (the CPU
+    /// indexes after `hide_after`: none of theirs).
+    pub(crate) fn publish(&self, file: &File, hide_after: Option<usize>) -> io::Result<()> {
+        let ps = self.page_size;
+        let t: Vec<(u64, u64)> = (0..self.start.len())
+            .map(|c| match hide_after {
+                Some(h) if c > h => (self.start[c], 0),
+                _ => (self.start[c], self.pages[c] * ps),
+            })
+            .collect();
+        file.write_all_at(&crate::tracedat::encode_flyrecord_table(self.table.1, &t), self.table.0)
+    }
+
+    /// Count the pages of the CPU indexes in `cpus` not counted yet.
+    fn count(
+        &mut self,
+        file: &File,
+        cpus: std::ops::RangeFrom<usize>,
+        page: &mut dyn FnMut(&[u8], &mut CpuData),
+    ) -> io::Result<()> {
+        let ps = self.page_size;
+        for c in cpus.start..self.start.len() {
+            let d = &mut self.counted[c];
+            let from = self.start[c] + d.pages * ps;
+            let n = self.pages[c] - d.pages;
+            each_page(file, from, n * ps, ps as usize, &mut |b| page(b, d))?;
+            d.pages += n;
+        }
+        Ok(())
+    }
+
     /// Count each CPU's pages (`page(bytes, data)` sees each once), then
     /// close the holes: every CPU's pages follow the previous CPU's.
     /// Returns each CPU's place in the file and the end of the data.
     pub(crate) fn finish(
-        self,
+        mut self,
         file: &File,
         mut page: impl FnMut(&[u8], &mut CpuData),
     ) -> io::Result<(Vec<CpuData>, u64)> {
         let ps = self.page_size;
-        let mut out = Vec::with_capacity(self.pages.len());
-        let mut at = self.base;
-        for (c, &n) in self.pages.iter().enumerate() {
-            // Before any collapse: that drops the page cache from its
-            // offset on, and the pages would be read from the disk.
-            let mut d = CpuData { offset: at, pages: n, ..Default::default() };
-            each_page(file, self.start(c), n * ps, ps as usize, &mut |b| page(b, &mut d))?;
-            at += n * ps;
-            out.push(d);
-        }
+        // Before any collapse: that drops the page cache from its offset
+        // on, and the pages would be read from the disk.
+        self.count(file, 0.., &mut page)?;
         // From the last hole to the first: what follows a hole is the
         // pages of the CPUs after it, already moved down.
         let mut tail = 0;
         for c in (0..self.pages.len().saturating_sub(1)).rev() {
             tail += self.pages[c + 1] * ps;
-            let (hole, next) = (self.start(c) + self.pages[c] * ps, self.start(c + 1));
-            if tail == 0 {
-                continue;
+            let (hole, next) = (self.start[c] + self.pages[c] * ps, self.start[c + 1]);
+            if tail > 0 && next > hole {
+                self.publish(file, Some(c))?;
+                if falloc(file, libc::FALLOC_FL_COLLAPSE_RANGE, hole, next - hole).is_err() {
+                    move_down(file, next, hole, tail)?;
+                }
             }
-            // SAFETY: a valid fd; the range lies before the end of the file
-            // (the CPU after it has pages).
-            let collapsed = unsafe {
-                libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_COLLAPSE_RANGE, hole as _, (next - hole) as _)
-            } == 0;
-            if !collapsed {
-                move_down(file, next, hole, tail)?;
-            }
+            self.start[c + 1..].iter_mut().for_each(|s| *s -= next - hole);
+            self.publish(file, None)?;
         }
+        let at = self.start.last().zip(self.pages.last()).map_or(0, |(s, n)| s + n * ps);
+        let out = self.counted.into_iter().zip(&self.start).map(|(d, &offset)| CpuData { offset, ..d }).collect();
         Ok((out, at))
     }
 }
@@ -187,11 +272,20 @@ pub(crate) enum Regions {}
 
 #[cfg(not(feature = "host"))]
 impl Regions {
-    pub(crate) fn new(_: &File, _: u64, _: usize, _: usize) -> Option<Regions> {
+    pub(crate) fn new(_: &File, _: u64, _: usize, _: usize, _: (u64, Endian)) -> Option<Regions> {
         None
     }
 
-    pub(crate) fn next(&self, _: usize) -> (u64, u64) {
+    pub(crate) fn next(
+        &mut self,
+        _: &File,
+        _: usize,
+        _: &mut dyn FnMut(&[u8], &mut CpuData),
+    ) -> io::Result<(u64, u64)> {
+        match *self {}
+    }
+
+    pub(crate) fn publish(&self, _: &File, _: Option<usize>) -> io::Result<()> {
         match *self {}
     }
 
@@ -213,57 +307,103 @@ mod tests {
     use super::*;
     use std::os::unix::fs::FileExt;
 
-    /// Three CPUs, one without pages: each CPU's pages end up contiguous,
-    /// in CPU order, counted once, and the file ends at the data's end;
-    /// on the temporary directory's filesystem (here ext4), and none on
-    /// tmpfs (no collapse).
+    /// Three CPUs, one without pages, one growing its region twice with
+    /// pages of the CPU after it on disk: the flyrecord table names every
+    /// page written at each wake-up (what a kill leaves), the file is never
+    /// longer than the data and the room still unwritten; at the end each
+    /// CPU's pages are contiguous, in CPU order, counted once, and the file
+    /// ends at the data's end. On the temporary directory's filesystem
+    /// (here ext4), and none on tmpfs (it moves no extents).
     #[test]
-    fn closes_the_holes() {
-        closes_the_holes_in(&std::env::temp_dir());
+    fn grows_and_closes_the_regions() {
+        grows_and_closes_in(&std::env::temp_dir());
         if let Ok(f) = std::fs::File::create("/dev/shm/trbox-regions-tmpfs") {
-            assert!(Regions::new(&f, 0, 4096, 2).is_none());
+            assert!(Regions::new(&f, 0, 4096, 2, (0, Endian::NATIVE)).is_none());
             let _ = std::fs::remove_file("/dev/shm/trbox-regions-tmpfs");
         }
     }
 
-    fn closes_the_holes_in(dir: &std::path::Path) {
+    /// Each CPU's pages as the flyrecord table at offset 0 names them
+    /// (the first two bytes of each: CPU index, page number).
+    fn published(f: &File, ps: usize, cpus: usize) -> Vec<Vec<(u8, u8)>> {
+        let mut t = vec![0u8; 16 * cpus];
+        f.read_exact_at(&mut t, 0).unwrap();
+        let word = |i: usize| u64::from_ne_bytes(t[i * 8..i * 8 + 8].try_into().unwrap());
+        (0..cpus)
+            .map(|c| {
+                let mut b = vec![0u8; word(2 * c + 1) as usize];
+                f.read_exact_at(&mut b, word(2 * c)).unwrap();
+                b.chunks(ps).map(|p| (p[0], p[1])).collect()
+            })
+            .collect()
+    }
+
+    fn grows_and_closes_in(dir: &std::path::Path) {
         let p = dir.join(format!("trbox-regions-{}", std::process::id()));
         let Ok(f) = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p) else {
             return;
         };
         let ps = 4096;
         f.set_len(ps as u64).unwrap();
-        let Some(mut r) = Regions::new(&f, ps as u64, ps, 3) else {
+        let Some(mut r) = Regions::new(&f, ps as u64, ps, 3, (0, Endian::NATIVE)) else {
             let _ = std::fs::remove_file(&p);
-            return; // not a filesystem with sparse files
+            return; // not a filesystem that moves extents
         };
-        let put = |r: &mut Regions, cpu: usize, tag: u8| {
-            let (at, room) = r.next(cpu);
-            assert!(room > 0);
-            f.write_all_at(&vec![tag; ps], at).unwrap();
-            r.wrote(cpu, 1);
+        let first = (FIRST / ps as u64) as usize;
+        let mut want: Vec<Vec<(u8, u8)>> = vec![vec![]; 3];
+        let mut counted = 0;
+        let mut put = |r: &mut Regions, cpu: usize, n: usize| {
+            for _ in 0..n {
+                let (at, room) = r
+                    .next(&f, cpu, &mut |_, d| {
+                        counted += 1;
+                        d.records += 1;
+                    })
+                    .unwrap();
+                assert!(room > 0);
+                let tag = (cpu as u8, want[cpu].len() as u8);
+                let mut page = vec![0u8; ps];
+                (page[0], page[1]) = tag;
+                f.write_all_at(&page, at).unwrap();
+                r.wrote(cpu, 1);
+                want[cpu].push(tag);
+            }
+            r.publish(&f, None).unwrap();
+            assert_eq!(published(&f, ps, 3), want);
+            let data = want.iter().map(Vec::len).sum::<usize>() as u64 * ps as u64;
+            // Room unwritten: each CPU's last step at most.
+            let room: u64 = want.iter().map(|w| (w.len() as u64 * ps as u64).clamp(FIRST, MAX_STEP)).sum();
+            assert!(f.metadata().unwrap().len() <= ps as u64 + data + room);
         };
-        for (cpu, tag) in [(0, 1), (2, 5), (0, 2), (2, 6), (2, 7)] {
-            put(&mut r, cpu, tag);
-        }
+        put(&mut r, 0, 2);
+        put(&mut r, 2, 3);
+        // CPU 0 outgrows its first room, then its second, with CPU 2's
+        // pages after it; CPU 1 never writes.
+        put(&mut r, 0, first);
+        put(&mut r, 2, 1);
+        put(&mut r, 0, first + 3);
+        put(&mut r, 2, 1);
         let mut seen = vec![];
         let (cpus, end) = r
             .finish(&f, |b, d| {
-                seen.push(b[0]);
+                seen.push((b[0], b[1]));
                 d.records += 1;
             })
             .unwrap();
         f.set_len(end).unwrap();
-        assert_eq!(seen, [1, 2, 5, 6, 7]);
-        assert_eq!(end, 6 * ps as u64);
+        let all: Vec<(u8, u8)> = want.concat();
+        let n = all.len() as u64;
+        assert_eq!(counted + seen.len(), all.len(), "each page counted once");
+        assert_eq!(end, (1 + n) * ps as u64);
+        let n0 = want[0].len() as u64;
         assert_eq!(
             cpus.iter().map(|c| (c.offset / ps as u64, c.pages, c.records)).collect::<Vec<_>>(),
-            [(1, 2, 2), (3, 0, 0), (3, 3, 3)]
+            [(1, n0, n0), (1 + n0, 0, 0), (1 + n0, 5, 5)]
         );
-        let mut all = vec![0u8; 5 * ps];
-        f.read_exact_at(&mut all, ps as u64).unwrap();
-        let tags: Vec<u8> = all.chunks(ps).map(|c| c[0]).collect();
-        assert_eq!(tags, [1, 2, 5, 6, 7]);
+        let mut back = vec![0u8; n as usize * ps];
+        f.read_exact_at(&mut back, ps as u64).unwrap();
+        assert_eq!(back.chunks(ps).map(|c| (c[0], c[1])).collect::<Vec<_>>(), all);
+        assert_eq!(published(&f, ps, 3), want, "the table after the collapses");
         assert_eq!(f.metadata().unwrap().len(), end);
         let _ = std::fs::remove_file(&p);
     }
