@@ -7,7 +7,10 @@
 #   apt:    strace (order tests), qemu-user-static (qemu-aarch64-static, qemu-arm-static: called
 #           explicitly, no binfmt needed), file, trace-cmd, llvm (llvm-objcopy), and for the armv7
 #           build musl-dev:armhf (crt objects, libc.a) + gcc-arm-linux-gnueabihf
-#           (libgcc, libgcc_eh), debootstrap (cross/sid-root.sh: sid's trace-cmd 3.4).
+#           (libgcc, libgcc_eh), debootstrap (cross/sid-root.sh: sid's trace-cmd 3.4),
+#           musl-tools (musl-gcc: the zstd C library in the host musl test build),
+#           openjdk-17-jre-headless (Spark's Java, when no java is there).
+#   PyPI:   perfetto and protobuf, duckdb, pyspark (the output checks of tests/applets).
 #   rustup: x86_64/aarch64-unknown-linux-musl on the default toolchain (musl's
 #           libc.a and crt objects for cross/build.sh), rustfmt and clippy
 #           (make test checks both), a nightly toolchain with
@@ -40,6 +43,12 @@ need=()
 for p in qemu-user-static file trace-cmd strace gcc-arm-linux-gnueabihf musl-dev:armhf python3 python3-pip debootstrap; do
     installed "$p" || need+=("$p")
 done
+# musl-gcc: the host test build (musl, make test-host) compiles the zstd C
+# library of tr-cat --compression zstd with it (the cc crate looks for
+# musl-gcc for a *-linux-musl target).
+command -v musl-gcc >/dev/null || need+=(musl-tools)
+# Java 17+: Spark (pyspark, below) runs on it.
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 # llvm-objcopy: cross/build.sh drops the board binaries' section headers.
 command -v llvm-objcopy >/dev/null || compgen -c llvm-objcopy- >/dev/null || need+=(llvm)
 
@@ -119,6 +128,17 @@ if ! python3 -c 'import duckdb' 2>/dev/null; then
     python3 -m pip install -q duckdb >&2 ||
         python3 -m pip install -q --break-system-packages duckdb >&2 ||
         die "pip install duckdb failed (the Parquet tests need it)"
+fi
+
+# ---- Spark -----------------------------------------------------------------
+# tests/applets/spark_check.py reads a fleet directory (tr-cat A.dat B.dat …
+# -o X.parquet) with Spark in local mode, from PyPI (it brings its own jars;
+# the Java it runs on is the apt package above).
+if ! python3 -c 'import pyspark' 2>/dev/null; then
+    say "pip install pyspark"
+    python3 -m pip install -q pyspark >&2 ||
+        python3 -m pip install -q --break-system-packages pyspark >&2 ||
+        die "pip install pyspark failed (the Spark test needs it)"
 fi
 
 # ---- tracefs -------------------------------------------------------------

@@ -14,6 +14,12 @@
 //! | after CLOSE, or the control connection's end | [`DRAIN_S`] in all for the data still coming |
 //! | the file | created with O_EXCL (never through a symlink, never over a file), `trace.HOST:PORT.dat`, else `trace.HOST:PORT.N.dat` |
 //!
+//! With `-o DIR.parquet` each recording is received into a hidden
+//! `.trace.HOST:PORT.dat` there (query engines skip names that start with
+//! a dot), converted into `DIR.parquet/source=HOST_PORT/` once it ended
+//! ([`to_parquet`]), and removed: the fleet layout of `tr-cat FILE… -o
+//! OUT.parquet`, one `source` per sender.
+//!
 //! Every session that fails or is refused leaves one line on stderr:
 //! `tr-cat: HOST:PORT: why`. There is no authentication: anyone who
 //! reaches the port can send (and fill the `-m` cap [`SESSIONS`] times,
@@ -30,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use trbox::sys::read::parquet::{into_dir, Codec, Source};
 use trbox::tracedat::msg;
 
 /// Senders served at once.
@@ -150,6 +157,9 @@ struct Place {
     max_bytes: u64,
     /// [`HEADER_S`], or TRBOX_LISTEN_HEADER_S (a test hook).
     header_s: u64,
+    /// `-o DIR.parquet`: each recording converted, its columns compressed
+    /// so.
+    parquet: Option<Codec>,
 }
 
 /// Raise the soft limit of open descriptors to the hard one; the data
@@ -173,7 +183,13 @@ fn descriptor_budget() -> usize {
 /// short that way leaves a file that reads as an empty recording (its
 /// table is written with the header, every CPU empty, and filled in at
 /// the end).
-pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>) -> Result<(), Error> {
+pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>, parquet: Option<Codec>) -> Result<(), Error> {
+    if parquet.is_some() && !Path::new(dir).is_dir() {
+        // The fleet's directory, made once; a listener started again adds
+        // its senders to it.
+        std::fs::create_dir(dir)
+            .map_err(|e| Error::runtime(format!("--listen: -o {dir}: {}", trbox::sys::describe(&e))))?;
+    }
     if !Path::new(dir).is_dir() {
         return Err(Error::usage(format!("--listen: -o {dir}: not a directory (the received files go there)")));
     }
@@ -194,7 +210,7 @@ pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>) -> Result<(), Er
         ids: AtomicU64::new(0),
     });
     let header_s = std::env::var("TRBOX_LISTEN_HEADER_S").ok().and_then(|s| s.parse().ok()).unwrap_or(HEADER_S);
-    let place = Arc::new(Place { ip: addr.ip(), dir: PathBuf::from(dir), max_bytes, header_s });
+    let place = Arc::new(Place { ip: addr.ip(), dir: PathBuf::from(dir), max_bytes, header_s, parquet });
     let at = l.local_addr().unwrap_or(addr);
     let port = at.port();
     eprintln!(
@@ -220,7 +236,13 @@ pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>) -> Result<(), Er
         let (seat, place) = (Seat(shared.clone()), place.clone());
         let spawned = std::thread::Builder::new().name("tr-cat-listen".into()).spawn(move || {
             match session(c, &peer, &place, &seat.0) {
-                Ok((path, pages, note)) => eprintln!("tr-cat: {}: {pages} pages from {peer}{note}", path.display()),
+                Ok((path, pages, note)) => match place.parquet {
+                    None => eprintln!("tr-cat: {}: {pages} pages from {peer}{note}", path.display()),
+                    Some(codec) => match to_parquet(&path, &peer, &place.dir, codec) {
+                        Ok(to) => eprintln!("tr-cat: {}: {pages} pages from {peer}{note}", to.display()),
+                        Err(why) => eprintln!("tr-cat: {peer}: {why}"),
+                    },
+                },
                 Err(why) => eprintln!("tr-cat: {peer}: {why}"),
             }
         });
@@ -325,10 +347,12 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 }
 
 /// The file for `peer`: `trace.PEER.dat`, or `trace.PEER.N.dat` when that
-/// name is taken (by anything: a file, a symlink).
-fn create_file(dir: &Path, peer: &str) -> Result<(PathBuf, File), String> {
+/// name is taken (by anything: a file, a symlink); `.trace…` when it is
+/// to be converted (`hidden`).
+fn create_file(dir: &Path, peer: &str, hidden: bool) -> Result<(PathBuf, File), String> {
+    let dot = if hidden { "." } else { "" };
     for n in 0..100 {
-        let name = if n == 0 { format!("trace.{peer}.dat") } else { format!("trace.{peer}.{n}.dat") };
+        let name = if n == 0 { format!("{dot}trace.{peer}.dat") } else { format!("{dot}trace.{peer}.{n}.dat") };
         let p = dir.join(name);
         match trbox::sys::record::create_new_output(&p) {
             Ok(Some(f)) => return Ok((p, f)),
@@ -337,6 +361,59 @@ fn create_file(dir: &Path, peer: &str) -> Result<(PathBuf, File), String> {
         }
     }
     Err(format!("refused: trace.{peer}.dat and 99 more names are taken in {}", dir.display()))
+}
+
+/// `peer` as a `source=` value: HOST_PORT, every byte but letters,
+/// digits, `.` and `-` as `_` (a `:` is a URI scheme to Hadoop's paths,
+/// which Spark reads the directory with).
+fn source_name(peer: &str) -> String {
+    peer.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
+}
+
+/// `-o DIR.parquet`: the recording received at `dat` into
+/// `DIR.parquet/source=NAME/` (`source=NAME.N/` when taken: nothing is
+/// written over), then `dat` removed; kept, and said, when the
+/// conversion fails (and the directory made for it removed: a half
+/// source would spoil every query over the fleet).
+fn to_parquet(dat: &Path, peer: &str, dir: &Path, codec: Codec) -> Result<PathBuf, String> {
+    let name = source_name(peer);
+    let mut made = None;
+    for n in 0..100 {
+        let p = dir.join(if n == 0 { format!("source={name}") } else { format!("source={name}.{n}") });
+        match std::fs::create_dir(&p) {
+            Ok(()) => {
+                made = Some(p);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(format!(
+                    "{}: {}: the recording is kept as {}",
+                    p.display(),
+                    trbox::sys::describe(&e),
+                    dat.display()
+                ))
+            }
+        }
+    }
+    let to = made.ok_or_else(|| {
+        format!(
+            "source={name} and 99 more names are taken in {}: the recording is kept as {}",
+            dir.display(),
+            dat.display()
+        )
+    })?;
+    let one = [Source { path: dat, name: None }];
+    match into_dir(&one, &to, codec) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(dat);
+            Ok(to)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&to);
+            Err(format!("{e}: the recording is kept as {}", dat.display()))
+        }
+    }
 }
 
 /// A CPU's data port and connection.
@@ -430,7 +507,7 @@ fn session(mut c: TcpStream, peer: &str, place: &Place, shared: &Shared) -> Resu
         return Err(format!("refused: less than {} free in {}", mib(MIN_FREE), place.dir.display()));
     }
     let head = msg::Head::new(header, page_size, cpus);
-    let (path, file) = create_file(&place.dir, peer)?;
+    let (path, file) = create_file(&place.dir, peer, place.parquet.is_some())?;
     let werr = |err: std::io::Error| format!("{}: {}", path.display(), trbox::sys::describe(&err));
     file.write_all_at(&head.bytes, 0).map_err(werr)?;
     let mut sinks = Vec::with_capacity(cpus as usize);

@@ -121,11 +121,18 @@ several with -o OUT.parquet (host build), each into OUT.parquet/source=NAME/"
     from_console: Option<String>,
     /// host build: receive recordings from tr-cat -N or trace-cmd record -N
     /// -t on PORT (of ADDR only, e.g. 127.0.0.1 behind an ssh tunnel), into
-    /// trace.HOST:PORT.dat files (in the -o DIR); 16 senders at once, -m KB
-    /// each (default 1 GiB); no authentication: a trusted network only
+    /// trace.HOST:PORT.dat files (in the -o DIR; -o DIR.parquet: each into
+    /// DIR.parquet/source=HOST_PORT/); 16 senders at once, -m KB each
+    /// (default 1 GiB); no authentication: a trusted network only
     #[cfg(feature = "host")]
     #[argh(option, arg_name = "[ADDR:]PORT")]
     listen: Option<String>,
+    /// host build: with -o OUT.parquet (also --listen's), how the columns
+    /// are compressed: snappy (the default, as LISA's), zstd (smaller) or
+    /// none
+    #[cfg(feature = "host")]
+    #[argh(option, arg_name = "CODEC")]
+    compression: Option<read::parquet::Codec>,
 }
 
 impl Args {
@@ -342,6 +349,17 @@ fn perfetto_opts(common: &cli::Common, a: &Args) -> Result<RawOpts, Error> {
 /// listen (`--listen`). Some(()) when it was one of those.
 #[cfg(feature = "host")]
 fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Option<()>, Error> {
+    let to_parquet = a.output.as_ref().is_some_and(|o| o.ends_with(".parquet"));
+    if a.compression.is_some() && !to_parquet {
+        return Err(Error::usage("--compression is how -o OUT.parquet compresses its columns: give -o OUT.parquet")
+            .hint("e.g. tr-cat trace.dat -o trace.parquet --compression zstd"));
+    }
+    let codec = a.compression.unwrap_or_default();
+    if let Some(addr) = &a.listen {
+        let addr = listen::parse_addr(addr)?;
+        let dir = a.output.as_deref().unwrap_or(".");
+        return listen::listen(addr, dir, a.max_kb, to_parquet.then_some(codec)).map(Some);
+    }
     if let Some(i) = a.from_console.take() {
         if a.file().is_some() || a.input.is_some() {
             return Err(Error::usage("--from-console LOG is the file to read: give no other FILE"));
@@ -383,10 +401,6 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         let input = read::Input::tree(&t, &ro)?;
         return host::perfetto(input, &ro, o).map(Some);
     }
-    if let Some(addr) = &a.listen {
-        let addr = listen::parse_addr(addr)?;
-        return listen::listen(addr, a.output.as_deref().unwrap_or("."), a.max_kb).map(Some);
-    }
     Ok(None)
 }
 
@@ -403,7 +417,7 @@ fn parquet(a: &Args, o: &str, cmd: &[String]) -> Result<(), Error> {
 --stats, -e, --pid, --comm, --cpus or -- CMD",
         ));
     }
-    host::parquet(&a.files, o)
+    host::parquet(&a.files, o, a.compression.unwrap_or_default())
 }
 
 /// `--stats`: count everything kept, print the table at the end.

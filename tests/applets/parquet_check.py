@@ -9,6 +9,9 @@
                                    "compared N integer and M string columns".
   parquet_check.py fleet OUT EVENT the rows of EVENT per source= (hive
                                    partitioning): "SOURCE ROWS" lines.
+  parquet_check.py codecs OUT      the compression codecs of every column
+                                   chunk of OUT's files (parquet_metadata()),
+                                   one per line.
 """
 
 import json
@@ -84,8 +87,16 @@ def fleet(out, event):
         print(f"{source} {n}")
 
 
+def codecs(out):
+    q = f"SELECT DISTINCT compression FROM parquet_metadata('{out}/*.parquet') ORDER BY 1"
+    for (c,) in sql(q):
+        print(c)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "one":
+    if sys.argv[1] == "codecs":
+        codecs(sys.argv[2])
+    elif sys.argv[1] == "one":
         one(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "fleet":
         fleet(sys.argv[2], sys.argv[3])

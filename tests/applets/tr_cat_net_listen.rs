@@ -29,11 +29,16 @@ struct Recording {
 
 /// The x86_64 fixture's `events` pages, as a sender would send them.
 fn recording() -> Recording {
-    let events = Path::new("tests/fixtures/x86_64/events");
     let tmp = TempDir::new("listen-rec");
-    let f = tmp.path().join("r.dat");
-    let (n, cpus) = dat::build(events, &[dat::Part { dir: events, min_events: 1, lost_every: None }], &f);
-    let bytes = std::fs::read(&f).unwrap();
+    recording_of("x86_64", &tmp.path().join("r.dat"))
+}
+
+/// A board fixture's `events` pages, as a sender would send them; `f`
+/// the trace.dat they make.
+fn recording_of(board: &str, f: &Path) -> Recording {
+    let events = Path::new("tests/fixtures").join(board).join("events");
+    let (n, cpus) = dat::build(&events, &[dat::Part { dir: &events, min_events: 1, lost_every: None }], f);
+    let bytes = std::fs::read(f).unwrap();
     let at = bytes.windows(10).position(|w| w == b"flyrecord\0").expect("a v6 flyrecord section");
     Recording { header: bytes[..at].to_vec(), page_size: 4096, cpus, events: n }
 }
@@ -60,11 +65,17 @@ impl Listener {
     }
 
     fn start_env(addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Listener {
+        Listener::start_into(addr, None, extra, env)
+    }
+
+    /// With `sub`: `-o DIR/SUB`, a directory the listener makes.
+    fn start_into(addr: &str, sub: Option<&str>, extra: &[&str], env: &[(&str, &str)]) -> Listener {
         let dir = TempDir::new("listen-out");
         let logdir = TempDir::new("listen-log");
         let log = logdir.path().join("stderr");
         let at = if addr.is_empty() { "0".to_string() } else { format!("{addr}:0") };
-        let mut args = vec!["tr-cat", "--listen", &at, "-o", dir.path().to_str().unwrap()];
+        let out = sub.map_or(dir.path().to_path_buf(), |s| dir.path().join(s));
+        let mut args = vec!["tr-cat", "--listen", &at, "-o", out.to_str().unwrap()];
         args.extend_from_slice(extra);
         let run = spawn(
             cmd(&trbox(), &args)
@@ -588,4 +599,35 @@ fn listen_a_flood_of_idle_connections() {
     assert!(log.find("took more than").is_none_or(|cut| served < cut), "served after a cut: {log}");
     check_read_back(&f, &r);
     drop(idle);
+}
+
+/// `--listen -o DIR.parquet`: two senders into one fleet directory, each
+/// its `source=HOST_PORT/` (converted once its recording ended, the
+/// received file gone), which DuckDB reads as one table per event with
+/// two `source` values, each with its recording's rows.
+#[test]
+fn listen_into_a_parquet_fleet() {
+    let Some(()) = crate::tr_cat_parquet::duckdb() else { return };
+    let l = Listener::start_into("127.0.0.1", Some("fleet.parquet"), &["--compression", "zstd"], &[]);
+    let tmp = TempDir::new("listen-parquet");
+    let mut want = Vec::new();
+    for board in ["x86_64", "aarch64"] {
+        let f = tmp.path().join(format!("{board}.dat"));
+        let r = recording_of(board, &f);
+        let peer = send(l.port, &r).expect("a sender");
+        let dir = file_of(&l, &peer, Duration::from_secs(60));
+        let name = format!("source={}", peer.replace(':', "_"));
+        assert_eq!(dir.file_name().unwrap().to_str(), Some(name.as_str()), "{}", l.text());
+        let j = run(&["tr-cat", f.to_str().unwrap(), "--json", "-e", "sched:sched_switch"]);
+        want.push(format!("{} {}", &name["source=".len()..], stdout(&j).lines().count()));
+    }
+    let fleet = l.dir.path().join("fleet.parquet");
+    let left: Vec<String> =
+        std::fs::read_dir(&fleet).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(left.iter().all(|n| n.starts_with("source=")), "a received file left in the fleet: {left:?}");
+    want.sort();
+    let got = crate::tr_cat_parquet::check(&[Path::new("fleet"), &fleet, Path::new("sched_switch")]);
+    assert_eq!(got, want.join("\n") + "\n", "sched_switch rows per source");
+    let codecs = crate::tr_cat_parquet::check(&[Path::new("codecs"), &fleet.join(&left[0])]);
+    assert_eq!(codecs.trim(), "ZSTD");
 }

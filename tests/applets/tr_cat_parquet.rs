@@ -4,7 +4,10 @@
 //! string the same as `tr-cat FILE --json`'s, over trace.dat files made of
 //! the boards' fixtures (sched_switch, syscalls, a kprobe with a string,
 //! function_graph) and LISA's own recordings (bprint); several FILEs as
-//! one table per event with a `source` column.
+//! one table per event with a `source` column; the same with
+//! `--compression zstd`; a fleet of the three boards' recordings read by
+//! Spark (tests/applets/spark_check.py), per source and event the rows
+//! `trace-cmd report` prints.
 
 use crate::common;
 use common::*;
@@ -13,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const CHECK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/applets/parquet_check.py");
+const SPARK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/applets/spark_check.py");
 
 /// DuckDB's Python module, or a skip (make setup installs it).
-fn duckdb() -> Option<()> {
+pub fn duckdb() -> Option<()> {
     let ok = Command::new("python3").args(["-c", "import duckdb"]).output().is_ok_and(|o| o.status.success());
     if !ok {
         skip("Parquet checks: python3 with the duckdb wheel is missing (make setup installs it)");
@@ -24,7 +28,17 @@ fn duckdb() -> Option<()> {
     Some(())
 }
 
-fn check(args: &[&Path]) -> String {
+/// PySpark and the Java it runs on, or a skip (make setup installs them).
+fn spark() -> Option<()> {
+    let ok = |c: &mut Command| c.output().is_ok_and(|o| o.status.success());
+    if !ok(Command::new("python3").args(["-c", "import pyspark"])) || !ok(Command::new("java").arg("-version")) {
+        skip("Spark checks: python3 with the pyspark wheel, or java (17+), is missing (make setup installs them)");
+        return None;
+    }
+    Some(())
+}
+
+pub fn check(args: &[&Path]) -> String {
     let o = Command::new("python3").arg(CHECK).args(args).output().unwrap();
     assert!(o.status.success(), "parquet_check.py {args:?}: {}", stderr(&o));
     stdout(&o)
@@ -65,14 +79,31 @@ fn report_counts(lines: &[String]) -> BTreeMap<String, u64> {
 
 #[test]
 fn every_event_as_trace_cmd_and_json_have_it() {
+    every_event(None);
+}
+
+/// The same with the columns in zstd; the files' metadata says ZSTD.
+#[test]
+fn zstd_holds_the_same_rows() {
+    every_event(Some("zstd"));
+}
+
+fn every_event(compression: Option<&str>) {
     let Some(()) = duckdb() else { return };
     let tmp = TempDir::new("parquet");
     let mut compared = (0, 0);
     for f in inputs(tmp.path()) {
         let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
         let out = tmp.path().join(format!("{stem}.parquet"));
-        let o = run(&["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let mut args = vec!["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        if let Some(c) = compression {
+            args.extend(["--compression", c]);
+        }
+        let o = run(&args);
         assert!(o.status.success(), "{}: {}", f.display(), stderr(&o));
+        let codecs = check(&[Path::new("codecs"), &out]);
+        let want = compression.unwrap_or("snappy").to_uppercase();
+        assert_eq!(codecs.trim(), want, "{}: the column chunks' codecs", f.display());
         assert!(stderr(&o).contains("(Parquet, LISA's layout)"), "{}", stderr(&o));
         let json = tmp.path().join(format!("{stem}.jsonl"));
         let j = run(&["tr-cat", f.to_str().unwrap(), "--json"]);
@@ -131,6 +162,70 @@ fn several_files_are_one_table_with_a_source_column() {
     assert_eq!(text, want);
 }
 
+/// A fleet of three boards' recordings (aarch64, armv7, x86_64, from the
+/// qemu boards' fixtures) read by Spark in local mode: per source and
+/// event the rows `trace-cmd report` prints for that board's file; the
+/// queries docs/analysis.md shows run over it.
+#[test]
+fn spark_reads_a_fleet_as_trace_cmd_counts_it() {
+    let Some(()) = spark() else { return };
+    let tmp = TempDir::new("parquet-spark");
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let boards = ["aarch64", "armv7", "x86_64"];
+    let dats: Vec<PathBuf> =
+        boards.iter().map(|b| dat_of(&fx.join(b).join("events"), &tmp.path().join(format!("{b}.dat")))).collect();
+    let out = tmp.path().join("fleet.parquet");
+    let mut args = vec!["tr-cat"];
+    args.extend(dats.iter().map(|d| d.to_str().unwrap()));
+    // zstd: on a machine with musl installed (musl-tools, for the musl
+    // test build), snappy-java, Spark's snappy, took its musl build and
+    // could not load it (libc.musl-x86_64.so.1); zstd-jni loads.
+    args.extend(["-o", out.to_str().unwrap(), "--compression", "zstd"]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = std::time::Instant::now();
+    let s = Command::new("python3").arg(SPARK).arg(&out).output().unwrap();
+    assert!(s.status.success(), "spark_check.py: {}", stderr(&s));
+    let text = stdout(&s);
+    eprintln!("{text}Spark: {:.1} s in all", t.elapsed().as_secs_f64());
+    let mut got: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut syscalls: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut queries = BTreeMap::new();
+    for l in text.lines() {
+        let w: Vec<&str> = l.split(' ').collect();
+        match w[..] {
+            ["query", name, n] => {
+                queries.insert(name.to_string(), n.parse::<u64>().unwrap());
+            }
+            ["spark", ..] => {}
+            [src, ev, n, "(top_syscalls)"] => {
+                syscalls.entry(src.into()).or_default().insert(ev.into(), n.parse().unwrap());
+            }
+            [src, ev, n] => {
+                got.entry(src.into()).or_default().insert(ev.into(), n.parse().unwrap());
+            }
+            _ => panic!("spark_check.py: {l}"),
+        }
+    }
+    let mut want = BTreeMap::new();
+    for (b, d) in boards.iter().zip(&dats) {
+        let Some(report) = trace_cmd_records(d) else {
+            skip_tool("trace-cmd", "Spark's counts against trace-cmd report's");
+            return;
+        };
+        let counts = report_counts(&report);
+        // The syscall query counts each sys_enter_* file: trace-cmd's rows.
+        let enters: BTreeMap<String, u64> =
+            counts.iter().filter(|(e, _)| e.starts_with("sys_enter_")).map(|(e, &n)| (e.clone(), n)).collect();
+        assert_eq!(syscalls.get(*b).cloned().unwrap_or_default(), enters, "{b}: the top-syscalls query");
+        want.insert(b.to_string(), counts);
+    }
+    assert_eq!(got, want, "rows per source and event, Spark vs trace-cmd report");
+    // Every board ran tasks and woke some: the docs' queries found them.
+    assert!(queries.get("run_time").is_some_and(|&n| n > 0), "{queries:?}");
+    assert!(queries.get("wakeup_latency").is_some_and(|&n| n > 0), "{queries:?}");
+}
+
 #[test]
 fn refusals_and_an_empty_recording() {
     let tmp = TempDir::new("parquet-refuse");
@@ -145,6 +240,19 @@ fn refusals_and_an_empty_recording() {
     // Filters are not taken silently.
     let o =
         run(&["tr-cat", f.to_str().unwrap(), "-e", "sched:*", "-o", tmp.path().join("y.parquet").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // --compression without -o X.parquet: a usage error, said.
+    let o = run(&["tr-cat", f.to_str().unwrap(), "--compression", "zstd"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--compression"), "{}", stderr(&o));
+    let o = run(&[
+        "tr-cat",
+        f.to_str().unwrap(),
+        "-o",
+        tmp.path().join("c.parquet").to_str().unwrap(),
+        "--compression",
+        "lz4",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     // Several FILEs without -o X.parquet: a usage error.
     let o = run(&["tr-cat", f.to_str().unwrap(), f.to_str().unwrap()]);

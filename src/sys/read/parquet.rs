@@ -54,14 +54,60 @@ pub struct Source<'a> {
     pub name: Option<String>,
 }
 
+/// How the column chunks are compressed (`tr-cat --compression`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Codec {
+    /// Snappy: fast, what LISA's `trace-dump parquet` writes.
+    #[default]
+    Snappy,
+    /// Zstandard (level 3, the crate's default): smaller files, for a
+    /// fleet's storage.
+    Zstd,
+    /// None.
+    Uncompressed,
+}
+
+impl Codec {
+    /// The names `--compression` takes.
+    pub const NAMES: &'static str = "snappy, zstd or none";
+}
+
+impl core::str::FromStr for Codec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Codec, String> {
+        match s {
+            "snappy" => Ok(Codec::Snappy),
+            "zstd" => Ok(Codec::Zstd),
+            "none" => Ok(Codec::Uncompressed),
+            _ => Err(format!("'{s}': the compressions are {}", Codec::NAMES)),
+        }
+    }
+}
+
+impl From<Codec> for Compression {
+    fn from(c: Codec) -> Compression {
+        match c {
+            Codec::Snappy => Compression::SNAPPY,
+            Codec::Zstd => Compression::ZSTD(Default::default()),
+            Codec::Uncompressed => Compression::UNCOMPRESSED,
+        }
+    }
+}
+
 /// Converts each of `sources` into the directory `out`, which must not
-/// exist yet (nothing is written over). An input with no record writes no
-/// event file; its meta.json says so.
-pub fn parquet(sources: &[Source<'_>], out: &Path) -> Result<Written, Error> {
+/// exist yet (nothing is written over), its column chunks compressed with
+/// `codec`. An input with no record writes no event file; its meta.json
+/// says so.
+pub fn parquet(sources: &[Source<'_>], out: &Path, codec: Codec) -> Result<Written, Error> {
     std::fs::create_dir(out).map_err(|e| Error::io(out, e))?;
+    into_dir(sources, out, codec)
+}
+
+/// [`parquet`] into `out`, a directory the caller made (empty).
+pub fn into_dir(sources: &[Source<'_>], out: &Path, codec: Codec) -> Result<Written, Error> {
     let props = Arc::new(
         WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
+            .set_compression(codec.into())
             .set_created_by(concat!("trbox ", env!("CARGO_PKG_VERSION")).into())
             .set_max_row_group_size(GROUP_ROWS)
             .build(),
