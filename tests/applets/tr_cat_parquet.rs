@@ -157,3 +157,24 @@ fn refusals_and_an_empty_recording() {
     let files: Vec<_> = std::fs::read_dir(&z).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(files, ["meta.json"]);
 }
+
+#[test]
+fn meta_json_has_the_files_trace_id_as_lisa_writes_it() {
+    let tmp = TempDir::new("parquet-id");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tracedat/v7-none-inst.dat");
+    let out = tmp.path().join("x.parquet");
+    let o = run(&["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    // trace-cmd's own view of the option: `[Option TRACEID, 8 bytes]`,
+    // then the id in hex.
+    let Some(dump) = Command::new("trace-cmd").args(["dump", "--options"]).arg(&f).output().ok() else {
+        skip_tool("trace-cmd", "the trace-id against trace-cmd dump --options");
+        return;
+    };
+    let text = String::from_utf8_lossy(&dump.stdout);
+    let hex = text.lines().skip_while(|l| !l.contains("Option TRACEID")).nth(1).unwrap().trim();
+    let id = u64::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap();
+    // LISA writes the number as a JSON string (u64 does not fit a double).
+    assert!(meta.contains(&format!("\"trace-id\":\"{id}\"")), "{meta}");
+}
