@@ -14,6 +14,8 @@
 //! - recording (root, live tracefs): `tr-cat -o` (splice, and read+pwrite)
 //!   vs `trace-cmd record` at the same syscall event rate — CPU time per MB,
 //!   lost events, peak RSS — and the peak RSS of reading the ~100 MB file.
+//! - Parquet and text beside LISA's `trace-dump` on the real capture
+//!   (benches/lisa/mod.rs).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,6 +29,7 @@ const MIN_EVENTS: u64 = 1_000_000;
 
 #[path = "../tests/common/dat.rs"]
 mod dat;
+mod lisa;
 mod throughput;
 
 /// Write the big file; returns (events, page bytes per CPU).
@@ -69,6 +72,17 @@ fn main() {
     if std::env::var("TRBOX_BENCH").as_deref() == Ok("throughput") {
         throughput::decode_throughput();
         throughput::merge_throughput();
+        return;
+    }
+    // TRBOX_BENCH=parquet: only the real capture beside LISA's trace-dump.
+    if std::env::var("TRBOX_BENCH").as_deref() == Ok("parquet") {
+        let trbox = root.join("target/release/trbox");
+        let real = std::env::temp_dir().join(format!("trbox-bench-real-{}.dat", std::process::id()));
+        match real_capture(&trbox, &real) {
+            Some((n, _)) => lisa::lisa_bench(&trbox, &real, n),
+            None => println!("parquet: skipped (the real capture needs root and the live tracefs)"),
+        }
+        let _ = fs::remove_file(&real);
         return;
     }
     // TRBOX_BENCH=decode: only the text decode against trace-cmd report.
@@ -119,6 +133,9 @@ fn main() {
         Some((n, b)) => {
             println!("== a real capture of this machine (the figure to judge by)");
             decode_bench(&trbox, &real, n, b);
+            if !decode_only {
+                lisa::lisa_bench(&trbox, &real, n);
+            }
         }
         None => println!("real capture: skipped (needs root and the live tracefs)"),
     }
@@ -399,6 +416,9 @@ fn measured(c: &Command, report: &Path) -> Command {
     use std::os::unix::process::CommandExt;
     let mut m = Command::new(std::env::current_exe().unwrap());
     m.arg(c.get_program()).args(c.get_args()).env(LAUNCH_ENV, report).process_group(0);
+    if let Some(d) = c.get_current_dir() {
+        m.current_dir(d);
+    }
     for (k, v) in c.get_envs() {
         match v {
             Some(v) => m.env(k, v),
