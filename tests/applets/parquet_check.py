@@ -9,6 +9,11 @@
                                    "compared N integer and M string columns".
   parquet_check.py fleet OUT EVENT the rows of EVENT per source= (hive
                                    partitioning): "SOURCE ROWS" lines.
+  parquet_check.py schema OUT      the columns of every file meta.json lists, as
+                                   DuckDB types them: "EVENT COLUMN TYPE" lines;
+                                   "EVENT ! ERROR" for an event whose meta.json
+                                   entry has errors (LISA's refusals). Works on
+                                   LISA's `trace-dump parquet` output too.
 """
 
 import json
@@ -84,10 +89,25 @@ def fleet(out, event):
         print(f"{source} {n}")
 
 
+def schema(out):
+    with open(os.path.join(out, "meta.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    for e in sorted(meta["events-info"], key=lambda e: e["event"]):
+        if e.get("errors"):
+            print(f"{e['event']} ! {e['errors'][0].splitlines()[0]}")
+        if "path" not in e:
+            continue
+        path = os.path.join(out, e["path"])
+        for col, typ, *_ in sql(f"DESCRIBE SELECT * FROM read_parquet('{path}')"):
+            print(f"{e['event']} {col} {typ}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "one":
         one(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "fleet":
         fleet(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "schema":
+        schema(sys.argv[2])
     else:
         fail(__doc__)

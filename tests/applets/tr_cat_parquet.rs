@@ -158,6 +158,104 @@ fn refusals_and_an_empty_recording() {
     assert_eq!(files, ["meta.json"]);
 }
 
+/// LISA's own column names and types, as its `trace-dump parquet` wrote
+/// them for these inputs (tests/data/parquet/lisa-schema.txt, made by
+/// lisa-schema.sh beside it): `INPUT EVENT COLUMN TYPE` lines in DuckDB's
+/// type names, `INPUT EVENT ! ERROR` for an event LISA refused.
+const LISA_SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/parquet/lisa-schema.txt");
+
+/// Where trbox's columns are not LISA's, and why (docs/analysis.md, "Where
+/// trbox differs from LISA"): (event, column, trbox's type, LISA's type,
+/// why); `*` matches any event or column.
+const NOT_LISAS: &[(&str, &str, &str, &str, &str)] = &[(
+    "*",
+    "*",
+    "UTINYINT[]",
+    "BLOB",
+    "a u8 array is a list of integers, as every other integer array (issue 41's rule); LISA makes it a byte string",
+)];
+
+/// Events LISA refuses to write, and why trbox writes them: (the event's
+/// name or its start, what LISA's error says).
+const LISA_REFUSES: &[(&str, &str)] = &[
+    // The kernel stores every syscall argument in an unsigned long
+    // (format: `int dfd; size:8; signed:0`); LISA wants the C type's size.
+    ("sys_enter_", "but kernel reported 8"),
+];
+
+#[test]
+#[ignore = "tests/data/parquet/lisa-schema.txt is not made yet: run lisa-schema.sh beside it (LISA's trace-dump)"]
+fn columns_and_types_as_lisa_has_them() {
+    let Some(()) = duckdb() else { return };
+    let tmp = TempDir::new("parquet-lisa");
+    let ins = inputs(tmp.path());
+    // lisa-schema.sh runs LISA on the same files: this keeps them.
+    if let Some(keep) = std::env::var_os("TRBOX_PARQUET_INPUTS") {
+        for f in &ins {
+            std::fs::copy(f, Path::new(&keep).join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    // input -> event -> LISA's (column, type) lines, or its error.
+    let mut lisa: BTreeMap<String, BTreeMap<String, Vec<(String, String)>>> = BTreeMap::new();
+    let mut refused: BTreeMap<(String, String), String> = BTreeMap::new();
+    for l in std::fs::read_to_string(LISA_SCHEMA).unwrap().lines().filter(|l| !l.starts_with('#')) {
+        let w: Vec<&str> = l.splitn(4, ' ').collect();
+        let [input, event, col, typ] = w[..] else { panic!("lisa-schema.txt: {l:?}") };
+        if col == "!" {
+            refused.insert((input.into(), event.into()), typ.into());
+        } else {
+            let e = lisa.entry(input.into()).or_default().entry(event.into()).or_default();
+            e.push((col.into(), typ.into()));
+        }
+    }
+    let (mut same, mut excused) = (0, 0);
+    for f in &ins {
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = tmp.path().join(format!("{stem}.parquet"));
+        let o = run(&["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", f.display(), stderr(&o));
+        let mut ours: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for l in check(&[Path::new("schema"), &out]).lines() {
+            let (e, rest) = l.split_once(' ').unwrap();
+            let (c, t) = rest.split_once(' ').unwrap();
+            ours.entry(e.into()).or_default().push((c.into(), t.into()));
+        }
+        let want = lisa.get(&stem).unwrap_or_else(|| panic!("lisa-schema.txt has no {stem}: run lisa-schema.sh"));
+        for (event, cols) in want {
+            let got = ours.get(event).unwrap_or_else(|| panic!("{stem}: no {event}.parquet, LISA writes one"));
+            // The text of trace_printk() and trace_marker writes: trbox's
+            // own column, after LISA's.
+            let got: Vec<&(String, String)> = got
+                .iter()
+                .filter(|(c, _)| !(c == "text" && ["bprint", "print", "bputs"].contains(&event.as_str())))
+                .collect();
+            let names = |v: &mut dyn Iterator<Item = &String>| v.cloned().collect::<Vec<_>>();
+            assert_eq!(
+                names(&mut got.iter().map(|c| &c.0)),
+                names(&mut cols.iter().map(|c| &c.0)),
+                "{stem}: {event}'s columns"
+            );
+            for ((c, t), (_, lt)) in got.iter().zip(cols) {
+                if t == lt {
+                    same += 1;
+                    continue;
+                }
+                let any = |want: &str, got: &str| want == "*" || want == got;
+                let why = NOT_LISAS.iter().find(|x| any(x.0, event) && any(x.1, c) && x.2 == t && x.3 == lt);
+                assert!(why.is_some(), "{stem}: {event}.{c} is {t}, LISA's is {lt}, and no reason is listed");
+                excused += 1;
+            }
+        }
+        for ((input, event), err) in refused.iter().filter(|((i, _), _)| *i == stem) {
+            let why = LISA_REFUSES.iter().find(|r| event.starts_with(r.0) && err.contains(r.1));
+            assert!(why.is_some(), "{input}: LISA refuses {event} ({err}), and no reason is listed");
+            assert!(ours.contains_key(event), "{input}: trbox writes no {event}.parquet either");
+        }
+    }
+    eprintln!("{same} columns typed as LISA types them, {excused} differently for a listed reason");
+    assert!(same > 100, "{same}");
+}
+
 #[test]
 fn meta_json_has_the_files_trace_id_as_lisa_writes_it() {
     let tmp = TempDir::new("parquet-id");
