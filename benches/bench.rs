@@ -16,6 +16,8 @@
 //!   lost events, peak RSS — and the peak RSS of reading the ~100 MB file.
 //! - the library's pull reader on the real capture, two fields per event,
 //!   against the text decode's CPU (benches/pull.rs).
+//! - Parquet and text beside LISA's `trace-dump` on the real capture
+//!   (benches/lisa/mod.rs).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -30,6 +32,7 @@ const MIN_EVENTS: u64 = 1_000_000;
 #[path = "../tests/common/dat.rs"]
 mod dat;
 mod pull;
+mod lisa;
 mod throughput;
 
 /// Write the big file; returns (events, page bytes per CPU).
@@ -85,6 +88,17 @@ fn main() {
         let _ = fs::remove_file(&real);
         return;
     }
+    // TRBOX_BENCH=parquet: only the real capture beside LISA's trace-dump.
+    if std::env::var("TRBOX_BENCH").as_deref() == Ok("parquet") {
+        let trbox = root.join("target/release/trbox");
+        let real = std::env::temp_dir().join(format!("trbox-bench-real-{}.dat", std::process::id()));
+        match real_capture(&trbox, &real) {
+            Some((n, _)) => lisa::lisa_bench(&trbox, &real, n),
+            None => println!("parquet: skipped (the real capture needs root and the live tracefs)"),
+        }
+        let _ = fs::remove_file(&real);
+        return;
+    }
     // TRBOX_BENCH=decode: only the text decode against trace-cmd report.
     let decode_only = std::env::var("TRBOX_BENCH").as_deref() == Ok("decode");
     let dir = root.join(FIXTURE);
@@ -135,6 +149,9 @@ fn main() {
             decode_bench(&trbox, &real, n, b);
             let report = std::env::temp_dir().join(format!("trbox-bench-usage-{}", std::process::id()));
             pull::pull_bench(&trbox, &real, &report);
+            if !decode_only {
+                lisa::lisa_bench(&trbox, &real, n);
+            }
         }
         None => println!("real capture: skipped (needs root and the live tracefs)"),
     }
@@ -415,6 +432,9 @@ fn measured(c: &Command, report: &Path) -> Command {
     use std::os::unix::process::CommandExt;
     let mut m = Command::new(std::env::current_exe().unwrap());
     m.arg(c.get_program()).args(c.get_args()).env(LAUNCH_ENV, report).process_group(0);
+    if let Some(d) = c.get_current_dir() {
+        m.current_dir(d);
+    }
     for (k, v) in c.get_envs() {
         match v {
             Some(v) => m.env(k, v),

@@ -12,6 +12,11 @@
   parquet_check.py codecs OUT      the compression codecs of every column
                                    chunk of OUT's files (parquet_metadata()),
                                    one per line.
+  parquet_check.py schema OUT      the columns of every file meta.json lists, as
+                                   DuckDB types them: "EVENT COLUMN TYPE" lines;
+                                   "EVENT ! ERROR" for an event whose meta.json
+                                   entry has errors (LISA's refusals). Works on
+                                   LISA's `trace-dump parquet` output too.
 """
 
 import json
@@ -93,6 +98,19 @@ def codecs(out):
         print(c)
 
 
+def schema(out):
+    with open(os.path.join(out, "meta.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    for e in sorted(meta["events-info"], key=lambda e: e["event"]):
+        if e.get("errors"):
+            print(f"{e['event']} ! {e['errors'][0].splitlines()[0]}")
+        if "path" not in e:
+            continue
+        path = os.path.join(out, e["path"])
+        for col, typ, *_ in sql(f"DESCRIBE SELECT * FROM read_parquet('{path}')"):
+            print(f"{e['event']} {col} {typ}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "codecs":
         codecs(sys.argv[2])
@@ -100,5 +118,7 @@ if __name__ == "__main__":
         one(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "fleet":
         fleet(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "schema":
+        schema(sys.argv[2])
     else:
         fail(__doc__)

@@ -265,3 +265,127 @@ fn refusals_and_an_empty_recording() {
     let files: Vec<_> = std::fs::read_dir(&z).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(files, ["meta.json"]);
 }
+
+/// LISA's own column names and types, as its `trace-dump parquet` wrote
+/// them for these inputs (tests/data/parquet/lisa-schema.txt, made by
+/// lisa-schema.sh beside it): `INPUT EVENT COLUMN TYPE` lines in DuckDB's
+/// type names, `INPUT EVENT ! ERROR` for an event LISA refused.
+const LISA_SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/parquet/lisa-schema.txt");
+
+/// Where trbox's columns are not LISA's, and why (docs/analysis.md, "Where
+/// trbox differs from LISA"): (event, column, trbox's type, LISA's type,
+/// why); `*` ends a prefix or matches anything.
+const NOT_LISAS: &[(&str, &str, &str, &str, &str)] = &[
+    ("sys_enter_*", "buf", "UINTEGER", "VARCHAR", "a user pointer: the kernel stores its value, not the string"),
+    ("sys_enter_*", "filename", "UINTEGER", "VARCHAR", "a user pointer (32-bit board)"),
+    ("sys_enter_*", "filename", "UBIGINT", "VARCHAR", "a user pointer (64-bit board)"),
+];
+
+/// Events LISA refuses (or writes with errors), and why trbox writes them:
+/// (the event's name or its start, what LISA's error says).
+const LISA_REFUSES: &[(&str, &str)] = &[
+    // The kernel stores every syscall argument in an unsigned long
+    // (format: `int dfd; size:8; signed:0`); LISA wants the C type's.
+    ("sys_enter_", "was inferred to be 4 but kernel reported 8"),
+    ("sys_enter_", "was inferred to be Signed but kernel reported unsigned"),
+    // A `char *` argument is a user address: LISA tries to read the
+    // string behind it from the recording.
+    ("sys_enter_", "Could not dereference address"),
+    // The 4.x arm64 recording's formats give a flexible `buf[]` a size
+    // of 0; LISA wants its element's size.
+    ("bprint", "kernel reported 0"),
+    ("print", "kernel reported 0"),
+];
+
+#[test]
+fn columns_and_types_as_lisa_has_them() {
+    let Some(()) = duckdb() else { return };
+    let tmp = TempDir::new("parquet-lisa");
+    let ins = inputs(tmp.path());
+    // lisa-schema.sh runs LISA on the same files: this keeps them.
+    if let Some(keep) = std::env::var_os("TRBOX_PARQUET_INPUTS") {
+        for f in &ins {
+            std::fs::copy(f, Path::new(&keep).join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    // input -> event -> LISA's (column, type) lines, or its error.
+    let mut lisa: BTreeMap<String, BTreeMap<String, Vec<(String, String)>>> = BTreeMap::new();
+    let mut refused: BTreeMap<(String, String), String> = BTreeMap::new();
+    for l in std::fs::read_to_string(LISA_SCHEMA).unwrap().lines().filter(|l| !l.starts_with('#')) {
+        let w: Vec<&str> = l.splitn(4, ' ').collect();
+        let [input, event, col, typ] = w[..] else { panic!("lisa-schema.txt: {l:?}") };
+        if col == "!" {
+            refused.insert((input.into(), event.into()), typ.into());
+        } else {
+            let e = lisa.entry(input.into()).or_default().entry(event.into()).or_default();
+            e.push((col.into(), typ.into()));
+        }
+    }
+    let (mut same, mut excused) = (0, 0);
+    for f in &ins {
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = tmp.path().join(format!("{stem}.parquet"));
+        let o = run(&["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", f.display(), stderr(&o));
+        let mut ours: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for l in check(&[Path::new("schema"), &out]).lines() {
+            let (e, rest) = l.split_once(' ').unwrap();
+            let (c, t) = rest.split_once(' ').unwrap();
+            ours.entry(e.into()).or_default().push((c.into(), t.into()));
+        }
+        let want = lisa.get(&stem).unwrap_or_else(|| panic!("lisa-schema.txt has no {stem}: run lisa-schema.sh"));
+        for (event, cols) in want {
+            let got = ours.get(event).unwrap_or_else(|| panic!("{stem}: no {event}.parquet, LISA writes one"));
+            // The text of trace_printk() and trace_marker writes: trbox's
+            // own column, after LISA's.
+            let got: Vec<&(String, String)> = got
+                .iter()
+                .filter(|(c, _)| !(c == "text" && ["bprint", "print", "bputs"].contains(&event.as_str())))
+                .collect();
+            let names = |v: &mut dyn Iterator<Item = &String>| v.cloned().collect::<Vec<_>>();
+            assert_eq!(
+                names(&mut got.iter().map(|c| &c.0)),
+                names(&mut cols.iter().map(|c| &c.0)),
+                "{stem}: {event}'s columns"
+            );
+            for ((c, t), (_, lt)) in got.iter().zip(cols) {
+                if t == lt {
+                    same += 1;
+                    continue;
+                }
+                let any = |want: &str, got: &str| want.strip_suffix('*').map_or(want == got, |p| got.starts_with(p));
+                let why = NOT_LISAS.iter().find(|x| any(x.0, event) && any(x.1, c) && x.2 == t && x.3 == lt);
+                assert!(why.is_some(), "{stem}: {event}.{c} is {t}, LISA's is {lt}, and no reason is listed");
+                excused += 1;
+            }
+        }
+        for ((input, event), err) in refused.iter().filter(|((i, _), _)| *i == stem) {
+            let why = LISA_REFUSES.iter().find(|r| event.starts_with(r.0) && err.contains(r.1));
+            assert!(why.is_some(), "{input}: LISA refuses {event} ({err}), and no reason is listed");
+            assert!(ours.contains_key(event), "{input}: trbox writes no {event}.parquet either");
+        }
+    }
+    eprintln!("{same} columns typed as LISA types them, {excused} differently for a listed reason");
+    assert!(same > 100, "{same}");
+}
+
+#[test]
+fn meta_json_has_the_files_trace_id_as_lisa_writes_it() {
+    let tmp = TempDir::new("parquet-id");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tracedat/v7-none-inst.dat");
+    let out = tmp.path().join("x.parquet");
+    let o = run(&["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    // trace-cmd's own view of the option: `[Option TRACEID, 8 bytes]`,
+    // then the id in hex.
+    let Some(dump) = Command::new("trace-cmd").args(["dump", "--options"]).arg(&f).output().ok() else {
+        skip_tool("trace-cmd", "the trace-id against trace-cmd dump --options");
+        return;
+    };
+    let text = String::from_utf8_lossy(&dump.stdout);
+    let hex = text.lines().skip_while(|l| !l.contains("Option TRACEID")).nth(1).unwrap().trim();
+    let id = u64::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap();
+    // LISA writes the number as a JSON string (u64 does not fit a double).
+    assert!(meta.contains(&format!("\"trace-id\":\"{id}\"")), "{meta}");
+}

@@ -39,6 +39,8 @@ pub struct Input<'t> {
     pub(super) labels: Vec<String>,
     /// What to say on stderr when the streams hold nothing at all.
     pub(super) empty_note: Option<String>,
+    /// A trace.dat's TRACEID option: the id trace-cmd gave the recording.
+    pub(super) trace_id: Option<u64>,
     /// For writers of other formats: `uname` (sysname nodename release
     /// version machine) and the saved_cmdlines text.
     #[cfg(feature = "host")]
@@ -162,6 +164,7 @@ impl<'t> Input<'t> {
             buffers: Vec::new(),
             labels: Vec::new(),
             empty_note: None,
+            trace_id: None,
         }))
     }
 
@@ -263,6 +266,7 @@ impl<'t> Input<'t> {
             buffers,
             labels,
             empty_note,
+            trace_id: td.options.trace_id,
         })
     }
 }

@@ -583,7 +583,7 @@ fn parquet_error(path: &Path, e: parquet::errors::ParquetError) -> Error {
 }
 
 /// meta.json: LISA's keys (`cpus-count`, `events-info`, `pid-comms`,
-/// `symbols-address`, `time-range`, `trace-clock`) and trbox's
+/// `symbols-address`, `time-range`, `trace-clock`, `trace-id`) and trbox's
 /// (`trbox-kernel-version`, `trbox-lost-events`, `trbox-problems`).
 /// `done`: the files written, (format id, file, rows).
 fn meta_json(
@@ -655,6 +655,10 @@ fn meta_json(
             json::uint_array(m.key("time-range")?, [a, b])?;
         }
         m.string("trace-clock", s.clock())?;
+        // LISA writes the TRACEID option's number as a string.
+        if let Some(id) = s.trace_id() {
+            m.string("trace-id", &id.to_string())?;
+        }
         match s.kernel().version {
             Some((maj, min)) => m.string("trbox-kernel-version", &format!("{maj}.{min}"))?,
             None => m.key("trbox-kernel-version")?.write_str("null")?,

@@ -83,6 +83,7 @@ pub struct Session {
     /// The `irq-info` option: the latency columns of the text.
     irq_info: bool,
     buffers: Vec<String>,
+    trace_id: Option<u64>,
 }
 
 /// The records' side of a [`Reader`]: the page streams and their merge.
@@ -129,14 +130,14 @@ impl Reader {
     }
 
     fn of(input: Input<'_>) -> Reader {
-        let Input { trace, kernel, streams, buffers, irq_info, .. } = input;
+        let Input { trace, kernel, streams, buffers, irq_info, trace_id, .. } = input;
         let records = Records {
             common: CommonFields::of_table(&trace.events),
             merger: Merger::new(streams.len()),
             streams,
             unknown: UnknownEvents::default(),
         };
-        Reader { session: Session { trace, kernel, irq_info, buffers }, records }
+        Reader { session: Session { trace, kernel, irq_info, buffers, trace_id }, records }
     }
 
     /// The next record or problem, in time order across CPUs and buffers;
@@ -218,6 +219,12 @@ impl Session {
     /// layout, clock, kernel, CPUs.
     pub fn trace(&self) -> &Opened {
         &self.trace
+    }
+
+    /// The id trace-cmd gave the recording (a trace.dat's TRACEID
+    /// option), if the file has one.
+    pub fn trace_id(&self) -> Option<u64> {
+        self.trace_id
     }
 
     /// The traced machine's CPUs.
