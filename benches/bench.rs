@@ -31,8 +31,8 @@ const MIN_EVENTS: u64 = 1_000_000;
 
 #[path = "../tests/common/dat.rs"]
 mod dat;
-mod pull;
 mod lisa;
+mod pull;
 mod throughput;
 
 /// Write the big file; returns (events, page bytes per CPU).

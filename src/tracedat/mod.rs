@@ -31,7 +31,7 @@ pub use compress::{decompress, Compression};
 pub use read::{selected_clock, ChunkHeader, CpuData, DatPages, EventSystem, Instance, Options, TraceDat, Tsc2Nsec};
 pub use write::{
     cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u32, encode_u64,
-    fit_cmdlines, FlyrecordSlot, OptionsSlot, V6Writer, WriteError, WriteOptions,
+    fit_cmdlines, FlyrecordSlot, OptionsSlot, V6Writer, WriteError, WriteOptions, CMDLINES_PAD,
 };
 
 pub use crate::abi::Endian;

@@ -101,7 +101,7 @@ pub struct WriteOptions<'a> {
 }
 
 /// saved_cmdlines text for a slot of `room` bytes reserved in a header:
-/// the whole lines that fit, NUL-padded (readers stop at the NUL).
+/// the whole lines that fit, padded with empty lines ([`CMDLINES_PAD`]).
 pub fn fit_cmdlines(text: &[u8], room: usize) -> Vec<u8> {
     let cut = if text.len() > room {
         text[..room].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
@@ -109,9 +109,15 @@ pub fn fit_cmdlines(text: &[u8], room: usize) -> Vec<u8> {
         text.len()
     };
     let mut v = text[..cut].to_vec();
-    v.resize(room, 0);
+    v.resize(room, CMDLINES_PAD);
     v
 }
+
+/// What fills the rest of a saved_cmdlines slot: empty lines, which every
+/// reader skips (trace-cmd splits the text at each newline, as trbox
+/// does); NULs, which trace-cmd stops at, make LISA's parser refuse the
+/// whole file ("Could not parse header").
+pub const CMDLINES_PAD: u8 = b'\n';
 
 /// The CPUSTAT text trace-cmd stores for one CPU.
 pub fn cpustat_text(cpu: u32, stats: &str) -> String {

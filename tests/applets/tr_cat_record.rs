@@ -87,6 +87,16 @@ fn check_file(f: &Path, events: u64) {
     if let Some(n) = trace_cmd_count(f) {
         assert_eq!(n, events, "trace-cmd report vs the summary");
     }
+    cmdlines_are_lines(f);
+}
+
+/// The saved_cmdlines slot is lines to its end: what the tasks' lines
+/// leave of it is empty lines, not NULs, which trace-cmd stops at but
+/// LISA's parser refuses, and with them the whole file.
+fn cmdlines_are_lines(f: &Path) {
+    let td = trbox::tracedat::TraceDat::read(&mut std::fs::File::open(f).unwrap()).unwrap();
+    assert!(!td.saved_cmdlines.is_empty(), "{}: no saved_cmdlines", f.display());
+    assert!(!td.saved_cmdlines.contains(&0), "{}: a NUL in saved_cmdlines", f.display());
 }
 
 /// A burst of syscalls that ends by itself (about a second here).
@@ -541,5 +551,6 @@ fn sigkill_mid_recording_leaves_a_readable_file_of_its_size() {
     if let Some(n) = trace_cmd_count(&f) {
         assert_eq!(n, events, "trace-cmd report vs tr-cat FILE");
     }
+    cmdlines_are_lines(&f);
     assert_same_state(&before, &snapshot(&root));
 }

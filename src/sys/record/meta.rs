@@ -90,7 +90,7 @@ pub fn write_header(
     let n = t.read_top_opt("saved_cmdlines_size")?.and_then(|s| s.trim().parse::<usize>().ok()).unwrap_or(128);
     let reserve = n.saturating_mul(CMDLINE_MAX).clamp(4096, 1 << 22) + spare;
     let cmdlines_pos = w.pos() + 8;
-    w.saved_cmdlines(&vec![0u8; reserve]).map_err(bad)?;
+    w.saved_cmdlines(&vec![crate::tracedat::CMDLINES_PAD; reserve]).map_err(bad)?;
     w.cpus(cpus).map_err(bad)?;
     let clock = t.read_opt("trace_clock")?.unwrap_or_else(|| "[local]".into()).trim().to_string();
     let uname = uname();
