@@ -103,7 +103,7 @@ pub fn parquet(sources: &[Source<'_>], out: &Path, codec: Codec) -> Result<Writt
     into_dir(sources, out, codec)
 }
 
-/// [`parquet`] into `out`, a directory the caller made (empty).
+/// [`parquet()`] into `out`, a directory the caller made (empty).
 pub fn into_dir(sources: &[Source<'_>], out: &Path, codec: Codec) -> Result<Written, Error> {
     let props = Arc::new(
         WriterProperties::builder()
