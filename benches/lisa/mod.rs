@@ -176,7 +176,9 @@ pub fn lisa_bench(trbox: &Path, file: &Path, events: u64) {
     let bad = differ(&our_rows, &lisa_rows);
     if !theirs.join("meta.json").exists() {
         // Its parquet files are written event by event; meta.json last.
-        println!("  LISA's rows: unknown: trace-dump wrote no meta.json (it stopped on an error; run it by hand to see)");
+        println!(
+            "  LISA's rows: unknown: trace-dump wrote no meta.json (it stopped on an error; run it by hand to see)"
+        );
     } else if bad.is_empty() {
         println!("  LISA's rows: the same in every event");
     } else {

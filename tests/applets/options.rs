@@ -98,6 +98,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("tr-event", "--persist", "applets/tr_event.rs::boot_prints_the_event_command_line"),
     ("tr-cat", "--output", "applets/tr_cat_record.rs::output_follows_no_symlink_and_truncates_no_file_not_ours"),
     ("tr-cat", "--max-kb", "applets/tr_cat_record.rs::max_kb_keeps_the_newest_pages"),
+    ("tr-cat", "--compression", "applets/tr_cat_parquet.rs::zstd_holds_the_same_rows"),
     ("tr-cat", "--raw", "applets/tr_cat.rs::filters_select_by_event_cpu_pid_and_comm"),
     ("tr-cat", "--follow", "applets/tr_cat.rs::follow_streams_and_stops_cleanly"),
     ("tr-cat", "--time", "applets/tr_cat.rs::follow_streams_and_stops_cleanly"),

@@ -79,16 +79,17 @@ fn report_counts(lines: &[String]) -> BTreeMap<String, u64> {
 
 #[test]
 fn every_event_as_trace_cmd_and_json_have_it() {
-    every_event(None);
+    every_event(&[]);
 }
 
 /// The same with the columns in zstd; the files' metadata says ZSTD.
 #[test]
 fn zstd_holds_the_same_rows() {
-    every_event(Some("zstd"));
+    every_event(&["--compression", "zstd"]);
 }
 
-fn every_event(compression: Option<&str>) {
+/// `extra`: tr-cat's options besides FILE -o OUT (a `--compression`).
+fn every_event(extra: &[&str]) {
     let Some(()) = duckdb() else { return };
     let tmp = TempDir::new("parquet");
     let mut compared = (0, 0);
@@ -96,13 +97,11 @@ fn every_event(compression: Option<&str>) {
         let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
         let out = tmp.path().join(format!("{stem}.parquet"));
         let mut args = vec!["tr-cat", f.to_str().unwrap(), "-o", out.to_str().unwrap()];
-        if let Some(c) = compression {
-            args.extend(["--compression", c]);
-        }
+        args.extend(extra);
         let o = run(&args);
         assert!(o.status.success(), "{}: {}", f.display(), stderr(&o));
         let codecs = check(&[Path::new("codecs"), &out]);
-        let want = compression.unwrap_or("snappy").to_uppercase();
+        let want = extra.get(1).unwrap_or(&"snappy").to_uppercase();
         assert_eq!(codecs.trim(), want, "{}: the column chunks' codecs", f.display());
         assert!(stderr(&o).contains("(Parquet, LISA's layout)"), "{}", stderr(&o));
         let json = tmp.path().join(format!("{stem}.jsonl"));
