@@ -90,6 +90,23 @@ fn check_file(f: &Path, events: u64) {
     cmdlines_are_lines(f);
 }
 
+/// Whether `dir`'s filesystem inserts and collapses a page-sized range
+/// (`FALLOC_FL_INSERT_RANGE`, `FALLOC_FL_COLLAPSE_RANGE`), as the recorder
+/// asks before it lays out per-CPU regions.
+fn moves_extents(dir: &Path) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let p = dir.join("probe");
+    let Ok(file) = std::fs::File::create(&p) else { return false };
+    // SAFETY: sysconf has no preconditions.
+    let ps = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64;
+    let falloc = |mode| unsafe { libc::fallocate(file.as_raw_fd(), mode, 0, ps) } == 0;
+    let ok = file.set_len(2 * ps as u64).is_ok()
+        && falloc(libc::FALLOC_FL_COLLAPSE_RANGE)
+        && falloc(libc::FALLOC_FL_INSERT_RANGE);
+    let _ = std::fs::remove_file(&p);
+    ok
+}
+
 /// The saved_cmdlines slot is lines to its end: what the tasks' lines
 /// leave of it is empty lines, not NULs, which trace-cmd stops at but
 /// LISA's parser refuses, and with them the whole file.
@@ -491,6 +508,13 @@ fn sigkill_mid_recording_leaves_a_readable_file_of_its_size() {
     let Some((_l, root, before)) = live() else { return };
     let dir = TempDir::new("rec-kill");
     let f = dir.path().join("t.dat");
+    if !moves_extents(dir.path()) {
+        // tmpfs (a qemu board's initramfs), FAT, btrfs: the recorder keeps
+        // the slot pool there, whose flyrecord table is written at the end.
+        return skip_absent(
+            "the temporary directory's filesystem cannot insert and collapse ranges: no per-CPU regions",
+        );
+    }
     // The ring buffer's page: buffer_subbuf_size_kb (6.8+), else the
     // machine's page.
     // SAFETY: sysconf has no preconditions.
