@@ -76,7 +76,7 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
 /// `tr-cat FILE… -o OUT.parquet`: the directory LISA's `trace-dump
 /// parquet` writes (the library's Parquet sink); several FILEs under
 /// `source=NAME/`, NAME the file's name without `.dat`.
-pub fn parquet(files: &[String], output: &str, codec: read::parquet::Codec) -> Result<(), Error> {
+pub fn parquet(files: &[String], output: &str, o: &read::parquet::Options) -> Result<(), Error> {
     let out = Path::new(output);
     let mut names: Vec<String> = Vec::new();
     for f in files {
@@ -98,7 +98,7 @@ pub fn parquet(files: &[String], output: &str, codec: read::parquet::Codec) -> R
         return Err(Error::runtime(format!("{output}: already exists; nothing is written over"))
             .hint("remove it or give another name"));
     }
-    let w = read::parquet::parquet(&sources, out, codec)?;
+    let w = read::parquet::parquet(&sources, out, o)?;
     if w.files == 0 {
         crate::cli::note(
             &Error::runtime(format!("{output}: no event: the recording holds no record, so no EVENT.parquet"))

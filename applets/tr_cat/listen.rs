@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use trbox::sys::read::parquet::{into_dir, Codec, Source};
+use trbox::sys::read::parquet::{into_dir, Options, Source};
 use trbox::tracedat::msg;
 
 /// Senders served at once.
@@ -157,9 +157,8 @@ struct Place {
     max_bytes: u64,
     /// [`HEADER_S`], or TRBOX_LISTEN_HEADER_S (a test hook).
     header_s: u64,
-    /// `-o DIR.parquet`: each recording converted, its columns compressed
-    /// so.
-    parquet: Option<Codec>,
+    /// `-o DIR.parquet`: each recording converted so.
+    parquet: Option<Options>,
 }
 
 /// Raise the soft limit of open descriptors to the hard one; the data
@@ -183,7 +182,7 @@ fn descriptor_budget() -> usize {
 /// short that way leaves a file that reads as an empty recording (its
 /// table is written with the header, every CPU empty, and filled in at
 /// the end).
-pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>, parquet: Option<Codec>) -> Result<(), Error> {
+pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>, parquet: Option<Options>) -> Result<(), Error> {
     if parquet.is_some() && !Path::new(dir).is_dir() {
         // The fleet's directory, made once; a listener started again adds
         // its senders to it.
@@ -236,9 +235,9 @@ pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>, parquet: Option<
         let (seat, place) = (Seat(shared.clone()), place.clone());
         let spawned = std::thread::Builder::new().name("tr-cat-listen".into()).spawn(move || {
             match session(c, &peer, &place, &seat.0) {
-                Ok((path, pages, note)) => match place.parquet {
+                Ok((path, pages, note)) => match &place.parquet {
                     None => eprintln!("tr-cat: {}: {pages} pages from {peer}{note}", path.display()),
-                    Some(codec) => match to_parquet(&path, &peer, &place.dir, codec) {
+                    Some(o) => match to_parquet(&path, &peer, &place.dir, o) {
                         Ok(to) => eprintln!("tr-cat: {}: {pages} pages from {peer}{note}", to.display()),
                         Err(why) => eprintln!("tr-cat: {peer}: {why}"),
                     },
@@ -375,7 +374,7 @@ fn source_name(peer: &str) -> String {
 /// written over), then `dat` removed; kept, and said, when the
 /// conversion fails (and the directory made for it removed: a half
 /// source would spoil every query over the fleet).
-fn to_parquet(dat: &Path, peer: &str, dir: &Path, codec: Codec) -> Result<PathBuf, String> {
+fn to_parquet(dat: &Path, peer: &str, dir: &Path, o: &Options) -> Result<PathBuf, String> {
     let name = source_name(peer);
     let mut made = None;
     for n in 0..100 {
@@ -404,7 +403,7 @@ fn to_parquet(dat: &Path, peer: &str, dir: &Path, codec: Codec) -> Result<PathBu
         )
     })?;
     let one = [Source { path: dat, name: None }];
-    match into_dir(&one, &to, codec) {
+    match into_dir(&one, &to, o) {
         Ok(_) => {
             let _ = std::fs::remove_file(dat);
             Ok(to)

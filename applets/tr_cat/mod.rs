@@ -354,11 +354,14 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         return Err(Error::usage("--compression is how -o OUT.parquet compresses its columns: give -o OUT.parquet")
             .hint("e.g. tr-cat trace.dat -o trace.parquet --compression zstd"));
     }
-    let codec = a.compression.unwrap_or_default();
+    let conversion = read::parquet::Options {
+        codec: a.compression.unwrap_or_default(),
+        read: read::ReadOptions { kernel: common.kernel.clone(), ..Default::default() },
+    };
     if let Some(addr) = &a.listen {
         let addr = listen::parse_addr(addr)?;
         let dir = a.output.as_deref().unwrap_or(".");
-        return listen::listen(addr, dir, a.max_kb, to_parquet.then_some(codec)).map(Some);
+        return listen::listen(addr, dir, a.max_kb, to_parquet.then_some(conversion)).map(Some);
     }
     if let Some(i) = a.from_console.take() {
         if a.file().is_some() || a.input.is_some() {
@@ -376,7 +379,7 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
         a.files = vec![i];
     }
     if let Some(o) = a.output.as_ref().filter(|o| o.ends_with(".parquet")) {
-        return parquet(a, o, cmd).map(Some);
+        return parquet(a, o, cmd, &conversion).map(Some);
     }
     if let (Some(o), Some(f)) = (&a.output, a.file()) {
         if o.ends_with(".pftrace") {
@@ -406,7 +409,7 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
 
 /// `FILE… -o OUT.parquet`: each recording into LISA's layout.
 #[cfg(feature = "host")]
-fn parquet(a: &Args, o: &str, cmd: &[String]) -> Result<(), Error> {
+fn parquet(a: &Args, o: &str, cmd: &[String], conversion: &read::parquet::Options) -> Result<(), Error> {
     if a.files.is_empty() {
         return Err(Error::usage("-o OUT.parquet converts a recording: give the FILE (or FILEs) to read")
             .hint(format!("e.g. tr-cat trace.dat -o {o}")));
@@ -417,7 +420,7 @@ fn parquet(a: &Args, o: &str, cmd: &[String]) -> Result<(), Error> {
 --stats, -e, --pid, --comm, --cpus or -- CMD",
         ));
     }
-    host::parquet(&a.files, o, a.compression.unwrap_or_default())
+    host::parquet(&a.files, o, conversion)
 }
 
 /// `--stats`: count everything kept, print the table at the end.

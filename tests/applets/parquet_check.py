@@ -12,6 +12,11 @@
   parquet_check.py codecs OUT      the compression codecs of every column
                                    chunk of OUT's files (parquet_metadata()),
                                    one per line.
+  parquet_check.py ts-stats OUT    every file's common_ts chunks carry their min
+                                   and max (what lets an engine skip row groups
+                                   outside a time range), and they bound the
+                                   file's times: "ts-stats N" (N files), or a
+                                   line per file that fails.
   parquet_check.py schema OUT      the columns of every file meta.json lists, as
                                    DuckDB types them: "EVENT COLUMN TYPE" lines;
                                    "EVENT ! ERROR" for an event whose meta.json
@@ -98,6 +103,21 @@ def codecs(out):
         print(c)
 
 
+def ts_stats(out):
+    q = (
+        f"SELECT file_name, min(stats_min_value::UBIGINT), max(stats_max_value::UBIGINT), "
+        f"count(*) FILTER (stats_min_value IS NULL OR stats_max_value IS NULL) "
+        f"FROM parquet_metadata('{out}/*.parquet') WHERE path_in_schema = 'common_ts' GROUP BY 1 ORDER BY 1"
+    )
+    n = 0
+    for f, lo, hi, missing in sql(q):
+        ((a, b),) = sql(f"SELECT min(common_ts), max(common_ts) FROM '{f}'")
+        if missing or (lo, hi) != (a, b):
+            print(f"{f}: common_ts min/max {lo}..{hi} ({missing} chunks without), the rows {a}..{b}")
+        n += 1
+    print(f"ts-stats {n}")
+
+
 def schema(out):
     with open(os.path.join(out, "meta.json"), encoding="utf-8") as f:
         meta = json.load(f)
@@ -118,6 +138,8 @@ if __name__ == "__main__":
         one(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "fleet":
         fleet(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "ts-stats":
+        ts_stats(sys.argv[2])
     elif sys.argv[1] == "schema":
         schema(sys.argv[2])
     else:

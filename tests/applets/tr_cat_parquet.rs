@@ -103,6 +103,8 @@ fn every_event(extra: &[&str]) {
         let codecs = check(&[Path::new("codecs"), &out]);
         let want = extra.get(1).unwrap_or(&"snappy").to_uppercase();
         assert_eq!(codecs.trim(), want, "{}: the column chunks' codecs", f.display());
+        let ts = check(&[Path::new("ts-stats"), &out]);
+        assert!(ts.starts_with("ts-stats ") && ts.lines().count() == 1, "{}: {ts}", f.display());
         assert!(stderr(&o).contains("(Parquet, LISA's layout)"), "{}", stderr(&o));
         let json = tmp.path().join(format!("{stem}.jsonl"));
         let j = run(&["tr-cat", f.to_str().unwrap(), "--json"]);
