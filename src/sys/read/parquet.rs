@@ -505,7 +505,10 @@ impl Column {
                 w.typed::<ByteArrayType>().write_batch(&values, def, rep)?;
             }
         }
-        self.clear();
+        // Given back, not kept: a column is filled only while its group
+        // is written, and every column of every table keeping the most it
+        // ever held would add up past the memory budget.
+        *self = Column::new(self.from, self.kind, self.def.is_none());
         Ok(())
     }
 
@@ -572,8 +575,6 @@ struct Table {
     text_col: Option<usize>,
     rows: Vec<Row>,
     recs: Vec<u8>,
-    /// Definition levels of a column with no null: all 1.
-    ones: Vec<i16>,
     /// Bytes held (records, rows and texts).
     held: usize,
     /// Rows written and held.
@@ -615,7 +616,6 @@ impl Table {
             endian,
             rows: Vec::new(),
             recs: Vec::new(),
-            ones: Vec::new(),
             held: 0,
             total: 0,
         })
@@ -641,26 +641,23 @@ impl Table {
         if n == 0 {
             return Ok(());
         }
-        if self.ones.len() < n {
-            self.ones.resize(n, 1);
-        }
         let held = Held { rows: &self.rows, recs: &self.recs, fields: &self.fields, endian: self.endian };
-        let ones = self.ones.get(..n).unwrap_or_default();
+        // The definition levels of a column with no null.
+        let ones = vec![1i16; n];
         let (writer, cols) = (&mut self.writer, &mut self.cols);
         let res = (|| {
             let mut rg = writer.next_row_group()?;
             for c in cols.iter_mut() {
                 if let Some(mut w) = rg.next_column()? {
                     c.fill(&held);
-                    c.write(&mut w, ones)?;
+                    c.write(&mut w, &ones)?;
                     w.close()?;
                 }
             }
             rg.close().map(|_| ())
         })();
         res.map_err(|e| parquet_error(&self.path, e))?;
-        // Given back, not kept: each table keeping the most it ever held
-        // would add up past the budget.
+        // Given back, not kept (as the columns').
         self.rows = Vec::new();
         self.recs = Vec::new();
         self.held = 0;
