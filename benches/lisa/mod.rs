@@ -175,10 +175,19 @@ pub fn lisa_bench(trbox: &Path, file: &Path, events: u64) {
     let (lisa_rows, lisa_errors) = meta_rows(&theirs);
     let bad = differ(&our_rows, &lisa_rows);
     if !theirs.join("meta.json").exists() {
-        // Its parquet files are written event by event; meta.json last.
-        println!(
-            "  LISA's rows: unknown: trace-dump wrote no meta.json (it stopped on an error; run it by hand to see)"
-        );
+        // Its parquet files are written event by event; meta.json last,
+        // and not when it met an error (lost events are one). Its last
+        // line of stderr says which.
+        let _ = fs::remove_dir_all(&theirs);
+        fs::create_dir_all(&theirs).unwrap();
+        let o = Command::new(&lisa)
+            .args(["parquet", "--trace", file.to_str().unwrap(), "--trace-format", "tracedat"])
+            .args(["--compression", "snappy"])
+            .current_dir(&theirs)
+            .stdout(Stdio::null())
+            .output();
+        let why = o.map(|o| String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("").to_string());
+        println!("  LISA's rows: unknown: trace-dump wrote no meta.json; it said: {}", why.unwrap_or_default());
     } else if bad.is_empty() {
         println!("  LISA's rows: the same in every event");
     } else {
