@@ -109,14 +109,18 @@ impl FieldLoc {
     /// A scalar field as an integer, sign-extended when the field is signed.
     #[inline]
     pub fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
-        let size = self.size as usize;
-        let v = self.uint(rec, e)?;
-        if self.signed && size < 8 {
-            let shift = 64 - 8 * size as u32;
-            Some(((v << shift) as i64) >> shift)
-        } else {
-            Some(v as i64)
-        }
+        Some(extend(self.uint(rec, e)?, self.size, self.signed))
+    }
+}
+
+/// `v`, an integer of `size` bytes, as `i64`: sign-extended when `signed`.
+#[inline]
+fn extend(v: u64, size: u32, signed: bool) -> i64 {
+    if signed && size < 8 {
+        let shift = 64 - 8 * size;
+        ((v << shift) as i64) >> shift
+    } else {
+        v as i64
     }
 }
 
@@ -153,8 +157,8 @@ impl Field {
 
 /// A field's value with its type, as a reader of records takes it
 /// ([`Field::typed`]): integers signed or not as the format says, strings
-/// (`char` arrays and `__data_loc char[]`) up to their NUL, other arrays as
-/// their bytes.
+/// (`char` arrays and `__data_loc char[]`) up to their NUL, arrays of 2, 4
+/// or 8-byte integers as [`Ints`], other arrays as their bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value<'a> {
     /// A signed integer (`signed:1`), sign-extended.
@@ -164,9 +168,88 @@ pub enum Value<'a> {
     /// A string: the bytes before the first NUL. The kernel's strings are
     /// not always UTF-8: [`Value::as_str`] says when they are.
     Str(&'a [u8]),
-    /// Any other array (fixed or `__data_loc`), in the record's byte
-    /// order: the field's [`FieldKind`] gives the element size.
+    /// An array (fixed `T x[N]`, a trailing `T x[]`, or `__data_loc T[]`)
+    /// of 2, 4 or 8-byte integers: `sys_enter`'s `args`, a stack's
+    /// `caller`, `bprint`'s `buf`. A variant of its own, not a reading of
+    /// [`Value::Bytes`] that takes the field: the element size and the
+    /// signedness are the format's, which a caller holding only the value
+    /// (from [`Field::typed`], or an `Event`'s field by name) no longer has.
+    Ints(Ints<'a>),
+    /// Any other array (fixed or `__data_loc`): bytes (`u8 x[N]`, whose
+    /// elements are single bytes that are not `char`), or elements of a
+    /// size no integer has (the field's [`FieldKind`] gives it).
     Bytes(&'a [u8]),
+}
+
+/// An array of integers of 2, 4 or 8 bytes each, in a record
+/// ([`Value::Ints`]): read in place, in the record's byte order, with no
+/// copy. Elements past the last whole one (a cut record) are left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ints<'a> {
+    bytes: &'a [u8],
+    /// 2, 4 or 8.
+    size: u32,
+    signed: bool,
+    endian: Endian,
+}
+
+impl<'a> Ints<'a> {
+    /// The array in `bytes`, of elements of `size` bytes (2, 4 or 8; `None`
+    /// for another size), signed or not, in byte order `endian`.
+    pub(crate) fn new(bytes: &'a [u8], size: u32, signed: bool, endian: Endian) -> Option<Self> {
+        matches!(size, 2 | 4 | 8).then_some(Ints { bytes, size, signed, endian })
+    }
+
+    /// Bytes per element: 2, 4 or 8.
+    pub fn elem_size(&self) -> u32 {
+        self.size
+    }
+
+    /// Whether the elements are signed (the format's `signed:`).
+    pub fn signed(&self) -> bool {
+        self.signed
+    }
+
+    /// The byte order of the record (of the traced kernel).
+    pub fn endian(&self) -> Endian {
+        self.endian
+    }
+
+    /// How many elements.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.size as usize
+    }
+
+    /// Whether there is no element (an empty `__data_loc` array).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of the array as the record holds them.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Element `i`, sign-extended when signed (an unsigned 8-byte one above
+    /// `i64::MAX` wraps: `as u64` gives it back); `None` past the end.
+    pub fn get(&self, i: usize) -> Option<i64> {
+        let size = self.size as usize;
+        Some(extend(self.endian.uint(self.bytes, i.checked_mul(size)?, size)?, self.size, self.signed))
+    }
+
+    /// Each element as [`Ints::get`] reads it, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = i64> + 'a {
+        let (size, signed) = (self.size, self.signed);
+        self.uints().map(move |v| extend(v, size, signed))
+    }
+
+    /// Each element's bits, zero-extended whatever its sign (an address,
+    /// or the value as `--json` writes it).
+    pub fn uints(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
+        let (size, e) = (self.size as usize, self.endian);
+        // Each chunk is `size` bytes, a size `uint` reads.
+        self.bytes.chunks_exact(size).map(move |c| e.uint(c, 0, size).unwrap_or(0))
+    }
 }
 
 impl<'a> Value<'a> {
@@ -194,7 +277,8 @@ impl<'a> Value<'a> {
 }
 
 /// Integers in decimal, strings as they are (bytes that are not UTF-8 as
-/// U+FFFD), other arrays as hex bytes.
+/// U+FFFD), arrays of integers in decimal between brackets (`[1,-2,3]`),
+/// other arrays as hex bytes.
 impl core::fmt::Display for Value<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -209,6 +293,18 @@ impl core::fmt::Display for Value<'_> {
                 }
                 Ok(())
             }
+            Value::Ints(a) => {
+                f.write_str("[")?;
+                for (i, v) in a.iter().enumerate() {
+                    let sep = if i > 0 { "," } else { "" };
+                    if a.signed {
+                        write!(f, "{sep}{v}")?;
+                    } else {
+                        write!(f, "{sep}{}", v as u64)?;
+                    }
+                }
+                f.write_str("]")
+            }
             Value::Bytes(b) => b.iter().try_for_each(|x| write!(f, "{x:02x}")),
         }
     }
@@ -218,7 +314,8 @@ impl Field {
     /// This field's value in record `rec`, with its type ([`Value`]);
     /// `None` when the record is too short for it. A `char` array or
     /// `__data_loc char[]` is a string, a scalar of 1, 2, 4 or 8 bytes an
-    /// integer (the rule `--json` writes fields by, too).
+    /// integer, any other array of 2, 4 or 8-byte elements [`Ints`] (the
+    /// rule `--json` and the Parquet columns write fields by, too).
     pub fn typed<'a>(&self, rec: &'a [u8], e: Endian) -> Option<Value<'a>> {
         let bytes = if self.size == 0 { Some(self.value(rec, e)) } else { self.bytes(rec, e) }?;
         match self.kind {
@@ -233,7 +330,10 @@ impl Field {
                 let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
                 Some(Value::Str(bytes.get(..end).unwrap_or(bytes)))
             }
-            _ => Some(Value::Bytes(bytes)),
+            FieldKind::Array { elem_size, .. } | FieldKind::DataLoc { elem_size } | FieldKind::RelLoc { elem_size } => {
+                Some(Ints::new(bytes, elem_size, self.signed, e).map_or(Value::Bytes(bytes), Value::Ints))
+            }
+            FieldKind::Scalar => Some(Value::Bytes(bytes)),
         }
     }
 }
@@ -997,6 +1097,42 @@ print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)\n"
         let comm = field("\tfield:char comm[4];\toffset:16;\tsize:4;\tsigned:0;", 8);
         assert_eq!(comm.typed(&rec, Endian::Little), Some(Value::Str(b"eth")));
         assert_eq!(Value::Str(b"a\xffb").to_string(), "a\u{fffd}b");
+    }
+
+    /// Arrays of 2, 4 or 8-byte integers are [`Ints`]: each element in the
+    /// record's byte order, sign-extended when the format says `signed:1`;
+    /// 1-byte ones stay bytes, and a cut array has its whole elements only.
+    #[test]
+    fn integer_arrays() {
+        let rec = [0u8, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0x01, 0x00, 0x02, 0x00, 0x00, 0x80];
+        let s16 = field("\tfield:short v[4];\toffset:8;\tsize:8;\tsigned:1;", 8);
+        let Some(Value::Ints(a)) = s16.typed(&rec, Endian::Little) else {
+            panic!("{:?}", s16.typed(&rec, Endian::Little))
+        };
+        assert_eq!((a.elem_size(), a.signed(), a.endian(), a.len()), (2, true, Endian::Little, 4));
+        assert_eq!(a.iter().collect::<Vec<_>>(), [-2, 1, 2, -32768]);
+        assert_eq!(a.uints().collect::<Vec<_>>(), [0xfffe, 1, 2, 0x8000]);
+        assert_eq!((a.get(0), a.get(3), a.get(4)), (Some(-2), Some(-32768), None));
+        assert_eq!(Value::Ints(a).to_string(), "[-2,1,2,-32768]");
+        let u32s = field("\tfield:u32 v[2];\toffset:8;\tsize:8;\tsigned:0;", 8);
+        let Some(Value::Ints(a)) = u32s.typed(&rec, Endian::Big) else { panic!() };
+        assert_eq!(a.iter().collect::<Vec<_>>(), [0xfeff_0100, 0x0200_0080]);
+        let Some(Value::Ints(a)) = u32s.typed(&rec, Endian::Little) else { panic!() };
+        assert_eq!(Value::Ints(a).to_string(), "[131070,2147483650]");
+        let u64s = field("\tfield:unsigned long v[1];\toffset:8;\tsize:8;\tsigned:0;", 8);
+        let Some(Value::Ints(a)) = u64s.typed(&rec, Endian::Little) else { panic!() };
+        assert_eq!(a.get(0).map(|v| v as u64), Some(0x8000_0002_0001_fffe));
+        // A trailing `u32 buf[]` runs to the record's end; its cut element
+        // is left out.
+        let buf = field("\tfield:u32 buf[];\toffset:8;\tsize:0;\tsigned:0;", 8);
+        let Some(Value::Ints(a)) = buf.typed(&rec[..15], Endian::Little) else { panic!() };
+        assert_eq!((a.len(), a.bytes().len(), a.get(1)), (1, 7, None));
+        assert_eq!(a.uints().len(), 1);
+        // Single bytes, or elements of no integer's size, are bytes.
+        let u8s = field("\tfield:u8 v[8];\toffset:8;\tsize:8;\tsigned:0;", 8);
+        assert!(matches!(u8s.typed(&rec, Endian::Little), Some(Value::Bytes(b)) if b.len() == 8));
+        let odd = field("\tfield:struct foo x[N];\toffset:8;\tsize:3;\tsigned:0;", 8);
+        assert!(matches!(odd.typed(&rec, Endian::Little), Some(Value::Bytes(b)) if b.len() == 3));
     }
 
     fn field(line: &str, long: u32) -> Field {

@@ -66,6 +66,7 @@ fn pass(file: &Path) -> (u64, u64, f64, u64, u64) {
                 Some(Value::Signed(v)) => read += v as u64 & 1,
                 Some(Value::Unsigned(v)) => read += v & 1,
                 Some(Value::Str(s) | Value::Bytes(s)) => read += s.len() as u64 & 1,
+                Some(Value::Ints(a)) => read += a.len() as u64 & 1,
                 _ => {}
             }
         }

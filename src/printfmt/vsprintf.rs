@@ -289,7 +289,10 @@ impl PtrFmt {
     }
 }
 
-/// A symbol found for an address.
+/// A symbol found for an address. Its `Display` is the kernel's
+/// (lib/vsprintf.c `symbol_string()`, kernel/kallsyms.c
+/// `__sprint_symbol()`): `{}` as `%ps` prints it (`name`, ` [module]`
+/// after a module's), `{:#}` as `%pS` (`name+0x1c/0x80`, then the module).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sym<'a> {
     /// The symbol's name.
@@ -300,6 +303,19 @@ pub struct Sym<'a> {
     pub size: u64,
     /// The module it belongs to (`[ext4]`), `None` for the kernel proper.
     pub module: Option<&'a str>,
+}
+
+impl fmt::Display for Sym<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)?;
+        if f.alternate() {
+            write!(f, "+0x{:x}/0x{:x}", self.offset, self.size)?;
+        }
+        if let Some(m) = self.module {
+            write!(f, " [{m}]")?;
+        }
+        Ok(())
+    }
 }
 
 /// How the traced kernel recognises the kretprobe trampoline as a return
@@ -763,17 +779,10 @@ fn symbol<W: Write + ?Sized>(w: &mut W, v: u64, offset: bool, back: bool, spec: 
         return w.write_str(s.name);
     }
     padded(w, spec.width, spec.prec, spec.flags, |w| match found {
-        Some(s) => {
-            w.write_str(s.name)?;
-            if offset || back {
-                let off = if back { s.offset + 1 } else { s.offset };
-                write!(w, "+0x{:x}/0x{:x}", off, s.size)?;
-            }
-            if let Some(m) = s.module {
-                write!(w, " [{m}]")?;
-            }
-            Ok(())
-        }
+        // `%pB` prints the offset of the return address it was given.
+        Some(s) if back => write!(w, "{:#}", Sym { offset: s.offset + 1, ..s }),
+        Some(s) if offset => write!(w, "{s:#}"),
+        Some(s) => write!(w, "{s}"),
         None => write!(w, "0x{v:x}"),
     })
 }

@@ -57,16 +57,11 @@ pub fn write_json(
             Some(Value::Str(b)) => json_str(w, &alloc::string::String::from_utf8_lossy(b))?,
             // A scalar of an odd size: no integer JSON has.
             Some(Value::Bytes(_)) if f.kind == FieldKind::Scalar => w.write_str("null")?,
-            Some(Value::Bytes(b)) => {
-                let es = match f.kind {
-                    FieldKind::Array { elem_size, .. }
-                    | FieldKind::DataLoc { elem_size }
-                    | FieldKind::RelLoc { elem_size } => elem_size as usize,
-                    FieldKind::Scalar => 1,
-                };
-                let es = if matches!(es, 1 | 2 | 4 | 8) { es } else { 1 };
-                uint_array(w, b.chunks_exact(es).map(|c| e.uint(c, 0, es).unwrap_or(0)))?;
-            }
+            // Each element's bits, whatever its sign (as --json always
+            // wrote them).
+            Some(Value::Ints(a)) => uint_array(w, a.uints())?,
+            // Single bytes, or elements of no integer's size: each byte.
+            Some(Value::Bytes(b)) => uint_array(w, b.iter().map(|&c| u64::from(c)))?,
         }
     }
     w.write_str("}}\n")

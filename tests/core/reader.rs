@@ -178,3 +178,148 @@ fn reader_tree_refuses_the_live_tracefs() {
         Ok(_) => panic!("the live tracefs read as a copy"),
     }
 }
+
+/// The bodies (after `EVENT: `) of the kernel's `trace` lines of `event`
+/// in tracefs copy `dir`, sorted.
+fn kernel_bodies(dir: &str, event: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(format!("{dir}/trace")).unwrap_or_else(|e| panic!("{dir}/trace: {e}"));
+    let tag = format!(" {event}: ");
+    let mut v: Vec<String> =
+        text.lines().filter(|l| !l.starts_with('#')).filter_map(|l| Some(l.split_once(&tag)?.1.to_string())).collect();
+    v.sort();
+    v
+}
+
+/// `sys_enter`'s `args` (`unsigned long args[6]`) is an array of integers
+/// of the board's long, unsigned, in the record's byte order: each element
+/// is the record's bytes at its place, and the kernel's text of the same
+/// records (`NR %ld (%lx, …)`) is made of them, on a 32-bit and two 64-bit
+/// boards.
+#[test]
+fn reader_integer_array_is_the_records_and_the_kernels() {
+    for (dir, long) in [
+        ("tests/fixtures/armv7/lat_tracepoints", 4),
+        ("tests/fixtures/aarch64/lat_tracepoints", 8),
+        ("tests/fixtures/x86_64-6.12/lat_tracepoints", 8),
+    ] {
+        let mut r = Reader::tree(Path::new(dir), &ReadOptions::default()).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        let at = r.session().events().get_by_name("raw_syscalls", "sys_enter").expect("sys_enter's format");
+        let at = at.field("args").expect("args").offset as usize;
+        let mut ours = Vec::new();
+        while let Some(e) = r.next_entry() {
+            let Entry::Event(ev) = e else { continue };
+            if ev.name() != "sys_enter" {
+                continue;
+            }
+            let Some(Value::Ints(args)) = ev.field("args") else { panic!("{dir}: args {:?}", ev.field("args")) };
+            assert_eq!((args.elem_size(), args.signed(), args.len()), (long, false, 6), "{dir}");
+            assert_eq!(args.endian(), trbox::abi::Endian::Little, "{dir}: the boards are little endian");
+            let size = long as usize;
+            for i in 0..6 {
+                let b = &ev.payload()[at + i * size..at + (i + 1) * size];
+                let word = if size == 4 {
+                    u64::from(u32::from_le_bytes(b.try_into().unwrap()))
+                } else {
+                    u64::from_le_bytes(b.try_into().unwrap())
+                };
+                assert_eq!(args.get(i), Some(word as i64), "{dir}: args[{i}]");
+            }
+            assert_eq!(args.get(6), None);
+            assert_eq!(args.iter().map(|v| v as u64).collect::<Vec<_>>(), args.uints().collect::<Vec<_>>());
+            let Some(Value::Signed(nr)) = ev.field("id") else { panic!("{dir}: id") };
+            let hex: Vec<String> = args.uints().map(|v| format!("{v:x}")).collect();
+            ours.push(format!("NR {nr} ({})", hex.join(", ")));
+        }
+        ours.sort();
+        assert!(ours.len() >= 300, "{dir}: {} sys_enter records", ours.len());
+        assert_eq!(ours, kernel_bodies(dir, "sys_enter"), "{dir}: sys_enter's args are not the kernel's");
+    }
+}
+
+/// An address field's symbol (`Event::symbol`, `Session::symbol`) is what
+/// the kernel prints for it: kmalloc's `call_site=%pS` (name, offset and
+/// size) and hrtimer_start's `function=%ps` (the name), in the boards'
+/// own `trace` text, from each copy's own kallsyms.
+#[test]
+fn reader_symbols_are_the_kernels() {
+    // The word after `NAME=` in each body, sorted.
+    let words = |bodies: Vec<String>, name: &str| -> Vec<String> {
+        let tag = format!("{name}=");
+        let mut v: Vec<String> =
+            bodies.iter().filter_map(|b| Some(b.split(' ').find_map(|w| w.strip_prefix(&tag))?.to_string())).collect();
+        v.sort();
+        v
+    };
+    for dir in ["tests/fixtures/armv7/events", "tests/fixtures/aarch64/events", "tests/fixtures/x86_64/events"] {
+        let mut r = Reader::tree(Path::new(dir), &ReadOptions::default()).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        let (session, mut entries) = r.split();
+        let (mut kmalloc, mut hrtimer) = (Vec::new(), Vec::new());
+        while let Some(e) = entries.next_entry() {
+            let Entry::Event(ev) = e else { continue };
+            let (field, list) = match ev.name() {
+                "kmalloc" => ("call_site", &mut kmalloc),
+                "hrtimer_start" => ("function", &mut hrtimer),
+                _ => continue,
+            };
+            let sym = ev.symbol(field).unwrap_or_else(|| panic!("{dir}: no symbol for {field} of {ev:?}"));
+            let Some(Value::Unsigned(addr)) = ev.field(field) else { panic!("{dir}: {field}") };
+            assert_eq!(session.symbol(addr), Some(sym), "{dir}: {addr:#x}");
+            list.push(if field == "call_site" { format!("{sym:#}") } else { format!("{sym}") });
+        }
+        kmalloc.sort();
+        hrtimer.sort();
+        assert!(
+            kmalloc.len() > 50 && hrtimer.len() > 50,
+            "{dir}: {} kmalloc, {} hrtimer_start",
+            kmalloc.len(),
+            hrtimer.len()
+        );
+        assert_eq!(kmalloc, words(kernel_bodies(dir, "kmalloc"), "call_site"), "{dir}: kmalloc's call_site (%pS)");
+        assert_eq!(
+            hrtimer,
+            words(kernel_bodies(dir, "hrtimer_start"), "function"),
+            "{dir}: hrtimer_start's function (%ps)"
+        );
+        // An address below every symbol.
+        assert_eq!(session.symbol(0), None, "{dir}");
+    }
+}
+
+/// The symbols of a trace.dat are its own kallsyms: hrtimer_start's
+/// `function=%ps` as trace-cmd 3.4's `report` prints it, record by record;
+/// none in a file whose kallsyms is empty.
+#[test]
+fn reader_symbols_of_a_trace_dat_are_trace_cmds() {
+    let file = "tests/data/tracedat/v7-3.4-record.dat";
+    let mut r = open(file, &ReadOptions { buffer: Some("t34".into()), ..Default::default() });
+    let mut ours = Vec::new();
+    while let Some(e) = r.next_entry() {
+        let Entry::Event(ev) = e else { continue };
+        assert_eq!(ev.symbol("prev_comm"), None, "a string is no address");
+        if ev.name() == "hrtimer_start" {
+            ours.push(ev.symbol("function").map_or_else(|| "(none)".to_string(), |s| s.to_string()));
+        }
+    }
+    let report = std::fs::read_to_string("tests/data/tracedat/v7-3.4-record.report").expect("the report");
+    let theirs: Vec<String> = report
+        .lines()
+        .filter(|l| l.contains(" hrtimer_start: "))
+        .filter_map(|l| Some(l.split(' ').find_map(|w| w.strip_prefix("function="))?.to_string()))
+        .collect();
+    assert!(ours.len() > 40, "{} hrtimer_start records", ours.len());
+    assert_eq!(ours, theirs, "{file}: hrtimer_start's function is not trace-cmd's");
+
+    // LISA's file, its kallsyms emptied: no field of any record, no
+    // address, has a symbol.
+    let mut r = open("tests/data/tracedat/lisa-arm64-sched-load.dat", &ReadOptions::default());
+    let mut fields = 0;
+    while let Some(e) = r.next_entry() {
+        let Entry::Event(ev) = e else { continue };
+        for (name, _) in ev.fields() {
+            assert_eq!(ev.symbol(name), None, "{ev:?} {name}");
+            fields += 1;
+        }
+    }
+    assert!(fields > 100, "{fields} fields");
+    assert_eq!(r.session().symbol(0xffff_0000_0808_0000), None);
+}

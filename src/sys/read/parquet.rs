@@ -382,6 +382,7 @@ impl Column {
             (Kind::Str | Kind::Bytes, Some(v)) => {
                 size += match v {
                     Value::Str(b) | Value::Bytes(b) => self.push_bytes(b),
+                    Value::Ints(a) => self.push_bytes(a.bytes()),
                     Value::Signed(n) => self.push_bytes(n.to_string().as_bytes()),
                     Value::Unsigned(n) => self.push_bytes(n.to_string().as_bytes()),
                 };
@@ -389,6 +390,7 @@ impl Column {
             (Kind::List { elem, signed }, Some(v)) => {
                 let b = match v {
                     Value::Bytes(b) | Value::Str(b) => b,
+                    Value::Ints(a) => a.bytes(),
                     _ => &[][..],
                 };
                 let n = b.len() / elem as usize;

@@ -12,10 +12,11 @@
 use super::input::Input;
 use super::opts::RawOpts;
 use super::problems::{add_run_problems, UnknownEvents};
-use crate::format::{EventFormat, EventTable, Value};
+use crate::format::{EventFormat, EventTable, Field, FieldKind, Value};
 use crate::kernel::KernelProfile;
 use crate::merge::{self, Merger};
 use crate::page::{PageError, Record};
+use crate::printfmt::{Sym, SymbolLookup};
 use crate::problems::Problems;
 use crate::render::{CommonFields, Renderer};
 use crate::sys::error::Error;
@@ -265,6 +266,18 @@ impl Session {
         &self.buffers
     }
 
+    /// The kernel symbol that holds `addr`, from the trace's own kallsyms
+    /// (a trace.dat's, or a tracefs copy's `kallsyms` file): its name,
+    /// offset, size and module, which print as the kernel's `%ps` (`{}`)
+    /// or `%pS` (`{:#}`) prints them. `None` when the trace has no
+    /// kallsyms or no symbol holds the address (where the kernel prints
+    /// `0x` and the address). The records of a previous boot (a persistent
+    /// buffer's) are looked up at where their addresses are in this boot,
+    /// as the text does.
+    pub fn symbol(&self, addr: u64) -> Option<Sym<'_>> {
+        self.trace.symbols.lookup(addr)
+    }
+
     /// What writes the kernel's text of this session's records.
     pub fn text(&self) -> Text<'_> {
         let t = &self.trace;
@@ -438,8 +451,23 @@ impl<'a> Event<'a> {
     /// type; `None` when the event has no such field or the record is too
     /// short for it.
     pub fn field(&self, name: &str) -> Option<Value<'a>> {
-        let f = self.format.fields.iter().chain(&self.format.common).find(|f| f.name == name)?;
-        f.typed(self.payload, self.trace.endian)
+        self.format_of(name)?.typed(self.payload, self.trace.endian)
+    }
+
+    /// The kernel symbol at the address the field `name` holds (a scalar:
+    /// `ip`, `call_site`, `function`), from the trace's own kallsyms, as
+    /// `%ps` (`{}`) or `%pS` (`{:#}`) prints it; `None` when the event has
+    /// no such scalar field, the trace has no kallsyms, or no symbol holds
+    /// the address. For the addresses in an array (a stack's `caller`),
+    /// [`Session::symbol`] each of [`Ints::uints`](crate::format::Ints::uints).
+    pub fn symbol(&self, name: &str) -> Option<Sym<'a>> {
+        let f = self.format_of(name).filter(|f| f.kind == FieldKind::Scalar)?;
+        self.trace.symbols.lookup(f.loc().uint(self.payload, self.trace.endian)?)
+    }
+
+    /// The field `name` of its format, the event's own or a `common_*` one.
+    fn format_of(&self, name: &str) -> Option<&'a Field> {
+        self.format.fields.iter().chain(&self.format.common).find(|f| f.name == name)
     }
 
     /// The event's own fields (not the `common_*` ones), in format order,
