@@ -159,7 +159,11 @@ impl Field {
 /// ([`Field::typed`]): integers signed or not as the format says, strings
 /// (`char` arrays and `__data_loc char[]`) up to their NUL, arrays of 2, 4
 /// or 8-byte integers as [`Ints`], other arrays as their bytes.
+///
+/// `#[non_exhaustive]`: a kind of field the kernel adds (a new array or
+/// string layout) can get its variant without breaking a caller's `match`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Value<'a> {
     /// A signed integer (`signed:1`), sign-extended.
     Signed(i64),
