@@ -297,6 +297,9 @@ enum Src {
     /// A string field (`char[N]`, `__data_loc char[]`): up to its first
     /// NUL.
     Str(FieldLoc),
+    /// An array of integers (`unsigned long args[6]`, `__data_loc u32[]`):
+    /// its bytes, read as the column's elements.
+    List(FieldLoc),
     /// Any other field of the format: an index into its `common` then
     /// `fields`.
     Field(usize),
@@ -462,6 +465,11 @@ impl Column {
                 for (_, rec) in h.each() {
                     let v = loc.bytes(rec, e).map(|b| Value::Str(b.split(|&c| c == 0).next().unwrap_or(b)));
                     self.push(v, e);
+                }
+            }
+            (Src::List(loc), _) => {
+                for (_, rec) in h.each() {
+                    self.push(loc.bytes(rec, e).map(Value::Bytes), e);
                 }
             }
             (Src::Field(i), _) => {
@@ -749,6 +757,7 @@ fn schema(f: &crate::format::EventFormat) -> parquet::errors::Result<(TypePtr, V
             // A string field of a fixed size or a data_loc (not ftrace's
             // open `buf[]`, which runs to the record's end).
             (Kind::Str, _) if fl.size > 0 || !matches!(fl.kind, FieldKind::Array { .. }) => Src::Str(fl.loc()),
+            (Kind::List { .. }, _) if fl.size > 0 || !matches!(fl.kind, FieldKind::Array { .. }) => Src::List(fl.loc()),
             _ => Src::Field(i),
         };
         cols.push(Column::new(from, kind, false));
