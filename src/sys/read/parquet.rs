@@ -10,7 +10,7 @@
 //! so memory stays bounded whatever the recording's size.
 
 use super::reader::{Entry, Event, ReadOptions, Reader, Session, Text};
-use crate::format::{Field, FieldKind, FieldLoc, Value};
+use crate::format::{Field, FieldKind, FieldLoc, Ints, Value};
 use crate::sys::error::Error;
 use parquet::basic::{Compression, Encoding, LogicalType, Repetition, Type as Physical};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Type};
@@ -405,11 +405,12 @@ impl Column {
                     }
                     return size;
                 }
-                let items = b.chunks_exact(elem as usize).map(|c| int_of(c, e, signed));
-                if elem == 8 {
-                    self.i64s.extend(items);
-                } else {
-                    self.i32s.extend(items.map(|x| x as i32));
+                match Ints::new(b, u32::from(elem), signed, e) {
+                    Some(a) if elem == 8 => self.i64s.extend(a.iter()),
+                    Some(a) => self.i32s.extend(a.iter().map(|x| x as i32)),
+                    // Single bytes (`u8 x[N]`).
+                    None if signed => self.i32s.extend(b.iter().map(|&x| i32::from(x as i8))),
+                    None => self.i32s.extend(b.iter().map(|&x| i32::from(x))),
                 }
                 // The first item starts a row (0); the others repeat at
                 // the list's level (1).
@@ -532,28 +533,6 @@ impl Column {
         self.bools.clear();
         self.arena.clear();
         self.ends.clear();
-    }
-}
-
-/// An integer of 1, 2, 4 or 8 bytes in the record's byte order.
-fn int_of(c: &[u8], e: crate::abi::Endian, signed: bool) -> i64 {
-    let mut b = [0u8; 8];
-    let n = c.len().min(8);
-    let (v, bits) = match e {
-        crate::abi::Endian::Little => {
-            b[..n].copy_from_slice(&c[..n]);
-            (u64::from_le_bytes(b), n * 8)
-        }
-        crate::abi::Endian::Big => {
-            b[8 - n..].copy_from_slice(&c[..n]);
-            (u64::from_be_bytes(b), n * 8)
-        }
-    };
-    if signed && bits < 64 {
-        let shift = 64 - bits;
-        ((v << shift) as i64) >> shift
-    } else {
-        v as i64
     }
 }
 
