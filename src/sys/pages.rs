@@ -7,6 +7,7 @@ use super::raw::RawPages;
 use crate::abi::Endian;
 use crate::merge::Peek;
 use crate::page::{time_range_end, Cursor, Missed, Page, PageError, PageErrorKind, PageLayout, Record, Walk};
+use std::sync::Arc;
 
 /// What a stream yields.
 #[derive(Debug)]
@@ -65,13 +66,47 @@ enum Peeked {
 
 /// Where a CPU's pages come from: `trace_pipe_raw` (live or a copy), or a
 /// trace.dat file.
-pub trait PageSource {
+pub trait PageSource: Send {
     /// The next sub-buffer; `None` when there is nothing (more) for now.
     fn next_page(&mut self) -> Result<Option<&[u8]>, Error>;
     /// A live buffer: "nothing now" is not the end.
     fn is_live(&self) -> bool;
     /// An fd to poll() for data (live buffers).
     fn poll_fd(&self) -> Option<i32>;
+    /// Where the pages lie in a file, when each can be read on its own
+    /// (time-sliced reading, read/slices.rs): a copy's `trace_pipe_raw`,
+    /// an uncompressed trace.dat. Not a live buffer, not compressed data.
+    fn file_range(&self) -> Option<FileRange> {
+        None
+    }
+}
+
+/// A CPU's pages in a file: `page_size` bytes each from `start` to `end`,
+/// the last one maybe short.
+pub struct FileRange {
+    /// The file (its own descriptor: reads give their offset).
+    pub file: std::sync::Arc<std::fs::File>,
+    /// Its name, for messages.
+    pub path: std::path::PathBuf,
+    /// Where the first page is.
+    pub start: u64,
+    /// Where the pages end.
+    pub end: u64,
+    /// The size of a page (sub-buffer).
+    pub page_size: usize,
+}
+
+impl FileRange {
+    /// A source of pages `from..to` (numbered from 0; `to`: `None`, to
+    /// the end).
+    pub fn pages(&self, from: u64, to: Option<u64>, endian: Endian) -> FilePages {
+        let at = |n: u64| n.saturating_mul(self.page_size as u64).saturating_add(self.start).min(self.end);
+        FilePages {
+            file: Arc::clone(&self.file),
+            pages: crate::tracedat::DatPages::plain(at(from), to.map_or(self.end, at), self.page_size, endian),
+            path: self.path.clone(),
+        }
+    }
 }
 
 impl PageSource for RawPages {
@@ -84,12 +119,16 @@ impl PageSource for RawPages {
     fn poll_fd(&self) -> Option<i32> {
         self.is_live().then(|| self.fd())
     }
+    fn file_range(&self) -> Option<FileRange> {
+        self.file_range()
+    }
 }
 
 /// A CPU's pages in a trace.dat (each CPU reads through its own handle).
 pub struct FilePages {
-    /// The trace.dat, opened for this CPU.
-    pub file: std::fs::File,
+    /// The trace.dat, opened for this CPU (reads give their offset, so
+    /// readers of several parts of it may share it).
+    pub file: Arc<std::fs::File>,
     /// Where the CPU's pages are in it.
     pub pages: crate::tracedat::DatPages,
     /// The file's name, for messages.
@@ -99,7 +138,7 @@ pub struct FilePages {
 impl PageSource for FilePages {
     fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
         let path = &self.path;
-        self.pages.next_page(&mut self.file).map_err(|e| Error::Format {
+        self.pages.next_page(&mut &*self.file).map_err(|e| Error::Format {
             path: path.clone(),
             line: 0,
             what: format!("{e}"),
@@ -110,6 +149,11 @@ impl PageSource for FilePages {
     }
     fn poll_fd(&self) -> Option<i32> {
         None
+    }
+    fn file_range(&self) -> Option<FileRange> {
+        let (start, end) = self.pages.plain_range()?;
+        let (file, path, page_size) = (Arc::clone(&self.file), self.path.clone(), self.pages.page_size());
+        Some(FileRange { file, path, start, end, page_size })
     }
 }
 
@@ -186,6 +230,26 @@ impl CpuPages {
         }
     }
 
+    /// Where its pages lie in a file, when each can be read on its own
+    /// ([`PageSource::file_range`]).
+    pub(crate) fn file_range(&self) -> Option<FileRange> {
+        self.src.file_range()
+    }
+
+    /// Its pages were read by other means (time-sliced reading): it ends,
+    /// with `counts` of what they held.
+    pub(crate) fn read_elsewhere(&mut self, counts: Counts) {
+        self.counts = counts;
+        self.ended = true;
+    }
+
+    /// Start as if the record before the first page read had been at
+    /// `ts`: a reader from a page in the middle checks that page's times
+    /// as one from the start would ([`time_range_end`]).
+    pub(crate) fn resume_after(&mut self, ts: u64) {
+        self.last_ts = ts;
+    }
+
     /// Read the next page into `page`; `false` when there is none (for
     /// now). A file's (a trace.dat, a copied tree: not the live buffer,
     /// whose next page may not be written yet) is read one page ahead.
@@ -220,13 +284,8 @@ impl CpuPages {
         if self.src.is_live() {
             return Some(u64::MAX);
         }
-        let next = self
-            .have_ahead
-            .then(|| Page::parse(&self.ahead, &self.layout, self.endian).ok())
-            .flatten()
-            .filter(|n| n.len > 0)
-            .map(|n| n.timestamp);
-        time_range_end(self.last_ts, p.timestamp, next)
+        let next = self.have_ahead.then_some(&self.ahead[..]);
+        file_page_end(self.last_ts, p, next, &self.layout, self.endian)
     }
 
     /// The timestamp of the next item (loading pages as needed); `None` when
@@ -377,6 +436,20 @@ impl crate::merge::CpuStream for CpuPages {
             }
         }
     }
+}
+
+/// The end of the range of times of page `p` of a file, whose record
+/// before was at `before` and whose next page is `next` (its stamp ends
+/// the range: [`time_range_end`]); `None` when its stamp is out of order.
+pub(crate) fn file_page_end(
+    before: u64,
+    p: &Page<'_>,
+    next: Option<&[u8]>,
+    layout: &PageLayout,
+    e: Endian,
+) -> Option<u64> {
+    let next = next.and_then(|n| Page::parse(n, layout, e).ok()).filter(|n| n.len > 0).map(|n| n.timestamp);
+    time_range_end(before, p.timestamp, next)
 }
 
 /// Sleep until a CPU buffer may have data, a stop was requested (`wake_fd`:

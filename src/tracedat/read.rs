@@ -1053,6 +1053,8 @@ pub struct DatPages {
     page_size: usize,
     endian: Endian,
     algo: Option<Compression>,
+    /// Where this CPU's data starts in the file.
+    start: u64,
     /// Next file offset to read.
     pos: u64,
     /// End of this CPU's data in the file.
@@ -1076,6 +1078,7 @@ impl DatPages {
             page_size,
             endian: td.endian,
             algo: inst.compressed.then(|| td.compression_algo()),
+            start: c.offset,
             pos: c.offset,
             end: c.offset.saturating_add(c.size),
             chunks_left: None,
@@ -1084,6 +1087,32 @@ impl DatPages {
             in_buf: 0,
             label: "cpu data",
         }
+    }
+
+    /// Whole pages of `page_size` bytes at file offsets `start..end` (the
+    /// last one may be short), in byte order `endian`: a CPU's data as an
+    /// uncompressed trace.dat or a copied `trace_pipe_raw` holds it.
+    pub fn plain(start: u64, end: u64, page_size: usize, endian: Endian) -> DatPages {
+        DatPages {
+            page_size,
+            endian,
+            algo: None,
+            start,
+            pos: start,
+            end,
+            chunks_left: None,
+            buf: Vec::new(),
+            cbuf: Vec::new(),
+            in_buf: 0,
+            label: "cpu data",
+        }
+    }
+
+    /// Where the pages are in the file, `start..end`, when each is at
+    /// `start + n * page_size` (not compressed): a reader can start at
+    /// any of them.
+    pub fn plain_range(&self) -> Option<(u64, u64)> {
+        self.algo.is_none().then_some((self.start, self.end))
     }
 
     /// Sub-buffer size used to cut the data.

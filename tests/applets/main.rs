@@ -17,6 +17,7 @@ mod tr_cat_net_listen;
 mod tr_cat_parquet;
 mod tr_cat_perfetto;
 mod tr_cat_record;
+mod tr_cat_slices;
 mod tr_cat_stream;
 mod tr_cat_threads;
 mod tr_event;

@@ -225,7 +225,7 @@ impl<'t> Input<'t> {
                     continue;
                 }
                 let Some(pages) = td.pages(inst, idx) else { continue };
-                let src = FilePages { file: open()?, pages, path: path.into() };
+                let src = FilePages { file: open()?.into(), pages, path: path.into() };
                 let mut s = CpuPages::new(c.cpu, Box::new(src), trace.layout, trace.endian);
                 s.buffer = b as u32;
                 streams.push(s);

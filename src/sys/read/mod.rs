@@ -41,6 +41,7 @@ pub mod parquet;
 mod perfetto;
 mod problems;
 mod reader;
+mod slices;
 mod stream_in;
 mod text;
 
@@ -139,7 +140,20 @@ pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
     let draining = !streams.iter().any(|s| s.follow);
     let threads =
         if draining { o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
-    if threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {
+    let graph_layout = em.graph.is_some() && !o.json;
+    let is_graph_rec = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
+    let sliced = threads > 1
+        && !(graph_layout && em.graph_on)
+        && slices::run(
+            &mut streams,
+            trace.layout,
+            endian,
+            graph_layout.then_some(&is_graph_rec as slices::GraphStart),
+            threads,
+            &plain,
+            out,
+        );
+    if !sliced && threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {
         let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
         let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
         let id_of = |p: &[u8]| events.record_id(p, endian);

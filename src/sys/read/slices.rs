@@ -1,0 +1,412 @@
+//! Time-sliced reading: every CPU decodes a part of the trace, start to
+//! end. parallel.rs splits the work by stage (one thread merges and hands
+//! out batches, the others render), and its merge thread is as slow as
+//! the rendering it feeds: a second CPU added little. Here the trace is
+//! cut by time instead, and each worker does everything for its slice —
+//! the page walk, the merge, the event lookup, the filters and the text —
+//! from the pages that overlap it. Only the writing is in order.
+//!
+//! First each CPU's pages are walked once (a thread per CPU, no record
+//! decoded): that notes each page's first time and gives the counts
+//! `--stats` and the problem lines report. A file that is not plain —
+//! a damaged page, times out of order, a cut tail, a function_graph
+//! record (the graph layout folds records in order) — is read the old
+//! way, so its output keeps every rule of the one-thread read.
+//!
+//! A slice is `[lo, hi)` in trace time: all records of that time on any
+//! CPU, so records with the same timestamp on two CPUs stay in one slice,
+//! in the merge's order (time, then stream). A worker starts each CPU at
+//! the page before the last one that begins before `lo` and reads past the
+//! records before `lo` without printing them: a stack record takes the
+//! verdict of the event before it, which may be in the page before.
+//! A loss is the time of the page it precedes, so it falls in one slice.
+
+use super::out::Out;
+use super::text::Plain;
+use crate::abi::Endian;
+use crate::merge::{CpuStream, Merger, Peek, Pick};
+use crate::page::{Cursor, Missed, Page, PageLayout};
+use crate::sys::pages::{file_page_end, Counts, CpuItem, CpuPages, FileRange};
+use crate::sys::thread;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+/// Slices per worker, at least: a slice that renders slower than the
+/// others leaves the other workers something to do.
+const SLICES_PER_THREAD: u64 = 4;
+/// Records per slice, about: the smallest (each slice reopens every CPU's
+/// pages) and the largest (a slice's text is held until its turn to be
+/// written: ~2 MiB of text).
+const MIN_SLICE: u64 = 256;
+const MAX_SLICE: u64 = 16 << 10;
+/// Text a slice holds before it looks whether it may write it.
+const FLUSH: usize = 256 << 10;
+/// Text waiting for its turn, at most: a worker past it waits (a slice of
+/// records that render into huge lines must not fill the memory).
+const HOLD: usize = 16 << 20;
+
+/// One page of a CPU that has items (records, a loss).
+#[derive(Clone, Copy)]
+struct Mark {
+    /// Its number among the CPU's pages (from 0).
+    page: u64,
+    /// The time of its first item.
+    first: u64,
+    /// The time of the record before it (what a reader from this page
+    /// checks its times against: [`CpuPages::resume_after`]).
+    before: u64,
+    /// How many items.
+    items: u64,
+}
+
+/// One CPU's pages, as the first walk found them.
+struct Scanned {
+    range: FileRange,
+    cpu: u32,
+    buffer: u32,
+    marks: Vec<Mark>,
+    /// The time of its last item.
+    last: u64,
+}
+
+/// Does this record start the function_graph layout?
+pub(super) type GraphStart<'g> = &'g (dyn Fn(&[u8]) -> bool + Sync);
+
+/// Read `streams` by time slices with `threads` workers, when every one
+/// is a plain file ([`PageSource::file_range`]) and its walk finds
+/// nothing the one-thread read treats specially. Then the streams end,
+/// with the counts of what they held, and `true` is returned; else
+/// nothing is read or written.
+///
+/// [`PageSource::file_range`]: crate::sys::pages::PageSource::file_range
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run<'a>(
+    streams: &mut [CpuPages],
+    layout: PageLayout,
+    endian: Endian,
+    graph: Option<GraphStart>,
+    threads: usize,
+    make: &(dyn Fn() -> Plain<'a> + Sync),
+    out: &mut Out,
+) -> bool {
+    let Some(ranges) = streams.iter().map(|s| s.file_range()).collect::<Option<Vec<_>>>() else { return false };
+    let ids: Vec<(u32, u32)> = streams.iter().map(|s| (s.cpu, s.buffer)).collect();
+    let t0 = std::time::Instant::now();
+    let Some(walked) = walk_all(ranges, &ids, layout, endian, graph, threads) else { return false };
+    let (counts, scanned): (Vec<Counts>, Vec<Scanned>) = walked.into_iter().unzip();
+    let bounds = cut(&scanned, threads);
+    log::debug!("time slices: {} over {} streams (the walk: {:?})", bounds.len(), scanned.len(), t0.elapsed());
+    for (s, c) in streams.iter_mut().zip(counts) {
+        s.read_elsewhere(c);
+    }
+    let slices = Slices { scanned: &scanned, bounds: &bounds, layout, endian };
+    slices.render(threads, make, out);
+    true
+}
+
+/// Walk every stream once (a thread per stream, up to `threads` at a
+/// time): what each holds, or `None` when one is not plain.
+fn walk_all(
+    ranges: Vec<FileRange>,
+    ids: &[(u32, u32)],
+    layout: PageLayout,
+    endian: Endian,
+    graph: Option<GraphStart>,
+    threads: usize,
+) -> Option<Vec<(Counts, Scanned)>> {
+    // Each slot: the range to walk, then what the walk found.
+    type Found = (Option<FileRange>, Option<(Counts, Scanned)>);
+    fn lock(s: &Mutex<Found>) -> MutexGuard<'_, Found> {
+        s.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+    let slots: Vec<Mutex<Found>> = ranges.into_iter().map(|r| Mutex::new((Some(r), None))).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let (Some(slot), Some(&id)) = (slots.get(i), ids.get(i)) else { return };
+        let Some(range) = lock(slot).0.take() else { continue };
+        let found = walk(range, id, layout, endian, graph);
+        lock(slot).1 = found;
+    };
+    let jobs: Vec<thread::Job<'_>> = (1..threads.min(slots.len())).map(|_| Box::new(work) as thread::Job<'_>).collect();
+    thread::scope(jobs, |_| work());
+    slots.into_iter().map(|s| s.into_inner().unwrap_or_else(PoisonError::into_inner).1).collect()
+}
+
+/// Pages read at a time by the walk.
+const CHUNK_PAGES: u64 = 64;
+
+/// One stream's walk: its counts and marks, or `None` when it meets
+/// anything the one-thread read treats specially (see the module docs).
+/// It reads the pages as a [`CpuPages`] does — the same range of times
+/// for each ([`file_page_end`]), the same loss and records — without
+/// copying them or decoding a record.
+fn walk(
+    range: FileRange,
+    (cpu, buffer): (u32, u32),
+    layout: PageLayout,
+    endian: Endian,
+    graph: Option<GraphStart>,
+) -> Option<(Counts, Scanned)> {
+    let ps = range.page_size as u64;
+    let total = range.end.checked_sub(range.start)?;
+    let npages = total.checked_add(ps.checked_sub(1)?)? / ps;
+    let mut counts = Counts::default();
+    let (mut marks, mut last, mut before) = (Vec::<Mark>::new(), 0u64, 0u64);
+    let mut buf = Vec::new();
+    let mut i = 0;
+    while i < npages {
+        let n = CHUNK_PAGES.min(npages - i);
+        // One page more: its stamp ends the range of times of the last.
+        let want = ((n + 1) * ps).min(total - i * ps) as usize;
+        buf.resize(want, 0);
+        range.file.read_exact_at(&mut buf, range.start + i * ps).ok()?;
+        let page_at =
+            |j: u64| buf.get((j * ps) as usize..(((j + 1) * ps) as usize).min(want)).filter(|p| !p.is_empty());
+        for j in 0..n {
+            let page = page_at(j)?;
+            counts.pages += 1;
+            let p = Page::parse(page, &layout, endian).ok()?;
+            // A page without data has no time of its own to check.
+            let end = if p.len == 0 { u64::MAX } else { file_page_end(before, &p, page_at(j + 1), &layout, endian)? };
+            let mut mark = Mark { page: i + j, first: 0, before, items: 0 };
+            let mut item = |ts: u64, mark: &mut Mark| {
+                // The times of a CPU only go forward.
+                if ts < last {
+                    return None;
+                }
+                if mark.items == 0 {
+                    mark.first = ts;
+                }
+                mark.items += 1;
+                last = ts;
+                Some(())
+            };
+            match p.missed {
+                Missed::None => {}
+                Missed::Unknown => counts.lost_unknown += 1,
+                Missed::Count(c) => counts.lost += c,
+            }
+            if p.missed != Missed::None {
+                item(p.timestamp, &mut mark)?;
+            }
+            let (w, data) = p.walk_at(Cursor { pos: 0, ts: p.timestamp, lost_done: true });
+            let (mut w, data) = (w.until(end), page.get(data)?);
+            while let Some(r) = w.next(data) {
+                let r = r.ok()?;
+                if graph.is_some_and(|g| g(r.payload)) {
+                    return None;
+                }
+                item(r.ts, &mut mark)?;
+                before = r.ts;
+                counts.records += 1;
+            }
+            if mark.items > 0 {
+                marks.push(mark);
+            }
+        }
+        i += n;
+    }
+    Some((counts, Scanned { range, cpu, buffer, marks, last }))
+}
+
+/// The slices' lower bounds (the first is 0; each slice ends where the
+/// next begins, the last at the end): about equal counts of items, cut
+/// at pages' first times.
+fn cut(scanned: &[Scanned], threads: usize) -> Vec<u64> {
+    let mut pages: Vec<(u64, u64)> = scanned.iter().flat_map(|s| s.marks.iter().map(|m| (m.first, m.items))).collect();
+    pages.sort_unstable();
+    let total: u64 = pages.iter().map(|p| p.1).sum();
+    // Tests cut at (nearly) every page with TRBOX_SLICE_RECORDS=1: each
+    // boundary is a case to get right.
+    let min = std::env::var("TRBOX_SLICE_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(MIN_SLICE).max(1);
+    let want = (total / (threads as u64 * SLICES_PER_THREAD).max(1)).clamp(min, MAX_SLICE.max(min));
+    let mut bounds = vec![0];
+    let mut acc = 0;
+    for &(first, items) in &pages {
+        if acc >= want && bounds.last().is_some_and(|&b| first > b) {
+            bounds.push(first);
+            acc = 0;
+        }
+        acc += items;
+    }
+    bounds
+}
+
+/// The plan: the walked streams and where the slices begin.
+struct Slices<'s> {
+    scanned: &'s [Scanned],
+    bounds: &'s [u64],
+    layout: PageLayout,
+    endian: Endian,
+}
+
+/// The output, in slice order.
+struct Writer<'o> {
+    out: &'o mut Out,
+    /// The slice whose text goes next.
+    next: usize,
+    /// Slices done before their turn, with their text.
+    done: Vec<(usize, Out)>,
+    /// Bytes in `done`.
+    held: usize,
+    /// The reader went away: everyone stops.
+    broken: bool,
+}
+
+struct Shared<'o> {
+    w: Mutex<Writer<'o>>,
+    cv: Condvar,
+    /// The next slice to take.
+    take: AtomicUsize,
+}
+
+impl<'o> Shared<'o> {
+    fn lock(&self) -> MutexGuard<'_, Writer<'o>> {
+        // A poisoned lock means a worker panicked (it aborts first in the
+        // release build); the writer itself is still consistent.
+        self.w.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'g>(&self, g: MutexGuard<'g, Writer<'o>>) -> MutexGuard<'g, Writer<'o>> {
+        self.cv.wait(g).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Slice `k` has `text` so far: written when it is its turn; when it
+    /// is not and the text is large, wait for the turn. `false`: stop.
+    fn part(&self, k: usize, text: &mut Out) -> bool {
+        let mut g = self.lock();
+        if g.next != k && text.len() >= HOLD {
+            while g.next != k && !g.broken {
+                g = self.wait(g);
+            }
+        }
+        if g.next == k {
+            g.out.put_block(text);
+            g.broken |= g.out.broken();
+        }
+        !g.broken
+    }
+
+    /// Slice `k` is done: its text is written now, or when its turn comes.
+    fn finish(&self, k: usize, mut text: Out) {
+        let mut g = self.lock();
+        if g.next != k {
+            g.held += text.len();
+            g.done.push((k, text));
+            return;
+        }
+        g.out.put_block(&mut text);
+        g.next += 1;
+        while let Some(i) = g.done.iter().position(|d| d.0 == g.next) {
+            let (_, mut t) = g.done.swap_remove(i);
+            g.held -= t.len();
+            g.out.put_block(&mut t);
+            g.next += 1;
+        }
+        g.broken |= g.out.broken();
+        self.cv.notify_all();
+    }
+
+    /// The next slice to render; `None` at the end, or when the reader
+    /// went away. Waits while much text is held for its turn.
+    fn next_slice(&self, count: usize) -> Option<usize> {
+        let mut g = self.lock();
+        while g.held >= HOLD && !g.broken {
+            g = self.wait(g);
+        }
+        if g.broken {
+            return None;
+        }
+        drop(g);
+        let k = self.take.fetch_add(1, Ordering::Relaxed);
+        (k < count).then_some(k)
+    }
+}
+
+/// A CPU's records up to the end of a slice.
+struct Bounded {
+    s: CpuPages,
+    hi: Option<u64>,
+}
+
+impl CpuStream for Bounded {
+    fn peek(&mut self) -> Peek {
+        match self.s.peek() {
+            Peek::Ready(t) if self.hi.is_some_and(|hi| t >= hi) => Peek::End,
+            p => p,
+        }
+    }
+}
+
+impl Slices<'_> {
+    fn render<'a>(&self, threads: usize, make: &(dyn Fn() -> Plain<'a> + Sync), out: &mut Out) {
+        let sh = Shared {
+            w: Mutex::new(Writer { out, next: 0, done: Vec::new(), held: 0, broken: false }),
+            cv: Condvar::new(),
+            take: AtomicUsize::new(0),
+        };
+        let work = || {
+            let mut p = make();
+            while let Some(k) = sh.next_slice(self.bounds.len()) {
+                let mut text = Out::memory();
+                if !self.slice(k, &mut p, &sh, &mut text) {
+                    break;
+                }
+                sh.finish(k, text);
+            }
+        };
+        let jobs: Vec<thread::Job<'_>> = (1..threads).map(|_| Box::new(work) as thread::Job<'_>).collect();
+        thread::scope(jobs, |_| work());
+    }
+
+    /// Render slice `k` into `text`, writing parts of it when its turn
+    /// has come. `false`: the reader went away.
+    fn slice(&self, k: usize, p: &mut Plain<'_>, sh: &Shared<'_>, text: &mut Out) -> bool {
+        let lo = self.bounds.get(k).copied().unwrap_or(u64::MAX);
+        let hi = self.bounds.get(k + 1).copied();
+        let mut streams: Vec<Bounded> = Vec::new();
+        for sc in self.scanned {
+            if sc.last < lo || !sc.marks.first().is_some_and(|m| hi.map_or(true, |hi| m.first < hi)) {
+                continue;
+            }
+            // The last page that begins before `lo`, and the one before it
+            // (whose last record a stack record at the start may follow).
+            let at = sc.marks.partition_point(|m| m.first < lo).saturating_sub(2);
+            let Some(m) = sc.marks.get(at) else { continue };
+            // Up to the first page that begins at `hi` or later: its stamp
+            // ends the range of times of the page before.
+            let to = hi.and_then(|hi| sc.marks.get(sc.marks.partition_point(|m| m.first < hi))).map(|m| m.page + 1);
+            let src = sc.range.pages(m.page, to, self.endian);
+            let mut s = CpuPages::new(sc.cpu, Box::new(src), self.layout, self.endian);
+            s.buffer = sc.buffer;
+            s.resume_after(m.before);
+            // What comes before the slice is not printed; the filters still
+            // see each record (a stack record inherits their verdict).
+            while let Ok(Some(ts)) = s.peek_ts() {
+                if ts >= lo {
+                    break;
+                }
+                if let Some(CpuItem::Record(r)) = s.take() {
+                    let _ = p.kept(sc.buffer, sc.cpu, r.ts, r.payload);
+                }
+            }
+            streams.push(Bounded { s, hi });
+        }
+        let mut merger = Merger::new(streams.len());
+        while let Pick::Cpu(i) = merger.next(&mut streams) {
+            let Some(b) = streams.get_mut(i) else { break };
+            let (buffer, cpu) = (b.s.buffer, b.s.cpu);
+            match b.s.take() {
+                Some(CpuItem::Record(r)) => p.record(text, buffer, cpu, r.ts, r.payload),
+                Some(CpuItem::Lost { ts, count }) => p.lost(text, buffer, cpu, ts, count),
+                Some(CpuItem::Damaged(_)) | None => {}
+            }
+            if text.len() >= FLUSH && !sh.part(k, text) {
+                return false;
+            }
+        }
+        true
+    }
+}
