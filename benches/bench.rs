@@ -40,6 +40,41 @@ fn build(dir: &Path, out: &Path) -> (u64, Vec<Vec<u8>>) {
     dat::build(dir, &[dat::Part { dir, min_events: MIN_EVENTS, lost_every: None }], out)
 }
 
+/// Issue 42's table: `tr-cat -j N FILE` for N = 1 to the CPUs here (wall
+/// and CPU, best of 3 by wall), the ratio of -j 2 to -j 1 (goal <= 0.55),
+/// and Amdahl's model with the serial fraction those two imply, for the 4
+/// or 8 cores of a board and the 16 of a build host.
+fn jobs_table(trbox: &Path, file: &str, ncpu: usize) {
+    let report = std::env::temp_dir().join(format!("trbox-bench-usage-{}", std::process::id()));
+    let mut walls = Vec::new();
+    println!("time slices: tr-cat -j N FILE (best of 3 by wall):");
+    for n in 1..=ncpu.clamp(2, 16) {
+        let (wall, cpu) = (0..3)
+            .map(|_| {
+                let mut c = Command::new(trbox);
+                c.args(["tr-cat", "-j", &n.to_string(), file]);
+                let (w, cpu, _) = run_measured(&c, &report);
+                (w, cpu)
+            })
+            .fold((f64::MAX, 0.0), |b, r| if r.0 < b.0 { r } else { b });
+        println!("  -j {n:<2} {wall:>6.3} s wall  {cpu:>6.3} s CPU");
+        walls.push(wall);
+    }
+    if let [t1, t2, ..] = walls[..] {
+        let r = t2 / t1;
+        // T(n) = T1 * (s + (1 - s) / n); from T(2): s = 2r - 1.
+        let s = (2.0 * r - 1.0).clamp(0.0, 1.0);
+        let at = |n: f64| 1.0 / (s + (1.0 - s) / n);
+        println!(
+            "  -j 2 / -j 1: {r:.2} of the wall time (goal <= 0.55); serial fraction {s:.3}: -j 4 {:.1}x, -j 8 \
+             {:.1}x, -j 16 {:.1}x the speed of -j 1 (Amdahl)",
+            at(4.0),
+            at(8.0),
+            at(16.0)
+        );
+    }
+}
+
 /// Run a command with stdout to /dev/null: (seconds, peak RSS in KiB),
 /// under the launcher (see [`measured`]: the bench's own peak would show
 /// otherwise).
@@ -208,6 +243,7 @@ fn decode_bench(trbox: &Path, out: &Path, events: u64, bytes: u64) {
     } else {
         println!("trace-cmd not installed: no comparison (bash cross/setup.sh installs it)");
     }
+    jobs_table(trbox, file, ncpu);
     // A filter by event: the sched system's lines only (9% of the file).
     let (fs_, _) = best_of(3, || {
         let mut c = Command::new(trbox);

@@ -79,6 +79,10 @@ pub trait PageSource: Send {
     fn file_range(&self) -> Option<FileRange> {
         None
     }
+    /// The buffer it reads into, for another source (empty if none).
+    fn into_buffer(self: Box<Self>) -> Vec<u8> {
+        Vec::new()
+    }
 }
 
 /// A CPU's pages in a file: `page_size` bytes each from `start` to `end`,
@@ -98,12 +102,12 @@ pub struct FileRange {
 
 impl FileRange {
     /// A source of pages `from..to` (numbered from 0; `to`: `None`, to
-    /// the end).
-    pub fn pages(&self, from: u64, to: Option<u64>, endian: Endian) -> FilePages {
+    /// the end), reading into `buf` ([`PageSource::into_buffer`]).
+    pub fn pages(&self, from: u64, to: Option<u64>, endian: Endian, buf: Vec<u8>) -> FilePages {
         let at = |n: u64| n.saturating_mul(self.page_size as u64).saturating_add(self.start).min(self.end);
         FilePages {
             file: Arc::clone(&self.file),
-            pages: crate::tracedat::DatPages::plain(at(from), to.map_or(self.end, at), self.page_size, endian),
+            pages: crate::tracedat::DatPages::plain(at(from), to.map_or(self.end, at), self.page_size, endian, buf),
             path: self.path.clone(),
         }
     }
@@ -149,6 +153,9 @@ impl PageSource for FilePages {
     }
     fn poll_fd(&self) -> Option<i32> {
         None
+    }
+    fn into_buffer(self: Box<Self>) -> Vec<u8> {
+        self.pages.into_buffer()
     }
     fn file_range(&self) -> Option<FileRange> {
         let (start, end) = self.pages.plain_range()?;
@@ -234,6 +241,17 @@ impl CpuPages {
     /// ([`PageSource::file_range`]).
     pub(crate) fn file_range(&self) -> Option<FileRange> {
         self.src.file_range()
+    }
+
+    /// Its buffers, for a reader after it ([`CpuPages::with_buffers`]).
+    pub(crate) fn into_buffers(self) -> [Vec<u8>; 3] {
+        [self.page, self.ahead, self.src.into_buffer()]
+    }
+
+    /// Read pages into these buffers (taken from a reader before it).
+    pub(crate) fn with_buffers(mut self, page: Vec<u8>, ahead: Vec<u8>) -> Self {
+        (self.page, self.ahead) = (page, ahead);
+        self
     }
 
     /// Its pages were read by other means (time-sliced reading): it ends,

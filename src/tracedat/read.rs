@@ -1092,7 +1092,9 @@ impl DatPages {
     /// Whole pages of `page_size` bytes at file offsets `start..end` (the
     /// last one may be short), in byte order `endian`: a CPU's data as an
     /// uncompressed trace.dat or a copied `trace_pipe_raw` holds it.
-    pub fn plain(start: u64, end: u64, page_size: usize, endian: Endian) -> DatPages {
+    /// `buf` is a buffer to read into (one a reader before had: see
+    /// [`DatPages::into_buffer`]).
+    pub fn plain(start: u64, end: u64, page_size: usize, endian: Endian, buf: Vec<u8>) -> DatPages {
         DatPages {
             page_size,
             endian,
@@ -1101,9 +1103,11 @@ impl DatPages {
             pos: start,
             end,
             chunks_left: None,
-            buf: Vec::new(),
+            // What `buf` holds is not read: the first call reads (into it
+            // as it is: only a longer read fills more of it with zeros).
+            in_buf: buf.len(),
+            buf,
             cbuf: Vec::new(),
-            in_buf: 0,
             label: "cpu data",
         }
     }
@@ -1113,6 +1117,13 @@ impl DatPages {
     /// any of them.
     pub fn plain_range(&self) -> Option<(u64, u64)> {
         self.algo.is_none().then_some((self.start, self.end))
+    }
+
+    /// The buffer it read into, for another reader: a reader of a few
+    /// pages then allocates nothing (time-sliced reading makes one per
+    /// slice and CPU).
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
     }
 
     /// Sub-buffer size used to cut the data.

@@ -135,7 +135,7 @@ fn walk_all(
 }
 
 /// Pages read at a time by the walk.
-const CHUNK_PAGES: u64 = 64;
+const CHUNK_PAGES: u64 = 16;
 
 /// One stream's walk: its counts and marks, or `None` when it meets
 /// anything the one-thread read treats specially (see the module docs).
@@ -349,9 +349,10 @@ impl Slices<'_> {
         };
         let work = || {
             let mut p = make();
+            let mut spare = Vec::new();
             while let Some(k) = sh.next_slice(self.bounds.len()) {
                 let mut text = Out::memory();
-                if !self.slice(k, &mut p, &sh, &mut text) {
+                if !self.slice(k, &mut p, &sh, &mut text, &mut spare) {
                     break;
                 }
                 sh.finish(k, text);
@@ -362,8 +363,16 @@ impl Slices<'_> {
     }
 
     /// Render slice `k` into `text`, writing parts of it when its turn
-    /// has come. `false`: the reader went away.
-    fn slice(&self, k: usize, p: &mut Plain<'_>, sh: &Shared<'_>, text: &mut Out) -> bool {
+    /// has come. `false`: the reader went away. `spare`: the buffers of
+    /// the readers of slices before (allocated once per worker).
+    fn slice(
+        &self,
+        k: usize,
+        p: &mut Plain<'_>,
+        sh: &Shared<'_>,
+        text: &mut Out,
+        spare: &mut Vec<[Vec<u8>; 3]>,
+    ) -> bool {
         let lo = self.bounds.get(k).copied().unwrap_or(u64::MAX);
         let hi = self.bounds.get(k + 1).copied();
         let mut streams: Vec<Bounded> = Vec::new();
@@ -378,8 +387,9 @@ impl Slices<'_> {
             // Up to the first page that begins at `hi` or later: its stamp
             // ends the range of times of the page before.
             let to = hi.and_then(|hi| sc.marks.get(sc.marks.partition_point(|m| m.first < hi))).map(|m| m.page + 1);
-            let src = sc.range.pages(m.page, to, self.endian);
-            let mut s = CpuPages::new(sc.cpu, Box::new(src), self.layout, self.endian);
+            let [page, ahead, buf] = spare.pop().unwrap_or_default();
+            let src = sc.range.pages(m.page, to, self.endian, buf);
+            let mut s = CpuPages::new(sc.cpu, Box::new(src), self.layout, self.endian).with_buffers(page, ahead);
             s.buffer = sc.buffer;
             s.resume_after(m.before);
             // What comes before the slice is not printed; the filters still
@@ -395,6 +405,8 @@ impl Slices<'_> {
             streams.push(Bounded { s, hi });
         }
         let mut merger = Merger::new(streams.len());
+        // Past this much text the slice looks whether it may write.
+        let mut look_at = FLUSH;
         while let Pick::Cpu(i) = merger.next(&mut streams) {
             let Some(b) = streams.get_mut(i) else { break };
             let (buffer, cpu) = (b.s.buffer, b.s.cpu);
@@ -403,10 +415,14 @@ impl Slices<'_> {
                 Some(CpuItem::Lost { ts, count }) => p.lost(text, buffer, cpu, ts, count),
                 Some(CpuItem::Damaged(_)) | None => {}
             }
-            if text.len() >= FLUSH && !sh.part(k, text) {
-                return false;
+            if text.len() >= look_at {
+                if !sh.part(k, text) {
+                    return false;
+                }
+                look_at = text.len() + FLUSH;
             }
         }
+        spare.extend(streams.into_iter().map(|b| b.s.into_buffers()));
         true
     }
 }
