@@ -1,6 +1,7 @@
-//! A pull reader of a recorded trace ([`Reader`]): a trace.dat (v6, v7,
-//! compressed), a `tr-cat -o -` stream, or a copy of a tracefs tree, with
-//! the trace's metadata and its records merged by time, one [`Entry`] per
+//! A pull reader of a trace ([`Reader`]): a trace.dat (v6, v7,
+//! compressed), a `tr-cat -o -` stream, a copy of a tracefs tree, or what
+//! the live tracefs's buffer holds now (consumed), with the trace's
+//! metadata and its records merged by time, one [`Entry`] per
 //! call, and the kernel's text of a record ([`Text`]). It is the engine
 //! [`Input`] and [`crate::merge`] make for the
 //! applets, without their sinks: it installs no signal handler and writes
@@ -25,8 +26,9 @@ use crate::sys::trace::{KernelFacts, Opened};
 use crate::sys::Tracefs;
 use std::path::Path;
 
-/// What to read of a recorded trace. `ReadOptions::default()` reads
-/// every CPU of every buffer that holds data.
+/// What to read of a trace. `ReadOptions::default()` reads every CPU of
+/// every buffer of a trace.dat that holds data, or the top buffer of a
+/// tracefs tree.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     /// Only these CPUs; `None`: every CPU. A CPU the trace does not have
@@ -34,7 +36,10 @@ pub struct ReadOptions {
     pub cpus: Option<Vec<u32>>,
     /// Only this buffer of a trace.dat (`""`: the top one); `None`: every
     /// buffer that holds data, merged by time (the top one first at equal
-    /// times, as `trace-cmd report`). A copy of a tree has one buffer.
+    /// times, as `trace-cmd report`). Of a tracefs tree (the live one or a
+    /// copy): the instance `instances/NAME`; `None` or `""`: the top
+    /// buffer. A name the trace has no buffer or instance of is an error
+    /// ([`Error::NoBuffer`], [`Error::NoInstance`]).
     pub buffer: Option<String>,
     /// Read as of this kernel release (e.g. `"4.19"`): its text rules,
     /// whatever the trace's uname, UNAME option or formats say. `None`: the
@@ -94,6 +99,8 @@ struct Records {
     /// Where the common fields are (alike in every format of a kernel).
     common: Option<CommonFields>,
     unknown: UnknownEvents,
+    /// The trace clock when a live read began: the end of what it reads.
+    until: Option<u64>,
 }
 
 impl Reader {
@@ -120,14 +127,39 @@ impl Reader {
     /// from a big-endian board, and its kernel is the one its `uname` or
     /// `version` file names, or the one its formats imply. The live
     /// tracefs is refused ([`Error::TraceDat`]): reading it would consume
-    /// its buffers.
+    /// its buffers, which only [`Reader::live`] does.
     pub fn tree(dir: &Path, o: &ReadOptions) -> Result<Reader, Error> {
-        let t = Tracefs::at(dir)?;
+        let mut t = Tracefs::at(dir)?;
         if t.is_live() {
-            let what = "the live tracefs, not a copy of one: reading its buffers would consume them".into();
+            let what =
+                "the live tracefs, not a copy of one: reading its buffers would consume them (Reader::live does)"
+                    .into();
             return Err(Error::TraceDat { path: dir.into(), what });
         }
+        enter(&mut t, o)?;
         Ok(Reader::of(Input::tree(&t, &o.raw())?))
+    }
+
+    /// What the live tracefs's buffer holds now: the top one, or the
+    /// instance [`ReadOptions::buffer`] names. The tracefs is the mounted
+    /// one, found as the applets find it (`/proc/self/mountinfo`); none
+    /// mounted is [`Error::NotMounted`] (this reader mounts none).
+    ///
+    /// Reading **consumes** the records (`per_cpu/cpuN/trace_pipe_raw`,
+    /// like `tr-cat --raw`): they are gone from the buffer and its `trace`
+    /// file after. That is its only effect: it changes no tracefs setting
+    /// (tracing goes on as it was) and installs no signal handler.
+    /// [`Reader::next_entry`] returns `None` once what the buffer held at
+    /// this call is read: records written later (some by the reads
+    /// themselves, a syscall event of `read()`) end the read rather than
+    /// prolong it, and are consumed if they share a page with the last.
+    pub fn live(o: &ReadOptions) -> Result<Reader, Error> {
+        let mut t = Tracefs::find()?;
+        enter(&mut t, o)?;
+        let until = t.now();
+        let mut r = Reader::of(Input::tree(&t, &o.raw())?);
+        r.records.until = until;
+        Ok(r)
     }
 
     fn of(input: Input<'_>) -> Reader {
@@ -137,6 +169,7 @@ impl Reader {
             merger: Merger::new(streams.len()),
             streams,
             unknown: UnknownEvents::default(),
+            until: None,
         };
         Reader { session: Session { trace, kernel, irq_info, buffers, trace_id }, records }
     }
@@ -178,9 +211,24 @@ impl Reader {
 }
 
 impl Records {
-    fn next_entry<'a>(&'a mut self, session: &'a Session) -> Option<Entry<'a>> {
-        // A file or a copy is read to its end: no stream is ever pending.
+    /// The stream whose item comes next in time; `None` at the end (of a
+    /// live read: at the first item newer than its start).
+    fn pick(&mut self) -> Option<usize> {
+        // Nothing follows: a file or a copy is read to its end, a live
+        // buffer until it is empty for now, and no stream is ever pending.
         let merge::Pick::Cpu(i) = self.merger.next(&mut self.streams) else { return None };
+        if let Some(u) = self.until {
+            // Merged order: everything left is newer still.
+            let s = self.streams.get_mut(i)?;
+            if s.peek_ts().ok().flatten().is_some_and(|ts| ts > u) {
+                return None;
+            }
+        }
+        Some(i)
+    }
+
+    fn next_entry<'a>(&'a mut self, session: &'a Session) -> Option<Entry<'a>> {
+        let i = self.pick()?;
         let s = self.streams.get_mut(i)?;
         let (buffer, cpu) = (s.buffer, s.cpu);
         // The merge points at a stream whose head it peeked: there is one.
@@ -316,6 +364,14 @@ impl Text<'_> {
         if out.len() > start && out.ends_with('\n') {
             out.pop();
         }
+    }
+}
+
+/// Enter the instance `o.buffer` names, if any, of tree `t`.
+fn enter(t: &mut Tracefs, o: &ReadOptions) -> Result<(), Error> {
+    match o.buffer.as_deref() {
+        Some(name) => t.enter_instance(name),
+        None => Ok(()),
     }
 }
 
