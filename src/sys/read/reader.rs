@@ -2,7 +2,8 @@
 //! compressed), a `tr-cat -o -` stream, a copy of a tracefs tree, or what
 //! the live tracefs's buffer holds now (consumed), with the trace's
 //! metadata and its records merged by time, one [`Entry`] per
-//! call, and the kernel's text of a record ([`Text`]). It is the engine
+//! call, and the kernel's text of a record ([`Text`]) or of a whole read
+//! in the function_graph layout ([`GraphText`]). It is the engine
 //! [`Input`] and [`crate::merge`] make for the
 //! applets, without their sinks: it installs no signal handler and writes
 //! nothing to stdout or stderr. What it reads past (losses, damaged or cut
@@ -14,12 +15,13 @@ use super::input::Input;
 use super::opts::RawOpts;
 use super::problems::{add_run_problems, UnknownEvents};
 use crate::format::{EventFormat, EventTable, Field, FieldKind, Value};
+use crate::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
 use crate::kernel::KernelProfile;
 use crate::merge::{self, Merger};
 use crate::page::{PageError, Record};
 use crate::printfmt::{Sym, SymbolLookup};
 use crate::problems::Problems;
-use crate::render::{CommonFields, Renderer};
+use crate::render::{write_lost, CommonFields, Renderer};
 use crate::sys::error::Error;
 use crate::sys::pages::{self, CpuPages};
 use crate::sys::trace::{KernelFacts, Opened};
@@ -90,6 +92,12 @@ pub struct Session {
     irq_info: bool,
     buffers: Vec<String>,
     trace_id: Option<u64>,
+    /// The function_graph layout's options (a tree's `trace_options`),
+    /// when the trace says it is a graph trace.
+    graph: Option<GraphOpts>,
+    /// The graph layout begins at the first funcgraph record (a trace.dat
+    /// keeps no tracer name), not at the first record.
+    graph_auto: bool,
 }
 
 /// The records' side of a [`Reader`]: the page streams and their merge.
@@ -163,7 +171,7 @@ impl Reader {
     }
 
     fn of(input: Input<'_>) -> Reader {
-        let Input { trace, kernel, streams, buffers, irq_info, trace_id, .. } = input;
+        let Input { trace, kernel, streams, buffers, irq_info, trace_id, graph, graph_auto, .. } = input;
         let records = Records {
             common: CommonFields::of_table(&trace.events),
             merger: Merger::new(streams.len()),
@@ -171,7 +179,7 @@ impl Reader {
             unknown: UnknownEvents::default(),
             until: None,
         };
-        Reader { session: Session { trace, kernel, irq_info, buffers, trace_id }, records }
+        Reader { session: Session { trace, kernel, irq_info, buffers, trace_id, graph, graph_auto }, records }
     }
 
     /// The next record or problem, in time order across CPUs and buffers;
@@ -190,6 +198,32 @@ impl Reader {
     /// while the other lends a record.
     pub fn split(&mut self) -> (&Session, Entries<'_>) {
         (&self.session, Entries { records: &mut self.records, session: &self.session })
+    }
+
+    /// The kernel's text of the rest of the read in the function_graph
+    /// layout ([`GraphText`]).
+    pub fn graph_text(&mut self) -> GraphText<'_> {
+        let s = &self.session;
+        let t = &s.trace;
+        let ids = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"];
+        let graph = GraphRenderer::new(&t.events, &t.cmdlines, t.abi(), Some(&t.symbols))
+            .with_strings(&t.printk)
+            .with_kernel(&s.kernel)
+            .with_opts(s.graph.unwrap_or_default())
+            .with_cpu_count(t.cpus);
+        GraphText {
+            records: &mut self.records,
+            session: s,
+            text: s.text(),
+            graph,
+            // A tree whose tracer is function_graph: every record is the
+            // layout's; else (a trace.dat, another tracer) from the first
+            // funcgraph record on, as `tr-cat FILE` and tr-graph.
+            on: s.graph.is_some() && !s.graph_auto,
+            ids: ids.iter().filter_map(|n| t.events.by_name(n)).map(|e| e.id).collect(),
+            irq_text: false,
+            scratch: Vec::new(),
+        }
     }
 
     /// What the trace holds that could not be read, counted by kind: the
@@ -247,6 +281,95 @@ impl Records {
             pages::CpuItem::Lost { ts, count } => Entry::Lost { buffer, cpu, ts, count },
             pages::CpuItem::Damaged(error) => Entry::Damaged { buffer, cpu, error },
         })
+    }
+}
+
+/// The kernel's text of a read in the function_graph layout
+/// ([`Reader::graph_text`]), as `tr-cat` prints a graph trace and the
+/// kernel's `trace` file with the function_graph tracer: a function's
+/// entry and exit fold into one leaf line (`func();`) when nothing comes
+/// between them on the CPU, other events are `/* … */` comments, and
+/// records before the first funcgraph one (of a trace.dat) are plain
+/// lines. The lines of several buffers carry no buffer label.
+///
+/// ```no_run
+/// use trbox::sys::read::{ReadOptions, Reader};
+/// let mut r = Reader::tree("copy-of-tracefs".as_ref(), &ReadOptions::default())?;
+/// let mut graph = r.graph_text();
+/// let mut text = String::new();
+/// while graph.next_text(&mut text) {
+///     print!("{text}");
+///     text.clear();
+/// }
+/// # Ok::<(), trbox::sys::Error>(())
+/// ```
+pub struct GraphText<'r> {
+    records: &'r mut Records,
+    session: &'r Session,
+    /// The lines of records outside the layout.
+    text: Text<'r>,
+    graph: GraphRenderer<'r>,
+    /// The layout is in use.
+    on: bool,
+    /// The ids of funcgraph_entry and funcgraph_exit.
+    ids: Vec<u32>,
+    /// Where the irq entry code is has been looked up.
+    irq_text: bool,
+    /// The current record, copied so that its stream can peek the next.
+    scratch: Vec<u8>,
+}
+
+impl GraphText<'_> {
+    /// Append the text of the next item of the read to `out`: a record's
+    /// lines (none for the exit a leaf line took in, or a record inside
+    /// an irq the options hide), or a loss's `CPU:N [LOST …]` line.
+    /// `false` at the end of the read.
+    pub fn next_text(&mut self, out: &mut String) -> bool {
+        let Some(i) = self.records.pick() else { return false };
+        let Records { streams, unknown, .. } = &mut *self.records;
+        let Some(s) = streams.get_mut(i) else { return false };
+        let (buffer, cpu) = (s.buffer, s.cpu);
+        let t = &self.session.trace;
+        let rec = match s.take() {
+            Some(pages::CpuItem::Record(rec)) => rec,
+            Some(pages::CpuItem::Lost { count, .. }) => {
+                let _ = write_lost(out, cpu, count);
+                return true;
+            }
+            Some(pages::CpuItem::Damaged(_)) | None => return true,
+        };
+        let (ts, r) = (rec.ts, &mut self.text.r);
+        let Some(format) = t.events.event_of(rec.payload, t.endian) else {
+            unknown.count(t.events.record_id(rec.payload, t.endian));
+            let _ = r.record(out, cpu, ts, rec.payload);
+            return true;
+        };
+        self.on |= self.ids.contains(&format.id);
+        if !self.on {
+            let _ = r.record_of(out, format, cpu, ts, rec.payload);
+            return true;
+        }
+        if !self.irq_text {
+            // Found when the layout comes into use: it parses the symbols.
+            self.irq_text = true;
+            self.graph.set_irq_text(t.symbols.table().map_or(IrqText::Fallback, IrqText::from_kallsyms));
+        }
+        // A leaf line folds an entry and its exit: it needs the next record
+        // of the CPU (of the buffer: two buffers have the same CPUs).
+        self.scratch.clear();
+        self.scratch.extend_from_slice(rec.payload);
+        let slot = buffer.saturating_mul(t.cpus.max(1)).saturating_add(cpu);
+        let next = s.peek_record().ok().flatten();
+        match self.graph.record_in(out, slot, cpu, ts, &self.scratch, next) {
+            Ok(Outcome::SkipNext) => {
+                let _ = s.take();
+            }
+            Ok(Outcome::NotGraph) => {
+                let _ = r.record(out, cpu, ts, &self.scratch);
+            }
+            _ => {}
+        }
+        true
     }
 }
 
@@ -341,7 +464,8 @@ impl Session {
 /// The kernel's text of records ([`Session::text`]): each line as the
 /// `trace` file prints it, the print fmt's body after the prefix of task,
 /// CPU, latency columns and time. (Not the function_graph layout, which
-/// folds an entry and its exit into one line: a funcgraph record is one
+/// folds an entry and its exit into one line, and so needs the records
+/// that follow: that is [`Reader::graph_text`]. A funcgraph record is one
 /// line of its own here.)
 pub struct Text<'s> {
     r: Renderer<'s>,
