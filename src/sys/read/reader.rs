@@ -14,8 +14,9 @@
 use super::input::Input;
 use super::opts::RawOpts;
 use super::problems::{add_run_problems, UnknownEvents};
+use super::text::graph_record;
 use crate::format::{EventFormat, EventTable, Field, FieldKind, Value};
-use crate::graph::{GraphOpts, GraphRenderer, IrqText, Outcome};
+use crate::graph::{GraphOpts, GraphRenderer, IrqText};
 use crate::kernel::KernelProfile;
 use crate::merge::{self, Merger};
 use crate::page::{PageError, Record};
@@ -354,21 +355,11 @@ impl GraphText<'_> {
             self.irq_text = true;
             self.graph.set_irq_text(t.symbols.table().map_or(IrqText::Fallback, IrqText::from_kallsyms));
         }
-        // A leaf line folds an entry and its exit: it needs the next record
-        // of the CPU (of the buffer: two buffers have the same CPUs).
         self.scratch.clear();
         self.scratch.extend_from_slice(rec.payload);
+        // Two buffers have the same CPUs: a graph state for each of both.
         let slot = buffer.saturating_mul(t.cpus.max(1)).saturating_add(cpu);
-        let next = s.peek_record().ok().flatten();
-        match self.graph.record_in(out, slot, cpu, ts, &self.scratch, next) {
-            Ok(Outcome::SkipNext) => {
-                let _ = s.take();
-            }
-            Ok(Outcome::NotGraph) => {
-                let _ = r.record(out, cpu, ts, &self.scratch);
-            }
-            _ => {}
-        }
+        graph_record(&mut self.graph, r, out, s, slot, ts, &self.scratch);
         true
     }
 }
