@@ -161,7 +161,7 @@ impl Reader {
     /// [`Reader::next_entry`] returns `None` once what the buffer held at
     /// this call is read: records written later (some by the reads
     /// themselves, a syscall event of `read()`) end the read rather than
-    /// prolong it, and are consumed if they share a page with the last.
+    /// prolong it; those on a page already read out are consumed unseen.
     pub fn live(o: &ReadOptions) -> Result<Reader, Error> {
         let mut t = Tracefs::find()?;
         enter(&mut t, o)?;
