@@ -179,6 +179,21 @@ fn reader_tree_refuses_the_live_tracefs() {
     }
 }
 
+/// A copy's instance is named as a trace.dat's buffer is: `""` is the
+/// top buffer, a name the copy has no `instances/NAME` of is an error.
+#[test]
+fn reader_tree_buffer_names_an_instance() {
+    let dir = Path::new("tests/fixtures/armv7-7.2/events");
+    let count = |o: &ReadOptions| {
+        let mut r = Reader::tree(dir, o).unwrap_or_else(|e| panic!("{e}"));
+        std::iter::from_fn(|| r.next_entry().map(|_| ())).count()
+    };
+    let top = ReadOptions { buffer: Some(String::new()), ..Default::default() };
+    assert_eq!(count(&top), count(&ReadOptions::default()));
+    let absent = ReadOptions { buffer: Some("absent".into()), ..Default::default() };
+    assert!(matches!(Reader::tree(dir, &absent), Err(trbox::sys::Error::NoInstance { .. })));
+}
+
 /// The bodies (after `EVENT: `) of the kernel's `trace` lines of `event`
 /// in tracefs copy `dir`, sorted.
 fn kernel_bodies(dir: &str, event: &str) -> Vec<String> {
