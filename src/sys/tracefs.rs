@@ -96,6 +96,15 @@ impl Tracefs {
     /// paths; when nothing is mounted and we are root, mount tracefs (debugfs
     /// on kernels before 4.1).
     pub fn discover() -> Result<Self, Error> {
+        match Self::find() {
+            Err(Error::NotMounted) if super::is_root() => Self::mount(),
+            r => r,
+        }
+    }
+
+    /// The mounted tracing root, as [`discover`](Self::discover) finds it,
+    /// without mounting one: [`Error::NotMounted`] when none is.
+    pub fn find() -> Result<Self, Error> {
         let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let mut denied: Option<Error> = None;
         let cands = mountinfo::tracefs_candidates(&text);
@@ -123,10 +132,7 @@ impl Tracefs {
                 }
             }
         }
-        if !super::is_root() {
-            return Err(Error::NotMounted);
-        }
-        Self::mount()
+        Err(Error::NotMounted)
     }
 
     /// Mount tracefs at /sys/kernel/tracing; on kernels without tracefs (the

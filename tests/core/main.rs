@@ -21,6 +21,7 @@ mod printfmt_fixtures;
 mod printfmt_kallsyms;
 mod printfmt_render;
 mod reader;
+mod reader_live;
 mod sched_runtime;
 mod tracedat_read;
 mod tracedat_synth;

@@ -179,6 +179,21 @@ fn reader_tree_refuses_the_live_tracefs() {
     }
 }
 
+/// A copy's instance is named as a trace.dat's buffer is: `""` is the
+/// top buffer, a name the copy has no `instances/NAME` of is an error.
+#[test]
+fn reader_tree_buffer_names_an_instance() {
+    let dir = Path::new("tests/fixtures/armv7-7.2/events");
+    let count = |o: &ReadOptions| {
+        let mut r = Reader::tree(dir, o).unwrap_or_else(|e| panic!("{e}"));
+        std::iter::from_fn(|| r.next_entry().map(|_| ())).count()
+    };
+    let top = ReadOptions { buffer: Some(String::new()), ..Default::default() };
+    assert_eq!(count(&top), count(&ReadOptions::default()));
+    let absent = ReadOptions { buffer: Some("absent".into()), ..Default::default() };
+    assert!(matches!(Reader::tree(dir, &absent), Err(trbox::sys::Error::NoInstance { .. })));
+}
+
 /// The bodies (after `EVENT: `) of the kernel's `trace` lines of `event`
 /// in tracefs copy `dir`, sorted.
 fn kernel_bodies(dir: &str, event: &str) -> Vec<String> {
@@ -322,4 +337,52 @@ fn reader_symbols_of_a_trace_dat_are_trace_cmds() {
     }
     assert!(fields > 100, "{fields} fields");
     assert_eq!(r.session().symbol(0xffff_0000_0808_0000), None);
+}
+
+/// The whole text of `r` in the function_graph layout.
+fn graph_text(mut r: Reader) -> String {
+    let mut g = r.graph_text();
+    let mut text = String::new();
+    while g.next_text(&mut text) {}
+    text
+}
+
+/// The function_graph layout of a read is tr-cat's text of the same
+/// trace: of every board's graph copies (`tr-cat --raw -T`; leaves folded,
+/// irqs, other events as comments, depth limits), and of trace.dat files
+/// made of two of them (`tr-cat FILE`: the layout from the first funcgraph
+/// record on, as a trace.dat names no tracer).
+#[test]
+fn reader_graph_text_is_tr_cats() {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut trees: Vec<_> = std::fs::read_dir(&fx)
+        .unwrap()
+        .flatten()
+        .flat_map(|b| ["function_graph", "function_graph_depth", "graph_syscalls"].map(|s| b.path().join(s)))
+        .filter(|d| d.join("current_tracer").exists())
+        .collect();
+    trees.sort();
+    assert!(trees.len() >= 30, "{} graph copies", trees.len());
+    let mut folded = 0;
+    for dir in &trees {
+        let d = dir.to_str().unwrap();
+        let ours = graph_text(Reader::tree(dir, &ReadOptions::default()).unwrap_or_else(|e| panic!("{d}: {e}")));
+        let o = common::run(&["tr-cat", "--raw", "-T", d]);
+        assert!(o.status.success(), "tr-cat --raw -T {d}: {}", common::stderr(&o));
+        assert!(ours == common::stdout(&o), "{d}: the reader's graph text is not tr-cat's");
+        folded += ours.lines().filter(|l| l.ends_with(");") && !l.contains("/*")).count();
+    }
+    assert!(folded > 1000, "{folded} leaf lines");
+    let tmp = common::TempDir::new("reader-graph");
+    for t in ["x86_64-6.12/graph_syscalls", "aarch64-6.12/function_graph"] {
+        let dir = fx.join(t);
+        let file = tmp.path().join(format!("{}.dat", t.replace('/', "-")));
+        common::dat::build(&dir, &[common::dat::Part { dir: &dir, min_events: 1, lost_every: None }], &file);
+        let f = file.to_str().unwrap();
+        let ours = graph_text(open(f, &ReadOptions::default()));
+        let o = common::run(&["tr-cat", f]);
+        assert!(o.status.success(), "tr-cat {f}: {}", common::stderr(&o));
+        assert!(ours.contains("|  "), "{t}: no graph line");
+        assert!(ours == common::stdout(&o), "{t}: the reader's graph text of a trace.dat is not tr-cat's");
+    }
 }

@@ -50,7 +50,7 @@ pub use opts::{Filter, Prepared, RawOpts, Reading};
 pub use out::{escape_controls, for_terminal, Out};
 #[cfg(feature = "host")]
 pub use perfetto::perfetto;
-pub use reader::{Entries, Entry, Event, ReadOptions, Reader, Session, Text};
+pub use reader::{Entries, Entry, Event, GraphText, ReadOptions, Reader, Session, Text};
 pub use stream_in::load_stream;
 #[cfg(feature = "host")]
 pub use stream_in::load_stream_with;

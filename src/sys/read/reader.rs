@@ -1,7 +1,9 @@
-//! A pull reader of a recorded trace ([`Reader`]): a trace.dat (v6, v7,
-//! compressed), a `tr-cat -o -` stream, or a copy of a tracefs tree, with
-//! the trace's metadata and its records merged by time, one [`Entry`] per
-//! call, and the kernel's text of a record ([`Text`]). It is the engine
+//! A pull reader of a trace ([`Reader`]): a trace.dat (v6, v7,
+//! compressed), a `tr-cat -o -` stream, a copy of a tracefs tree, or what
+//! the live tracefs's buffer holds now (consumed), with the trace's
+//! metadata and its records merged by time, one [`Entry`] per
+//! call, and the kernel's text of a record ([`Text`]) or of a whole read
+//! in the function_graph layout ([`GraphText`]). It is the engine
 //! [`Input`] and [`crate::merge`] make for the
 //! applets, without their sinks: it installs no signal handler and writes
 //! nothing to stdout or stderr. What it reads past (losses, damaged or cut
@@ -12,21 +14,24 @@
 use super::input::Input;
 use super::opts::RawOpts;
 use super::problems::{add_run_problems, UnknownEvents};
+use super::text::graph_record;
 use crate::format::{EventFormat, EventTable, Field, FieldKind, Value};
+use crate::graph::{GraphOpts, GraphRenderer, IrqText};
 use crate::kernel::KernelProfile;
 use crate::merge::{self, Merger};
 use crate::page::{PageError, Record};
 use crate::printfmt::{Sym, SymbolLookup};
 use crate::problems::Problems;
-use crate::render::{CommonFields, Renderer};
+use crate::render::{write_lost, CommonFields, Renderer};
 use crate::sys::error::Error;
 use crate::sys::pages::{self, CpuPages};
 use crate::sys::trace::{KernelFacts, Opened};
 use crate::sys::Tracefs;
 use std::path::Path;
 
-/// What to read of a recorded trace. `ReadOptions::default()` reads
-/// every CPU of every buffer that holds data.
+/// What to read of a trace. `ReadOptions::default()` reads every CPU of
+/// every buffer of a trace.dat that holds data, or the top buffer of a
+/// tracefs tree.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     /// Only these CPUs; `None`: every CPU. A CPU the trace does not have
@@ -34,7 +39,10 @@ pub struct ReadOptions {
     pub cpus: Option<Vec<u32>>,
     /// Only this buffer of a trace.dat (`""`: the top one); `None`: every
     /// buffer that holds data, merged by time (the top one first at equal
-    /// times, as `trace-cmd report`). A copy of a tree has one buffer.
+    /// times, as `trace-cmd report`). Of a tracefs tree (the live one or a
+    /// copy): the instance `instances/NAME`; `None` or `""`: the top
+    /// buffer. A name the trace has no buffer or instance of is an error
+    /// ([`Error::NoBuffer`], [`Error::NoInstance`]).
     pub buffer: Option<String>,
     /// Read as of this kernel release (e.g. `"4.19"`): its text rules,
     /// whatever the trace's uname, UNAME option or formats say. `None`: the
@@ -85,6 +93,12 @@ pub struct Session {
     irq_info: bool,
     buffers: Vec<String>,
     trace_id: Option<u64>,
+    /// The function_graph layout's options (a tree's `trace_options`),
+    /// when the trace says it is a graph trace.
+    graph: Option<GraphOpts>,
+    /// The graph layout begins at the first funcgraph record (a trace.dat
+    /// keeps no tracer name), not at the first record.
+    graph_auto: bool,
 }
 
 /// The records' side of a [`Reader`]: the page streams and their merge.
@@ -94,6 +108,8 @@ struct Records {
     /// Where the common fields are (alike in every format of a kernel).
     common: Option<CommonFields>,
     unknown: UnknownEvents,
+    /// The trace clock when a live read began: the end of what it reads.
+    until: Option<u64>,
 }
 
 impl Reader {
@@ -120,25 +136,51 @@ impl Reader {
     /// from a big-endian board, and its kernel is the one its `uname` or
     /// `version` file names, or the one its formats imply. The live
     /// tracefs is refused ([`Error::TraceDat`]): reading it would consume
-    /// its buffers.
+    /// its buffers, which only [`Reader::live`] does.
     pub fn tree(dir: &Path, o: &ReadOptions) -> Result<Reader, Error> {
-        let t = Tracefs::at(dir)?;
+        let mut t = Tracefs::at(dir)?;
         if t.is_live() {
-            let what = "the live tracefs, not a copy of one: reading its buffers would consume them".into();
+            let what =
+                "the live tracefs, not a copy of one: reading its buffers would consume them (Reader::live does)"
+                    .into();
             return Err(Error::TraceDat { path: dir.into(), what });
         }
+        enter(&mut t, o)?;
         Ok(Reader::of(Input::tree(&t, &o.raw())?))
     }
 
+    /// What the live tracefs's buffer holds now: the top one, or the
+    /// instance [`ReadOptions::buffer`] names. The tracefs is the mounted
+    /// one, found as the applets find it (`/proc/self/mountinfo`); none
+    /// mounted is [`Error::NotMounted`] (this reader mounts none).
+    ///
+    /// Reading **consumes** the records (`per_cpu/cpuN/trace_pipe_raw`,
+    /// like `tr-cat --raw`): they are gone from the buffer and its `trace`
+    /// file after. That is its only effect: it changes no tracefs setting
+    /// (tracing goes on as it was) and installs no signal handler.
+    /// [`Reader::next_entry`] returns `None` once what the buffer held at
+    /// this call is read: records written later (some by the reads
+    /// themselves, a syscall event of `read()`) end the read rather than
+    /// prolong it; those on a page already read out are consumed unseen.
+    pub fn live(o: &ReadOptions) -> Result<Reader, Error> {
+        let mut t = Tracefs::find()?;
+        enter(&mut t, o)?;
+        let until = t.now();
+        let mut r = Reader::of(Input::tree(&t, &o.raw())?);
+        r.records.until = until;
+        Ok(r)
+    }
+
     fn of(input: Input<'_>) -> Reader {
-        let Input { trace, kernel, streams, buffers, irq_info, trace_id, .. } = input;
+        let Input { trace, kernel, streams, buffers, irq_info, trace_id, graph, graph_auto, .. } = input;
         let records = Records {
             common: CommonFields::of_table(&trace.events),
             merger: Merger::new(streams.len()),
             streams,
             unknown: UnknownEvents::default(),
+            until: None,
         };
-        Reader { session: Session { trace, kernel, irq_info, buffers, trace_id }, records }
+        Reader { session: Session { trace, kernel, irq_info, buffers, trace_id, graph, graph_auto }, records }
     }
 
     /// The next record or problem, in time order across CPUs and buffers;
@@ -157,6 +199,32 @@ impl Reader {
     /// while the other lends a record.
     pub fn split(&mut self) -> (&Session, Entries<'_>) {
         (&self.session, Entries { records: &mut self.records, session: &self.session })
+    }
+
+    /// The kernel's text of the rest of the read in the function_graph
+    /// layout ([`GraphText`]).
+    pub fn graph_text(&mut self) -> GraphText<'_> {
+        let s = &self.session;
+        let t = &s.trace;
+        let ids = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"];
+        let graph = GraphRenderer::new(&t.events, &t.cmdlines, t.abi(), Some(&t.symbols))
+            .with_strings(&t.printk)
+            .with_kernel(&s.kernel)
+            .with_opts(s.graph.unwrap_or_default())
+            .with_cpu_count(t.cpus);
+        GraphText {
+            records: &mut self.records,
+            session: s,
+            text: s.text(),
+            graph,
+            // A tree whose tracer is function_graph: every record is the
+            // layout's; else (a trace.dat, another tracer) from the first
+            // funcgraph record on, as `tr-cat FILE` and tr-graph.
+            on: s.graph.is_some() && !s.graph_auto,
+            ids: ids.iter().filter_map(|n| t.events.by_name(n)).map(|e| e.id).collect(),
+            irq_text: false,
+            scratch: Vec::new(),
+        }
     }
 
     /// What the trace holds that could not be read, counted by kind: the
@@ -178,9 +246,24 @@ impl Reader {
 }
 
 impl Records {
-    fn next_entry<'a>(&'a mut self, session: &'a Session) -> Option<Entry<'a>> {
-        // A file or a copy is read to its end: no stream is ever pending.
+    /// The stream whose item comes next in time; `None` at the end (of a
+    /// live read: at the first item newer than its start).
+    fn pick(&mut self) -> Option<usize> {
+        // Nothing follows: a file or a copy is read to its end, a live
+        // buffer until it is empty for now, and no stream is ever pending.
         let merge::Pick::Cpu(i) = self.merger.next(&mut self.streams) else { return None };
+        if let Some(u) = self.until {
+            // Merged order: everything left is newer still.
+            let s = self.streams.get_mut(i)?;
+            if s.peek_ts().ok().flatten().is_some_and(|ts| ts > u) {
+                return None;
+            }
+        }
+        Some(i)
+    }
+
+    fn next_entry<'a>(&'a mut self, session: &'a Session) -> Option<Entry<'a>> {
+        let i = self.pick()?;
         let s = self.streams.get_mut(i)?;
         let (buffer, cpu) = (s.buffer, s.cpu);
         // The merge points at a stream whose head it peeked: there is one.
@@ -199,6 +282,85 @@ impl Records {
             pages::CpuItem::Lost { ts, count } => Entry::Lost { buffer, cpu, ts, count },
             pages::CpuItem::Damaged(error) => Entry::Damaged { buffer, cpu, error },
         })
+    }
+}
+
+/// The kernel's text of a read in the function_graph layout
+/// ([`Reader::graph_text`]), as `tr-cat` prints a graph trace and the
+/// kernel's `trace` file with the function_graph tracer: a function's
+/// entry and exit fold into one leaf line (`func();`) when nothing comes
+/// between them on the CPU, other events are `/* … */` comments, and
+/// records before the first funcgraph one (of a trace.dat) are plain
+/// lines. The lines of several buffers carry no buffer label.
+///
+/// ```no_run
+/// use trbox::sys::read::{ReadOptions, Reader};
+/// let mut r = Reader::tree("copy-of-tracefs".as_ref(), &ReadOptions::default())?;
+/// let mut graph = r.graph_text();
+/// let mut text = String::new();
+/// while graph.next_text(&mut text) {
+///     print!("{text}");
+///     text.clear();
+/// }
+/// # Ok::<(), trbox::sys::Error>(())
+/// ```
+pub struct GraphText<'r> {
+    records: &'r mut Records,
+    session: &'r Session,
+    /// The lines of records outside the layout.
+    text: Text<'r>,
+    graph: GraphRenderer<'r>,
+    /// The layout is in use.
+    on: bool,
+    /// The ids of funcgraph_entry and funcgraph_exit.
+    ids: Vec<u32>,
+    /// Where the irq entry code is has been looked up.
+    irq_text: bool,
+    /// The current record, copied so that its stream can peek the next.
+    scratch: Vec<u8>,
+}
+
+impl GraphText<'_> {
+    /// Append the text of the next item of the read to `out`: a record's
+    /// lines (none for the exit a leaf line took in, or a record inside
+    /// an irq the options hide), or a loss's `CPU:N [LOST …]` line.
+    /// `false` at the end of the read.
+    pub fn next_text(&mut self, out: &mut String) -> bool {
+        let Some(i) = self.records.pick() else { return false };
+        let Records { streams, unknown, .. } = &mut *self.records;
+        let Some(s) = streams.get_mut(i) else { return false };
+        let (buffer, cpu) = (s.buffer, s.cpu);
+        let t = &self.session.trace;
+        let rec = match s.take() {
+            Some(pages::CpuItem::Record(rec)) => rec,
+            Some(pages::CpuItem::Lost { count, .. }) => {
+                let _ = write_lost(out, cpu, count);
+                return true;
+            }
+            Some(pages::CpuItem::Damaged(_)) | None => return true,
+        };
+        let (ts, r) = (rec.ts, &mut self.text.r);
+        let Some(format) = t.events.event_of(rec.payload, t.endian) else {
+            unknown.count(t.events.record_id(rec.payload, t.endian));
+            let _ = r.record(out, cpu, ts, rec.payload);
+            return true;
+        };
+        self.on |= self.ids.contains(&format.id);
+        if !self.on {
+            let _ = r.record_of(out, format, cpu, ts, rec.payload);
+            return true;
+        }
+        if !self.irq_text {
+            // Found when the layout comes into use: it parses the symbols.
+            self.irq_text = true;
+            self.graph.set_irq_text(t.symbols.table().map_or(IrqText::Fallback, IrqText::from_kallsyms));
+        }
+        self.scratch.clear();
+        self.scratch.extend_from_slice(rec.payload);
+        // Two buffers have the same CPUs: a graph state for each of both.
+        let slot = buffer.saturating_mul(t.cpus.max(1)).saturating_add(cpu);
+        graph_record(&mut self.graph, r, out, s, slot, ts, &self.scratch);
+        true
     }
 }
 
@@ -293,7 +455,8 @@ impl Session {
 /// The kernel's text of records ([`Session::text`]): each line as the
 /// `trace` file prints it, the print fmt's body after the prefix of task,
 /// CPU, latency columns and time. (Not the function_graph layout, which
-/// folds an entry and its exit into one line: a funcgraph record is one
+/// folds an entry and its exit into one line, and so needs the records
+/// that follow: that is [`Reader::graph_text`]. A funcgraph record is one
 /// line of its own here.)
 pub struct Text<'s> {
     r: Renderer<'s>,
@@ -316,6 +479,14 @@ impl Text<'_> {
         if out.len() > start && out.ends_with('\n') {
             out.pop();
         }
+    }
+}
+
+/// Enter the instance `o.buffer` names, if any, of tree `t`.
+fn enter(t: &mut Tracefs, o: &ReadOptions) -> Result<(), Error> {
+    match o.buffer.as_deref() {
+        Some(name) => t.enter_instance(name),
+        None => Ok(()),
     }
 }
 

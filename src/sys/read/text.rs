@@ -192,28 +192,16 @@ impl Emitter<'_> {
                     if let Some(k) = self.irq_syms.take() {
                         g.set_irq_text(k.table().map_or(IrqText::Fallback, IrqText::from_kallsyms));
                     }
-                    // The graph layout folds an entry and its exit into one
-                    // leaf line: it needs the next record of this CPU.
                     let ts = rec.ts;
                     self.scratch.clear();
                     self.scratch.extend_from_slice(rec.payload);
-                    let next = s.peek_record().ok().flatten();
                     // Several buffers: the graph state is kept per stream
                     // (two buffers have the same CPUs), and the text goes
                     // through `text` to get its label.
                     let labelled = !self.p.labels.is_empty();
                     let slot = if labelled { buffer.saturating_mul(self.cpus).saturating_add(cpu) } else { cpu };
                     let w = if labelled { &mut self.text } else { &mut *line };
-                    let outcome = g.record_in(w, slot, cpu, ts, &self.scratch, next);
-                    match outcome {
-                        Ok(Outcome::SkipNext) => {
-                            let _ = s.take();
-                        }
-                        Ok(Outcome::NotGraph) => {
-                            let _ = self.p.r.record(w, cpu, ts, &self.scratch);
-                        }
-                        _ => {}
-                    }
+                    graph_record(g, &mut self.p.r, w, s, slot, ts, &self.scratch);
                     if labelled && !self.text.is_empty() {
                         self.p.label(line, buffer);
                         line.put_block(&mut self.text);
@@ -226,6 +214,33 @@ impl Emitter<'_> {
             // A damaged page is told and counted by the stream.
             Some(CpuItem::Damaged(_)) | None => {}
         }
+    }
+}
+
+/// The function_graph layout's text of `payload` (a copy of the record of
+/// `s` at `ts` just taken), its graph state kept in `slot`; what is not
+/// the layout's (a `function` record) in `plain`'s text.
+pub(crate) fn graph_record<W: std::fmt::Write>(
+    g: &mut GraphRenderer<'_>,
+    plain: &mut Renderer<'_>,
+    w: &mut W,
+    s: &mut CpuPages,
+    slot: u32,
+    ts: u64,
+    payload: &[u8],
+) {
+    // The layout folds an entry and its exit into one leaf line: it needs
+    // the next record of this CPU.
+    let cpu = s.cpu;
+    let next = s.peek_record().ok().flatten();
+    match g.record_in(w, slot, cpu, ts, payload, next) {
+        Ok(Outcome::SkipNext) => {
+            let _ = s.take();
+        }
+        Ok(Outcome::NotGraph) => {
+            let _ = plain.record(w, cpu, ts, payload);
+        }
+        _ => {}
     }
 }
 
