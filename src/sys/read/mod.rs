@@ -141,16 +141,19 @@ pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
     let threads =
         if draining { o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
     let graph_layout = em.graph.is_some() && !o.json;
-    let is_graph_rec = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
+    // A plain file: every CPU reads a time slice of it; else (a live
+    // buffer, compressed data, a stream, a graph layout) one thread
+    // merges and the others render.
     let sliced = threads > 1
         && !(graph_layout && em.graph_on)
         && slices::run(
             &mut streams,
             trace.layout,
             endian,
-            graph_layout.then_some(&is_graph_rec as slices::GraphStart),
+            graph_layout.then_some(slices::GraphIds { events, ids: &graph_ids }),
             threads,
             &plain,
+            &|| stop.asked(),
             out,
         );
     if !sliced && threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {

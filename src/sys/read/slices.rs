@@ -24,6 +24,7 @@
 use super::out::Out;
 use super::text::Plain;
 use crate::abi::Endian;
+use crate::format::EventTable;
 use crate::merge::{CpuStream, Merger, Peek, Pick};
 use crate::page::{Cursor, Missed, Page, PageLayout};
 use crate::sys::pages::{file_page_end, Counts, CpuItem, CpuPages, FileRange};
@@ -70,8 +71,22 @@ struct Scanned {
     last: u64,
 }
 
-/// Does this record start the function_graph layout?
-pub(super) type GraphStart<'g> = &'g (dyn Fn(&[u8]) -> bool + Sync);
+/// The event ids that start the function_graph layout (funcgraph_entry
+/// and _exit), looked up in every record the walk meets.
+#[derive(Clone, Copy)]
+pub(super) struct GraphIds<'g> {
+    /// The session's formats (where `common_type` is).
+    pub(super) events: &'g EventTable,
+    /// The ids.
+    pub(super) ids: &'g [u32],
+}
+
+impl GraphIds<'_> {
+    #[inline]
+    fn starts(&self, payload: &[u8], e: Endian) -> bool {
+        self.events.record_id(payload, e).is_some_and(|id| self.ids.contains(&id))
+    }
+}
 
 /// Read `streams` by time slices with `threads` workers, when every one
 /// is a plain file ([`PageSource::file_range`]) and its walk finds
@@ -85,9 +100,10 @@ pub(super) fn run<'a>(
     streams: &mut [CpuPages],
     layout: PageLayout,
     endian: Endian,
-    graph: Option<GraphStart>,
+    graph: Option<GraphIds>,
     threads: usize,
     make: &(dyn Fn() -> Plain<'a> + Sync),
+    stop: &dyn Fn() -> bool,
     out: &mut Out,
 ) -> bool {
     let Some(ranges) = streams.iter().map(|s| s.file_range()).collect::<Option<Vec<_>>>() else { return false };
@@ -101,7 +117,7 @@ pub(super) fn run<'a>(
         s.read_elsewhere(c);
     }
     let slices = Slices { scanned: &scanned, bounds: &bounds, layout, endian };
-    slices.render(threads, make, out);
+    slices.render(threads, make, stop, out);
     true
 }
 
@@ -112,7 +128,7 @@ fn walk_all(
     ids: &[(u32, u32)],
     layout: PageLayout,
     endian: Endian,
-    graph: Option<GraphStart>,
+    graph: Option<GraphIds>,
     threads: usize,
 ) -> Option<Vec<(Counts, Scanned)>> {
     // Each slot: the range to walk, then what the walk found.
@@ -147,7 +163,7 @@ fn walk(
     (cpu, buffer): (u32, u32),
     layout: PageLayout,
     endian: Endian,
-    graph: Option<GraphStart>,
+    graph: Option<GraphIds>,
 ) -> Option<(Counts, Scanned)> {
     let ps = range.page_size as u64;
     let total = range.end.checked_sub(range.start)?;
@@ -195,7 +211,7 @@ fn walk(
             let (mut w, data) = (w.until(end), page.get(data)?);
             while let Some(r) = w.next(data) {
                 let r = r.ok()?;
-                if graph.is_some_and(|g| g(r.payload)) {
+                if graph.is_some_and(|g| g.starts(r.payload, endian)) {
                     return None;
                 }
                 item(r.ts, &mut mark)?;
@@ -251,8 +267,18 @@ struct Writer<'o> {
     done: Vec<(usize, Out)>,
     /// Bytes in `done`.
     held: usize,
-    /// The reader went away: everyone stops.
+    /// The reader went away, or a stop was asked: everyone stops.
     broken: bool,
+}
+
+impl Writer<'_> {
+    /// A stop was asked: every worker ends.
+    fn stop(&mut self, asked: bool, cv: &Condvar) {
+        if asked && !self.broken {
+            self.broken = true;
+            cv.notify_all();
+        }
+    }
 }
 
 struct Shared<'o> {
@@ -275,8 +301,9 @@ impl<'o> Shared<'o> {
 
     /// Slice `k` has `text` so far: written when it is its turn; when it
     /// is not and the text is large, wait for the turn. `false`: stop.
-    fn part(&self, k: usize, text: &mut Out) -> bool {
+    fn part(&self, k: usize, text: &mut Out, stop: &dyn Fn() -> bool) -> bool {
         let mut g = self.lock();
+        g.stop(stop(), &self.cv);
         if g.next != k && text.len() >= HOLD {
             while g.next != k && !g.broken {
                 g = self.wait(g);
@@ -311,8 +338,9 @@ impl<'o> Shared<'o> {
 
     /// The next slice to render; `None` at the end, or when the reader
     /// went away. Waits while much text is held for its turn.
-    fn next_slice(&self, count: usize) -> Option<usize> {
+    fn next_slice(&self, count: usize, stop: &dyn Fn() -> bool) -> Option<usize> {
         let mut g = self.lock();
+        g.stop(stop(), &self.cv);
         while g.held >= HOLD && !g.broken {
             g = self.wait(g);
         }
@@ -341,29 +369,38 @@ impl CpuStream for Bounded {
 }
 
 impl Slices<'_> {
-    fn render<'a>(&self, threads: usize, make: &(dyn Fn() -> Plain<'a> + Sync), out: &mut Out) {
+    /// `stop`: asked on this thread (the caller's stop need not be
+    /// shared with others), it ends every worker.
+    fn render<'a>(
+        &self,
+        threads: usize,
+        make: &(dyn Fn() -> Plain<'a> + Sync),
+        stop: &dyn Fn() -> bool,
+        out: &mut Out,
+    ) {
         let sh = Shared {
             w: Mutex::new(Writer { out, next: 0, done: Vec::new(), held: 0, broken: false }),
             cv: Condvar::new(),
             take: AtomicUsize::new(0),
         };
-        let work = || {
+        let work = |stop: &dyn Fn() -> bool| {
             let mut p = make();
             let mut spare = Vec::new();
-            while let Some(k) = sh.next_slice(self.bounds.len()) {
+            while let Some(k) = sh.next_slice(self.bounds.len(), stop) {
                 let mut text = Out::memory();
-                if !self.slice(k, &mut p, &sh, &mut text, &mut spare) {
+                if !self.slice(k, &mut p, &sh, &mut text, &mut spare, stop) {
                     break;
                 }
                 sh.finish(k, text);
             }
         };
-        let jobs: Vec<thread::Job<'_>> = (1..threads).map(|_| Box::new(work) as thread::Job<'_>).collect();
-        thread::scope(jobs, |_| work());
+        let jobs: Vec<thread::Job<'_>> =
+            (1..threads).map(|_| Box::new(move || work(&|| false)) as thread::Job<'_>).collect();
+        thread::scope(jobs, |_| work(stop));
     }
 
     /// Render slice `k` into `text`, writing parts of it when its turn
-    /// has come. `false`: the reader went away. `spare`: the buffers of
+    /// has come. `false`: the reader went away or `stop` said so. `spare`: the buffers of
     /// the readers of slices before (allocated once per worker).
     fn slice(
         &self,
@@ -372,6 +409,7 @@ impl Slices<'_> {
         sh: &Shared<'_>,
         text: &mut Out,
         spare: &mut Vec<[Vec<u8>; 3]>,
+        stop: &dyn Fn() -> bool,
     ) -> bool {
         let lo = self.bounds.get(k).copied().unwrap_or(u64::MAX);
         let hi = self.bounds.get(k + 1).copied();
@@ -416,7 +454,7 @@ impl Slices<'_> {
                 Some(CpuItem::Damaged(_)) | None => {}
             }
             if text.len() >= look_at {
-                if !sh.part(k, text) {
+                if !sh.part(k, text, stop) {
                     return false;
                 }
                 look_at = text.len() + FLUSH;
