@@ -66,7 +66,7 @@ enum Peeked {
 
 /// Where a CPU's pages come from: `trace_pipe_raw` (live or a copy), or a
 /// trace.dat file.
-pub trait PageSource: Send {
+pub trait PageSource {
     /// The next sub-buffer; `None` when there is nothing (more) for now.
     fn next_page(&mut self) -> Result<Option<&[u8]>, Error>;
     /// A live buffer: "nothing now" is not the end.
@@ -124,7 +124,9 @@ impl PageSource for RawPages {
         self.is_live().then(|| self.fd())
     }
     fn file_range(&self) -> Option<FileRange> {
-        self.file_range()
+        let (file, path, page_size) = self.copy_file()?;
+        let end = file.metadata().ok()?.len();
+        Some(FileRange { file: file.into(), path: path.into(), start: 0, end, page_size })
     }
 }
 
@@ -206,6 +208,8 @@ pub struct CpuPages {
     pub first_damage: Option<(u64, PageError)>,
     /// See `first_damage`.
     pub first_bad_time: Option<(u64, PageError)>,
+    /// Items from this time on are not its (the end of a time slice).
+    end: Option<u64>,
 }
 
 impl CpuPages {
@@ -234,21 +238,33 @@ impl CpuPages {
             last_ts: 0,
             first_damage: None,
             first_bad_time: None,
+            end: None,
         }
     }
 
     /// Where its pages lie in a file, when each can be read on its own
     /// ([`PageSource::file_range`]).
+    #[cfg(feature = "slices")]
     pub(crate) fn file_range(&self) -> Option<FileRange> {
         self.src.file_range()
     }
 
+    /// Its items end before time `end` (`None`: at the end of its pages),
+    /// as the merge sees them: those at `end` or later are a later time
+    /// slice's.
+    #[cfg(feature = "slices")]
+    pub(crate) fn end_at(&mut self, end: Option<u64>) {
+        self.end = end;
+    }
+
     /// Its buffers, for a reader after it ([`CpuPages::with_buffers`]).
+    #[cfg(feature = "slices")]
     pub(crate) fn into_buffers(self) -> [Vec<u8>; 3] {
         [self.page, self.ahead, self.src.into_buffer()]
     }
 
     /// Read pages into these buffers (taken from a reader before it).
+    #[cfg(feature = "slices")]
     pub(crate) fn with_buffers(mut self, page: Vec<u8>, ahead: Vec<u8>) -> Self {
         (self.page, self.ahead) = (page, ahead);
         self
@@ -256,6 +272,7 @@ impl CpuPages {
 
     /// Its pages were read by other means (time-sliced reading): it ends,
     /// with `counts` of what they held.
+    #[cfg(feature = "slices")]
     pub(crate) fn read_elsewhere(&mut self, counts: Counts) {
         self.counts = counts;
         self.ended = true;
@@ -264,6 +281,7 @@ impl CpuPages {
     /// Start as if the record before the first page read had been at
     /// `ts`: a reader from a page in the middle checks that page's times
     /// as one from the start would ([`time_range_end`]).
+    #[cfg(feature = "slices")]
     pub(crate) fn resume_after(&mut self, ts: u64) {
         self.last_ts = ts;
     }
@@ -439,6 +457,7 @@ impl crate::merge::CpuStream for CpuPages {
             return Peek::End;
         }
         match self.peek_ts() {
+            Ok(Some(ts)) if self.end.is_some_and(|end| ts >= end) => Peek::End,
             Ok(Some(ts)) => Peek::Ready(ts),
             // A copy on disk is read to its end; a live buffer is "empty for
             // now" — the end when draining, pending when following.

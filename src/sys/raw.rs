@@ -123,18 +123,11 @@ impl RawPages {
         Ok(Some(&self.buf[..filled]))
     }
 
-    /// A copy's pages as a file range ([`PageSource::file_range`]); `None`
-    /// for the live pipe (a read consumes it).
-    ///
-    /// [`PageSource::file_range`]: super::pages::PageSource::file_range
-    pub fn file_range(&self) -> Option<super::pages::FileRange> {
-        if !self.regular {
-            return None;
-        }
-        let file = self.file.try_clone().ok()?;
-        let end = file.metadata().ok()?.len();
-        let (path, page_size) = (self.path.clone(), self.buf.len());
-        Some(super::pages::FileRange { file: file.into(), path, start: 0, end, page_size })
+    /// A copy's file (a descriptor of its own), its name and page size;
+    /// `None` for the live pipe (a read consumes it).
+    pub fn copy_file(&self) -> Option<(std::fs::File, &Path, usize)> {
+        let file = self.file.try_clone().ok().filter(|_| self.regular)?;
+        Some((file, &self.path, self.buf.len()))
     }
 
     /// Is this a copy on disk rather than the live pipe?

@@ -41,6 +41,7 @@ pub mod parquet;
 mod perfetto;
 mod problems;
 mod reader;
+#[cfg(feature = "slices")]
 mod slices;
 mod stream_in;
 mod text;
@@ -140,17 +141,19 @@ pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
     let draining = !streams.iter().any(|s| s.follow);
     let threads =
         if draining { o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
-    let graph_layout = em.graph.is_some() && !o.json;
     // A plain file: every CPU reads a time slice of it; else (a live
-    // buffer, compressed data, a stream, a graph layout) one thread
-    // merges and the others render.
+    // buffer, compressed data, a stream, a graph layout, a build without
+    // `slices`) one thread merges and the others render.
+    #[cfg(not(feature = "slices"))]
+    let sliced = false;
+    #[cfg(feature = "slices")]
     let sliced = threads > 1
-        && !(graph_layout && em.graph_on)
+        && !(em.graph.is_some() && em.graph_on && !o.json)
         && slices::run(
             &mut streams,
             trace.layout,
             endian,
-            graph_layout.then_some(slices::GraphIds { events, ids: &graph_ids }),
+            (em.graph.is_some() && !o.json).then_some(slices::GraphIds { events, ids: &graph_ids }),
             threads,
             &plain,
             &|| stop.asked(),

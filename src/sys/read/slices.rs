@@ -25,7 +25,7 @@ use super::out::Out;
 use super::text::Plain;
 use crate::abi::Endian;
 use crate::format::EventTable;
-use crate::merge::{CpuStream, Merger, Peek, Pick};
+use crate::merge::{Merger, Pick};
 use crate::page::{Cursor, Missed, Page, PageLayout};
 use crate::sys::pages::{file_page_end, Counts, CpuItem, CpuPages, FileRange};
 use crate::sys::thread;
@@ -38,14 +38,18 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 const SLICES_PER_THREAD: u64 = 4;
 /// Records per slice, about: the smallest (each slice reopens every CPU's
 /// pages) and the largest (a slice's text is held until its turn to be
-/// written: ~2 MiB of text).
+/// written: ~1.3 MiB of a real capture's text).
 const MIN_SLICE: u64 = 256;
-const MAX_SLICE: u64 = 16 << 10;
+const MAX_SLICE: u64 = 12 << 10;
 /// Text a slice holds before it looks whether it may write it.
 const FLUSH: usize = 256 << 10;
-/// Text waiting for its turn, at most: a worker past it waits (a slice of
-/// records that render into huge lines must not fill the memory).
-const HOLD: usize = 16 << 20;
+/// The text a slice holds before its turn, at most: past it the worker
+/// waits for the turn (records that render into 45 KB lines must not
+/// fill the memory: the workers hold about what one thread does).
+const HOLD: usize = 2 << 20;
+/// The text of finished slices waiting for their turn, at most: past it
+/// no worker starts a slice.
+const HELD: usize = 4 << 20;
 
 /// One page of a CPU that has items (records, a loss).
 #[derive(Clone, Copy)]
@@ -108,11 +112,10 @@ pub(super) fn run<'a>(
 ) -> bool {
     let Some(ranges) = streams.iter().map(|s| s.file_range()).collect::<Option<Vec<_>>>() else { return false };
     let ids: Vec<(u32, u32)> = streams.iter().map(|s| (s.cpu, s.buffer)).collect();
-    let t0 = std::time::Instant::now();
     let Some(walked) = walk_all(ranges, &ids, layout, endian, graph, threads) else { return false };
     let (counts, scanned): (Vec<Counts>, Vec<Scanned>) = walked.into_iter().unzip();
     let bounds = cut(&scanned, threads);
-    log::debug!("time slices: {} over {} streams (the walk: {:?})", bounds.len(), scanned.len(), t0.elapsed());
+    log::debug!("time slices: {} over {} streams", bounds.len(), scanned.len());
     for (s, c) in streams.iter_mut().zip(counts) {
         s.read_elsewhere(c);
     }
@@ -231,21 +234,26 @@ fn walk(
 /// next begins, the last at the end): about equal counts of items, cut
 /// at pages' first times.
 fn cut(scanned: &[Scanned], threads: usize) -> Vec<u64> {
-    let mut pages: Vec<(u64, u64)> = scanned.iter().flat_map(|s| s.marks.iter().map(|m| (m.first, m.items))).collect();
-    pages.sort_unstable();
-    let total: u64 = pages.iter().map(|p| p.1).sum();
+    let total: u64 = scanned.iter().flat_map(|s| &s.marks).map(|m| m.items).sum();
     // Tests cut at (nearly) every page with TRBOX_SLICE_RECORDS=1: each
     // boundary is a case to get right.
     let min = std::env::var("TRBOX_SLICE_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(MIN_SLICE).max(1);
     let want = (total / (threads as u64 * SLICES_PER_THREAD).max(1)).clamp(min, MAX_SLICE.max(min));
     let mut bounds = vec![0];
     let mut acc = 0;
-    for &(first, items) in &pages {
+    // Every CPU's pages in the order of their first times (each CPU's are
+    // in order already: a merge, not a sort).
+    let mut next = vec![0usize; scanned.len()];
+    while let Some((first, i)) =
+        scanned.iter().zip(&next).enumerate().filter_map(|(i, (s, &j))| Some((s.marks.get(j)?.first, i))).min()
+    {
+        let (Some(s), Some(j)) = (scanned.get(i), next.get_mut(i)) else { break };
         if acc >= want && bounds.last().is_some_and(|&b| first > b) {
             bounds.push(first);
             acc = 0;
         }
-        acc += items;
+        acc += s.marks.get(*j).map_or(0, |m| m.items);
+        *j += 1;
     }
     bounds
 }
@@ -341,7 +349,7 @@ impl<'o> Shared<'o> {
     fn next_slice(&self, count: usize, stop: &dyn Fn() -> bool) -> Option<usize> {
         let mut g = self.lock();
         g.stop(stop(), &self.cv);
-        while g.held >= HOLD && !g.broken {
+        while g.held >= HELD && !g.broken {
             g = self.wait(g);
         }
         if g.broken {
@@ -350,21 +358,6 @@ impl<'o> Shared<'o> {
         drop(g);
         let k = self.take.fetch_add(1, Ordering::Relaxed);
         (k < count).then_some(k)
-    }
-}
-
-/// A CPU's records up to the end of a slice.
-struct Bounded {
-    s: CpuPages,
-    hi: Option<u64>,
-}
-
-impl CpuStream for Bounded {
-    fn peek(&mut self) -> Peek {
-        match self.s.peek() {
-            Peek::Ready(t) if self.hi.is_some_and(|hi| t >= hi) => Peek::End,
-            p => p,
-        }
     }
 }
 
@@ -413,7 +406,7 @@ impl Slices<'_> {
     ) -> bool {
         let lo = self.bounds.get(k).copied().unwrap_or(u64::MAX);
         let hi = self.bounds.get(k + 1).copied();
-        let mut streams: Vec<Bounded> = Vec::new();
+        let mut streams: Vec<CpuPages> = Vec::new();
         for sc in self.scanned {
             if sc.last < lo || !sc.marks.first().is_some_and(|m| hi.map_or(true, |hi| m.first < hi)) {
                 continue;
@@ -440,15 +433,16 @@ impl Slices<'_> {
                     let _ = p.kept(sc.buffer, sc.cpu, r.ts, r.payload);
                 }
             }
-            streams.push(Bounded { s, hi });
+            s.end_at(hi);
+            streams.push(s);
         }
         let mut merger = Merger::new(streams.len());
         // Past this much text the slice looks whether it may write.
         let mut look_at = FLUSH;
         while let Pick::Cpu(i) = merger.next(&mut streams) {
-            let Some(b) = streams.get_mut(i) else { break };
-            let (buffer, cpu) = (b.s.buffer, b.s.cpu);
-            match b.s.take() {
+            let Some(s) = streams.get_mut(i) else { break };
+            let (buffer, cpu) = (s.buffer, s.cpu);
+            match s.take() {
                 Some(CpuItem::Record(r)) => p.record(text, buffer, cpu, r.ts, r.payload),
                 Some(CpuItem::Lost { ts, count }) => p.lost(text, buffer, cpu, ts, count),
                 Some(CpuItem::Damaged(_)) | None => {}
@@ -460,7 +454,7 @@ impl Slices<'_> {
                 look_at = text.len() + FLUSH;
             }
         }
-        spare.extend(streams.into_iter().map(|b| b.s.into_buffers()));
+        spare.extend(streams.into_iter().map(CpuPages::into_buffers));
         true
     }
 }
