@@ -110,9 +110,15 @@ pub(super) fn run<'a>(
     stop: &dyn Fn() -> bool,
     out: &mut Out,
 ) -> bool {
-    let Some(ranges) = streams.iter().map(|s| s.file_range()).collect::<Option<Vec<_>>>() else { return false };
+    let Some(ranges) = streams.iter().map(|s| s.file_range()).collect::<Option<Vec<_>>>() else {
+        log::debug!("time slices: not for a live buffer, compressed data or a stream");
+        return false;
+    };
     let ids: Vec<(u32, u32)> = streams.iter().map(|s| (s.cpu, s.buffer)).collect();
-    let Some(walked) = walk_all(ranges, &ids, layout, endian, graph, threads) else { return false };
+    let Some(walked) = walk_all(ranges, &ids, layout, endian, graph, threads) else {
+        log::debug!("time slices: not for this file (a damaged or cut page, times out of order, or the graph layout)");
+        return false;
+    };
     let (counts, scanned): (Vec<Counts>, Vec<Scanned>) = walked.into_iter().unzip();
     let bounds = cut(&scanned, threads);
     log::debug!("time slices: {} over {} streams", bounds.len(), scanned.len());
@@ -159,8 +165,8 @@ const CHUNK_PAGES: u64 = 16;
 /// One stream's walk: its counts and marks, or `None` when it meets
 /// anything the one-thread read treats specially (see the module docs).
 /// It reads the pages as a [`CpuPages`] does — the same range of times
-/// for each ([`file_page_end`]), the same loss and records — without
-/// copying them or decoding a record.
+/// for each ([`file_page_end`]), the same loss and records — reading
+/// each chunk of pages once, decoding no record.
 fn walk(
     range: FileRange,
     (cpu, buffer): (u32, u32),
