@@ -166,7 +166,9 @@ const CHUNK_PAGES: u64 = 16;
 /// anything the one-thread read treats specially (see the module docs).
 /// It reads the pages as a [`CpuPages`] does — the same range of times
 /// for each ([`file_page_end`]), the same loss and records — reading
-/// each chunk of pages once, decoding no record.
+/// each chunk of pages once, decoding no record. A change to how
+/// [`CpuPages`] reads a page is a change here too: what this walk passes,
+/// the slices print as one thread would.
 fn walk(
     range: FileRange,
     (cpu, buffer): (u32, u32),
