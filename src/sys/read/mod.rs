@@ -144,24 +144,28 @@ pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
     // A plain file: every CPU reads a time slice of it; else (a live
     // buffer, compressed data, a stream, a graph layout, a build without
     // `slices`) one thread merges and the others render.
+    // The graph layout may come (the input has its events), or is on:
+    // then it folds records in order, on this thread.
+    let graph_may = em.graph.is_some() && !o.json;
+    let graph_now = graph_may && em.graph_on;
     #[cfg(not(feature = "slices"))]
     let sliced = false;
     #[cfg(feature = "slices")]
     let sliced = threads > 1
-        && !(em.graph.is_some() && em.graph_on && !o.json)
+        && !graph_now
         && slices::run(
             &mut streams,
             trace.layout,
             endian,
-            (em.graph.is_some() && !o.json).then_some(slices::GraphIds { events, ids: &graph_ids }),
+            graph_may.then_some(slices::GraphIds { events, ids: &graph_ids }),
             threads,
             &plain,
             &|| stop.asked(),
             out,
         );
-    if !sliced && threads > 1 && !(em.graph.is_some() && em.graph_on && !o.json) {
+    if !sliced && threads > 1 && !graph_now {
         let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
-        let watch = (em.graph.is_some() && !o.json).then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
+        let watch = graph_may.then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
         let id_of = |p: &[u8]| events.record_id(p, endian);
         parallel::run(&mut streams, &mut merger, watch, &id_of, threads, &plain, out);
     }
