@@ -3,8 +3,8 @@
 //! released), event names (resolving with suggestions; the list is
 //! `Tracefs::list_events`) and the traced window.
 
-use crate::cli::Error;
-use crate::progress::Progress;
+use crate::applets::cli::Error;
+use crate::applets::progress::Progress;
 use std::cell::RefCell;
 use std::time::Duration;
 use trbox::names::{closest, glob_match};
@@ -16,7 +16,7 @@ use trbox::sys::stop::Stop;
 use trbox::sys::{describe, signals, Held, Tracefs};
 
 /// `args` split at the first `--`: (the applet's own options, the command).
-pub fn split(args: &[String]) -> (&[String], &[String]) {
+pub(crate) fn split(args: &[String]) -> (&[String], &[String]) {
     match args.iter().position(|a| a == "--") {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &args[args.len()..]),
@@ -25,16 +25,16 @@ pub fn split(args: &[String]) -> (&[String], &[String]) {
 
 /// Which pid filters follow the command (and its children).
 #[derive(Clone, Copy, Default)]
-pub struct Follow {
+pub(crate) struct Follow {
     /// set_event_pid + options/event-fork
-    pub events: bool,
+    pub(crate) events: bool,
     /// set_ftrace_pid + options/function-fork (function and graph tracers)
-    pub functions: bool,
+    pub(crate) functions: bool,
 }
 
 /// The traced command, if any. Interior mutability because the decode loop
 /// polls it through a `&dyn Fn() -> bool`.
-pub struct Command {
+pub(crate) struct Command {
     child: RefCell<Option<Paused>>,
     name: String,
 }
@@ -42,7 +42,7 @@ pub struct Command {
 impl Command {
     /// Fork `cmd` held before exec and put its pid into the filters `follow`
     /// names (through `st`, so they are restored). No command: a no-op.
-    pub fn start(cmd: &[String], st: &mut State, follow: Follow) -> Result<Command, Error> {
+    pub(crate) fn start(cmd: &[String], st: &mut State, follow: Follow) -> Result<Command, Error> {
         let Some((prog, rest)) = cmd.split_first() else {
             return Ok(Command { child: RefCell::new(None), name: String::new() });
         };
@@ -71,7 +71,7 @@ impl Command {
     }
 
     /// Let the command exec (call once tracing is on).
-    pub fn release(&self) -> Result<(), Error> {
+    pub(crate) fn release(&self) -> Result<(), Error> {
         match self.child.borrow_mut().as_mut() {
             Some(c) => c.release().map_err(|e| {
                 Error::runtime(format!("cannot run '{}': {}", self.name, describe(&e)))
@@ -82,24 +82,24 @@ impl Command {
     }
 
     /// The command's pid, if there is one.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.borrow().as_ref().map(|c| c.pid())
     }
 
     /// Is there a command?
-    pub fn is_some(&self) -> bool {
+    pub(crate) fn is_some(&self) -> bool {
         self.child.borrow().is_some()
     }
 
     /// Has the command ended? (false without a command)
-    pub fn exited(&self) -> bool {
+    pub(crate) fn exited(&self) -> bool {
         self.child.borrow_mut().as_mut().is_some_and(|c| c.try_wait().is_some())
     }
 
     /// Wait for the command and return its exit status (128+signal when
     /// killed); None without a command. A command still running (Ctrl-C got
     /// it too, or -t ended the run) gets a moment, then SIGTERM.
-    pub fn finish(&self) -> Option<u8> {
+    pub(crate) fn finish(&self) -> Option<u8> {
         let mut c = self.child.borrow_mut().take()?;
         if c.try_wait().is_none() {
             std::thread::sleep(Duration::from_millis(100));
@@ -112,7 +112,7 @@ impl Command {
 }
 
 /// The applet's result once the command is done: its status becomes ours.
-pub fn exit_with(status: Option<u8>) -> Result<(), Error> {
+pub(crate) fn exit_with(status: Option<u8>) -> Result<(), Error> {
     match status {
         Some(0) | None => Ok(()),
         Some(code) => Err(Error { code, msg: String::new(), hint: None }),
@@ -121,7 +121,7 @@ pub fn exit_with(status: Option<u8>) -> Result<(), Error> {
 
 /// `SYS:EVENT`, `SYS:GLOB`, `SYS`, or a bare event name → matching events;
 /// none → an error naming the closest ones.
-pub fn resolve(all: &[String], spec: &str) -> Result<Vec<String>, Error> {
+pub(crate) fn resolve(all: &[String], spec: &str) -> Result<Vec<String>, Error> {
     let pat = if spec.contains(':') {
         spec.to_string()
     } else if all.iter().any(|e| e.split(':').next() == Some(spec)) {
@@ -138,7 +138,7 @@ pub fn resolve(all: &[String], spec: &str) -> Result<Vec<String>, Error> {
 
 /// An event name `spec` that matches none of `all` (SYS:EVENT): `msg`,
 /// and the closest names as the hint (else `otherwise`).
-pub fn no_event(msg: String, spec: &str, all: &[String], otherwise: &str) -> Error {
+pub(crate) fn no_event(msg: String, spec: &str, all: &[String], otherwise: &str) -> Error {
     let near = closest(spec, all.iter().map(String::as_str), 3);
     let e = Error::runtime(msg);
     if near.is_empty() {
@@ -149,7 +149,7 @@ pub fn no_event(msg: String, spec: &str, all: &[String], otherwise: &str) -> Err
 }
 
 /// Several specs (each may be comma-separated) → sorted, deduplicated events.
-pub fn resolve_all(all: &[String], specs: &[String]) -> Result<Vec<String>, Error> {
+pub(crate) fn resolve_all(all: &[String], specs: &[String]) -> Result<Vec<String>, Error> {
     let mut events = Vec::new();
     for spec in specs.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
         events.extend(resolve(all, spec)?);
@@ -162,7 +162,7 @@ pub fn resolve_all(all: &[String], specs: &[String]) -> Result<Vec<String>, Erro
 /// A write that needs function tracing failed (set_ftrace_pid, the stack
 /// tracer sysctl): EPERM says plainly that the kernel refuses dynamic
 /// ftrace. (State::set_tracer / set_functions do this themselves.)
-pub fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, Error> {
+pub(crate) fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, Error> {
     r.map_err(|e| trbox::sys::state::ftrace_refused(e).into())
 }
 
@@ -173,7 +173,7 @@ pub fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, Error> {
 /// makes more. `follow` says which lists: set_ftrace_notrace_pid and
 /// set_event_notrace_pid (5.8+; older kernels trace us). For this run
 /// only: a `-k` run puts them back too (a dead pid is no setting to keep).
-pub fn not_mine(st: &mut State, follow: Follow) -> Result<(), Error> {
+pub(crate) fn not_mine(st: &mut State, follow: Follow) -> Result<(), Error> {
     let me = [std::process::id().to_string()];
     st.for_run(|st| {
         for (on, file, fork) in [
@@ -198,9 +198,9 @@ pub fn not_mine(st: &mut State, follow: Follow) -> Result<(), Error> {
 
 /// `-r` read the live buffer (what `held` says it held): that took its
 /// events out, which a person must know before reading it again.
-pub fn note_consumed(t: &Tracefs, held: Held) {
+pub(crate) fn note_consumed(t: &Tracefs, held: Held) {
     if t.is_live() && held.entries > 0 {
-        crate::cli::note(
+        crate::applets::cli::note(
             &Error::runtime(format!("-r took the buffer's {} events out of it (a raw read consumes)", held.entries))
                 .hint("tr-cat prints the buffer as text and leaves it: run it first to keep a copy"),
         );
@@ -209,7 +209,7 @@ pub fn note_consumed(t: &Tracefs, held: Held) {
 
 /// `what` (nothing shown) of a buffer `held` says is empty: why, and what
 /// to do (`again`: how to record anew). None when it holds events.
-pub fn empty_buffer(what: &str, held: Held, again: &str) -> Option<Error> {
+pub(crate) fn empty_buffer(what: &str, held: Held, again: &str) -> Option<Error> {
     match held {
         Held { entries: 0, read: 0 } => {
             Some(Error::runtime(format!("{what}: it is empty")).hint(format!("record first: {again}")))
@@ -224,7 +224,7 @@ pub fn empty_buffer(what: &str, held: Held, again: &str) -> Option<Error> {
 
 /// Each `-P` pid is a process that exists: a filter on one that does not
 /// records nothing, which the run would only tell at its end.
-pub fn running(pids: &[u32]) -> Result<(), Error> {
+pub(crate) fn running(pids: &[u32]) -> Result<(), Error> {
     for &p in pids {
         let gone = i32::try_from(p).map_or(true, |p| {
             // SAFETY: signal 0 sends nothing; it only looks the pid up.
@@ -239,7 +239,7 @@ pub fn running(pids: &[u32]) -> Result<(), Error> {
 }
 
 /// `-P` and `-- CMD` both choose whom a run traces: only one may be given.
-pub fn one_target(pids: &[u32], cmd: &[String]) -> Result<(), Error> {
+pub(crate) fn one_target(pids: &[u32], cmd: &[String]) -> Result<(), Error> {
     if !pids.is_empty() && !cmd.is_empty() {
         return Err(Error::usage("-P and -- CMD both choose the traced pids: give one of them"));
     }
@@ -250,7 +250,7 @@ pub fn one_target(pids: &[u32], cmd: &[String]) -> Result<(), Error> {
 /// command's (and its forks'), else the `-P` pids', else everyone's but
 /// trbox's own ([`not_mine`]). Call it before the events are enabled, so
 /// that nothing of the set-up is recorded.
-pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Result<Command, Error> {
+pub(crate) fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Result<Command, Error> {
     if !cmd.is_empty() {
         return Command::start(cmd, st, follow);
     }
@@ -277,7 +277,7 @@ pub fn whom(st: &mut State, cmd: &[String], pids: &[u32], follow: Follow) -> Res
 /// is read afterwards is a closed window: it does not grow while it is read
 /// out, nor record trbox reading it. With `-k` the switch goes back on after
 /// the read (the tracer is left running, as set up).
-pub struct Window<'t> {
+pub(crate) struct Window<'t> {
     t: &'t Tracefs,
     rel: &'static str,
     shut: std::fs::File,
@@ -287,7 +287,11 @@ pub struct Window<'t> {
 impl<'t> Window<'t> {
     /// Switch `rel` on through `st` (restored), with the stop armed and
     /// `limit` (-t) counting from now.
-    pub fn open(st: &mut State<'t>, rel: &'static str, limit: Option<Duration>) -> Result<Self, trbox::sys::Error> {
+    pub(crate) fn open(
+        st: &mut State<'t>,
+        rel: &'static str,
+        limit: Option<Duration>,
+    ) -> Result<Self, trbox::sys::Error> {
         let t = st.tracefs();
         let p = t.path(rel);
         let shut = std::fs::OpenOptions::new().write(true).open(&p).map_err(|e| trbox::sys::Error::io(&p, e))?;
@@ -301,7 +305,7 @@ impl<'t> Window<'t> {
     }
 
     /// A stop that is no signal: close the window now.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         signals::request_stop();
     }
 }
@@ -319,7 +323,7 @@ impl Drop for Window<'_> {
 /// [`stream`] printing the records as text (or JSON), the formats of every
 /// enabled event read: what tr-event and tr-on show.
 #[cfg(feature = "decode")]
-pub fn stream_text(
+pub(crate) fn stream_text(
     t: &Tracefs,
     st: &mut State,
     child: &Command,
@@ -333,7 +337,7 @@ pub fn stream_text(
 /// What tr-event and tr-on show without trbox's decoder (feature decode):
 /// the kernel's own text, from trace_pipe.
 #[cfg(not(feature = "decode"))]
-pub fn stream_text(
+pub(crate) fn stream_text(
     t: &Tracefs,
     st: &mut State,
     child: &Command,
@@ -354,12 +358,12 @@ pub fn stream_text(
 /// aggregate them (`stop` says when to stop following); whether it showed
 /// anything.
 #[cfg(feature = "decode")]
-pub type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &Stop<'_>) -> Result<bool, Error> + 'a;
+pub(crate) type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &Stop<'_>) -> Result<bool, Error> + 'a;
 
 /// What ends an applet's read: `done()` (asked first), or Ctrl-C, SIGTERM,
 /// SIGHUP, -t's timer. The handlers are installed here when they are not
 /// yet: the library installs none.
-pub fn stop(done: &dyn Fn() -> bool) -> Result<Stop<'_>, Error> {
+pub(crate) fn stop(done: &dyn Fn() -> bool) -> Result<Stop<'_>, Error> {
     signals::install().map_err(trbox::sys::Error::Signals)?;
     Ok(signals::stop(done))
 }
@@ -368,7 +372,7 @@ pub fn stop(done: &dyn Fn() -> bool) -> Result<Stop<'_>, Error> {
 /// `stop`, the note of a read that met nothing on stderr; whether anything
 /// was shown.
 #[cfg(feature = "decode")]
-pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Result<bool, Error> {
+pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Result<bool, Error> {
     let mut out = trbox::sys::read::Out::stdout();
     let printed = trbox::sys::read::print(input, o, stop, &mut out)?;
     note_empty(printed.empty);
@@ -379,7 +383,7 @@ pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Result<bool, Err
 /// Never silently nothing: the note of a read that met nothing at all
 /// (what the library returns, `Printed::empty`, `Meta::empty`), on stderr.
 #[cfg(feature = "decode")]
-pub fn note_empty(note: Option<String>) {
+pub(crate) fn note_empty(note: Option<String>) {
     if let Some(n) = note {
         eprintln!("{n}");
     }
@@ -398,7 +402,7 @@ pub fn note_empty(note: Option<String>) {
 /// terminal's stderr even when standard output is that terminal.
 #[allow(clippy::too_many_arguments)]
 #[cfg(feature = "decode")]
-pub fn stream(
+pub(crate) fn stream(
     t: &Tracefs,
     st: &mut State,
     child: &Command,
@@ -465,18 +469,18 @@ fn window(
     let status = child.finish();
     drop(w);
     if let (false, Some(empty)) = (r?, empty) {
-        crate::cli::note(&empty(&window_text(command, limit)));
+        crate::applets::cli::note(&empty(&window_text(command, limit)));
     }
     Ok(status)
 }
 
 /// The note for a window that recorded nothing, given how long it was open
 /// ([`window_text`]): what was not seen, and what to check.
-pub type Empty<'a> = dyn Fn(&str) -> Error + 'a;
+pub(crate) type Empty<'a> = dyn Fn(&str) -> Error + 'a;
 
 /// "in 1.5 s" / "while the command ran" / "until the stop": how long the
 /// window was open, for [`Empty`] notes.
-pub fn window_text(command: bool, limit: Option<Duration>) -> String {
+pub(crate) fn window_text(command: bool, limit: Option<Duration>) -> String {
     match (command, limit) {
         (true, _) => "while the command ran".to_string(),
         (false, Some(d)) => format!("in {}.{} s", d.as_secs(), d.subsec_millis() / 100),

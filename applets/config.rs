@@ -7,14 +7,14 @@
 /// The configuration's name: cross/build.sh sets TRBOX_CONFIG (`full`,
 /// `minimal`, `custom` for `FEATURES=`); a plain cargo build is `host` with
 /// the host feature, else `custom`.
-pub const NAME: &str = match option_env!("TRBOX_CONFIG") {
+pub(crate) const NAME: &str = match option_env!("TRBOX_CONFIG") {
     Some(n) => n,
     None if cfg!(feature = "host") => "host",
     None => "custom",
 };
 
 /// The features built in, in Cargo.toml's order (`trbox --version`).
-pub const FEATURES: &[&str] = &[
+pub(crate) const FEATURES: &[&str] = &[
     #[cfg(feature = "decode")]
     "decode",
     #[cfg(feature = "tr-on")]
@@ -49,20 +49,20 @@ pub const FEATURES: &[&str] = &[
 
 /// Every applet trbox has, built in or not: a name of these that this
 /// build lacks is left out, any other is no applet at all.
-pub const APPLETS: &[&str] = &["tr-on", "tr-event", "tr-cat", "tr-graph", "tr-stack", "tr-lat"];
+pub(crate) const APPLETS: &[&str] = &["tr-on", "tr-event", "tr-cat", "tr-graph", "tr-stack", "tr-lat"];
 
 /// An option that a feature brings: in a build without the feature argh
 /// does not know it, and this says why.
-pub struct Gated {
-    pub applet: &'static str,
-    pub long: &'static str,
-    pub short: Option<char>,
-    pub feature: &'static str,
+pub(crate) struct Gated {
+    pub(crate) applet: &'static str,
+    pub(crate) long: &'static str,
+    pub(crate) short: Option<char>,
+    pub(crate) feature: &'static str,
 }
 
 impl Gated {
     /// As --help shows it: `-N/--net`, `--console`.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self.short {
             Some(c) => format!("-{c}/{}", self.long),
             None => self.long.into(),
@@ -76,7 +76,7 @@ const fn gated(applet: &'static str, long: &'static str, short: Option<char>, fe
 
 /// Every option a feature brings, by applet (`trbox` for its own). The
 /// test below holds each to an option the host build declares.
-pub const OPTIONS: &[Gated] = &[
+pub(crate) const OPTIONS: &[Gated] = &[
     gated("trbox", "--man", None, "host"),
     gated("trbox", "--completions", None, "host"),
     gated("tr-on", "--json", None, "decode"),
@@ -110,7 +110,7 @@ pub const OPTIONS: &[Gated] = &[
 
 /// The option `tok` (`--net`, `--net=X`, `-N`, `-Nx`) of `applet`, when a
 /// feature left out of this build brings it.
-pub fn gated_option(applet: &str, tok: &str) -> Option<&'static Gated> {
+pub(crate) fn gated_option(applet: &str, tok: &str) -> Option<&'static Gated> {
     gated_without(FEATURES, applet, tok)
 }
 
@@ -126,7 +126,7 @@ fn gated_without(features: &[&str], applet: &str, tok: &str) -> Option<&'static 
 }
 
 /// `trbox --version`: the version, the configuration and its features.
-pub fn version() -> String {
+pub(crate) fn version() -> String {
     format!("trbox {} (configuration {NAME}: {})\n", env!("CARGO_PKG_VERSION"), FEATURES.join(" "))
 }
 

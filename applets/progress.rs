@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-pub struct Progress {
+pub(crate) struct Progress {
     on: bool,
     start: Instant,
     /// -t.
@@ -28,25 +28,25 @@ impl Progress {
     /// while a traced command writes to the terminal too); `quiet_stdout`:
     /// nothing else writes to standard output until the end (else the
     /// line is drawn only when standard output is not a terminal).
-    pub fn new(limit: Option<Duration>, want: bool, quiet_stdout: bool) -> Progress {
+    pub(crate) fn new(limit: Option<Duration>, want: bool, quiet_stdout: bool) -> Progress {
         // SAFETY: isatty only looks at the descriptor.
-        let on = want && crate::cli::terminal(2) && (quiet_stdout || unsafe { libc::isatty(1) } != 1);
+        let on = want && crate::applets::cli::terminal(2) && (quiet_stdout || unsafe { libc::isatty(1) } != 1);
         Progress { on, start: Instant::now(), limit, drawn: Cell::new(None), shown: Cell::new(false) }
     }
 
     /// Whether the line is shown at all.
-    pub fn on(&self) -> bool {
+    pub(crate) fn on(&self) -> bool {
         self.on
     }
 
     /// Time for a redraw (then [`Progress::show`] it).
-    pub fn due(&self) -> bool {
+    pub(crate) fn due(&self) -> bool {
         self.on && self.drawn.get().map_or(true, |d| d.elapsed() >= EVERY)
     }
 
     /// Draw `what` after the applet's name, and the seconds left of -t (or
     /// without -t: the seconds so far), in place of the last line.
-    pub fn show(&self, what: std::fmt::Arguments) {
+    pub(crate) fn show(&self, what: std::fmt::Arguments) {
         self.drawn.set(Some(Instant::now()));
         let run = self.start.elapsed();
         let (secs, word) = match self.limit {
@@ -57,12 +57,12 @@ impl Progress {
             }
             None => (run.as_secs(), "so far"),
         };
-        let name = crate::cli::applet_name();
+        let name = crate::applets::cli::applet_name();
         self.shown.set(write!(std::io::stderr(), "\r{name}: {what}, {secs} s {word}\x1b[K").is_ok());
     }
 
     /// Take the line away (the summary or the result goes there).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         if self.shown.replace(false) {
             let _ = std::io::stderr().write_all(b"\r\x1b[K");
         }

@@ -2,25 +2,25 @@
 //! (not a copy), -B's instance, the signal handlers that end a run cleanly,
 //! the lock that keeps two runs off one buffer, and the run's undo log.
 
-use crate::cli::{Common, Error};
+use crate::applets::cli::{Common, Error};
 use std::os::fd::RawFd;
 use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
 
 /// A run on the live tracefs, in -B's instance where given.
-pub struct Live {
+pub(crate) struct Live {
     /// Released before an instance trbox made is removed (the fields drop in
     /// this order): the lock is taken on the instance's directory.
     _lock: Lock,
-    pub t: Tracefs,
+    pub(crate) t: Tracefs,
     /// Readable when a signal (Ctrl-C, SIGTERM, SIGHUP, -t's timer) came.
-    pub wake: RawFd,
+    pub(crate) wake: RawFd,
 }
 
 impl Live {
     /// Open the tracefs (-T) and [`enter`](Live::enter) it.
-    pub fn open(common: &Common, keep: bool) -> Result<Live, Error> {
+    pub(crate) fn open(common: &Common, keep: bool) -> Result<Live, Error> {
         Live::enter(Tracefs::open(common.tracefs.as_deref())?, common, keep)
     }
 
@@ -28,7 +28,7 @@ impl Live {
     /// missing, and removed again unless `keep`), with the signal handlers
     /// in place and the lock taken (--wait: waited for). The handlers come
     /// first, so that a Ctrl-C once the instance exists removes it.
-    pub fn enter(mut t: Tracefs, common: &Common, keep: bool) -> Result<Live, Error> {
+    pub(crate) fn enter(mut t: Tracefs, common: &Common, keep: bool) -> Result<Live, Error> {
         require_live(&t)?;
         let wake = signals::install().map_err(trbox::sys::Error::Signals)?;
         if let Some(i) = &common.instance {
@@ -41,7 +41,7 @@ impl Live {
     /// Work in `t` as it is: an applet that chose its instance itself,
     /// after installing the signal handlers (`wake`: what
     /// `signals::install` returned).
-    pub fn lock(t: Tracefs, wait: bool, wake: RawFd) -> Result<Live, Error> {
+    pub(crate) fn lock(t: Tracefs, wait: bool, wake: RawFd) -> Result<Live, Error> {
         Ok(Live { _lock: Lock::take(t.dir(), wait)?, t, wake })
     }
 
@@ -49,7 +49,7 @@ impl Live {
     /// only the traced window records, not trbox's own work before the
     /// tracer, its filters and the pid filter are in place. With `keep`
     /// (-k) the settings stay afterwards.
-    pub fn state(&self, keep: bool) -> Result<State<'_>, Error> {
+    pub(crate) fn state(&self, keep: bool) -> Result<State<'_>, Error> {
         let mut st = State::new(&self.t);
         st.keep = keep;
         st.set(self.t.tracing_on_file(), "0")?;
@@ -60,7 +60,7 @@ impl Live {
 /// A run or a switch changes the kernel's own tracefs (or debugfs) only: a
 /// copy of a tree given with -T is only read — writing it as root would
 /// write wherever its files lead, for no effect on the kernel.
-pub fn require_live(t: &Tracefs) -> Result<(), Error> {
+pub(crate) fn require_live(t: &Tracefs) -> Result<(), Error> {
     if t.is_live() {
         return Ok(());
     }

@@ -2,9 +2,9 @@
 //! triggers) and stream them decoded until Ctrl-C, -t or the command ends.
 //! Everything it changes is put back on the way out.
 
-use crate::cli::{self, Error};
-use crate::command::{self, resolve, resolve_all, Follow};
-use crate::session::Live;
+use crate::applets::cli::{self, Error};
+use crate::applets::command::{self, resolve, resolve_all, Follow};
+use crate::applets::session::Live;
 use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::probe::Kind;
@@ -39,7 +39,7 @@ cli::with_boot_options! {
     #[argh(note = "Probes live for the run (trbox/FUNCTION, or p:GROUP/NAME), e.g. \
     --uprobe '/bin/bash:readline', --kprobe 'do_sys_openat2 path=+0($arg2):ustring'. \
     -f and -R go to the SYS:EVENT events, else to the probes.")]
-    pub struct Args {
+    pub(crate) struct Args {
         /// events: SYS:EVENT, SYS:GLOB or SYS (comma-separated or repeated); with
         /// --list: a GLOB of the events to list
         #[argh(positional, arg_name = "EVENTS")]
@@ -91,7 +91,7 @@ cli::with_boot_options! {
     }
 }
 
-pub fn main(args: &[String]) -> Result<(), Error> {
+pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = cli::parse::<Args>("tr-event", own)?;
     let common = &common;
@@ -120,7 +120,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
         let [one] = ev.as_slice() else {
             return Err(Error::usage(format!("--format takes one event, '{f}' matches {}", ev.len())));
         };
-        crate::cli::print(&t.read(&format!("{}/format", event_dir(one)))?)?;
+        crate::applets::cli::print(&t.read(&format!("{}/format", event_dir(one)))?)?;
         return Ok(());
     }
     let top = t.top_level();

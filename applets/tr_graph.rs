@@ -2,9 +2,9 @@
 //! by trbox from the raw funcgraph records (or folded stacks / a top table);
 //! also on a recorded trace.dat (-i) or a copy of a tracefs tree (-T).
 
-use crate::cli::{self, Error};
-use crate::command::{self, Follow};
-use crate::session::Live;
+use crate::applets::cli::{self, Error};
+use crate::applets::command::{self, Follow};
+use crate::applets::session::Live;
 use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::graph::stats::{GraphStats, TopBy};
@@ -29,7 +29,7 @@ cli::with_boot_options! {
             example = "{command_name} -i trace.dat --folded > out.folded"
         )
     )]
-    pub struct Args {
+    pub(crate) struct Args {
         /// graph only below these functions (set_graph_function; globs allowed)
         #[argh(positional, arg_name = "FUNC")]
         funcs: Vec<String>,
@@ -79,7 +79,7 @@ impl Args {
     }
 }
 
-pub fn main(args: &[String]) -> Result<(), Error> {
+pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = cli::parse::<Args>("tr-graph", own)?;
     let common = &common;

@@ -2,9 +2,9 @@
 //! options: the settings stay), or trace one run with the settings (`-- CMD`
 //! or `-t S`: the trace is streamed, then everything is restored).
 
-use crate::cli::{self, Common, Error};
-use crate::command::{self, Follow};
-use crate::session::Live;
+use crate::applets::cli::{self, Common, Error};
+use crate::applets::command::{self, Follow};
+use crate::applets::session::Live;
 use argh::{ArgsInfo, FromArgs};
 use std::fmt::Write;
 use trbox::ctl;
@@ -32,7 +32,7 @@ cli::with_boot_options! {
     #[argh(note = "--reset also turns tracing on and clears kprobes/uprobes; what the kernel \
     refuses (EPERM) is reported as skipped. -P, -- CMD: events are filtered by pid too \
     (set_event_pid); -- CMD always follows the command's forks.")]
-    pub struct Args {
+    pub(crate) struct Args {
         /// the tracer for current_tracer (function, function_graph, nop...)
         #[argh(positional, arg_name = "TRACER")]
         tracer: Option<String>,
@@ -123,9 +123,9 @@ impl Args {
 
 /// The sysctl behind ftrace_dump_on_oops (kernel/trace/trace.c; an int
 /// 0/1/2 before 6.9, a string that may name instances since).
-pub const DUMP_SYSCTL: &str = "/proc/sys/kernel/ftrace_dump_on_oops";
+pub(crate) const DUMP_SYSCTL: &str = "/proc/sys/kernel/ftrace_dump_on_oops";
 
-pub fn main(args: &[String]) -> Result<(), Error> {
+pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = cli::parse::<Args>("tr-on", own)?;
     let common = &common;
@@ -366,7 +366,7 @@ fn show(common: &Common) -> Result<(), Error> {
         t.enter_instance(i)?;
     }
     let st = Status::read(&t);
-    crate::cli::print(&report(&t, &st))?;
+    crate::applets::cli::print(&report(&t, &st))?;
     Ok(())
 }
 

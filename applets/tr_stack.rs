@@ -3,9 +3,9 @@
 //! calls of a function (`-l GLOB`, the function tracer's func_stack_trace),
 //! counted and listed most frequent first.
 
-use crate::cli::{self, Error};
-use crate::command::{self, resolve_all, Follow, Window};
-use crate::session::Live;
+use crate::applets::cli::{self, Error};
+use crate::applets::command::{self, resolve_all, Follow, Window};
+use crate::applets::session::Live;
 use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use std::time::Duration;
@@ -33,7 +33,7 @@ const STACK_SYSCTL: &str = "/proc/sys/kernel/stack_tracer_enabled";
         example = "{command_name} -l 'kmalloc*' --folded -- ls"
     )
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// count the stacks behind these events (repeatable, comma-separated)
     #[argh(option, short = 'e', arg_name = "SYS:EVENT")]
     event: Vec<String>,
@@ -67,7 +67,7 @@ pub struct Args {
     keep: bool,
 }
 
-pub fn main(args: &[String]) -> Result<(), Error> {
+pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = cli::parse::<Args>("tr-stack", own)?;
     let common = &common;

@@ -52,21 +52,21 @@ impl Endian {
     /// The 4 bytes at `off` of `b` as a u32 (`None` past the end).
     #[cfg_attr(feature = "host", inline(always))]
     #[cfg_attr(not(feature = "host"), inline)]
-    pub fn u32(self, b: &[u8], off: usize) -> Option<u32> {
+    pub(crate) fn u32(self, b: &[u8], off: usize) -> Option<u32> {
         let a: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
         Some(self.u32_of(a))
     }
 
     /// The 8 bytes at `off` of `b` as a u64 (`None` past the end).
     #[inline]
-    pub fn u64(self, b: &[u8], off: usize) -> Option<u64> {
+    pub(crate) fn u64(self, b: &[u8], off: usize) -> Option<u64> {
         let a: [u8; 8] = b.get(off..off.checked_add(8)?)?.try_into().ok()?;
         Some(self.u64_of(a))
     }
 
     /// Two bytes in this byte order as a number.
     #[inline(always)]
-    pub fn u16_of(self, a: [u8; 2]) -> u16 {
+    pub(crate) fn u16_of(self, a: [u8; 2]) -> u16 {
         match self {
             Endian::Little => u16::from_le_bytes(a),
             Endian::Big => u16::from_be_bytes(a),
@@ -75,7 +75,7 @@ impl Endian {
 
     /// Four bytes in this byte order as a number.
     #[inline(always)]
-    pub fn u32_of(self, a: [u8; 4]) -> u32 {
+    pub(crate) fn u32_of(self, a: [u8; 4]) -> u32 {
         match self {
             Endian::Little => u32::from_le_bytes(a),
             Endian::Big => u32::from_be_bytes(a),
@@ -84,7 +84,7 @@ impl Endian {
 
     /// Eight bytes in this byte order as a number.
     #[inline(always)]
-    pub fn u64_of(self, a: [u8; 8]) -> u64 {
+    pub(crate) fn u64_of(self, a: [u8; 8]) -> u64 {
         match self {
             Endian::Little => u64::from_le_bytes(a),
             Endian::Big => u64::from_be_bytes(a),
@@ -93,7 +93,7 @@ impl Endian {
 
     /// Big endian when `big`.
     #[inline]
-    pub const fn big_if(big: bool) -> Endian {
+    pub(crate) const fn big_if(big: bool) -> Endian {
         if big {
             Endian::Big
         } else {
@@ -121,7 +121,7 @@ impl Abi {
 
     /// The bits of an `unsigned long`.
     #[inline]
-    pub const fn long_mask(self) -> u64 {
+    pub(crate) const fn long_mask(self) -> u64 {
         if self.long_size == 4 {
             0xffff_ffff
         } else {

@@ -44,61 +44,61 @@ const PARAMS: [&str; 8] = [
 
 /// The words of a kernel command line (`/proc/cmdline`) that set up
 /// tracing at boot, in their order: what `tr-on` shows as set up at boot.
-pub fn from_cmdline(cmdline: &str) -> Vec<&str> {
+pub(crate) fn from_cmdline(cmdline: &str) -> Vec<&str> {
     cmdline.split_whitespace().filter(|w| PARAMS.iter().any(|p| w.starts_with(p))).collect()
 }
 
 /// What a run would set; the applets fill what they have.
 #[derive(Debug, Default)]
-pub struct Settings<'a> {
+pub(crate) struct Settings<'a> {
     /// The instance to set up (`-B`); `None`: the top buffer, the only one
     /// the plain command line reaches for most settings.
-    pub instance: Option<&'a str>,
+    pub(crate) instance: Option<&'a str>,
     /// The tracer (`function`, `function_graph`, …).
-    pub tracer: Option<&'a str>,
+    pub(crate) tracer: Option<&'a str>,
     /// Ring buffer size per CPU, in KiB.
-    pub buffer_kb: Option<u64>,
+    pub(crate) buffer_kb: Option<u64>,
     /// The trace clock (`local`, `global`, `mono`, …).
-    pub clock: Option<&'a str>,
+    pub(crate) clock: Option<&'a str>,
     /// `OPT` or `noOPT`.
-    pub options: &'a [String],
+    pub(crate) options: &'a [String],
     /// `set_ftrace_filter` patterns.
-    pub functions: &'a [String],
+    pub(crate) functions: &'a [String],
     /// `set_ftrace_notrace` patterns.
-    pub notrace: &'a [String],
+    pub(crate) notrace: &'a [String],
     /// `set_graph_function` patterns.
-    pub graph_functions: &'a [String],
+    pub(crate) graph_functions: &'a [String],
     /// `max_graph_depth`.
-    pub graph_depth: Option<u32>,
+    pub(crate) graph_depth: Option<u32>,
     /// `SYS:EVENT`, `SYS:GLOB` (or the set_event forms `SYS:*`, `EVENT`).
-    pub events: &'a [String],
+    pub(crate) events: &'a [String],
     /// A filter expression for every event in `events` (bootconfig only).
-    pub filter: Option<&'a str>,
+    pub(crate) filter: Option<&'a str>,
     /// Event triggers, `EVENT.TRIGGER[ if FILTER]`.
-    pub triggers: &'a [String],
+    pub(crate) triggers: &'a [String],
     /// Leave `tracing_on` at 0: set up but not recording.
-    pub off: bool,
+    pub(crate) off: bool,
     /// Dump the buffers on an oops.
-    pub dump_on_oops: Option<DumpOnOops>,
+    pub(crate) dump_on_oops: Option<DumpOnOops>,
     /// MiB of memory that survives a warm reboot for the instance's buffer
     /// (a persistent ring buffer; `instance` must be set).
-    pub persist_mb: Option<u64>,
+    pub(crate) persist_mb: Option<u64>,
 }
 
 /// The `reserve_mem=` label of a persistent instance's memory (at most 15
 /// characters: mm/memblock.c `RESERVE_MEM_NAME_SIZE`).
-pub const PERSIST_LABEL: &str = "trbox";
+pub(crate) const PERSIST_LABEL: &str = "trbox";
 
 /// The text `--boot` prints: a command line (one line), a bootconfig (a
 /// line per key) and a `# ` line for each setting a form cannot carry.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Boot {
+pub(crate) struct Boot {
     /// Kernel command-line arguments, space separated, no newline.
-    pub cmdline: String,
+    pub(crate) cmdline: String,
     /// Bootconfig lines (`ftrace.… = …`), each ending in a newline.
-    pub bootconfig: String,
+    pub(crate) bootconfig: String,
     /// `# ` lines, one per setting that one of the two forms cannot carry.
-    pub notes: String,
+    pub(crate) notes: String,
 }
 
 impl Boot {
@@ -163,7 +163,7 @@ fn one_event(spec: &str) -> Option<(&str, &str)> {
 }
 
 /// The boot-time forms of `s`.
-pub fn boot(s: &Settings) -> Boot {
+pub(crate) fn boot(s: &Settings) -> Boot {
     let mut b = Boot::default();
     let inst = s.instance;
     let pre = match inst {

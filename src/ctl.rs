@@ -12,7 +12,7 @@ pub fn selected(text: &str) -> Option<&str> {
 }
 
 /// Every choice of such a file, brackets removed.
-pub fn choices(text: &str) -> Vec<&str> {
+pub(crate) fn choices(text: &str) -> Vec<&str> {
     text.split_whitespace().map(|w| w.trim_start_matches('[').trim_end_matches(']')).collect()
 }
 
@@ -20,7 +20,7 @@ pub fn choices(text: &str) -> Vec<&str> {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CpuStats {
     /// `entries:` events in the buffer now, not yet read.
-    pub entries: Option<u64>,
+    pub(crate) entries: Option<u64>,
     /// `overrun:` events overwritten because the buffer was full
     /// (overwrite mode): the events a reader lost.
     pub overrun: Option<u64>,
@@ -33,10 +33,10 @@ pub struct CpuStats {
     pub dropped: Option<u64>,
     /// `read events:` events a consuming read (`trace_pipe`,
     /// `trace_pipe_raw`) took out of the buffer since it was last reset.
-    pub read: Option<u64>,
+    pub(crate) read: Option<u64>,
     /// `now ts:` in trace-clock units: nanoseconds (from the printed
     /// `secs.usecs`) for clocks in ns, the raw count for counter clocks.
-    pub now: Option<u64>,
+    pub(crate) now: Option<u64>,
 }
 
 impl CpuStats {
@@ -64,7 +64,7 @@ impl CpuStats {
 }
 
 /// A timestamp as tracefs prints it (`1234.567890` → ns, or a plain count).
-pub fn clock_value(text: &str) -> Option<u64> {
+pub(crate) fn clock_value(text: &str) -> Option<u64> {
     let t = text.trim();
     match t.split_once('.') {
         Some((s, frac)) => {
@@ -77,7 +77,7 @@ pub fn clock_value(text: &str) -> Option<u64> {
 }
 
 /// An event's `filter` file: `None` when it says `none`.
-pub fn filter(text: &str) -> Option<&str> {
+pub(crate) fn filter(text: &str) -> Option<&str> {
     let t = text.trim();
     (!t.is_empty() && t != "none").then_some(t)
 }
@@ -90,7 +90,7 @@ pub fn triggers(text: &str) -> impl Iterator<Item = &str> {
 
 /// The command of a trigger as written or listed: `hist` of
 /// `hist:keys=pid`, `traceoff` of `traceoff:1 if pid == 1`.
-pub fn trigger_command(trigger: &str) -> &str {
+pub(crate) fn trigger_command(trigger: &str) -> &str {
     let t = trigger.trim().trim_start_matches('!');
     t.split([':', ' ']).next().unwrap_or(t)
 }
@@ -101,7 +101,7 @@ pub fn trigger_command(trigger: &str) -> &str {
 /// These two are the triggers that change their target's soft-disable bit
 /// when they fire (`event_enable_trigger()`); `enable_hist` and
 /// `disable_hist` pause hist triggers and leave it alone.
-pub fn trigger_target(trigger: &str) -> Option<(&str, &str)> {
+pub(crate) fn trigger_target(trigger: &str) -> Option<(&str, &str)> {
     let t = trigger.trim();
     let t = t.split(" if ").next().unwrap_or(t);
     let mut words = t.split(':');
@@ -126,14 +126,14 @@ pub fn available_triggers(text: &str) -> Option<Vec<&str>> {
 
 /// Lines of a list file (`set_event`, `set_ftrace_filter`, `dynamic_events`,
 /// `set_event_pid`…), skipping the kernel's `#` comments.
-pub fn entries(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn entries(text: &str) -> impl Iterator<Item = &str> {
     triggers(text)
 }
 
 /// The newest entry of `error_log` (its `[ts] source: message` line and the
 /// `Command:` / caret lines after it), without the timestamp. `None` when the
 /// log is empty.
-pub fn last_error(text: &str) -> Option<alloc::string::String> {
+pub(crate) fn last_error(text: &str) -> Option<alloc::string::String> {
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.iter().rposition(|l| l.starts_with('['))?;
     let mut out = alloc::string::String::new();
@@ -204,7 +204,7 @@ pub fn buffer_kb_for(kb: u64, data: u64) -> u64 {
 /// white space); ascending, without repeats. A region that is none of
 /// these, a range that runs backwards, or a CPU past [`MAX_CPUS`] is an
 /// error naming that region.
-pub fn cpu_list(text: &str) -> Result<Vec<u32>, &str> {
+pub(crate) fn cpu_list(text: &str) -> Result<Vec<u32>, &str> {
     let mut cpus = Vec::new();
     for region in text.split(|c: char| c == ',' || c.is_ascii_whitespace()).filter(|r| !r.is_empty()) {
         let (range, group) = match region.split_once(':') {
@@ -229,10 +229,10 @@ pub fn cpu_list(text: &str) -> Result<Vec<u32>, &str> {
 
 /// CPU numbers [`cpu_list`] takes: below the largest `NR_CPUS` a kernel
 /// is built with (8192, x86's `MAXSMP`).
-pub const MAX_CPUS: u32 = 8192;
+pub(crate) const MAX_CPUS: u32 = 8192;
 
 /// CPUs as the kernel prints a CPU list (`%*pbl`: `0-3,5`).
-pub fn cpu_list_text(cpus: &[u32]) -> String {
+pub(crate) fn cpu_list_text(cpus: &[u32]) -> String {
     let mut out = String::new();
     let mut i = 0;
     while let Some(&first) = cpus.get(i) {
@@ -255,7 +255,7 @@ pub fn cpu_list_text(cpus: &[u32]) -> String {
 
 /// `ftrace_dump_on_oops`: every CPU's buffer, or the oopsing CPU's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DumpOnOops {
+pub(crate) enum DumpOnOops {
     /// `ftrace_dump_on_oops` (or `=1`): all CPUs' buffers.
     AllCpus,
     /// `ftrace_dump_on_oops=2` (`orig_cpu`): only the oopsing CPU's.
@@ -265,7 +265,7 @@ pub enum DumpOnOops {
 impl DumpOnOops {
     /// The value for the sysctl (and `=VALUE` on the command line): `1`,
     /// `2`; for an instance (6.9+) `0,NAME` or `0,NAME=2`.
-    pub fn value(self, instance: Option<&str>) -> String {
+    pub(crate) fn value(self, instance: Option<&str>) -> String {
         match (self, instance) {
             (DumpOnOops::AllCpus, None) => "1".into(),
             (DumpOnOops::OopsCpu, None) => "2".into(),

@@ -5,7 +5,7 @@
 //! (ET_DYN): a symbol's address is turned into a file offset through the
 //! PT_LOAD segment that maps it ([`Elf`]). Kernel variables: `/proc/kcore`
 //! is an ELF core (ET_CORE) whose PT_LOAD segments map kernel addresses to
-//! file offsets ([`Header`], [`Header::loads`], [`segment_offset`]); the
+//! file offsets (`Header`, `Header::loads`, `segment_offset`); the
 //! std layer reads only the header, the program header table and the bytes
 //! asked for.
 //!
@@ -155,24 +155,24 @@ pub enum Table {
 
 /// A symbol as the file has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Symbol<'a> {
+pub(crate) struct Symbol<'a> {
     /// Name as stored (a `.symtab` name may carry `@VER` / `@@VER`).
-    pub name: &'a str,
+    pub(crate) name: &'a str,
     /// GNU version of a `.dynsym` entry and whether it is the default one
     /// (`name@@VER`) rather than a hidden one (`name@VER`).
-    pub version: Option<(&'a str, bool)>,
+    pub(crate) version: Option<(&'a str, bool)>,
     pub(crate) value: u64,
     pub(crate) size: u64,
     /// STT_* type.
-    pub kind: u8,
+    pub(crate) kind: u8,
     /// STB_* binding (0 local, 1 global, 2 weak…).
-    pub bind: u8,
+    pub(crate) bind: u8,
     pub(crate) shndx: u16,
 }
 
 impl Symbol<'_> {
     /// A function (or an IFUNC resolver) defined in this file.
-    pub fn is_function(&self) -> bool {
+    pub(crate) fn is_function(&self) -> bool {
         matches!(self.kind, STT_FUNC | STT_GNU_IFUNC) && self.shndx != 0 && self.value != 0
     }
 }
@@ -200,7 +200,7 @@ struct Section {
 /// A PT_LOAD segment: `filesz` bytes at `offset` in the file are mapped at
 /// address `vaddr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Segment {
+pub(crate) struct Segment {
     pub(crate) offset: u64,
     pub(crate) vaddr: u64,
     pub(crate) filesz: u64,
@@ -208,7 +208,7 @@ pub struct Segment {
 
 /// File offset of `len` bytes at address `vaddr`, if one segment's file
 /// contents hold them all.
-pub fn segment_offset(segments: &[Segment], vaddr: u64, len: u64) -> Option<u64> {
+pub(crate) fn segment_offset(segments: &[Segment], vaddr: u64, len: u64) -> Option<u64> {
     segments.iter().find_map(|s| {
         let d = vaddr.checked_sub(s.vaddr)?;
         (d.checked_add(len)? <= s.filesz).then(|| s.offset.checked_add(d)).flatten()
@@ -218,13 +218,13 @@ pub fn segment_offset(segments: &[Segment], vaddr: u64, len: u64) -> Option<u64>
 /// The ELF header (any `e_type`: executables, shared objects, cores): byte
 /// order, class and where the tables are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     pub(crate) endian: Endian,
     pub(crate) is64: bool,
     /// `e_type`: 1 relocatable, 2 executable, 3 shared object / PIE, 4 core.
-    pub kind: u16,
+    pub(crate) kind: u16,
     /// `e_machine` (3 x86, 40 ARM, 62 x86_64, 183 AArch64…).
-    pub machine: u16,
+    pub(crate) machine: u16,
     pub(crate) phoff: u64,
     pub(crate) phentsize: u16,
     pub(crate) phnum: u16,
@@ -235,7 +235,7 @@ pub struct Header {
 
 /// Size of the ELF header (ELF64; an ELF32 header is 52 bytes): what
 /// [`Header::parse`] needs at most.
-pub const HEADER_LEN: usize = 64;
+pub(crate) const HEADER_LEN: usize = 64;
 
 impl Header {
     /// `e_ident`, `e_type` and `e_machine`.
@@ -261,7 +261,7 @@ impl Header {
 
     /// The header at the start of `data` (at least [`HEADER_LEN`] bytes, or
     /// the whole file when it is shorter).
-    pub fn parse(data: &[u8]) -> Result<Header, Error> {
+    pub(crate) fn parse(data: &[u8]) -> Result<Header, Error> {
         let (e, is64, kind, machine) = Self::ident(data)?;
         let hdr = Error::Truncated("header");
         let u16_at = |o: usize| e.uint(data, o, 2).map(|v| v as u16).ok_or(hdr.clone());
@@ -275,7 +275,7 @@ impl Header {
 
     /// A 4-byte (ELF32) or 8-byte (ELF64) field of a header entry.
     #[inline]
-    pub fn word(&self, b: &[u8], o32: usize, o64: usize) -> Option<u64> {
+    pub(crate) fn word(&self, b: &[u8], o32: usize, o64: usize) -> Option<u64> {
         if self.is64 {
             self.endian.uint(b, o64, 8)
         } else {
@@ -285,7 +285,7 @@ impl Header {
 
     /// Where the program header table is: (file offset, length in bytes);
     /// `None` when the file has none.
-    pub fn program_table(&self) -> Result<Option<(u64, u64)>, Error> {
+    pub(crate) fn program_table(&self) -> Result<Option<(u64, u64)>, Error> {
         if self.phoff == 0 || self.phnum == 0 {
             return Ok(None);
         }
@@ -302,7 +302,7 @@ impl Header {
 
     /// The PT_LOAD entries of the program header `table` (the bytes
     /// [`program_table`](Self::program_table) names).
-    pub fn loads(&self, table: &[u8]) -> Result<Vec<Segment>, Error> {
+    pub(crate) fn loads(&self, table: &[u8]) -> Result<Vec<Segment>, Error> {
         let mut segments = Vec::new();
         for h in table.chunks_exact(usize::from(self.phentsize.max(1))) {
             if self.endian.uint(h, 0, 4) != Some(PT_LOAD) {
@@ -419,7 +419,7 @@ impl<'a> Elf<'a> {
 
     /// The symbols of a table (empty when the file has none); entries that
     /// point outside the file are skipped.
-    pub fn symbols(&self, table: Table) -> Result<impl Iterator<Item = Symbol<'a>> + '_, Error> {
+    pub(crate) fn symbols(&self, table: Table) -> Result<impl Iterator<Item = Symbol<'a>> + '_, Error> {
         let kind = if table == Table::Symtab { SHT_SYMTAB } else { SHT_DYNSYM };
         let min = if self.is64 { 24 } else { 16 };
         let (syms, strtab, entsize) = match self.section(kind) {
@@ -647,7 +647,7 @@ fn split_version(s: &str) -> (&str, Option<(&str, bool)>) {
 }
 
 /// A decimal or `0x` hex number.
-pub fn parse_num(s: &str) -> Option<u64> {
+pub(crate) fn parse_num(s: &str) -> Option<u64> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),

@@ -40,13 +40,13 @@ pub struct Field {
     pub name: String,
     /// The C type as written, without the name and brackets
     /// (`unsigned long`, `char`, `__data_loc char`, `const char *`).
-    pub type_name: String,
+    pub(crate) type_name: String,
     /// Bytes from the start of the record's payload.
     pub offset: u32,
     /// Bytes the field takes in the record (the whole array for one).
     pub size: u32,
     /// `signed:1`: read the bytes as a signed integer.
-    pub signed: bool,
+    pub(crate) signed: bool,
     /// Scalar, array, or a pointer to variable-length data.
     pub kind: FieldKind,
 }
@@ -73,7 +73,7 @@ pub struct EventFormat {
 /// locator of the decoder: the print-fmt programs, the graph records and
 /// the renderers all read fields through it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldLoc {
+pub(crate) struct FieldLoc {
     pub(crate) offset: u32,
     pub(crate) size: u32,
     pub(crate) signed: bool,
@@ -85,7 +85,7 @@ impl FieldLoc {
     /// `common_type`): fixed fields and arrays in place, `__data_loc` /
     /// `__rel_loc` through their locator word. `None` when out of bounds.
     #[inline]
-    pub fn bytes<'a>(&self, rec: &'a [u8], e: Endian) -> Option<&'a [u8]> {
+    pub(crate) fn bytes<'a>(&self, rec: &'a [u8], e: Endian) -> Option<&'a [u8]> {
         let off = self.offset as usize;
         match self.kind {
             FieldKind::Scalar | FieldKind::Array { .. } => rec.get(off..off.checked_add(self.size as usize)?),
@@ -102,13 +102,13 @@ impl FieldLoc {
 
     /// A scalar field's value, zero-extended.
     #[inline]
-    pub fn uint(&self, rec: &[u8], e: Endian) -> Option<u64> {
+    pub(crate) fn uint(&self, rec: &[u8], e: Endian) -> Option<u64> {
         e.uint(rec, self.offset as usize, self.size as usize)
     }
 
     /// A scalar field as an integer, sign-extended when the field is signed.
     #[inline]
-    pub fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
+    pub(crate) fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
         Some(extend(self.uint(rec, e)?, self.size, self.signed))
     }
 }
@@ -127,17 +127,17 @@ fn extend(v: u64, size: u32, signed: bool) -> i64 {
 impl Field {
     /// Where the field is: [`FieldLoc`].
     #[inline]
-    pub fn loc(&self) -> FieldLoc {
+    pub(crate) fn loc(&self) -> FieldLoc {
         FieldLoc { offset: self.offset, size: self.size, signed: self.signed, kind: self.kind }
     }
 
-    /// [`FieldLoc::bytes`] of this field.
+    /// `FieldLoc::bytes` of this field.
     #[inline]
     pub fn bytes<'a>(&self, rec: &'a [u8], e: Endian) -> Option<&'a [u8]> {
         self.loc().bytes(rec, e)
     }
 
-    /// [`FieldLoc::int`] of this field.
+    /// `FieldLoc::int` of this field.
     #[inline]
     pub fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
         self.loc().int(rec, e)
@@ -146,7 +146,7 @@ impl Field {
     /// Its value's bytes in `rec`, where a trailing `buf[]` (an array of
     /// size 0: ftrace's `print`, `raw_data`) runs to the record's end;
     /// empty when the record is too short.
-    pub fn value<'a>(&self, rec: &'a [u8], e: Endian) -> &'a [u8] {
+    pub(crate) fn value<'a>(&self, rec: &'a [u8], e: Endian) -> &'a [u8] {
         match self.kind {
             FieldKind::Array { .. } if self.size == 0 => rec.get(self.offset as usize..),
             _ => self.bytes(rec, e),
@@ -156,7 +156,7 @@ impl Field {
 }
 
 /// A field's value with its type, as a reader of records takes it
-/// ([`Field::typed`]): integers signed or not as the format says, strings
+/// (`Field::typed`): integers signed or not as the format says, strings
 /// (`char` arrays and `__data_loc char[]`) up to their NUL, arrays of 2, 4
 /// or 8-byte integers as [`Ints`], other arrays as their bytes.
 ///
@@ -177,7 +177,7 @@ pub enum Value<'a> {
     /// `caller`, `bprint`'s `buf`. A variant of its own, not a reading of
     /// [`Value::Bytes`] that takes the field: the element size and the
     /// signedness are the format's, which a caller holding only the value
-    /// (from [`Field::typed`], or an `Event`'s field by name) no longer has.
+    /// (from `Field::typed`, or an `Event`'s field by name) no longer has.
     Ints(Ints<'a>),
     /// Any other array (fixed or `__data_loc`): bytes (`u8 x[N]`, whose
     /// elements are single bytes that are not `char`), or elements of a
@@ -200,7 +200,7 @@ pub struct Ints<'a> {
 impl<'a> Ints<'a> {
     /// The array in `bytes`, of elements of `size` bytes (2, 4 or 8; `None`
     /// for another size), signed or not, in byte order `endian`.
-    pub(crate) fn new(bytes: &'a [u8], size: u32, signed: bool, endian: Endian) -> Option<Self> {
+    pub fn new(bytes: &'a [u8], size: u32, signed: bool, endian: Endian) -> Option<Self> {
         matches!(size, 2 | 4 | 8).then_some(Ints { bytes, size, signed, endian })
     }
 
@@ -320,7 +320,7 @@ impl Field {
     /// `__data_loc char[]` is a string, a scalar of 1, 2, 4 or 8 bytes an
     /// integer, any other array of 2, 4 or 8-byte elements [`Ints`] (the
     /// rule `--json` and the Parquet columns write fields by, too).
-    pub fn typed<'a>(&self, rec: &'a [u8], e: Endian) -> Option<Value<'a>> {
+    pub(crate) fn typed<'a>(&self, rec: &'a [u8], e: Endian) -> Option<Value<'a>> {
         let bytes = if self.size == 0 { Some(self.value(rec, e)) } else { self.bytes(rec, e) }?;
         match self.kind {
             FieldKind::Scalar if matches!(self.size, 1 | 2 | 4 | 8) => Some(if self.signed {
@@ -354,7 +354,7 @@ impl Field {
 /// declares; a static tracepoint under 30. More is not a kernel's format,
 /// and each record of it would render into a line as long (a format of
 /// 60,000 fields made 830 KB lines).
-pub const MAX_FIELDS: usize = 256;
+pub(crate) const MAX_FIELDS: usize = 256;
 
 /// Why a format text could not be parsed. `line` is 1-based (0 = not tied
 /// to a line).
@@ -487,7 +487,7 @@ fn normalize_ws(s: &str) -> String {
 
 /// The size in bytes of one element of C type `ty` (no name, no brackets,
 /// no `__data_loc`), or `None` when the type is not one we know.
-pub fn c_type_size(ty: &str, long_size: u32) -> Option<u32> {
+pub(crate) fn c_type_size(ty: &str, long_size: u32) -> Option<u32> {
     if ty.contains('*') {
         return Some(long_size);
     }
@@ -624,7 +624,8 @@ fn build_field(raw: RawField<'_>, no: usize, long_size: u32) -> Result<Field, Fo
 
 /// Parse one field line on its own (`\tfield:int irq;\toffset:8;...`).
 /// `Ok(None)` when the line is not a field line.
-pub fn parse_field_line(line: &str, long_size: u32) -> Result<Option<Field>, FormatError> {
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn parse_field_line(line: &str, long_size: u32) -> Result<Option<Field>, FormatError> {
     match split_field_line(line, 1)? {
         Some(raw) => build_field(raw, 1, long_size).map(Some),
         None => Ok(None),
@@ -638,7 +639,7 @@ impl Field {
     }
 
     /// The end of the fixed part of the field (offset + size), saturating.
-    pub fn end(&self) -> u32 {
+    pub(crate) fn end(&self) -> u32 {
         self.offset.saturating_add(self.size)
     }
 }
@@ -737,9 +738,9 @@ pub struct HeaderPage {
     pub(crate) timestamp_size: u32,
     pub(crate) commit_offset: u32,
     /// 8 on 64-bit kernels, 4 on 32-bit ones: the kernel's `long` size.
-    pub commit_size: u32,
+    pub(crate) commit_size: u32,
     /// `int overwrite` (a view of the commit word's flag bits), if listed.
-    pub overwrite: Option<(u32, u32)>,
+    pub(crate) overwrite: Option<(u32, u32)>,
     /// Where the records start on a page (after the header).
     pub data_offset: u32,
     /// Bytes of records a page can hold: the sub-buffer size less the
@@ -750,7 +751,7 @@ pub struct HeaderPage {
 impl HeaderPage {
     /// The layout a kernel with `long_size`-byte longs (4 or 8) and
     /// `subbuf_size`-byte sub-buffers uses.
-    pub fn new(long_size: u32, subbuf_size: u32) -> HeaderPage {
+    pub(crate) fn new(long_size: u32, subbuf_size: u32) -> HeaderPage {
         let data_offset = 8 + long_size;
         HeaderPage {
             timestamp_offset: 0,
@@ -837,7 +838,7 @@ pub struct HeaderEvent {
     pub(crate) padding_type: u32,
     pub(crate) time_extend_type: u32,
     /// Absent before 4.17 kernels printed it.
-    pub time_stamp_type: Option<u32>,
+    pub(crate) time_stamp_type: Option<u32>,
     pub(crate) data_max_type_len: u32,
     /// The header describes the old (2.6.30) `type`/`len` layout.
     pub old_format: bool,

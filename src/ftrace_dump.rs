@@ -31,65 +31,65 @@
 //! CONFIG_PRINTK_CALLER `[   12.345678][  T123] `; a syslog copy may lead
 //! with `<0>`. The oops report goes on after the dump (the die notifier
 //! dumps in the middle of it; a panic's dump comes before "Rebooting");
-//! [`Dump::after`] keeps those lines.
+//! `Dump::after` keeps those lines.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 /// The line that opens and closes a non-empty dump.
-pub const DASHES: &str = "---------------------------------";
+pub(crate) const DASHES: &str = "---------------------------------";
 /// The most lines of the oops report kept after a dump.
-pub const MAX_AFTER: usize = 200;
+pub(crate) const MAX_AFTER: usize = 200;
 
 /// One dump found in a log.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Dump {
+pub(crate) struct Dump {
     /// The instance named in the header (6.9+), `None` for the top buffer.
-    pub instance: Option<String>,
+    pub(crate) instance: Option<String>,
     /// The header's line number in the log (from 1).
-    pub line: usize,
+    pub(crate) line: usize,
     /// The dump's lines between the dashes, console prefix removed.
-    pub lines: Vec<String>,
+    pub(crate) lines: Vec<String>,
     /// The "(ftrace buffer empty)" form.
-    pub empty: bool,
+    pub(crate) empty: bool,
     /// The closing dashes were seen (else the log ends inside the dump).
-    pub complete: bool,
+    pub(crate) complete: bool,
     /// The lines before the dashes (the kernel's warnings).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// The oops or panic report that came before the dump, from its first
     /// line ([`opens_report`]) to the dump's header, up to [`MAX_AFTER`]
     /// lines: a panic prints its message and backtrace, then dumps.
-    pub before: Vec<String>,
+    pub(crate) before: Vec<String>,
     /// The console lines that followed the dump (the rest of the oops
     /// report, the panic), up to [`MAX_AFTER`], the next dump or the
     /// next boot.
-    pub after: Vec<String>,
+    pub(crate) after: Vec<String>,
 }
 
 /// One event line of a dump, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line<'a> {
+pub(crate) struct Line<'a> {
     /// The task's name as the dump printed it (`<idle>`, `<...>`).
-    pub comm: &'a str,
+    pub(crate) comm: &'a str,
     /// The task's pid.
-    pub pid: i64,
+    pub(crate) pid: i64,
     /// The CPU whose buffer held the event (`[003]`).
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// The latency columns (`d..2.`).
-    pub flags: &'a str,
+    pub(crate) flags: &'a str,
     /// Microseconds since the buffer started (or counter ticks when
     /// `in_us` is false).
-    pub ts: u64,
+    pub(crate) ts: u64,
     pub(crate) in_us: bool,
     /// The event's name; `function` for the function tracer's
     /// `func <-parent`, empty when the text names none.
-    pub event: &'a str,
+    pub(crate) event: &'a str,
     /// The rest of the line after `event: `, as the kernel printed it.
-    pub body: &'a str,
+    pub(crate) body: &'a str,
 }
 
 /// A `CPU:N [LOST M EVENTS]` line: (cpu, count).
-pub fn lost(l: &str) -> Option<(u32, Option<u64>)> {
+pub(crate) fn lost(l: &str) -> Option<(u32, Option<u64>)> {
     let r = l.strip_prefix("CPU:")?;
     let (cpu, r) = r.split_once(' ')?;
     let cpu = cpu.parse().ok()?;
@@ -102,7 +102,7 @@ pub fn lost(l: &str) -> Option<(u32, Option<u64>)> {
 }
 
 /// The console's prefix taken off: `<N>`, `[  time]`, `[caller]`, one space.
-pub fn strip_prefix(l: &str) -> &str {
+pub(crate) fn strip_prefix(l: &str) -> &str {
     let l = l.strip_suffix('\r').unwrap_or(l);
     let mut l = match l.strip_prefix('<') {
         Some(r) => match r.split_once('>') {
@@ -128,7 +128,7 @@ pub fn strip_prefix(l: &str) -> &str {
 
 /// Parse an event line of a dump (see the module docs); `None` for any
 /// other line.
-pub fn parse(l: &str) -> Option<Line<'_>> {
+pub(crate) fn parse(l: &str) -> Option<Line<'_>> {
     // The time stamp: ` DIGITSus?: ` after the flag columns.
     let mut from = 0;
     let (head, ts, in_us, rest) = loop {
@@ -182,7 +182,7 @@ fn header(l: &str) -> Option<Option<String>> {
 /// `Internal error:`; x86: `Oops:`), x86's `BUG:` and `general protection
 /// fault`, `panic()`'s, a WARN/BUG's `cut here` line (arm's fault
 /// handler prints its own), and the sysrq crash key (drivers/tty/sysrq.c).
-pub fn opens_report(l: &str) -> bool {
+pub(crate) fn opens_report(l: &str) -> bool {
     const FIRST: [&str; 9] = [
         "Unable to handle kernel ",
         "Internal error: ",
@@ -203,7 +203,7 @@ fn boots(l: &str) -> bool {
 }
 
 /// Every dump in a console log, in order.
-pub fn find(log: &str) -> Vec<Dump> {
+pub(crate) fn find(log: &str) -> Vec<Dump> {
     #[derive(PartialEq)]
     enum At {
         Outside,
@@ -262,26 +262,26 @@ pub fn find(log: &str) -> Vec<Dump> {
 
 /// Counts over a dump's lines for `--stats`.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// Event lines parsed.
-    pub events: u64,
+    pub(crate) events: u64,
     /// Lines that are neither events nor lost-event marks (continuations,
     /// another tracer's layout, a message that tore in).
-    pub other: u64,
+    pub(crate) other: u64,
     /// (event name, count), most first.
-    pub by_event: Vec<(String, u64)>,
+    pub(crate) by_event: Vec<(String, u64)>,
     /// (cpu, events, lost; `None` where the kernel kept no count).
-    pub by_cpu: Vec<(u32, u64, Option<u64>)>,
+    pub(crate) by_cpu: Vec<(u32, u64, Option<u64>)>,
     /// First and last time stamp.
-    pub span: Option<(u64, u64)>,
+    pub(crate) span: Option<(u64, u64)>,
     /// The time stamps are microseconds (else counter ticks, from a
     /// counter trace clock such as `x86-tsc`).
-    pub in_us: bool,
+    pub(crate) in_us: bool,
 }
 
 impl Stats {
     /// Counts the lines of one dump.
-    pub fn of(d: &Dump) -> Stats {
+    pub(crate) fn of(d: &Dump) -> Stats {
         let mut s = Stats::default();
         let cpu = |s: &mut Stats, c: u32| -> usize {
             match s.by_cpu.iter().position(|x| x.0 == c) {

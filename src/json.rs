@@ -14,7 +14,7 @@ use core::fmt::{self, Write};
 use crate::problems::Problems;
 
 /// `s` as a JSON string literal, quotes included.
-pub fn string(w: &mut dyn Write, s: &str) -> fmt::Result {
+pub(crate) fn string(w: &mut dyn Write, s: &str) -> fmt::Result {
     w.write_str("\"")?;
     text(w, s)?;
     w.write_str("\"")
@@ -23,7 +23,7 @@ pub fn string(w: &mut dyn Write, s: &str) -> fmt::Result {
 /// The inside of a JSON string: runs that need no escape are written
 /// whole (a line holds a few dozen characters; one write each was most of
 /// `--json`'s time).
-pub fn text(w: &mut dyn Write, s: &str) -> fmt::Result {
+pub(crate) fn text(w: &mut dyn Write, s: &str) -> fmt::Result {
     let mut from = 0;
     for (i, b) in s.bytes().enumerate() {
         if b >= 0x20 && b != b'"' && b != b'\\' {
@@ -45,12 +45,12 @@ pub fn text(w: &mut dyn Write, s: &str) -> fmt::Result {
 
 /// A JSON number: the digits by hand (core's integer `Display` goes
 /// through its padding code for every field).
-pub fn uint(w: &mut dyn Write, v: u64) -> fmt::Result {
+pub(crate) fn uint(w: &mut dyn Write, v: u64) -> fmt::Result {
     w.write_str(crate::printfmt::digits::Digits::new(v, 10, false).as_str())
 }
 
 /// A signed JSON number.
-pub fn int(w: &mut dyn Write, v: i64) -> fmt::Result {
+pub(crate) fn int(w: &mut dyn Write, v: i64) -> fmt::Result {
     if v < 0 {
         w.write_str("-")?;
     }
@@ -58,7 +58,7 @@ pub fn int(w: &mut dyn Write, v: i64) -> fmt::Result {
 }
 
 /// `[1,2,3]`.
-pub fn uint_array(w: &mut dyn Write, values: impl IntoIterator<Item = u64>) -> fmt::Result {
+pub(crate) fn uint_array(w: &mut dyn Write, values: impl IntoIterator<Item = u64>) -> fmt::Result {
     w.write_str("[")?;
     for (i, v) in values.into_iter().enumerate() {
         if i > 0 {
@@ -74,7 +74,7 @@ pub fn uint_array(w: &mut dyn Write, values: impl IntoIterator<Item = u64>) -> f
 /// [`crate::problems::ProblemKind::ALL`]'s order; nothing when there were
 /// none. The caller writes the braces (and a comma before, when other
 /// members come first).
-pub fn problem_counts(w: &mut dyn Write, p: &Problems) -> fmt::Result {
+pub(crate) fn problem_counts(w: &mut dyn Write, p: &Problems) -> fmt::Result {
     for (i, (kind, n)) in p.counts().enumerate() {
         w.write_str(if i > 0 { ",\"" } else { "\"" })?;
         w.write_str(kind.name())?;
@@ -87,7 +87,7 @@ pub fn problem_counts(w: &mut dyn Write, p: &Problems) -> fmt::Result {
 /// What a reading read past as one line, the same in every `--json`
 /// (tr-cat's, tr-lat's): `{"problems":{"cut_off":1}}` and a newline;
 /// nothing when there was none.
-pub fn problems_line(w: &mut dyn Write, p: &Problems) -> fmt::Result {
+pub(crate) fn problems_line(w: &mut dyn Write, p: &Problems) -> fmt::Result {
     if p.is_empty() {
         return Ok(());
     }
@@ -98,21 +98,21 @@ pub fn problems_line(w: &mut dyn Write, p: &Problems) -> fmt::Result {
 
 /// An object written member by member, in the order given: `{` when
 /// begun, `,` between members, `}` at [`Object::end`].
-pub struct Object<'w> {
+pub(crate) struct Object<'w> {
     w: &'w mut dyn Write,
     first: bool,
 }
 
 impl<'w> Object<'w> {
     /// Writes the `{`.
-    pub fn begin(w: &'w mut dyn Write) -> Result<Self, fmt::Error> {
+    pub(crate) fn begin(w: &'w mut dyn Write) -> Result<Self, fmt::Error> {
         w.write_str("{")?;
         Ok(Object { w, first: true })
     }
 
     /// Writes the member's name (`"k":`, after a `,` but for the first);
     /// the value is the caller's to write on what is returned.
-    pub fn key(&mut self, k: &str) -> Result<&mut dyn Write, fmt::Error> {
+    pub(crate) fn key(&mut self, k: &str) -> Result<&mut dyn Write, fmt::Error> {
         self.w.write_str(if self.first { "\"" } else { ",\"" })?;
         self.first = false;
         text(self.w, k)?;
@@ -121,22 +121,22 @@ impl<'w> Object<'w> {
     }
 
     /// A member whose value is a string.
-    pub fn string(&mut self, k: &str, v: &str) -> fmt::Result {
+    pub(crate) fn string(&mut self, k: &str, v: &str) -> fmt::Result {
         string(self.key(k)?, v)
     }
 
     /// A member whose value is an unsigned number.
-    pub fn uint(&mut self, k: &str, v: u64) -> fmt::Result {
+    pub(crate) fn uint(&mut self, k: &str, v: u64) -> fmt::Result {
         uint(self.key(k)?, v)
     }
 
     /// A member whose value is a signed number.
-    pub fn int(&mut self, k: &str, v: i64) -> fmt::Result {
+    pub(crate) fn int(&mut self, k: &str, v: i64) -> fmt::Result {
         int(self.key(k)?, v)
     }
 
     /// Writes the `}`.
-    pub fn end(self) -> fmt::Result {
+    pub(crate) fn end(self) -> fmt::Result {
         self.w.write_str("}")
     }
 }

@@ -27,7 +27,7 @@
 //!
 //! The table also names the kretprobe trampoline, which the kernel's own
 //! output prints as `[unknown/kretprobe'd]` where it is a return address
-//! ([`crate::printfmt::write_ip_symbol`]).
+//! (`crate::printfmt::write_ip_symbol`).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -46,7 +46,7 @@ struct Entry {
 /// A symbol name with its NUL fits in KSYM_NAME_LEN bytes (512 since 6.1,
 /// include/linux/kallsyms.h; scripts/kallsyms.c refuses longer names). A
 /// longer "name" is not a symbol: the line is skipped.
-pub const KSYM_NAME_LEN: usize = 512;
+pub(crate) const KSYM_NAME_LEN: usize = 512;
 
 /// A `[__builtin__*]` pseudo-module's page: never a lookup hit.
 const OPAQUE: u16 = u16::MAX;
@@ -237,7 +237,7 @@ impl Kallsyms {
     }
 
     /// Every symbol, address and name, by address (aliases side by side).
-    pub fn symbols(&self) -> impl Iterator<Item = (u64, &str)> {
+    pub(crate) fn symbols(&self) -> impl Iterator<Item = (u64, &str)> {
         self.syms.iter().map(|e| (e.addr, self.name(e)))
     }
 
@@ -310,7 +310,7 @@ impl Kallsyms {
 
     /// `addr` is in the kernel image (`__is_kernel()`: `_stext` up to
     /// `_end`, or the text where kallsyms has no `_end`).
-    pub fn in_image(&self, addr: u64) -> bool {
+    pub(crate) fn in_image(&self, addr: u64) -> bool {
         self.core.first().is_some_and(|&(s, x)| addr >= s && addr < x)
     }
 
@@ -439,7 +439,7 @@ impl UsedSymbols {
     /// at or below it: all the lines at that address, so that the first
     /// alias stays the first) and the next one (its address ends the
     /// size; its module decides whether `addr` is past a module's end).
-    pub fn mark(&mut self, addr: u64) {
+    pub(crate) fn mark(&mut self, addr: u64) {
         if self.last == Some(addr) {
             return;
         }

@@ -7,25 +7,25 @@
 //!
 //! | fact | versions | kernel source |
 //! |---|---|---|
-//! | [`LatColumns::Four`]: `d.h2` | before 5.13 | 5.10 `trace_print_lat_fmt()` |
-//! | [`LatColumns::Five`]: `d.h2.` (+ migrate-disable) | 5.13 on | 5.13 `trace_print_lat_fmt()` |
-//! | [`LatColumns::RtLazy`]: `d.Lh2..` | RT patch sets with lazy preemption (6.1-rt) | their `trace_output.c` |
-//! | [`SyscallStyle::Since6_17`]: `arg: 0x%lx` | 6.17 on | 6.17 `print_syscall_enter()` |
-//! | [`SyscallStyle::UserData`]: user strings and buffers after their pointers, `sys_openat` with flag names | 6.19 on | 7.2 `print_syscall_enter()`, `sys_enter_openat_print()` |
-//! | [`O_ACCMODE`], [`O_TMPFILE_BIT`]: the openat flags the print fmt leaves out | every version with [`SyscallStyle::UserData`] | 7.2 include/uapi/asm-generic/fcntl.h |
-//! | [`syscall_size_arg`]: a user buffer's size is the argument after it | 6.19 on | 7.2 `check_faultable_syscall()` |
-//! | [`FTRACE_REGS_MAX_ARGS`]: funcgraph-args records 6 `long`s, prints `...` past them | 6.15 on (funcgraph-args, CONFIG_FUNCTION_TRACE_ARGS) | 7.2 include/linux/ftrace_regs.h, trace_output.c `print_function_args()` |
-//! | [`TRACE_TRIGGER_SINCE`]: `trace_trigger=EVENT.TRIGGER` on the command line | 6.2 on | 6.2 kernel/trace/trace_events.c `setup_trace_triggers()` |
-//! | [`TRACE_INSTANCE_SINCE`]: `trace_instance=NAME,SYS:EVENT` | 6.3 on | 6.3 kernel/trace/trace.c `boot_instance()` |
-//! | [`PERSISTENT_SINCE`]: `reserve_mem=SIZE:ALIGN:LABEL` + `trace_instance=NAME@LABEL` (a buffer kept across a warm reboot) | 6.12 on | 6.12 kernel/trace/trace.c `enable_instances()`, mm/memblock.c `reserve_mem()` |
-//! | [`DUMP_INSTANCE_SINCE`]: `ftrace_dump_on_oops=0,NAME[=2]` (instances; the sysctl a string) | 6.9 on | 6.9 kernel/trace/trace.c `ftrace_dump_by_param()` |
-//! | [`FieldsStyle`]: a previous boot's events when the kernel moved, by their fields (`print_event_fields()`) | 6.12 on | 6.12, 7.2 trace.c `print_trace_fmt()`, trace_output.c `print_fields()` |
-//! | [`KSYM_END_EXCLUDED_SINCE`]: `is_ksym_addr()` leaves the end symbols (`_etext`, `_einittext`, `_end`) out | 5.16 on (before: `<=`) | 5.15 include/linux/kallsyms.h, 5.16 include/asm-generic/sections.h |
-//! | [`option_default`]: each `options/` file's value at boot, in the top buffer and in a new instance | 5.10 to 7.2 (names come and go; no default changed) | trace.c `TRACE_DEFAULT_FLAGS`, `ZEROED_TRACE_FLAGS`; the tracers' `tracer_flags` (trace_functions.c, trace_functions_graph.c, blktrace.c, trace_nop.c) |
-//! | [`NEWEST_RULES`]: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
+//! | `LatColumns::Four`: `d.h2` | before 5.13 | 5.10 `trace_print_lat_fmt()` |
+//! | `LatColumns::Five`: `d.h2.` (+ migrate-disable) | 5.13 on | 5.13 `trace_print_lat_fmt()` |
+//! | `LatColumns::RtLazy`: `d.Lh2..` | RT patch sets with lazy preemption (6.1-rt) | their `trace_output.c` |
+//! | `SyscallStyle::Since6_17`: `arg: 0x%lx` | 6.17 on | 6.17 `print_syscall_enter()` |
+//! | `SyscallStyle::UserData`: user strings and buffers after their pointers, `sys_openat` with flag names | 6.19 on | 7.2 `print_syscall_enter()`, `sys_enter_openat_print()` |
+//! | `O_ACCMODE`, `O_TMPFILE_BIT`: the openat flags the print fmt leaves out | every version with `SyscallStyle::UserData` | 7.2 include/uapi/asm-generic/fcntl.h |
+//! | `syscall_size_arg`: a user buffer's size is the argument after it | 6.19 on | 7.2 `check_faultable_syscall()` |
+//! | `FTRACE_REGS_MAX_ARGS`: funcgraph-args records 6 `long`s, prints `...` past them | 6.15 on (funcgraph-args, CONFIG_FUNCTION_TRACE_ARGS) | 7.2 include/linux/ftrace_regs.h, trace_output.c `print_function_args()` |
+//! | `TRACE_TRIGGER_SINCE`: `trace_trigger=EVENT.TRIGGER` on the command line | 6.2 on | 6.2 kernel/trace/trace_events.c `setup_trace_triggers()` |
+//! | `TRACE_INSTANCE_SINCE`: `trace_instance=NAME,SYS:EVENT` | 6.3 on | 6.3 kernel/trace/trace.c `boot_instance()` |
+//! | `PERSISTENT_SINCE`: `reserve_mem=SIZE:ALIGN:LABEL` + `trace_instance=NAME@LABEL` (a buffer kept across a warm reboot) | 6.12 on | 6.12 kernel/trace/trace.c `enable_instances()`, mm/memblock.c `reserve_mem()` |
+//! | `DUMP_INSTANCE_SINCE`: `ftrace_dump_on_oops=0,NAME[=2]` (instances; the sysctl a string) | 6.9 on | 6.9 kernel/trace/trace.c `ftrace_dump_by_param()` |
+//! | `FieldsStyle`: a previous boot's events when the kernel moved, by their fields (`print_event_fields()`) | 6.12 on | 6.12, 7.2 trace.c `print_trace_fmt()`, trace_output.c `print_fields()` |
+//! | `KSYM_END_EXCLUDED_SINCE`: `is_ksym_addr()` leaves the end symbols (`_etext`, `_einittext`, `_end`) out | 5.16 on (before: `<=`) | 5.15 include/linux/kallsyms.h, 5.16 include/asm-generic/sections.h |
+//! | `option_default`: each `options/` file's value at boot, in the top buffer and in a new instance | 5.10 to 7.2 (names come and go; no default changed) | trace.c `TRACE_DEFAULT_FLAGS`, `ZEROED_TRACE_FLAGS`; the tracers' `tracer_flags` (trace_functions.c, trace_functions_graph.c, blktrace.c, trace_nop.c) |
+//! | `NEWEST_RULES`: the newest version these rules were checked against | 7.2 | the sid boards' fixtures |
 //!
 //! A trace.dat without a UNAME option (trace-cmd before 2.7 wrote none)
-//! still tells its kernel apart by what it holds: [`infer`] brackets the
+//! still tells its kernel apart by what it holds: `infer` brackets the
 //! release from the set of ftrace events and sched_switch's print fmt
 //! (table there).
 
@@ -38,7 +38,7 @@ use core::fmt;
 /// (`print_syscall_enter()`, kernel/trace/trace_syscalls.c): its own text,
 /// not the event's print fmt, and no format file tells the versions apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyscallStyle {
+pub(crate) enum SyscallStyle {
     /// `arg: %lx` (`dfd: ffffffffffffff9c`): kernels before 6.17.
     Before6_17,
     /// `arg: %lu` below 10, else `arg: 0x%lx`: 6.17 and later.
@@ -68,11 +68,11 @@ pub enum SyscallStyle {
 }
 
 /// Syscall events record user data ([`SyscallStyle::UserData`]) from here on.
-pub const USER_DATA_SINCE: (u32, u32) = (6, 19);
+pub(crate) const USER_DATA_SINCE: (u32, u32) = (6, 19);
 
 /// The syscall argument style of a kernel version. An unknown version
 /// gets the style of the kernels boards run today (before 6.17).
-pub fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
+pub(crate) fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
     match version {
         Some(v) if v >= USER_DATA_SINCE => SyscallStyle::UserData,
         Some(v) if v >= (6, 17) => SyscallStyle::Since6_17,
@@ -84,7 +84,7 @@ pub fn syscall_style(version: Option<(u32, u32)>) -> SyscallStyle {
 /// 6.19 and later kernels give `sys_enter_*` events `__ARG_val` fields, so
 /// a format with them is printed in the [`SyscallStyle::UserData`] way
 /// whatever the version says (a copy without `uname`).
-pub fn syscall_style_of(version: Option<(u32, u32)>, has_user_data: bool) -> SyscallStyle {
+pub(crate) fn syscall_style_of(version: Option<(u32, u32)>, has_user_data: bool) -> SyscallStyle {
     if has_user_data {
         return SyscallStyle::UserData;
     }
@@ -94,7 +94,7 @@ pub fn syscall_style_of(version: Option<(u32, u32)>, has_user_data: bool) -> Sys
 /// Whether an event's format shows 6.19's syscall user data: a
 /// `sys_enter_*` event with a `__data_loc` field `__ARG_val` beside its
 /// argument ARG (7.2 `syscall_enter_define_fields()`).
-pub fn records_user_data(ev: &crate::format::EventFormat) -> bool {
+pub(crate) fn records_user_data(ev: &crate::format::EventFormat) -> bool {
     ev.system == "syscalls"
         && ev.name.starts_with("sys_enter_")
         && ev.fields.iter().any(|f| {
@@ -109,19 +109,19 @@ pub fn records_user_data(ev: &crate::format::EventFormat) -> bool {
 /// `O_ACCMODE`: the access-mode bits, the same on every architecture
 /// (include/uapi/asm-generic/fcntl.h); `sys_enter_openat_print()` prints
 /// `O_RDONLY` when none is set.
-pub const O_ACCMODE: u64 = 3;
+pub(crate) const O_ACCMODE: u64 = 3;
 
 /// `__O_TMPFILE` (1 << 22 in include/uapi/asm-generic/fcntl.h, which arm,
 /// arm64 and x86 take): `O_TMPFILE` is it with `O_DIRECTORY`, and is the
 /// first entry of `sys_enter_openat_print()`'s flag table, which the
 /// event's print fmt does not list (the other flags' values are there, per
 /// architecture: `{ 0x4000, "O_DIRECTORY" }` on arm64 and arm).
-pub const O_TMPFILE_BIT: u64 = 1 << 22;
+pub(crate) const O_TMPFILE_BIT: u64 = 1 << 22;
 
 /// The argument that gives the length of user buffer argument `arg`: the
 /// one after it (7.2 `check_faultable_syscall()`: write, pwrite64 and
 /// mq_timedsend, buffer at 1 and size at 2, are the only buffers).
-pub fn syscall_size_arg(arg: usize) -> usize {
+pub(crate) fn syscall_size_arg(arg: usize) -> usize {
     arg + 1
 }
 
@@ -131,20 +131,20 @@ pub fn syscall_size_arg(arg: usize) -> usize {
 /// prints them only when the record holds at least this many `long`s after
 /// `depth`, and prints `...` for parameters past them
 /// (`print_function_args()`).
-pub const FTRACE_REGS_MAX_ARGS: usize = 6;
+pub(crate) const FTRACE_REGS_MAX_ARGS: usize = 6;
 
 /// `trace_trigger=` on the kernel command line (event name, no system:
 /// `setup_trace_triggers()` in 6.2's trace_events.c).
-pub const TRACE_TRIGGER_SINCE: (u32, u32) = (6, 2);
+pub(crate) const TRACE_TRIGGER_SINCE: (u32, u32) = (6, 2);
 /// `trace_instance=` (6.3's trace.c `boot_instance()`, with its events).
-pub const TRACE_INSTANCE_SINCE: (u32, u32) = (6, 3);
+pub(crate) const TRACE_INSTANCE_SINCE: (u32, u32) = (6, 3);
 /// An instance on memory kept across a warm reboot: `trace_instance=NAME@LABEL`
 /// of the memory `reserve_mem=SIZE:ALIGN:LABEL` names (6.12's trace.c
 /// `enable_instances()`).
-pub const PERSISTENT_SINCE: (u32, u32) = (6, 12);
+pub(crate) const PERSISTENT_SINCE: (u32, u32) = (6, 12);
 /// `ftrace_dump_on_oops` naming instances (`ftrace_dump_by_param()`,
 /// 6.9's trace.c; before, the sysctl is an int: 0, 1, 2).
-pub const DUMP_INSTANCE_SINCE: (u32, u32) = (6, 9);
+pub(crate) const DUMP_INSTANCE_SINCE: (u32, u32) = (6, 9);
 
 /// The trace options (`options/NAME`) and the value a kernel boots with,
 /// for every option of 5.10 to 7.2: trace.c's `TRACE_DEFAULT_FLAGS`
@@ -224,7 +224,7 @@ const ZEROED_IN_INSTANCES: &[&str] = &["event-fork", "function-fork", "trace_pri
 /// starts with the top's options, less `ZEROED_IN_INSTANCES`). `None`
 /// for an option this table does not know (a kernel newer than
 /// [`NEWEST_RULES`]).
-pub fn option_default(name: &str, instance: bool) -> Option<bool> {
+pub(crate) fn option_default(name: &str, instance: bool) -> Option<bool> {
     let (_, on) = OPTION_DEFAULTS.iter().find(|(n, _)| *n == name)?;
     Some(*on && !(instance && ZEROED_IN_INSTANCES.contains(&name)))
 }
@@ -246,7 +246,7 @@ pub fn option_default(name: &str, instance: bool) -> Option<bool> {
 ///   joined by `,`, else `0x%x (%d)`; 8: `0x%llx (%lld)`; other sizes
 ///   `<INVALID-SIZE>`; a `__data_loc cpumask_t` `<INVALID-TYPE>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldsStyle {
+pub(crate) enum FieldsStyle {
     /// As above, every event but ftrace's: 6.12 to 6.15.
     Plain,
     /// Fields of `sizeof(long)` as `%pS (%lld)` (`%pS (%d)` on 32 bits) of
@@ -269,7 +269,7 @@ pub enum FieldsStyle {
 
 /// [`FieldsStyle`] of a kernel version; an unknown one gets the newest
 /// kernel's ([`NEWEST_RULES`]).
-pub fn fields_style(version: Option<(u32, u32)>) -> FieldsStyle {
+pub(crate) fn fields_style(version: Option<(u32, u32)>) -> FieldsStyle {
     match version.unwrap_or(NEWEST_RULES) {
         v if v >= USER_DATA_SINCE => FieldsStyle::SyscallsByFmt,
         v if v >= (6, 16) => FieldsStyle::Symbols,
@@ -280,18 +280,18 @@ pub fn fields_style(version: Option<(u32, u32)>) -> FieldsStyle {
 /// `is_ksym_addr()` stops before `_etext`, `_einittext` and `_end` from
 /// here on; before, an address equal to one of them was the kernel's too
 /// ([`crate::kallsyms::Kallsyms::set_kernel`]).
-pub const KSYM_END_EXCLUDED_SINCE: (u32, u32) = (5, 16);
+pub(crate) const KSYM_END_EXCLUDED_SINCE: (u32, u32) = (5, 16);
 
 /// The newest kernel version whose text these rules were checked against
 /// line for line (the sid boards' fixtures, 7.2.13). A newer kernel gets
 /// the rules of this one, and says so under `-v`
 /// ([`KernelProfile`]'s `Display`).
-pub const NEWEST_RULES: (u32, u32) = (7, 2);
+pub(crate) const NEWEST_RULES: (u32, u32) = (7, 2);
 
 /// The latency columns of the line prefix (`trace_print_lat_fmt()`,
 /// kernel/trace/trace_output.c), which no format file describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LatColumns {
+pub(crate) enum LatColumns {
     /// `d.h2`: irqs-off (`d`; `X` for an architecture without irq flags),
     /// need-resched (`N`, `n`, `p`), hard/softirq, then the whole preempt
     /// count as `%x` (two digits from 16 on) or `.`: kernels before 5.13
@@ -312,7 +312,7 @@ pub enum LatColumns {
 /// The latency columns of a kernel version and whether its events carry
 /// `common_preempt_lazy_count`; an unknown version gets those of today's
 /// kernels.
-pub fn lat_columns(version: Option<(u32, u32)>, lazy_count: bool) -> LatColumns {
+pub(crate) fn lat_columns(version: Option<(u32, u32)>, lazy_count: bool) -> LatColumns {
     match version {
         _ if lazy_count => LatColumns::RtLazy,
         Some(v) if v < (5, 13) => LatColumns::Four,
@@ -322,7 +322,7 @@ pub fn lat_columns(version: Option<(u32, u32)>, lazy_count: bool) -> LatColumns 
 
 /// The oldest release a trace can come from and the first it cannot (each
 /// `None` when unknown), as (major, minor).
-pub type Bracket = (Option<(u32, u32)>, Option<(u32, u32)>);
+pub(crate) type Bracket = (Option<(u32, u32)>, Option<(u32, u32)>);
 
 /// The traced kernel as far as the text of a trace depends on it: its
 /// version, and where that came from (`uname(2)`, a copy's `uname` file,
@@ -333,7 +333,7 @@ pub struct KernelProfile {
     pub version: Option<(u32, u32)>,
     /// Where the version was looked for, as a person reads it.
     pub source: String,
-    /// Inferred ([`infer`]), not read: the oldest release the trace can
+    /// Inferred (`infer`), not read: the oldest release the trace can
     /// come from and the first it cannot, as far as known; `version` is
     /// then the one whose text is used (the oldest, else the newest before).
     pub inferred: Option<Bracket>,
@@ -342,13 +342,13 @@ pub struct KernelProfile {
 impl KernelProfile {
     /// The profile of a `uname -a`, `/proc/version` or release text (`None`:
     /// nothing to read), found at `source`.
-    pub fn from_text(text: Option<&str>, source: String) -> KernelProfile {
+    pub(crate) fn from_text(text: Option<&str>, source: String) -> KernelProfile {
         KernelProfile { version: text.and_then(version_in), source, ..Default::default() }
     }
 
     /// The profile of a trace that does not name its kernel, from what
     /// [`infer`] found in it; `source` says where the clues were.
-    pub fn inferred(inf: &Inference, source: &str) -> KernelProfile {
+    pub(crate) fn inferred(inf: &Inference, source: &str) -> KernelProfile {
         // A bound alone still picks the text: the newest release before it.
         let version = inf.since.or_else(|| inf.before.map(|(ma, mi)| if mi > 0 { (ma, mi - 1) } else { (ma - 1, 99) }));
         let mut source = format!("inferred from {source}");
@@ -361,13 +361,13 @@ impl KernelProfile {
     }
 
     /// How the syscall tracer prints `sys_enter_*` arguments on this kernel.
-    pub fn syscall_style(&self) -> SyscallStyle {
+    pub(crate) fn syscall_style(&self) -> SyscallStyle {
         syscall_style(self.version)
     }
 
     /// The latency columns of the line prefix on this kernel; `lazy_count`:
     /// its events carry `common_preempt_lazy_count`.
-    pub fn lat_columns(&self, lazy_count: bool) -> LatColumns {
+    pub(crate) fn lat_columns(&self, lazy_count: bool) -> LatColumns {
         lat_columns(self.version, lazy_count)
     }
 }
@@ -411,13 +411,13 @@ impl fmt::Display for KernelProfile {
 /// release it can come from, the first it cannot, and the clues, as a person
 /// reads them. Empty when nothing told.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Inference {
+pub(crate) struct Inference {
     /// The oldest release the trace can come from.
-    pub since: Option<(u32, u32)>,
+    pub(crate) since: Option<(u32, u32)>,
     /// The first release it cannot come from.
-    pub before: Option<(u32, u32)>,
+    pub(crate) before: Option<(u32, u32)>,
     /// What told, as a person reads it.
-    pub clues: Vec<String>,
+    pub(crate) clues: Vec<String>,
 }
 
 /// ftrace's own events (`events/ftrace/*`, one per `FTRACE_ENTRY` of
@@ -448,7 +448,7 @@ const SCHED_SWITCH_STATES: (u32, u32) = (4, 14);
 /// sched_switch's print fmt, if it has the event. Only the tightest clue of
 /// each side is kept; a present event newer than a missing one (a vendor's
 /// backport) leaves the upper bound out.
-pub fn infer<'a>(
+pub(crate) fn infer<'a>(
     ftrace_events: impl IntoIterator<Item = &'a str>,
     sched_switch_fmt: Option<&str>,
     user_data: bool,
@@ -505,7 +505,7 @@ pub fn infer<'a>(
 
 /// The (major, minor) kernel version in a `uname -a` / `/proc/version` /
 /// release text: the first word that starts with `N.N`.
-pub fn version_in(text: &str) -> Option<(u32, u32)> {
+pub(crate) fn version_in(text: &str) -> Option<(u32, u32)> {
     text.split_whitespace().find_map(|w| {
         let mut it = w.split(|c: char| !c.is_ascii_digit());
         let major = it.next()?.parse().ok()?;

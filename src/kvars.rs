@@ -7,7 +7,7 @@
 /// `jiffies` now, from /proc/timer_list's `jiffies: N` lines. A print fmt
 /// that uses it (writeback's `age=`) is rendered by the kernel with the value
 /// at read time too; the compiler takes it once per run.
-pub fn jiffies_from_timer_list(text: &str) -> Option<u64> {
+pub(crate) fn jiffies_from_timer_list(text: &str) -> Option<u64> {
     text.lines().find_map(|l| l.strip_prefix("jiffies: ")?.trim().parse().ok())
 }
 
@@ -18,7 +18,7 @@ pub fn jiffies_from_timer_list(text: &str) -> Option<u64> {
 /// regions move together; Documentation/arch/x86/x86_64/mm.rst). Only
 /// 4-level paging is known for sure: a CPU with `la57` (in `cpuinfo`) may
 /// run 5-level, whose bases differ. `None` on other architectures.
-pub fn x86_64_unrandomized(name: &str, text: Option<u64>, cmdline: &str, cpuinfo: &str) -> Option<u64> {
+pub(crate) fn x86_64_unrandomized(name: &str, text: Option<u64>, cmdline: &str, cpuinfo: &str) -> Option<u64> {
     if !cfg!(target_arch = "x86_64") {
         return None;
     }

@@ -20,7 +20,7 @@
 //!
 //! The KASLR offset of 6.14 cannot be told from `_text` by its text alone,
 //! but an offset is small and `_text` is a kernel address: an offset is
-//! not used (no current offset is in the file), and [`LastBoot::skipped`]
+//! not used (no current offset is in the file), and `LastBoot::skipped`
 //! says so.
 //!
 //! Sans-IO: texts in, addresses out.
@@ -31,7 +31,7 @@ use alloc::vec::Vec;
 /// Where the previous boot had the kernel and its modules, and how far each
 /// moved since.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LastBoot {
+pub(crate) struct LastBoot {
     /// The previous boot's `_text` (6.15 on).
     text: Option<u64>,
     /// The kernel's move, as 6.12 states it.
@@ -44,9 +44,9 @@ pub struct LastBoot {
     /// out: its addresses name nothing now.
     modules: Vec<(u64, u64, u64)>,
     /// What the text held that is not used, for `-v`.
-    pub skipped: Vec<String>,
+    pub(crate) skipped: Vec<String>,
     /// Modules of the previous boot that are not loaded now.
-    pub gone: Vec<String>,
+    pub(crate) gone: Vec<String>,
 }
 
 /// Where module `name` is now, and its size: its line of `/proc/modules`
@@ -73,7 +73,7 @@ impl LastBoot {
     /// `INSTANCE:` before it, which is taken off here) and `modules` (the
     /// current `/proc/modules`) describe. `None`: the buffer is of this boot
     /// (`# Current`), or the text says nothing usable.
-    pub fn parse(info: &str, modules: &str) -> Option<LastBoot> {
+    pub(crate) fn parse(info: &str, modules: &str) -> Option<LastBoot> {
         // "NAME:" before the file's text (trace-record.c): the name has no
         // ':' and no white space, the text's first line has a tab or '#'.
         let info = match info.split_once(':') {
@@ -110,12 +110,12 @@ impl LastBoot {
     }
 
     /// Modules whose addresses move.
-    pub fn modules(&self) -> usize {
+    pub(crate) fn modules(&self) -> usize {
         self.modules.len()
     }
 
     /// How far the kernel moved, given the current boot's `_text`.
-    pub fn text_delta(&self, text_now: Option<u64>) -> Option<i64> {
+    pub(crate) fn text_delta(&self, text_now: Option<u64>) -> Option<i64> {
         self.text_delta.or_else(|| Some(text_now?.wrapping_sub(self.text?) as i64))
     }
 
@@ -124,14 +124,14 @@ impl LastBoot {
     /// their fields ([`crate::kernel::FieldsStyle`]). 6.12: a non-zero
     /// text or data delta (`print_trace_fmt()`, 6.12 trace.c); 6.15 on:
     /// `_text` now minus `_text` then (`setup_trace_scratch()`, 7.2).
-    pub fn moved(&self, text_now: Option<u64>) -> bool {
+    pub(crate) fn moved(&self, text_now: Option<u64>) -> bool {
         self.data_delta != 0 || self.text_delta(text_now).is_some_and(|d| d != 0)
     }
 
     /// `addr` of the previous boot as an address of this one: inside a
     /// module it had then, moved with that module; else moved with the
     /// kernel (`text_now`: the current `_text`); else unchanged.
-    pub fn adjust(&self, addr: u64, text_now: Option<u64>) -> u64 {
+    pub(crate) fn adjust(&self, addr: u64, text_now: Option<u64>) -> u64 {
         self.adjust_if(addr, text_now, &|_| true)
     }
 
@@ -139,7 +139,7 @@ impl LastBoot {
     /// take outside this boot's kernel image (`in_kernel` says no) stays
     /// as it was: `trace_adjust_address()` (7.2 trace.c), which the field
     /// printer applies to any value ([`crate::kernel::FieldsStyle::Symbols`]).
-    pub fn adjust_if(&self, addr: u64, text_now: Option<u64>, in_kernel: &dyn Fn(u64) -> bool) -> u64 {
+    pub(crate) fn adjust_if(&self, addr: u64, text_now: Option<u64>, in_kernel: &dyn Fn(u64) -> bool) -> u64 {
         let i = self.modules.partition_point(|m| m.0 <= addr);
         if let Some(&(then, now, size)) = i.checked_sub(1).and_then(|i| self.modules.get(i)) {
             if addr - then < size.max(1) {
@@ -159,7 +159,7 @@ impl LastBoot {
 /// `update_last_data()`); from 6.14 `# Current` says they are this boot's,
 /// and `[kernel]` is read until tracing starts (also after a cold start:
 /// 7.2 then shows `0\t[kernel]` over an empty buffer).
-pub fn whose(info: &str, entries: u64) -> &'static str {
+pub(crate) fn whose(info: &str, entries: u64) -> &'static str {
     if entries == 0 {
         "empty"
     } else if info.starts_with('#') {

@@ -10,8 +10,15 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+// A configuration without some applets (minimal, the no_std core alone)
+// leaves what only those applets use unused: the linker drops it. The
+// host build still warns.
+#![cfg_attr(not(feature = "host"), allow(dead_code, unused_imports))]
 
 extern crate alloc;
+// The applets (applets/, compiled in the library so that what they use of
+// the core need not be public) name the crate `trbox::`, as a user would.
+extern crate self as trbox;
 
 pub mod abi;
 pub mod boot;
@@ -56,3 +63,12 @@ pub use trace::Trace;
 
 #[cfg(feature = "std")]
 pub mod sys;
+
+#[cfg(feature = "std")]
+#[path = "../applets/mod.rs"]
+mod applets;
+/// The `trbox` binary's entry point (applets/main.rs): not part of the
+/// library's API.
+#[cfg(feature = "std")]
+#[doc(hidden)]
+pub use applets::main as applets_main;

@@ -2,18 +2,18 @@
 //!
 //! Order: by timestamp; ties go to the lower stream index (the CPU; for
 //! several buffers of a trace.dat, the streams are ordered by buffer, then
-//! CPU); each stream's own order is kept. The merge is a scheduler over [`CpuStream`]s — it only peeks at
+//! CPU); each stream's own order is kept. The merge is a scheduler over `CpuStream`s — it only peeks at
 //! timestamps and says which CPU goes next — so streams can hand out records
 //! that borrow their own page buffers (zero-copy), and can say
-//! [`Peek::Pending`] ("no data right now", e.g. EAGAIN on a live
+//! `Peek::Pending` ("no data right now", e.g. EAGAIN on a live
 //! `trace_pipe_raw`). A pending CPU holds back every record that might sort
-//! after its next one; [`Merger::next_ready`] ignores pending CPUs instead
+//! after its next one; `Merger::next_ready` ignores pending CPUs instead
 //! (for follow mode after a poll timeout).
 //!
 //! For owned items from plain iterators, [`merge`] gives an `Iterator` of
 //! `(cpu, item)`.
 //!
-//! Selection is a linear scan for up to [`SCAN_MAX`] CPUs (fastest for the
+//! Selection is a linear scan for up to `SCAN_MAX` CPUs (fastest for the
 //! small counts of embedded boards) and a binary heap above that.
 
 use crate::page::{PageItem, Record};
@@ -22,7 +22,7 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 
 /// Up to this many CPUs the merge scans; above, it uses a heap.
-pub const SCAN_MAX: usize = 16;
+pub(crate) const SCAN_MAX: usize = 16;
 
 /// Something with a timestamp to merge by.
 pub trait Timestamped {
@@ -63,7 +63,7 @@ impl<T: Timestamped> Timestamped for &T {
 
 /// What a stream's head looks like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Peek {
+pub(crate) enum Peek {
     /// The next item has this timestamp.
     Ready(u64),
     /// No item available now; more may come.
@@ -73,7 +73,7 @@ pub enum Peek {
 }
 
 /// One CPU's stream, as the merge sees it.
-pub trait CpuStream {
+pub(crate) trait CpuStream {
     /// The timestamp of the next item, without consuming it. Called again
     /// after the caller consumed the item the merge pointed at, and on every
     /// [`Merger::next`] while the stream is pending.
@@ -82,7 +82,7 @@ pub trait CpuStream {
 
 /// The merge's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pick {
+pub(crate) enum Pick {
     /// Consume exactly one item from this CPU's stream, then ask again.
     Cpu(usize),
     /// This CPU is pending and might have an earlier item: feed it (or use
@@ -103,7 +103,7 @@ enum St {
 
 /// The merge state for a fixed number of CPU streams.
 #[derive(Debug, Clone)]
-pub struct Merger {
+pub(crate) struct Merger {
     st: Vec<St>,
     /// Scan mode: the head timestamp of each Ready CPU, `u64::MAX` for the
     /// others (a Ready head at `u64::MAX` is found by a slow path).
@@ -124,12 +124,12 @@ pub struct Merger {
 impl Merger {
     /// A merge over `ncpu` streams (the slice passed to [`Merger::next`] is
     /// indexed by CPU; it must have this length).
-    pub fn new(ncpu: usize) -> Merger {
+    pub(crate) fn new(ncpu: usize) -> Merger {
         Merger::with_mode(ncpu, ncpu > SCAN_MAX)
     }
 
     /// Choose the heap (`true`) or the linear scan explicitly (benchmarks).
-    pub fn with_mode(ncpu: usize, heap: bool) -> Merger {
+    pub(crate) fn with_mode(ncpu: usize, heap: bool) -> Merger {
         let ncpu = ncpu.min(u32::MAX as usize);
         Merger {
             st: alloc::vec![St::Unknown; ncpu],
@@ -143,14 +143,9 @@ impl Merger {
         }
     }
 
-    /// How many streams it merges.
-    pub fn ncpu(&self) -> usize {
-        self.st.len()
-    }
-
     /// Which CPU's item comes next; strict: waits on pending CPUs.
     #[inline]
-    pub fn next<S: CpuStream>(&mut self, streams: &mut [S]) -> Pick {
+    pub(crate) fn next<S: CpuStream>(&mut self, streams: &mut [S]) -> Pick {
         self.step(streams, true)
     }
 
@@ -158,12 +153,13 @@ impl Merger {
     /// available head goes next. `End` only when every stream ended;
     /// `Pending(c)` when nothing is available at all.
     #[inline]
-    pub fn next_ready<S: CpuStream>(&mut self, streams: &mut [S]) -> Pick {
+    pub(crate) fn next_ready<S: CpuStream>(&mut self, streams: &mut [S]) -> Pick {
         self.step(streams, false)
     }
 
     /// Forget a CPU (its stream is gone): it no longer holds back others.
-    pub fn close(&mut self, cpu: usize) {
+    #[cfg(test)]
+    pub(crate) fn close(&mut self, cpu: usize) {
         let Some(s) = self.st.get_mut(cpu) else { return };
         *s = St::End;
         if let Some(k) = self.keys.get_mut(cpu) {
@@ -287,7 +283,7 @@ fn set<T>(v: &mut [T], i: usize, x: T) {
 }
 
 /// An iterator as a [`CpuStream`], holding its head item.
-pub struct IterStream<I: Iterator> {
+pub(crate) struct IterStream<I: Iterator> {
     it: I,
     head: Option<I::Item>,
 }
@@ -297,12 +293,12 @@ where
     I::Item: Timestamped,
 {
     /// The items of `it`, in their order (already by time).
-    pub fn new(it: I) -> Self {
+    pub(crate) fn new(it: I) -> Self {
         IterStream { it, head: None }
     }
 
     /// The head item (the one the merge pointed at).
-    pub fn take(&mut self) -> Option<I::Item> {
+    pub(crate) fn take(&mut self) -> Option<I::Item> {
         self.head.take().or_else(|| self.it.next())
     }
 }

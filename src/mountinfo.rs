@@ -9,26 +9,26 @@ use alloc::vec::Vec;
 
 /// One line of mountinfo, with the fields trbox needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
+pub(crate) struct Mount {
     /// Path inside the filesystem that is mounted here (`/` unless a bind mount
     /// of a subdirectory).
-    pub root: String,
+    pub(crate) root: String,
     /// Where it is mounted, octal escapes (`\040`…) decoded.
-    pub mount_point: String,
+    pub(crate) mount_point: String,
     pub(crate) fstype: String,
     pub(crate) source: String,
 }
 
 /// Why a mountinfo line was not understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParseError {
+pub(crate) enum ParseError {
     /// Fewer than the mandatory fields, or no ` - ` separator.
     MissingField,
 }
 
 /// Decode the kernel's `\ooo` octal escapes (space, tab, newline, backslash).
 /// An escape that is not three octal digits is kept as written.
-pub fn unescape(s: &str) -> String {
+pub(crate) fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -51,7 +51,7 @@ pub fn unescape(s: &str) -> String {
 }
 
 /// Parse one mountinfo line.
-pub fn parse_line(line: &str) -> Result<Mount, ParseError> {
+pub(crate) fn parse_line(line: &str) -> Result<Mount, ParseError> {
     let mut it = line.split(' ');
     // mount id, parent id, major:minor
     for _ in 0..3 {
@@ -80,13 +80,13 @@ pub fn parse_line(line: &str) -> Result<Mount, ParseError> {
 
 /// Every line that parses; malformed lines are skipped (a kernel that adds
 /// fields must not make trbox blind).
-pub fn parse(text: &str) -> Vec<Mount> {
+pub(crate) fn parse(text: &str) -> Vec<Mount> {
     text.lines().filter_map(|l| parse_line(l).ok()).collect()
 }
 
 /// Which kind of mount a candidate came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Tracefs,
     /// debugfs with the tracing directory below it (kernels before 4.1, or
     /// systems that only mount debugfs).
@@ -95,7 +95,7 @@ pub enum Kind {
 
 /// A directory that should be a tracing root.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub(crate) path: String,
     pub(crate) kind: Kind,
 }
@@ -119,7 +119,7 @@ fn join(dir: &str, sub: &str) -> String {
 /// /sys/kernel/tracing, other whole-tracefs mounts, then debugfs + `/tracing`.
 /// Mounts hidden by a later mount on the same point (or on a parent) and bind
 /// mounts of some other subdirectory are left out.
-pub fn tracefs_candidates(text: &str) -> Vec<Candidate> {
+pub(crate) fn tracefs_candidates(text: &str) -> Vec<Candidate> {
     let mounts = parse(text);
     let mut out: Vec<(u8, Candidate)> = Vec::new();
     for (i, m) in mounts.iter().enumerate() {

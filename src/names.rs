@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 
 /// Shell-style glob match with `*` and `?` (what `set_event` and
 /// `available_events` users type).
-pub fn glob_match(pat: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pat: &str, text: &str) -> bool {
     let (p, t) = (pat.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
@@ -33,7 +33,7 @@ pub fn glob_match(pat: &str, text: &str) -> bool {
 }
 
 /// Edit distance (insert, delete, substitute), for "did you mean".
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -49,7 +49,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The names closest to `wanted` (at most `n`, close enough to be a typo),
 /// best first. Matching on the part after `:` counts too.
-pub fn closest<'a>(wanted: &str, mut names: impl Iterator<Item = &'a str>, n: usize) -> Vec<&'a str> {
+pub(crate) fn closest<'a>(wanted: &str, mut names: impl Iterator<Item = &'a str>, n: usize) -> Vec<&'a str> {
     closest_of(wanted, &mut names, n)
 }
 

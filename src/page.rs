@@ -27,11 +27,11 @@ use crate::abi::Endian;
 use crate::format::HeaderPage;
 
 /// Valid data length bits of the commit word.
-pub const COMMIT_MASK: u32 = (1 << 27) - 1;
+pub(crate) const COMMIT_MASK: u32 = (1 << 27) - 1;
 /// Commit-word flag: events were lost between the previous page and this one.
 pub const RB_MISSED_EVENTS: u32 = 1 << 31;
 /// Commit-word flag: the lost-event count is stored after the data.
-pub const RB_MISSED_STORED: u32 = 1 << 30;
+pub(crate) const RB_MISSED_STORED: u32 = 1 << 30;
 
 const TYPE_PADDING: u32 = 29;
 const TYPE_TIME_EXTEND: u32 = 30;
@@ -46,7 +46,7 @@ pub struct PageLayout {
     pub(crate) ts_offset: usize,
     pub(crate) commit_offset: usize,
     /// 4 or 8: the kernel's `long` size (also the stored lost-count size).
-    pub commit_size: usize,
+    pub(crate) commit_size: usize,
     pub(crate) data_offset: usize,
     /// Maximum data bytes (sub-buffer size − data offset).
     pub data_size: usize,
@@ -98,7 +98,7 @@ pub enum Missed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageError {
     /// Byte offset in the page (from its first byte) where it went wrong.
-    pub offset: u32,
+    pub(crate) offset: u32,
     /// What was wrong there.
     pub kind: PageErrorKind,
 }
@@ -177,20 +177,20 @@ pub enum PageItem<'a> {
 /// Where a walk stopped, to resume it later on the same page bytes without
 /// keeping a borrow (see [`Page::records_at`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     /// Offset in the data area.
-    pub pos: u32,
+    pub(crate) pos: u32,
     /// Running timestamp.
-    pub ts: u64,
+    pub(crate) ts: u64,
     /// The Lost item (if any) was already yielded.
-    pub lost_done: bool,
+    pub(crate) lost_done: bool,
 }
 
 /// A parsed sub-buffer header with a borrow of its data.
 #[derive(Debug, Clone, Copy)]
 pub struct Page<'a> {
     /// The page timestamp (time of the first event's delta base).
-    pub timestamp: u64,
+    pub(crate) timestamp: u64,
     /// The committed data length in bytes.
     pub len: u32,
     /// Events lost before this page, from the commit word's flags.
@@ -247,13 +247,9 @@ impl<'a> Page<'a> {
     }
 
     /// The committed event bytes (shorter than `len` if truncated).
-    pub fn data(&self) -> &'a [u8] {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn data(&self) -> &'a [u8] {
         self.data
-    }
-
-    /// The bytes ended before the committed length.
-    pub fn is_truncated(&self) -> bool {
-        self.truncated
     }
 
     /// Walk the page: a [`PageItem::Lost`] first if the page says events were
@@ -263,7 +259,8 @@ impl<'a> Page<'a> {
     }
 
     /// Resume a walk where [`Items::cursor`] / [`Records::cursor`] left it.
-    pub fn items_at(&self, c: Cursor) -> Items<'a> {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn items_at(&self, c: Cursor) -> Items<'a> {
         Items { rec: self.records_at(c), lost: if c.lost_done { None } else { self.lost_item() } }
     }
 
@@ -282,7 +279,7 @@ impl<'a> Page<'a> {
 
     /// The walk from a cursor without the borrow of the page bytes (see
     /// [`Walk`]), and where the committed data is in those bytes.
-    pub fn walk_at(&self, c: Cursor) -> (Walk, core::ops::Range<usize>) {
+    pub(crate) fn walk_at(&self, c: Cursor) -> (Walk, core::ops::Range<usize>) {
         let start = self.data_offset as usize;
         let w = Walk {
             pos: c.pos as usize,
@@ -299,7 +296,7 @@ impl<'a> Page<'a> {
     }
 
     /// Resume a record walk at a cursor.
-    pub fn records_at(&self, c: Cursor) -> Records<'a> {
+    pub(crate) fn records_at(&self, c: Cursor) -> Records<'a> {
         Records { data: self.data, w: self.walk_at(c).0 }
     }
 }
@@ -321,7 +318,7 @@ pub struct Records<'a> {
 /// from the page's time stamp to, when the reader knows it
 /// ([`Walk::until`]), the next page's of the same CPU.
 #[derive(Debug, Clone, Copy)]
-pub struct Walk {
+pub(crate) struct Walk {
     pos: usize,
     ts: u64,
     truncated: bool,
@@ -353,18 +350,15 @@ impl Default for Walk {
 
 impl<'a> Records<'a> {
     /// Where the walk is (for [`Page::records_at`]).
-    pub fn cursor(&self) -> Cursor {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn cursor(&self) -> Cursor {
         Cursor { pos: u32::try_from(self.w.pos).unwrap_or(u32::MAX), ts: self.w.ts, lost_done: true }
     }
 
     /// Discarded events (padding with a non-zero delta) skipped so far.
-    pub fn discarded(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn discarded(&self) -> u32 {
         self.w.discarded
-    }
-
-    /// The running timestamp (that of the last record or time stamp seen).
-    pub fn timestamp(&self) -> u64 {
-        self.w.ts
     }
 }
 
@@ -381,7 +375,7 @@ impl Walk {
     /// The same walk, its records no later than `next_page`, the time
     /// stamp of the next page of the same CPU (a page without data does
     /// not count: its stamp is not of a write).
-    pub fn until(self, next_page: u64) -> Walk {
+    pub(crate) fn until(self, next_page: u64) -> Walk {
         Walk { last: next_page, ..self }
     }
 
@@ -402,7 +396,7 @@ impl Walk {
 
     /// The next record in `data`, the page's committed data (the range
     /// [`Page::walk_at`] gave, of the same bytes).
-    pub fn next<'a>(&mut self, data: &'a [u8]) -> Option<Result<Record<'a>, PageError>> {
+    pub(crate) fn next<'a>(&mut self, data: &'a [u8]) -> Option<Result<Record<'a>, PageError>> {
         if self.done {
             return None;
         }
@@ -508,13 +502,9 @@ pub struct Items<'a> {
 impl<'a> Items<'a> {
     /// Where the walk is, the lost-events marker included (for
     /// [`Page::items_at`], to resume a page after a pause).
-    pub fn cursor(&self) -> Cursor {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn cursor(&self) -> Cursor {
         Cursor { lost_done: self.lost.is_none(), ..self.rec.cursor() }
-    }
-
-    /// Discarded events (padding with a non-zero delta) skipped so far.
-    pub fn discarded(&self) -> u32 {
-        self.rec.discarded()
     }
 }
 
@@ -548,7 +538,7 @@ pub fn decode<'a>(bytes: &'a [u8], layout: &PageLayout, endian: Endian) -> Resul
 /// When `stamp` and `next` disagree, the one out of order with the
 /// records before is taken for the damaged one: the next page then fails
 /// this check in its turn, and this one is read without an end.
-pub fn time_range_end(before: u64, stamp: u64, next: Option<u64>) -> Option<u64> {
+pub(crate) fn time_range_end(before: u64, stamp: u64, next: Option<u64>) -> Option<u64> {
     if stamp < before {
         return None;
     }
@@ -561,7 +551,7 @@ pub fn time_range_end(before: u64, stamp: u64, next: Option<u64>) -> Option<u64>
 
 /// The byte order of a copied tree's raw pages: the one under which a page
 /// header makes sense (live data is always native).
-pub fn guess_endian(layout: &PageLayout, page: &[u8]) -> Option<Endian> {
+pub(crate) fn guess_endian(layout: &PageLayout, page: &[u8]) -> Option<Endian> {
     let ok = |e| Page::parse(page, layout, e).map(|p| p.len > 0).unwrap_or(false);
     match (ok(Endian::Little), ok(Endian::Big)) {
         (true, false) => Some(Endian::Little),

@@ -63,14 +63,14 @@ fn key(out: &mut Vec<u8>, field: u32, wire: u32) {
 /// An integer field (int32, int64, uint32, uint64: the same varint; a
 /// negative int32 takes ten bytes, as protobuf says).
 #[inline]
-pub fn put_int(out: &mut Vec<u8>, field: u32, v: u64) {
+pub(crate) fn put_int(out: &mut Vec<u8>, field: u32, v: u64) {
     key(out, field, VARINT);
     varint(out, v);
 }
 
 /// A string, bytes or embedded message field.
 #[inline]
-pub fn put_bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
     key(out, field, LEN);
     varint(out, b.len() as u64);
     out.extend_from_slice(b);
@@ -92,33 +92,33 @@ fn put_str(out: &mut Vec<u8>, field: u32, b: &[u8]) {
 
 /// `FtraceEvent` fields.
 mod ev {
-    pub const TIMESTAMP: u32 = 1;
-    pub const PID: u32 = 2;
-    pub const GENERIC: u32 = 327;
+    pub(crate) const TIMESTAMP: u32 = 1;
+    pub(crate) const PID: u32 = 2;
+    pub(crate) const GENERIC: u32 = 327;
     /// The first field number of the events described in the bundle
     /// (traced_probes' kGenericEvtProtoMinPbFieldId).
-    pub const FIRST_DESCRIBED: u32 = 65536;
+    pub(crate) const FIRST_DESCRIBED: u32 = 65536;
 }
 
 /// `FtraceEventBundle` fields.
 mod bundle {
-    pub const CPU: u32 = 1;
-    pub const EVENT: u32 = 2;
-    pub const LOST_EVENTS: u32 = 3;
-    pub const COMPACT_SCHED: u32 = 4;
-    pub const GENERIC_EVENT_DESCRIPTORS: u32 = 11;
+    pub(crate) const CPU: u32 = 1;
+    pub(crate) const EVENT: u32 = 2;
+    pub(crate) const LOST_EVENTS: u32 = 3;
+    pub(crate) const COMPACT_SCHED: u32 = 4;
+    pub(crate) const GENERIC_EVENT_DESCRIPTORS: u32 = 11;
 }
 
 /// `TracePacket` fields and sequence flags.
 mod packet {
-    pub const FTRACE_EVENTS: u32 = 1;
-    pub const PROCESS_TREE: u32 = 2;
-    pub const TRUSTED_PACKET_SEQUENCE_ID: u32 = 10;
-    pub const INTERNED_DATA: u32 = 12;
-    pub const SEQUENCE_FLAGS: u32 = 13;
-    pub const SYSTEM_INFO: u32 = 45;
-    pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
-    pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+    pub(crate) const FTRACE_EVENTS: u32 = 1;
+    pub(crate) const PROCESS_TREE: u32 = 2;
+    pub(crate) const TRUSTED_PACKET_SEQUENCE_ID: u32 = 10;
+    pub(crate) const INTERNED_DATA: u32 = 12;
+    pub(crate) const SEQUENCE_FLAGS: u32 = 13;
+    pub(crate) const SYSTEM_INFO: u32 = 45;
+    pub(crate) const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+    pub(crate) const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 }
 
 /// How a field is copied: an integer, a string, a kernel address as the
@@ -306,7 +306,7 @@ enum Compact {
 
 /// How one event format becomes an `FtraceEvent` payload.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The FtraceEvent field: a typed message's, or 65536 + n for the
     /// n-th described event.
     field: u32,
@@ -604,7 +604,7 @@ impl Lane {
 /// written out as a packet when it fills; [`TraceBuilder::take`] hands
 /// over what is written; [`TraceBuilder::finish`] the rest, with the
 /// thread names and the system info.
-pub struct TraceBuilder {
+pub(crate) struct TraceBuilder {
     out: Vec<u8>,
     lanes: Vec<Lane>,
     /// Lane index by (buffer, CPU).
@@ -616,9 +616,9 @@ pub struct TraceBuilder {
     payload: Vec<u8>,
     one: Vec<u8>,
     syms: Symbols,
-    pub events: u64,
+    pub(crate) events: u64,
     /// sched_switch and sched_waking events written in compact form.
-    pub compact: u64,
+    pub(crate) compact: u64,
     /// Whether the compact form may be used: not when several buffers
     /// have the same CPUs (a bundle names its CPU, not its buffer, so the
     /// reader could not tell whose switch put which task there).
@@ -635,7 +635,7 @@ impl Default for TraceBuilder {
 }
 
 impl TraceBuilder {
-    pub fn new() -> TraceBuilder {
+    pub(crate) fn new() -> TraceBuilder {
         let mut out = Vec::new();
         // The first packet starts the sequence's incremental state.
         let mut p = Vec::new();
@@ -659,18 +659,18 @@ impl TraceBuilder {
     }
 
     /// Records of several buffers come: write every event whole.
-    pub fn several_buffers(&mut self) {
+    pub(crate) fn several_buffers(&mut self) {
         self.compact_ok = false;
     }
 
     /// The bytes written so far (whole packets), handed over: the caller
     /// writes them out and the builder holds no more.
-    pub fn take(&mut self) -> Vec<u8> {
+    pub(crate) fn take(&mut self) -> Vec<u8> {
         core::mem::take(&mut self.out)
     }
 
     /// How many bytes wait to be taken.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.out.len()
     }
 
@@ -685,7 +685,7 @@ impl TraceBuilder {
     }
 
     /// Events were lost on this CPU before what follows.
-    pub fn lost(&mut self, buffer: u32, cpu: u32) {
+    pub(crate) fn lost(&mut self, buffer: u32, cpu: u32) {
         let l = self.lane(buffer, cpu);
         self.flush(l);
         let lane = &mut self.lanes[l];
@@ -696,7 +696,7 @@ impl TraceBuilder {
     /// One event: `rec` is the record payload (from `common_type` on);
     /// `symbol` names a kernel address (funcgraph's functions).
     #[allow(clippy::too_many_arguments)]
-    pub fn event(
+    pub(crate) fn event(
         &mut self,
         f: &EventFormat,
         buffer: u32,
@@ -843,7 +843,7 @@ impl TraceBuilder {
     /// The rest of the trace's bytes: the bundles not written yet, the
     /// thread names (`(tid, comm)`) and the kernel (`uname`: "sysname
     /// nodename release version… machine").
-    pub fn finish(mut self, threads: &[(i32, &str)], uname: Option<&str>) -> Vec<u8> {
+    pub(crate) fn finish(mut self, threads: &[(i32, &str)], uname: Option<&str>) -> Vec<u8> {
         for l in 0..self.lanes.len() {
             self.flush(l);
         }

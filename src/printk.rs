@@ -88,7 +88,8 @@ impl PrintkFormats {
     }
 
     /// All entries, in address order.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
         self.entries.iter().map(|&(a, o, l)| (a, self.blob.get(o as usize..(o + l) as usize).unwrap_or("")))
     }
 }

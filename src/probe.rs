@@ -8,13 +8,13 @@ use alloc::string::String;
 use core::fmt;
 
 /// The group of probes trbox names itself.
-pub const GROUP: &str = "trbox";
+pub(crate) const GROUP: &str = "trbox";
 
 /// Which probe: the two differ in what a place is and in the file under
 /// tracefs that defines them (`dynamic_events` takes both; kprobe_events
 /// and uprobe_events on older kernels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A kernel function or address (kernel/trace/trace_kprobe.c).
     Kprobe,
     /// An offset in an executable file (kernel/trace/trace_uprobe.c).
@@ -25,25 +25,25 @@ pub enum Kind {
 /// address, the uprobe's `PATH:SYMBOL[+OFF]`, without `%return` (that
 /// became `ret`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Def<'a> {
+pub(crate) struct Def<'a> {
     pub(crate) kind: Kind,
     pub(crate) ret: bool,
     /// A kretprobe's `maxactive` (the digits of `r10:`), or empty.
-    pub maxactive: &'a str,
+    pub(crate) maxactive: &'a str,
     /// The `GROUP/` given; `None`: [`GROUP`].
-    pub group: Option<&'a str>,
+    pub(crate) group: Option<&'a str>,
     /// The `EVENT` name given; `None`: one is made from the place.
-    pub event: Option<&'a str>,
+    pub(crate) event: Option<&'a str>,
     /// Where the probe goes (see above).
-    pub place: &'a str,
+    pub(crate) place: &'a str,
     /// Fetch arguments, as given.
-    pub args: &'a str,
+    pub(crate) args: &'a str,
 }
 
 /// Why a definition was refused before the kernel saw it; `Display`
 /// says it as one line for a usage error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DefError {
+pub(crate) enum DefError {
     /// Nothing but white space.
     Empty,
     /// `-:NAME` removes an event; not a probe.
@@ -93,7 +93,7 @@ fn prefix(tok: &str) -> Option<(bool, &str, Option<&str>)> {
 impl<'a> Def<'a> {
     /// Parse `text` given to the option for `kind`; `ret` for
     /// `--kretprobe` / `--uretprobe`.
-    pub fn parse(kind: Kind, ret: bool, text: &'a str) -> Result<Self, DefError> {
+    pub(crate) fn parse(kind: Kind, ret: bool, text: &'a str) -> Result<Self, DefError> {
         let t = text.trim();
         let (first, rest) = match t.split_once(char::is_whitespace) {
             Some((f, r)) => (f, r.trim_start()),
@@ -145,14 +145,14 @@ impl<'a> Def<'a> {
     }
 
     /// A uprobe's (PATH, SYMBOL[+OFF]).
-    pub fn uprobe_target(&self) -> Option<(&'a str, &'a str)> {
+    pub(crate) fn uprobe_target(&self) -> Option<(&'a str, &'a str)> {
         self.place.rsplit_once(':')
     }
 
     /// The event name when none was given: the function (`do_sys_openat2`,
     /// `main_0x10` for `main+0x10`; the file's name for a bare offset),
     /// `_ret` added for a return probe; only characters the kernel takes.
-    pub fn default_name(&self) -> String {
+    pub(crate) fn default_name(&self) -> String {
         let what = match self.kind {
             Kind::Kprobe => self.place.rsplit(':').next().unwrap_or(self.place),
             Kind::Uprobe => {
@@ -172,7 +172,7 @@ impl<'a> Def<'a> {
     /// The line for `dynamic_events` (or `kprobe_events` / `uprobe_events`),
     /// with `place` as the kernel will get it (a uprobe's resolved
     /// `PATH:0xOFFSET`).
-    pub fn line(&self, group: &str, event: &str, place: &str) -> String {
+    pub(crate) fn line(&self, group: &str, event: &str, place: &str) -> String {
         let mut s = alloc::format!("{}{}:{group}/{event} {place}", if self.ret { 'r' } else { 'p' }, self.maxactive);
         if !self.args.is_empty() {
             s.push(' ');

@@ -54,7 +54,7 @@ pub enum ProblemKind {
 
 impl ProblemKind {
     /// Every kind, in the order counts are shown.
-    pub const ALL: [ProblemKind; 12] = [
+    pub(crate) const ALL: [ProblemKind; 12] = [
         ProblemKind::BadFormat,
         ProblemKind::BadSection,
         ProblemKind::CutOff,
@@ -71,7 +71,7 @@ impl ProblemKind {
 
     /// The kind's name in counts (`--stats`, `--json`): snake case, as
     /// Perfetto names its stats.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ProblemKind::BadFormat => "bad_format",
             ProblemKind::BadSection => "bad_section",
@@ -103,9 +103,9 @@ impl fmt::Display for ProblemKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     /// Its kind (what is counted).
-    pub kind: ProblemKind,
+    pub(crate) kind: ProblemKind,
     /// What a person is told.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for Problem {
@@ -131,7 +131,7 @@ impl Problems {
     /// Count one problem of `kind`, told as `message`. Not inlined (as
     /// the next): one copy, not one per call site.
     #[inline(never)]
-    pub fn add(&mut self, kind: ProblemKind, message: impl Into<String>) {
+    pub(crate) fn add(&mut self, kind: ProblemKind, message: impl Into<String>) {
         if let Some(c) = self.counts.get_mut(kind.index()) {
             *c += 1;
         }
@@ -141,7 +141,7 @@ impl Problems {
     /// Count `n` problems of `kind`, told once as `message` (`3 malformed
     /// frames left out`).
     #[inline(never)]
-    pub fn add_counted(&mut self, kind: ProblemKind, n: u64, message: impl Into<String>) {
+    pub(crate) fn add_counted(&mut self, kind: ProblemKind, n: u64, message: impl Into<String>) {
         if let Some(c) = self.counts.get_mut(kind.index()) {
             *c += n;
         }
@@ -171,7 +171,7 @@ impl Problems {
         self.total() == 0
     }
 
-    /// The kinds met and their counts, in [`ProblemKind::ALL`]'s order.
+    /// The kinds met and their counts, in `ProblemKind::ALL`'s order.
     pub fn counts(&self) -> impl Iterator<Item = (ProblemKind, u64)> + '_ {
         ProblemKind::ALL.into_iter().map(|k| (k, self.count(k))).filter(|(_, n)| *n > 0)
     }

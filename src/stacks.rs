@@ -61,16 +61,16 @@ impl Origin {
 
 /// One distinct stack and how often it was seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StackRow {
+pub(crate) struct StackRow {
     /// `sys:event`, the traced function's name, or `?`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// Innermost frame first, as the kernel prints them.
-    pub frames: Vec<String>,
+    pub(crate) frames: Vec<String>,
     pub(crate) count: u64,
 }
 
 /// Counts stacks from a stream of records in merged order.
-pub struct StackCounts {
+pub(crate) struct StackCounts {
     endian: Endian,
     long: usize,
     /// kernel_stack: (id, caller offset, size field).
@@ -88,7 +88,7 @@ impl StackCounts {
     /// Finds the `ftrace:kernel_stack` and `ftrace:function` events and
     /// their fields in `events`; `abi` gives the byte order and the size
     /// of an address.
-    pub fn new(events: &EventTable, abi: Abi) -> Self {
+    pub(crate) fn new(events: &EventTable, abi: Abi) -> Self {
         let mut s = StackCounts {
             endian: abi.endian,
             long: abi.long_size as usize,
@@ -115,13 +115,8 @@ impl StackCounts {
         s
     }
 
-    /// Does the table have the `kernel_stack` event at all?
-    pub fn present(&self) -> bool {
-        self.stack.is_some()
-    }
-
     /// Feed one record of `cpu` (any event).
-    pub fn record(&mut self, events: &EventTable, cpu: u32, payload: &[u8]) {
+    pub(crate) fn record(&mut self, events: &EventTable, cpu: u32, payload: &[u8]) {
         let e = self.endian;
         let Some(id) = events.record_id(payload, e) else { return };
         match self.stack {
@@ -151,7 +146,7 @@ impl StackCounts {
     }
 
     /// Events were lost on `cpu`: the next stack's origin is unknown.
-    pub fn lost(&mut self, cpu: u32) {
+    pub(crate) fn lost(&mut self, cpu: u32) {
         self.take_last(cpu);
     }
 
@@ -171,13 +166,14 @@ impl StackCounts {
     }
 
     /// Stacks seen.
-    pub fn total(&self) -> u64 {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn total(&self) -> u64 {
         self.total
     }
 
     /// Distinct stacks by symbol names (`events` names the events), most
     /// frequent first (ties: by origin, then frames).
-    pub fn rows(&self, events: &EventTable, syms: Option<&dyn SymbolLookup>) -> Vec<StackRow> {
+    pub(crate) fn rows(&self, events: &EventTable, syms: Option<&dyn SymbolLookup>) -> Vec<StackRow> {
         // Merged under one key text, origin and frames on lines of their own.
         let mut m = StrMap::new();
         for (k, n) in self.counts.iter() {
@@ -215,7 +211,7 @@ impl StackCounts {
 
 /// The table: each distinct stack with its count, most frequent first (as
 /// [`StackCounts::rows`] gives them), then a summary line.
-pub fn write_table<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Result {
+pub(crate) fn write_table<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Result {
     for r in rows {
         writeln!(w, "{:>8}  {}", r.count, r.origin)?;
         for f in &r.frames {
@@ -229,7 +225,7 @@ pub fn write_table<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Resu
 
 /// Folded lines, outermost frame first and the origin last, one per
 /// distinct line (sorted), weighted by count.
-pub fn write_folded<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Result {
+pub(crate) fn write_folded<W: Write + ?Sized>(w: &mut W, rows: &[StackRow]) -> fmt::Result {
     let mut m = StrMap::new();
     for r in rows {
         let mut line = String::new();

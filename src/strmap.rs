@@ -60,7 +60,7 @@ impl StrMap {
     }
 
     /// The value of `key`, inserted as `default` when absent.
-    pub fn entry(&mut self, key: &str, default: u64) -> &mut u64 {
+    pub(crate) fn entry(&mut self, key: &str, default: u64) -> &mut u64 {
         if (self.entries.len() + 1) * 4 > self.index.len() * 3 {
             self.grow();
         }
@@ -93,12 +93,12 @@ impl StrMap {
     }
 
     /// The entries in insertion order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
         self.entries.iter().map(|(k, v)| (k.as_str(), *v))
     }
 
     /// The entries in key order.
-    pub fn sorted(&self) -> Vec<(&str, u64)> {
+    pub(crate) fn sorted(&self) -> Vec<(&str, u64)> {
         let mut v: Vec<(&str, u64)> = self.iter().collect();
         v.sort_unstable_by(|a, b| a.0.cmp(b.0));
         v

@@ -1,8 +1,8 @@
 //! `tr-cat --stats`: what a buffer or a trace.dat holds, in 80 columns —
 //! the time span, events and losses per CPU, events per type and per task.
 //! Counted from the records as a reader hands them over
-//! ([`TraceSummary::record`], [`TraceSummary::lost`]), and formatted with
-//! the trace's names ([`Summarized`]); no I/O.
+//! (`TraceSummary::record`, `TraceSummary::lost`), and formatted with
+//! the trace's names (`Summarized`); no I/O.
 
 use crate::format::EventTable;
 use crate::problems::Problems;
@@ -39,7 +39,7 @@ impl Counts {
 /// What `tr-cat --stats` shows of a buffer or a trace.dat: records and
 /// losses counted by CPU, event and task, and the time span.
 #[derive(Default)]
-pub struct TraceSummary {
+pub(crate) struct TraceSummary {
     /// Per CPU (keyed by [`cpu_key`]): events, lost events counted, losses
     /// of unknown size.
     cpus: Counts,
@@ -52,25 +52,25 @@ pub struct TraceSummary {
 
 /// The trace a [`TraceSummary`] counted: what its report names things
 /// with, and what was read past.
-pub struct Summarized<'a> {
+pub(crate) struct Summarized<'a> {
     /// The events' formats: the names of the event ids.
-    pub events: &'a EventTable,
+    pub(crate) events: &'a EventTable,
     /// The comms of the pids.
-    pub cmdlines: &'a Cmdlines,
+    pub(crate) cmdlines: &'a Cmdlines,
     /// The buffers' names, when the records came from several (the
     /// `buffer` of [`TraceSummary::record`] indexes them; `""` is the top
     /// one).
-    pub buffers: &'a [String],
+    pub(crate) buffers: &'a [String],
     /// The trace clock counts nanoseconds (times print as seconds).
-    pub in_ns: bool,
+    pub(crate) in_ns: bool,
     /// What the reader read past.
-    pub problems: &'a Problems,
+    pub(crate) problems: &'a Problems,
 }
 
 impl TraceSummary {
     /// Count a record of CPU `cpu` of buffer `buffer` at `ts`: an event of
     /// id `event` (`common_type`) written by `pid`.
-    pub fn record(&mut self, buffer: u32, cpu: u32, ts: u64, event: u32, pid: i32) {
+    pub(crate) fn record(&mut self, buffer: u32, cpu: u32, ts: u64, event: u32, pid: i32) {
         self.cpus.add(cpu_key(buffer, cpu), 1);
         self.by_event.add(event.into(), 1);
         self.by_pid.add(pid.into(), 1);
@@ -79,7 +79,7 @@ impl TraceSummary {
 
     /// Count a loss on CPU `cpu` of buffer `buffer`, before the page at
     /// `ts`: `count` events, or an unknown number.
-    pub fn lost(&mut self, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
+    pub(crate) fn lost(&mut self, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
         let k = cpu_key(buffer, cpu);
         self.cpus.add(k, 0);
         match count {
@@ -96,7 +96,7 @@ impl TraceSummary {
     /// The report; `all_tasks`: a row per task, not per comm and cut.
     /// Then what was read past, if anything: a count per kind of problem
     /// (`trbox::problems`), with the first message of each.
-    pub fn render(&self, m: &Summarized<'_>, all_tasks: bool) -> String {
+    pub(crate) fn render(&self, m: &Summarized<'_>, all_tasks: bool) -> String {
         let mut o = self.render_counts(m, all_tasks);
         if !m.problems.is_empty() {
             o += "\n    problems  kind: the first of them\n";

@@ -34,7 +34,7 @@ impl KernelInfo for KernelProfile {
 /// a parsed [`Kallsyms`], or a reader that parses on first use.
 pub struct Trace<S = Kallsyms> {
     /// `events/header_page`: the sub-buffer header and the kernel's long size.
-    pub header: HeaderPage,
+    pub(crate) header: HeaderPage,
     /// Where a page's header, data and records are (from `header`).
     pub layout: PageLayout,
     /// The byte order of the pages and records.
@@ -48,11 +48,11 @@ pub struct Trace<S = Kallsyms> {
     /// The kernel's symbols (`kallsyms`).
     pub symbols: S,
     /// The trace clock's name (`local`, `mono`, `counter`…).
-    pub clock: String,
+    pub(crate) clock: String,
     /// The traced kernel's version, and the text rules that go with it.
     pub kernel: KernelProfile,
     /// CPUs of the traced machine.
-    pub cpus: u32,
+    pub(crate) cpus: u32,
     /// What was read past in the inputs: formats that did not parse
     /// (their records fall back to a generic line), a trace.dat's
     /// sections left out or cut.
@@ -63,7 +63,7 @@ impl<S> Trace<S> {
     /// A session of `header`'s layout in byte order `endian`, with its
     /// symbols from `symbols`, no event, comm or string yet, the `local`
     /// clock and an unknown kernel.
-    pub fn new(header: HeaderPage, endian: Endian, symbols: S) -> Self {
+    pub(crate) fn new(header: HeaderPage, endian: Endian, symbols: S) -> Self {
         Trace {
             layout: PageLayout::from(&header),
             header,
@@ -110,7 +110,7 @@ impl<S> Trace<S> {
 
     /// The kernel as far as this session's formats tell it ([`crate::kernel::infer`]):
     /// for a trace that does not name its kernel; `source` says what was read.
-    pub fn inferred_kernel(&self, source: &str) -> KernelProfile {
+    pub(crate) fn inferred_kernel(&self, source: &str) -> KernelProfile {
         let ftrace = self.events.iter().filter(|e| e.system == "ftrace").map(|e| e.name.as_str());
         let switch = self.events.by_name("sched:sched_switch").map(|e| e.print_fmt.as_str());
         let user_data = self.events.iter().any(crate::kernel::records_user_data);
@@ -118,14 +118,14 @@ impl<S> Trace<S> {
     }
 
     /// The same session with its symbols turned into others (parsed now…).
-    pub fn map_symbols<T>(self, f: impl FnOnce(S) -> T) -> Trace<T> {
+    pub(crate) fn map_symbols<T>(self, f: impl FnOnce(S) -> T) -> Trace<T> {
         let Trace { header, layout, endian, events, cmdlines, printk, symbols, clock, kernel, cpus, problems } = self;
         Trace { header, layout, endian, events, cmdlines, printk, symbols: f(symbols), clock, kernel, cpus, problems }
     }
 
     /// The comms of `saved_cmdlines` text; a table larger than a kernel
     /// makes is cut to it, a problem ([`ProblemKind::TooLarge`]).
-    pub fn set_cmdlines(&mut self, text: &str) {
+    pub(crate) fn set_cmdlines(&mut self, text: &str) {
         self.cmdlines = Cmdlines::parse(text);
         if let Some(w) = self.cmdlines.too_large() {
             self.problems.add(ProblemKind::TooLarge, w);
@@ -133,7 +133,7 @@ impl<S> Trace<S> {
     }
 
     /// Parse one `events/SYSTEM/EVENT/format` text into the event table.
-    pub fn add_format(&mut self, system: &str, text: &str) -> Result<(), FormatError> {
+    pub(crate) fn add_format(&mut self, system: &str, text: &str) -> Result<(), FormatError> {
         self.events.insert(EventFormat::parse(text, system, self.long_size())?);
         Ok(())
     }
@@ -144,12 +144,12 @@ impl<S> Trace<S> {
     }
 
     /// Byte order and long size of the traced kernel.
-    pub fn abi(&self) -> Abi {
+    pub(crate) fn abi(&self) -> Abi {
         Abi::new(self.endian, self.long_size())
     }
 
     /// Whether the clock counts nanoseconds (else raw counts).
-    pub fn in_ns(&self) -> bool {
+    pub(crate) fn in_ns(&self) -> bool {
         clock_in_ns(&self.clock)
     }
 }

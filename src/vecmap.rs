@@ -40,7 +40,7 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
     }
 
     /// The value of `k`, made by `f` when absent.
-    pub fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> &mut V {
+    pub(crate) fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> &mut V {
         let i = match self.find(&k) {
             Ok(i) => i,
             Err(i) => {
@@ -52,7 +52,7 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
     }
 
     /// Set `k`; the old value, if any.
-    pub fn insert(&mut self, k: K, v: V) -> Option<V> {
+    pub(crate) fn insert(&mut self, k: K, v: V) -> Option<V> {
         match self.find(&k) {
             Ok(i) => Some(core::mem::replace(&mut self.0[i].1, v)),
             Err(i) => {
@@ -82,7 +82,7 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
     }
 
     /// By key.
-    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.0.iter().map(|e| (&e.0, &e.1))
     }
 }

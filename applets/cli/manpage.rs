@@ -11,7 +11,7 @@ use super::{help_text, Applet, Common, Error};
 use argh::{ArgsInfo, FlagInfo, FlagInfoKind, Optionality};
 
 /// `trbox --man NAME`: the page of applet NAME (or of trbox itself).
-pub fn man(applets: &[Applet], name: &str) -> Result<String, Error> {
+pub(crate) fn man(applets: &[Applet], name: &str) -> Result<String, Error> {
     let common = Common::get_args_info();
     let version = env!("CARGO_PKG_VERSION");
     let th = |n: &str| format!(".TH {} 1 \"\" \"trbox {version}\" \"trbox manual\"\n", n.to_uppercase());
@@ -126,7 +126,7 @@ fn all_flags(a: &Applet) -> Vec<&'static FlagInfo<'static>> {
 }
 
 /// `trbox --completions SHELL`.
-pub fn completions(applets: &[Applet], shell: &str) -> Result<String, Error> {
+pub(crate) fn completions(applets: &[Applet], shell: &str) -> Result<String, Error> {
     match shell {
         "bash" => Ok(bash(applets)),
         "zsh" => Ok(zsh(applets)),

@@ -12,43 +12,43 @@ use std::fmt;
 use std::time::Duration;
 
 /// One entry per applet that exists. Only these are listed and installed.
-pub struct Applet {
-    pub name: &'static str,
-    pub summary: &'static str,
+pub(crate) struct Applet {
+    pub(crate) name: &'static str,
+    pub(crate) summary: &'static str,
     /// Its arguments, without its name.
-    pub main: fn(&[String]) -> Result<(), Error>,
+    pub(crate) main: fn(&[String]) -> Result<(), Error>,
     /// Its options, as declared (for the letter table's test).
     #[cfg_attr(not(test), allow(dead_code))]
-    pub options: fn() -> CommandInfoWithArgs,
+    pub(crate) options: fn() -> CommandInfoWithArgs,
 }
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_USAGE: u8 = 1;
-pub const EXIT_RUNTIME: u8 = 2;
-pub const EXIT_NOT_FOUND: u8 = 127;
+pub(crate) const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_USAGE: u8 = 1;
+pub(crate) const EXIT_RUNTIME: u8 = 2;
+pub(crate) const EXIT_NOT_FOUND: u8 = 127;
 
 /// A failure to report on one line (plus an optional hint line) and the exit
 /// code that goes with it.
 #[derive(Debug)]
-pub struct Error {
-    pub code: u8,
-    pub msg: String,
-    pub hint: Option<String>,
+pub(crate) struct Error {
+    pub(crate) code: u8,
+    pub(crate) msg: String,
+    pub(crate) hint: Option<String>,
 }
 
 // Not inlined: a call per error site (a text's address and length)
 // instead of each site's own copy of the allocation and copy of the text.
 impl Error {
     #[inline(never)]
-    pub fn usage(msg: impl Into<String>) -> Self {
+    pub(crate) fn usage(msg: impl Into<String>) -> Self {
         Error { code: EXIT_USAGE, msg: msg.into(), hint: None }
     }
     #[inline(never)]
-    pub fn runtime(msg: impl Into<String>) -> Self {
+    pub(crate) fn runtime(msg: impl Into<String>) -> Self {
         Error { code: EXIT_RUNTIME, msg: msg.into(), hint: None }
     }
     #[inline(never)]
-    pub fn hint(mut self, h: impl Into<String>) -> Self {
+    pub(crate) fn hint(mut self, h: impl Into<String>) -> Self {
         self.hint = Some(h.into());
         self
     }
@@ -67,25 +67,25 @@ impl From<trbox::sys::Error> for Error {
 #[derive(FromArgs, ArgsInfo, Debug, Default, Clone)]
 #[argh(help_triggers("-h", "--help"))]
 /// Common options.
-pub struct Common {
+pub(crate) struct Common {
     /// tracefs root (default: from /proc/self/mountinfo, or env
     /// TRBOX_TRACEFS); may be a copy of a tracefs tree
     #[argh(option, short = 'T', arg_name = "DIR")]
-    pub tracefs: Option<String>,
+    pub(crate) tracefs: Option<String>,
     /// work in instances/NAME (made if missing and removed again); a
     /// trace.dat: read only its buffer NAME, '' for the top one
     #[argh(option, short = 'B', arg_name = "NAME", from_str_fn(instance_name))]
-    pub instance: Option<String>,
+    pub(crate) instance: Option<String>,
     /// more log (repeat for more); RUST_LOG=trbox::MODULE=LEVEL filters too
     #[argh(switch, short = 'v')]
-    pub verbose: u8,
+    pub(crate) verbose: u8,
     /// read the trace as of kernel release VER (e.g. 4.19): the text rules
     /// of that version, whatever uname or the file say (-v tells)
     #[argh(option, arg_name = "VER", from_str_fn(kernel_release))]
-    pub kernel: Option<String>,
+    pub(crate) kernel: Option<String>,
     /// wait for another trbox run to finish instead of failing
     #[argh(switch)]
-    pub wait: bool,
+    pub(crate) wait: bool,
 }
 
 fn instance_name(v: &str) -> Result<String, String> {
@@ -110,7 +110,7 @@ fn kernel_release(v: &str) -> Result<String, String> {
 /// become `--buffer 8` and `-b 8`, and a group `-vck` becomes `-v -c -k` (a
 /// letter that takes a value ends a group: `-nt1` is `-n -t 1`). An option
 /// that takes one value and is given twice is an error, not the last one.
-pub fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Result<(Common, A), Error> {
+pub(crate) fn parse<A: FromArgs + ArgsInfo>(name: &'static str, args: &[String]) -> Result<(Common, A), Error> {
     let own = A::get_args_info();
     let Some((mine, theirs)) = split(name, own.flags, args)? else {
         return Err(help(name, &own));
@@ -141,7 +141,7 @@ fn split(name: &str, own: &'static [FlagInfo<'static>], args: &[String]) -> Resu
             // What argh will call unknown, unless a feature left out of
             // this build brings it.
             None if tok.len() > 1 && tok.starts_with('-') => {
-                if let Some(g) = crate::config::gated_option(name, &tok) {
+                if let Some(g) = crate::applets::config::gated_option(name, &tok) {
                     return Err(left_out(&g.name(), g.feature));
                 }
                 mine.push(tok);
@@ -243,7 +243,7 @@ fn help(name: &str, own: &CommandInfoWithArgs) -> Error {
 /// Where an option's description starts.
 const HELP_COLUMN: usize = 22;
 
-pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWithArgs) -> String {
+pub(crate) fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWithArgs) -> String {
     let mut usage = format!("Usage: {name} [OPTIONS]");
     for p in own.positionals.iter().filter(|p| !p.hidden) {
         let dots = if matches!(p.optionality, Optionality::Repeating | Optionality::Greedy) { "..." } else { "" };
@@ -286,7 +286,7 @@ pub fn help_text(name: &str, own: &CommandInfoWithArgs, common: &CommandInfoWith
 /// docs/options.md's table: every letter, what it means and where, from
 /// the declarations (a test keeps the file equal to it).
 #[cfg(test)]
-pub fn letter_table(applets: &[Applet]) -> String {
+pub(crate) fn letter_table(applets: &[Applet]) -> String {
     let mut rows: Vec<(char, String, String)> = Vec::new();
     let common = Common::get_args_info();
     let all = applets.iter().map(|a| (a.name, (a.options)())).chain([("every applet", common)]);
@@ -339,7 +339,7 @@ fn flag_rows(out: &mut String, flags: &[FlagInfo]) {
 
 /// Wrap lines longer than `width` at spaces, keeping their indentation, so
 /// help text fits a serial console.
-pub fn wrap(text: &str, width: usize) -> String {
+pub(crate) fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
     for line in text.lines() {
         if line.len() <= width {
@@ -423,7 +423,7 @@ struct Top {
 
 /// trbox's own options, as declared.
 #[cfg(any(test, feature = "host"))]
-pub fn top_info() -> CommandInfoWithArgs {
+pub(crate) fn top_info() -> CommandInfoWithArgs {
     Top::get_args_info()
 }
 
@@ -446,7 +446,7 @@ fn banner(applets: &[Applet]) -> String {
 
 fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    if let Some(g) = args.iter().find_map(|a| crate::config::gated_option("trbox", a)) {
+    if let Some(g) = args.iter().find_map(|a| crate::applets::config::gated_option("trbox", a)) {
         return Err(left_out(&g.name(), g.feature));
     }
     let t = match Top::from_args(&["trbox"], &args) {
@@ -469,7 +469,7 @@ fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
     match (t.list, t.install, t.version, &t.dir) {
         (true, false, false, None) => print(&applets.iter().map(|a| format!("{}\n", a.name)).collect::<String>()),
         (false, true, false, Some(dir)) => install(applets, dir, t.symlink),
-        (false, false, true, None) => print(&crate::config::version()),
+        (false, false, true, None) => print(&crate::applets::config::version()),
         (false, false, false, None) if !t.symlink => print(&banner(applets)),
         _ => Err(Error::usage("use one of --list, --install [-s] DIR, --version").hint("try 'trbox --help'")),
     }
@@ -479,7 +479,7 @@ fn top(applets: &[Applet], args: &[String]) -> Result<(), Error> {
 /// closed the pipe (`| head -1`) ends it quietly, as for every other
 /// output (sys::read::Out); any other failure to write is the applet's error.
 /// (`print!` panics on a closed pipe.)
-pub fn print(text: &str) -> Result<(), Error> {
+pub(crate) fn print(text: &str) -> Result<(), Error> {
     use std::io::Write;
     let mut o = std::io::stdout().lock();
     match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
@@ -494,9 +494,9 @@ pub fn print(text: &str) -> Result<(), Error> {
 /// added at its end: the options of the applets that can trace from boot
 /// (tr-on, tr-event, tr-graph), declared here once.
 macro_rules! with_boot_options {
-    ($(#[$attr:meta])* pub struct $name:ident { $($fields:tt)* }) => {
+    ($(#[$attr:meta])* pub(crate) struct $name:ident { $($fields:tt)* }) => {
         $(#[$attr])*
-        pub struct $name {
+        pub(crate) struct $name {
             $($fields)*
             /// host build: print the kernel command line and bootconfig for these
             /// settings, to trace from boot
@@ -517,7 +517,7 @@ pub(crate) use with_boot_options;
 /// `--persist MB` goes with `--boot -B NAME` (a buffer kept across a warm
 /// reboot is an instance's).
 #[cfg(feature = "host")]
-pub fn boot_wanted(boot: bool, common: &Common, persist: Option<u64>) -> Result<bool, Error> {
+pub(crate) fn boot_wanted(boot: bool, common: &Common, persist: Option<u64>) -> Result<bool, Error> {
     match persist {
         Some(_) if !boot => Err(Error::usage("--persist goes with --boot")),
         Some(_) if common.instance.is_none() => Err(Error::usage("--persist keeps an instance's buffer: give -B NAME")
@@ -531,7 +531,7 @@ pub fn boot_wanted(boot: bool, common: &Common, persist: Option<u64>) -> Result<
 /// line, the bootconfig, then one `#` line for each setting a form cannot
 /// carry (`none`: those with no boot-time form at all).
 #[cfg(feature = "host")]
-pub fn print_boot(b: &trbox::boot::Boot, none: &[&str]) -> Result<(), Error> {
+pub(crate) fn print_boot(b: &trbox::boot::Boot, none: &[&str]) -> Result<(), Error> {
     let mut o = String::from("# kernel command line:\n");
     for p in [
         &b.cmdline,
@@ -551,7 +551,7 @@ pub fn print_boot(b: &trbox::boot::Boot, none: &[&str]) -> Result<(), Error> {
 
 /// Run `argv` with the applet it names (by argv[0]'s basename, or
 /// argv[1] after `trbox`) and return the process exit code.
-pub fn dispatch(applets: &'static [Applet], argv: &[String]) -> u8 {
+pub(crate) fn dispatch(applets: &'static [Applet], argv: &[String]) -> u8 {
     let name = argv.first().map(|s| basename(s)).unwrap_or("trbox");
     let (applet, args) = if applets.iter().any(|a| a.name == name) {
         (name, argv.get(1..).unwrap_or_default())
@@ -564,8 +564,8 @@ pub fn dispatch(applets: &'static [Applet], argv: &[String]) -> u8 {
         (name, argv.get(1..).unwrap_or_default())
     };
     let Some(app) = applets.iter().find(|a| a.name == applet) else {
-        if crate::config::APPLETS.contains(&applet) {
-            eprintln!("{applet} is not in this trbox (configuration {})", crate::config::NAME);
+        if crate::applets::config::APPLETS.contains(&applet) {
+            eprintln!("{applet} is not in this trbox (configuration {})", crate::applets::config::NAME);
             return EXIT_RUNTIME;
         }
         eprintln!("{applet}: applet not found");
@@ -580,7 +580,7 @@ static APPLET: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
 /// Print an error the way a person on a serial console wants it, and map it
 /// to the exit code.
-pub fn report(name: &str, r: Result<(), Error>) -> u8 {
+pub(crate) fn report(name: &str, r: Result<(), Error>) -> u8 {
     match r {
         Ok(()) => EXIT_OK,
         Err(e) if e.code == EXIT_OK => EXIT_OK,
@@ -602,24 +602,24 @@ fn say(name: &str, e: &Error) {
 
 /// Say `e` on stderr as the final error would be said, and go on (e.g. a
 /// window that recorded nothing: not a failure, never silent).
-pub fn note(e: &Error) {
+pub(crate) fn note(e: &Error) {
     say(applet_name(), e);
 }
 
 /// The applet that runs (as messages name it).
-pub fn applet_name() -> &'static str {
+pub(crate) fn applet_name() -> &'static str {
     APPLET.get().copied().unwrap_or("trbox")
 }
 
 /// Stdout is a terminal that can be cleared (TERM is set and not `dumb`):
 /// where a table may be drawn again in place.
-pub fn is_tty() -> bool {
+pub(crate) fn is_tty() -> bool {
     terminal(1)
 }
 
 /// Descriptor `fd` is a terminal that can be cleared (TERM is set and not
 /// `dumb`).
-pub fn terminal(fd: i32) -> bool {
+pub(crate) fn terminal(fd: i32) -> bool {
     // SAFETY: isatty only looks at the descriptor.
     let tty = unsafe { libc::isatty(fd) } == 1;
     tty && std::env::var_os("TERM").is_some_and(|t| t != "dumb")
@@ -656,8 +656,11 @@ fn install(applets: &[Applet], dir: &str, symlink: bool) -> Result<(), Error> {
 
 /// `what` of `applet` (an option, a mode) comes with `feature`, which this
 /// build left out: the one line that says so, exit 2.
-pub fn left_out(what: &str, feature: &str) -> Error {
-    Error::runtime(format!("{what} is not in this trbox (configuration {}, without {feature})", crate::config::NAME))
+pub(crate) fn left_out(what: &str, feature: &str) -> Error {
+    Error::runtime(format!(
+        "{what} is not in this trbox (configuration {}, without {feature})",
+        crate::applets::config::NAME
+    ))
 }
 
 #[cfg(test)]
@@ -764,7 +767,7 @@ mod tests {
         assert_eq!(e.code, EXIT_RUNTIME);
         assert_eq!(
             e.msg,
-            format!("-N/--net is not in this trbox (configuration {}, without net)", crate::config::NAME)
+            format!("-N/--net is not in this trbox (configuration {}, without net)", crate::applets::config::NAME)
         );
         assert!(e.hint.is_none());
     }
@@ -774,7 +777,7 @@ mod tests {
 /// for every applet (`trbox::ctl::cpu_list`); shown as the kernel prints
 /// one (`0-1,3`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Cpus(pub Vec<u32>);
+pub(crate) struct Cpus(pub Vec<u32>);
 
 impl std::str::FromStr for Cpus {
     type Err = String;
@@ -796,7 +799,7 @@ impl fmt::Display for Cpus {
 /// `-t SECONDS` (`2`, `0.5`, `1.25`): parsed by hand, because std's float
 /// parser brings ~12 KiB of tables into the board binary.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Seconds(pub Duration);
+pub(crate) struct Seconds(pub Duration);
 
 impl std::str::FromStr for Seconds {
     type Err = String;
@@ -806,7 +809,7 @@ impl std::str::FromStr for Seconds {
 }
 
 impl Seconds {
-    pub fn parse(v: &str) -> Result<Self, String> {
+    pub(crate) fn parse(v: &str) -> Result<Self, String> {
         let bad = || format!("'{v}' is not a number of seconds (e.g. 2 or 0.5)");
         let (int, frac) = v.split_once('.').unwrap_or((v, ""));
         let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());

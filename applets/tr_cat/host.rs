@@ -5,18 +5,18 @@
 //! `host` (on in the default build, off in the board build, which only
 //! writes streams and sends).
 
-use crate::cli::Error;
+use crate::applets::cli::Error;
 use std::path::Path;
 use trbox::sys::read;
 
 /// `tr-cat STREAM -o trace.dat`: the stream (`-`: standard input) as a
 /// version 6 trace.dat.
-pub fn convert(input: &str, output: &str) -> Result<(), Error> {
+pub(crate) fn convert(input: &str, output: &str) -> Result<(), Error> {
     use std::io::Write as _;
     let inp = Path::new(input);
     // A long recording's stream runs to gigabytes: on a terminal, the MiB
     // read so far.
-    let progress = crate::progress::Progress::new(None, true, true);
+    let progress = crate::applets::progress::Progress::new(None, true, true);
     let loaded = read::load_stream_with(inp, &|n| {
         if progress.due() {
             progress.show(format_args!("{} MiB read", n >> 20));
@@ -38,13 +38,13 @@ pub fn convert(input: &str, output: &str) -> Result<(), Error> {
 
 /// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format (the
 /// library's Perfetto sink), written to `output`.
-pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Result<(), Error> {
+pub(crate) fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Result<(), Error> {
     let path = Path::new(output);
     let f = trbox::sys::record::create_output(path)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
     // A big file takes a while: on a terminal, the records read so far
     // (done() is asked once before each).
-    let progress = crate::progress::Progress::new(None, true, true);
+    let progress = crate::applets::progress::Progress::new(None, true, true);
     let records = std::cell::Cell::new(0u64);
     let done = || {
         records.set(records.get() + 1);
@@ -53,11 +53,12 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
         }
         false
     };
-    let converted = crate::command::stop(&done).and_then(|stop| Ok(read::perfetto(input, o, &stop, &mut w, path)?));
+    let converted =
+        crate::applets::command::stop(&done).and_then(|stop| Ok(read::perfetto(input, o, &stop, &mut w, path)?));
     progress.clear();
     match converted {
         Ok(n) => {
-            crate::command::note_empty(n.empty);
+            crate::applets::command::note_empty(n.empty);
             eprintln!(
                 "tr-cat: {output}: {} events ({} sched_switch/sched_waking in compact form), {} bytes (Perfetto trace)",
                 n.events, n.compact, n.bytes
@@ -76,7 +77,7 @@ pub fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Resu
 /// `tr-cat FILE… -o OUT.parquet`: the directory LISA's `trace-dump
 /// parquet` writes (the library's Parquet sink); several FILEs under
 /// `source=NAME/`, NAME the file's name without `.dat`.
-pub fn parquet(files: &[String], output: &str, o: &read::parquet::Options) -> Result<(), Error> {
+pub(crate) fn parquet(files: &[String], output: &str, o: &read::parquet::Options) -> Result<(), Error> {
     let out = Path::new(output);
     let mut names: Vec<String> = Vec::new();
     for f in files {
@@ -100,7 +101,7 @@ pub fn parquet(files: &[String], output: &str, o: &read::parquet::Options) -> Re
     }
     let w = read::parquet::parquet(&sources, out, o)?;
     if w.files == 0 {
-        crate::cli::note(
+        crate::applets::cli::note(
             &Error::runtime(format!("{output}: no event: the recording holds no record, so no EVENT.parquet"))
                 .hint("tr-cat --stats FILE counts its events"),
         );
@@ -116,7 +117,7 @@ pub fn parquet(files: &[String], output: &str, o: &read::parquet::Options) -> Re
 /// that followed, `--json` (one object per event line) or `--stats`.
 /// `None` when the log holds a recording (the usual reading then goes on;
 /// a dump beside it is mentioned on stderr). Neither: an error (exit 2).
-pub fn console_dump(log: &str, json: bool, stats: bool) -> Result<Option<()>, Error> {
+pub(crate) fn console_dump(log: &str, json: bool, stats: bool) -> Result<Option<()>, Error> {
     use std::fmt::Write as _;
     use trbox::ftrace_dump::{self as fd, Stats};
     let bytes = std::fs::read(log).map_err(|e| Error::runtime(format!("{log}: {}", trbox::sys::describe(&e))))?;
@@ -198,7 +199,7 @@ pub fn console_dump(log: &str, json: bool, stats: bool) -> Result<Option<()>, Er
             }
         }
     }
-    crate::cli::print(&o).map(Some)
+    crate::applets::cli::print(&o).map(Some)
 }
 
 /// A dump's event line as a JSON object: `ts_us`, `cpu`, `pid`, `comm`,

@@ -25,7 +25,7 @@
 //! reaches the port can send (and fill the `-m` cap [`SESSIONS`] times,
 //! or hold every place with a recording that sends nothing).
 
-use crate::cli::Error;
+use crate::applets::cli::Error;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read as _, Write as _};
@@ -40,7 +40,7 @@ use trbox::sys::read::parquet::{into_dir, Options, Source};
 use trbox::tracedat::msg;
 
 /// Senders served at once.
-pub const SESSIONS: usize = 16;
+pub(crate) const SESSIONS: usize = 16;
 /// Seconds from the connection to the header's end (FIN_DATA), in all.
 const HEADER_S: u64 = 30;
 /// The largest header (a trace.dat up to its options, kallsyms included).
@@ -55,12 +55,12 @@ const DRAIN_S: u64 = 10;
 /// A recording stops when the disk has less than this left.
 const MIN_FREE: u64 = 256 << 20;
 /// `-m` when not given: 1 GiB per recording.
-pub const DEFAULT_MAX_KB: u64 = 1 << 20;
+pub(crate) const DEFAULT_MAX_KB: u64 = 1 << 20;
 /// The most CPUs a TINIT may announce.
 const MAX_CPUS: u32 = 4096;
 
 /// `[ADDR:]PORT`: a port alone listens on every address (0.0.0.0).
-pub fn parse_addr(s: &str) -> Result<SocketAddr, Error> {
+pub(crate) fn parse_addr(s: &str) -> Result<SocketAddr, Error> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([0, 0, 0, 0], port)));
     }
@@ -182,7 +182,7 @@ fn descriptor_budget() -> usize {
 /// short that way leaves a file that reads as an empty recording (its
 /// table is written with the header, every CPU empty, and filled in at
 /// the end).
-pub fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>, parquet: Option<Options>) -> Result<(), Error> {
+pub(crate) fn listen(addr: SocketAddr, dir: &str, max_kb: Option<u64>, parquet: Option<Options>) -> Result<(), Error> {
     if parquet.is_some() && !Path::new(dir).is_dir() {
         // The fleet's directory, made once; a listener started again adds
         // its senders to it.

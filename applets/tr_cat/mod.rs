@@ -9,7 +9,7 @@ mod host;
 mod listen;
 mod record;
 
-use crate::cli::{self, Error};
+use crate::applets::cli::{self, Error};
 use argh::{ArgsInfo, FromArgs};
 use std::io::Write as _;
 use trbox::sys::read::Out;
@@ -40,7 +40,7 @@ the command after -- ends. A recording is read by a trbox with the decoder (the 
         example = "{command_name} -o - --console -t 2   # a recording as text on a serial console"
     )
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[cfg_attr(
         feature = "decode",
         doc = "a trace.dat (v6/v7) or a stream of tr-cat -o - (-: standard input); all its buffers, or -B NAME; \
@@ -167,8 +167,8 @@ impl Args {
     }
 }
 
-pub fn main(args: &[String]) -> Result<(), Error> {
-    let (own, cmd) = crate::command::split(args);
+pub(crate) fn main(args: &[String]) -> Result<(), Error> {
+    let (own, cmd) = crate::applets::command::split(args);
     #[cfg_attr(not(feature = "host"), allow(unused_mut))]
     let (common, mut a) = cli::parse::<Args>("tr-cat", own)?;
     let common = &common;
@@ -205,7 +205,7 @@ pub fn main(args: &[String]) -> Result<(), Error> {
     #[cfg(not(feature = "decode"))]
     {
         if a.file().is_some() {
-            return Err(crate::cli::left_out("reading a FILE", "decode"));
+            return Err(crate::applets::cli::left_out("reading a FILE", "decode"));
         }
         print_trace(&open(common)?)
     }
@@ -253,9 +253,9 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
         if a.stats {
             return stats(input, &o, a.all);
         }
-        if !crate::command::print(input, &o, &crate::command::stop(&|| false)?)? && filtered(a) {
+        if !crate::applets::command::print(input, &o, &crate::applets::command::stop(&|| false)?)? && filtered(a) {
             // (No record at all, or none on the CPUs of --cpus, has its own note.)
-            crate::cli::note(
+            crate::applets::cli::note(
                 &Error::runtime(format!("no event in {f} passes the filters"))
                     .hint(format!("tr-cat --stats {f} counts its events by CPU, event and task")),
             );
@@ -280,18 +280,18 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
         if a.stats {
             stats(input, &o, a.all)
         } else {
-            if !crate::command::print(input, &o, &crate::command::stop(&|| false)?)? {
+            if !crate::applets::command::print(input, &o, &crate::applets::command::stop(&|| false)?)? {
                 let again = "tr-event, tr-on or tr-cat -o record; tr-on shows what is enabled";
                 let e = if filtered(a) || o.only.is_some() {
                     Error::runtime("no event in the buffer passes the filters").hint(again)
                 } else {
-                    let empty = crate::command::empty_buffer("no events to read", held, again);
+                    let empty = crate::applets::command::empty_buffer("no events to read", held, again);
                     // (A copy's stats need not be those of the pages copied.)
                     empty
                         .filter(|_| t.is_live())
                         .unwrap_or_else(|| Error::runtime("the buffer holds no events").hint(again))
                 };
-                crate::cli::note(&e);
+                crate::applets::cli::note(&e);
             }
             Ok(())
         }
@@ -312,12 +312,12 @@ fn known_events(input: &read::Input<'_>, o: &RawOpts, what: &str) -> Result<(), 
     let names: Vec<String> = input.events().iter().map(|e| format!("{}:{}", e.system, e.name)).collect();
     let err = |spec: &str| {
         let msg = format!("-e {spec}: {what} no such event");
-        crate::command::no_event(msg, spec, &names, "tr-cat --stats counts the events of a recording")
+        crate::applets::command::no_event(msg, spec, &names, "tr-cat --stats counts the events of a recording")
     };
     if bad.len() == o.filter.events.len() {
         return Err(err(bad[0]));
     }
-    bad.iter().for_each(|spec| crate::cli::note(&err(spec)));
+    bad.iter().for_each(|spec| crate::applets::cli::note(&err(spec)));
     Ok(())
 }
 
@@ -427,13 +427,13 @@ fn parquet(a: &Args, o: &str, cmd: &[String], conversion: &read::parquet::Option
 #[cfg(feature = "decode")]
 fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
     let mut st = trbox::summary::TraceSummary::default();
-    let meta = read::collect(input, o, &crate::command::stop(&|| false)?, &mut |_, e| match e {
+    let meta = read::collect(input, o, &crate::applets::command::stop(&|| false)?, &mut |_, e| match e {
         read::Entry::Event(ev) => st.record(ev.buffer(), ev.cpu(), ev.ts(), ev.format().id, ev.pid()),
         read::Entry::Lost { buffer, cpu, ts, count } => st.lost(buffer, cpu, ts, count),
         // collect() hands over nothing else.
         read::Entry::Damaged { .. } | read::Entry::Unknown { .. } => {}
     })?;
-    crate::command::note_empty(meta.empty.clone());
+    crate::applets::command::note_empty(meta.empty.clone());
     let t = &meta.trace;
     let names = trbox::summary::Summarized {
         events: &t.events,

@@ -3,29 +3,29 @@
 //! summary on stderr. Events given with -e are enabled for the run and put
 //! back afterwards.
 
-use crate::cli::{Common, Error};
-use crate::command::{self, resolve_all, Command, Follow};
-use crate::progress::Progress;
-use crate::session::Live;
+use crate::applets::cli::{Common, Error};
+use crate::applets::command::{self, resolve_all, Command, Follow};
+use crate::applets::progress::Progress;
+use crate::applets::session::Live;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use trbox::sys::record::{Options, Recorder, Summary};
 use trbox::sys::state::State;
 use trbox::sys::{describe, signals, Tracefs};
 
-pub struct Request<'a> {
-    pub path: &'a str,
-    pub events: &'a [String],
-    pub time: Option<crate::cli::Seconds>,
-    pub max_kb: Option<u64>,
-    pub cmd: &'a [String],
+pub(crate) struct Request<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) events: &'a [String],
+    pub(crate) time: Option<crate::applets::cli::Seconds>,
+    pub(crate) max_kb: Option<u64>,
+    pub(crate) cmd: &'a [String],
     /// With `-o -`: the console form.
-    pub console: bool,
+    pub(crate) console: bool,
     /// `-N`: `path` is the HOST:PORT of a trace-cmd listener.
-    pub net: bool,
+    pub(crate) net: bool,
 }
 
-pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
+pub(crate) fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     let stream = r.path == "-" && !r.net;
     if r.net && (r.max_kb.is_some() || r.console) {
         return Err(Error::usage("-N sends as the pages come: it does not combine with -m or --console"));
@@ -58,7 +58,7 @@ pub fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
     let extract = r.cmd.is_empty() && r.time.is_none() && events.is_empty() && live.t.exists("last_boot_info");
     // Recording there would clear the previous boot's records.
     if extract && !cfg!(feature = "boot") {
-        return Err(crate::cli::left_out("reading a previous boot's buffer (last_boot_info)", "boot"));
+        return Err(crate::applets::cli::left_out("reading a previous boot's buffer (last_boot_info)", "boot"));
     }
     let (t, wake) = (&live.t, live.wake);
     let path = Path::new(if stream { "standard output" } else { r.path });

@@ -2,7 +2,7 @@
 //! tracing at a threshold, and at the end, in rtla 7.2's grammar
 //! (tools/tracing/rtla/src/actions.c).
 
-use crate::cli::{self, Error};
+use crate::applets::cli::{self, Error};
 use trbox::sys::Tracefs;
 
 /// An action of --on-threshold / --on-end, in rtla 7.2's grammar

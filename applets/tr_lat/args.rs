@@ -3,8 +3,8 @@
 //! set up.
 
 use super::actions::{action, Action};
-use crate::cli::{self, Common, Error};
-use crate::command;
+use crate::applets::cli::{self, Common, Error};
+use crate::applets::command;
 use argh::{ArgsInfo, FromArgs};
 use trbox::lat::Mode;
 
@@ -35,7 +35,7 @@ tracer: wakeup_rt, wakeup_dl, irqsoff, preemptoff, preemptirqsoff (wakeup --max:
 kernel's wakeup tracer, all tasks). An option that names modes is for those only (hwnoise's \
 are osnoise's); the others are for every mode, but the max-latency tracers take only -t, \
 --json, -k and the options that name them.")]
-pub struct Args {
+pub(crate) struct Args {
     /// what to measure (see below)
     #[argh(positional, arg_name = "MODE")]
     pub(super) mode: Option<String>,
@@ -306,12 +306,12 @@ pub(super) enum Run {
 #[derive(Clone, Copy)]
 pub(super) struct Checked {
     /// The mode.
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     /// timerlat, osnoise, hwlat: a tracer runs (not plain tracepoints).
-    pub tracer: bool,
+    pub(crate) tracer: bool,
     /// The first option given that only a tracer's modes take (it sets
     /// the tracer up), by its long name.
-    pub tracer_opt: Option<&'static str>,
+    pub(crate) tracer_opt: Option<&'static str>,
 }
 
 /// The mode of `a` and whether its options go with it (and with `cmd`).
@@ -335,7 +335,10 @@ pub(super) fn check(a: &Args, cmd: &[String]) -> Result<Run, Error> {
         };
         // timerlat, osnoise and hwnoise: rtla's parity (feature rtla).
         if !cfg!(feature = "rtla") && matches!(mode, Mode::Timerlat | Mode::Osnoise) {
-            return Err(crate::cli::left_out(&format!("tr-lat {}", a.mode.as_deref().unwrap_or_default()), "rtla"));
+            return Err(crate::applets::cli::left_out(
+                &format!("tr-lat {}", a.mode.as_deref().unwrap_or_default()),
+                "rtla",
+            ));
         }
         let bit = match mode {
             Mode::Wakeup => WAKEUP,

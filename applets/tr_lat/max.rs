@@ -4,9 +4,9 @@
 
 use super::args::Args;
 use super::setup::instead;
-use crate::cli::{self, Common, Error};
-use crate::command;
-use crate::session::Live;
+use crate::applets::cli::{self, Common, Error};
+use crate::applets::command;
+use crate::applets::session::Live;
 use std::io::Write as _;
 use trbox::lat;
 use trbox::sys::read::Out;
@@ -25,7 +25,7 @@ pub(super) fn max_latency(common: &Common, a: &Args) -> Result<(), Error> {
         return Err(Error::usage(format!("tr-lat {name} runs at the top level (the max buffer is the top level's)")));
     }
     let t = Tracefs::open(common.tracefs.as_deref())?;
-    crate::session::require_live(&t)?;
+    crate::applets::session::require_live(&t)?;
     t.require_tracer(name).map_err(|e| Error::from(e).hint(instead(name)))?;
     let live = Live::enter(t, common, a.keep)?;
     let (t, wake) = (&live.t, live.wake);

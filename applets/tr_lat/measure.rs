@@ -3,8 +3,8 @@
 //! kernel stop at a threshold.
 
 use super::args::{mode_name, stop_armed, Args, Checked};
-use crate::cli::{self, Common, Error};
-use crate::command;
+use crate::applets::cli::{self, Common, Error};
+use crate::applets::command;
 use std::cell::Cell;
 use std::io::Write as _;
 use std::time::{Duration, Instant};

@@ -15,11 +15,11 @@ mod measure;
 mod screen;
 mod setup;
 
-pub use args::Args;
+pub(crate) use args::Args;
 
-use crate::cli::Error;
-use crate::command::{self, Follow};
-use crate::session::Live;
+use crate::applets::cli::Error;
+use crate::applets::command::{self, Follow};
+use crate::applets::session::Live;
 use args::{stop_armed, Checked};
 use std::cell::Cell;
 use std::io::Write as _;
@@ -29,7 +29,7 @@ use trbox::sys::state::State;
 use trbox::sys::stop::Stop;
 use trbox::sys::{signals, Tracefs};
 
-pub fn main(args: &[String]) -> Result<(), Error> {
+pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     let (own, cmd) = command::split(args);
     let (common, a) = args::parse(own)?;
     let common = &common;

@@ -4,7 +4,7 @@
 //! of a whole 800-row table never finished).
 
 /// What is on the screen now.
-pub struct Screen {
+pub(crate) struct Screen {
     shown: Vec<String>,
     rows: usize,
     cols: usize,
@@ -13,7 +13,7 @@ pub struct Screen {
 impl Screen {
     /// The terminal's size, or a serial console's usual 24×80 when it does
     /// not say.
-    pub fn new() -> Screen {
+    pub(crate) fn new() -> Screen {
         let (rows, cols) = trbox::sys::terminal_size().unwrap_or((24, 80));
         Screen { shown: Vec::new(), rows: rows.max(3), cols: cols.max(20) }
     }
@@ -22,7 +22,7 @@ impl Screen {
     /// changed line rewritten and cleared to its end, unchanged ones passed
     /// over, the rest of the screen cleared. Lines past the screen's height
     /// give way to one line saying how many were left out.
-    pub fn redraw(&mut self, text: &str) -> String {
+    pub(crate) fn redraw(&mut self, text: &str) -> String {
         let mut lines: Vec<String> = text.lines().map(|l| cut(l, self.cols)).collect();
         // The last row stays empty: a line written there would scroll.
         let room = self.rows - 1;

@@ -5,7 +5,7 @@
 
 use super::actions::Action;
 use super::args::{mode_name, stop_armed, Args};
-use crate::cli::{self, Error};
+use crate::applets::cli::{self, Error};
 use trbox::lat::{self, Mode};
 use trbox::sys::event_dir;
 use trbox::sys::state::State;

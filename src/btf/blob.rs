@@ -16,7 +16,8 @@ use super::{BtfError, TypeInfo};
 use crate::abi::Endian;
 
 /// `0xeB9F` read in the blob's byte order.
-pub const MAGIC: u16 = 0xeb9f;
+#[cfg(test)]
+pub(crate) const MAGIC: u16 = 0xeb9f;
 
 pub(super) const HDR_MIN: usize = 24;
 pub(super) const REC: usize = 12;

@@ -51,7 +51,7 @@ pub trait VarReader {
 pub struct BtfInfo {
     pub(crate) btf: Option<Btf>,
     /// Variables with known values (checked before the reader).
-    pub known: Vec<(String, u64)>,
+    pub(crate) known: Vec<(String, u64)>,
     /// Asked for variables not in `known`: the live kernel's memory, when
     /// trbox runs on the traced machine; `None` for a recorded file.
     pub reader: Option<Box<dyn VarReader + Send + Sync>>,
@@ -70,13 +70,14 @@ impl fmt::Debug for BtfInfo {
 impl BtfInfo {
     /// Constants from `btf` (a kernel's `/sys/kernel/btf/vmlinux`), no
     /// variables known yet.
-    pub fn from_btf(btf: Btf) -> Self {
+    pub(crate) fn from_btf(btf: Btf) -> Self {
         BtfInfo { btf: Some(btf), ..Default::default() }
     }
 
     /// Record a variable's value (e.g. one learned by
     /// [`vmemmap_base_from_trace`]); it takes precedence over the reader.
-    pub fn set_variable(&mut self, name: &str, value: u64) {
+    #[cfg(test)]
+    pub(crate) fn set_variable(&mut self, name: &str, value: u64) {
         match self.known.iter_mut().find(|(n, _)| n == name) {
             Some(e) => e.1 = value,
             None => self.known.push((name.into(), value)),

@@ -12,7 +12,7 @@ use super::BtfError;
 /// parameter, by the BTF kind of its type after `btf_type_skip_modifiers()`
 /// (typedefs, const, volatile, restrict and type tags skipped).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ArgType {
+pub(crate) enum ArgType {
     /// No type (id 0, a variadic `...`): `?0x%lx`.
     Unknown,
     /// A pointer: `0x%lx`.
@@ -38,7 +38,7 @@ pub enum ArgType {
 
 /// One parameter of a function: its name (may be empty) and type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Param {
+pub(crate) struct Param {
     pub(crate) name: String,
     pub(crate) ty: ArgType,
 }
@@ -80,7 +80,7 @@ fn kind_str(kind: u8) -> &'static str {
 impl FuncArgs {
     /// The functions of a vmlinux blob whose names `keep` accepts (e.g.
     /// those in a trace's kallsyms), with their parameters.
-    pub fn parse(raw: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<FuncArgs, BtfError> {
+    pub(crate) fn parse(raw: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<FuncArgs, BtfError> {
         let (t, strs) = header(raw)?;
         let strs = Strs { base: None, own: strs, own_start: 0 };
         let mut offs = Vec::with_capacity(t.b.len() / 40);
@@ -150,7 +150,7 @@ impl FuncArgs {
     }
 
     /// The parameters of function `name`; `None`: BTF has no such function.
-    pub fn params(&self, name: &str) -> Option<&[Param]> {
+    pub(crate) fn params(&self, name: &str) -> Option<&[Param]> {
         self.funcs.get(name).map(Vec::as_slice)
     }
 }

@@ -5,13 +5,13 @@
 //! sign of typedef names used in casts (`gfp_t`, `loff_t`, …).
 //!
 //! Split BTF (`/sys/kernel/btf/MODULE`) continues the base's type ids and
-//! string offsets; [`Btf::add_split`] indexes a module against its base.
+//! string offsets; `Btf::add_split` indexes a module against its base.
 //!
 //! The files: `blob.rs` reads the blob (header, records, strings, type
 //! ids); this one indexes the names a print fmt asks for ([`Btf`]);
 //! `consts.rs` answers the print-fmt compiler ([`KernelConsts`]), with
 //! kernel variables beside BTF's constants; `func_args.rs` keeps the
-//! functions' parameters for funcgraph-args ([`FuncArgs`]).
+//! functions' parameters for funcgraph-args (`FuncArgs`).
 //!
 //! Sans-IO: the parser takes bytes; [`KernelConsts`] is what the print-fmt
 //! compiler asks. The live reader of kernel variables and the loader for a
@@ -27,9 +27,8 @@ mod blob;
 mod consts;
 mod func_args;
 
-pub use blob::MAGIC;
 pub use consts::{vmemmap_base_from_trace, BtfInfo, KernelConsts, VarReader};
-pub use func_args::{ArgType, FuncArgs, Param};
+pub(crate) use func_args::{ArgType, FuncArgs};
 
 /// Why a blob was rejected. Offsets are byte offsets into the blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,9 +91,9 @@ pub struct TypeInfo {
     /// Signed integer or enum with signed values (floats count as signed).
     pub signed: bool,
     /// Resolves to a pointer.
-    pub pointer: bool,
+    pub(crate) pointer: bool,
     /// Resolves to a struct, union or array (not usable as an integer).
-    pub aggregate: bool,
+    pub(crate) aggregate: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -172,7 +171,7 @@ impl Btf {
     /// Like [`Btf::parse`], but index only the names `keep` accepts (e.g.
     /// the identifiers that occur in the print fmts at hand): the same walk
     /// and checks, a much smaller table.
-    pub fn parse_filtered(raw: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<Btf, BtfError> {
+    pub(crate) fn parse_filtered(raw: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<Btf, BtfError> {
         let (types, strs) = header(raw)?;
         let blob = Blob { types, strs, first_id: 1, str_base: 0 };
         let mut btf = Btf { tables: Vec::new(), big_endian: types.be, long_size: None };
@@ -184,13 +183,14 @@ impl Btf {
     /// Index a split blob (a module's /sys/kernel/btf/MODULE) whose base is
     /// `base_raw` (the vmlinux blob this `Btf` was parsed from). Names already
     /// known from earlier blobs keep their first answer.
-    pub fn add_split(&mut self, base_raw: &[u8], split_raw: &[u8]) -> Result<(), BtfError> {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn add_split(&mut self, base_raw: &[u8], split_raw: &[u8]) -> Result<(), BtfError> {
         self.add_splits(base_raw, &[split_raw]).pop().unwrap_or(Ok(()))
     }
 
     /// [`Btf::add_split`] for several modules, walking the base once. One
     /// result per split blob; a bad base fails them all.
-    pub fn add_splits(&mut self, base_raw: &[u8], splits: &[&[u8]]) -> Vec<Result<(), BtfError>> {
+    pub(crate) fn add_splits(&mut self, base_raw: &[u8], splits: &[&[u8]]) -> Vec<Result<(), BtfError>> {
         let prep = (|| {
             let (btypes, bstrs) = header(base_raw)?;
             if !self.tables.is_empty() && self.big_endian != btypes.be {
@@ -320,7 +320,8 @@ impl Btf {
     }
 
     /// The blob was big endian.
-    pub fn big_endian(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn big_endian(&self) -> bool {
         self.big_endian
     }
 
@@ -346,17 +347,17 @@ impl Btf {
     }
 
     /// `sizeof(union NAME)`.
-    pub fn union_size(&self, name: &str) -> Option<u32> {
+    pub(crate) fn union_size(&self, name: &str) -> Option<u32> {
         self.find(Kind::Union, name).map(|e| e.value as u32)
     }
 
     /// `sizeof(enum NAME)`.
-    pub fn enum_size(&self, name: &str) -> Option<u32> {
+    pub(crate) fn enum_size(&self, name: &str) -> Option<u32> {
         self.find(Kind::Enum, name).map(|e| e.value as u32)
     }
 
     /// A typedef resolved to its size and sign.
-    pub fn typedef(&self, name: &str) -> Option<TypeInfo> {
+    pub(crate) fn typedef(&self, name: &str) -> Option<TypeInfo> {
         self.find(Kind::Typedef, name).map(|e| TypeInfo {
             size: e.value as u32,
             signed: e.flags & F_SIGNED != 0,

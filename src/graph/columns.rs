@@ -10,7 +10,7 @@ use super::GraphOpts;
 /// The overhead mark for a duration in ns (`trace_find_mark`): strictly
 /// greater than 1 s `$`, 100 ms `@`, 10 ms `*`, 1 ms `#`, 100 µs `!`,
 /// 10 µs `+`, else a space.
-pub fn overhead_mark(ns: u64) -> char {
+pub(crate) fn overhead_mark(ns: u64) -> char {
     const MARKS: [(u64, char); 6] =
         [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*'), (1_000_000, '#'), (100_000, '!'), (10_000, '+')];
     MARKS.iter().find(|m| ns > m.0).map_or(' ', |m| m.1)
@@ -20,7 +20,7 @@ pub fn overhead_mark(ns: u64) -> char {
 /// most 7 digits in all, `" us "` and padding to the column width.
 /// `long_size` 4 truncates the microseconds to 32 bits like a 32-bit
 /// kernel's `%lu` of an `unsigned long`.
-pub fn write_duration<W: Write + ?Sized>(w: &mut W, ns: u64, long_size: u32) -> fmt::Result {
+pub(crate) fn write_duration<W: Write + ?Sized>(w: &mut W, ns: u64, long_size: u32) -> fmt::Result {
     let mut us = ns / 1000;
     let rem = ns % 1000;
     if long_size == 4 {
@@ -62,7 +62,12 @@ pub fn write_duration<W: Write + ?Sized>(w: &mut W, ns: u64, long_size: u32) -> 
 
 /// The whole duration column of a line with a duration (`print_graph_duration`
 /// with data): mark, space, duration, `"|  "`.
-pub fn write_duration_column<W: Write + ?Sized>(w: &mut W, ns: u64, overhead: bool, long_size: u32) -> fmt::Result {
+pub(crate) fn write_duration_column<W: Write + ?Sized>(
+    w: &mut W,
+    ns: u64,
+    overhead: bool,
+    long_size: u32,
+) -> fmt::Result {
     if overhead {
         w.write_char(overhead_mark(ns))?;
         w.write_char(' ')?;
@@ -75,7 +80,7 @@ pub fn write_duration_column<W: Write + ?Sized>(w: &mut W, ns: u64, overhead: bo
 
 /// `print_graph_proc`: `comm-pid` (comm cut to 7 bytes) centred in 14
 /// columns.
-pub fn write_proc<W: Write + ?Sized>(w: &mut W, comm: &str, pid: i32) -> fmt::Result {
+pub(crate) fn write_proc<W: Write + ?Sized>(w: &mut W, comm: &str, pid: i32) -> fmt::Result {
     let mut cut = comm.len().min(7);
     while !comm.is_char_boundary(cut) {
         cut -= 1;
@@ -97,7 +102,7 @@ pub fn write_proc<W: Write + ?Sized>(w: &mut W, comm: &str, pid: i32) -> fmt::Re
 
 /// The two `#` header lines the kernel prints above a graph (after
 /// `# tracer: function_graph` and `#`), for these options.
-pub fn write_header<W: Write + ?Sized>(w: &mut W, o: &GraphOpts) -> fmt::Result {
+pub(crate) fn write_header<W: Write + ?Sized>(w: &mut W, o: &GraphOpts) -> fmt::Result {
     if !o.context_info {
         return Ok(());
     }

@@ -20,7 +20,7 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 /// Width of the picture in pixels (flamegraph.pl's default).
-pub const WIDTH: u32 = 1200;
+pub(crate) const WIDTH: u32 = 1200;
 /// Height of one frame row.
 const ROW: u32 = 16;
 /// Margins: left/right, above the title, below the last row.
@@ -28,7 +28,7 @@ const PAD_X: u32 = 10;
 const PAD_TOP: u32 = 40;
 const PAD_BOTTOM: u32 = 10;
 /// Boxes narrower than this (tenths of a pixel) are not drawn.
-pub const MIN_WIDTH: u64 = 1;
+pub(crate) const MIN_WIDTH: u64 = 1;
 /// Average width of a character of the 12-pixel font (tenths of a
 /// pixel), for cutting names.
 const CHAR_PX: u64 = 70;
@@ -36,7 +36,7 @@ const CHAR_PX: u64 = 70;
 /// One box: a frame path's name, depth (0: `all`) and span of the total
 /// weight.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame<'a> {
+pub(crate) struct Frame<'a> {
     pub(crate) name: &'a str,
     pub(crate) depth: usize,
     pub(crate) start: u64,
@@ -46,7 +46,7 @@ pub struct Frame<'a> {
 /// The boxes of `folded` (`(path, weight)`, frames separated by `;`; zero
 /// weights ignored), in the order they close, and the total weight. The
 /// root `all` spans the total.
-pub fn frames(folded: &[(String, u64)]) -> (Vec<Frame<'_>>, u64) {
+pub(crate) fn frames(folded: &[(String, u64)]) -> (Vec<Frame<'_>>, u64) {
     let mut rows: Vec<(&str, u64)> = folded.iter().filter(|r| r.1 > 0).map(|(p, w)| (p.as_str(), *w)).collect();
     rows.sort_unstable();
     let mut out = Vec::new();
@@ -114,7 +114,7 @@ fn micros(w: &mut dyn Write, ns: u64) -> fmt::Result {
 
 /// Write the SVG of `folded` (weights in ns) with `title` above it. An input
 /// without weight gives a picture that says so.
-pub fn write_svg(w: &mut dyn Write, folded: &[(String, u64)], title: &str) -> fmt::Result {
+pub(crate) fn write_svg(w: &mut dyn Write, folded: &[(String, u64)], title: &str) -> fmt::Result {
     let (frames, total) = frames(folded);
     let depth = frames.iter().map(|f| f.depth).max().unwrap_or(0) as u32;
     let height = PAD_TOP + (depth + 1) * ROW + PAD_BOTTOM;

@@ -24,30 +24,30 @@
 //! (`func, depth, overrun, calltime, rettime`), 32-bit kernels (packed u64s)
 //! and newer layouts (`retval`, other orders and sizes) all work.
 //!
-//! The files: [`records`] finds the graph events' fields and decodes a
-//! record; [`columns`] writes the duration, overhead-mark, process and
-//! header columns; [`renderer`] keeps the per-CPU state and writes the
+//! The files: `records` finds the graph events' fields and decodes a
+//! record; `columns` writes the duration, overhead-mark, process and
+//! header columns; `renderer` keeps the per-CPU state and writes the
 //! lines; [`stats`] aggregates the same records into folded stacks and
-//! per-function totals, [`flame`] draws them. (tr-stack's `kernel_stack`
+//! per-function totals, `flame` draws them. (tr-stack's `kernel_stack`
 //! counts are `crate::stacks`.) Nothing here panics on any record bytes.
 
-pub mod columns;
-pub mod flame;
-pub mod records;
-pub mod renderer;
+pub(crate) mod columns;
+pub(crate) mod flame;
+pub(crate) mod records;
+pub(crate) mod renderer;
 pub mod stats;
 
 use core::fmt::{self, Write};
 
 use crate::printfmt::SymbolLookup;
 
-pub use columns::{overhead_mark, write_duration, write_duration_column, write_header, write_proc};
+pub(crate) use columns::write_header;
 pub use records::{GraphEvents, GraphRec};
 pub use renderer::{GraphRenderer, IrqText, Outcome, IRQENTRY_FALLBACK};
 
 /// `FTRACE_RETFUNC_DEPTH`: the depths whose entered function the kernel
 /// remembers (for the `} /* func */` form).
-pub const RETFUNC_DEPTH: usize = 50;
+pub(crate) const RETFUNC_DEPTH: usize = 50;
 
 /// Indentation is capped here (the kernel's line buffer is one page; a
 /// hostile depth must not produce gigabytes of spaces).

@@ -39,7 +39,7 @@ struct RetLayout {
 pub enum GraphRec {
     /// `funcgraph_entry`: a traced function was called.
     /// `args`: where the record's arguments start, when it carries them
-    /// (funcgraph-args: [`crate::kernel::FTRACE_REGS_MAX_ARGS`] `long`s).
+    /// (funcgraph-args: `crate::kernel::FTRACE_REGS_MAX_ARGS` `long`s).
     Entry {
         /// `common_pid`: the task that made the call.
         pid: i32,
@@ -137,18 +137,13 @@ impl GraphEvents {
         g
     }
 
-    /// Does the table have both graph events?
-    pub fn present(&self) -> bool {
-        !self.ents.is_empty() && !self.rets.is_empty()
-    }
-
     /// The event id of a record.
-    pub fn record_id(&self, p: &[u8]) -> Option<u32> {
+    pub(crate) fn record_id(&self, p: &[u8]) -> Option<u32> {
         self.type_loc.and_then(|l| l.uint(p, self.endian)).map(|v| v as u32)
     }
 
     /// (flags, preempt_count, pid) of any record.
-    pub fn common(&self, p: &[u8]) -> (u8, u8, i32) {
+    pub(crate) fn common(&self, p: &[u8]) -> (u8, u8, i32) {
         self.common.map_or((0, 0, 0), |c| c.read(self.endian, p))
     }
 

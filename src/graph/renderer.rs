@@ -137,7 +137,7 @@ impl<'a> GraphRenderer<'a> {
 
     /// Kernel facts for the print fmts of comment events (as
     /// [`crate::render::Renderer::with_kernel`]).
-    pub fn with_kernel(mut self, k: &'a dyn KernelInfo) -> Self {
+    pub(crate) fn with_kernel(mut self, k: &'a dyn KernelInfo) -> Self {
         self.kernel = Some(k);
         self
     }
@@ -171,19 +171,8 @@ impl<'a> GraphRenderer<'a> {
     /// [`with_irq_text`](Self::with_irq_text) once the renderer is in use:
     /// finding the range parses the symbol table, which a file with no
     /// graph record never needs.
-    pub fn set_irq_text(&mut self, t: IrqText) {
+    pub(crate) fn set_irq_text(&mut self, t: IrqText) {
         self.irq = t;
-    }
-
-    /// The graph events found in the table.
-    pub fn graph_events(&self) -> &GraphEvents {
-        &self.ev
-    }
-
-    /// Forget the per-CPU state (a new read of the buffer).
-    pub fn reset(&mut self) {
-        self.cpus.clear();
-        self.spare = CpuState::default();
     }
 
     /// The state slot of the record being rendered.
@@ -363,7 +352,7 @@ impl<'a> GraphRenderer<'a> {
     /// instead of per CPU: per-task grouping gives each task its own slot
     /// (a small dense index) and peeks the next record *of that task*;
     /// `cpu` is only printed.
-    pub fn record_in<W: Write + ?Sized>(
+    pub(crate) fn record_in<W: Write + ?Sized>(
         &mut self,
         w: &mut W,
         slot: u32,

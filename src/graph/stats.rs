@@ -32,7 +32,7 @@ use crate::render::Cmdlines;
 const MAX_STACK: usize = 512;
 
 /// Longest call duration taken as is (2^40 ns, about 12.7 days).
-pub const MAX_CALL_NS: u64 = 1 << 40;
+pub(crate) const MAX_CALL_NS: u64 = 1 << 40;
 
 #[derive(Debug, Clone)]
 struct Frame {
@@ -275,7 +275,7 @@ impl GraphStats {
     }
 
     /// The top `n` functions by `by`.
-    pub fn top(&self, syms: Option<&dyn SymbolLookup>, n: usize, by: TopBy) -> Vec<TopRow> {
+    pub(crate) fn top(&self, syms: Option<&dyn SymbolLookup>, n: usize, by: TopBy) -> Vec<TopRow> {
         let mut v = self.functions(syms, by);
         v.truncate(n);
         v

@@ -91,7 +91,7 @@ struct Cpu {
 }
 
 /// The auto-analysis of one run: fed every record, asked at a stop.
-pub struct Analysis {
+pub(crate) struct Analysis {
     endian: Endian,
     evs: [Option<Ev>; 7],
     cpus: Vec<Cpu>,
@@ -100,13 +100,13 @@ pub struct Analysis {
 impl Analysis {
     /// Map the events `events` has (any of them may be missing: then
     /// what it tells is missing from the analysis).
-    pub fn new(events: &EventTable, endian: Endian) -> Analysis {
+    pub(crate) fn new(events: &EventTable, endian: Endian) -> Analysis {
         let evs = EVENTS.map(|(name, fields)| events.by_name(name).and_then(|e| Ev::of(e, fields).ok()));
         Analysis { endian, evs, cpus: Vec::new() }
     }
 
     /// Feed one record of `cpu` at `ts`.
-    pub fn record(&mut self, cpu: u32, ts: u64, p: &[u8]) {
+    pub(crate) fn record(&mut self, cpu: u32, ts: u64, p: &[u8]) {
         self.feed(cpu, ts, p);
     }
 
@@ -193,17 +193,12 @@ impl Analysis {
         Some(())
     }
 
-    /// Whether the events of a dump of tasks were there.
-    pub fn can_dump(&self) -> bool {
-        self.evs[K_SWITCH].is_some()
-    }
-
     /// The analysis of each CPU whose last IRQ latency reached `irq_ns` or
     /// thread latency `thread_ns` (0: no such threshold), as text (rtla's
     /// lines, in `unit`) or JSON lines (`{"table":"analysis",...}`); with
     /// `tasks`, what every CPU ran last. Whether a CPU was analysed.
     #[allow(clippy::too_many_arguments)]
-    pub fn write(
+    pub(crate) fn write(
         &self,
         w: &mut dyn Write,
         irq_ns: u64,

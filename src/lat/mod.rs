@@ -7,7 +7,7 @@
 //! `wakeup` (sched_waking → sched_switch), `irq` (hard IRQ and softirq
 //! handlers), `syscall` (sys_enter → sys_exit), and `tracers` (the
 //! timerlat, osnoise and hwlat tracers' own entries). `stat` holds the
-//! accumulators they fill, `report` prints them, and [`aa`] is
+//! accumulators they fill, `report` prints them, and `aa` is
 //! timerlat's auto-analysis. This file maps a mode's events and hands each
 //! record to its mode.
 //!
@@ -25,7 +25,7 @@ use crate::abi::Endian;
 use crate::format::{EventFormat, EventTable, Field, FieldKind};
 use crate::render::CommonFields;
 
-pub mod aa;
+pub(crate) mod aa;
 mod irq;
 mod report;
 mod stat;
@@ -34,16 +34,16 @@ mod tracers;
 mod wakeup;
 
 pub(crate) use crate::vecmap::VecMap;
-pub use report::{
-    key_name, write_hists, write_json, write_max_json, write_problems_json, write_sample, write_tables, Unit, TOP,
+pub(crate) use report::{
+    write_hists, write_json, write_max_json, write_problems_json, write_sample, write_tables, Unit, TOP,
 };
-pub use stat::{Hist, Noise, Row, Stat, MAX_ENTRIES};
+pub(crate) use stat::{Noise, Row, Stat, MAX_ENTRIES};
 pub(crate) use stat::{Rows, MAX_OPEN};
-pub use syscall::SYSCALL_EVENTS;
+pub(crate) use syscall::SYSCALL_EVENTS;
 
 /// What a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// From a task's wakeup (`sched_waking`) to the switch to it.
     Wakeup,
     /// Hard and soft interrupt handler durations.
@@ -62,7 +62,7 @@ pub enum Mode {
 impl Mode {
     /// The mode a `tr-lat` argument names (`wakeup`, `irq`, `syscall`,
     /// `timerlat`, `osnoise`, `hwlat`).
-    pub fn parse(s: &str) -> Option<Mode> {
+    pub(crate) fn parse(s: &str) -> Option<Mode> {
         Some(match s {
             "wakeup" => Mode::Wakeup,
             "irq" => Mode::Irq,
@@ -76,7 +76,7 @@ impl Mode {
 
     /// The events a mode reads (`sys:event`); the first of a `|` pair is
     /// preferred. Optional ones (softirqs) start with `?`.
-    pub fn events(self) -> &'static [&'static str] {
+    pub(crate) fn events(self) -> &'static [&'static str] {
         match self {
             Mode::Wakeup => &[wakeup::WAKING, wakeup::SWITCH, wakeup::FORK],
             Mode::Irq => &[irq::ENTRY, irq::EXIT, irq::SOFT_ENTRY, irq::SOFT_EXIT],
@@ -90,7 +90,7 @@ impl Mode {
     /// The event systems a run reads: those of [`events`](Self::events)
     /// (ftrace's always), and osnoise's noise events that a stop threshold
     /// enables for its report.
-    pub fn systems(self) -> &'static [&'static str] {
+    pub(crate) fn systems(self) -> &'static [&'static str] {
         match self {
             Mode::Wakeup => &["sched"],
             Mode::Irq => &["irq"],
@@ -102,7 +102,7 @@ impl Mode {
 }
 /// Which table a row is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Table {
+pub(crate) enum Table {
     /// Wakeup latency per task (key: pid).
     Task,
     /// Wakeup latency per priority class (key: [`class`]).
@@ -137,7 +137,7 @@ pub enum Table {
 
 impl Table {
     /// A short name (JSON `table`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Table::Task => "task",
             Table::Class => "class",
@@ -176,7 +176,7 @@ impl Table {
 }
 
 /// The priority class of a kernel `prio`: 0 deadline, 1 real-time, 2 normal.
-pub fn class(prio: i64) -> i64 {
+pub(crate) fn class(prio: i64) -> i64 {
     match prio {
         i64::MIN..=-1 => 0,
         0..=99 => 1,
@@ -192,18 +192,18 @@ pub(crate) const SOFTIRQS: [&str; 10] =
     ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 /// One measured latency, for `--samples`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// What was measured (the table its row is in).
-    pub table: Table,
+    pub(crate) table: Table,
     pub(crate) key: i64,
     pub(crate) cpu: u32,
     /// Trace-clock time of the begin (the timerlat/osnoise entry itself
     /// for those modes) and the end.
-    pub begin: u64,
+    pub(crate) begin: u64,
     /// Trace-clock time of the end.
-    pub end: u64,
+    pub(crate) end: u64,
     /// The latency, in nanoseconds.
-    pub ns: u64,
+    pub(crate) ns: u64,
 }
 
 /// One event a mode reads: its id and the fields it needs, in the order of
@@ -252,7 +252,7 @@ pub(crate) fn set(s: &mut String, v: &str) {
 
 /// What the event table lacks for a mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Missing {
+pub(crate) enum Missing {
     /// None of these events (`sys:event`, `|`-separated alternatives).
     Event(String),
     /// This event has no field of this name.
@@ -337,28 +337,28 @@ enum State {
 }
 
 /// The accumulators of one run.
-pub struct Lat {
+pub(crate) struct Lat {
     pub(crate) mode: Mode,
     endian: Endian,
     state: State,
     pub(crate) rows: Rows,
     /// Ends without their begin, and begins forgotten at a loss.
-    pub unpaired: u64,
+    pub(crate) unpaired: u64,
     /// wakeup: wakings that no switch to their task followed (the task ran
     /// before one was seen, or was woken again): not latencies.
-    pub no_switch: u64,
+    pub(crate) no_switch: u64,
     /// Lost-events marks met ([`Lat::lose`]): the counts may miss
     /// latencies around each.
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// timerlat: the samples the kernel took while we read, by their
     /// seqnums (every timer IRQ takes the next one, recorded or not).
-    pub taken: u64,
+    pub(crate) taken: u64,
 }
 
 impl Lat {
     /// Map the mode's events of `events` once. `hist`: (bucket width in ns,
     /// entries) to keep histograms.
-    pub fn new(
+    pub(crate) fn new(
         mode: Mode,
         events: &EventTable,
         endian: Endian,
@@ -380,7 +380,7 @@ impl Lat {
     /// kernel's pid filter lets through what a filtered task does, and a
     /// filtered task wakes others: `sched_waking` is written when either
     /// the waker or the wakee is in `set_event_pid`.)
-    pub fn only(&mut self, pids: &[i64]) {
+    pub(crate) fn only(&mut self, pids: &[i64]) {
         if let State::Wakeup(w) = &mut self.state {
             let mut o = VecMap::new();
             for &p in pids {
@@ -392,7 +392,7 @@ impl Lat {
 
     /// wakeup: never measure these tasks (trbox's own threads: the
     /// kernel records their wakings when the waker is traced).
-    pub fn leave_out(&mut self, pids: &[i64]) {
+    pub(crate) fn leave_out(&mut self, pids: &[i64]) {
         if let State::Wakeup(w) = &mut self.state {
             for &p in pids {
                 w.left_out.insert(p, ());
@@ -402,7 +402,7 @@ impl Lat {
 
     /// wakeup: the wakings that no switch to their task followed, those
     /// still waiting at the end included.
-    pub fn wakings_without_switch(&self) -> u64 {
+    pub(crate) fn wakings_without_switch(&self) -> u64 {
         match &self.state {
             State::Wakeup(w) => self.no_switch + w.open.len() as u64,
             _ => 0,
@@ -411,7 +411,7 @@ impl Lat {
 
     /// Events were lost on a CPU: forget every open begin (its end may be
     /// among them).
-    pub fn lose(&mut self) {
+    pub(crate) fn lose(&mut self) {
         self.lost += 1;
         self.unpaired += match &mut self.state {
             State::Wakeup(w) => w.open.take_all(),
@@ -423,7 +423,7 @@ impl Lat {
 
     /// Feed one record (any event) of `cpu` at trace-clock time `ts`;
     /// returns the latency it completed, if any.
-    pub fn record(&mut self, cpu: u32, ts: u64, p: &[u8]) -> Option<Sample> {
+    pub(crate) fn record(&mut self, cpu: u32, ts: u64, p: &[u8]) -> Option<Sample> {
         let e = self.endian;
         let r = Rec { id: u32::from(e.uint(p, 0, 2)? as u16), cpu, ts, p, e };
         let rows = &mut self.rows;
@@ -446,19 +446,19 @@ impl Lat {
     }
 
     /// The rows, by table then key.
-    pub fn rows(&self) -> impl Iterator<Item = (Table, i64, &Row)> {
+    pub(crate) fn rows(&self) -> impl Iterator<Item = (Table, i64, &Row)> {
         self.rows.iter()
     }
 
     /// timerlat: the IRQ entries read, against [`Lat::taken`].
-    pub fn timer_irqs(&self) -> u64 {
+    pub(crate) fn timer_irqs(&self) -> u64 {
         self.rows().filter(|(t, _, _)| *t == Table::TimerIrq).map(|(_, _, r)| r.stat.count).sum()
     }
 
     /// Latencies measured: the rows of the mode's own tables (for irq both
     /// hard and soft, for timerlat every context; not wakeup's per class or
     /// syscall's per task, which count the same latencies again).
-    pub fn measured(&self) -> u64 {
+    pub(crate) fn measured(&self) -> u64 {
         let tables: &[Table] = match self.mode {
             Mode::Wakeup => &[Table::Task],
             Mode::Irq => &[Table::HardIrq, Table::SoftIrq],
@@ -471,7 +471,8 @@ impl Lat {
     }
 
     /// The row with the largest maximum of `table`, if any.
-    pub fn worst(&self, table: Table) -> Option<(i64, &Row)> {
+    #[cfg(test)]
+    pub(crate) fn worst(&self, table: Table) -> Option<(i64, &Row)> {
         self.rows().filter(|(t, _, _)| *t == table).max_by_key(|(_, _, r)| r.stat.max).map(|(_, k, r)| (k, r))
     }
 }

@@ -14,14 +14,14 @@ use crate::render::Cmdlines;
 
 /// How values are printed: µs with three decimals (default) or ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unit {
+pub(crate) struct Unit {
     /// Print nanoseconds (`--ns`), not microseconds.
-    pub ns: bool,
+    pub(crate) ns: bool,
 }
 
 impl Unit {
     /// The unit's name for column headers and JSON (`us` or `ns`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         if self.ns {
             "ns"
         } else {
@@ -30,7 +30,7 @@ impl Unit {
     }
 
     /// Writes `v` nanoseconds in this unit: `12.345` (µs) or `12345`.
-    pub fn write<W: Write + ?Sized>(self, w: &mut W, v: u64) -> fmt::Result {
+    pub(crate) fn write<W: Write + ?Sized>(self, w: &mut W, v: u64) -> fmt::Result {
         if self.ns {
             write!(w, "{v}")
         } else {
@@ -46,7 +46,7 @@ impl Unit {
 }
 
 /// The name of a row's key as a person reads it.
-pub fn key_name(table: Table, key: i64, row: &Row, cmdlines: &Cmdlines) -> String {
+pub(crate) fn key_name(table: Table, key: i64, row: &Row, cmdlines: &Cmdlines) -> String {
     let comm = |pid: i64| {
         if row.name.is_empty() {
             String::from(cmdlines.comm(pid as i32))
@@ -74,7 +74,7 @@ const KEY_WIDTH: usize = 24;
 /// (sorted by key; tasks by their maximum, worst first).
 /// Task rows a table shows unless every task is asked for: a board's
 /// short-lived tasks (`sleep-PID` by the hundred) would not fit a screen.
-pub const TOP: usize = 20;
+pub(crate) const TOP: usize = 20;
 
 /// The rows of a task table to show: every task when they fit in `top`
 /// rows (or without `top`); else the tasks of one comm in one row
@@ -116,7 +116,7 @@ fn task_rows(
 /// The tables: one per kind of key, task tables sorted by maximum (and,
 /// with `top`, grouped by comm and cut: `task_rows`); with `top`, a
 /// longer table of another kind shows its `top` worst rows.
-pub fn write_tables<W: Write + ?Sized>(
+pub(crate) fn write_tables<W: Write + ?Sized>(
     w: &mut W,
     lat: &Lat,
     unit: Unit,
@@ -209,7 +209,7 @@ fn write_noise<W: Write + ?Sized>(w: &mut W, noise: &VecMap<u32, Noise>) -> fmt:
 
 /// Every histogram: per key, the non-empty buckets (`FROM-TO COUNT`) and
 /// the overflow row.
-pub fn write_hists<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
+pub(crate) fn write_hists<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
     let mut first = true;
     for (t, k, r) in lat.rows() {
         let Some(h) = &r.hist else { continue };
@@ -236,7 +236,7 @@ pub fn write_hists<W: Write + ?Sized>(w: &mut W, lat: &Lat, unit: Unit, cmdlines
 
 /// One JSON object per row (and per osnoise CPU), one a line; values in
 /// `unit`, with `"unit"` saying which.
-pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
+pub(crate) fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdlines) -> fmt::Result {
     for (t, k, r) in lat.rows() {
         let mut o = Object::begin(w)?;
         o.string("table", t.name())?;
@@ -310,7 +310,7 @@ pub fn write_json<W: Write>(w: &mut W, lat: &Lat, unit: Unit, cmdlines: &Cmdline
 /// JSON object on one line: the tracer, its sequence number `n`, the
 /// latency in us, and the saved file's name (`file`) or else the kernel's
 /// trace text of it (`trace`).
-pub fn write_max_json<W: Write>(
+pub(crate) fn write_max_json<W: Write>(
     w: &mut W,
     tracer: &str,
     n: u32,
@@ -330,7 +330,7 @@ pub fn write_max_json<W: Write>(
 }
 
 /// One sample as a JSON line: times in trace-clock ns, the latency in ns.
-pub fn write_sample<W: Write>(w: &mut W, s: &Sample) -> fmt::Result {
+pub(crate) fn write_sample<W: Write>(w: &mut W, s: &Sample) -> fmt::Result {
     let mut o = Object::begin(w)?;
     o.string("table", s.table.name())?;
     o.int("key", s.key)?;
@@ -345,7 +345,7 @@ pub fn write_sample<W: Write>(w: &mut W, s: &Sample) -> fmt::Result {
 /// What the input's readers read past ([`Problems`]) as one line, in the
 /// shape every `--json` of trbox gives it ([`json::problems_line`]):
 /// `{"problems":{"cut_off":1}}`; nothing when there were none.
-pub fn write_problems_json(w: &mut dyn Write, p: &Problems) -> fmt::Result {
+pub(crate) fn write_problems_json(w: &mut dyn Write, p: &Problems) -> fmt::Result {
     json::problems_line(w, p)
 }
 

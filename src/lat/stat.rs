@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use super::{Table, VecMap};
 
 /// Most histogram entries per key (`-E`).
-pub const MAX_ENTRIES: usize = 1 << 16;
+pub(crate) const MAX_ENTRIES: usize = 1 << 16;
 
 /// Tasks, syscalls or CPUs with an open begin that are tracked at most
 /// (a damaged stream cannot grow the maps without bound).
@@ -19,7 +19,7 @@ pub(crate) const MAX_OPEN: usize = 1 << 16;
 /// count, min, avg, max, sum (and the last value: rtla's `cur`), in ns;
 /// system calls: how many failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stat {
+pub(crate) struct Stat {
     pub(crate) count: u64,
     pub(crate) min: u64,
     pub(crate) max: u64,
@@ -44,7 +44,7 @@ impl Stat {
     }
 
     /// Fold `o` in (rows of one group: the tasks of one comm).
-    pub fn merge(&mut self, o: &Stat) {
+    pub(crate) fn merge(&mut self, o: &Stat) {
         if o.count > 0 && (self.count == 0 || o.min < self.min) {
             self.min = o.min;
         }
@@ -58,7 +58,7 @@ impl Stat {
 /// A histogram: `buckets[i]` counts values in `[i*width, (i+1)*width)`
 /// ns; `over` those at or past the last bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hist {
+pub(crate) struct Hist {
     pub(crate) width: u64,
     pub(crate) buckets: Vec<u64>,
     pub(crate) over: u64,
@@ -67,7 +67,7 @@ pub struct Hist {
 impl Hist {
     /// `width` ns per bucket (at least 1), `entries` buckets (at most
     /// [`MAX_ENTRIES`], at least 1).
-    pub fn new(width: u64, entries: usize) -> Self {
+    pub(crate) fn new(width: u64, entries: usize) -> Self {
         Hist { width: width.max(1), buckets: alloc::vec![0; entries.clamp(1, MAX_ENTRIES)], over: 0 }
     }
 
@@ -80,7 +80,8 @@ impl Hist {
     }
 
     /// Values counted, the overflow row included.
-    pub fn total(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn total(&self) -> u64 {
         self.buckets.iter().sum::<u64>() + self.over
     }
 }
@@ -88,7 +89,7 @@ impl Hist {
 /// One row: the name seen in the records (a comm, an IRQ's name), the
 /// statistics and the histogram.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub(crate) name: String,
     pub(crate) stat: Stat,
     pub(crate) hist: Option<Hist>,
@@ -153,7 +154,7 @@ impl Rows {
 
 /// The osnoise tracer's totals for one CPU (µs, as the entries give them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Noise {
+pub(crate) struct Noise {
     pub(crate) periods: u64,
     pub(crate) runtime: u64,
     pub(crate) noise: u64,
@@ -167,7 +168,7 @@ pub struct Noise {
 
 impl Noise {
     /// % of CPU time available, in thousandths of a percent.
-    pub fn available_mpct(&self) -> u64 {
+    pub(crate) fn available_mpct(&self) -> u64 {
         if self.runtime == 0 {
             return 0;
         }

@@ -14,7 +14,7 @@ pub(super) const ENTER: &str = "raw_syscalls:sys_enter";
 pub(super) const EXIT: &str = "raw_syscalls:sys_exit";
 
 /// The system of the per-call syscall events (`syscalls:sys_enter_openat`).
-pub const SYSCALL_EVENTS: &str = "syscalls";
+pub(crate) const SYSCALL_EVENTS: &str = "syscalls";
 
 /// The fields read: sys_enter's `id` and sys_exit's `id` and `ret`, or the
 /// per-call events' `__syscall_nr` (and `ret`); their indexes in [`Ev`].

@@ -51,7 +51,7 @@ pub(crate) struct Digits {
 
 impl Digits {
     /// The digits of `v` in `base` (8, 16, else 10); `upper` picks `A-F`.
-    pub fn new(mut v: u64, base: u8, upper: bool) -> Self {
+    pub(crate) fn new(mut v: u64, base: u8, upper: bool) -> Self {
         let mut b = [0u8; DIGITS];
         let mut i = DIGITS;
         // Power-of-two bases: the digit count is known from the top bit,
@@ -92,19 +92,19 @@ impl Digits {
 
     /// Length of the text.
     #[inline(always)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         DIGITS - self.i
     }
 
     /// Room left in front.
     #[inline(always)]
-    pub fn room(&self) -> usize {
+    pub(crate) fn room(&self) -> usize {
         self.i
     }
 
     /// Put an ASCII byte in front (dropped when there is no room).
     #[inline(always)]
-    pub fn prepend(&mut self, c: u8) {
+    pub(crate) fn prepend(&mut self, c: u8) {
         if self.i > 0 {
             self.i -= 1;
             self.b[self.i] = ascii(c);
@@ -112,7 +112,7 @@ impl Digits {
     }
 
     #[inline(always)]
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         text(self.b.get(self.i..).unwrap_or(&[]))
     }
 }
@@ -225,29 +225,29 @@ impl<const N: usize> core::fmt::Debug for StackBuf<N> {
 
 impl<const N: usize> StackBuf<N> {
     #[inline(always)]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         StackBuf { b: [0; N], len: 0 }
     }
 
     #[inline(always)]
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.len = 0;
     }
 
     #[inline(always)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// Room left.
     #[inline(always)]
-    pub fn room(&self) -> usize {
+    pub(crate) fn room(&self) -> usize {
         N - self.len
     }
 
     /// One ASCII byte (anything else becomes '?').
     #[inline(always)]
-    pub fn push(&mut self, c: u8) {
+    pub(crate) fn push(&mut self, c: u8) {
         if let Some(slot) = self.b.get_mut(self.len) {
             *slot = ascii(c);
             self.len += 1;
@@ -256,7 +256,7 @@ impl<const N: usize> StackBuf<N> {
 
     /// `n` copies of the ASCII byte `c` (a few: padding).
     #[inline(always)]
-    pub fn fill(&mut self, c: u8, n: usize) {
+    pub(crate) fn fill(&mut self, c: u8, n: usize) {
         for _ in 0..n.min(self.room()) {
             self.push(c);
         }
@@ -268,7 +268,7 @@ impl<const N: usize> StackBuf<N> {
     /// ([`hex16`]) and written over the room, the first `n` kept.
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_hex(&mut self, v: u64, upper: bool) {
+    pub(crate) fn push_hex(&mut self, v: u64, upper: bool) {
         let n = (64 - (v | 1).leading_zeros()).div_ceil(4) as usize;
         if n <= 8 {
             if let Some(s) = self.b.get_mut(self.len..self.len + 8) {
@@ -301,7 +301,7 @@ impl<const N: usize> StackBuf<N> {
     /// of cycles each).
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_dec(&mut self, neg: bool, mut v: u64) {
+    pub(crate) fn push_dec(&mut self, neg: bool, mut v: u64) {
         let n = dec_len(v) + usize::from(neg);
         let Some(s) = self.b.get_mut(self.len..self.len + n) else { return };
         let mut i = n;
@@ -334,7 +334,7 @@ impl<const N: usize> StackBuf<N> {
 
     /// Two decimal digits of `v` (below 100).
     #[inline(always)]
-    pub fn push_pair(&mut self, v: u32) {
+    pub(crate) fn push_pair(&mut self, v: u32) {
         let d = (v as usize % 100) * 2;
         if let (Some(s), Some(t)) = (self.b.get_mut(self.len..self.len + 2), PAIRS.get(d..d + 2)) {
             // PAIRS is ASCII.
@@ -352,7 +352,7 @@ impl<const N: usize> StackBuf<N> {
         }
     }
 
-    pub fn push_str(&mut self, s: &str) {
+    pub(crate) fn push_str(&mut self, s: &str) {
         self.push_bytes(s.as_bytes());
     }
 
@@ -363,14 +363,14 @@ impl<const N: usize> StackBuf<N> {
     }
 
     #[inline(always)]
-    pub fn push_digits(&mut self, d: &Digits) {
+    pub(crate) fn push_digits(&mut self, d: &Digits) {
         self.push_str(d.as_str());
     }
 
     /// The text of another buffer. A small one is copied whole (a copy of
     /// a known size, no call), then only its text counts.
     #[inline(always)]
-    pub fn push_buf<const M: usize>(&mut self, o: &StackBuf<M>) {
+    pub(crate) fn push_buf<const M: usize>(&mut self, o: &StackBuf<M>) {
         match self.b.get_mut(self.len..self.len + M).and_then(|d| <&mut [u8; M]>::try_from(d).ok()) {
             Some(d) if M <= 32 => {
                 *d = o.b;
@@ -381,14 +381,14 @@ impl<const N: usize> StackBuf<N> {
     }
 
     /// `v` right-aligned in `width`, padded with `pad`.
-    pub fn push_padded(&mut self, v: u64, width: usize, pad: u8) {
+    pub(crate) fn push_padded(&mut self, v: u64, width: usize, pad: u8) {
         let d = Digits::new(v, 10, false);
         self.fill(pad, width.saturating_sub(d.len()));
         self.push_digits(&d);
     }
 
     /// Signed decimal.
-    pub fn push_int(&mut self, v: i64) {
+    pub(crate) fn push_int(&mut self, v: i64) {
         if v < 0 {
             self.push(b'-');
         }
@@ -396,12 +396,12 @@ impl<const N: usize> StackBuf<N> {
     }
 
     #[inline(always)]
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         self.b.get(..self.len).unwrap_or(&[])
     }
 
     #[inline(always)]
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         text(self.bytes())
     }
 }
@@ -424,28 +424,28 @@ pub(crate) struct Stage<'a> {
 
 impl<'a> Stage<'a> {
     /// A line continuing what `buf` holds.
-    pub fn new(buf: &'a mut StackBuf<LINE>, out: &'a mut dyn core::fmt::Write) -> Self {
+    pub(crate) fn new(buf: &'a mut StackBuf<LINE>, out: &'a mut dyn core::fmt::Write) -> Self {
         Stage { buf, out, sent: 0, spilled: false }
     }
 
     /// Whether everything added since [`new`](Self::new) is still in the
     /// buffer.
-    pub fn whole(&self) -> bool {
+    pub(crate) fn whole(&self) -> bool {
         !self.spilled
     }
 
     /// The buffer (for a caller that keeps a piece of it).
-    pub fn buf(&self) -> &StackBuf<LINE> {
+    pub(crate) fn buf(&self) -> &StackBuf<LINE> {
         self.buf
     }
 
     /// The last byte of the line so far (0 when there is none).
-    pub fn last_byte(&self) -> u8 {
+    pub(crate) fn last_byte(&self) -> u8 {
         self.buf.bytes().last().copied().unwrap_or(self.sent)
     }
 
     #[inline(always)]
-    pub fn push(&mut self, s: &str) -> core::fmt::Result {
+    pub(crate) fn push(&mut self, s: &str) -> core::fmt::Result {
         if s.len() <= self.buf.room() {
             self.buf.push_str_here(s);
             return Ok(());
@@ -457,7 +457,7 @@ impl<'a> Stage<'a> {
     /// when it is full.
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_hex(&mut self, pre: &StackBuf<8>, v: u64, upper: bool) -> core::fmt::Result {
+    pub(crate) fn push_hex(&mut self, pre: &StackBuf<8>, v: u64, upper: bool) -> core::fmt::Result {
         if self.buf.room() >= 8 + 16 {
             self.buf.push_buf(pre);
             self.buf.push_hex(v, upper);
@@ -471,7 +471,7 @@ impl<'a> Stage<'a> {
     /// when it is full.
     #[cfg(feature = "host")]
     #[inline(always)]
-    pub fn push_dec(&mut self, pre: &StackBuf<8>, neg: bool, v: u64) -> core::fmt::Result {
+    pub(crate) fn push_dec(&mut self, pre: &StackBuf<8>, neg: bool, v: u64) -> core::fmt::Result {
         if self.buf.room() >= 8 + 21 {
             self.buf.push_buf(pre);
             self.buf.push_dec(neg, v);
@@ -487,7 +487,7 @@ impl<'a> Stage<'a> {
 
     /// The text of a small buffer (a fixed-size copy when there is room).
     #[inline(always)]
-    pub fn push_buf<const M: usize>(&mut self, b: &StackBuf<M>) -> core::fmt::Result {
+    pub(crate) fn push_buf<const M: usize>(&mut self, b: &StackBuf<M>) -> core::fmt::Result {
         if M <= self.buf.room() {
             self.buf.push_buf(b);
             return Ok(());
@@ -507,7 +507,7 @@ impl<'a> Stage<'a> {
     }
 
     /// Write out what is buffered.
-    pub fn flush(&mut self) -> core::fmt::Result {
+    pub(crate) fn flush(&mut self) -> core::fmt::Result {
         self.spilled = true;
         self.sent = self.buf.bytes().last().copied().unwrap_or(self.sent);
         self.out.write_str(self.buf.as_str())?;

@@ -29,16 +29,16 @@ pub(crate) struct Frame<'a, 'e> {
 }
 
 impl<'a, 'e> Frame<'a, 'e> {
-    pub fn new(prog: &'a Prog, rec: &'a [u8], ctx: Ctx<'e>) -> Self {
+    pub(crate) fn new(prog: &'a Prog, rec: &'a [u8], ctx: Ctx<'e>) -> Self {
         Frame { prog, rec, ctx, locals: Cell::new([0; 16]), depth: Cell::new(0) }
     }
 
     /// A frame with no record, for folding constants at compile time.
-    pub fn constant(prog: &'a Prog) -> Frame<'a, 'static> {
+    pub(crate) fn constant(prog: &'a Prog) -> Frame<'a, 'static> {
         Frame::new(prog, &[], Ctx { abi: Abi::new(Endian::Little, 8), syms: None, strings: None })
     }
 
-    pub fn int(&self, id: Id) -> Option<u64> {
+    pub(crate) fn int(&self, id: Id) -> Option<u64> {
         // Most operands are a field as it is or a constant: no expression
         // walk for those.
         match self.prog.nodes.get(id as usize) {
@@ -70,7 +70,7 @@ impl<'a, 'e> Frame<'a, 'e> {
         self.prog.nodes[id as usize]
     }
 
-    pub fn val(&self, id: Id) -> V<'a> {
+    pub(crate) fn val(&self, id: Id) -> V<'a> {
         // Expressions are trees built by the parser, so depth is bounded by
         // the text; guard anyway.
         let d = self.depth.get();
@@ -159,7 +159,7 @@ impl<'a, 'e> Frame<'a, 'e> {
     }
 
     /// Render a text-producing helper.
-    pub fn text(&self, id: Id, w: &mut dyn Write) -> fmt::Result {
+    pub(crate) fn text(&self, id: Id, w: &mut dyn Write) -> fmt::Result {
         let e = self.ctx.abi.endian;
         let lm = self.ctx.long_mask();
         match self.node(id) {
@@ -275,7 +275,7 @@ impl<'a, 'e> Frame<'a, 'e> {
     /// Run the program from item `first`, continuing the line `st` holds:
     /// literal text and plain numbers are added to it directly, the other
     /// conversions write through it.
-    pub fn run_into(&self, st: &mut Stage<'_>, first: usize) -> fmt::Result {
+    pub(crate) fn run_into(&self, st: &mut Stage<'_>, first: usize) -> fmt::Result {
         for item in self.prog.items.get(first..).unwrap_or(&[]) {
             self.item(st, item)?;
         }
@@ -284,7 +284,7 @@ impl<'a, 'e> Frame<'a, 'e> {
 
     /// One item of the program.
     #[inline(always)]
-    pub fn item(&self, st: &mut Stage<'_>, item: &Item) -> fmt::Result {
+    pub(crate) fn item(&self, st: &mut Stage<'_>, item: &Item) -> fmt::Result {
         match item {
             Item::Short(b) => st.push_buf(b),
             &Item::Lit(o, l) => st.push(self.name(o, l)),

@@ -14,17 +14,17 @@ pub(crate) type Id = u32;
 /// A static C integer type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ty {
-    pub size: u8,
-    pub signed: bool,
+    pub(crate) size: u8,
+    pub(crate) signed: bool,
     /// 0 not a pointer, 1 pointer to bytes (char/void/u8), 2 other pointer.
-    pub ptr: u8,
+    pub(crate) ptr: u8,
 }
 
 impl Ty {
-    pub const INT: Ty = Ty { size: 4, signed: true, ptr: 0 };
-    pub const UINT: Ty = Ty { size: 4, signed: false, ptr: 0 };
-    pub const U64: Ty = Ty { size: 8, signed: false, ptr: 0 };
-    pub const fn int(size: u8, signed: bool) -> Ty {
+    pub(crate) const INT: Ty = Ty { size: 4, signed: true, ptr: 0 };
+    pub(crate) const UINT: Ty = Ty { size: 4, signed: false, ptr: 0 };
+    pub(crate) const U64: Ty = Ty { size: 8, signed: false, ptr: 0 };
+    pub(crate) const fn int(size: u8, signed: bool) -> Ty {
         Ty { size, signed, ptr: 0 }
     }
 }
@@ -146,12 +146,12 @@ pub(crate) enum Node {
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Piece {
-    pub spec: Spec,
-    pub width: Option<Id>,
-    pub prec: Option<Id>,
-    pub arg: Option<Id>,
+    pub(crate) spec: Spec,
+    pub(crate) width: Option<Id>,
+    pub(crate) prec: Option<Id>,
+    pub(crate) arg: Option<Id>,
     /// The argument's static type is wider than 32 bits.
-    pub wide: bool,
+    pub(crate) wide: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -168,7 +168,7 @@ const SHORT: usize = 32;
 
 impl Item {
     /// The literal text of `pool[o..o + l]`.
-    pub fn lit(pool: &str, o: u32, l: u32) -> Item {
+    pub(crate) fn lit(pool: &str, o: u32, l: u32) -> Item {
         match pool.get(o as usize..(o + l) as usize) {
             Some(t) if t.len() <= SHORT => {
                 let mut b = StackBuf::new();
@@ -180,7 +180,7 @@ impl Item {
     }
 
     /// The text of a literal item.
-    pub fn text<'p>(&'p self, pool: &'p str) -> Option<&'p str> {
+    pub(crate) fn text<'p>(&'p self, pool: &'p str) -> Option<&'p str> {
         match self {
             Item::Short(b) => Some(b.as_str()),
             Item::Lit(o, l) => pool.get(*o as usize..(*o + *l) as usize),
@@ -192,20 +192,20 @@ impl Item {
 /// The compiled program.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Prog {
-    pub items: Vec<Item>,
+    pub(crate) items: Vec<Item>,
     /// Literal text (format pieces, strings, table names), UTF-8.
-    pub pool: String,
-    pub nodes: Vec<Node>,
-    pub decls: Vec<(u8, Ty, Id)>,
-    pub table: Vec<(u64, u32, u32)>,
-    pub needs_syms: bool,
-    pub needs_strings: bool,
+    pub(crate) pool: String,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) decls: Vec<(u8, Ty, Id)>,
+    pub(crate) table: Vec<(u64, u32, u32)>,
+    pub(crate) needs_syms: bool,
+    pub(crate) needs_strings: bool,
     /// What could not be compiled and prints a marker / is missing.
-    pub unknown: Vec<&'static str>,
+    pub(crate) unknown: Vec<&'static str>,
     /// Host builds: the items as whole-field writers ([`super::fast`]);
     /// empty when the interpreter runs them all.
     #[cfg(feature = "host")]
-    pub ops: Vec<Op>,
+    pub(crate) ops: Vec<Op>,
 }
 
 /// How a field's raw bits (zero-extended) become the value a conversion
@@ -217,8 +217,8 @@ pub(crate) struct Prog {
 #[cfg(feature = "host")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fold {
-    pub k: u8,
-    pub m: u8,
+    pub(crate) k: u8,
+    pub(crate) m: u8,
 }
 
 /// One whole-field writer.

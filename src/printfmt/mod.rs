@@ -1,10 +1,10 @@
 //! print-fmt rendering: turn one event record into the body text the kernel
 //! prints for it in `trace`.
 //!
-//! Each event's `print fmt:` is compiled once ([`PrintFmt::compile`]) into a
+//! Each event's `print fmt:` is compiled once (`PrintFmt::compile`) into a
 //! small program — literal pieces, conversion specs, and argument
 //! expressions with every `REC->field` resolved to offset, size and sign —
-//! and evaluated per record ([`PrintFmt::render`]) into any
+//! and evaluated per record (`PrintFmt::render`) into any
 //! `core::fmt::Write` without allocating. What cannot be compiled falls back
 //! to `name=value` for every field; what cannot be evaluated for one record
 //! (truncated record, bad index) prints a marker in place. Nothing here
@@ -78,7 +78,7 @@ pub trait KernelInfo {
     }
     /// The traced kernel's (major, minor) version, for output that changed
     /// between versions without a trace in the format files (the syscall
-    /// tracer's argument layout, [`crate::kernel::syscall_style`]). `None`: unknown.
+    /// tracer's argument layout, `crate::kernel::syscall_style`). `None`: unknown.
     fn kernel_version(&self) -> Option<(u32, u32)> {
         None
     }
@@ -89,7 +89,7 @@ pub trait KernelInfo {
 }
 
 /// No extra knowledge.
-pub struct NoKernelInfo;
+pub(crate) struct NoKernelInfo;
 impl KernelInfo for NoKernelInfo {}
 
 /// [`KernelInfo`] from any [`crate::btf::KernelConsts`] (BTF, live kernel
@@ -225,9 +225,6 @@ fn scalar(f: Option<&Field>) -> Option<Loc> {
     let f = f?;
     (f.kind == FieldKind::Scalar && matches!(f.size, 4 | 8)).then(|| f.loc())
 }
-
-/// The old name.
-pub type PrintFmt = Program;
 
 impl Program {
     /// Compile `ev.print_fmt` for a kernel whose `long` is `long_size`
@@ -406,7 +403,7 @@ impl Program {
     /// anywhere. `None` for the other bodies, and for a program that reads
     /// no field. Lets a renderer reuse the text of a payload it has seen
     /// (`render::memo::Memo`).
-    pub fn reads_from(&self) -> Option<u32> {
+    pub(crate) fn reads_from(&self) -> Option<u32> {
         let Body::Prog(p) = &self.body else { return None };
         let at = |l: &Loc| if matches!(l.kind, FieldKind::Scalar | FieldKind::Array { .. }) { l.offset } else { 0 };
         p.nodes
@@ -675,7 +672,7 @@ impl Program {
     /// (sign-aware), pointers and `unsigned long` in hex, char arrays and
     /// `__data_loc char[]` as text, other arrays as `{0x1,0x2}`;
     /// `<OVERFLOW>` where the record is too short.
-    pub fn render_fields<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], e: Endian) -> fmt::Result {
+    pub(crate) fn render_fields<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], e: Endian) -> fmt::Result {
         let mut w = Fwd(w);
         for (i, f) in self.fields.iter().enumerate() {
             if i > 0 {
@@ -722,7 +719,7 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// `()` when the record has none, else as 7.2's `print_function_args()` (trace_output.c) prints
 /// them: `(name=value, …)` by the parameters' BTF types, `()` for a
 /// function BTF does not know.
-pub fn write_function_args<W: Write + ?Sized>(
+pub(crate) fn write_function_args<W: Write + ?Sized>(
     w: &mut W,
     syms: Option<&dyn SymbolLookup>,
     kernel: Option<&dyn KernelInfo>,
@@ -851,7 +848,7 @@ fn hex<W: Write + ?Sized>(w: &mut W, v: u64) -> fmt::Result {
 /// a kretprobe has replaced that return address, 5.15+ by address, older
 /// kernels by name). `Ok(false)`: no symbol, nothing written; the caller
 /// prints the address its own way.
-pub fn write_ip_symbol<W: Write + ?Sized>(
+pub(crate) fn write_ip_symbol<W: Write + ?Sized>(
     w: &mut W,
     addr: u64,
     offset: bool,
@@ -898,7 +895,7 @@ fn ip_sym_at<W: Write + ?Sized>(w: &mut W, v: Option<u64>, offset: bool, ctx: &C
 
 /// `seq_print_ip_sym()` with default flags: `0` for a zero address,
 /// [`write_ip_symbol`] without offset, `0x%08lx` when no symbol matches.
-pub fn write_ip_sym<W: Write + ?Sized>(w: &mut W, v: u64, syms: Option<&dyn SymbolLookup>) -> fmt::Result {
+pub(crate) fn write_ip_sym<W: Write + ?Sized>(w: &mut W, v: u64, syms: Option<&dyn SymbolLookup>) -> fmt::Result {
     if v == 0 {
         return w.write_char('0');
     }
@@ -916,7 +913,7 @@ fn ip_sym<W: Write + ?Sized>(w: &mut W, rec: &[u8], ip: &Loc, ctx: &Ctx) -> fmt:
 
 /// Convenience: the `name=value` rendering of `rec` without compiling the
 /// print fmt.
-pub fn render_fields<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], abi: Abi) -> fmt::Result {
+pub(crate) fn render_fields<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], abi: Abi) -> fmt::Result {
     let mut ev2 = EventFormat { print_fmt: String::new(), ..ev.clone() };
     ev2.system.clear();
     Program::compile(&ev2, abi.long_size).render_fields(w, rec, abi.endian)

@@ -82,13 +82,13 @@ pub(crate) enum Conv {
 
 /// One decoded conversion specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub(crate) flags: u8,
     /// -1 when not given.
-    pub width: i32,
+    pub(crate) width: i32,
     pub(crate) width_star: bool,
     /// -1 when not given.
-    pub prec: i32,
+    pub(crate) prec: i32,
     pub(crate) prec_star: bool,
     pub(crate) qual: Qual,
     pub(crate) conv: Conv,
@@ -96,7 +96,7 @@ pub struct Spec {
 
 /// One token of a format string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Token<'a> {
+pub(crate) enum Token<'a> {
     /// Text copied as it is (`%%` is a [`Spec`] of its own).
     Lit(&'a [u8]),
     /// A conversion, `%` up to its conversion character.
@@ -119,7 +119,7 @@ fn skip_atoi(f: &[u8], i: &mut usize) -> i32 {
 
 /// Decode the next token of `f`; returns it and the number of bytes used.
 /// `None` at the end.
-pub fn next_token(f: &[u8]) -> Option<(Token<'_>, usize)> {
+pub(crate) fn next_token(f: &[u8]) -> Option<(Token<'_>, usize)> {
     if f.is_empty() {
         return None;
     }
@@ -281,7 +281,7 @@ pub(crate) fn ptr_fmt(ext: &[u8]) -> PtrFmt {
 impl PtrFmt {
     /// Whether the argument is the pointer value itself (true) or the
     /// memory it points at (false).
-    pub fn takes_value(self) -> bool {
+    pub(crate) fn takes_value(self) -> bool {
         matches!(
             self,
             PtrFmt::Plain | PtrFmt::Hex | PtrFmt::Restricted | PtrFmt::Sym { .. } | PtrFmt::Backtrace | PtrFmt::Other
@@ -320,7 +320,7 @@ impl fmt::Display for Sym<'_> {
 
 /// How the traced kernel recognises the kretprobe trampoline as a return
 /// address (`is_kretprobe_trampoline()`), which its own output prints as
-/// `[unknown/kretprobe'd]` (see [`super::write_ip_symbol`]).
+/// `[unknown/kretprobe'd]` (see `super::write_ip_symbol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KretprobeTrampoline {
     /// 5.15+: exactly this address (`__kretprobe_trampoline`, or
@@ -342,7 +342,7 @@ pub trait SymbolLookup {
         None
     }
     /// The records are a previous boot's (a persistent buffer): its move
-    /// ([`crate::lastboot::LastBoot`]), this boot's table and `_text`.
+    /// (`crate::lastboot::LastBoot`), this boot's table and `_text`.
     fn last_boot(&self) -> Option<LastBootView<'_>> {
         None
     }
@@ -357,13 +357,13 @@ pub trait SymbolLookup {
 #[derive(Clone, Copy)]
 pub struct LastBootView<'a> {
     /// How the previous boot's addresses move to this boot's.
-    pub moved: &'a crate::lastboot::LastBoot,
+    pub(crate) moved: &'a crate::lastboot::LastBoot,
     /// This boot's table, looked up with addresses already moved.
-    pub syms: &'a dyn SymbolLookup,
+    pub(crate) syms: &'a dyn SymbolLookup,
     /// This boot's `_text`.
-    pub text: Option<u64>,
+    pub(crate) text: Option<u64>,
     /// This boot's `_stext` (where `caller_offs` count from).
-    pub stext: Option<u64>,
+    pub(crate) stext: Option<u64>,
 }
 
 /// Address → constant string (implemented by
@@ -431,7 +431,7 @@ pub(crate) fn write_bytes<W: Write + ?Sized>(w: &mut W, b: &[u8]) -> fmt::Result
 }
 
 /// The kernel's `number()`.
-pub fn number(w: &mut dyn Write, num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
+pub(crate) fn number(w: &mut dyn Write, num: u64, base: u8, flags: u8, width: i32, precision: i32) -> fmt::Result {
     match simple_number(num, base, flags, width, precision) {
         Some(d) => w.write_str(d.as_str()),
         None => number_full(w, num, base, flags, width, precision),
@@ -592,7 +592,7 @@ impl<W: Write + ?Sized> Write for Limit<'_, W> {
 
 /// Write the text produced by `f` like the kernel's `string_nocheck()` +
 /// `widen_string()`: at most `prec` bytes, padded with spaces to `width`.
-pub fn padded<W, F>(w: &mut W, width: i32, prec: i32, flags: u8, mut f: F) -> fmt::Result
+pub(crate) fn padded<W, F>(w: &mut W, width: i32, prec: i32, flags: u8, mut f: F) -> fmt::Result
 where
     W: Write + ?Sized,
     F: FnMut(&mut dyn Write) -> fmt::Result,
@@ -626,7 +626,7 @@ where
 }
 
 /// A C string inside `b`: up to the first NUL or the end.
-pub fn cstr(b: &[u8]) -> &[u8] {
+pub(crate) fn cstr(b: &[u8]) -> &[u8] {
     match b.iter().position(|&c| c == 0) {
         Some(n) => &b[..n],
         None => b,
@@ -634,7 +634,7 @@ pub fn cstr(b: &[u8]) -> &[u8] {
 }
 
 /// `%s` of bytes.
-pub fn string<W: Write + ?Sized>(w: &mut W, s: &[u8], spec: &Spec) -> fmt::Result {
+pub(crate) fn string<W: Write + ?Sized>(w: &mut W, s: &[u8], spec: &Spec) -> fmt::Result {
     let s = cstr(s);
     let s = if spec.prec >= 0 { &s[..s.len().min(spec.prec as usize)] } else { s };
     let spaces = spec.width - s.len().min(WIDTH_MAX as usize) as i32;
@@ -651,7 +651,7 @@ pub fn string<W: Write + ?Sized>(w: &mut W, s: &[u8], spec: &Spec) -> fmt::Resul
 /// Convert an argument to the width the conversion reads (the varargs
 /// `va_arg(type)` of vsnprintf), sign-extending signed conversions.
 #[inline(always)]
-pub fn convert_int(v: u64, spec: &Spec, long_size: u32) -> u64 {
+pub(crate) fn convert_int(v: u64, spec: &Spec, long_size: u32) -> u64 {
     let signed = spec.flags & SIGN != 0;
     let bits = match spec.qual {
         Qual::None => 32,
@@ -690,13 +690,13 @@ fn int_arg(v: u64, spec: &Spec, long_size: u32) -> (u64, u8, u8) {
 }
 
 /// Print an integer conversion.
-pub fn int_conv(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u32) -> fmt::Result {
+pub(crate) fn int_conv(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u32) -> fmt::Result {
     let (v, base, flags) = int_arg(v, spec, long_size);
     number(w, v, base, flags, spec.width, spec.prec)
 }
 
 /// `%c`
-pub fn char_conv<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec) -> fmt::Result {
+pub(crate) fn char_conv<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec) -> fmt::Result {
     let c = v as u8;
     let mut fw = spec.width;
     if spec.flags & LEFT == 0 {
@@ -721,7 +721,7 @@ fn ptr_arg(spec: &Spec, long_size: u32) -> (u8, i32) {
 }
 
 /// `pointer_string()`: `%px`, and `%p` with hashing off.
-pub fn pointer_string(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u32) -> fmt::Result {
+pub(crate) fn pointer_string(w: &mut dyn Write, v: u64, spec: &Spec, long_size: u32) -> fmt::Result {
     let (flags, width) = ptr_arg(spec, long_size);
     number(w, v, 16, flags, width, spec.prec)
 }
@@ -745,7 +745,7 @@ pub(crate) fn plain_number(v: u64, spec: &Spec, ctx: &Ctx) -> Option<Digits> {
 
 /// `%s` of a pointer we cannot dereference: look it up among the kernel's
 /// constant strings, else show the address.
-pub fn string_ptr<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec, ctx: &Ctx) -> fmt::Result {
+pub(crate) fn string_ptr<W: Write + ?Sized>(w: &mut W, v: u64, spec: &Spec, ctx: &Ctx) -> fmt::Result {
     let v = v & ctx.long_mask();
     if v == 0 {
         return error_string(w, "(null)", spec);
@@ -994,7 +994,7 @@ fn bit(b: &[u8], i: usize, ctx: &Ctx) -> bool {
 }
 
 /// `bitmap_string()`: 32-bit hex chunks, most significant first.
-pub fn bitmap<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &Ctx) -> fmt::Result {
+pub(crate) fn bitmap<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &Ctx) -> fmt::Result {
     let nbits = nbits.min(b.len() * 8);
     let mut chunksz = nbits & 31;
     if chunksz == 0 {
@@ -1019,7 +1019,7 @@ pub fn bitmap<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &Ctx) -
 }
 
 /// `bitmap_list_string()`: ranges like `0-3,8`.
-pub fn bitmap_list<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &Ctx) -> fmt::Result {
+pub(crate) fn bitmap_list<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &Ctx) -> fmt::Result {
     let nbits = nbits.min(b.len() * 8);
     let mut first = true;
     let mut i = 0;
@@ -1047,7 +1047,7 @@ pub fn bitmap_list<W: Write + ?Sized>(w: &mut W, b: &[u8], nbits: usize, ctx: &C
 }
 
 /// An argument handed to [`emit`].
-pub enum ArgVal<'a, 'f> {
+pub(crate) enum ArgVal<'a, 'f> {
     /// An integer or pointer value (raw bits).
     Int(u64),
     /// Memory: a string or the bytes a pointer points at.
@@ -1059,10 +1059,10 @@ pub enum ArgVal<'a, 'f> {
 }
 
 /// Marker printed where an argument could not be evaluated.
-pub const BAD: &str = "<?>";
+pub(crate) const BAD: &str = "<?>";
 
 /// Format one argument for one conversion.
-pub fn emit(w: &mut dyn Write, spec: &Spec, arg: ArgVal<'_, '_>, ctx: &Ctx) -> fmt::Result {
+pub(crate) fn emit(w: &mut dyn Write, spec: &Spec, arg: ArgVal<'_, '_>, ctx: &Ctx) -> fmt::Result {
     match (spec.conv, arg) {
         (Conv::Percent, _) => w.write_char('%'),
         (_, ArgVal::Bad) => w.write_str(BAD),
@@ -1127,7 +1127,7 @@ impl<'a> BinArgs<'a> {
 }
 
 /// `bstr_printf()`: format `fmt` with the binary arguments `buf` of a
-/// `bprint` record. Truncated or malformed argument buffers print [`BAD`]
+/// `bprint` record. Truncated or malformed argument buffers print `BAD`
 /// for the missing arguments.
 pub fn bstr_printf<W: Write + ?Sized>(w: &mut W, fmt: &[u8], buf: &[u8], ctx: &Ctx) -> fmt::Result {
     let mut a = BinArgs { b: buf, pos: 0, e: ctx.abi.endian };

@@ -8,10 +8,10 @@ use alloc::vec::Vec;
 /// most PID_MAX_DEFAULT (32768; kernel/trace/trace_sched_switch.c refuses
 /// more, and since 6.9 its pid map holds PID_MAP_SIZE, the same 0x8000).
 /// A longer table is not a kernel's: every reader thread holds a copy.
-pub const MAX_CMDLINES: usize = 32_768;
+pub(crate) const MAX_CMDLINES: usize = 32_768;
 /// Longest comm a kernel saves: TASK_COMM_LEN (16) less its NUL (each
 /// entry of the table is TASK_COMM_LEN bytes).
-pub const MAX_COMM: usize = 15;
+pub(crate) const MAX_COMM: usize = 15;
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 #[derive(Debug, Default, Clone)]
@@ -28,7 +28,7 @@ impl Cmdlines {
     /// spaces), as a kernel can have made it: the first [`MAX_CMDLINES`]
     /// lines, comms cut to [`MAX_COMM`] bytes ([`Cmdlines::too_large`]
     /// says what was left out).
-    pub fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         let mut c = Cmdlines::default();
         let mut lines = text.lines();
         for l in lines.by_ref() {
@@ -54,7 +54,7 @@ impl Cmdlines {
 
     /// What [`Cmdlines::parse`] left out of a table larger than a
     /// kernel's, if anything.
-    pub fn too_large(&self) -> Option<String> {
+    pub(crate) fn too_large(&self) -> Option<String> {
         if self.left_out == 0 && self.cut == 0 {
             return None;
         }
@@ -65,13 +65,13 @@ impl Cmdlines {
     }
 
     /// Every pid and comm the table holds, by pid.
-    pub fn iter(&self) -> impl Iterator<Item = (i32, &str)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (i32, &str)> {
         self.map.iter().map(|(p, c)| (*p, c.as_str()))
     }
 
     /// The comm the kernel would print for `pid`: `<idle>` for 0, `<...>`
     /// when it is not in the table.
-    pub fn comm(&self, pid: i32) -> &str {
+    pub(crate) fn comm(&self, pid: i32) -> &str {
         if pid == 0 {
             return "<idle>";
         }

@@ -6,7 +6,7 @@ use crate::format::{EventFormat, EventTable};
 /// Offsets of the common fields every record starts with (read from a format
 /// file, never assumed).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CommonFields {
+pub(crate) struct CommonFields {
     /// (offset, size) of common_flags, common_preempt_count and common_pid;
     /// size 0 when the field is missing.
     at: [(u32, u32); 3],
@@ -20,7 +20,7 @@ pub struct CommonFields {
 impl CommonFields {
     /// Those of a kernel's events: every format of one kernel starts with
     /// the same common fields. `None` for an empty table.
-    pub fn of_table(events: &EventTable) -> Option<Self> {
+    pub(crate) fn of_table(events: &EventTable) -> Option<Self> {
         events.iter().next().map(Self::of)
     }
 
@@ -32,20 +32,20 @@ impl CommonFields {
     }
 
     /// Whether the events carry `common_preempt_lazy_count`.
-    pub fn has_lazy_count(&self) -> bool {
+    pub(crate) fn has_lazy_count(&self) -> bool {
         self.lazy.is_some()
     }
 
     /// A record's `common_preempt_lazy_count` (0 without one).
     #[inline]
-    pub fn lazy_count(&self, p: &[u8]) -> u8 {
+    pub(crate) fn lazy_count(&self, p: &[u8]) -> u8 {
         self.lazy.and_then(|o| p.get(o as usize).copied()).unwrap_or(0)
     }
 
     /// (flags, preempt_count, pid) of a record payload.
     #[cfg_attr(feature = "host", inline(always))]
     #[cfg_attr(not(feature = "host"), inline)]
-    pub fn read(&self, e: Endian, p: &[u8]) -> (u8, u8, i32) {
+    pub(crate) fn read(&self, e: Endian, p: &[u8]) -> (u8, u8, i32) {
         let [f, pc, pid] = self.at;
         if !self.plain {
             return self.read_any(e, p);

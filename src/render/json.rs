@@ -15,7 +15,7 @@ use crate::json::{int as json_int, string as json_str, text as json_text, uint a
 /// given when the input holds several; it follows `cpu`. `pid`: its
 /// `common_pid`.
 #[allow(clippy::too_many_arguments)]
-pub fn write_json(
+pub(crate) fn write_json(
     w: &mut dyn Write,
     ev: &EventFormat,
     cmdlines: &Cmdlines,

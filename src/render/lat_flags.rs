@@ -21,7 +21,7 @@ const BH_OFF: u8 = 0x80;
 /// irqs-off (`D`/`b` with BH disabled), need-resched, hardirq/softirq,
 /// preempt depth, migrate-disable depth ([`LatColumns`]). `lazy`: the
 /// record's `common_preempt_lazy_count` (RT kernels with it).
-pub fn write_lat_flags<W: Write + ?Sized>(
+pub(crate) fn write_lat_flags<W: Write + ?Sized>(
     w: &mut W,
     flags: u8,
     preempt: u8,

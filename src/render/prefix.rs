@@ -11,14 +11,14 @@ use crate::printfmt::digits::{StackBuf, LINE};
 
 /// Whether the clock counts nanoseconds (the kernel's `in_ns`): counter,
 /// uptime, x86-tsc and ppc-tb are raw counts printed as integers.
-pub fn clock_in_ns(clock: &str) -> bool {
+pub(crate) fn clock_in_ns(clock: &str) -> bool {
     !matches!(clock, "counter" | "uptime" | "x86-tsc" | "ppc-tb")
 }
 
 /// The timestamp column with its leading space: ` %5lu.%06lu` for clocks in
 /// nanoseconds (rounded to the microsecond like `ns2usecs`), ` %12llu` for
 /// counters.
-pub fn write_timestamp<W: Write + ?Sized>(w: &mut W, ts: u64, in_ns: bool) -> fmt::Result {
+pub(crate) fn write_timestamp<W: Write + ?Sized>(w: &mut W, ts: u64, in_ns: bool) -> fmt::Result {
     let mut b = StackBuf::<32>::new();
     let (whole, frac) = split_ts(ts, in_ns);
     b.push_buf(&ts_whole(whole, in_ns));
@@ -158,7 +158,8 @@ impl Repeats {
 /// The whole prefix up to and including the `": "` before the event body:
 /// `            bash-4324    [000] d..2.   266.454481: `.
 #[allow(clippy::too_many_arguments)]
-pub fn write_prefix<W: Write + ?Sized>(
+#[cfg(test)]
+pub(crate) fn write_prefix<W: Write + ?Sized>(
     w: &mut W,
     comm: &str,
     pid: i32,
@@ -194,7 +195,7 @@ pub(super) const COMM_COL: usize = COMM_MAX + 16;
 pub(super) const PREFIX: usize = LINE;
 
 /// `CPU:N [LOST M EVENTS]`, or `[LOST EVENTS]` when the count is unknown.
-pub fn write_lost<W: Write + ?Sized>(w: &mut W, cpu: u32, count: Option<u64>) -> fmt::Result {
+pub(crate) fn write_lost<W: Write + ?Sized>(w: &mut W, cpu: u32, count: Option<u64>) -> fmt::Result {
     match count {
         Some(n) => writeln!(w, "CPU:{cpu} [LOST {n} EVENTS]"),
         None => writeln!(w, "CPU:{cpu} [LOST EVENTS]"),

@@ -63,7 +63,7 @@ enum Body {
 }
 /// Turns records into the kernel's `trace` lines. Programs are compiled on
 /// first use of each event and kept.
-pub struct Renderer<'a> {
+pub(crate) struct Renderer<'a> {
     events: &'a EventTable,
     cmdlines: Cmdlines,
     abi: Abi,
@@ -95,7 +95,7 @@ impl<'a> Renderer<'a> {
     /// size; `in_ns`: the trace clock counts nanoseconds (see
     /// [`crate::render::clock_in_ns`]), printed as `secs.usecs`; else a
     /// counter's raw ticks are printed as they are.
-    pub fn new(events: &'a EventTable, cmdlines: Cmdlines, abi: Abi, in_ns: bool) -> Self {
+    pub(crate) fn new(events: &'a EventTable, cmdlines: Cmdlines, abi: Abi, in_ns: bool) -> Self {
         let common = CommonFields::of_table(events);
         Renderer {
             events,
@@ -115,29 +115,29 @@ impl<'a> Renderer<'a> {
     }
 
     /// The `common_pid` of a record.
-    pub fn pid(&self, payload: &[u8]) -> i32 {
+    pub(crate) fn pid(&self, payload: &[u8]) -> i32 {
         self.common.map_or(0, |c| c.read(self.abi.endian, payload).2)
     }
 
     /// The pid → comm table in use.
-    pub fn cmdlines(&self) -> &Cmdlines {
+    pub(crate) fn cmdlines(&self) -> &Cmdlines {
         &self.cmdlines
     }
 
     /// Replace the pid → comm table (re-read while following a live buffer).
-    pub fn set_cmdlines(&mut self, c: Cmdlines) {
+    pub(crate) fn set_cmdlines(&mut self, c: Cmdlines) {
         self.cmdlines = c;
         self.cols.clear();
     }
 
     /// Symbols for `%ps`/`%pS` and function/stack records.
-    pub fn with_symbols(mut self, s: &'a dyn SymbolLookup) -> Self {
+    pub(crate) fn with_symbols(mut self, s: &'a dyn SymbolLookup) -> Self {
         self.syms = Some(s);
         self
     }
 
     /// What the format files leave out (kernel version, enum values…).
-    pub fn with_kernel(mut self, k: &'a dyn crate::printfmt::KernelInfo) -> Self {
+    pub(crate) fn with_kernel(mut self, k: &'a dyn crate::printfmt::KernelInfo) -> Self {
         self.kernel = Some(k);
         let cols = self.repeats.cols.map(|_| self.lat_columns());
         self.repeats.set_cols(cols);
@@ -146,7 +146,7 @@ impl<'a> Renderer<'a> {
 
     /// The `irq-info` option (on by default): off leaves the latency
     /// columns out of the prefix. Call after [`Renderer::with_kernel`].
-    pub fn with_irq_info(mut self, on: bool) -> Self {
+    pub(crate) fn with_irq_info(mut self, on: bool) -> Self {
         let cols = on.then(|| self.lat_columns());
         self.repeats.set_cols(cols);
         self
@@ -159,7 +159,7 @@ impl<'a> Renderer<'a> {
     }
 
     /// printk_formats for bprint/bputs and string pointers.
-    pub fn with_strings(mut self, s: &'a dyn StringLookup) -> Self {
+    pub(crate) fn with_strings(mut self, s: &'a dyn StringLookup) -> Self {
         self.strings = Some(s);
         self
     }
@@ -249,7 +249,7 @@ impl<'a> Renderer<'a> {
     }
 
     /// Write one record's line(s), newline included.
-    pub fn record<W: Write>(&mut self, w: &mut W, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
+    pub(crate) fn record<W: Write>(&mut self, w: &mut W, cpu: u32, ts: u64, payload: &[u8]) -> fmt::Result {
         let e = self.abi.endian;
         let Some(ev) = self.events.event_of(payload, e) else {
             self.prefix(w, self.common.unwrap_or_default(), cpu, ts, payload)?;
@@ -262,7 +262,7 @@ impl<'a> Renderer<'a> {
 
     /// [`record`](Self::record) for a record whose event the caller has
     /// looked up already.
-    pub fn record_of<W: Write>(
+    pub(crate) fn record_of<W: Write>(
         &mut self,
         w: &mut W,
         ev: &EventFormat,
@@ -377,7 +377,7 @@ impl<'a> Renderer<'a> {
     /// One record as [`write_json`]'s line, assembled in the line buffer
     /// and written in one piece (or a few, when long): a write per field
     /// and quote was most of `--json`'s time.
-    pub fn json_of<W: Write>(
+    pub(crate) fn json_of<W: Write>(
         &mut self,
         w: &mut W,
         ev: &EventFormat,

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 /// A command forked and held stopped before its `execve`, until
 /// released.
-pub struct Paused {
+pub(crate) struct Paused {
     pid: libc::pid_t,
     /// Not yet resumed (SIGCONT): dropped unreleased, it is killed.
     held: bool,
@@ -41,7 +41,7 @@ fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
 /// The program `prog` names, as execvp would find it: a name with a `/`
 /// as it is, any other in the directories of `$PATH` (busybox's default
 /// when it is unset), the first that is an executable file.
-pub fn find_program(prog: &str) -> io::Result<PathBuf> {
+pub(crate) fn find_program(prog: &str) -> io::Result<PathBuf> {
     if prog.is_empty() {
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
@@ -70,7 +70,7 @@ fn cstr_path(p: &Path) -> io::Result<CString> {
 
 impl Paused {
     /// Fork `prog args…` (found in PATH first), stopped before its exec.
-    pub fn spawn(prog: &str, args: &[String]) -> io::Result<Paused> {
+    pub(crate) fn spawn(prog: &str, args: &[String]) -> io::Result<Paused> {
         let file = cstr_path(&find_program(prog)?)?;
         let mut argv_c = vec![cstr(prog)?];
         for a in args {
@@ -138,12 +138,12 @@ impl Paused {
     }
 
     /// Its pid.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.pid as u32
     }
 
     /// Let the command run; an error when its exec failed (not found…).
-    pub fn release(&mut self) -> io::Result<()> {
+    pub(crate) fn release(&mut self) -> io::Result<()> {
         if std::mem::take(&mut self.held) {
             // SAFETY: resuming our own stopped child.
             unsafe { libc::kill(self.pid, libc::SIGCONT) };
@@ -165,7 +165,7 @@ impl Paused {
 
     /// The exit status once it ended (128+signal when killed), without
     /// blocking.
-    pub fn try_wait(&mut self) -> Option<i32> {
+    pub(crate) fn try_wait(&mut self) -> Option<i32> {
         if self.reaped.is_none() {
             let mut st = 0;
             // SAFETY: waiting for our own child.
@@ -177,7 +177,7 @@ impl Paused {
     }
 
     /// Wait for the end.
-    pub fn wait(&mut self) -> i32 {
+    pub(crate) fn wait(&mut self) -> i32 {
         while self.reaped.is_none() {
             let mut st = 0;
             // SAFETY: waiting for our own child.
@@ -192,7 +192,7 @@ impl Paused {
     }
 
     /// Send a signal (if it still runs).
-    pub fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         if self.reaped.is_none() {
             // SAFETY: signalling our own child.
             unsafe { libc::kill(self.pid, sig) };

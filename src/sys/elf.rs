@@ -41,14 +41,14 @@ macro_rules! multiarch {
 }
 
 /// A file's bytes: a read-only private mapping, or a copy.
-pub struct FileBytes {
+pub(crate) struct FileBytes {
     map: Option<(*mut libc::c_void, usize)>,
     copy: Vec<u8>,
 }
 
 impl FileBytes {
     /// The bytes of the file at `path`: mapped, or read where mapping fails.
-    pub fn open(path: &Path) -> io::Result<Self> {
+    pub(crate) fn open(path: &Path) -> io::Result<Self> {
         use std::os::unix::io::AsRawFd;
         let f = std::fs::File::open(path)?;
         let meta = f.metadata()?;
@@ -71,7 +71,7 @@ impl FileBytes {
     }
 
     /// The file's bytes.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self.map {
             // SAFETY: the mapping is `len` bytes, readable, alive until drop.
             Some((p, len)) => unsafe { std::slice::from_raw_parts(p as *const u8, len) },
@@ -92,7 +92,7 @@ impl Drop for FileBytes {
 /// A file named like on a command line: a path (made absolute, links
 /// resolved: the kernel wants one); a bare library name (`libc.so.6`,
 /// `libfoo.so`) in `$LD_LIBRARY_PATH` and then the directories the dynamic
-/// loader searches by default ([`LIB_DIRS`]); any other bare name in
+/// loader searches by default (`LIB_DIRS`); any other bare name in
 /// `$PATH`. Last, relative to the current directory. (The libraries a
 /// `-- CMD` maps are not known yet: its probes are in place before it runs.)
 pub fn locate(name: &str) -> Result<PathBuf, Error> {
@@ -129,7 +129,7 @@ pub fn locate(name: &str) -> Result<PathBuf, Error> {
 /// Debian/Ubuntu multiarch directories of this architecture, the 64-bit
 /// ones of other distributions, then the plain ones (musl, Buildroot,
 /// Yocto). /etc/ld.so.conf is not read: boards rarely add to it.
-pub const LIB_DIRS: &str =
+pub(crate) const LIB_DIRS: &str =
     concat!("/lib/", multiarch!(), ":/usr/lib/", multiarch!(), ":/lib64:/usr/lib64:/lib:/usr/lib");
 
 /// `SYMBOL[+OFF]` (or a file offset) in the ELF file at `path` → where a

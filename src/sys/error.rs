@@ -169,7 +169,7 @@ impl Error {
     /// An I/O failure on `path`. Not inlined: one copy of the path's
     /// conversion per argument type, not one per call site.
     #[inline(never)]
-    pub fn io(path: impl Into<PathBuf>, err: io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, err: io::Error) -> Self {
         Error::Io { path: path.into(), err }
     }
 
@@ -235,7 +235,7 @@ impl Error {
 
     /// A usage error rather than a runtime one: what was asked cannot be
     /// done by this build at all.
-    pub fn is_usage(&self) -> bool {
+    pub(crate) fn is_usage(&self) -> bool {
         matches!(self, Error::HostOnly { .. })
     }
 
@@ -377,7 +377,7 @@ fn tracer_config(name: &str) -> Option<&'static str> {
 }
 
 /// Is a kernel lockdown mode active? (`[none]` means no.)
-pub fn lockdown_active() -> bool {
+pub(crate) fn lockdown_active() -> bool {
     std::fs::read_to_string("/sys/kernel/security/lockdown")
         .map(|t| crate::ctl::selected(&t).is_some_and(|m| m != "none"))
         .unwrap_or(false)

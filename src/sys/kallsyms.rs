@@ -21,7 +21,7 @@ const LIVE: &str = "/proc/kallsyms";
 /// run on a TCG board, where switching function_graph on and off took
 /// 2.6 s) and the window records them too. The next live session's
 /// symbols (`LazyKallsyms::for_tree`) are parsed from this text.
-pub fn read_live_ahead() {
+pub(crate) fn read_live_ahead() {
     if let (Ok(text), Ok(mut ahead)) = (std::fs::read_to_string(LIVE), LIVE_AHEAD.lock()) {
         *ahead = Some(text);
     }
@@ -54,7 +54,7 @@ pub struct LazyKallsyms {
 impl LazyKallsyms {
     /// A copy of a tracefs tree takes symbols from its own `kallsyms` file
     /// (never from this machine); the live tracefs from /proc/kallsyms.
-    pub fn for_tree(t: &Tracefs) -> Self {
+    pub(crate) fn for_tree(t: &Tracefs) -> Self {
         let path = if t.is_live() { Some(LIVE.into()) } else { Some(t.top().join("kallsyms")).filter(|p| p.is_file()) };
         let gate = if t.is_live() { gate_area() } else { None };
         let syms = LazyKallsyms { path, text: None, gate, ..LazyKallsyms::from_text(Vec::new()) };
@@ -66,7 +66,7 @@ impl LazyKallsyms {
     }
 
     /// Symbols from a kallsyms text held in memory (a trace.dat's).
-    pub fn from_text(text: Vec<u8>) -> Self {
+    pub(crate) fn from_text(text: Vec<u8>) -> Self {
         LazyKallsyms {
             path: None,
             text: Some(text),
@@ -79,7 +79,7 @@ impl LazyKallsyms {
 
     /// Look addresses up as kernel `version` does (the session's, once
     /// known).
-    pub fn set_kernel(&mut self, version: Option<(u32, u32)>) {
+    pub(crate) fn set_kernel(&mut self, version: Option<(u32, u32)>) {
         self.version = version;
         if let Some(Some(t)) = self.table.get_mut() {
             t.set_kernel(version);
@@ -88,18 +88,18 @@ impl LazyKallsyms {
 
     /// Look addresses of a previous boot up (a persistent buffer's records,
     /// trace.dat option 24) after moving them to this boot's.
-    pub fn with_last_boot(mut self, lb: crate::lastboot::LastBoot) -> Self {
+    pub(crate) fn with_last_boot(mut self, lb: crate::lastboot::LastBoot) -> Self {
         self.last_boot = Some((lb, std::sync::OnceLock::new()));
         self
     }
 
     /// The table, read now if it was not yet.
-    pub fn table(&self) -> Option<&crate::kallsyms::Kallsyms> {
+    pub(crate) fn table(&self) -> Option<&crate::kallsyms::Kallsyms> {
         self.get()
     }
 
     /// The table (empty when there are no symbols), read now if it was not.
-    pub fn into_table(self) -> crate::kallsyms::Kallsyms {
+    pub(crate) fn into_table(self) -> crate::kallsyms::Kallsyms {
         self.get();
         self.table.into_inner().flatten().unwrap_or_default()
     }
@@ -163,14 +163,14 @@ fn gate_area() -> Option<(u64, u64)> {
 
 /// The current boot's `/proc/modules` (a copy's `modules` file): where the
 /// modules of a previous boot are now.
-pub fn modules_text(t: &Tracefs) -> String {
+pub(crate) fn modules_text(t: &Tracefs) -> String {
     let p = if t.is_live() { "/proc/modules".into() } else { t.top().join("modules") };
     std::fs::read_to_string(p).unwrap_or_default()
 }
 
 /// What the `last_boot_info` of the buffer `t` works in says, when the
 /// buffer holds a previous boot's records (a persistent instance, 6.12+).
-pub fn last_boot(t: &Tracefs) -> Option<crate::lastboot::LastBoot> {
+pub(crate) fn last_boot(t: &Tracefs) -> Option<crate::lastboot::LastBoot> {
     // The persistent ring buffer's previous boot (feature boot): without
     // it, addresses are looked up as they are.
     if !cfg!(feature = "boot") {

@@ -63,13 +63,6 @@ impl LiveVars {
         Self::default()
     }
 
-    /// Use an already parsed /proc/kallsyms.
-    pub fn with_kallsyms(k: Kallsyms) -> Self {
-        let s = Self::default();
-        let _ = s.syms.set(Some(k));
-        s
-    }
-
     /// The value (`sizeof(long)` bytes) of the kernel variable `name`.
     pub fn read(&self, name: &str) -> Option<u64> {
         let syms = self
@@ -102,7 +95,7 @@ impl VarReader for LiveVars {
 
 /// BTF of a `btf` directory: `vmlinux`, then every other file in it as a
 /// module's split BTF on top of it. `None` without a readable vmlinux.
-pub fn load_btf_dir(dir: &Path) -> Option<Btf> {
+pub(crate) fn load_btf_dir(dir: &Path) -> Option<Btf> {
     let base = std::fs::read(dir.join("vmlinux")).ok()?;
     let mut btf = match Btf::parse(&base) {
         Ok(b) => b,

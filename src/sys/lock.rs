@@ -16,7 +16,7 @@ use std::path::Path;
 
 /// Held for the run; released when dropped (or when the process dies). The
 /// descriptor is close-on-exec: a traced command does not inherit it.
-pub struct Lock {
+pub(crate) struct Lock {
     _dir: File,
 }
 
@@ -24,7 +24,7 @@ impl Lock {
     /// Lock `dir` (the Tracefs' [`dir`](super::Tracefs::dir): the top level
     /// or the instance). With `wait`, block until the other run ends
     /// (Ctrl-C still works).
-    pub fn take(dir: &Path, wait: bool) -> Result<Lock, Error> {
+    pub(crate) fn take(dir: &Path, wait: bool) -> Result<Lock, Error> {
         // Only read, never created; O_DIRECTORY so that no device or fifo is
         // ever opened, O_NOFOLLOW for good measure (std adds O_CLOEXEC).
         let file = std::fs::OpenOptions::new()

@@ -1,38 +1,38 @@
 //! The thin std layer: finding and reading tracefs. Everything that decides
 //! what bytes mean lives in the core modules; this only moves them.
 
-pub mod child;
+pub(crate) mod child;
 pub mod elf;
 mod error;
 pub(crate) mod kallsyms;
 pub mod kvars;
-pub mod lock;
+pub(crate) mod lock;
 pub(crate) mod net;
 pub mod pages;
 pub(crate) mod prefetch;
 pub(crate) mod raw;
 pub mod read;
-pub mod record;
-pub mod reset;
-pub mod sched;
-pub mod signals;
+pub(crate) mod record;
+pub(crate) mod reset;
+pub(crate) mod sched;
+pub(crate) mod signals;
 pub mod state;
-pub mod status;
+pub(crate) mod status;
 pub mod stop;
-pub mod thread;
+pub(crate) mod thread;
 pub mod trace;
 pub mod trace_pipe;
 mod tracedat;
 mod tracefs;
-pub mod watch;
+pub(crate) mod watch;
 
 pub use error::{describe, Error};
-pub use kallsyms::read_live_ahead;
+pub(crate) use kallsyms::read_live_ahead;
 pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Held, Tracefs};
 
 /// `bytes` in an anonymous file (memfd_create; a deleted temporary file
 /// where that is missing), to read like any trace.dat through pread.
-pub fn anonymous_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
+pub(crate) fn anonymous_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
     use std::io::Write as _;
     use std::os::unix::io::FromRawFd;
     // SAFETY: a NUL-terminated name; the fd is ours.
@@ -53,7 +53,7 @@ pub fn anonymous_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
 /// The terminal on standard output: (rows, columns), or None when it is
 /// not one or does not say (a serial console's size is 0 until `stty`
 /// sets it).
-pub fn terminal_size() -> Option<(usize, usize)> {
+pub(crate) fn terminal_size() -> Option<(usize, usize)> {
     // SAFETY: TIOCGWINSZ fills a zeroed winsize; fd 1 is only looked at.
     let mut w: libc::winsize = unsafe { std::mem::zeroed() };
     let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut w) } == 0;
@@ -61,13 +61,13 @@ pub fn terminal_size() -> Option<(usize, usize)> {
 }
 
 /// Are we root (effective uid 0)?
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
 
 /// `uname(2)`: sysname, nodename, release, version, machine.
-pub fn uname() -> Option<[String; 5]> {
+pub(crate) fn uname() -> Option<[String; 5]> {
     // SAFETY: uname fills a zeroed struct.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     if unsafe { libc::uname(&mut u) } != 0 {

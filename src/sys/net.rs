@@ -16,11 +16,11 @@ const WAIT_S: u32 = 10;
 /// a `File` (SIGPIPE is ignored: a peer gone is EPIPE on the next write):
 /// std::net and getaddrinfo would cost the board ~25 KiB, so the host is
 /// an IPv4 address.
-pub struct Session {
+pub(crate) struct Session {
     /// The control connection.
-    pub control: File,
+    pub(crate) control: File,
     /// Per CPU of the recording (in the flyrecord table's order).
-    pub cpus: Vec<File>,
+    pub(crate) cpus: Vec<File>,
     /// The header's saved_cmdlines slot (offset, length), filled at the end
     /// with the run's final ones ([`msg`]: tasks started meanwhile).
     slot: (u32, u32),
@@ -103,7 +103,7 @@ fn connect_to(ip: [u8; 4], port: u16) -> io::Result<File> {
 /// are in `slot`: offset, length; to trace-cmd's listener only up to them)
 /// and open one data connection per CPU. `cmdlines`: the live
 /// saved_cmdlines, read at the end.
-pub fn connect(
+pub(crate) fn connect(
     addr: &str,
     cpus: u32,
     page_size: u32,
@@ -165,7 +165,7 @@ impl Session {
     /// A header held back from trace-cmd's listener: a newline of the
     /// saved_cmdlines room once a second, so that it waits on; the rest of
     /// the header now when the room for them is spent.
-    pub fn keep_alive(&mut self) -> io::Result<()> {
+    pub(crate) fn keep_alive(&mut self) -> io::Result<()> {
         let Some(h) = self.held.as_mut().filter(|h| h.last.elapsed().as_secs() >= 1) else { return Ok(()) };
         if h.spare == 0 {
             return self.finish_header();
@@ -197,7 +197,7 @@ impl Session {
     /// The end: the header's saved_cmdlines made final, the data
     /// connections closed, then CLOSE on the control one (the listener
     /// then puts the file together).
-    pub fn close(mut self) -> io::Result<()> {
+    pub(crate) fn close(mut self) -> io::Result<()> {
         self.finish_header()?;
         drop(self.cpus);
         let mut c = self.control;

@@ -30,22 +30,22 @@ pub enum CpuItem<'a> {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Counts {
     /// Pages read.
-    pub pages: u64,
+    pub(crate) pages: u64,
     /// Records handed out.
     pub records: u64,
     /// Pages that could not be decoded (or the rest of them).
-    pub damaged: u64,
+    pub(crate) damaged: u64,
     /// Pages (or the rest of them) whose times left the page's range
     /// ([`PageErrorKind::TimeOutOfRange`]): skipped, not counted in
     /// `damaged`.
-    pub bad_time: u64,
+    pub(crate) bad_time: u64,
     /// Pages cut off by the end of their input (read up to there; the
     /// reader of the input counts the cut): not counted in `damaged`.
-    pub truncated: u64,
+    pub(crate) truncated: u64,
     /// Lost events the page headers reported (known counts only).
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// Pages that reported a loss without a count.
-    pub lost_unknown: u64,
+    pub(crate) lost_unknown: u64,
 }
 
 /// What is waiting to be taken.
@@ -89,21 +89,21 @@ pub trait PageSource {
 /// the last one maybe short.
 pub struct FileRange {
     /// The file (its own descriptor: reads give their offset).
-    pub file: std::sync::Arc<std::fs::File>,
+    pub(crate) file: std::sync::Arc<std::fs::File>,
     /// Its name, for messages.
-    pub path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
     /// Where the first page is.
-    pub start: u64,
+    pub(crate) start: u64,
     /// Where the pages end.
-    pub end: u64,
+    pub(crate) end: u64,
     /// The size of a page (sub-buffer).
-    pub page_size: usize,
+    pub(crate) page_size: usize,
 }
 
 impl FileRange {
     /// A source of pages `from..to` (numbered from 0; `to`: `None`, to
     /// the end), reading into `buf` ([`PageSource::into_buffer`]).
-    pub fn pages(&self, from: u64, to: Option<u64>, endian: Endian, buf: Vec<u8>) -> FilePages {
+    pub(crate) fn pages(&self, from: u64, to: Option<u64>, endian: Endian, buf: Vec<u8>) -> FilePages {
         let at = |n: u64| n.saturating_mul(self.page_size as u64).saturating_add(self.start).min(self.end);
         FilePages {
             file: Arc::clone(&self.file),
@@ -131,14 +131,14 @@ impl PageSource for RawPages {
 }
 
 /// A CPU's pages in a trace.dat (each CPU reads through its own handle).
-pub struct FilePages {
+pub(crate) struct FilePages {
     /// The trace.dat, opened for this CPU (reads give their offset, so
     /// readers of several parts of it may share it).
-    pub file: Arc<std::fs::File>,
+    pub(crate) file: Arc<std::fs::File>,
     /// Where the CPU's pages are in it.
-    pub pages: crate::tracedat::DatPages,
+    pub(crate) pages: crate::tracedat::DatPages,
     /// The file's name, for messages.
-    pub path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
 }
 
 impl PageSource for FilePages {
@@ -170,10 +170,10 @@ impl PageSource for FilePages {
 /// what the merge across CPUs takes from.
 pub struct CpuPages {
     /// The CPU.
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// Which of the input's buffers the pages come from (a trace.dat may
     /// hold several; 0 otherwise).
-    pub buffer: u32,
+    pub(crate) buffer: u32,
     src: Box<dyn PageSource>,
     layout: PageLayout,
     endian: Endian,
@@ -191,9 +191,9 @@ pub struct CpuPages {
     /// What was read so far.
     pub counts: Counts,
     /// Live buffer: "empty for now" is Pending (follow) rather than the end.
-    pub follow: bool,
+    pub(crate) follow: bool,
     /// The first read error; the stream then ends.
-    pub error: Option<Error>,
+    pub(crate) error: Option<Error>,
     ended: bool,
     /// A file's next page, read ahead: its stamp ends this page's range
     /// of times ([`time_range_end`]); or the error reading it, told once
@@ -205,9 +205,9 @@ pub struct CpuPages {
     last_ts: u64,
     /// The first page skipped of each kind (damaged, bad times): its
     /// number (from 1) and what was wrong, for the problem counts.
-    pub first_damage: Option<(u64, PageError)>,
+    pub(crate) first_damage: Option<(u64, PageError)>,
     /// See `first_damage`.
-    pub first_bad_time: Option<(u64, PageError)>,
+    pub(crate) first_bad_time: Option<(u64, PageError)>,
     /// Items from this time on are not its (the end of a time slice).
     end: Option<u64>,
 }
@@ -389,7 +389,7 @@ impl CpuPages {
 
     /// The next record without taking it (`None` when the next item is a
     /// loss marker, a damaged page, or nothing).
-    pub fn peek_record(&mut self) -> Result<Option<(u64, &[u8])>, Error> {
+    pub(crate) fn peek_record(&mut self) -> Result<Option<(u64, &[u8])>, Error> {
         self.peek_ts()?;
         Ok(match self.peeked {
             Some(Peeked::Record { ts, start, end, .. }) => self.page.get(start..end).map(|p| (ts, p)),
@@ -493,7 +493,7 @@ pub(crate) fn file_page_end(
 /// [`Stop::wake`](super::stop::Stop::wake)), or `max` passed.
 /// poll() readiness on trace_pipe_raw follows `buffer_percent`: the caller
 /// bounds the wait (`max`) so that data below the watermark still shows up.
-pub fn wait_for_data(streams: &[CpuPages], wake_fd: Option<i32>, max: std::time::Duration) {
+pub(crate) fn wait_for_data(streams: &[CpuPages], wake_fd: Option<i32>, max: std::time::Duration) {
     let ms = max.as_millis().min(i32::MAX as u128) as libc::c_int;
     let mut fds: Vec<libc::pollfd> = streams
         .iter()

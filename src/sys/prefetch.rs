@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Bytes of pages held in memory for all CPUs together. A board with
 /// 256 MiB has room for it; a burst larger than this is rarely read as
 /// text anyway (`tr-cat -o` records it without holding it).
-pub const BUDGET: usize = 64 << 20;
+pub(crate) const BUDGET: usize = 64 << 20;
 
 /// Pages held for every CPU, against [`BUDGET`].
 static HELD: AtomicUsize = AtomicUsize::new(0);
@@ -65,7 +65,7 @@ impl Shared {
 }
 
 /// One CPU's live pages, read ahead; see the module doc.
-pub struct Prefetch {
+pub(crate) struct Prefetch {
     shared: Arc<Shared>,
     fd: i32,
     /// The page handed out last.
@@ -75,7 +75,7 @@ pub struct Prefetch {
 }
 
 /// `src` (a live trace_pipe_raw) with a reader thread of its own.
-pub fn read_ahead(src: RawPages, layout: PageLayout, endian: Endian) -> Box<dyn PageSource> {
+pub(crate) fn read_ahead(src: RawPages, layout: PageLayout, endian: Endian) -> Box<dyn PageSource> {
     let fd = src.fd();
     let shared = Arc::new(Shared {
         q: Mutex::new(Queue { src, pages: VecDeque::new(), layout, endian, err: None }),

@@ -9,7 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// One CPU's page source.
-pub struct RawPages {
+pub(crate) struct RawPages {
     file: File,
     path: PathBuf,
     buf: Vec<u8>,
@@ -27,7 +27,7 @@ impl RawPages {
     /// the kernel's own trace_pipe_raw (see [`Tracefs::is_live`]).
     ///
     /// [`Tracefs::is_live`]: super::Tracefs::is_live
-    pub fn open(path: &Path, subbuf_size: usize, live: bool) -> Result<Self, Error> {
+    pub(crate) fn open(path: &Path, subbuf_size: usize, live: bool) -> Result<Self, Error> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -45,7 +45,7 @@ impl RawPages {
     }
 
     /// The next page, or `None` when the buffer (or file) is empty for now.
-    pub fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
+    pub(crate) fn next_page(&mut self) -> Result<Option<&[u8]>, Error> {
         if !self.held.is_empty() {
             let page = self.held.remove(0);
             let n = page.len().min(self.buf.len());
@@ -59,7 +59,10 @@ impl RawPages {
     /// board): the one under which its first telling page makes sense;
     /// `None` when no page tells. The pages read to find it are handed out
     /// again by [`next_page`](Self::next_page): the file is read once.
-    pub fn guess_endian(&mut self, layout: &crate::page::PageLayout) -> Result<Option<crate::abi::Endian>, Error> {
+    pub(crate) fn guess_endian(
+        &mut self,
+        layout: &crate::page::PageLayout,
+    ) -> Result<Option<crate::abi::Endian>, Error> {
         while let Some(page) = self.read_page()? {
             let e = crate::page::guess_endian(layout, page);
             let page = page.to_vec();
@@ -78,7 +81,7 @@ impl RawPages {
     /// ring_buffer_alloc_read_page, from tracing_buffers_read) and poll()
     /// EPOLLERR, every time. A page read to tell is handed out again by
     /// [`next_page`](Self::next_page).
-    pub fn has_buffer(&mut self) -> Result<bool, Error> {
+    pub(crate) fn has_buffer(&mut self) -> Result<bool, Error> {
         match self.read_page() {
             Ok(Some(page)) => {
                 let page = page.to_vec();
@@ -125,18 +128,18 @@ impl RawPages {
 
     /// A copy's file (a descriptor of its own), its name and page size;
     /// `None` for the live pipe (a read consumes it).
-    pub fn copy_file(&self) -> Option<(std::fs::File, &Path, usize)> {
+    pub(crate) fn copy_file(&self) -> Option<(std::fs::File, &Path, usize)> {
         let file = self.file.try_clone().ok().filter(|_| self.regular)?;
         Some((file, &self.path, self.buf.len()))
     }
 
     /// Is this a copy on disk rather than the live pipe?
-    pub fn is_regular(&self) -> bool {
+    pub(crate) fn is_regular(&self) -> bool {
         self.regular
     }
 
     /// The file's descriptor, for poll().
-    pub fn fd(&self) -> std::os::unix::io::RawFd {
+    pub(crate) fn fd(&self) -> std::os::unix::io::RawFd {
         use std::os::unix::io::AsRawFd;
         self.file.as_raw_fd()
     }

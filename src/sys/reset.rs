@@ -35,7 +35,7 @@ fn no_pids(text: &str) -> bool {
 /// Reset `t` (top level or instance). Returns what could not be reset; the
 /// caller tells EPERM (skipped: the kernel refuses that file) from real
 /// failures.
-pub fn reset(t: &Tracefs) -> Vec<Error> {
+pub(crate) fn reset(t: &Tracefs) -> Vec<Error> {
     let mut st = State::new(t);
     st.keep = true;
     let mut failed = Vec::new();

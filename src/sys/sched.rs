@@ -10,7 +10,7 @@ use std::path::Path;
 /// A policy and its value, in rtla's spelling: `f:PRIO` SCHED_FIFO,
 /// `r:PRIO` SCHED_RR, `o:NICE` SCHED_OTHER at that nice value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sched {
+pub(crate) enum Sched {
     /// SCHED_FIFO at this priority.
     Fifo(i32),
     /// SCHED_RR at this priority.
@@ -21,7 +21,7 @@ pub enum Sched {
 
 impl Sched {
     /// `f:PRIO`, `r:PRIO` or `o:NICE`.
-    pub fn parse(s: &str) -> Option<Sched> {
+    pub(crate) fn parse(s: &str) -> Option<Sched> {
         let (p, v) = s.split_once(':')?;
         let v = v.parse().ok()?;
         match p {
@@ -59,7 +59,7 @@ fn set_one(pid: i32, s: Sched) -> i32 {
 /// Give every task whose comm starts with `prefix` the policy `s`. The
 /// kernel's refusal (EINVAL for a priority out of range, EPERM) is the
 /// error, and so is finding none (NotFound).
-pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
+pub(crate) fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
     each_thread(prefix, |pid| match set_one(pid, s) {
         0 => Ok(()),
         _ => Err(io::Error::last_os_error()),
@@ -69,7 +69,7 @@ pub fn set_threads(prefix: &str, s: Sched) -> io::Result<()> {
 /// rtla's -C (tr-lat's --cgroup): the `cgroup.procs` of the cgroup v2 directory `name` below
 /// the cgroup2 mount, or, with `name` empty, of this process's own cgroup
 /// (the `0::PATH` line of /proc/self/cgroup); it must exist.
-pub fn cgroup_procs(name: &str) -> io::Result<std::path::PathBuf> {
+pub(crate) fn cgroup_procs(name: &str) -> io::Result<std::path::PathBuf> {
     let mi = std::fs::read_to_string("/proc/self/mountinfo")?;
     let mount = mi.lines().filter_map(|l| crate::mountinfo::parse_line(l).ok()).find(|m| m.fstype == "cgroup2");
     let Some(m) = mount else {
@@ -88,7 +88,7 @@ pub fn cgroup_procs(name: &str) -> io::Result<std::path::PathBuf> {
 /// Move every task whose comm starts with `prefix` into the cgroup of
 /// `procs` ([`cgroup_procs`]). The kernel's refusal is the error (EINVAL
 /// for a kernel thread bound to its CPU).
-pub fn set_threads_cgroup(prefix: &str, procs: &std::path::Path) -> io::Result<()> {
+pub(crate) fn set_threads_cgroup(prefix: &str, procs: &std::path::Path) -> io::Result<()> {
     each_thread(prefix, |pid| std::fs::write(procs, pid.to_string()))
 }
 
@@ -130,7 +130,7 @@ fn each_thread_now(prefix: &str, f: &mut impl FnMut(i32) -> io::Result<()>) -> i
 
 /// Run the calling process (and the threads it starts later) on `cpus`
 /// only: rtla's -H, housekeeping CPUs.
-pub fn pin_self(cpus: &[u32]) -> io::Result<()> {
+pub(crate) fn pin_self(cpus: &[u32]) -> io::Result<()> {
     // SAFETY: a zeroed cpu_set_t, filled with CPU_SET, for this process.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -150,7 +150,7 @@ pub fn pin_self(cpus: &[u32]) -> io::Result<()> {
 /// Ask the kernel for at most `us` microseconds of wake-up latency (PM QoS
 /// through /dev/cpu_dma_latency, as rtla's --dma-latency: a binary s32
 /// written to it), for as long as the file stays open.
-pub fn hold_dma_latency(us: i32) -> io::Result<std::fs::File> {
+pub(crate) fn hold_dma_latency(us: i32) -> io::Result<std::fs::File> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
     f.write_all(&us.to_ne_bytes())?;
@@ -161,7 +161,7 @@ pub fn hold_dma_latency(us: i32) -> io::Result<std::fs::File> {
 /// number above it: /sys/devices/system/cpu/cpuN/cpuidle/stateM/disable),
 /// as rtla's --deepest-idle-state disables them. Err: the cpuidle
 /// directory, which this system (or CPU) does not have.
-pub fn idle_states_past(cpu: u32, n: i32) -> Result<Vec<std::path::PathBuf>, std::path::PathBuf> {
+pub(crate) fn idle_states_past(cpu: u32, n: i32) -> Result<Vec<std::path::PathBuf>, std::path::PathBuf> {
     states_past(std::path::PathBuf::from(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle")), n)
 }
 
@@ -188,14 +188,14 @@ fn states_past(dir: std::path::PathBuf, n: i32) -> Result<Vec<std::path::PathBuf
 /// NO_OSNOISE_WORKLOAD in osnoise/options (EINVAL); once per CPU (EBUSY).
 /// Dropped: each is killed and reaped (each also dies with trbox:
 /// PR_SET_PDEATHSIG).
-pub struct UserThreads(Vec<libc::pid_t>);
+pub(crate) struct UserThreads(Vec<libc::pid_t>);
 
 impl UserThreads {
     /// Start one per CPU of `cpus`; `osnoise` is the tracefs path of
     /// `osnoise/`. The first failure of a child is the error (its CPU, the
     /// step: 0 affinity, 1 policy, 2 open, 3 the pipe they report on; the
     /// kernel's errno), the others stopped.
-    pub fn start(osnoise: &Path, cpus: &[u32], s: Option<Sched>) -> Result<UserThreads, (u32, u32, io::Error)> {
+    pub(crate) fn start(osnoise: &Path, cpus: &[u32], s: Option<Sched>) -> Result<UserThreads, (u32, u32, io::Error)> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: a valid array of two ints.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

@@ -41,7 +41,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// read end of the wake-up pipe (readable once a stop was requested), for
 /// poll(). Call it first thing, before slow set-up, so that an early Ctrl-C
 /// still ends the run through the normal path.
-pub fn install() -> io::Result<RawFd> {
+pub(crate) fn install() -> io::Result<RawFd> {
     let rd = WAKE_RD.load(Ordering::SeqCst);
     if rd >= 0 {
         return Ok(rd);
@@ -79,7 +79,7 @@ fn handle(sig: libc::c_int, flags: libc::c_int) -> io::Result<()> {
 /// which reaches the applet also while its loop is busy reading; `None`
 /// cancels it. Writes it interrupts are restarted (SA_RESTART): unlike
 /// Ctrl-C, the end of a run's time must not cut its output short.
-pub fn stop_after(d: Option<Duration>) -> io::Result<()> {
+pub(crate) fn stop_after(d: Option<Duration>) -> io::Result<()> {
     // A zero it_value would disarm instead.
     let d = d.map_or(Duration::ZERO, |d| d.max(Duration::from_micros(1)));
     handle(libc::SIGALRM, libc::SA_RESTART)?;
@@ -95,7 +95,7 @@ pub fn stop_after(d: Option<Duration>) -> io::Result<()> {
 }
 
 /// The signal that asked us to stop, if one did.
-pub fn stop_requested() -> Option<i32> {
+pub(crate) fn stop_requested() -> Option<i32> {
     match STOP.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),
@@ -105,13 +105,13 @@ pub fn stop_requested() -> Option<i32> {
 /// What ends a read: `done()` (asked first), or a stop request (a signal,
 /// -t, [`request_stop`]), which also wakes its waits once the handlers are
 /// installed ([`install`]).
-pub fn stop(done: &dyn Fn() -> bool) -> Stop<'_> {
+pub(crate) fn stop(done: &dyn Fn() -> bool) -> Stop<'_> {
     let wake = Some(WAKE_RD.load(Ordering::SeqCst)).filter(|&fd| fd >= 0);
     Stop::when(done).or_flag(&STOPPED, wake)
 }
 
 /// Ask the loop to stop (time limit reached, command exited…).
-pub fn request_stop() {
+pub(crate) fn request_stop() {
     on_signal(-1);
 }
 
@@ -119,6 +119,6 @@ pub fn request_stop() {
 /// anything else: the switch of a traced window (`tracing_on`), so that the
 /// window closes when the stop comes, not when the loop gets round to it.
 /// -1 disarms; the caller keeps `fd` open while armed.
-pub fn shut_on_stop(fd: RawFd) {
+pub(crate) fn shut_on_stop(fd: RawFd) {
     SHUT_FD.store(fd, Ordering::SeqCst);
 }

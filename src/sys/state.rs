@@ -2,7 +2,7 @@
 //! are already set are never written, and everything is put back — in
 //! reverse order — when the [`State`] is dropped (normal exit, error, or a
 //! signal that made the applet return), unless `keep` is set. What only
-//! this run needs ([`State::for_run`]: the pid filters of `-- CMD`, the
+//! this run needs (`State::for_run`: the pid filters of `-- CMD`, the
 //! lists that leave trbox itself out) is put back even then.
 
 use super::error::Error;
@@ -36,12 +36,12 @@ pub struct State<'t> {
     t: &'t Tracefs,
     undo: Vec<Step>,
     /// `-k/--keep`: leave the changes in place.
-    pub keep: bool,
+    pub(crate) keep: bool,
 }
 
 impl<'t> State<'t> {
     /// The tracefs (or instance) this state changes.
-    pub fn tracefs(&self) -> &'t Tracefs {
+    pub(crate) fn tracefs(&self) -> &'t Tracefs {
         self.t
     }
 
@@ -59,7 +59,7 @@ impl<'t> State<'t> {
     /// setting to keep: once the kernel has taken an exited pid out of
     /// `set_event_pid`, the list reads empty but still filters, so every
     /// later event of the buffer would be dropped (issue 26).
-    pub fn for_run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+    pub(crate) fn for_run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let from = self.undo.len();
         let r = f(self);
         for step in self.undo.iter_mut().skip(from) {
@@ -150,7 +150,7 @@ impl<'t> State<'t> {
     /// Create a dynamic event (kprobe, uprobe…) from its definition; it is
     /// removed on restore. `file` is `dynamic_events`, `kprobe_events` or
     /// `uprobe_events`; `name` is `GROUP/EVENT` as the kernel lists it.
-    pub fn add_dynamic_event(&mut self, file: &str, def: &str, name: &str) -> Result<(), Error> {
+    pub(crate) fn add_dynamic_event(&mut self, file: &str, def: &str, name: &str) -> Result<(), Error> {
         self.t.append_checked(file, def)?;
         self.push(Undo::Append { rel: file.into(), line: format!("-:{name}") });
         Ok(())
@@ -187,7 +187,7 @@ impl<'t> State<'t> {
     /// Set a file outside tracefs (`/sys/devices/system/cpu/cpuN/cpuidle/
     /// stateM/disable` for `--deepest-idle-state`), put back like the
     /// others. Returns whether anything was written.
-    pub fn set_file(&mut self, path: &std::path::Path, value: &str) -> Result<bool, Error> {
+    pub(crate) fn set_file(&mut self, path: &std::path::Path, value: &str) -> Result<bool, Error> {
         let io = |e| Error::io(path, e);
         let old = std::fs::read_to_string(path).map_err(io)?.trim().to_string();
         if old == value {
@@ -208,7 +208,7 @@ impl<'t> State<'t> {
     /// sub-buffer goes first, the size is written after it even when it
     /// reads the same, and on restore the same order: the sub-buffer, then
     /// the size. Returns whether anything was written.
-    pub fn set_buffer_sizes(&mut self, subbuf_kb: Option<u64>, kb: Option<u64>) -> Result<bool, Error> {
+    pub(crate) fn set_buffer_sizes(&mut self, subbuf_kb: Option<u64>, kb: Option<u64>) -> Result<bool, Error> {
         const SIZE: &str = "buffer_size_kb";
         let Some(sub) = subbuf_kb else {
             return kb.map_or(Ok(false), |kb| self.set(SIZE, &kb.to_string()));
@@ -269,7 +269,7 @@ impl<'t> State<'t> {
     /// `uprobe_events`; removed on restore. `None` when this kernel has no
     /// such probes at all (no `kprobe_events` / `uprobe_events`): nothing is
     /// written then.
-    pub fn add_probe(&mut self, kind: probe::Kind, line: &str, name: &str) -> Result<Option<()>, Error> {
+    pub(crate) fn add_probe(&mut self, kind: probe::Kind, line: &str, name: &str) -> Result<Option<()>, Error> {
         let own = probe_file(kind);
         if !self.t.exists(own) {
             return Ok(None);
@@ -280,7 +280,7 @@ impl<'t> State<'t> {
 
     /// Put everything back now (also done on drop). Every undo step is tried
     /// even if one fails; failures are logged and the first is returned.
-    pub fn restore(&mut self) -> Result<(), Error> {
+    pub(crate) fn restore(&mut self) -> Result<(), Error> {
         self.undo_steps(|_| true)
     }
 
@@ -307,16 +307,11 @@ impl<'t> State<'t> {
         }
         first.map_or(Ok(()), Err)
     }
-
-    /// How many changes are pending restore.
-    pub fn changes(&self) -> usize {
-        self.undo.len()
-    }
 }
 
 /// EPERM on a function-tracing file (or the stack tracer sysctl) means
 /// dynamic ftrace is refused: [`Error::FtraceRefused`].
-pub fn ftrace_refused(e: Error) -> Error {
+pub(crate) fn ftrace_refused(e: Error) -> Error {
     match e {
         Error::Io { path, err } | Error::Rejected { path, err, .. } if err.raw_os_error() == Some(libc::EPERM) => {
             Error::FtraceRefused { path }
@@ -328,7 +323,7 @@ pub fn ftrace_refused(e: Error) -> Error {
 /// The file that says the kernel has this kind of probe (it exists with
 /// CONFIG_KPROBE_EVENTS / CONFIG_UPROBE_EVENTS, also next to
 /// `dynamic_events`).
-pub fn probe_file(kind: probe::Kind) -> &'static str {
+pub(crate) fn probe_file(kind: probe::Kind) -> &'static str {
     match kind {
         probe::Kind::Kprobe => "kprobe_events",
         probe::Kind::Uprobe => "uprobe_events",
@@ -359,7 +354,7 @@ impl Drop for State<'_> {
 impl Tracefs {
     /// Is `name` in `available_tracers`? Otherwise [`Error::NoTracer`] with
     /// the tracers this kernel has. A tree without the file passes.
-    pub fn require_tracer(&self, name: &str) -> Result<(), Error> {
+    pub(crate) fn require_tracer(&self, name: &str) -> Result<(), Error> {
         match self.read_opt("available_tracers")? {
             Some(av) if !av.split_whitespace().any(|a| a == name) => {
                 Err(Error::NoTracer { name: name.into(), available: av.split_whitespace().map(String::from).collect() })
@@ -375,7 +370,7 @@ impl Tracefs {
     }
 
     /// Append to a control file (triggers, dynamic events).
-    pub fn append(&self, rel: &str, value: &str) -> Result<(), Error> {
+    pub(crate) fn append(&self, rel: &str, value: &str) -> Result<(), Error> {
         self.write_with(rel, value, true)
     }
 
@@ -399,12 +394,12 @@ impl Tracefs {
 
     /// Like [`Tracefs::write`], but a rejected value is explained with the
     /// kernel's own error_log entry (message, command and caret).
-    pub fn write_checked(&self, rel: &str, value: &str) -> Result<(), Error> {
+    pub(crate) fn write_checked(&self, rel: &str, value: &str) -> Result<(), Error> {
         self.checked(rel, value, false)
     }
 
     /// Like [`Tracefs::append`], with the error_log explanation.
-    pub fn append_checked(&self, rel: &str, value: &str) -> Result<(), Error> {
+    pub(crate) fn append_checked(&self, rel: &str, value: &str) -> Result<(), Error> {
         self.checked(rel, value, true)
     }
 

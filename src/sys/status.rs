@@ -9,7 +9,7 @@ use std::io;
 
 /// Why an item could not be shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unavailable {
+pub(crate) enum Unavailable {
     /// This kernel has no such file.
     Absent,
     /// EPERM / EACCES.
@@ -19,7 +19,7 @@ pub enum Unavailable {
 }
 
 /// A value read, or why it could not be.
-pub type Item<T> = Result<T, Unavailable>;
+pub(crate) type Item<T> = Result<T, Unavailable>;
 
 fn unavail(e: Error) -> Unavailable {
     match e {
@@ -39,74 +39,74 @@ fn item<T>(r: Result<T, Error>) -> Item<T> {
 
 /// One event that is enabled or carries a filter or trigger.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventState {
+pub(crate) struct EventState {
     /// `sys:event`
-    pub name: String,
+    pub(crate) name: String,
     /// The `enable` file: `1`, `0`, or `0*`/`1*` (soft mode, used by triggers).
-    pub enable: String,
+    pub(crate) enable: String,
     /// Its `filter`, when set.
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
     /// Its `trigger` lines.
-    pub triggers: Vec<String>,
+    pub(crate) triggers: Vec<String>,
 }
 
 /// Per-CPU buffer statistics and size.
 #[derive(Debug, Clone)]
-pub struct CpuState {
+pub(crate) struct CpuState {
     /// The CPU.
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// Its `per_cpu/cpuN/stats`.
-    pub stats: Item<CpuStats>,
+    pub(crate) stats: Item<CpuStats>,
     /// Its `per_cpu/cpuN/buffer_size_kb`.
-    pub buffer_kb: Item<String>,
+    pub(crate) buffer_kb: Item<String>,
 }
 
 /// Everything `tr-on` shows.
 #[derive(Debug, Clone)]
-pub struct Status {
+pub(crate) struct Status {
     /// `current_tracer`.
-    pub tracer: Item<String>,
+    pub(crate) tracer: Item<String>,
     /// `available_tracers`.
-    pub available_tracers: Item<Vec<String>>,
+    pub(crate) available_tracers: Item<Vec<String>>,
     /// `tracing_on`, or `tracing_enabled` on old kernels; the bool says
     /// which file it came from (true = old name).
-    pub tracing_on: Item<(String, bool)>,
+    pub(crate) tracing_on: Item<(String, bool)>,
     /// `trace_clock`.
-    pub clock: Item<String>,
+    pub(crate) clock: Item<String>,
     /// `buffer_size_kb`.
-    pub buffer_kb: Item<String>,
+    pub(crate) buffer_kb: Item<String>,
     /// `buffer_total_size_kb`.
-    pub buffer_total_kb: Item<String>,
+    pub(crate) buffer_total_kb: Item<String>,
     /// `buffer_subbuf_size_kb`.
-    pub subbuf_kb: Item<String>,
+    pub(crate) subbuf_kb: Item<String>,
     /// `tracing_thresh`.
-    pub tracing_thresh: Item<String>,
+    pub(crate) tracing_thresh: Item<String>,
     /// The events that are enabled or carry a filter or trigger.
-    pub events: Item<Vec<EventState>>,
+    pub(crate) events: Item<Vec<EventState>>,
     /// `set_ftrace_filter`.
-    pub ftrace_filter: Item<Vec<String>>,
+    pub(crate) ftrace_filter: Item<Vec<String>>,
     /// `set_ftrace_notrace`.
-    pub ftrace_notrace: Item<Vec<String>>,
+    pub(crate) ftrace_notrace: Item<Vec<String>>,
     /// `set_graph_function`.
-    pub graph_function: Item<Vec<String>>,
+    pub(crate) graph_function: Item<Vec<String>>,
     /// `set_ftrace_pid`.
-    pub ftrace_pid: Item<Vec<String>>,
+    pub(crate) ftrace_pid: Item<Vec<String>>,
     /// `set_event_pid`.
-    pub event_pid: Item<Vec<String>>,
+    pub(crate) event_pid: Item<Vec<String>>,
     /// `options/function-fork` and `options/event-fork`: with them on, the
     /// kernel takes exited pids out of the lists, and an emptied list
     /// reads empty while it still filters out every task.
-    pub function_fork: Item<String>,
+    pub(crate) function_fork: Item<String>,
     /// `options/event-fork`.
-    pub event_fork: Item<String>,
+    pub(crate) event_fork: Item<String>,
     /// Every `options/NAME` file and whether it is on.
-    pub options: Item<Vec<(String, bool)>>,
+    pub(crate) options: Item<Vec<(String, bool)>>,
     /// `dynamic_events`: the probes defined.
-    pub dynamic_events: Item<Vec<String>>,
+    pub(crate) dynamic_events: Item<Vec<String>>,
     /// The instances under `instances/`.
-    pub instances: Item<Vec<String>>,
+    pub(crate) instances: Item<Vec<String>>,
     /// Each CPU's buffer.
-    pub cpus: Item<Vec<CpuState>>,
+    pub(crate) cpus: Item<Vec<CpuState>>,
 }
 
 fn lines(r: Item<String>) -> Item<Vec<String>> {
@@ -122,7 +122,7 @@ fn lines(r: Item<String>) -> Item<Vec<String>> {
 
 impl Status {
     /// Read it all from `t` (what cannot be read says why).
-    pub fn read(t: &Tracefs) -> Status {
+    pub(crate) fn read(t: &Tracefs) -> Status {
         let rd = |f: &str| item(t.read(f));
         let tracing_on = match rd("tracing_on") {
             Err(Unavailable::Absent) => rd("tracing_enabled").map(|s| (s.trim().to_string(), true)),

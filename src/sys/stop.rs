@@ -1,7 +1,7 @@
 //! How the caller of a read that follows a live buffer ends it ([`Stop`]):
 //! the library installs no signal handler of its own. An applet passes in
 //! its own test (a command's end) and the flag its signal handlers set
-//! (see [`signals`](super::signals)), with the descriptor they wake a
+//! (see `signals`), with the descriptor they wake a
 //! poll() through; a host program passes whatever ends its read.
 
 use std::os::unix::io::RawFd;

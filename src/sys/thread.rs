@@ -12,14 +12,14 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 /// A job for one worker thread; it may borrow from the caller's frame.
-pub type Job<'a> = Box<dyn FnOnce() + Send + 'a>;
+pub(crate) type Job<'a> = Box<dyn FnOnce() + Send + 'a>;
 
 /// Stack of each worker: virtual memory, touched only as deep as used.
 /// The print-fmt evaluator recurses at most 128 levels.
 const STACK: usize = 1 << 20;
 
 /// How many CPUs this process may run on (its affinity mask), at least 1.
-pub fn cpus_available() -> usize {
+pub(crate) fn cpus_available() -> usize {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it
     // and CPU_COUNT only reads it.
     unsafe {
@@ -33,7 +33,7 @@ pub fn cpus_available() -> usize {
 
 /// This process's threads, by the ids records name them with (their
 /// `common_pid`): /proc/self/task.
-pub fn own_tids() -> Vec<i32> {
+pub(crate) fn own_tids() -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
     dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()
 }
@@ -45,7 +45,7 @@ pub fn own_tids() -> Vec<i32> {
 /// unstarted, so `main` must be able to finish the work alone.
 /// Jobs must not panic (the process aborts: an `extern "C"` frame stops
 /// the unwind).
-pub fn scope<'a, R>(jobs: Vec<Job<'a>>, main: impl FnOnce(usize) -> R) -> R {
+pub(crate) fn scope<'a, R>(jobs: Vec<Job<'a>>, main: impl FnOnce(usize) -> R) -> R {
     struct Joined(Vec<libc::pthread_t>);
     impl Drop for Joined {
         fn drop(&mut self) {
@@ -70,12 +70,12 @@ pub fn scope<'a, R>(jobs: Vec<Job<'a>>, main: impl FnOnce(usize) -> R) -> R {
 
 /// A thread that outlives the call that starts it (a live buffer's reader):
 /// joined when dropped, so its owner decides how long it runs.
-pub struct Worker(libc::pthread_t);
+pub(crate) struct Worker(libc::pthread_t);
 
 impl Worker {
     /// Start `job` on a thread of its own; `None` when no thread could be
     /// created (the caller then does the work itself).
-    pub fn spawn(job: Job<'static>) -> Option<Worker> {
+    pub(crate) fn spawn(job: Job<'static>) -> Option<Worker> {
         start(job).map(Worker)
     }
 }

@@ -17,7 +17,7 @@ use crate::tracedat::TraceDat;
 use std::path::{Path, PathBuf};
 
 /// A session read from files: symbols are parsed on first use.
-pub type Opened = Trace<LazyKallsyms>;
+pub(crate) type Opened = Trace<LazyKallsyms>;
 
 /// A tracefs tree given as a directory (a copy, or the live one), or a
 /// trace.dat file.
@@ -44,7 +44,7 @@ pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
 }
 
 /// `events/header_page` of the top level.
-pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
+pub(crate) fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
     let p = t.top().join("events/header_page");
     let text = super::read_text(&p).map_err(|e| Error::io(&p, e))?;
     HeaderPage::parse(&text).map_err(|e| Error::Format {
@@ -57,7 +57,7 @@ pub fn header_page(t: &Tracefs) -> Result<HeaderPage, Error> {
 /// What the raw pages of a tree need, and nothing more (header_page and the
 /// byte order): enough to start reading them before the rest is opened
 /// ([`open_tree_with`]).
-pub fn tree_header(t: &Tracefs) -> Result<(crate::format::HeaderPage, Endian), Error> {
+pub(crate) fn tree_header(t: &Tracefs) -> Result<(crate::format::HeaderPage, Endian), Error> {
     let header = header_page(t)?;
     let endian = detect_endian(t, &PageLayout::from(&header))?;
     Ok((header, endian))
@@ -66,7 +66,7 @@ pub fn tree_header(t: &Tracefs) -> Result<(crate::format::HeaderPage, Endian), E
 /// [`open_tree`] with the header and byte order [`tree_header`] found.
 /// `systems`: only these event systems' formats, and ftrace's (a reader of a
 /// few events of its own spares reading some 1,500 format files).
-pub fn open_tree_with(
+pub(crate) fn open_tree_with(
     t: &Tracefs,
     header: crate::format::HeaderPage,
     endian: Endian,
@@ -78,18 +78,18 @@ pub fn open_tree_with(
 /// The texts of a tree that writers of other formats keep as they are
 /// (Perfetto's thread names, its system info): read once, with the session.
 #[derive(Default)]
-pub struct TreeTexts {
+pub(crate) struct TreeTexts {
     /// `saved_cmdlines` (empty when missing).
-    pub saved_cmdlines: String,
+    pub(crate) saved_cmdlines: String,
     /// A copy's `uname` (or `version`) file; `None` live, where the session
     /// asks uname(2).
-    pub uname: Option<String>,
+    pub(crate) uname: Option<String>,
 }
 
 /// [`open_tree_with`], and the texts it read that a writer of another
 /// format wants verbatim; `kernel`: read as of this release (`--kernel`),
 /// whatever the tree says.
-pub fn open_tree_texts(
+pub(crate) fn open_tree_texts(
     t: &Tracefs,
     header: crate::format::HeaderPage,
     endian: Endian,
@@ -139,19 +139,19 @@ fn noted(mut trace: Opened, kernel: Option<&str>) -> Opened {
 
 /// The session of a trace.dat file, and the file's sections (its buffers
 /// and their pages).
-pub fn open_dat(path: &Path) -> Result<(Opened, TraceDat), Error> {
+pub(crate) fn open_dat(path: &Path) -> Result<(Opened, TraceDat), Error> {
     let mut td = read_dat(path)?;
     Ok((dat_session(&mut td, path, None)?, td))
 }
 
 /// A trace.dat file's sections, its warnings logged.
-pub fn read_dat(path: &Path) -> Result<TraceDat, Error> {
+pub(crate) fn read_dat(path: &Path) -> Result<TraceDat, Error> {
     read_dat_from(&mut dat_file(path)?, path)
 }
 
 /// [`read_dat`] of a file already open (a stream rebuilt in memory);
 /// `path` names it in messages.
-pub fn read_dat_from(f: &mut std::fs::File, path: &Path) -> Result<TraceDat, Error> {
+pub(crate) fn read_dat_from(f: &mut std::fs::File, path: &Path) -> Result<TraceDat, Error> {
     let td = TraceDat::read(f)
         .map_err(|e| Error::TraceDat { path: path.into(), what: format!("not a readable trace.dat: {e}") })?;
     for w in &td.problems {
@@ -163,7 +163,7 @@ pub fn read_dat_from(f: &mut std::fs::File, path: &Path) -> Result<TraceDat, Err
 /// The session `td` (read from `path`) describes; its symbols text moves
 /// into the session. `kernel`: read as of this release (`--kernel`),
 /// whatever the file's UNAME option or formats say.
-pub fn dat_session(td: &mut TraceDat, path: &Path, kernel: Option<&str>) -> Result<Opened, Error> {
+pub(crate) fn dat_session(td: &mut TraceDat, path: &Path, kernel: Option<&str>) -> Result<Opened, Error> {
     let mut syms = LazyKallsyms::from_text(std::mem::take(&mut td.kallsyms));
     let p = path.display();
     // What trace-cmd 3.4 added (options 23 to 25), and what is skipped.
@@ -218,7 +218,7 @@ pub fn dat_session(td: &mut TraceDat, path: &Path, kernel: Option<&str>) -> Resu
 
 /// The trace.dat file at `path`, opened for reading (once for its sections,
 /// once more for each CPU's pages).
-pub fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
+pub(crate) fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
     std::fs::File::open(path).map_err(|e| Error::TraceDat { path: path.into(), what: describe(&e) })
 }
 
@@ -276,7 +276,7 @@ fn detect_endian(t: &Tracefs, layout: &PageLayout) -> Result<Endian, Error> {
 /// variables of the live system (`sys::kvars`). A copy of a tree uses only
 /// its own `btf/` directory, never this machine's; a trace.dat only the BTF
 /// it carries (trace-cmd 3.4's BTF_FILE), if any.
-pub struct KernelFacts {
+pub(crate) struct KernelFacts {
     version: Option<(u32, u32)>,
     top: Option<PathBuf>,
     live: bool,
@@ -289,13 +289,13 @@ pub struct KernelFacts {
 impl KernelFacts {
     /// For the kernel `version` of a session opened from the tree at `top`
     /// (live or not; `None`: a trace.dat).
-    pub fn new(version: Option<(u32, u32)>, top: Option<PathBuf>, live: bool) -> Self {
+    pub(crate) fn new(version: Option<(u32, u32)>, top: Option<PathBuf>, live: bool) -> Self {
         KernelFacts { version, top, live, btf: Vec::new(), consts: Default::default(), funcs: Default::default() }
     }
 
     /// For a trace.dat that carries the recording kernel's BTF (`raw`;
     /// empty: none).
-    pub fn with_btf(mut self, raw: Vec<u8>) -> Self {
+    pub(crate) fn with_btf(mut self, raw: Vec<u8>) -> Self {
         self.btf = raw;
         self
     }

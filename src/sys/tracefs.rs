@@ -33,15 +33,15 @@ pub struct Tracefs {
     /// The directory applets work in: `top`, or `top/instances/NAME`.
     dir: PathBuf,
     /// How the tracing directory was found.
-    pub found: Found,
+    pub(crate) found: Found,
     /// The instance applets work in (`-B NAME`); `None`: the top level.
-    pub instance: Option<String>,
+    pub(crate) instance: Option<String>,
     /// Leave a mount we made in place (`-k`).
-    pub keep_mount: bool,
+    pub(crate) keep_mount: bool,
     /// An instance directory this run created (removed again on drop).
     created_instance: Option<PathBuf>,
     /// Keep a created instance (`-k`).
-    pub keep_instance: bool,
+    pub(crate) keep_instance: bool,
 }
 
 fn has_events(dir: &Path) -> io::Result<bool> {
@@ -95,7 +95,7 @@ impl Tracefs {
     /// Find the live tracing root: mountinfo first, then the well-known
     /// paths; when nothing is mounted and we are root, mount tracefs (debugfs
     /// on kernels before 4.1).
-    pub fn discover() -> Result<Self, Error> {
+    pub(crate) fn discover() -> Result<Self, Error> {
         match Self::find() {
             Err(Error::NotMounted) if super::is_root() => Self::mount(),
             r => r,
@@ -104,7 +104,7 @@ impl Tracefs {
 
     /// The mounted tracing root, as [`discover`](Self::discover) finds it,
     /// without mounting one: [`Error::NotMounted`] when none is.
-    pub fn find() -> Result<Self, Error> {
+    pub(crate) fn find() -> Result<Self, Error> {
         let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let mut denied: Option<Error> = None;
         let cands = mountinfo::tracefs_candidates(&text);
@@ -161,7 +161,7 @@ impl Tracefs {
     }
 
     /// Switch to `instances/NAME`, which must exist (read-only use).
-    pub fn enter_instance(&mut self, name: &str) -> Result<(), Error> {
+    pub(crate) fn enter_instance(&mut self, name: &str) -> Result<(), Error> {
         if name.is_empty() {
             // -B '': the top-level buffer, where we are.
             return Ok(());
@@ -176,7 +176,7 @@ impl Tracefs {
     }
 
     /// Is this the kernel's own tracefs/debugfs (not a copy on disk)?
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         const TRACEFS_MAGIC: i64 = 0x7472_6163;
         const DEBUGFS_MAGIC: i64 = 0x6462_6720;
         let Ok(p) = cstr(&self.top) else { return false };
@@ -208,7 +208,7 @@ impl Tracefs {
     /// The top level as a Tracefs of its own, for the global files
     /// (`dynamic_events`) while working in an instance. Dropping it neither
     /// unmounts nor removes anything.
-    pub fn top_level(&self) -> Tracefs {
+    pub(crate) fn top_level(&self) -> Tracefs {
         let found = match &self.found {
             Found::MountedByUs(_) => Found::Tracefs,
             f => f.clone(),
@@ -217,29 +217,29 @@ impl Tracefs {
     }
 
     /// The top-level tracing directory.
-    pub fn top(&self) -> &Path {
+    pub(crate) fn top(&self) -> &Path {
         &self.top
     }
 
     /// The directory this run works in (top or instance).
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// `rel` in the directory applets work in.
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
     }
 
     /// Read a file below the working directory.
-    pub fn read(&self, rel: &str) -> Result<String, Error> {
+    pub(crate) fn read(&self, rel: &str) -> Result<String, Error> {
         let p = self.path(rel);
         read_text(&p).map_err(|e| Error::io(p, e))
     }
 
     /// Read a global file that lives only at the top level (saved_cmdlines,
     /// printk_formats…) even while working in an instance; `None` if absent.
-    pub fn read_top_opt(&self, rel: &str) -> Result<Option<String>, Error> {
+    pub(crate) fn read_top_opt(&self, rel: &str) -> Result<Option<String>, Error> {
         let p = self.top.join(rel);
         match read_text(&p) {
             Ok(s) => Ok(Some(s)),
@@ -249,7 +249,7 @@ impl Tracefs {
     }
 
     /// Read a file that a kernel may not have: `Ok(None)` when it is absent.
-    pub fn read_opt(&self, rel: &str) -> Result<Option<String>, Error> {
+    pub(crate) fn read_opt(&self, rel: &str) -> Result<Option<String>, Error> {
         match self.read(rel) {
             Ok(s) => Ok(Some(s)),
             Err(Error::Io { err, .. }) if err.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -258,23 +258,23 @@ impl Tracefs {
     }
 
     /// Does the file or directory exist below the working directory?
-    pub fn exists(&self, rel: &str) -> bool {
+    pub(crate) fn exists(&self, rel: &str) -> bool {
         self.path(rel).symlink_metadata().is_ok()
     }
 
     /// Sorted names of the entries of a directory below the working
     /// directory (empty when it is absent).
-    pub fn list_dir(&self, rel: &str) -> Result<Vec<String>, Error> {
+    pub(crate) fn list_dir(&self, rel: &str) -> Result<Vec<String>, Error> {
         list(&self.path(rel))
     }
 
     /// Names of the instances (below the top level), sorted.
-    pub fn instances(&self) -> Result<Vec<String>, Error> {
+    pub(crate) fn instances(&self) -> Result<Vec<String>, Error> {
         list(&self.top.join("instances"))
     }
 
     /// Online CPU numbers that have a per_cpu directory, ascending.
-    pub fn cpus(&self) -> Result<Vec<u32>, Error> {
+    pub(crate) fn cpus(&self) -> Result<Vec<u32>, Error> {
         let mut v: Vec<u32> = self
             .list_dir("per_cpu")?
             .iter()
@@ -285,7 +285,7 @@ impl Tracefs {
     }
 
     /// `sys:event` for every event directory, sorted.
-    pub fn list_events(&self) -> Result<Vec<String>, Error> {
+    pub(crate) fn list_events(&self) -> Result<Vec<String>, Error> {
         // No stat of each of ~2,500 events (`tr-event -l` 16.8 → 3.0 ms):
         // a system's own files are `enable` and `filter` (the top level's
         // files list as no events), and only the ftrace system's records
@@ -312,7 +312,7 @@ impl Tracefs {
     /// window can hold records of, besides ftrace's own.
     ///
     /// [`set_events`]: Self::set_events
-    pub fn enabled_systems(&self) -> Vec<String> {
+    pub(crate) fn enabled_systems(&self) -> Vec<String> {
         let all: Vec<String> = self
             .list_dir("events")
             .unwrap_or_default()
@@ -336,14 +336,14 @@ impl Tracefs {
     /// an event with a trigger has too (the trigger soft-enables it:
     /// trace_events_trigger.c `trace_event_trigger_enable_disable`), and an
     /// enable_event trigger's target. None when it cannot be read.
-    pub fn set_events(&self) -> Option<Vec<(String, String)>> {
+    pub(crate) fn set_events(&self) -> Option<Vec<(String, String)>> {
         let set = self.read_opt("set_event").ok()??;
         let pair = |(s, e): (&str, &str)| (s.trim().to_string(), e.trim().to_string());
         Some(set.lines().filter_map(|l| l.split_once(':')).map(pair).collect())
     }
 
     /// `tracing_on`, or `tracing_enabled` on kernels before 2.6.37-ish.
-    pub fn tracing_on_file(&self) -> &'static str {
+    pub(crate) fn tracing_on_file(&self) -> &'static str {
         if self.exists("tracing_on") {
             "tracing_on"
         } else {
@@ -353,7 +353,7 @@ impl Tracefs {
 
     /// The trace clock now (the oldest CPU's view), so that what was already in
     /// the buffer is not shown as if this run had caused it.
-    pub fn now(&self) -> Option<u64> {
+    pub(crate) fn now(&self) -> Option<u64> {
         self.cpus()
             .ok()?
             .iter()
@@ -367,7 +367,7 @@ impl Tracefs {
     /// CPUs' `entries` and `read events` (`per_cpu/cpuN/stats`). Reading
     /// the raw pages (`trace_pipe_raw`) consumes them: the kernel has no
     /// raw read that leaves them, only the `trace` text does.
-    pub fn held(&self) -> Held {
+    pub(crate) fn held(&self) -> Held {
         let mut h = Held::default();
         for c in self.cpus().unwrap_or_default() {
             let s = CpuStats::parse(&self.read(&format!("per_cpu/cpu{c}/stats")).unwrap_or_default());
@@ -378,13 +378,13 @@ impl Tracefs {
     }
 }
 
-/// [`Tracefs::held`]: the events a buffer holds, and those read out.
+/// `Tracefs::held`: the events a buffer holds, and those read out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Held {
     /// Events in the buffer now.
-    pub entries: u64,
+    pub(crate) entries: u64,
     /// Events consuming reads took out of it.
-    pub read: u64,
+    pub(crate) read: u64,
 }
 
 /// `sys:event` → `events/sys/event`.

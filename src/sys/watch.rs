@@ -6,14 +6,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// A watch on one file (inotify, when there is one).
-pub struct Watch {
+pub(crate) struct Watch {
     /// The inotify descriptor, or -1 when inotify is not available.
     fd: i32,
 }
 
 impl Watch {
     /// Watch `path` for writes.
-    pub fn new(path: &Path) -> Watch {
+    pub(crate) fn new(path: &Path) -> Watch {
         let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return Watch { fd: -1 } };
         // SAFETY: plain syscalls on a descriptor we own and a C string.
         unsafe {
@@ -28,7 +28,7 @@ impl Watch {
 
     /// Wait up to `ms` milliseconds, or until `wake` is readable (a stop);
     /// whether the kernel said the file was modified.
-    pub fn wait(&self, wake: i32, ms: i32) -> bool {
+    pub(crate) fn wait(&self, wake: i32, ms: i32) -> bool {
         let mut fds = [
             libc::pollfd { fd: self.fd, events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: wake, events: libc::POLLIN, revents: 0 },

@@ -31,16 +31,6 @@ impl Compression {
         }
     }
 
-    /// Is a decoder for this algorithm built in?
-    pub fn supported(&self) -> bool {
-        match self {
-            Compression::None => true,
-            Compression::Zstd => cfg!(feature = "zstd"),
-            Compression::Zlib => cfg!(feature = "zlib"),
-            Compression::Other(_) => false,
-        }
-    }
-
     pub(crate) fn name(&self) -> &str {
         match self {
             Compression::None => "none",

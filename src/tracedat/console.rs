@@ -12,7 +12,7 @@
 //!
 //! The stream is cut into blocks of whole frames (see [`super::stream`]);
 //! each block is compressed on its own (raw deflate) and written as lines
-//! of at most [`LINE_BYTES`] compressed bytes in base64. A line is
+//! of at most `LINE_BYTES` compressed bytes in base64. A line is
 //! `trbox:SEQ:FLAG:BASE64:CRC`: SEQ numbers the lines from 1, FLAG is `b`
 //! on a block's first line, `+` on the next ones, `.` on its last (`=` for
 //! a block of one line), CRC is the CRC-32
@@ -32,23 +32,23 @@ use alloc::vec::Vec;
 use crate::problems::{ProblemKind, Problems};
 
 /// The first line of a console stream; the digit is the form's version.
-pub const BEGIN: &str = "trbox-console-begin 1";
+pub(crate) const BEGIN: &str = "trbox-console-begin 1";
 pub(crate) const END: &str = "trbox-console-end";
 const PREFIX: &str = "trbox:";
 /// Compressed bytes per line (76 base64 characters).
-pub const LINE_BYTES: usize = 57;
+pub(crate) const LINE_BYTES: usize = 57;
 /// Stream bytes gathered before a block is compressed.
-pub const BLOCK_BYTES: usize = 32 * 1024;
+pub(crate) const BLOCK_BYTES: usize = 32 * 1024;
 /// The largest block a reader inflates (a writer makes ~[`BLOCK_BYTES`],
 /// plus one frame: a kallsyms piece or a page).
-pub const MAX_BLOCK: usize = 1 << 25;
+pub(crate) const MAX_BLOCK: usize = 1 << 25;
 /// The most a block of trbox's writer inflates to per compressed byte:
 /// its deflate (`deflate` below: miniz_oxide, fixed codes) spends at
 /// least 13 bits on 258 bytes (length code 285: 8 bits, distance code 0:
 /// 5 bits, no extra bits), 158.8 to 1. A block that inflates further is
 /// not trbox's (a decompression bomb, issue 27) and is left out after that
 /// many bytes.
-pub const MAX_RATIO: usize = 159;
+pub(crate) const MAX_RATIO: usize = 159;
 
 /// One block as raw deflate (RFC 1951), by miniz_oxide: level 6 (zlib's
 /// default: lazy matching, up to 128 positions tried per match), with the
@@ -62,7 +62,7 @@ fn deflate(data: &[u8]) -> Vec<u8> {
 
 /// The most a whole recording may inflate to (the stream is then held
 /// in memory and converted): past it, the log is refused.
-pub const MAX_STREAM: usize = 1 << 30;
+pub(crate) const MAX_STREAM: usize = 1 << 30;
 
 /// CRC-32 (IEEE 802.3, reflected), bit by bit: console speeds need no table.
 pub fn crc32(data: &[u8]) -> u32 {
@@ -156,7 +156,7 @@ impl Encoder {
     }
 
     /// The lines of what is gathered, as one block.
-    pub fn flush(&mut self) -> String {
+    pub(crate) fn flush(&mut self) -> String {
         if self.pending.is_empty() {
             return String::new();
         }
@@ -200,7 +200,7 @@ impl Encoder {
 #[cfg(feature = "zlib")]
 /// Why no stream could be taken from a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConsoleError {
+pub(crate) enum ConsoleError {
     /// No begin marker.
     NoBegin,
     /// Markers, but no block could be read.
@@ -230,24 +230,24 @@ impl core::fmt::Display for ConsoleError {
 #[cfg(feature = "zlib")]
 /// The stream taken back from a console log.
 #[derive(Debug, Default)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     pub(crate) stream: Vec<u8>,
     /// Lines of the recording found intact.
-    pub lines: u32,
+    pub(crate) lines: u32,
     /// Damaged lines ([`ProblemKind::DamagedLine`]), blocks left out
     /// ([`ProblemKind::LostBlock`]), a cut: each with what it lost.
-    pub problems: Problems,
+    pub(crate) problems: Problems,
 }
 
 #[cfg(feature = "zlib")]
 impl Decoded {
     /// Lines of the recording found damaged.
-    pub fn damaged(&self) -> u64 {
+    pub(crate) fn damaged(&self) -> u64 {
         self.problems.count(ProblemKind::DamagedLine)
     }
 
     /// Blocks left out.
-    pub fn blocks_lost(&self) -> u64 {
+    pub(crate) fn blocks_lost(&self) -> u64 {
         self.problems.count(ProblemKind::LostBlock)
     }
 }
@@ -303,7 +303,7 @@ fn trim_end(mut s: &[u8]) -> &[u8] {
 #[cfg(feature = "zlib")]
 /// Take the last recording out of a console log, inflated to at most
 /// [`MAX_STREAM`] bytes.
-pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
+pub(crate) fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
     decode_within(log, MAX_STREAM)
 }
 
@@ -311,7 +311,7 @@ pub fn decode(log: &[u8]) -> Result<Decoded, ConsoleError> {
 /// [`decode`], the stream at most `total` bytes. Each block inflates to at
 /// most [`MAX_RATIO`] times its compressed size, [`MAX_BLOCK`] bytes, and
 /// what is left of `total`: what trbox's writer can have put there.
-pub fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> {
+pub(crate) fn decode_within(log: &[u8], total: usize) -> Result<Decoded, ConsoleError> {
     let lines: Vec<&[u8]> = log.split(|&b| b == b'\n').collect();
     let begin = lines.iter().rposition(|l| find(l, BEGIN.as_bytes()).is_some()).ok_or(ConsoleError::NoBegin)?;
     let mut d = Decoded::default();

@@ -138,7 +138,7 @@ impl Seen {
 }
 
 /// `data` as one raw deflate block (no zlib or gzip wrapper).
-pub fn compress(data: &[u8]) -> Vec<u8> {
+pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
     let mut bits = Bits { out: Vec::with_capacity(data.len() / 3 + 16), acc: 0, n: 0 };
     // BFINAL 1, BTYPE 01 (fixed codes).
     bits.put(0b011, 3);

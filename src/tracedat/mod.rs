@@ -1,6 +1,6 @@
 //! trace-cmd's `trace.dat` container, versions 6 and 7, sans-IO.
 //!
-//! * [`read`]: [`TraceDat::read`] parses the metadata (header files, event
+//! * `read`: [`TraceDat::read`] parses the metadata (header files, event
 //!   formats, kallsyms, printk formats, saved cmdlines, options, instances)
 //!   through a [`Source`] — anything that can fill a buffer from a file
 //!   offset (a byte slice, or a file with `pread` in the std layer). The page
@@ -8,7 +8,7 @@
 //!   ranges, and [`DatPages`] hands out one sub-buffer at a time (for
 //!   compressed v7 data, one decompressed chunk of a few pages is held), so
 //!   memory stays flat however large the file is.
-//! * [`write`](mod@write): [`V6Writer`] produces the bytes of a version 6 header in
+//! * `write`: [`V6Writer`] produces the bytes of a version 6 header in
 //!   order; the caller appends the page-aligned per-CPU data and patches the
 //!   flyrecord table (and, if reserved, the options) at the positions the
 //!   writer returned.
@@ -21,11 +21,11 @@ use core::fmt;
 
 mod compress;
 pub mod console;
-pub mod deflate;
+pub(crate) mod deflate;
 pub mod msg;
-pub mod read;
+pub(crate) mod read;
 pub mod stream;
-pub mod write;
+pub(crate) mod write;
 
 pub use compress::{decompress, Compression};
 pub use read::{selected_clock, ChunkHeader, CpuData, DatPages, EventSystem, Instance, Options, TraceDat, Tsc2Nsec};
@@ -34,7 +34,7 @@ pub use write::{
     fit_cmdlines, FlyrecordSlot, OptionsSlot, V6Writer, WriteError, WriteOptions, CMDLINES_PAD,
 };
 
-pub use crate::abi::Endian;
+pub(crate) use crate::abi::Endian;
 
 /// The first ten bytes of every trace.dat.
 pub const MAGIC: [u8; 10] = [0x17, 0x08, 0x44, b't', b'r', b'a', b'c', b'i', b'n', b'g'];
@@ -46,9 +46,9 @@ pub mod opt {
     /// Ends the option list.
     pub const DONE: u16 = 0;
     /// Time offset of the trace clock to wall-clock time (`--date`).
-    pub const DATE: u16 = 1;
+    pub(crate) const DATE: u16 = 1;
     /// One CPU's `per_cpu/cpuN/stats` text at the end of the recording.
-    pub const CPUSTAT: u16 = 2;
+    pub(crate) const CPUSTAT: u16 = 2;
     /// An instance's buffer: its data offset and name (v7: also its clock, page size and CPU table).
     pub const BUFFER: u16 = 3;
     /// The `trace_clock` file's text, the selected clock in brackets.
@@ -56,25 +56,23 @@ pub mod opt {
     /// `uname -a` of the traced machine, as text.
     pub const UNAME: u16 = 5;
     /// A `--hook` definition (trace-cmd's event hooks).
-    pub const HOOK: u16 = 6;
+    pub(crate) const HOOK: u16 = 6;
     /// A time stamp offset to add to every event.
-    pub const OFFSET: u16 = 7;
+    pub(crate) const OFFSET: u16 = 7;
     /// The number of CPUs (a u32).
     pub const CPUCOUNT: u16 = 8;
     /// The trace-cmd version that wrote the file, as text.
-    pub const VERSION: u16 = 9;
+    pub(crate) const VERSION: u16 = 9;
     /// `/proc/PID/maps` of the traced processes (`--proc-map`).
-    pub const PROCMAPS: u16 = 10;
+    pub(crate) const PROCMAPS: u16 = 10;
     /// The recording's 64-bit id, shared by host and guest files.
-    pub const TRACEID: u16 = 11;
+    pub(crate) const TRACEID: u16 = 11;
     /// Host-guest clock offsets and scaling (`trace-cmd agent`).
-    pub const TIME_SHIFT: u16 = 12;
+    pub(crate) const TIME_SHIFT: u16 = 12;
     /// A guest's name, id and CPU-to-host-task table.
-    pub const GUEST: u16 = 13;
+    pub(crate) const GUEST: u16 = 13;
     /// The multiplier, shift and offset to turn TSC ticks into ns.
-    pub const TSC2NSEC: u16 = 14;
-    /// Extra strings (v7 metadata).
-    pub const STRINGS: u16 = 15;
+    pub(crate) const TSC2NSEC: u16 = 14;
     /// v7: the section with `header_page` and `header_event`.
     pub const HEADER_INFO: u16 = 16;
     /// v7: the section with the `ftrace` system's formats.
@@ -88,13 +86,13 @@ pub mod opt {
     /// v7: the section with `saved_cmdlines`.
     pub const CMDLINES: u16 = 21;
     /// v7: an instance recorded as text (latency tracers), not pages.
-    pub const BUFFER_TEXT: u16 = 22;
+    pub(crate) const BUFFER_TEXT: u16 = 22;
     /// The kernel's BTF (`/sys/kernel/btf/vmlinux`).
-    pub const BTF_FILE: u16 = 23;
+    pub(crate) const BTF_FILE: u16 = 23;
     /// The previous boot's persistent buffer: its module and text addresses (`last_boot_info`).
-    pub const LAST_BOOT_INFO: u16 = 24;
+    pub(crate) const LAST_BOOT_INFO: u16 = 24;
     /// `/proc/modules` of the traced machine.
-    pub const MODULES_FILE: u16 = 25;
+    pub(crate) const MODULES_FILE: u16 = 25;
 }
 
 /// A failed read from a [`Source`]: the OS error number (0 when unknown).
@@ -173,7 +171,7 @@ pub struct Error {
     /// What was wrong.
     pub kind: ErrorKind,
     /// The part of the file being read ("header_page", "options", "cpu 3 data"…).
-    pub section: &'static str,
+    pub(crate) section: &'static str,
     /// File offset where the problem was found. For data inside a
     /// compressed section it is the section's offset.
     pub offset: u64,

@@ -21,8 +21,8 @@
 //! task started during the run has no name on the listener. trbox's
 //! sender names them all the same:
 //! - trbox's listener says so after the ports of its RINIT
-//!   ([`TRBOX_LISTENER`]; trace-cmd's sender reads only the ports); the
-//!   sender then sends the final saved_cmdlines before CLOSE ([`CMDLINES`],
+//!   (`TRBOX_LISTENER`; trace-cmd's sender reads only the ports); the
+//!   sender then sends the final saved_cmdlines before CLOSE (`CMDLINES`,
 //!   which the listener writes over the header's);
 //! - to trace-cmd's listener it holds the header back from the saved
 //!   cmdlines on (its reserved room, padded), one newline at a time every
@@ -42,19 +42,19 @@ pub const GREETING: &[u8; 8] = b"tracecmd";
 /// The sender asks for protocol 3 (a CPU count of -1, then `V3`).
 pub const V3_CPU: &[u8; 5] = b"-1V3\0";
 /// The listener agrees to protocol 3.
-pub const V3_REPLY: &[u8; 3] = b"V3\0";
+pub(crate) const V3_REPLY: &[u8; 3] = b"V3\0";
 /// `sizeof(V3_MAGIC)` of `"766679\0"`: the explicit NUL and C's.
 pub const V3_MAGIC: &[u8; 8] = b"766679\0\0";
 /// The listener accepts the magic.
-pub const OK: &[u8; 2] = b"OK";
+pub(crate) const OK: &[u8; 2] = b"OK";
 
 // Message commands, `enum tracecmd_msg_cmd` in trace-msg.c.
 /// The recording is over.
 pub const CLOSE: u32 = 0;
 /// The sender's set-up: CPUs, page size, options.
-pub const TINIT: u32 = 1;
+pub(crate) const TINIT: u32 = 1;
 /// The listener's reply: one port per CPU.
-pub const RINIT: u32 = 2;
+pub(crate) const RINIT: u32 = 2;
 /// A piece of the trace.dat header.
 pub const SEND_DATA: u32 = 3;
 /// The header is complete.
@@ -63,21 +63,19 @@ pub const FIN_DATA: u32 = 4;
 /// Bytes of saved_cmdlines room a `-N` sender may spend on keeping
 /// trace-cmd's listener waiting for the rest of the header: a newline a
 /// second, 18 hours (the listener gives up after 5 s without a message).
-pub const NET_SPARE: usize = 64 << 10;
-/// The other side does not know the command it was sent.
-pub const NOT_SUPP: u32 = 5;
+pub(crate) const NET_SPARE: usize = 64 << 10;
 
 /// trbox to trbox, after the data and before CLOSE: a piece of the final
 /// saved_cmdlines of the run; fixed part: the header's cmdlines slot
 /// (offset, length), data: the next bytes of what goes there.
-pub const CMDLINES: u32 = 0x7472_0001;
+pub(crate) const CMDLINES: u32 = 0x7472_0001;
 /// What trbox's listener adds to its RINIT after the ports.
-pub const TRBOX_LISTENER: &[u8] = b"trbox";
+pub(crate) const TRBOX_LISTENER: &[u8] = b"trbox";
 
 /// Bytes of a message header: size, cmd, cmd_size, each a big-endian u32.
 pub const HEADER_LEN: usize = 12;
 /// The largest message trace-cmd accepts, header included.
-pub const MAX_LEN: usize = 8192;
+pub(crate) const MAX_LEN: usize = 8192;
 /// Header bytes one SEND_DATA carries.
 pub const MAX_DATA: usize = MAX_LEN - HEADER_LEN;
 const TINIT_LEN: usize = 12;
@@ -87,11 +85,11 @@ const RINIT_LEN: usize = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
     /// The whole message, header included.
-    pub size: u32,
+    pub(crate) size: u32,
     /// The command ([`TINIT`], [`SEND_DATA`], …).
-    pub cmd: u32,
+    pub(crate) cmd: u32,
     /// The command's fixed part (after the header, before the data).
-    pub cmd_size: u32,
+    pub(crate) cmd_size: u32,
 }
 
 impl Header {
@@ -128,7 +126,7 @@ pub fn tinit(cpus: u32, page_size: u32) -> Vec<u8> {
 }
 
 /// RINIT: one port per CPU, then [`TRBOX_LISTENER`].
-pub fn rinit(ports: &[u16]) -> Vec<u8> {
+pub(crate) fn rinit(ports: &[u16]) -> Vec<u8> {
     let mut data = Vec::new();
     for p in ports {
         data.extend_from_slice(alloc::format!("{p}\0").as_bytes());
@@ -140,12 +138,12 @@ pub fn rinit(ports: &[u16]) -> Vec<u8> {
 
 /// A RINIT body from trbox's listener: [`TRBOX_LISTENER`] after the ports
 /// (which end in a NUL each; a port is digits).
-pub fn rinit_of_trbox(body: &[u8]) -> bool {
+pub(crate) fn rinit_of_trbox(body: &[u8]) -> bool {
     body.strip_suffix(b"\0").and_then(|b| b.strip_suffix(TRBOX_LISTENER)).is_some_and(|b| b.ends_with(b"\0"))
 }
 
 /// A [`CMDLINES`] body: the slot (offset, length) and the piece.
-pub fn parse_cmdlines<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, &'a [u8])> {
+pub(crate) fn parse_cmdlines<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, &'a [u8])> {
     let (w, data) = split(h, body, 2).filter(|_| h.cmd == CMDLINES)?;
     Some((w[0], w[1], data))
 }
@@ -153,7 +151,7 @@ pub fn parse_cmdlines<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, &'a [
 /// Where a [`CMDLINES`] message's slot (`offset`, `len`) lies in the
 /// sender's `header`, if the header says so: the 64-bit length before it,
 /// in the header's byte order, is `len`.
-pub fn cmdlines_slot(header: &[u8], offset: u32, len: u32) -> Option<core::ops::Range<usize>> {
+pub(crate) fn cmdlines_slot(header: &[u8], offset: u32, len: u32) -> Option<core::ops::Range<usize>> {
     let (o, l) = (offset as usize, len as usize);
     let size: [u8; 8] = header.get(o.checked_sub(8)?..o)?.try_into().ok()?;
     let n = if header.get(12) == Some(&1) { u64::from_be_bytes(size) } else { u64::from_le_bytes(size) };
@@ -184,7 +182,7 @@ pub fn parse_rinit(h: &Header, body: &[u8]) -> Option<Vec<u16>> {
 }
 
 /// A TINIT body: (CPUs, page size, options).
-pub fn parse_tinit<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, Vec<&'a [u8]>)> {
+pub(crate) fn parse_tinit<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, Vec<&'a [u8]>)> {
     if h.cmd != TINIT || (h.cmd_size as usize) < TINIT_LEN {
         return None;
     }
@@ -200,13 +198,13 @@ pub fn parse_tinit<'a>(h: &Header, body: &'a [u8]) -> Option<(u32, u32, Vec<&'a 
 /// the one the header's TRACECLOCK option selects (trace-cmd's reader
 /// looks for it there).
 #[derive(Debug, Clone)]
-pub struct Head {
+pub(crate) struct Head {
     /// The bytes to write at the start of the file.
-    pub bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
     /// Where the `{u64 offset, u64 size}` per CPU go in `bytes`.
-    pub table_pos: usize,
+    pub(crate) table_pos: usize,
     /// The first page-aligned offset after `bytes`: CPU 0's pages go here.
-    pub data_start: u64,
+    pub(crate) data_start: u64,
     page_size: u32,
     endian: super::Endian,
 }
@@ -214,7 +212,7 @@ pub struct Head {
 impl Head {
     /// The head for the sender's `header` (taken, not copied: it may be
     /// megabytes of kallsyms).
-    pub fn new(header: Vec<u8>, page_size: u32, cpus: u32) -> Head {
+    pub(crate) fn new(header: Vec<u8>, page_size: u32, cpus: u32) -> Head {
         let endian = if header.get(12) == Some(&1) { super::Endian::Big } else { super::Endian::Little };
         let header_len = header.len();
         let build = |mut bytes: Vec<u8>, clock: &str| {
@@ -249,21 +247,21 @@ impl Head {
     /// Each CPU's `(offset, size)` for the bytes that arrived (`sizes`),
     /// cut to whole pages (a connection that dropped may end inside one),
     /// CPU 0 at [`Head::data_start`], each next one page-aligned after.
-    pub fn layout(&self, sizes: &[u64]) -> Vec<(u64, u64)> {
+    pub(crate) fn layout(&self, sizes: &[u64]) -> Vec<(u64, u64)> {
         let ps = u64::from(self.page_size.max(1));
         let whole: Vec<u64> = sizes.iter().map(|s| s / ps * ps).collect();
         super::write::data_layout(self.data_start, self.page_size, &whole)
     }
 
     /// The table's bytes for a [`Head::layout`], to go at `table_pos`.
-    pub fn table(&self, layout: &[(u64, u64)]) -> Vec<u8> {
+    pub(crate) fn table(&self, layout: &[(u64, u64)]) -> Vec<u8> {
         super::write::encode_flyrecord_table(self.endian, layout)
     }
 }
 
 /// The whole trace.dat in memory: the [`Head`], its table, then each
 /// CPU's pages.
-pub fn assemble(header: &[u8], page_size: u32, cpus: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn assemble(header: &[u8], page_size: u32, cpus: &[Vec<u8>]) -> Vec<u8> {
     let head = Head::new(header.to_vec(), page_size, cpus.len() as u32);
     let sizes: Vec<u64> = cpus.iter().map(|c| c.len() as u64).collect();
     let layout = head.layout(&sizes);

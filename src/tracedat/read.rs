@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use super::compress::{decompress, Compression};
 use super::{opt, Endian, Error, ErrorKind, IoError, Source, MAGIC};
-use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
+use crate::format::{FormatError, HeaderPage};
 use crate::problems::{ProblemKind, Problems};
 
 /// Longest NUL-terminated string accepted in metadata (names, clocks).
@@ -270,16 +270,16 @@ pub struct Instance {
     /// The instance's name, `""` for the top buffer.
     pub name: String,
     /// Trace clock of this buffer (`local`, `global`, `x86-tsc`…), if known.
-    pub clock: Option<String>,
+    pub(crate) clock: Option<String>,
     /// Sub-buffer size of the pages (v7 BUFFER option; else the file's page size).
-    pub page_size: u32,
+    pub(crate) page_size: u32,
     /// Data is stored as compressed chunks (v7).
     pub compressed: bool,
     /// Where each CPU's pages are, in CPU order.
     pub cpus: Vec<CpuData>,
     /// `latency` form: the text of the `trace` file at this (offset, size)
     /// instead of per-CPU pages.
-    pub latency: Option<(u64, u64)>,
+    pub(crate) latency: Option<(u64, u64)>,
 }
 
 impl Instance {
@@ -305,14 +305,14 @@ pub struct Options {
     /// table, or the v7 top BUFFER option.
     pub clock: Option<String>,
     /// The TRACECLOCK option as stored (the whole `trace_clock` file text).
-    pub trace_clock_text: Option<String>,
+    pub(crate) trace_clock_text: Option<String>,
     pub(crate) cpucount: Option<u32>,
     /// UNAME: `uname -a` of the recording machine.
     pub uname: Option<String>,
     /// DATE: offset of timestamps to wall-clock time (hex/decimal µs text).
-    pub date: Option<String>,
+    pub(crate) date: Option<String>,
     /// OFFSET: fixed offset added to timestamps (text).
-    pub offset: Option<String>,
+    pub(crate) offset: Option<String>,
     /// VERSION: version of the recording tool.
     pub version: Option<String>,
     /// CPUSTAT texts in file order (trace-cmd writes one per CPU, and a
@@ -321,11 +321,11 @@ pub struct Options {
     pub(crate) trace_id: Option<u64>,
     pub(crate) tsc2nsec: Option<Tsc2Nsec>,
     /// TIME_SHIFT option bytes, as stored.
-    pub time_shift: Option<Vec<u8>>,
+    pub(crate) time_shift: Option<Vec<u8>>,
     pub(crate) hooks: Vec<String>,
     pub(crate) procmaps: Option<String>,
     /// GUEST options, as stored.
-    pub guests: Vec<Vec<u8>>,
+    pub(crate) guests: Vec<Vec<u8>>,
     /// LAST_BOOT_INFO (24, trace-cmd 3.4): `INSTANCE:` then the text of
     /// that instance's `last_boot_info` file (a persistent buffer's
     /// previous boot: where its kernel and modules were loaded).
@@ -644,7 +644,7 @@ impl TraceDat {
     }
 
     /// All `events/*/*/format` texts with their system name, ftrace first.
-    pub fn formats(&self) -> impl Iterator<Item = (&str, &[u8])> {
+    pub(crate) fn formats(&self) -> impl Iterator<Item = (&str, &[u8])> {
         self.ftrace_formats
             .iter()
             .map(|f| ("ftrace", f.as_slice()))
@@ -652,34 +652,17 @@ impl TraceDat {
     }
 
     /// The ring-buffer page header layout (from `header_page`).
-    pub fn header_page(&self) -> Result<HeaderPage, FormatError> {
+    pub(crate) fn header_page(&self) -> Result<HeaderPage, FormatError> {
         HeaderPage::parse(&String::from_utf8_lossy(&self.header_page))
     }
 
-    /// All event formats of the file in one table, plus the formats that
-    /// did not parse: (system, index in [`TraceDat::formats`] order, error).
-    /// `long_size` is the kernel's (from [`TraceDat::header_page`]).
-    pub fn event_table(&self, long_size: u32) -> (EventTable, Vec<(String, usize, FormatError)>) {
-        let mut t = EventTable::new();
-        let mut bad = Vec::new();
-        for (i, (sys, text)) in self.formats().enumerate() {
-            match EventFormat::parse(&String::from_utf8_lossy(text), sys, long_size) {
-                Ok(ev) => {
-                    t.insert(ev);
-                }
-                Err(e) => bad.push((sys.to_string(), i, e)),
-            }
-        }
-        (t, bad)
-    }
-
     /// The v7 compression algorithm, `None` for uncompressed files.
-    pub fn compression_algo(&self) -> Compression {
+    pub(crate) fn compression_algo(&self) -> Compression {
         self.compression.as_ref().map(|c| c.0.clone()).unwrap_or(Compression::None)
     }
 
     /// Iterate over the pages of CPU entry `idx` of `inst`.
-    pub fn pages(&self, inst: &Instance, idx: usize) -> Option<DatPages> {
+    pub(crate) fn pages(&self, inst: &Instance, idx: usize) -> Option<DatPages> {
         let c = inst.cpus.get(idx)?;
         Some(DatPages::new(self, inst, c))
     }
@@ -1094,7 +1077,7 @@ impl DatPages {
     /// uncompressed trace.dat or a copied `trace_pipe_raw` holds it.
     /// `buf` is a buffer to read into (one a reader before had: see
     /// [`DatPages::into_buffer`]).
-    pub fn plain(start: u64, end: u64, page_size: usize, endian: Endian, buf: Vec<u8>) -> DatPages {
+    pub(crate) fn plain(start: u64, end: u64, page_size: usize, endian: Endian, buf: Vec<u8>) -> DatPages {
         DatPages {
             page_size,
             endian,
@@ -1115,25 +1098,20 @@ impl DatPages {
     /// Where the pages are in the file, `start..end`, when each is at
     /// `start + n * page_size` (not compressed): a reader can start at
     /// any of them.
-    pub fn plain_range(&self) -> Option<(u64, u64)> {
+    pub(crate) fn plain_range(&self) -> Option<(u64, u64)> {
         self.algo.is_none().then_some((self.start, self.end))
     }
 
     /// The buffer it read into, for another reader: a reader of a few
     /// pages then allocates nothing (time-sliced reading makes one per
     /// slice and CPU).
-    pub fn into_buffer(self) -> Vec<u8> {
+    pub(crate) fn into_buffer(self) -> Vec<u8> {
         self.buf
     }
 
     /// Sub-buffer size used to cut the data.
-    pub fn page_size(&self) -> usize {
+    pub(crate) fn page_size(&self) -> usize {
         self.page_size
-    }
-
-    /// File offset of the next read (pages are read ahead: not the next page).
-    pub fn position(&self) -> u64 {
-        self.pos
     }
 
     /// The next page, or `None` at the end of this CPU's data. A page cut

@@ -5,7 +5,7 @@
 //! stream carries the same parts in the order they become known, as
 //! frames, so that a recording can go through ssh, a pipe or a serial
 //! console and be turned back into a trace.dat on the host
-//! ([`to_tracedat`]).
+//! (`to_tracedat`).
 //!
 //! ```text
 //! magic    "trbox-stream\n" then a version byte (2; 1 is read too)
@@ -41,12 +41,12 @@ use super::{cpustat_text, Endian, TraceDat};
 use crate::problems::{ProblemKind, Problems};
 
 /// The first bytes of a stream: a text line, then the version byte.
-pub const MAGIC: &[u8; 13] = b"trbox-stream\n";
+pub(crate) const MAGIC: &[u8; 13] = b"trbox-stream\n";
 pub(crate) const VERSION: u8 = 2;
 /// The largest sub-buffer size a stream may declare.
-pub const MAX_PAGE_SIZE: u32 = 1 << 24;
+pub(crate) const MAX_PAGE_SIZE: u32 = 1 << 24;
 /// Bytes of a frame header: kind and length.
-pub const FRAME_HEADER: usize = 5;
+pub(crate) const FRAME_HEADER: usize = 5;
 
 pub(crate) mod kind {
     pub(crate) const START: u8 = b'S';
@@ -68,12 +68,12 @@ pub fn preamble() -> [u8; 14] {
 }
 
 /// Whether `bytes` (the start of a file) is a trbox stream.
-pub fn is_stream(bytes: &[u8]) -> bool {
+pub(crate) fn is_stream(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC)
 }
 
 /// A frame header for a payload of `len` bytes.
-pub fn frame_header(kind: u8, len: u32) -> [u8; FRAME_HEADER] {
+pub(crate) fn frame_header(kind: u8, len: u32) -> [u8; FRAME_HEADER] {
     let l = len.to_le_bytes();
     [kind, l[0], l[1], l[2], l[3]]
 }
@@ -122,7 +122,7 @@ pub fn data_header(cpu: u32, page_len: usize) -> [u8; FRAME_HEADER + 4] {
 }
 
 /// A stats frame.
-pub fn stats_frame(cpu: u32, text: &str) -> Vec<u8> {
+pub(crate) fn stats_frame(cpu: u32, text: &str) -> Vec<u8> {
     let mut p = cpu.to_le_bytes().to_vec();
     p.extend_from_slice(text.as_bytes());
     frame(kind::STATS, &p)
@@ -130,7 +130,7 @@ pub fn stats_frame(cpu: u32, text: &str) -> Vec<u8> {
 
 /// Why a stream cannot be read at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamError {
+pub(crate) enum StreamError {
     /// Not a trbox stream (the magic is missing).
     NotAStream,
     /// A version this reader does not know.
@@ -153,31 +153,31 @@ impl core::fmt::Display for StreamError {
 
 /// A stream's contents, borrowed from its bytes.
 #[derive(Debug, Default)]
-pub struct Stream<'a> {
+pub(crate) struct Stream<'a> {
     pub(crate) endian: Endian,
     pub(crate) long_size: u8,
     pub(crate) page_size: u32,
     /// CPU numbers, in the order of the flyrecord table.
-    pub cpus: Vec<u32>,
+    pub(crate) cpus: Vec<u32>,
     /// The `H` frame: a trace.dat up to its options.
-    pub header: Option<&'a [u8]>,
+    pub(crate) header: Option<&'a [u8]>,
     /// `M` frames: (name, bytes), the last of a name wins.
-    pub meta: Vec<(&'a str, &'a [u8])>,
+    pub(crate) meta: Vec<(&'a str, &'a [u8])>,
     /// `F` frames grouped by system, in order of first appearance.
-    pub systems: Vec<(&'a str, Vec<&'a [u8]>)>,
+    pub(crate) systems: Vec<(&'a str, Vec<&'a [u8]>)>,
     pub(crate) kallsyms: Vec<u8>,
     /// Per CPU index: its pages, oldest first.
-    pub pages: Vec<Vec<&'a [u8]>>,
+    pub(crate) pages: Vec<Vec<&'a [u8]>>,
     pub(crate) stats: Vec<(u32, &'a str)>,
     /// The end frame was seen.
-    pub complete: bool,
+    pub(crate) complete: bool,
     /// What a person should know (a cut, frames left out).
-    pub problems: Problems,
+    pub(crate) problems: Problems,
 }
 
 impl<'a> Stream<'a> {
     /// The bytes of meta entry `name`, if the stream has it.
-    pub fn meta(&self, name: &str) -> Option<&'a [u8]> {
+    pub(crate) fn meta(&self, name: &str) -> Option<&'a [u8]> {
         self.meta.iter().rev().find(|(n, _)| *n == name).map(|(_, b)| *b)
     }
 
@@ -218,7 +218,7 @@ fn parse_start(p: &[u8]) -> Option<(Endian, u8, u32, Vec<u32>)> {
 }
 
 /// Read a stream (whole or cut off anywhere).
-pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
     if !bytes.starts_with(MAGIC) {
         return Err(StreamError::NotAStream);
     }
@@ -336,7 +336,7 @@ pub fn parse(bytes: &[u8]) -> Result<Stream<'_>, StreamError> {
 /// arrival order). The header's parts come from the `H` frame (read back
 /// through [`TraceDat::read`]) or the version 1 frames; the saved_cmdlines
 /// of the end win over those of the start.
-pub fn to_tracedat(s: &Stream<'_>) -> Result<Vec<u8>, WriteError> {
+pub(crate) fn to_tracedat(s: &Stream<'_>) -> Result<Vec<u8>, WriteError> {
     let td = s.header.and_then(|h| {
         let whole = super::msg::assemble(h, s.page_size, &vec![Vec::new(); s.cpus.len()]);
         TraceDat::read(&mut whole.as_slice()).ok()

@@ -438,7 +438,7 @@ impl V6Writer {
     /// Start the event systems for `n` systems given one at a time (so
     /// their formats need not all be in memory): for each,
     /// [`V6Writer::event_system`] then that many [`V6Writer::event_format`].
-    pub fn event_systems_begin(&mut self, n: u32) -> Result<(), WriteError> {
+    pub(crate) fn event_systems_begin(&mut self, n: u32) -> Result<(), WriteError> {
         self.step(Stage::Ftrace, Stage::Events, "event systems")?;
         put32(&mut self.out, self.e, n);
         self.systems_left = (n, 0);
@@ -446,7 +446,7 @@ impl V6Writer {
     }
 
     /// The next system's name and how many formats follow.
-    pub fn event_system(&mut self, name: &str, formats: u32) -> Result<(), WriteError> {
+    pub(crate) fn event_system(&mut self, name: &str, formats: u32) -> Result<(), WriteError> {
         if self.stage != Stage::Events || self.systems_left.0 == 0 || self.systems_left.1 != 0 {
             return Err(WriteError::Order("event system"));
         }
@@ -458,7 +458,7 @@ impl V6Writer {
     }
 
     /// One format text of the current system.
-    pub fn event_format(&mut self, text: &[u8]) -> Result<(), WriteError> {
+    pub(crate) fn event_format(&mut self, text: &[u8]) -> Result<(), WriteError> {
         if self.stage != Stage::Events || self.systems_left.1 == 0 {
             return Err(WriteError::Order("event format"));
         }
@@ -477,7 +477,7 @@ impl V6Writer {
 
     /// Announce a kallsyms text of `len` bytes that the caller passes in
     /// pieces with [`V6Writer::raw`] (to avoid holding it in memory).
-    pub fn kallsyms_header(&mut self, len: u64) -> Result<(), WriteError> {
+    pub(crate) fn kallsyms_header(&mut self, len: u64) -> Result<(), WriteError> {
         self.step(Stage::Events, Stage::Kallsyms, "kallsyms")?;
         let n = u32::try_from(len).map_err(|_| WriteError::TooLarge("kallsyms"))?;
         put32(&mut self.out, self.e, n);
@@ -489,7 +489,7 @@ impl V6Writer {
     /// kernel's /proc/kallsyms reports size 0): pass it with
     /// [`V6Writer::raw`], then write [`encode_u32`] of
     /// [`V6Writer::blob_len`] at the returned file offset.
-    pub fn kallsyms_unsized(&mut self) -> Result<u64, WriteError> {
+    pub(crate) fn kallsyms_unsized(&mut self) -> Result<u64, WriteError> {
         self.step(Stage::Events, Stage::Kallsyms, "kallsyms")?;
         let pos = self.pos();
         put32(&mut self.out, self.e, 0);
@@ -498,12 +498,12 @@ impl V6Writer {
     }
 
     /// Bytes given so far to the blob in progress.
-    pub fn blob_len(&self) -> u64 {
+    pub(crate) fn blob_len(&self) -> u64 {
         self.blob.map_or(0, |b| b.1)
     }
 
     /// Bytes of a blob announced with a `*_header` call.
-    pub fn raw(&mut self, bytes: &[u8]) {
+    pub(crate) fn raw(&mut self, bytes: &[u8]) {
         self.out.extend_from_slice(bytes);
         if let Some((_, w)) = self.blob.as_mut() {
             *w += bytes.len() as u64;

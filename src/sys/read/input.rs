@@ -18,7 +18,7 @@ use std::path::Path;
 
 /// What the decode loop works on: the trace session and one page stream
 /// per CPU, from a tracefs tree (live or a copy) or from a trace.dat.
-pub struct Input<'t> {
+pub(crate) struct Input<'t> {
     pub(super) trace: Opened,
     /// BTF and kernel variables, for the print fmts that need them.
     pub(super) kernel: KernelFacts,
@@ -51,7 +51,7 @@ pub struct Input<'t> {
 
 impl<'t> Input<'t> {
     /// The per-CPU raw pages of a tracefs tree.
-    pub fn tree(t: &'t Tracefs, o: &RawOpts) -> Result<Self, Error> {
+    pub(crate) fn tree(t: &'t Tracefs, o: &RawOpts) -> Result<Self, Error> {
         Self::tree_then(t, o, &|| Ok(()))
     }
 
@@ -59,7 +59,7 @@ impl<'t> Input<'t> {
     /// read and before the rest (formats, comms) is: a command released
     /// there fills no buffer unread, and its comm is already saved when the
     /// comms are read.
-    pub fn tree_then<E: From<Error>>(
+    pub(crate) fn tree_then<E: From<Error>>(
         t: &'t Tracefs,
         o: &RawOpts,
         reading: &dyn Fn() -> Result<(), E>,
@@ -171,7 +171,7 @@ impl<'t> Input<'t> {
     /// A trace.dat file: the buffer `instance` (`""` = the top one), or by
     /// default every buffer that holds data, merged by time. `applet` names
     /// who says so on stderr when they hold no event.
-    pub fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
+    pub(crate) fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
         let io = |e: std::io::Error| Error::TraceDat { path: path.into(), what: describe(&e) };
         // A stream is rebuilt as a trace.dat in an anonymous file, read
         // like any other (one reader in the binary, not one per source).
@@ -291,7 +291,7 @@ fn buffer_name(name: &str) -> &str {
 impl Input<'_> {
     /// Render the function_graph layout whatever the tree's tracer says
     /// (tr-graph on a copy), once funcgraph records show up.
-    pub fn graph_layout(mut self) -> Self {
+    pub(crate) fn graph_layout(mut self) -> Self {
         if self.graph.is_none() {
             self.graph = Some(GraphOpts::default());
             self.graph_auto = true;
@@ -300,12 +300,12 @@ impl Input<'_> {
     }
 
     /// The events this input has formats for.
-    pub fn events(&self) -> &crate::format::EventTable {
+    pub(crate) fn events(&self) -> &crate::format::EventTable {
         &self.trace.events
     }
 
     /// The graph options in use, if the graph layout is.
-    pub fn graph_opts(&self) -> Option<GraphOpts> {
+    pub(crate) fn graph_opts(&self) -> Option<GraphOpts> {
         self.graph
     }
 }

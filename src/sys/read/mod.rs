@@ -1,11 +1,11 @@
 //! The read engine: records from a tracefs tree (live or a copy) or a
-//! trace.dat ([`Input`]), merged across CPUs (and buffers) in time order,
+//! trace.dat (`Input`), merged across CPUs (and buffers) in time order,
 //! and handed to a sink (the crate's `Sink` trait), the way ripgrep's searcher drives its
-//! printers. The sinks: the text and JSON printer ([`print()`]), and any
-//! closure that takes the kept records one by one ([`collect`], each an
+//! printers. The sinks: the text and JSON printer (`print()`), and any
+//! closure that takes the kept records one by one (`collect`, each an
 //! [`Entry`] as the pull reader gives them): the
-//! counts of `tr-cat --stats` ([`TraceSummary`](crate::summary::TraceSummary)), the Perfetto writer
-//! (`perfetto`, host builds), the Parquet writer ([`parquet`], host
+//! counts of `tr-cat --stats` (`TraceSummary`), the Perfetto writer
+//! (`perfetto`, host builds), the Parquet writer (`parquet`, host
 //! builds, on a [`Reader`]),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
 //! A host tool that pulls records instead of being handed them uses
@@ -14,7 +14,7 @@
 //! Nothing here has a side effect on the process: the caller says what
 //! ends a read that follows ([`Stop`]: its signal handlers' flag, if it
 //! has any), where the text goes ([`Out`]), and prints the note of an
-//! empty read ([`Printed::empty`], [`Meta::empty`]) where it likes.
+//! empty read (`Printed::empty`, `Meta::empty`) where it likes.
 //!
 //! ```no_run
 //! use trbox::sys::read::{self, Entry, Input, RawOpts};
@@ -36,7 +36,7 @@ mod opts;
 mod out;
 mod parallel;
 #[cfg(feature = "host")]
-pub mod parquet;
+pub(crate) mod parquet;
 #[cfg(feature = "host")]
 mod perfetto;
 mod problems;
@@ -46,15 +46,14 @@ mod slices;
 mod stream_in;
 mod text;
 
-pub use input::Input;
-pub use opts::{Filter, Prepared, RawOpts, Reading};
+pub(crate) use input::Input;
+pub(crate) use opts::{Filter, Prepared, RawOpts, Reading};
 pub use out::{escape_controls, for_terminal, Out};
 #[cfg(feature = "host")]
-pub use perfetto::perfetto;
+pub(crate) use perfetto::perfetto;
 pub use reader::{Entries, Entry, Event, GraphText, ReadOptions, Reader, Session, Text};
-pub use stream_in::load_stream;
 #[cfg(feature = "host")]
-pub use stream_in::load_stream_with;
+pub(crate) use stream_in::load_stream_with;
 pub(crate) use text::{Emitter, Plain, StackVerdicts};
 
 use crate::graph::GraphRenderer;
@@ -72,20 +71,20 @@ use std::time::{Duration, Instant};
 
 /// What a [`print()`] did, besides its text.
 #[derive(Debug)]
-pub struct Printed {
+pub(crate) struct Printed {
     /// Anything (a record, a loss) was written.
-    pub shown: bool,
+    pub(crate) shown: bool,
     /// The read met nothing at all (no record, no loss, no damaged page):
     /// the note that says so (`tr-cat: FILE: no events in the top
     /// buffer`), for the caller to print. Never silently nothing.
-    pub empty: Option<String>,
+    pub(crate) empty: Option<String>,
 }
 
 /// Decode the records and write them (text, or JSON with `o.json`) to
 /// `out`, until the streams are empty (drain) or, when following, until
 /// the time limit or `stop` says so. The caller flushes `out`
 /// ([`Out::finish`]).
-pub fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Printed, Error> {
+pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Printed, Error> {
     let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note, .. } =
         input;
     let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
@@ -198,37 +197,32 @@ const MAX_THREADS: usize = 8;
 
 /// What a collector gets besides the records, and back at the end to print
 /// names: the session itself and the buffers' names.
-pub struct Meta {
+pub(crate) struct Meta {
     /// The session: event formats, comms, symbols, byte order, clock.
-    pub trace: Opened,
+    pub(crate) trace: Opened,
     /// The names of the buffers the items come from, when several.
-    pub buffers: Vec<String>,
+    pub(crate) buffers: Vec<String>,
     /// The read met nothing at all: the note that says so, for the caller
     /// to print ([`Printed::empty`]).
-    pub empty: Option<String>,
+    pub(crate) empty: Option<String>,
     /// Where the common fields are (the same in every format of a kernel):
     /// located once, not for each record.
     common: Option<CommonFields>,
     /// The traced system's `uname` text (a copy's file, a trace.dat's
     /// UNAME option), for writers of other formats (host builds).
     #[cfg(feature = "host")]
-    pub uname: Option<String>,
+    pub(crate) uname: Option<String>,
     /// The `saved_cmdlines` text as read, for writers of other formats
     /// (host builds).
     #[cfg(feature = "host")]
-    pub saved_cmdlines: String,
+    pub(crate) saved_cmdlines: String,
 }
 
 impl Meta {
     /// A dense index for per-CPU state of (buffer, CPU): two buffers have
     /// the same CPUs, and their records interleave in the merge.
-    pub fn slot(&self, buffer: u32, cpu: u32) -> u32 {
+    pub(crate) fn slot(&self, buffer: u32, cpu: u32) -> u32 {
         buffer.saturating_mul(self.trace.cpus.max(1)).saturating_add(cpu)
-    }
-
-    /// The pid of record `payload`, an event `ev`.
-    pub fn pid(&self, ev: &crate::format::EventFormat, payload: &[u8]) -> i32 {
-        self.common.unwrap_or_else(|| CommonFields::of(ev)).read(self.trace.endian, payload).2
     }
 }
 
@@ -237,7 +231,7 @@ impl Meta {
 /// [`Entry::Lost`] (a damaged page is counted in the problems, a record no
 /// format describes too). `buffer` indexes [`Meta::buffers`]. Returns the
 /// metadata for the names.
-pub fn collect(
+pub(crate) fn collect(
     input: Input<'_>,
     o: &RawOpts,
     stop: &Stop<'_>,

@@ -10,25 +10,25 @@ use std::time::Duration;
 
 /// What to keep. The default keeps every record.
 #[derive(Clone, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Only records written by this pid.
-    pub pid: Option<i32>,
+    pub(crate) pid: Option<i32>,
     /// Only records of tasks whose comm matches this glob.
-    pub comm: Option<String>,
+    pub(crate) comm: Option<String>,
     /// Only these events (`SYS:EVENT` or `EVENT`, globs); empty: all.
-    pub events: Vec<String>,
+    pub(crate) events: Vec<String>,
     /// Leave out trbox's own threads (a live run): the records they wrote
     /// and the scheduler events about them. The kernel's notrace pid list
     /// keeps most out, but it records a switch when either side is
     /// traced, and a waking when the waker is.
-    pub not_self: bool,
+    pub(crate) not_self: bool,
 }
 
 /// What a [`Filter`] works out once per run, before the first record
 /// ([`Filter::prepare`]): the globs of `-e` run once per event, not once
 /// per record (a `format!` and two matches each: half of `tr-cat -e`).
 #[derive(Default)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The events `-e` takes, by id (`common_type`, a short on every
     /// kernel); `None` without `-e`.
     ids: Option<Vec<bool>>,
@@ -42,7 +42,7 @@ pub struct Prepared {
 impl Filter {
     /// Work out what the filter needs of `table` (and, with `not_self`,
     /// which threads are trbox's: call it once its readers run).
-    pub fn prepare(&self, table: &EventTable) -> Prepared {
+    pub(crate) fn prepare(&self, table: &EventTable) -> Prepared {
         let mut p = Prepared::default();
         if !self.events.is_empty() {
             let mut ids = vec![false; 1 << 16];
@@ -72,13 +72,13 @@ impl Filter {
 
     /// The `events` patterns that no event of `table` matches: a name
     /// mistyped, or an event a recording holds no format of.
-    pub fn unmatched(&self, table: &EventTable) -> Vec<&str> {
+    pub(crate) fn unmatched(&self, table: &EventTable) -> Vec<&str> {
         self.events.iter().filter(|g| !table.iter().any(|ev| takes(g, ev))).map(String::as_str).collect()
     }
 
     /// Whether a record passes; `p`: what [`Filter::prepare`] gave.
     #[allow(clippy::too_many_arguments)]
-    pub fn keep(
+    pub(crate) fn keep(
         &self,
         p: &Prepared,
         ev: &EventFormat,
@@ -117,37 +117,37 @@ impl Prepared {
 /// default drains every CPU's records once, as text, unfiltered; name the
 /// fields that differ (`RawOpts { follow: true, ..Default::default() }`).
 #[derive(Clone, Default)]
-pub struct RawOpts {
+pub(crate) struct RawOpts {
     /// Only these CPUs' pages; `None`: every CPU.
-    pub only: Option<Vec<u32>>,
+    pub(crate) only: Option<Vec<u32>>,
     /// Which records to keep.
-    pub filter: Filter,
+    pub(crate) filter: Filter,
     /// Keep reading a live buffer as it fills, until a stop (Ctrl-C, the
     /// limit, the caller's [`Stop`](crate::sys::stop::Stop)).
-    pub follow: bool,
+    pub(crate) follow: bool,
     /// The printer writes one JSON object per record instead of text.
-    pub json: bool,
+    pub(crate) json: bool,
     /// Stop following after this long.
-    pub limit: Option<Duration>,
+    pub(crate) limit: Option<Duration>,
     /// Skip records older than this trace-clock time (what was in the
     /// buffer before this run started).
-    pub since: Option<u64>,
+    pub(crate) since: Option<u64>,
     /// Threads that render a drained buffer; `None`: one per CPU this
     /// process may run on.
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// What a live reader of a few events of its own needs.
-    pub reading: Reading,
+    pub(crate) reading: Reading,
     /// Read as of this kernel release (`--kernel`, e.g. `4.19`): its text
     /// rules, whatever the trace's uname, UNAME option or formats say.
-    pub kernel: Option<String>,
+    pub(crate) kernel: Option<String>,
 }
 
 /// What a live reader of a few events of its own needs of the tracefs.
 #[derive(Clone, Copy, Default)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// Only these event systems' formats (and ftrace's) are read: see
     /// `sys::trace::open_tree_with`. A record of another is an unknown id.
-    pub systems: Option<&'static [&'static str]>,
+    pub(crate) systems: Option<&'static [&'static str]>,
     /// Without `systems`: only the systems that have an enabled event when
     /// the buffer is opened ([`Tracefs::enabled_systems`]) and ftrace's. A
     /// window of a run's own records nothing else, and the tracefs of a
@@ -157,11 +157,11 @@ pub struct Reading {
     /// unknown id.
     ///
     /// [`Tracefs::enabled_systems`]: crate::sys::Tracefs::enabled_systems
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// Follow at this pace: the buffer read once per `pace`, by the
     /// decoder, with no read-ahead threads. For a slow writer (a latency
     /// tracer's entries, ~80 KB/s per CPU at a 1 ms period) whose reader
     /// must disturb the measured CPUs least: each read of a page the
     /// kernel is still writing copies its records with interrupts off.
-    pub pace: Option<Duration>,
+    pub(crate) pace: Option<Duration>,
 }

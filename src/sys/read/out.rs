@@ -42,7 +42,7 @@ const HIGH: usize = CAP - 8 * 1024;
 impl Out {
     /// Standard output (fd 1), its control characters escaped when it is
     /// a terminal.
-    pub fn stdout() -> Self {
+    pub(crate) fn stdout() -> Self {
         // SAFETY: isatty only looks at the descriptor.
         let tty = unsafe { libc::isatty(1) } == 1;
         let mut o = Out::stdout_raw();
@@ -53,27 +53,27 @@ impl Out {
     /// Standard output for a writer that draws the terminal itself (its
     /// own escape sequences): nothing is escaped; what it shows of the
     /// trace goes through [`for_terminal`] first.
-    pub fn stdout_raw() -> Self {
+    pub(crate) fn stdout_raw() -> Self {
         Out { buf: Vec::with_capacity(CAP), err: None, mem: false, wrote: false, tty: false, held: Vec::new() }
     }
 
-    /// Text kept in memory, to be written later with [`Out::put_block`].
+    /// Text kept in memory, to be written later with `Out::put_block`.
     pub fn memory() -> Self {
         Out { buf: Vec::new(), err: None, mem: true, wrote: false, tty: false, held: Vec::new() }
     }
 
     /// Nothing is buffered (for a block in memory: nothing was written).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
 
     /// Bytes buffered (for a block in memory: written).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.buf.len()
     }
 
     /// Let a block in memory keep at most about `bytes` of capacity.
-    pub fn shrink_to(&mut self, bytes: usize) {
+    pub(crate) fn shrink_to(&mut self, bytes: usize) {
         self.buf.shrink_to(bytes);
     }
 
@@ -83,7 +83,7 @@ impl Out {
     }
 
     /// The reader went away (or writing failed): stop producing output.
-    pub fn broken(&self) -> bool {
+    pub(crate) fn broken(&self) -> bool {
         self.err.is_some()
     }
 
@@ -111,14 +111,14 @@ impl Out {
 
     /// Write out what is buffered once it is big enough: call between
     /// lines.
-    pub fn line_done(&mut self) {
+    pub(crate) fn line_done(&mut self) {
         if self.buf.len() >= HIGH {
             self.drain();
         }
     }
 
     /// Was anything put (a line, a block)?
-    pub fn wrote(&self) -> bool {
+    pub(crate) fn wrote(&self) -> bool {
         self.wrote
     }
 
@@ -138,14 +138,14 @@ impl Out {
     }
 
     /// Append a block of text made in memory, and empty it for reuse.
-    pub fn put_block(&mut self, block: &mut Out) {
+    pub(crate) fn put_block(&mut self, block: &mut Out) {
         self.put(&block.buf);
         block.buf.clear();
     }
 
     /// Flush; a closed pipe or an interrupted write at a stop is a normal
     /// end, any other error a failure.
-    pub fn finish(mut self) -> Result<(), Error> {
+    pub(crate) fn finish(mut self) -> Result<(), Error> {
         self.drain();
         // A character the output ended in the middle of.
         let held = std::mem::take(&mut self.held);
@@ -221,7 +221,7 @@ fn escape_bytes(b: &[u8], out: &mut Vec<u8>) {
 }
 
 /// A text as a terminal should show it ([`escape_controls`]): for writers
-/// that draw the terminal themselves ([`Out::stdout_raw`]).
+/// that draw the terminal themselves (`Out::stdout_raw`).
 pub fn for_terminal(text: &str) -> String {
     let mut out = Vec::with_capacity(text.len());
     escape_controls(text.as_bytes(), &mut out);

@@ -35,29 +35,29 @@ const HELD_BYTES: usize = 12 << 20;
 const PRINTS: [&str; 3] = ["bprint", "print", "bputs"];
 /// The column that holds such an event's text, as the `trace` file prints
 /// it.
-pub const TEXT_COLUMN: &str = "text";
+pub(crate) const TEXT_COLUMN: &str = "text";
 
 /// What a conversion wrote.
 #[derive(Debug, Default)]
-pub struct Written {
+pub(crate) struct Written {
     /// Records written, over every input.
-    pub rows: u64,
+    pub(crate) rows: u64,
     /// `EVENT.parquet` files written.
-    pub files: usize,
+    pub(crate) files: usize,
 }
 
 /// One recording to convert: the file, and its `source=` name when the
 /// conversion has several.
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     /// The recording (a trace.dat or a stream).
-    pub path: &'a Path,
+    pub(crate) path: &'a Path,
     /// `Some(NAME)`: written under `source=NAME/`.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
 }
 
 /// How the column chunks are compressed (`tr-cat --compression`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Codec {
+pub(crate) enum Codec {
     /// Snappy: fast, what LISA's `trace-dump parquet` writes.
     #[default]
     Snappy,
@@ -70,7 +70,7 @@ pub enum Codec {
 
 impl Codec {
     /// The names `--compression` takes.
-    pub const NAMES: &'static str = "snappy, zstd or none";
+    pub(crate) const NAMES: &'static str = "snappy, zstd or none";
 }
 
 impl core::str::FromStr for Codec {
@@ -97,24 +97,24 @@ impl From<Codec> for Compression {
 
 /// How [`parquet()`] reads and writes.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// How the column chunks are compressed.
-    pub codec: Codec,
+    pub(crate) codec: Codec,
     /// How each recording is read: `kernel` sets the text rules of the
     /// print events' `text` column, as for any read.
-    pub read: ReadOptions,
+    pub(crate) read: ReadOptions,
 }
 
 /// Converts each of `sources` into the directory `out`, which must not
 /// exist yet (nothing is written over). An input with no record writes no
 /// event file; its meta.json says so.
-pub fn parquet(sources: &[Source<'_>], out: &Path, o: &Options) -> Result<Written, Error> {
+pub(crate) fn parquet(sources: &[Source<'_>], out: &Path, o: &Options) -> Result<Written, Error> {
     std::fs::create_dir(out).map_err(|e| Error::io(out, e))?;
     into_dir(sources, out, o)
 }
 
 /// [`parquet()`] into `out`, a directory the caller made (empty).
-pub fn into_dir(sources: &[Source<'_>], out: &Path, o: &Options) -> Result<Written, Error> {
+pub(crate) fn into_dir(sources: &[Source<'_>], out: &Path, o: &Options) -> Result<Written, Error> {
     let mut w = Written::default();
     for s in sources {
         let dir = match &s.name {
@@ -198,7 +198,7 @@ fn convert(path: &Path, dir: &Path, o: &Options) -> Result<Written, Error> {
 /// How a column's values are stored: the Parquet type a field of the
 /// format file maps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// An integer of 8, 16 or 32 bits, stored as INT32.
     Int32 {
         /// Its width.
@@ -230,7 +230,7 @@ pub enum Kind {
 impl Kind {
     /// The column kind of a format file's field, by the rule
     /// [`Field::typed`] reads its values with.
-    pub fn of(f: &Field) -> Kind {
+    pub(crate) fn of(f: &Field) -> Kind {
         let int = |size: u32, signed| match size {
             1 | 2 | 4 => Some(Kind::Int32 { bits: (size * 8) as u8, signed }),
             8 => Some(Kind::Int64 { signed }),
@@ -751,7 +751,7 @@ fn schema(f: &crate::format::EventFormat) -> parquet::errors::Result<(TypePtr, V
 
 /// The column names and kinds an event's file has (what [`parquet()`]
 /// writes for it).
-pub fn columns(f: &crate::format::EventFormat) -> Vec<(String, Kind)> {
+pub(crate) fn columns(f: &crate::format::EventFormat) -> Vec<(String, Kind)> {
     let mut v = vec![
         ("common_ts".to_string(), Kind::Int64 { signed: false }),
         ("common_cpu".to_string(), Kind::Int32 { bits: 32, signed: false }),

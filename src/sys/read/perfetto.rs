@@ -14,23 +14,23 @@ use std::io::Write;
 const WRITE_BYTES: usize = 1 << 20;
 
 /// What the sink wrote.
-pub struct Written {
+pub(crate) struct Written {
     /// Events written.
-    pub events: u64,
+    pub(crate) events: u64,
     /// sched_switch and sched_waking events among them in compact form.
-    pub compact: u64,
+    pub(crate) compact: u64,
     /// Bytes written.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// The input held nothing at all: the note that says so
     /// ([`Meta::empty`](super::Meta::empty)).
-    pub empty: Option<String>,
+    pub(crate) empty: Option<String>,
 }
 
 /// Writes a Perfetto trace of what `input` holds to `w` (the file
 /// `path`, named in errors). `stop` is asked before each record is read,
 /// as by [`collect`] (a caller counts the records so, for a progress
 /// line).
-pub fn perfetto(
+pub(crate) fn perfetto(
     input: Input<'_>,
     o: &RawOpts,
     stop: &Stop<'_>,

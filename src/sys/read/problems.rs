@@ -12,12 +12,12 @@ use std::sync::{Mutex, PoisonError};
 
 /// Records of unknown event ids, counted per id from any thread.
 #[derive(Default)]
-pub struct UnknownEvents(Mutex<BTreeMap<Option<u32>, u64>>);
+pub(crate) struct UnknownEvents(Mutex<BTreeMap<Option<u32>, u64>>);
 
 impl UnknownEvents {
     /// Count one record whose `common_type` is `id` (`None`: too short to
     /// hold one); the first of each id is told.
-    pub fn count(&self, id: Option<u32>) {
+    pub(crate) fn count(&self, id: Option<u32>) {
         let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let n = m.entry(id).or_insert(0);
         if *n == 0 {
@@ -47,7 +47,7 @@ fn what(id: Option<u32>) -> String {
 /// The run's problems into `p`: the pages `streams` skipped, and the
 /// records of `unknown` events. `buffers` names the streams' buffers
 /// when there are several.
-pub fn add_run_problems(streams: &[CpuPages], unknown: &UnknownEvents, buffers: &[String], p: &mut Problems) {
+pub(crate) fn add_run_problems(streams: &[CpuPages], unknown: &UnknownEvents, buffers: &[String], p: &mut Problems) {
     for s in streams {
         let at = match buffers.get(s.buffer as usize) {
             Some(b) if buffers.len() > 1 => format!("cpu{} of {}", s.cpu, if b.is_empty() { "(top)" } else { b }),

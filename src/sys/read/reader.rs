@@ -491,7 +491,7 @@ fn enter(t: &mut Tracefs, o: &ReadOptions) -> Result<(), Error> {
 }
 
 /// One step of a [`Reader`]: a record, or a problem met on the way. (What
-/// [`collect`](super::collect) hands over: an event the filters kept, or a
+/// `collect` hands over: an event the filters kept, or a
 /// loss.)
 #[derive(Debug)]
 pub enum Entry<'a> {

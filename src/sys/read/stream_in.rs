@@ -16,14 +16,14 @@ fn on_the_host(what: &str) -> Error {
 /// trace.dat; None for a file that is not a stream (a trace.dat, read in
 /// place). A stream cut off reads up to the cut, with warnings.
 #[cfg(feature = "host")]
-pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+pub(crate) fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     load_stream_with(path, &|_| {})
 }
 
 /// [`load_stream`], telling `read_so_far` the bytes read after each MiB
 /// (a progress line: a stream of a long recording runs to gigabytes).
 #[cfg(feature = "host")]
-pub fn load_stream_with(path: &Path, read_so_far: &dyn Fn(u64)) -> Result<Option<Vec<u8>>, Error> {
+pub(crate) fn load_stream_with(path: &Path, read_so_far: &dyn Fn(u64)) -> Result<Option<Vec<u8>>, Error> {
     use crate::tracedat::stream;
     use std::io::Read as _;
     let io = |e: std::io::Error| Error::TraceDat { path: path.into(), what: crate::sys::describe(&e) };
@@ -57,7 +57,7 @@ pub fn load_stream_with(path: &Path, read_so_far: &dyn Fn(u64)) -> Result<Option
 /// A board build reads trace.dat files only (in place): a stream, a
 /// console log or standard input is refused with where to read it.
 #[cfg(not(feature = "host"))]
-pub fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+pub(crate) fn load_stream(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     use std::io::Read as _;
     let mut head = [0u8; 16];
     let n = match std::fs::File::open(path) {

@@ -15,12 +15,12 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Where the end-of-run parts go.
-pub struct Slots {
-    pub endian: Endian,
+pub(crate) struct Slots {
+    pub(crate) endian: Endian,
     /// File offset and length of the saved_cmdlines text (NUL-padded).
-    pub cmdlines: (u64, usize),
-    pub options: OptionsSlot,
-    pub fly: FlyrecordSlot,
+    pub(crate) cmdlines: (u64, usize),
+    pub(crate) options: OptionsSlot,
+    pub(crate) fly: FlyrecordSlot,
     clock: String,
     uname: String,
     /// LAST_BOOT_INFO: `INSTANCE:` + a persistent instance's `last_boot_info`.
@@ -38,7 +38,7 @@ const CMDLINE_MAX: usize = 24;
 /// bytes of the saved_cmdlines room that a sender may spend before the end
 /// ([`crate::tracedat::msg`]).
 #[allow(clippy::too_many_arguments)]
-pub fn write_header(
+pub(crate) fn write_header(
     t: &Tracefs,
     file: &mut File,
     path: &Path,
@@ -115,7 +115,7 @@ pub fn write_header(
 
 /// /proc/kallsyms (or the copy's) in pieces of 64 KiB: it says size 0, and
 /// is megabytes on a desktop kernel.
-pub fn kallsyms_pieces(t: &Tracefs, f: &mut dyn FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error> {
+pub(crate) fn kallsyms_pieces(t: &Tracefs, f: &mut dyn FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error> {
     if let Ok(mut k) = File::open(kallsyms_path(t)) {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -138,7 +138,7 @@ pub fn kallsyms_pieces(t: &Tracefs, f: &mut dyn FnMut(&[u8]) -> Result<(), Error
 /// stream, adds the flyrecord table, the clock and the data). Built in
 /// `file`. With it, the saved_cmdlines slot: its offset and length.
 #[allow(clippy::too_many_arguments)]
-pub fn net_header(
+pub(crate) fn net_header(
     t: &Tracefs,
     file: &mut File,
     path: &Path,
@@ -162,7 +162,7 @@ const VERSION: &str = concat!("trbox ", env!("CARGO_PKG_VERSION"));
 /// Write the parts known only at the end: saved_cmdlines, the options with
 /// each CPU's stats text (`stats`: per CPU of the table, its number and
 /// `per_cpu/cpuN/stats`), and the flyrecord table.
-pub fn finish_header(
+pub(crate) fn finish_header(
     file: &File,
     path: &Path,
     s: &Slots,

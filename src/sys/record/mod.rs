@@ -22,7 +22,7 @@ use super::error::Error;
 use super::tracefs::Tracefs;
 use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
-pub use pool::CpuData;
+pub(crate) use pool::CpuData;
 use pool::Pool;
 use regions::Regions;
 use std::fs::File;
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 /// How the pages are moved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mover {
+pub(crate) enum Mover {
     /// splice(2) from trace_pipe_raw through a pipe to the file.
     Splice,
     /// read(2)/pwrite(2), and why splice is not used.
@@ -42,21 +42,21 @@ pub enum Mover {
 }
 
 /// What [`Recorder`] writes, and where.
-pub struct Options {
+pub(crate) struct Options {
     /// Keep at most this many KiB of page data (the newest).
-    pub max_kb: Option<u64>,
+    pub(crate) max_kb: Option<u64>,
     /// Use read(2) even where splice works.
-    pub no_splice: bool,
+    pub(crate) no_splice: bool,
     /// Event systems to store formats for, besides those with an enabled
     /// event now (the events the run will enable).
-    pub systems: Vec<String>,
+    pub(crate) systems: Vec<String>,
     /// Write trbox's stream form to standard output (`-o -`) instead of a
     /// trace.dat at the path.
-    pub stream: bool,
+    pub(crate) stream: bool,
     /// The stream as console lines (deflate, base64, checksums).
-    pub console: bool,
+    pub(crate) console: bool,
     /// Send to `trace-cmd listen` at this HOST:PORT instead (`-N`).
-    pub net: Option<String>,
+    pub(crate) net: Option<String>,
 }
 
 /// Where a stream goes: standard output, as it is or as console lines.
@@ -120,7 +120,7 @@ struct Cpu {
 
 /// One recording: the output's header is written when it is opened, the
 /// pages as they fill, and the rest at the stop.
-pub struct Recorder {
+pub(crate) struct Recorder {
     path: PathBuf,
     file: File,
     layout: PageLayout,
@@ -140,61 +140,61 @@ pub struct Recorder {
     pub(crate) mover: Mover,
     buf: Vec<u8>,
     /// The first failed write to the output: recording stops there.
-    pub write_error: Option<io::Error>,
+    pub(crate) write_error: Option<io::Error>,
     /// Pages taken from the kernel that could not be written.
-    pub unsaved: u64,
+    pub(crate) unsaved: u64,
     stats0: Vec<CpuStats>,
     started: Instant,
 }
 
 /// One CPU's line of the summary.
 #[derive(Debug, Clone)]
-pub struct CpuSummary {
+pub(crate) struct CpuSummary {
     /// The CPU number.
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// Its pages and records as written.
-    pub data: CpuData,
+    pub(crate) data: CpuData,
     /// Pages dropped to stay within `-m`.
-    pub evicted: u64,
+    pub(crate) evicted: u64,
     /// Events the kernel counted as lost while recording (overrun, commit
     /// overrun, dropped; difference of `per_cpu/cpuN/stats`).
-    pub lost_stats: Option<u64>,
+    pub(crate) lost_stats: Option<u64>,
     /// The error that ended this CPU's reading early, as text.
-    pub read_error: Option<String>,
+    pub(crate) read_error: Option<String>,
 }
 
 /// What a recording did, for the summary printed at its end.
 #[derive(Debug, Clone)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// One entry per CPU recorded.
-    pub cpus: Vec<CpuSummary>,
+    pub(crate) cpus: Vec<CpuSummary>,
     /// The ring buffer's page (sub-buffer) size in bytes.
-    pub page_size: usize,
+    pub(crate) page_size: usize,
     /// Bytes written: the trace.dat's size, or the stream's on the wire.
-    pub file_size: u64,
+    pub(crate) file_size: u64,
     /// A stream: its bytes before the console encoding (file_size: the
     /// bytes written).
-    pub stream_bytes: u64,
+    pub(crate) stream_bytes: u64,
     /// A stream: the bytes written before the first page.
-    pub header_wire: u64,
+    pub(crate) header_wire: u64,
     /// The console form: the bytes written for the symbols (at the end).
-    pub symbols_wire: Option<u64>,
+    pub(crate) symbols_wire: Option<u64>,
     /// From opening the output to the end of the drain.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
     /// How the pages were moved.
-    pub mover: Mover,
+    pub(crate) mover: Mover,
     /// Pages taken from the kernel that could not be written.
-    pub unsaved: u64,
+    pub(crate) unsaved: u64,
 }
 
 impl Summary {
     /// Events recorded, over all CPUs.
-    pub fn events(&self) -> u64 {
+    pub(crate) fn events(&self) -> u64 {
         self.cpus.iter().map(|c| c.data.records).sum()
     }
 
     /// Pages recorded, over all CPUs.
-    pub fn pages(&self) -> u64 {
+    pub(crate) fn pages(&self) -> u64 {
         self.cpus.iter().map(|c| c.data.pages).sum()
     }
 }
@@ -202,7 +202,7 @@ impl Summary {
 /// Create the output file `path` if nothing is there (O_CREAT|O_EXCL,
 /// which never follows a symlink, dangling or not); None when something
 /// is (`tr-cat --listen` then takes another name).
-pub fn create_new_output(path: &Path) -> Result<Option<File>, Error> {
+pub(crate) fn create_new_output(path: &Path) -> Result<Option<File>, Error> {
     match std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o644).open(path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
@@ -217,7 +217,7 @@ pub fn create_new_output(path: &Path) -> Result<Option<File>, Error> {
 /// a regular file of our own uid with one link — an earlier recording —
 /// as fstat shows it on the descriptor opened without following a symlink.
 /// Anything else is refused with what it is.
-pub fn create_output(path: &Path) -> Result<File, Error> {
+pub(crate) fn create_output(path: &Path) -> Result<File, Error> {
     if let Some(f) = create_new_output(path)? {
         return Ok(f);
     }
@@ -264,7 +264,7 @@ impl Recorder {
     /// buffer meanwhile). Then call [`Recorder::start`] on an empty buffer,
     /// [`Recorder::wait`] in a loop once tracing is on,
     /// [`Recorder::drain`] after turning it off, and [`Recorder::finish`].
-    pub fn create(t: &Tracefs, path: &Path, o: &Options) -> Result<Recorder, Error> {
+    pub(crate) fn create(t: &Tracefs, path: &Path, o: &Options) -> Result<Recorder, Error> {
         let hp = super::trace::header_page(t)?;
         let layout = PageLayout::from(&hp);
         let ps = layout.subbuf_size();
@@ -406,7 +406,7 @@ impl Recorder {
     }
 
     /// The recording starts now: the stats the losses are counted from.
-    pub fn start(&mut self, t: &Tracefs) {
+    pub(crate) fn start(&mut self, t: &Tracefs) {
         self.stats0 = self.cpus.iter().map(|c| cpu_stats(t, c.cpu)).collect();
         self.started = Instant::now();
     }
@@ -417,7 +417,7 @@ impl Recorder {
     /// `entries`), events it lost (overrun, commit overrun, dropped), and
     /// bytes kept (a stream: sent). The counts start from zero: clearing
     /// `trace` before [`Recorder::start`] reset them (rb_reset_cpu).
-    pub fn so_far(&self, t: &Tracefs) -> (u64, u64, u64) {
+    pub(crate) fn so_far(&self, t: &Tracefs) -> (u64, u64, u64) {
         let (mut events, mut lost_now) = (0, 0);
         for c in &self.cpus {
             let s = cpu_stats(t, c.cpu);
@@ -431,7 +431,7 @@ impl Recorder {
     /// Sleep until a CPU buffer passes its watermark, `wake_fd` is readable
     /// (a stop) or `max` passed; then move what is ready. Returns the pages
     /// moved.
-    pub fn wait(&mut self, wake_fd: i32, max: Duration) -> u64 {
+    pub(crate) fn wait(&mut self, wake_fd: i32, max: Duration) -> u64 {
         let mut fds: Vec<libc::pollfd> = self
             .cpus
             .iter()
@@ -489,7 +489,7 @@ impl Recorder {
     }
 
     /// Take everything left (tracing is off): partial pages included.
-    pub fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         for i in 0..self.cpus.len() {
             self.pump(i, true);
         }
@@ -726,13 +726,13 @@ impl Recorder {
     }
 
     /// Pages kept so far.
-    pub fn pages(&self) -> u64 {
+    pub(crate) fn pages(&self) -> u64 {
         self.regions.as_ref().map_or_else(|| self.pool.pages(), Regions::pages)
     }
 
     /// Put the file in order and complete its header (a stream: send its
     /// end); count what is in it.
-    pub fn finish(mut self, t: &Tracefs) -> Result<Summary, Error> {
+    pub(crate) fn finish(mut self, t: &Tracefs) -> Result<Summary, Error> {
         self.close_pipe();
         let elapsed = self.started.elapsed();
         let ps = self.layout.subbuf_size();

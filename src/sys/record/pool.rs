@@ -25,25 +25,25 @@ pub(crate) struct Pool {
     free: Vec<u32>,
     max_slots: Option<u32>,
     /// Pages dropped to stay within `max_slots`, per CPU index.
-    pub evicted: Vec<u64>,
+    pub(crate) evicted: Vec<u64>,
 }
 
 /// What the recording found in one CPU's pages (counted as
 /// `Pool::finish` puts them in place), and where they ended up.
 #[derive(Debug, Clone, Default)]
-pub struct CpuData {
+pub(crate) struct CpuData {
     /// File offset of the CPU's first page (its pages are contiguous).
     pub offset: u64,
     /// Pages written.
-    pub pages: u64,
+    pub(crate) pages: u64,
     /// Events in them.
-    pub records: u64,
+    pub(crate) records: u64,
     /// Lost events the page headers counted.
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// Pages flagged with a loss of unknown size.
-    pub lost_unknown: u64,
+    pub(crate) lost_unknown: u64,
     /// Pages that did not decode.
-    pub damaged: u64,
+    pub(crate) damaged: u64,
 }
 
 impl Pool {
@@ -65,13 +65,13 @@ impl Pool {
     }
 
     /// Pages kept so far.
-    pub fn pages(&self) -> u64 {
+    pub(crate) fn pages(&self) -> u64 {
         self.queues.iter().map(|q| q.len() as u64).sum()
     }
 
     /// A slot for the next page (not yet owned by any CPU: call
     /// [`Pool::commit`] once it is written, [`Pool::release`] if not).
-    pub fn take(&mut self, file: &File) -> u32 {
+    pub(crate) fn take(&mut self, file: &File) -> u32 {
         if let Some(s) = self.free.pop() {
             return s;
         }
@@ -97,14 +97,14 @@ impl Pool {
     }
 
     /// The page in `slot` now belongs, as its newest page, to CPU index `cpu`.
-    pub fn commit(&mut self, cpu: usize, slot: u32) {
+    pub(crate) fn commit(&mut self, cpu: usize, slot: u32) {
         if let Some(q) = self.queues.get_mut(cpu) {
             q.push_back(slot);
         }
     }
 
     /// `slot` was not written after all.
-    pub fn release(&mut self, slot: u32) {
+    pub(crate) fn release(&mut self, slot: u32) {
         self.free.push(slot);
     }
 
@@ -122,7 +122,7 @@ impl Pool {
     /// Put each CPU's pages together, in CPU order, from `data_start` on;
     /// `page(cpu, bytes, data)` sees every kept page once (to count events).
     /// Returns each CPU's `(offset, size)` in the file and the end of the data.
-    pub fn finish(
+    pub(crate) fn finish(
         self,
         file: &File,
         mut page: impl FnMut(usize, &[u8], &mut CpuData),
