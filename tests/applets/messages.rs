@@ -33,6 +33,7 @@ const FILES: &[(&str, Option<&str>)] = &[
     ("tr_lat/measure.rs", Some("tr-lat")),
     ("tr_lat/screen.rs", Some("tr-lat")),
     ("main.rs", None),
+    ("mod.rs", None),
     ("cli/mod.rs", None),
     ("cli/manpage.rs", None),
     ("command.rs", None),

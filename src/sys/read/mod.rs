@@ -8,8 +8,8 @@
 //! (`perfetto`, host builds), the Parquet writer (`parquet`, host
 //! builds, on a [`Reader`]),
 //! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
-//! A host tool that pulls records instead of being handed them uses
-//! [`Reader`] (no sink).
+//! The engine and its sinks are the crate's own (the applets'); a host
+//! tool pulls records through [`Reader`], the library's way in (no sink).
 //!
 //! Nothing here has a side effect on the process: the caller says what
 //! ends a read that follows ([`Stop`]: its signal handlers' flag, if it
@@ -17,17 +17,15 @@
 //! empty read (`Printed::empty`, `Meta::empty`) where it likes.
 //!
 //! ```no_run
-//! use trbox::sys::read::{self, Entry, Input, RawOpts};
-//! use trbox::sys::stop::Stop;
-//! let o = RawOpts::default();
-//! let input = Input::trace_dat("example", "trace.dat".as_ref(), None, &o)?;
+//! use trbox::sys::read::{Entry, ReadOptions, Reader};
+//! let mut r = Reader::trace_dat("trace.dat".as_ref(), &ReadOptions::default())?;
 //! let mut n = 0u64;
-//! let meta = read::collect(input, &o, &Stop::never(), &mut |_, it| {
-//!     if let Entry::Event(_) = it {
+//! while let Some(entry) = r.next_entry() {
+//!     if let Entry::Event(_) = entry {
 //!         n += 1
 //!     }
-//! })?;
-//! let _ = (n, meta.empty);
+//! }
+//! let _ = (n, r.problems());
 //! # Ok::<(), trbox::sys::Error>(())
 //! ```
 
