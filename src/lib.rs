@@ -21,40 +21,40 @@ extern crate alloc;
 extern crate self as trbox;
 
 pub mod abi;
-pub mod boot;
+pub(crate) mod boot;
 pub mod btf;
 pub mod ctl;
 pub mod elf;
 pub mod format;
 // The fuzz targets' way in (fuzz/), not part of the library's API.
 #[cfg(feature = "host")]
-pub mod ftrace_dump;
+pub(crate) mod ftrace_dump;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzz_entry;
 pub mod graph;
-pub mod json;
+pub(crate) mod json;
 pub mod kallsyms;
-pub mod kernel;
-pub mod kvars;
-pub mod lastboot;
-pub mod lat;
+pub(crate) mod kernel;
+pub(crate) mod kvars;
+pub(crate) mod lastboot;
+pub(crate) mod lat;
 pub mod merge;
 // Only the std layer reads /proc/self/mountinfo (sys::tracefs).
 #[cfg(feature = "std")]
 pub(crate) mod mountinfo;
-pub mod names;
+pub(crate) mod names;
 pub mod page;
 #[cfg(feature = "host")]
 pub(crate) mod perfetto;
 pub mod printfmt;
 pub mod printk;
-pub mod probe;
+pub(crate) mod probe;
 pub mod problems;
-pub mod render;
-pub mod stacks;
+pub(crate) mod render;
+pub(crate) mod stacks;
 pub(crate) mod strmap;
-pub mod summary;
+pub(crate) mod summary;
 pub mod trace;
 pub mod tracedat;
 pub(crate) mod vecmap;

@@ -99,7 +99,7 @@ pub struct FromConsts<'a, T: crate::btf::KernelConsts + ?Sized> {
     /// Where enum and `#define` values come from.
     pub consts: &'a T,
     /// The traced kernel's (major, minor), for what its format files
-    /// leave out (see [`crate::kernel`]); `None` when unknown.
+    /// leave out (see `crate::kernel`); `None` when unknown.
     pub version: Option<(u32, u32)>,
 }
 

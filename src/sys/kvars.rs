@@ -3,7 +3,7 @@
 //! tree), and the current values of kernel variables on the live system:
 //! the address from `/proc/kallsyms`, the bytes from `/proc/kcore` (an ELF
 //! core, parsed by [`crate::elf`]); what to do without them is decided in
-//! [`crate::kvars`].
+//! `crate::kvars`.
 //!
 //! Reading a variable needs root, a kernel with CONFIG_KALLSYMS_ALL (data
 //! symbols in kallsyms) and CONFIG_PROC_KCORE, and no lockdown; anything
