@@ -119,7 +119,7 @@ impl fmt::Display for Error {
 
 impl Error {
     /// What to do about it, for a person.
-    pub fn hint(&self) -> Option<String> {
+    pub(crate) fn hint(&self) -> Option<String> {
         let by_offset = "probe by file offset instead (PATH:0xOFFSET)";
         match self {
             Error::NotFound { near, .. } if !near.is_empty() => {
@@ -146,7 +146,7 @@ impl Error {
 
 /// Which symbol table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Table {
+pub(crate) enum Table {
     /// `.symtab`: every symbol, gone once the file is stripped.
     Symtab,
     /// `.dynsym`: the exported symbols, kept by `strip`.
@@ -185,7 +185,7 @@ pub struct Location {
     /// The address in the file's own address space.
     pub vaddr: u64,
     /// The table the symbol came from (None for a raw offset).
-    pub table: Option<Table>,
+    pub(crate) table: Option<Table>,
 }
 
 #[derive(Clone, Copy)]
@@ -327,9 +327,10 @@ pub struct Elf<'a> {
     e: Endian,
     is64: bool,
     /// `e_type`: 2 executable, 3 shared object / PIE.
-    pub kind: u16,
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) kind: u16,
     /// `e_machine` (3 x86, 40 ARM, 62 x86_64, 183 AArch64…).
-    pub machine: u16,
+    pub(crate) machine: u16,
     sections: Vec<Section>,
     segments: Vec<Segment>,
 }
@@ -413,7 +414,7 @@ impl<'a> Elf<'a> {
     }
 
     /// Has it a `.symtab` (not stripped)?
-    pub fn has_symtab(&self) -> bool {
+    pub(crate) fn has_symtab(&self) -> bool {
         self.section(SHT_SYMTAB).is_some()
     }
 
@@ -502,7 +503,7 @@ impl<'a> Elf<'a> {
     }
 
     /// Address → file offset through the PT_LOAD segment holding it.
-    pub fn file_offset(&self, vaddr: u64) -> Option<u64> {
+    pub(crate) fn file_offset(&self, vaddr: u64) -> Option<u64> {
         segment_offset(&self.segments, vaddr, 1)
     }
 

@@ -751,6 +751,7 @@ pub struct HeaderPage {
 impl HeaderPage {
     /// The layout a kernel with `long_size`-byte longs (4 or 8) and
     /// `subbuf_size`-byte sub-buffers uses.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn new(long_size: u32, subbuf_size: u32) -> HeaderPage {
         let data_offset = 8 + long_size;
         HeaderPage {

@@ -330,13 +330,13 @@ pub(crate) type Bracket = (Option<(u32, u32)>, Option<(u32, u32)>);
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KernelProfile {
     /// (major, minor); `None`: unknown.
-    pub version: Option<(u32, u32)>,
+    pub(crate) version: Option<(u32, u32)>,
     /// Where the version was looked for, as a person reads it.
-    pub source: String,
+    pub(crate) source: String,
     /// Inferred (`infer`), not read: the oldest release the trace can
     /// come from and the first it cannot, as far as known; `version` is
     /// then the one whose text is used (the oldest, else the newest before).
-    pub inferred: Option<Bracket>,
+    pub(crate) inferred: Option<Bracket>,
 }
 
 impl KernelProfile {

@@ -32,7 +32,7 @@ pub(crate) mod ftrace_dump;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzz_entry;
-pub mod graph;
+pub(crate) mod graph;
 pub(crate) mod json;
 pub mod kallsyms;
 pub(crate) mod kernel;
@@ -48,14 +48,14 @@ pub mod page;
 #[cfg(feature = "host")]
 pub(crate) mod perfetto;
 pub mod printfmt;
-pub mod printk;
+pub(crate) mod printk;
 pub(crate) mod probe;
 pub mod problems;
 pub(crate) mod render;
 pub(crate) mod stacks;
 pub(crate) mod strmap;
 pub(crate) mod summary;
-pub mod trace;
+pub(crate) mod trace;
 pub mod tracedat;
 pub(crate) mod vecmap;
 
@@ -67,6 +67,11 @@ pub mod sys;
 #[cfg(feature = "std")]
 #[path = "../applets/mod.rs"]
 mod applets;
+// The tests of the core on recorded fixtures (tests/core): unit tests of
+// the crate, so that they reach its internals without making them public.
+#[cfg(all(test, feature = "host"))]
+#[path = "../tests/core/main.rs"]
+mod core_tests;
 /// The `trbox` binary's entry point (applets/main.rs): not part of the
 /// library's API.
 #[cfg(feature = "std")]

@@ -49,13 +49,14 @@ pub struct PageLayout {
     pub(crate) commit_size: usize,
     pub(crate) data_offset: usize,
     /// Maximum data bytes (sub-buffer size − data offset).
-    pub data_size: usize,
+    pub(crate) data_size: usize,
 }
 
 impl PageLayout {
     /// The layout for `long_size`-byte longs (4 or 8) and `subbuf_size`-byte
     /// sub-buffers.
-    pub fn new(long_size: u32, subbuf_size: u32) -> PageLayout {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn new(long_size: u32, subbuf_size: u32) -> PageLayout {
         PageLayout::from(&HeaderPage::new(long_size, subbuf_size))
     }
 
@@ -100,12 +101,12 @@ pub struct PageError {
     /// Byte offset in the page (from its first byte) where it went wrong.
     pub(crate) offset: u32,
     /// What was wrong there.
-    pub kind: PageErrorKind,
+    pub(crate) kind: PageErrorKind,
 }
 
 /// What [`PageError`] found wrong at its offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageErrorKind {
+pub(crate) enum PageErrorKind {
     /// The bytes do not even hold the page header.
     ShortPage,
     /// The layout is unusable (commit size not 4/8, fields out of order).
@@ -192,7 +193,7 @@ pub struct Page<'a> {
     /// The page timestamp (time of the first event's delta base).
     pub(crate) timestamp: u64,
     /// The committed data length in bytes.
-    pub len: u32,
+    pub(crate) len: u32,
     /// Events lost before this page, from the commit word's flags.
     pub missed: Missed,
     /// The committed data as far as the bytes go.
@@ -206,7 +207,7 @@ pub struct Page<'a> {
 impl<'a> Page<'a> {
     /// Check a sub-buffer's header. `bytes` is normally one whole sub-buffer
     /// (extra bytes are ignored; fewer bytes are decoded as far as they go
-    /// and then reported as [`PageErrorKind::Truncated`]).
+    /// and then reported as `PageErrorKind::Truncated`).
     pub fn parse(bytes: &'a [u8], layout: &PageLayout, endian: Endian) -> Result<Page<'a>, PageError> {
         let e = |kind, offset: usize| PageError { offset: u32::try_from(offset).unwrap_or(u32::MAX), kind };
         let l = layout;

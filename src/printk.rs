@@ -21,7 +21,7 @@ impl PrintkFormats {
     /// quote (`\n`, `\t`, `\"`) but writes a backslash as itself, so a
     /// backslash before anything else stays a backslash. Malformed lines
     /// are skipped.
-    pub fn parse(text: &str) -> PrintkFormats {
+    pub(crate) fn parse(text: &str) -> PrintkFormats {
         let mut t = PrintkFormats::default();
         for line in text.lines() {
             let Some((a, rest)) = line.split_once(" : ") else { continue };
@@ -68,17 +68,13 @@ impl PrintkFormats {
     }
 
     /// How many strings it holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// It holds no string.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The string at exactly `addr`.
-    pub fn get(&self, addr: u64) -> Option<&str> {
+    pub(crate) fn get(&self, addr: u64) -> Option<&str> {
         let i = self.entries.partition_point(|e| e.0 < addr);
         let &(a, o, l) = self.entries.get(i)?;
         if a != addr {

@@ -149,7 +149,8 @@ impl Problems {
     }
 
     /// Those of `other` after these (a reader's, taken into a session's).
-    pub fn extend(&mut self, other: Problems) {
+    #[cfg(test)]
+    pub(crate) fn extend(&mut self, other: Problems) {
         for (c, o) in self.counts.iter_mut().zip(other.counts) {
             *c += o;
         }

@@ -16,7 +16,7 @@ use alloc::string::{String, ToString};
 use crate::abi::{Abi, Endian};
 use crate::format::{EventFormat, EventTable, FormatError, HeaderPage};
 use crate::kallsyms::Kallsyms;
-pub use crate::kernel::KernelProfile;
+pub(crate) use crate::kernel::KernelProfile;
 use crate::page::PageLayout;
 use crate::printfmt::KernelInfo;
 use crate::printk::PrintkFormats;
@@ -42,7 +42,7 @@ pub struct Trace<S = Kallsyms> {
     /// The event formats, by id and by name.
     pub events: EventTable,
     /// The comms of pids (`saved_cmdlines`).
-    pub cmdlines: Cmdlines,
+    pub(crate) cmdlines: Cmdlines,
     /// The strings `%s` arguments of bprint events point to (`printk_formats`).
     pub printk: PrintkFormats,
     /// The kernel's symbols (`kallsyms`).
@@ -56,7 +56,7 @@ pub struct Trace<S = Kallsyms> {
     /// What was read past in the inputs: formats that did not parse
     /// (their records fall back to a generic line), a trace.dat's
     /// sections left out or cut.
-    pub problems: Problems,
+    pub(crate) problems: Problems,
 }
 
 impl<S> Trace<S> {
@@ -84,7 +84,7 @@ impl<S> Trace<S> {
     /// the formats that did not parse ([`ProblemKind::BadFormat`]: `format
     /// I of SYS: why`). The clock is the file's (`trace_clock` option),
     /// `local` when it has none; `name` names the file in
-    /// [`KernelProfile::source`].
+    /// `KernelProfile::source`.
     pub fn from_dat(td: &TraceDat, name: &str, symbols: S) -> Result<Self, FormatError> {
         let mut t = Trace::new(td.header_page()?, td.endian, symbols);
         t.problems = td.problems.clone();

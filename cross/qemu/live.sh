@@ -2,7 +2,7 @@
 # QEMU_LIVE_BOARDS (common.sh; default the three x86_64 kernels, 7.2, 6.12
 # and 6.1; names as in test.sh; 'none' for none) carry the integration tests that
 # read and change the live tracefs -- tests/live whole, the live parts of
-# tests/core and tests/applets (session-live) -- built as static musl
+# tests/applets (session-live) -- built as static musl
 # executables, and run each test as a line of their session, under
 # TRBOX_REQUIRE_LIVE=1: a test that asserts a fact of the development
 # machine's kernel instead of the kernel's rule fails there. Sourced after
@@ -28,8 +28,9 @@
 # boards more RAM too.
 LIVE_TARGET_DIR=${LIVE_TARGET_DIR:-${CARGO_TARGET_DIR:-$REPO/target}/board-tests}
 LIVE_BIN_DIR=$LIVE_TARGET_DIR/board-$TRIPLE
-# The test binaries (tests/live, tests/core, tests/applets).
-LIVE_TESTS="live core applets"
+# The test binaries (tests/live, tests/applets; tests/core is the
+# library's unit tests, none of them live on a board).
+LIVE_TESTS="live applets"
 
 live_build() {
 	[ "$(uname -m)" = "$ARCH" ] ||

@@ -337,7 +337,7 @@ impl Btf {
 
     /// Enumerator value; see [`KernelConsts::enum_value`]. `None` when unknown
     /// or defined more than once with different values.
-    pub fn enum_value(&self, name: &str) -> Option<i64> {
+    pub(crate) fn enum_value(&self, name: &str) -> Option<i64> {
         self.find(Kind::Enumerator, name).map(|e| e.value as i64)
     }
 

@@ -35,15 +35,15 @@ pub(crate) mod columns;
 pub(crate) mod flame;
 pub(crate) mod records;
 pub(crate) mod renderer;
-pub mod stats;
+pub(crate) mod stats;
 
 use core::fmt::{self, Write};
 
 use crate::printfmt::SymbolLookup;
 
 pub(crate) use columns::write_header;
-pub use records::{GraphEvents, GraphRec};
-pub use renderer::{GraphRenderer, IrqText, Outcome, IRQENTRY_FALLBACK};
+pub(crate) use records::{GraphEvents, GraphRec};
+pub(crate) use renderer::{GraphRenderer, IrqText, Outcome};
 
 /// `FTRACE_RETFUNC_DEPTH`: the depths whose entered function the kernel
 /// remembers (for the `} /* func */` form).
@@ -59,31 +59,31 @@ const MAX_CPUS: usize = 4096;
 /// The funcgraph trace options (and the two global options the layout
 /// depends on). [`Default`] is the kernel's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GraphOpts {
+pub(crate) struct GraphOpts {
     /// `funcgraph-cpu` (on)
-    pub cpu: bool,
+    pub(crate) cpu: bool,
     /// `funcgraph-overhead` (on): the `+ ! # * @ $` marks.
-    pub overhead: bool,
+    pub(crate) overhead: bool,
     /// `funcgraph-proc` (off): `comm-pid` column.
-    pub proc_: bool,
+    pub(crate) proc_: bool,
     /// `funcgraph-duration` (on)
-    pub duration: bool,
+    pub(crate) duration: bool,
     /// `funcgraph-abstime` (off)
-    pub abstime: bool,
+    pub(crate) abstime: bool,
     /// `funcgraph-irqs` (on): off hides functions called in irq entry code.
-    pub irqs: bool,
+    pub(crate) irqs: bool,
     /// `funcgraph-tail` (off): always `} /* func */`.
-    pub tail: bool,
+    pub(crate) tail: bool,
     /// `funcgraph-overrun` (off)
-    pub overrun: bool,
+    pub(crate) overrun: bool,
     /// `funcgraph-retval` (off; 6.5+ kernels with a `retval` field)
-    pub retval: bool,
+    pub(crate) retval: bool,
     /// `funcgraph-retval-hex` (off)
-    pub retval_hex: bool,
+    pub(crate) retval_hex: bool,
     /// `context-info` (on): the CPU/duration columns at all.
-    pub context_info: bool,
+    pub(crate) context_info: bool,
     /// `latency-format` (off): the `d..2.` column.
-    pub latency: bool,
+    pub(crate) latency: bool,
 }
 
 impl Default for GraphOpts {
@@ -108,7 +108,7 @@ impl Default for GraphOpts {
 impl GraphOpts {
     /// Read the options from the text of `trace_options` (`funcgraph-cpu`,
     /// `nofuncgraph-proc`, …); options not named keep their defaults.
-    pub fn from_trace_options(text: &str) -> Self {
+    pub(crate) fn from_trace_options(text: &str) -> Self {
         let mut o = GraphOpts::default();
         for word in text.split_ascii_whitespace() {
             let (on, name) = match word.strip_prefix("no") {
@@ -142,7 +142,8 @@ impl GraphOpts {
 /// graph does not take ([`Outcome::NotGraph`]) go to `normal`. For in-memory
 /// data (tests, trace.dat); the live path drives [`GraphRenderer::record`]
 /// from its own merge.
-pub fn render_streams<'p, W, I, F>(
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn render_streams<'p, W, I, F>(
     g: &mut GraphRenderer<'_>,
     w: &mut W,
     streams: &mut [core::iter::Peekable<I>],

@@ -36,7 +36,7 @@ struct RetLayout {
 
 /// One decoded graph record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GraphRec {
+pub(crate) enum GraphRec {
     /// `funcgraph_entry`: a traced function was called.
     /// `args`: where the record's arguments start, when it carries them
     /// (funcgraph-args: `crate::kernel::FTRACE_REGS_MAX_ARGS` `long`s).
@@ -75,7 +75,7 @@ pub enum GraphRec {
 /// Finds the funcgraph events in an event table (by name, fields by name)
 /// and decodes their records.
 #[derive(Debug, Clone)]
-pub struct GraphEvents {
+pub(crate) struct GraphEvents {
     endian: Endian,
     long_mask: u64,
     ents: Vec<EntLayout>,
@@ -93,7 +93,7 @@ impl GraphEvents {
     /// Finds `funcgraph_entry`/`funcgraph_exit` in `events` and where each
     /// field lies, whatever the kernel version's layout; `abi` is the
     /// traced kernel's byte order and `long` size.
-    pub fn new(events: &EventTable, abi: Abi) -> Self {
+    pub(crate) fn new(events: &EventTable, abi: Abi) -> Self {
         let mut g = GraphEvents {
             endian: abi.endian,
             long_mask: abi.long_mask(),
@@ -149,7 +149,7 @@ impl GraphEvents {
 
     /// Decode a graph record; `None` for other events (or a record too short
     /// for its func/depth fields).
-    pub fn decode(&self, p: &[u8]) -> Option<GraphRec> {
+    pub(crate) fn decode(&self, p: &[u8]) -> Option<GraphRec> {
         let id = self.record_id(p)?;
         let e = self.endian;
         let pid = self.common(p).2;

@@ -16,7 +16,7 @@ use crate::render::{write_lat_flags, Cmdlines};
 
 /// What the caller does after [`GraphRenderer::record`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The record was handled (lines written, or nothing when the kernel
     /// prints nothing for it).
     Done,
@@ -45,7 +45,7 @@ impl Default for CpuState {
 /// Names of functions the kernel places in `.irqentry.text` (through
 /// `__irq_entry` / `__exception_irq_entry`), used for the irq markers only
 /// when the symbol table has no `__irqentry_text_start`/`_end` pair.
-pub const IRQENTRY_FALLBACK: &[&str] = &[
+pub(crate) const IRQENTRY_FALLBACK: &[&str] = &[
     "gic_handle_irq",
     "armada_370_xp_handle_irq",
     "hip04_handle_irq",
@@ -57,18 +57,16 @@ pub const IRQENTRY_FALLBACK: &[&str] = &[
 
 /// Where the irq entry code is (for the `==========>` markers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IrqText {
+pub(crate) enum IrqText {
     /// `[__irqentry_text_start, __irqentry_text_end)`.
     Range(u64, u64),
     /// Not known: functions named in [`IRQENTRY_FALLBACK`] count.
     Fallback,
-    /// No markers at all.
-    None,
 }
 
 impl IrqText {
     /// From a symbol table's `__irqentry_text_start` / `__irqentry_text_end`.
-    pub fn from_kallsyms(k: &crate::kallsyms::Kallsyms) -> IrqText {
+    pub(crate) fn from_kallsyms(k: &crate::kallsyms::Kallsyms) -> IrqText {
         match (k.address_of("__irqentry_text_start"), k.address_of("__irqentry_text_end")) {
             (Some(s), Some(e)) if s <= e => IrqText::Range(s, e),
             _ => IrqText::Fallback,
@@ -84,7 +82,7 @@ enum Mark {
 
 /// Renders a function_graph buffer. Feed every record in merged order; see
 /// the module documentation.
-pub struct GraphRenderer<'a> {
+pub(crate) struct GraphRenderer<'a> {
     ev: GraphEvents,
     events: &'a EventTable,
     cmdlines: &'a Cmdlines,
@@ -109,7 +107,12 @@ pub struct GraphRenderer<'a> {
 
 impl<'a> GraphRenderer<'a> {
     /// `long_size` is the traced kernel's `sizeof(long)` (4 or 8).
-    pub fn new(events: &'a EventTable, cmdlines: &'a Cmdlines, abi: Abi, syms: Option<&'a dyn SymbolLookup>) -> Self {
+    pub(crate) fn new(
+        events: &'a EventTable,
+        cmdlines: &'a Cmdlines,
+        abi: Abi,
+        syms: Option<&'a dyn SymbolLookup>,
+    ) -> Self {
         GraphRenderer {
             ev: GraphEvents::new(events, abi),
             events,
@@ -130,7 +133,7 @@ impl<'a> GraphRenderer<'a> {
     }
 
     /// printk_formats, for trace_printk comments (`bprint`/`bputs`).
-    pub fn with_strings(mut self, s: &'a dyn StringLookup) -> Self {
+    pub(crate) fn with_strings(mut self, s: &'a dyn StringLookup) -> Self {
         self.strings = Some(s);
         self
     }
@@ -144,14 +147,14 @@ impl<'a> GraphRenderer<'a> {
 
     /// The `funcgraph-*` options to render with (the traced kernel's
     /// `trace_options`, or the defaults).
-    pub fn with_opts(mut self, o: GraphOpts) -> Self {
+    pub(crate) fn with_opts(mut self, o: GraphOpts) -> Self {
         self.opts = o;
         self
     }
 
     /// The number of possible CPUs (`nr_cpu_ids`): the CPU column is as wide
     /// as the highest CPU number. Default: 1 digit.
-    pub fn with_cpu_count(mut self, n: u32) -> Self {
+    pub(crate) fn with_cpu_count(mut self, n: u32) -> Self {
         let mut hi = n.saturating_sub(1);
         let mut w = 1;
         while hi >= 10 {
@@ -163,7 +166,8 @@ impl<'a> GraphRenderer<'a> {
     }
 
     /// Where the irq entry code is (default [`IrqText::Fallback`]).
-    pub fn with_irq_text(mut self, t: IrqText) -> Self {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn with_irq_text(mut self, t: IrqText) -> Self {
         self.set_irq_text(t);
         self
     }
@@ -207,7 +211,6 @@ impl<'a> GraphRenderer<'a> {
     fn in_irq_text(&self, addr: u64) -> bool {
         match self.irq {
             IrqText::Range(s, e) => addr >= s && addr < e,
-            IrqText::None => false,
             IrqText::Fallback => match self.syms.and_then(|s| s.lookup(addr)) {
                 Some(s) => s.module.is_none() && IRQENTRY_FALLBACK.contains(&s.name),
                 None => false,
@@ -337,7 +340,8 @@ impl<'a> GraphRenderer<'a> {
 
     /// Render one record. `next_same_cpu` is the record that follows it on
     /// the same CPU (timestamp and payload), if any is known yet.
-    pub fn record<W: Write + ?Sized>(
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn record<W: Write + ?Sized>(
         &mut self,
         w: &mut W,
         cpu: u32,

@@ -44,15 +44,15 @@ struct Frame {
 
 /// Totals for one function.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FuncStat {
+pub(crate) struct FuncStat {
     /// Completed calls (exit records).
-    pub count: u64,
+    pub(crate) count: u64,
     /// Sum of inclusive times, ns (recursive calls count at each level).
-    pub total: u64,
+    pub(crate) total: u64,
     /// Sum of self times, ns.
-    pub self_: u64,
+    pub(crate) self_: u64,
     /// Longest single call, ns.
-    pub max: u64,
+    pub(crate) max: u64,
 }
 
 impl FuncStat {
@@ -66,28 +66,25 @@ impl FuncStat {
 
 /// How `--top` sorts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TopBy {
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum TopBy {
     /// Time in the function, its callees included.
     Total,
     /// Time in the function less its callees' time.
     Self_,
-    /// Number of calls.
-    Count,
-    /// The longest single call.
-    Max,
 }
 
 /// One row of the top table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopRow {
+pub(crate) struct TopRow {
     /// The function (symbol name, or its address when unknown).
-    pub name: String,
+    pub(crate) name: String,
     /// Its counts and times.
-    pub stat: FuncStat,
+    pub(crate) stat: FuncStat,
 }
 
 /// Folded stacks and per-function totals from a stream of records.
-pub struct GraphStats {
+pub(crate) struct GraphStats {
     ev: GraphEvents,
     per_comm: bool,
     /// Open frames per task (a short list: the tasks inside traced calls).
@@ -104,7 +101,7 @@ pub struct GraphStats {
 
 impl GraphStats {
     /// `per_comm`: start every folded line with the task's comm.
-    pub fn new(events: &EventTable, abi: Abi, per_comm: bool) -> Self {
+    pub(crate) fn new(events: &EventTable, abi: Abi, per_comm: bool) -> Self {
         GraphStats {
             ev: GraphEvents::new(events, abi),
             per_comm,
@@ -119,7 +116,7 @@ impl GraphStats {
 
     /// Feed one record (any event; others are ignored). `cmdlines` names
     /// the task for the comm prefix.
-    pub fn record(&mut self, payload: &[u8], cmdlines: &Cmdlines) {
+    pub(crate) fn record(&mut self, payload: &[u8], cmdlines: &Cmdlines) {
         match self.ev.decode(payload) {
             Some(GraphRec::Entry { pid, func, depth, .. }) => self.entry(pid, func, depth),
             Some(GraphRec::Exit { pid, func, depth, calltime, rettime, .. }) => {
@@ -201,20 +198,21 @@ impl GraphStats {
     /// Inclusive time of the calls that completed with no completed caller
     /// (their caller's exit is not in the data), ns. Equals the sum of all
     /// folded weights.
-    pub fn roots_total(&self) -> u64 {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn roots_total(&self) -> u64 {
         // Calls completed under frames still open count as roots too.
         let open: u64 = self.stacks.iter().flat_map(|(_, s)| s).map(|f| f.children).fold(0, u64::saturating_add);
         self.roots_total.saturating_add(open)
     }
 
     /// Completed calls seen.
-    pub fn calls(&self) -> u64 {
+    pub(crate) fn calls(&self) -> u64 {
         self.calls
     }
 
     /// Folded lines, names resolved and merged: `(line without weight,
     /// weight)`, sorted by line.
-    pub fn folded(&self, syms: Option<&dyn SymbolLookup>) -> Vec<(String, u64)> {
+    pub(crate) fn folded(&self, syms: Option<&dyn SymbolLookup>) -> Vec<(String, u64)> {
         let mut out = StrMap::new();
         for (key, w) in self.folded.iter() {
             let mut line = String::new();
@@ -239,7 +237,7 @@ impl GraphStats {
     }
 
     /// Write the folded lines (`a;b;c WEIGHT\n`), zero weights left out.
-    pub fn write_folded<W: Write + ?Sized>(&self, w: &mut W, syms: Option<&dyn SymbolLookup>) -> fmt::Result {
+    pub(crate) fn write_folded<W: Write + ?Sized>(&self, w: &mut W, syms: Option<&dyn SymbolLookup>) -> fmt::Result {
         for (line, weight) in self.folded(syms) {
             if weight > 0 {
                 writeln!(w, "{line} {weight}")?;
@@ -250,7 +248,7 @@ impl GraphStats {
 
     /// Per-function totals by resolved name, all of them, sorted by `by`
     /// (descending; ties by name).
-    pub fn functions(&self, syms: Option<&dyn SymbolLookup>, by: TopBy) -> Vec<TopRow> {
+    pub(crate) fn functions(&self, syms: Option<&dyn SymbolLookup>, by: TopBy) -> Vec<TopRow> {
         // Functions with the same name (several addresses) are merged.
         let mut v: Vec<TopRow> = Vec::new();
         let mut at = StrMap::new();
@@ -266,8 +264,6 @@ impl GraphStats {
         let key = |r: &TopRow| match by {
             TopBy::Total => r.stat.total,
             TopBy::Self_ => r.stat.self_,
-            TopBy::Count => r.stat.count,
-            TopBy::Max => r.stat.max,
         };
         // Names are unique: an unstable sort is deterministic (and smaller).
         v.sort_unstable_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
@@ -282,7 +278,7 @@ impl GraphStats {
     }
 
     /// The top table, 80 columns: calls, total, self, max (µs), function.
-    pub fn write_top<W: Write + ?Sized>(
+    pub(crate) fn write_top<W: Write + ?Sized>(
         &self,
         w: &mut W,
         syms: Option<&dyn SymbolLookup>,

@@ -22,7 +22,7 @@ mod eval;
 mod fast;
 mod ir;
 mod lex;
-pub mod vsprintf;
+pub(crate) mod vsprintf;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -424,7 +424,8 @@ impl Program {
     }
 
     /// Whether rendering may look up kallsyms (load it lazily on this).
-    pub fn needs_symbols(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn needs_symbols(&self) -> bool {
         match &self.body {
             Body::Prog(p) => p.needs_syms,
             Body::Probe { .. } => true,
@@ -434,7 +435,8 @@ impl Program {
     }
 
     /// Whether rendering may look up printk_formats.
-    pub fn needs_strings(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn needs_strings(&self) -> bool {
         match &self.body {
             Body::Prog(p) | Body::Probe { prog: p, .. } => p.needs_strings,
             Body::Fallback(..) => false,
@@ -466,7 +468,8 @@ impl Program {
     /// writers, `printfmt::fast`): the tests compare the two.
     #[cfg(feature = "host")]
     #[doc(hidden)]
-    pub fn render_interpreted<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], ctx: &Ctx) -> fmt::Result {
+    #[cfg(test)]
+    pub(crate) fn render_interpreted<W: Write + ?Sized>(&self, w: &mut W, rec: &[u8], ctx: &Ctx) -> fmt::Result {
         let mut buf = StackBuf::new();
         let mut fwd = Fwd(w);
         let mut st = Stage::new(&mut buf, &mut fwd);
@@ -923,7 +926,7 @@ pub(crate) fn render_fields<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec:
 /// records (what `trace_print_print`, `trace_bputs_print` and
 /// `trace_bprint_print` write after the ip). Looks fields up by name;
 /// anything missing prints a marker.
-pub fn render_ftrace_text<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], ctx: &Ctx) -> fmt::Result {
+pub(crate) fn render_ftrace_text<W: Write + ?Sized>(w: &mut W, ev: &EventFormat, rec: &[u8], ctx: &Ctx) -> fmt::Result {
     let e = ctx.abi.endian;
     let get = |n: &str| ev.fields.iter().find(|f| f.name == n);
     let ptr = |n: &str| get(n).and_then(|f| f.loc().uint(rec, e));

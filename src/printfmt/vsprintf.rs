@@ -367,7 +367,7 @@ pub struct LastBootView<'a> {
 }
 
 /// Address → constant string (implemented by
-/// [`crate::printk::PrintkFormats`]: `printk_formats` also lists every
+/// `crate::printk::PrintkFormats`: `printk_formats` also lists every
 /// `tracepoint_string`).
 pub trait StringLookup {
     /// The string the kernel keeps at `addr`, or `None` (printed as the
@@ -1129,7 +1129,7 @@ impl<'a> BinArgs<'a> {
 /// `bstr_printf()`: format `fmt` with the binary arguments `buf` of a
 /// `bprint` record. Truncated or malformed argument buffers print `BAD`
 /// for the missing arguments.
-pub fn bstr_printf<W: Write + ?Sized>(w: &mut W, fmt: &[u8], buf: &[u8], ctx: &Ctx) -> fmt::Result {
+pub(crate) fn bstr_printf<W: Write + ?Sized>(w: &mut W, fmt: &[u8], buf: &[u8], ctx: &Ctx) -> fmt::Result {
     let mut a = BinArgs { b: buf, pos: 0, e: ctx.abi.endian };
     let ls = ctx.abi.long_size as usize;
     let mut f = fmt;

@@ -15,7 +15,7 @@ pub(crate) const MAX_COMM: usize = 15;
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 #[derive(Debug, Default, Clone)]
-pub struct Cmdlines {
+pub(crate) struct Cmdlines {
     /// Sorted by pid.
     map: Vec<(i32, String)>,
     /// Lines past [`MAX_CMDLINES`] left out, comms cut to [`MAX_COMM`].

@@ -95,7 +95,7 @@ impl Drop for FileBytes {
 /// loader searches by default (`LIB_DIRS`); any other bare name in
 /// `$PATH`. Last, relative to the current directory. (The libraries a
 /// `-- CMD` maps are not known yet: its probes are in place before it runs.)
-pub fn locate(name: &str) -> Result<PathBuf, Error> {
+pub(crate) fn locate(name: &str) -> Result<PathBuf, Error> {
     let cands: Vec<PathBuf> = if name.contains('/') {
         vec![PathBuf::from(name)]
     } else {

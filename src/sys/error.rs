@@ -240,7 +240,7 @@ impl Error {
     }
 
     /// The errno behind the failure, if there is one.
-    pub fn errno(&self) -> Option<i32> {
+    pub(crate) fn errno(&self) -> Option<i32> {
         match self {
             Error::Mount { err, .. } | Error::Io { err, .. } | Error::Rejected { err, .. } => err.raw_os_error(),
             Error::FtraceRefused { .. } => Some(libc::EPERM),

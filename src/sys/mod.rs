@@ -8,7 +8,7 @@ pub(crate) mod kallsyms;
 pub mod kvars;
 pub(crate) mod lock;
 pub(crate) mod net;
-pub mod pages;
+pub(crate) mod pages;
 pub(crate) mod prefetch;
 pub(crate) mod raw;
 pub mod read;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// What a stream yields.
 #[derive(Debug)]
-pub enum CpuItem<'a> {
+pub(crate) enum CpuItem<'a> {
     /// Events were lost before the page that follows (`ts`: its time).
     Lost {
         /// The time of the page that follows.
@@ -28,11 +28,11 @@ pub enum CpuItem<'a> {
 
 /// Counters for the summary and for tests.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Pages read.
     pub(crate) pages: u64,
     /// Records handed out.
-    pub records: u64,
+    pub(crate) records: u64,
     /// Pages that could not be decoded (or the rest of them).
     pub(crate) damaged: u64,
     /// Pages (or the rest of them) whose times left the page's range
@@ -66,7 +66,7 @@ enum Peeked {
 
 /// Where a CPU's pages come from: `trace_pipe_raw` (live or a copy), or a
 /// trace.dat file.
-pub trait PageSource {
+pub(crate) trait PageSource {
     /// The next sub-buffer; `None` when there is nothing (more) for now.
     fn next_page(&mut self) -> Result<Option<&[u8]>, Error>;
     /// A live buffer: "nothing now" is not the end.
@@ -87,7 +87,7 @@ pub trait PageSource {
 
 /// A CPU's pages in a file: `page_size` bytes each from `start` to `end`,
 /// the last one maybe short.
-pub struct FileRange {
+pub(crate) struct FileRange {
     /// The file (its own descriptor: reads give their offset).
     pub(crate) file: std::sync::Arc<std::fs::File>,
     /// Its name, for messages.
@@ -168,7 +168,7 @@ impl PageSource for FilePages {
 
 /// One CPU's records, in time order, from its pages (a [`PageSource`]):
 /// what the merge across CPUs takes from.
-pub struct CpuPages {
+pub(crate) struct CpuPages {
     /// The CPU.
     pub(crate) cpu: u32,
     /// Which of the input's buffers the pages come from (a trace.dat may
@@ -189,7 +189,7 @@ pub struct CpuPages {
     /// then (a later page makes the place meaningless).
     taken: Option<(u64, usize, usize, u64)>,
     /// What was read so far.
-    pub counts: Counts,
+    pub(crate) counts: Counts,
     /// Live buffer: "empty for now" is Pending (follow) rather than the end.
     pub(crate) follow: bool,
     /// The first read error; the stream then ends.
@@ -215,7 +215,7 @@ pub struct CpuPages {
 impl CpuPages {
     /// The records of CPU `cpu`'s pages from `src`, decoded with `layout`
     /// in byte order `endian`.
-    pub fn new(cpu: u32, src: Box<dyn PageSource>, layout: PageLayout, endian: Endian) -> Self {
+    pub(crate) fn new(cpu: u32, src: Box<dyn PageSource>, layout: PageLayout, endian: Endian) -> Self {
         CpuPages {
             cpu,
             buffer: 0,
@@ -327,7 +327,7 @@ impl CpuPages {
     /// The timestamp of the next item (loading pages as needed); `None` when
     /// this CPU has nothing more for now. Damaged pages sort first so they are
     /// reported where they happen.
-    pub fn peek_ts(&mut self) -> Result<Option<u64>, Error> {
+    pub(crate) fn peek_ts(&mut self) -> Result<Option<u64>, Error> {
         loop {
             if let Some(p) = self.peeked {
                 return Ok(Some(match p {
@@ -398,7 +398,7 @@ impl CpuPages {
     }
 
     /// Take the item [`peek_ts`](Self::peek_ts) announced.
-    pub fn take(&mut self) -> Option<CpuItem<'_>> {
+    pub(crate) fn take(&mut self) -> Option<CpuItem<'_>> {
         match self.peeked.take()? {
             Peeked::Lost { ts, count } => {
                 self.taken = None;
@@ -442,7 +442,7 @@ impl CpuPages {
     /// Give back the record [`take`](Self::take) just handed out: it is
     /// this CPU's next item again. Nothing once another item was peeked or
     /// taken, or another page read, since.
-    pub fn untake(&mut self) {
+    pub(crate) fn untake(&mut self) {
         let Some((ts, start, end, pages)) = self.taken.take() else { return };
         if self.peeked.is_none() && pages == self.counts.pages {
             self.peeked = Some(Peeked::Record { ts, start, end });

@@ -8,7 +8,7 @@ use super::{Error, ErrorKind};
 
 /// The algorithm named in a v7 file's compression header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Compression {
+pub(crate) enum Compression {
     /// `"none"`: sections are stored as they are.
     None,
     /// `"zstd"`: trace-cmd's default where libzstd is built in.
@@ -22,7 +22,7 @@ pub enum Compression {
 
 impl Compression {
     /// The algorithm of a compression header's name (empty reads as none).
-    pub fn from_name(name: &str) -> Compression {
+    pub(crate) fn from_name(name: &str) -> Compression {
         match name {
             "none" | "" => Compression::None,
             "zstd" => Compression::Zstd,
@@ -44,7 +44,7 @@ impl Compression {
 /// Decompress one block (a compressed section body or one buffer chunk)
 /// whose uncompressed size the file states, into `out` (cleared first; its
 /// allocation is reused). `section`/`offset` only label errors.
-pub fn decompress(
+pub(crate) fn decompress(
     algo: &Compression,
     input: &[u8],
     usize_: usize,

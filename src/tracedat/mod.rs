@@ -27,7 +27,8 @@ pub(crate) mod read;
 pub mod stream;
 pub(crate) mod write;
 
-pub use compress::{decompress, Compression};
+#[cfg(test)]
+pub(crate) use compress::{decompress, Compression};
 pub use read::{selected_clock, ChunkHeader, CpuData, DatPages, EventSystem, Instance, Options, TraceDat, Tsc2Nsec};
 pub use write::{
     cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u32, encode_u64,
@@ -37,30 +38,30 @@ pub use write::{
 pub(crate) use crate::abi::Endian;
 
 /// The first ten bytes of every trace.dat.
-pub const MAGIC: [u8; 10] = [0x17, 0x08, 0x44, b't', b'r', b'a', b'c', b'i', b'n', b'g'];
+pub(crate) const MAGIC: [u8; 10] = [0x17, 0x08, 0x44, b't', b'r', b'a', b'c', b'i', b'n', b'g'];
 
 /// Option (and v7 section) ids, as trace-cmd numbers them (`enum
 /// tracecmd_file_options`, trace-cmd's include/private/trace-cmd-private.h,
 /// 3.x). trbox reads the ones its output needs and steps over the rest.
-pub mod opt {
+pub(crate) mod opt {
     /// Ends the option list.
-    pub const DONE: u16 = 0;
+    pub(crate) const DONE: u16 = 0;
     /// Time offset of the trace clock to wall-clock time (`--date`).
     pub(crate) const DATE: u16 = 1;
     /// One CPU's `per_cpu/cpuN/stats` text at the end of the recording.
     pub(crate) const CPUSTAT: u16 = 2;
     /// An instance's buffer: its data offset and name (v7: also its clock, page size and CPU table).
-    pub const BUFFER: u16 = 3;
+    pub(crate) const BUFFER: u16 = 3;
     /// The `trace_clock` file's text, the selected clock in brackets.
-    pub const TRACECLOCK: u16 = 4;
+    pub(crate) const TRACECLOCK: u16 = 4;
     /// `uname -a` of the traced machine, as text.
-    pub const UNAME: u16 = 5;
+    pub(crate) const UNAME: u16 = 5;
     /// A `--hook` definition (trace-cmd's event hooks).
     pub(crate) const HOOK: u16 = 6;
     /// A time stamp offset to add to every event.
     pub(crate) const OFFSET: u16 = 7;
     /// The number of CPUs (a u32).
-    pub const CPUCOUNT: u16 = 8;
+    pub(crate) const CPUCOUNT: u16 = 8;
     /// The trace-cmd version that wrote the file, as text.
     pub(crate) const VERSION: u16 = 9;
     /// `/proc/PID/maps` of the traced processes (`--proc-map`).
@@ -74,17 +75,17 @@ pub mod opt {
     /// The multiplier, shift and offset to turn TSC ticks into ns.
     pub(crate) const TSC2NSEC: u16 = 14;
     /// v7: the section with `header_page` and `header_event`.
-    pub const HEADER_INFO: u16 = 16;
+    pub(crate) const HEADER_INFO: u16 = 16;
     /// v7: the section with the `ftrace` system's formats.
-    pub const FTRACE_EVENTS: u16 = 17;
+    pub(crate) const FTRACE_EVENTS: u16 = 17;
     /// v7: the section with every other system's formats.
-    pub const EVENT_FORMATS: u16 = 18;
+    pub(crate) const EVENT_FORMATS: u16 = 18;
     /// v7: the section with `/proc/kallsyms`.
-    pub const KALLSYMS: u16 = 19;
+    pub(crate) const KALLSYMS: u16 = 19;
     /// v7: the section with `printk_formats`.
-    pub const PRINTK: u16 = 20;
+    pub(crate) const PRINTK: u16 = 20;
     /// v7: the section with `saved_cmdlines`.
-    pub const CMDLINES: u16 = 21;
+    pub(crate) const CMDLINES: u16 = 21;
     /// v7: an instance recorded as text (latency tracers), not pages.
     pub(crate) const BUFFER_TEXT: u16 = 22;
     /// The kernel's BTF (`/sys/kernel/btf/vmlinux`).
@@ -143,7 +144,7 @@ impl<S: Source + ?Sized> Source for &mut S {
 
 /// Why reading stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     /// The file ends (or the section ends) before the data it announces.
     Truncated,
     /// Not a trace.dat: the first bytes are not the magic.
@@ -169,12 +170,12 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     /// What was wrong.
-    pub kind: ErrorKind,
+    pub(crate) kind: ErrorKind,
     /// The part of the file being read ("header_page", "options", "cpu 3 data"…).
     pub(crate) section: &'static str,
     /// File offset where the problem was found. For data inside a
     /// compressed section it is the section's offset.
-    pub offset: u64,
+    pub(crate) offset: u64,
 }
 
 impl Error {

@@ -256,9 +256,9 @@ pub struct EventSystem {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuData {
     /// The CPU number.
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// File offset of the data.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Bytes of data (0: the CPU recorded nothing).
     pub size: u64,
 }
@@ -274,7 +274,7 @@ pub struct Instance {
     /// Sub-buffer size of the pages (v7 BUFFER option; else the file's page size).
     pub(crate) page_size: u32,
     /// Data is stored as compressed chunks (v7).
-    pub compressed: bool,
+    pub(crate) compressed: bool,
     /// Where each CPU's pages are, in CPU order.
     pub cpus: Vec<CpuData>,
     /// `latency` form: the text of the `trace` file at this (offset, size)
@@ -284,7 +284,7 @@ pub struct Instance {
 
 impl Instance {
     /// Total bytes of page data (compressed size for compressed buffers).
-    pub fn data_bytes(&self) -> u64 {
+    pub(crate) fn data_bytes(&self) -> u64 {
         self.cpus.iter().map(|c| c.size).fold(0, u64::saturating_add)
     }
 }
@@ -329,9 +329,9 @@ pub struct Options {
     /// LAST_BOOT_INFO (24, trace-cmd 3.4): `INSTANCE:` then the text of
     /// that instance's `last_boot_info` file (a persistent buffer's
     /// previous boot: where its kernel and modules were loaded).
-    pub last_boot: Option<String>,
+    pub(crate) last_boot: Option<String>,
     /// Options this reader does not interpret: (id, size).
-    pub other: Vec<(u16, u32)>,
+    pub(crate) other: Vec<(u16, u32)>,
 }
 
 /// Where a v7 metadata section is (from the options that point at it).
@@ -357,11 +357,11 @@ pub struct TraceDat {
     pub endian: Endian,
     /// Size of a `long` in the recording user space (the kernel's is in
     /// `header_page`).
-    pub long_size: u32,
+    pub(crate) long_size: u32,
     /// Page size of the recording machine.
-    pub page_size: u32,
+    pub(crate) page_size: u32,
     /// v7 compression algorithm (and its version string); `None` for v6.
-    pub compression: Option<(Compression, String)>,
+    pub(crate) compression: Option<(Compression, String)>,
     /// `events/header_page` text: the sub-buffer header's layout.
     pub header_page: Vec<u8>,
     /// `events/header_event` text: the record header's layout.
@@ -378,10 +378,10 @@ pub struct TraceDat {
     pub saved_cmdlines: Vec<u8>,
     /// BTF_FILE section (23, trace-cmd 3.4, v7 only): the recording
     /// machine's /sys/kernel/btf/vmlinux; empty when the file has none.
-    pub btf: Vec<u8>,
+    pub(crate) btf: Vec<u8>,
     /// MODULES_FILE section (25, trace-cmd 3.4, v7 only): the recording
     /// machine's /proc/modules (written with LAST_BOOT_INFO).
-    pub modules: Vec<u8>,
+    pub(crate) modules: Vec<u8>,
     /// CPU count from the header (v6) or the CPUCOUNT option (v7).
     pub cpus: u32,
     /// The options the file carries.
@@ -389,12 +389,12 @@ pub struct TraceDat {
     /// The top buffer first (when the file has one), then the instances.
     pub instances: Vec<Instance>,
     /// Where the metadata ends (v6: after the flyrecord table and clock).
-    pub metadata_end: u64,
+    pub(crate) metadata_end: u64,
     /// Problems that did not stop reading: an instance or section that
     /// could not be read (left out, [`ProblemKind::BadSection`]), CPU data
     /// running past the end of the file (cut to what is there: the file
     /// was truncated, [`ProblemKind::CutOff`]); each told as its [`Error`].
-    pub problems: Problems,
+    pub(crate) problems: Problems,
 }
 
 // ---------------------------------------------------------------------------

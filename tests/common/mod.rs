@@ -246,7 +246,20 @@ pub fn applet(name: &str, args: &[&str]) -> Output {
 /// set, names another (a qemu board runs these test binaries far from the
 /// target directory they were built in: cross/qemu/live.sh).
 pub fn trbox() -> PathBuf {
-    std::env::var_os("TRBOX_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_trbox")), PathBuf::from)
+    if let Some(p) = std::env::var_os("TRBOX_TEST_BIN") {
+        return p.into();
+    }
+    // An integration test's. The library's unit tests (tests/core) have
+    // none: theirs is where cargo test built it, beside their deps/.
+    if let Some(p) = option_env!("CARGO_BIN_EXE_trbox") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().expect("the test's own path");
+    let bin = exe.parent().and_then(Path::parent).map(|d| d.join("trbox"));
+    match bin {
+        Some(b) if b.is_file() => b,
+        _ => panic!("no trbox binary beside {}: run cargo test (it builds it), or set TRBOX_TEST_BIN", exe.display()),
+    }
 }
 
 /// Run `trbox ARGS…` with a clean environment (no TRBOX_TRACEFS, no RUST_LOG).

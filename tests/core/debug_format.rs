@@ -19,7 +19,7 @@ pub fn test_items(code: &str) -> Vec<(usize, usize)> {
             out.push((at, open));
             continue;
         }
-        let end = crate::fixed_sleeps::block_end(code, open);
+        let end = super::fixed_sleeps::block_end(code, open);
         out.push((at, end));
     }
     out
@@ -27,7 +27,7 @@ pub fn test_items(code: &str) -> Vec<(usize, usize)> {
 
 /// The `Debug` placeholders of `src` outside tests: (line, text).
 fn debug_formats(src: &str) -> Vec<(usize, String)> {
-    let code = crate::fixed_sleeps::code_only(src);
+    let code = super::fixed_sleeps::code_only(src);
     let tests = test_items(&code);
     let lines: Vec<&str> = src.lines().collect();
     let mut found = Vec::new();
@@ -48,7 +48,7 @@ fn debug_formats(src: &str) -> Vec<(usize, String)> {
         // assertion's message.
         let before = &src[src[..at].rfind('\n').map_or(0, |n| n + 1)..at];
         let comment = before.find("//").is_some_and(|c| before[..c].matches('"').count() % 2 == 0);
-        if comment || crate::fixed_sleeps::code_only(text).contains("assert") {
+        if comment || super::fixed_sleeps::code_only(text).contains("assert") {
             continue;
         }
         found.push((line + 1, text.to_string()));
@@ -58,7 +58,7 @@ fn debug_formats(src: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn no_message_is_formatted_with_debug() {
-    let (files, bad) = crate::fixed_sleeps::findings(&["src", "applets"], debug_formats);
+    let (files, bad) = super::fixed_sleeps::findings(&["src", "applets"], debug_formats);
     assert!(files > 60, "{files} files");
     assert!(
         bad.is_empty(),

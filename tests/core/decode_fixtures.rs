@@ -7,7 +7,7 @@
 //! with one option changed, `trace_options.OPT` the options then) are
 //! compared too.
 
-use crate::common;
+use super::common;
 use common::strverify;
 use common::*;
 use std::path::{Path, PathBuf};

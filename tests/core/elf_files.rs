@@ -5,7 +5,7 @@
 //! programs when a cross compiler is here; the boards' static busybox
 //! (stripped) gives the stripped-binary error and maps its segments right.
 
-use crate::common;
+use super::common;
 use common::cprog::{self, FUNC};
 use common::TempDir;
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,7 +3,7 @@
 //! without trace-cmd, tr-cat's), for an integer field and a string field
 //! of sched_switch, over both buffers of the file.
 
-use crate::common;
+use super::common;
 use std::collections::BTreeMap;
 use std::process::Command;
 

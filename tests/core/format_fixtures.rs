@@ -2,7 +2,7 @@
 //! x86_64 6.1 kernels, ftrace-internal events included) parses, arrays are
 //! consistent, and element sizes follow the kernel's long size.
 
-use crate::common;
+use super::common;
 use std::path::Path;
 use trbox::format::{EventFormat, FieldKind, HeaderPage};
 

@@ -5,7 +5,7 @@
 //! (symbol, offset, size, module), and so do the lookups by name the
 //! readers make; the cut table is the whole one's lines, in order.
 
-use crate::common;
+use super::common;
 
 use std::path::{Path, PathBuf};
 

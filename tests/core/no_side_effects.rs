@@ -10,8 +10,8 @@ const SIDE_EFFECTS: &[&str] = &["signals::install", "println!", "eprintln!", "io
 
 /// The side effects in `src` outside its tests and comments: (line, text).
 fn side_effects(src: &str) -> Vec<(usize, String)> {
-    let code = crate::fixed_sleeps::code_only(src);
-    let tests = crate::debug_format::test_items(&code);
+    let code = super::fixed_sleeps::code_only(src);
+    let tests = super::debug_format::test_items(&code);
     let lines: Vec<&str> = src.lines().collect();
     let mut found = Vec::new();
     for pat in SIDE_EFFECTS {
@@ -33,7 +33,7 @@ fn side_effects(src: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn the_library_installs_no_handler_and_prints_nothing() {
-    let (files, bad) = crate::fixed_sleeps::findings(&["src"], side_effects);
+    let (files, bad) = super::fixed_sleeps::findings(&["src"], side_effects);
     assert!(files > 60, "{files} files");
     assert!(
         bad.is_empty(),

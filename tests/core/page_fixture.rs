@@ -3,7 +3,7 @@
 //! own `trace` text of the same buffer: CPU, µs timestamp and event name per
 //! line, and some fields read through the parsed formats. Runs without root.
 
-use crate::common;
+use super::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

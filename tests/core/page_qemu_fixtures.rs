@@ -10,7 +10,7 @@
 //! kprobe, function), the (CPU, µs timestamp[, event name]) sequence equals
 //! the kernel's `trace` text.
 
-use crate::common;
+use super::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,9 +4,9 @@
 //! guests). Events the line renderer prints itself (function, graph,
 //! kernel_stack) are left out. Prints a per-event mismatch table.
 
-use crate::common;
-use crate::common::bodies::{self, Tally};
-use crate::common::strverify;
+use super::common;
+use super::common::bodies::{self, Tally};
+use super::common::strverify;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! `is_ksym_addr()` and its exceptions, by kernel version). The live
 //! kernel's whole table is tests/live/kallsyms_live.rs'.
 
-use crate::common::ksym::{self, Rules};
+use super::common::ksym::{self, Rules};
 use std::path::PathBuf;
 
 use trbox::kallsyms::Kallsyms;

@@ -3,7 +3,7 @@
 //! the kernel's own `trace` file of a tracefs copy), a choice of buffer
 //! and CPUs, and a cut file's problems as values.
 
-use crate::common;
+use super::common;
 use std::path::Path;
 use trbox::format::Value;
 use trbox::page::PageErrorKind;

@@ -4,7 +4,7 @@
 //! at the end of what was there even while tracing goes on, and leaves
 //! every tracefs setting as it was.
 
-use crate::common::{self, TracefsLock};
+use super::common::{self, TracefsLock};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trbox::format::Value;

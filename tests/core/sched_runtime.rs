@@ -3,7 +3,7 @@
 //! same trace.dat: each task's run time between the sched_switch that puts
 //! it on a CPU and the one that takes it off, to the nanosecond.
 
-use crate::common;
+use super::common;
 use std::collections::HashMap;
 use std::process::Command;
 

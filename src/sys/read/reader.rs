@@ -510,7 +510,7 @@ pub enum Entry<'a> {
     },
     /// A page, or the rest of it, that could not be read: damaged, its
     /// times out of order, or cut off by the end of the file
-    /// ([`PageError::kind`] says which). The reader goes on with the next
+    /// (`PageError::kind` says which). The reader goes on with the next
     /// page.
     Damaged {
         /// Its buffer ([`Session::buffers`]).

@@ -33,7 +33,7 @@ pub(crate) struct Pool {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CpuData {
     /// File offset of the CPU's first page (its pages are contiguous).
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Pages written.
     pub(crate) pages: u64,
     /// Events in them.
