@@ -190,6 +190,20 @@ pub(super) fn measure(
     }
     let _ = out.write_all(text.as_bytes());
     out.finish()?;
+    if mode == Mode::Irq {
+        // Two tables: one that measured nothing is left out of the output,
+        // which must not read as if that kind was never asked for.
+        for (t, what) in [
+            (Table::HardIrq, "hard IRQ handler (irq_handler_entry -> exit)"),
+            (Table::SoftIrq, "softirq (softirq_entry -> exit)"),
+        ] {
+            if !l.rows().any(|(u, _, _)| u == t) {
+                cli::note(&Error::runtime(format!("no {what} ended in the window: its table is left out")).hint(
+                    "a longer window (-t) may see one; a VM's timer ticks may not pass through irq_handler_entry",
+                ));
+            }
+        }
+    }
     if !meta.trace.in_ns() {
         cli::note(
             &Error::runtime("the trace clock does not count nanoseconds: the values are in its own ticks")

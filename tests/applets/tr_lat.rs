@@ -710,6 +710,23 @@ fn tracepoint_modes_of_every_board_equal_the_kernels_text() {
             );
             eprintln!("{d}: {mode}: {n} latencies equal the kernel's text");
         }
+        // irq's two tables: one the kernel's text has no pair for is left
+        // out of the output, and stderr says so; the other is there.
+        let (pairs, _) = text_pairs(&trace);
+        let o = lat(&["-T", d, "irq", "-r"]);
+        assert!(o.status.success(), "{d}: {}", stderr(&o));
+        for (table, title, says) in [
+            (
+                "irq",
+                "# hard IRQ handler duration",
+                "no hard IRQ handler (irq_handler_entry -> exit) ended in the window",
+            ),
+            ("softirq", "# softirq duration", "no softirq (softirq_entry -> exit) ended in the window"),
+        ] {
+            let has = pairs.keys().any(|p| p.0 == table);
+            assert_eq!(stdout(&o).contains(title), has, "{d}: {table} table\n{}", stdout(&o));
+            assert_eq!(stderr(&o).contains(says), !has, "{d}: {table} note\n{}", stderr(&o));
+        }
         boards += 1;
     }
     assert!(boards >= 10, "only {boards} boards have a lat_tracepoints fixture (make qemu-fixtures)");
