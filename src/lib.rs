@@ -10,9 +10,10 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
-// A configuration without some applets (minimal, the no_std core alone)
-// leaves what only those applets use unused: the linker drops it. The
-// host build still warns.
+// A build without `host` (the board configurations full and minimal,
+// the no_std core alone) leaves unused what only the applets, options
+// and capabilities it lacks use: the linker drops it. The host build,
+// which has them all, still warns.
 #![cfg_attr(not(feature = "host"), allow(dead_code, unused_imports))]
 
 extern crate alloc;
@@ -26,9 +27,9 @@ pub mod btf;
 pub mod ctl;
 pub mod elf;
 pub mod format;
-// The fuzz targets' way in (fuzz/), not part of the library's API.
 #[cfg(feature = "host")]
 pub(crate) mod ftrace_dump;
+// The fuzz targets' way in (fuzz/), not part of the library's API.
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzz_entry;
