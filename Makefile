@@ -67,7 +67,10 @@ test-host-build: check-nostd lint apidoc
 	@$(MAKE) --no-print-directory example
 	@$(MAKE) --no-print-directory test-host-compile
 
+# The tests are the library's unit tests: cargo builds no trbox binary for
+# them, so this does (they run the one beside their deps/).
 test-host-compile:
+	CARGO_TARGET_DIR=$(BOARD_TESTS_DIR) $(CARGO) build --profile board-tests --target $(HOST_TEST_TRIPLE) --bin trbox
 	$(HOST_TESTS) --no-run
 
 # '+': cargo shares make's job slots when make test runs this beside the
@@ -87,7 +90,8 @@ package:
 # fails when one differs from the binary, and this rewrites them from the
 # binary just built.
 docs:
-	TRBOX_BLESS=1 $(CARGO) test --release --test applets docs::
+	$(CARGO) build --release --bin trbox
+	TRBOX_BLESS=1 $(CARGO) test --release --lib applets_tests::docs::
 
 # docs/img/tr-graph-flame.png and docs/img/kernelshark.png (root: it records).
 pictures: build

@@ -68,11 +68,24 @@ pub mod sys;
 #[cfg(feature = "std")]
 #[path = "../applets/mod.rs"]
 mod applets;
-// The tests of the core on recorded fixtures (tests/core): unit tests of
-// the crate, so that they reach its internals without making them public.
+// The crate's tests are its unit tests, in one test binary: so they reach
+// its internals without making them public, and 2 cores link one binary
+// much faster than many. tests/core: the core on recorded fixtures;
+// tests/live: the library against the live tracefs; tests/applets: the
+// trbox binary as a user runs it (the boards run those two:
+// cross/qemu/session-live).
+#[cfg(all(test, feature = "host"))]
+#[path = "../tests/common/mod.rs"]
+mod test_common;
 #[cfg(all(test, feature = "host"))]
 #[path = "../tests/core/main.rs"]
 mod core_tests;
+#[cfg(all(test, feature = "host"))]
+#[path = "../tests/live/main.rs"]
+mod live_tests;
+#[cfg(all(test, feature = "host"))]
+#[path = "../tests/applets/main.rs"]
+mod applets_tests;
 /// The `trbox` binary's entry point (applets/main.rs): not part of the
 /// library's API.
 #[cfg(feature = "std")]

@@ -2,13 +2,14 @@
 # QEMU_LIVE_BOARDS (common.sh; default the three x86_64 kernels, 7.2, 6.12
 # and 6.1; names as in test.sh; 'none' for none) carry the integration tests that
 # read and change the live tracefs -- tests/live whole, the live parts of
-# tests/applets (session-live) -- built as static musl
+# tests/applets (session-live), in the crate's test binary -- built as static musl
 # executables, and run each test as a line of their session, under
 # TRBOX_REQUIRE_LIVE=1: a test that asserts a fact of the development
 # machine's kernel instead of the kernel's rule fails there. Sourced after
 # common.sh by mkinitramfs.sh and test.sh:
-#   live_build          `cargo test --profile board-tests --no-run` (Cargo.toml) of
-#                       the three test binaries, into a target directory of
+#   live_build          `cargo test --profile board-tests --no-run --lib`
+#                       (Cargo.toml: the crate's test binary) and its trbox,
+#                       into a target directory of
 #                       their own (LIVE_TARGET_DIR: the test build's trbox
 #                       must not replace make cross's board binary), copied
 #                       to LIVE_TARGET_DIR/board-TRIPLE/
@@ -28,29 +29,32 @@
 # boards more RAM too.
 LIVE_TARGET_DIR=${LIVE_TARGET_DIR:-${CARGO_TARGET_DIR:-$REPO/target}/board-tests}
 LIVE_BIN_DIR=$LIVE_TARGET_DIR/board-$TRIPLE
-# The test binaries (tests/live, tests/applets; tests/core is the
-# library's unit tests, none of them live on a board).
-LIVE_TESTS="live applets"
+# The crate's tests are one binary, the library's unit tests (lib.rs:
+# core_tests, live_tests, applets_tests), installed as `tests`; session-live
+# selects its live ones. Beside it, the trbox they run.
+LIVE_TESTS=tests
 
 live_build() {
 	[ "$(uname -m)" = "$ARCH" ] ||
 		die "live tests: the test binaries are listed on the host, so a live board must be $(uname -m), not $ARCH (QEMU_LIVE_BOARDS)"
-	local t args=() json
-	for t in $LIVE_TESTS; do args+=(--test "$t"); done
-	say "live tests: cargo test --profile board-tests --no-run --target $TRIPLE ${args[*]} (into ${LIVE_TARGET_DIR#"$REPO"/})"
+	local json
+	say "live tests: cargo test --profile board-tests --no-run --target $TRIPLE --lib, and its trbox (into ${LIVE_TARGET_DIR#"$REPO"/})"
 	json=$(cd "$REPO" && CARGO_TARGET_DIR=$LIVE_TARGET_DIR ${CARGO:-cargo} test --profile board-tests --no-run \
-		--target "$TRIPLE" "${args[@]}" --message-format json-render-diagnostics) ||
+		--target "$TRIPLE" --lib --message-format json-render-diagnostics &&
+		CARGO_TARGET_DIR=$LIVE_TARGET_DIR ${CARGO:-cargo} build --profile board-tests \
+			--target "$TRIPLE" --bin trbox --message-format json-render-diagnostics) ||
 		die "live tests: the test build for $TRIPLE failed"
 	mkdir -p "$LIVE_BIN_DIR"
-	# Each test binary under its target's name, and the trbox they run
-	# (CARGO_BIN_EXE_trbox); a copy then a rename, as boards building at
-	# once may copy at once.
+	# The test binary as `tests`, and the trbox it runs; a copy then a
+	# rename, as boards building at once may copy at once.
 	python3 -c '
 import json, sys
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable"):
-        if m["profile"]["test"] or m["target"]["kind"] == ["bin"]:
+        if m["profile"]["test"] and m["target"]["kind"] == ["lib"]:
+            print("tests", m["executable"])
+        elif not m["profile"]["test"] and m["target"]["kind"] == ["bin"]:
             print(m["target"]["name"], m["executable"])' <<<"$json" | while read -r t exe; do
 		cp "$exe" "$LIVE_BIN_DIR/.$t.$$" && mv -f "$LIVE_BIN_DIR/.$t.$$" "$LIVE_BIN_DIR/$t"
 	done

@@ -7,7 +7,7 @@
 //! `make docs` (or `TRBOX_BLESS=1` with this test) rewrites the blocks from
 //! the binary just built.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::PathBuf;
 

@@ -1,8 +1,6 @@
 //! The trbox binary, applet by applet, as a user runs it (live tracefs where the applet needs one).
-//! One test binary per layer: 2 cores link three binaries much faster than 35.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::test_common as common;
 
 mod docs;
 mod messages;

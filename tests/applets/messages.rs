@@ -10,8 +10,8 @@
 //! checker tests itself on made-up sources, as tests/core/module_cycles.rs
 //! does.
 
-use crate::common::*;
-use crate::options::{applets, declared, parse_help, Opt};
+use super::common::*;
+use super::options::{applets, declared, parse_help, Opt};
 use std::path::Path;
 
 /// Which applet a source file of applets/ speaks for; `None`: shared by

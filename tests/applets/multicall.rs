@@ -1,7 +1,7 @@
 //! Multicall conventions (busybox style: applet by argv[0] or `trbox APPLET`,
 //! `--list`, `--install`, exit codes 0/1/2/127) and bad input, on the real binary.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::os::unix::fs::symlink;
 

@@ -9,7 +9,7 @@
 //! use the option. The checker tests itself on made-up input, as
 //! tests/core/module_cycles.rs does.
 
-use crate::common::*;
+use super::common::*;
 use std::path::Path;
 
 /// An option as `--help` lists it: its letter, if any, and its long name.

@@ -1,6 +1,6 @@
 //! tr-cat: options, filters, JSON, follow mode and clean exits.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::process::{Command, Stdio};
 

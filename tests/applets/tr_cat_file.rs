@@ -4,7 +4,7 @@
 //! without events): the same events, with the same bodies, every buffer by
 //! default.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::process::Command;
 

@@ -5,7 +5,7 @@
 //! page size that contradicts the file is an error, a damaged time is not
 //! used.
 
-use crate::common;
+use super::common;
 use common::json::is_json;
 use common::*;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //! (`print_event_fields()`; cross/qemu/lastboot.sh checks the same against
 //! the kernel's own text on boards booted with KASLR).
 
-use crate::common::*;
+use super::common::*;
 use std::path::{Path, PathBuf};
 
 const BOARDS: [&str; 2] = ["aarch64-7.2", "aarch64-6.12"];

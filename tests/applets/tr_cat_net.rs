@@ -6,7 +6,7 @@
 //! drops mid-run (the sender stops with exit 2, tracefs as found, the
 //! listener's file holds what arrived and reads).
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -9,7 +9,7 @@
 //! misbehaving clients. No tracefs is needed; every loop is bounded in
 //! count and time; nothing leaves 127.0.0.0/8.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -607,7 +607,7 @@ fn listen_a_flood_of_idle_connections() {
 /// two `source` values, each with its recording's rows.
 #[test]
 fn listen_into_a_parquet_fleet() {
-    let Some(()) = crate::tr_cat_parquet::duckdb() else { return };
+    let Some(()) = super::tr_cat_parquet::duckdb() else { return };
     let l = Listener::start_into("127.0.0.1", Some("fleet.parquet"), &["--compression", "zstd"], &[]);
     let tmp = TempDir::new("listen-parquet");
     let mut want = Vec::new();
@@ -626,8 +626,8 @@ fn listen_into_a_parquet_fleet() {
         std::fs::read_dir(&fleet).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     assert!(left.iter().all(|n| n.starts_with("source=")), "a received file left in the fleet: {left:?}");
     want.sort();
-    let got = crate::tr_cat_parquet::check(&[Path::new("fleet"), &fleet, Path::new("sched_switch")]);
+    let got = super::tr_cat_parquet::check(&[Path::new("fleet"), &fleet, Path::new("sched_switch")]);
     assert_eq!(got, want.join("\n") + "\n", "sched_switch rows per source");
-    let codecs = crate::tr_cat_parquet::check(&[Path::new("codecs"), &fleet.join(&left[0])]);
+    let codecs = super::tr_cat_parquet::check(&[Path::new("codecs"), &fleet.join(&left[0])]);
     assert_eq!(codecs.trim(), "ZSTD");
 }

@@ -9,7 +9,7 @@
 //! Spark (tests/applets/spark_check.py), per source and event the rows
 //! `trace-cmd report` prints.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

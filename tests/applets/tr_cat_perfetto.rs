@@ -5,7 +5,7 @@
 //! `tr-cat FILE --json` shows: the same (timestamp, CPU, pid, event) for
 //! every event and the same sched_switch fields.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! counts them, Ctrl-C/SIGTERM mid-recording, a full disk, `-- CMD`, `-m`;
 //! and tracefs left exactly as found every time.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -5,7 +5,7 @@
 //! boundary of every fixture is a case (records of one time on two CPUs, a
 //! page across a boundary, a loss, a stack record after its event).
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::Path;
 use std::process::Output;

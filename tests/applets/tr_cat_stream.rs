@@ -5,7 +5,7 @@
 //! the same kind of run holds, and reads up to any cut with a warning.
 //! tracefs is left as found.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::io::Write as _;
 use std::path::Path;

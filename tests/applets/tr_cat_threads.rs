@@ -3,7 +3,7 @@
 //! losses between them and with a switch to the graph layout part way
 //! through (which the one-thread loop takes over).
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! with forks, instances, bad input, and the state left exactly as found on
 //! every way out (normal, error, SIGINT, SIGTERM, SIGHUP, closed pipe).
 
-use crate::common;
+use super::common;
 use common::*;
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! stripped binary, malformed argument, malformed definition). Every case
 //! leaves tracefs exactly as it found it.
 
-use crate::common;
+use super::common;
 use common::cprog::{self, Progs, FUNC};
 use common::*;
 use std::path::Path;

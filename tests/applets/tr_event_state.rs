@@ -2,7 +2,7 @@
 //! they were found, the events `-k` keeps; a trigger the kernel lacks;
 //! `--json`.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! and a depth limit. Live on this machine (no function_graph tracer): the
 //! one-line reason, exit 2, tracefs untouched.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! tracers this kernel lacks are named in one line with what works; the
 //! tracefs state is the same before and after every run.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -529,7 +529,7 @@ fn each_option_is_refused_by_the_modes_that_do_not_take_it() {
         if w.starts_with("--") {
             return w.to_string();
         }
-        let (own, _) = crate::options::parse_help(&help);
+        let (own, _) = super::options::parse_help(&help);
         own.iter().find(|o| o.short.map(|c| format!("-{c}")).as_deref() == Some(w)).map_or(w.into(), |o| o.long.clone())
     };
     // "...the max-latency tracers take only -t, --json, -k and the options

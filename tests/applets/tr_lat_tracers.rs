@@ -4,7 +4,7 @@
 //! real format files of a 6.18 kernel, give per-CPU tables whose counts,
 //! minima, maxima and sums are those of the values written.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;

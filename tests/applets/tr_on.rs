@@ -1,7 +1,7 @@
 //! `tr-on` status against the live tracefs and synthetic trees (README: the
 //! applet table and "tr-on: switch or run").
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::Path;
 use std::process::Command;

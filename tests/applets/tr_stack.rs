@@ -6,7 +6,7 @@
 //! for what this kernel lacks (stack tracer, dynamic ftrace), with the
 //! tracefs state restored every time.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

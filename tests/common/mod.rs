@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests: the live-tracefs lock, running
+//! Helpers shared by the crate's tests (tests/core, tests/live, tests/applets): the live-tracefs lock, running
 //! the real binary, and snapshots of tracefs state.
 #![allow(dead_code)]
 
@@ -249,16 +249,14 @@ pub fn trbox() -> PathBuf {
     if let Some(p) = std::env::var_os("TRBOX_TEST_BIN") {
         return p.into();
     }
-    // An integration test's. The library's unit tests (tests/core) have
-    // none: theirs is where cargo test built it, beside their deps/.
-    if let Some(p) = option_env!("CARGO_BIN_EXE_trbox") {
-        return p.into();
-    }
+    // The tests are the library's unit tests: cargo gives them no
+    // CARGO_BIN_EXE_trbox. Their trbox is the one built in the same
+    // profile, beside their deps/ (make test builds it first).
     let exe = std::env::current_exe().expect("the test's own path");
     let bin = exe.parent().and_then(Path::parent).map(|d| d.join("trbox"));
     match bin {
         Some(b) if b.is_file() => b,
-        _ => panic!("no trbox binary beside {}: run cargo test (it builds it), or set TRBOX_TEST_BIN", exe.display()),
+        _ => panic!("no trbox binary beside {}: build it in the same profile first (cargo build), or set TRBOX_TEST_BIN", exe.display()),
     }
 }
 

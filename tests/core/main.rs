@@ -1,8 +1,6 @@
 //! Decoders and writers on recorded fixtures and synthetic input: no kernel needed.
-//! One test binary per layer: 2 cores link three binaries much faster than 35.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::test_common as common;
 
 mod debug_format;
 mod decode_fixtures;

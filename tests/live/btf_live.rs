@@ -6,7 +6,7 @@
 //! The second test holds the shared tracefs lock and restores what it changed
 //! (Drop guard), also when an assertion fails.
 
-use crate::common;
+use super::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

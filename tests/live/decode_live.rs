@@ -13,7 +13,7 @@
 //! with hash-ptr off (x86_64, 5.12 to 6.12: common::strverify), a line
 //! equal to trbox's with that string left out counts as identical.
 
-use crate::common;
+use super::common;
 use common::strverify::{self, FirstString};
 use common::*;
 use std::collections::{BTreeMap, HashMap};

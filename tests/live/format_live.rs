@@ -1,7 +1,7 @@
 //! Parse every format file of this machine's tracefs (read-only; skipped
 //! when no tracefs is readable).
 
-use crate::common;
+use super::common;
 use std::path::Path;
 use trbox::format::{EventFormat, EventTable, FieldKind, HeaderEvent, HeaderPage};
 

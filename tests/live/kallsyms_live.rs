@@ -5,8 +5,8 @@
 //! its last symbol, is trbox's too. The table's build time is printed
 //! (`-- --nocapture`, `--release` for representative numbers).
 
-use crate::common;
-use crate::common::ksym::{self, Rules};
+use super::common;
+use super::common::ksym::{self, Rules};
 use std::time::Instant;
 
 /// /proc/kallsyms with its addresses, or why not.

@@ -1,8 +1,6 @@
 //! The library against this machine's live tracefs (root; skips say why, and fail under TRBOX_REQUIRE_LIVE=1).
-//! One test binary per layer: 2 cores link three binaries much faster than 35.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::test_common as common;
 
 mod btf_live;
 mod decode_live;

@@ -13,7 +13,7 @@
 //! saved_cmdlines, printk_formats, trace_clock, current_tracer, and the
 //! kernel's own text as `trace` (how tests/data/pages/ was made).
 
-use crate::common;
+use super::common;
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};

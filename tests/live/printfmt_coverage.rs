@@ -3,7 +3,7 @@
 //! format file must parse. `cargo test --release --test live
 //! printfmt_coverage -- --nocapture` prints the table.
 
-use crate::common;
+use super::common;
 use std::collections::BTreeMap;
 
 use trbox::format::{EventFormat, HeaderPage};

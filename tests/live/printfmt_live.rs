@@ -11,8 +11,8 @@
 //! Needs root and a live tracefs; holds the shared tracefs lock and restores
 //! everything it changed (Drop guard), also when an assertion fails.
 
-use crate::common;
-use crate::common::bodies::{self, Tally};
+use super::common;
+use super::common::bodies::{self, Tally};
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;

@@ -1,7 +1,7 @@
 //! The state layer against the live tracefs: every change is undone, values
 //! already set are not written, and rejected values carry the kernel's reason.
 
-use crate::common;
+use super::common;
 use common::*;
 use trbox::sys::state::State;
 use trbox::sys::{Error, Tracefs};

@@ -5,7 +5,7 @@
 //! SIGINT, SIGTERM, SIGHUP, a closed pipe (`| head -1`), or the traced
 //! command being killed.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! and tr-event show in a build without the decoder): what was recorded in
 //! the window comes out, consumed, and an empty window says so.
 
-use crate::common;
+use super::common;
 use common::*;
 use std::time::{Duration, Instant};
 use trbox::sys::read::Out;

@@ -4,7 +4,7 @@
 //! with the same number of events and no warnings. The instance is removed
 //! (and its events disabled) by a Drop guard even when an assertion fails.
 
-use crate::common;
+use super::common;
 
 use std::fs;
 use std::io::{Read, Write};

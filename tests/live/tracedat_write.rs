@@ -4,7 +4,7 @@
 //! reader, and checked with `trace-cmd report` / `trace-cmd dump --summary`
 //! (no warnings, every event shown) when trace-cmd is installed.
 
-use crate::common;
+use super::common;
 
 use std::fs;
 use std::io::Write;
