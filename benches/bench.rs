@@ -1,10 +1,11 @@
 //! `make bench`: trbox against trace-cmd on the same data, in one run.
 //!
-//! Data: the raw pages recorded in the x86_64 qemu board
-//! (tests/fixtures/x86_64/events), replicated with shifted page timestamps
-//! until the file holds at least 1 million events, written as a v6
-//! trace.dat with trbox's writer. Then:
-//! - raw decode: pages → records in memory (MB/s of pages, events/s);
+//! Data: a real capture of this machine, recorded at bench time with
+//! `tr-cat -o` (root and the live tracefs; at least 1 million events).
+//! Never replicated pages: the same payloads again and again flatter every
+//! cache. Then:
+//! - raw decode: the capture's pages → records in memory (MB/s of pages,
+//!   events/s);
 //! - decode and merge throughput on their own (benches/throughput.rs):
 //!   ~256 MiB of the x86_64-6.18 pages, the merge of 2 to 64 streams;
 //! - text output: `tr-cat FILE` (the shipped release binary, rendering on
@@ -23,22 +24,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
-use trbox::abi::Endian;
 use trbox::page::Page;
 
-const FIXTURE: &str = "tests/fixtures/x86_64/events";
 const MIN_EVENTS: u64 = 1_000_000;
 
-#[path = "../tests/common/dat.rs"]
-mod dat;
 mod lisa;
 mod pull;
 mod throughput;
-
-/// Write the big file; returns (events, page bytes per CPU).
-fn build(dir: &Path, out: &Path) -> (u64, Vec<Vec<u8>>) {
-    dat::build(dir, &[dat::Part { dir, min_events: MIN_EVENTS, lost_every: None }], out)
-}
 
 /// Issue 42's table: `tr-cat -j N FILE` for N = 1 to the CPUs here (wall
 /// and CPU, best of 3 by wall), the ratio of -j 2 to -j 1 (goal <= 0.55;
@@ -144,51 +136,17 @@ fn main() {
     }
     // TRBOX_BENCH=decode: only the text decode against trace-cmd report.
     let decode_only = std::env::var("TRBOX_BENCH").as_deref() == Ok("decode");
-    let dir = root.join(FIXTURE);
-    // Per process: two benches at once must not share (or delete) a file.
-    let out = std::env::temp_dir().join(format!("trbox-bench-{}.dat", std::process::id()));
-    let (events, data) = build(&dir, &out);
-    let bytes: u64 = data.iter().map(|d| d.len() as u64).sum();
-    println!("data: {events} events, {:.1} MB of pages, {}", bytes as f64 / 1e6, out.display());
-
-    // Raw decode in memory, best of 5.
-    let layout = trbox::sys::trace::open(&dir).unwrap().layout;
-    let mut best = f64::MAX;
-    let mut n = 0u64;
-    for _ in 0..5 {
-        let t = Instant::now();
-        n = 0;
-        for d in &data {
-            for p in d.chunks(layout.subbuf_size()) {
-                if let Ok(pg) = Page::parse(p, &layout, Endian::Little) {
-                    for r in pg.records().flatten() {
-                        n += r.payload.len() as u64 & 1 | 1;
-                    }
-                }
-            }
-        }
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    println!(
-        "raw decode:  {:>8.0} MB/s of pages, {:>6.1} M events/s ({n} records)",
-        bytes as f64 / 1e6 / best,
-        n as f64 / 1e6 / best
-    );
-
-    throughput::decode_throughput();
-    throughput::merge_throughput();
-
     // The shipped binary (make bench keeps the bench profile's build apart).
     let trbox = root.join("target/release/trbox");
     assert!(trbox.exists(), "build the release binary first (make bench does)");
-    println!("== the replicated file (x86_64 board pages, the same payloads again and again)");
-    decode_bench(&trbox, &out, events, bytes);
-    // A real capture of this machine: the figure to judge by (the
-    // replicated file's repeated payloads flatter the body memo).
+    // Per process: two benches at once must not share (or delete) a file.
     let real = std::env::temp_dir().join(format!("trbox-bench-real-{}.dat", std::process::id()));
     match real_capture(&trbox, &real) {
         Some((n, b)) => {
-            println!("== a real capture of this machine (the figure to judge by)");
+            raw_decode(&real);
+            throughput::decode_throughput();
+            throughput::merge_throughput();
+            println!("== a real capture of this machine");
             decode_bench(&trbox, &real, n, b);
             let report = std::env::temp_dir().join(format!("trbox-bench-usage-{}", std::process::id()));
             pull::pull_bench(&trbox, &real, &report);
@@ -196,11 +154,10 @@ fn main() {
                 lisa::lisa_bench(&trbox, &real, n);
             }
         }
-        None => println!("real capture: skipped (needs root and the live tracefs)"),
+        None => println!("decoding: skipped (the real capture needs root and the live tracefs)"),
     }
-    let _ = fs::remove_file(&real);
     if std::env::var_os("TRBOX_BENCH_KEEP").is_none() {
-        let _ = fs::remove_file(&out);
+        let _ = fs::remove_file(&real);
     }
     if decode_only {
         return;
@@ -208,6 +165,42 @@ fn main() {
     record_bench(&trbox);
     cost_bench(&trbox);
     stream_bench(&trbox);
+}
+
+/// The pages of a trace.dat's first buffer decoded in memory to records,
+/// best of 5 (the bench profile's decoder, no I/O): MB/s of pages and
+/// records a second.
+fn raw_decode(path: &Path) {
+    let mut f = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let td = trbox::tracedat::TraceDat::read(&mut f).expect("readable trace.dat");
+    let layout = trbox::Trace::from_dat(&td, "", ()).unwrap().layout;
+    let inst = &td.instances[0];
+    let mut pages: Vec<Vec<u8>> = Vec::new();
+    for c in &inst.cpus {
+        let mut cpu = trbox::tracedat::DatPages::new(&td, inst, c);
+        while let Ok(Some(p)) = cpu.next_page(&mut f) {
+            pages.push(p.to_vec());
+        }
+    }
+    let bytes: usize = pages.iter().map(Vec::len).sum();
+    let (mut best, mut n) = (f64::MAX, 0u64);
+    for _ in 0..5 {
+        let t = Instant::now();
+        n = 0;
+        for p in &pages {
+            if let Ok(pg) = Page::parse(p, &layout, td.endian) {
+                for r in pg.records().flatten() {
+                    n += r.payload.len() as u64 & 1 | 1;
+                }
+            }
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "raw decode:  {:>8.0} MB/s of pages, {:>6.1} M events/s ({n} records, in memory)",
+        bytes as f64 / 1e6 / best,
+        n as f64 / 1e6 / best
+    );
 }
 
 /// The text decode of `out` (`events` events, `bytes` of pages) by the

@@ -15,7 +15,7 @@ pub enum Endian {
 
 impl Endian {
     /// The byte order of the machine this code runs on.
-    pub const NATIVE: Endian = if cfg!(target_endian = "big") { Endian::Big } else { Endian::Little };
+    pub(crate) const NATIVE: Endian = if cfg!(target_endian = "big") { Endian::Big } else { Endian::Little };
 
     /// Read an unsigned integer of 1, 2, 4 or 8 bytes at `off`; `None` when
     /// out of bounds or for another size.
@@ -23,7 +23,7 @@ impl Endian {
     // several times a line); board builds keep one copy.
     #[cfg_attr(feature = "host", inline(always))]
     #[cfg_attr(not(feature = "host"), inline)]
-    pub fn uint(self, b: &[u8], off: usize, size: usize) -> Option<u64> {
+    pub(crate) fn uint(self, b: &[u8], off: usize, size: usize) -> Option<u64> {
         let s = b.get(off..off.checked_add(size)?)?;
         // Hot path of every field read: fixed-size loads, not a byte loop.
         let le = self == Endian::Little;
@@ -107,10 +107,10 @@ impl Endian {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Abi {
     /// The byte order.
-    pub endian: Endian,
+    pub(crate) endian: Endian,
     /// 4 or 8: make one with [`Abi::new`], which keeps it so, and readers
     /// need not check again.
-    pub long_size: u32,
+    pub(crate) long_size: u32,
 }
 
 impl Abi {

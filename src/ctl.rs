@@ -7,7 +7,7 @@ use core::fmt::Write as _;
 
 /// The bracketed choice in files like `trace_clock` or `current_tracer`-style
 /// lists: `"[local] global counter"` → `local`.
-pub fn selected(text: &str) -> Option<&str> {
+pub(crate) fn selected(text: &str) -> Option<&str> {
     text.split_whitespace().find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
 }
 
@@ -84,7 +84,7 @@ pub(crate) fn filter(text: &str) -> Option<&str> {
 
 /// An event's `trigger` file: the active triggers, without the `#` help text
 /// the kernel prints when there are none.
-pub fn triggers(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn triggers(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
 }
 
@@ -117,7 +117,7 @@ pub(crate) fn trigger_target(trigger: &str) -> Option<(&str, &str)> {
 /// event has no trigger (`# Available triggers:` and a `#` line of names,
 /// trace_events_trigger.c `trigger_show()`); `None` when it lists
 /// triggers instead.
-pub fn available_triggers(text: &str) -> Option<Vec<&str>> {
+pub(crate) fn available_triggers(text: &str) -> Option<Vec<&str>> {
     let mut lines = text.lines();
     lines.find(|l| l.trim() == "# Available triggers:")?;
     let names = lines.next()?.trim().strip_prefix('#')?;
@@ -151,7 +151,7 @@ pub(crate) fn last_error(text: &str) -> Option<alloc::string::String> {
 /// choice of `trace_clock`-style files, the size of a not yet expanded
 /// `buffer_size_kb` (`7 (expanded: 1408)` → `1408`), otherwise the trimmed
 /// text.
-pub fn writable_value(text: &str) -> &str {
+pub(crate) fn writable_value(text: &str) -> &str {
     if let Some(sel) = selected(text) {
         return sel;
     }
@@ -168,7 +168,8 @@ pub fn writable_value(text: &str) -> &str {
 /// Control files whose value follows from other files (the sum of the
 /// per-CPU `buffer_size_kb`): no setting of their own, neither compared
 /// nor put back.
-pub const DERIVED: &[&str] = &["buffer_total_size_kb"];
+#[cfg(test)]
+pub(crate) const DERIVED: &[&str] = &["buffer_total_size_kb"];
 
 /// The KiB a `buffer_size_kb` reads once the buffer is in use: the one
 /// change to a setting that the kernel makes by itself. Until its first use
@@ -179,7 +180,7 @@ pub const DERIVED: &[&str] = &["buffer_total_size_kb"];
 /// `DIV_ROUND_UP(size, BUF_PAGE_SIZE)`, at least 2 — and the file reads
 /// their total (1410): what a run finds afterwards without having changed
 /// anything. A plain number is returned as it is; None for other text.
-pub fn buffer_kb_in_use(text: &str, data: u64) -> Option<u64> {
+pub(crate) fn buffer_kb_in_use(text: &str, data: u64) -> Option<u64> {
     let t = text.trim();
     let Some((_, exp)) = t.split_once(" (expanded: ") else { return t.parse().ok() };
     let kb: u64 = exp.trim_end_matches(')').parse().ok()?;
@@ -192,7 +193,7 @@ pub fn buffer_kb_in_use(text: &str, data: u64) -> Option<u64> {
 /// sub-buffers, at least two (ring_buffer.c `ring_buffer_resize()`:
 /// `DIV_ROUND_UP(size, subbuf_size)`), and the file reads their data bytes
 /// in KiB, rounded down (trace.c `tracing_entries_read()`).
-pub fn buffer_kb_for(kb: u64, data: u64) -> u64 {
+pub(crate) fn buffer_kb_for(kb: u64, data: u64) -> u64 {
     let pages = kb.saturating_mul(1024).div_ceil(data.max(1)).max(2);
     pages.saturating_mul(data) / 1024
 }

@@ -179,11 +179,11 @@ impl Symbol<'_> {
 
 /// Where a probe goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Location {
+pub(crate) struct Location {
     /// Offset in the file: what `uprobe_events` wants after `PATH:`.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// The address in the file's own address space.
-    pub vaddr: u64,
+    pub(crate) vaddr: u64,
     /// The table the symbol came from (None for a raw offset).
     pub(crate) table: Option<Table>,
 }
@@ -322,7 +322,7 @@ impl Header {
 }
 
 /// A parsed ELF executable or shared object over the whole file's bytes.
-pub struct Elf<'a> {
+pub(crate) struct Elf<'a> {
     data: &'a [u8],
     e: Endian,
     is64: bool,
@@ -356,7 +356,7 @@ impl<'a> Elf<'a> {
     /// Reads the ELF header, program headers and symbol tables of a
     /// 32- or 64-bit file of either byte order; an executable or shared
     /// object only (a uprobe's offset is a file offset in one).
-    pub fn parse(data: &'a [u8]) -> Result<Self, Error> {
+    pub(crate) fn parse(data: &'a [u8]) -> Result<Self, Error> {
         // The type first: a core or an object file is named as such even
         // when the rest of its header is cut short.
         let kind = Header::ident(data)?.2;
@@ -510,7 +510,7 @@ impl<'a> Elf<'a> {
     /// `SYMBOL[+OFF]` (OFF decimal or 0x hex; SYMBOL may carry `@VER` or
     /// `@@VER`), or a bare number taken as a file offset, → where the
     /// uprobe goes. Functions only; `.symtab` first, then `.dynsym`.
-    pub fn resolve(&self, spec: &str) -> Result<Location, Error> {
+    pub(crate) fn resolve(&self, spec: &str) -> Result<Location, Error> {
         let spec = spec.trim();
         if spec.starts_with(|c: char| c.is_ascii_digit()) {
             let offset = parse_num(spec).ok_or(Error::BadSpec("an offset must be a decimal or 0x hex number"))?;

@@ -10,7 +10,7 @@ use crate::abi::Endian;
 
 /// How a field's bytes are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldKind {
+pub(crate) enum FieldKind {
     /// A plain integer (or pointer) of `size` bytes.
     Scalar,
     /// A fixed array: `count` elements of `elem_size` bytes (`char comm[16]`).
@@ -42,13 +42,13 @@ pub struct Field {
     /// (`unsigned long`, `char`, `__data_loc char`, `const char *`).
     pub(crate) type_name: String,
     /// Bytes from the start of the record's payload.
-    pub offset: u32,
+    pub(crate) offset: u32,
     /// Bytes the field takes in the record (the whole array for one).
-    pub size: u32,
+    pub(crate) size: u32,
     /// `signed:1`: read the bytes as a signed integer.
     pub(crate) signed: bool,
     /// Scalar, array, or a pointer to variable-length data.
-    pub kind: FieldKind,
+    pub(crate) kind: FieldKind,
 }
 
 /// One event's format file.
@@ -57,15 +57,15 @@ pub struct EventFormat {
     /// `ID:`, the number each record carries in `common_type`.
     pub id: u32,
     /// The event's system (its directory under `events/`).
-    pub system: String,
+    pub(crate) system: String,
     /// `name:`.
-    pub name: String,
+    pub(crate) name: String,
     /// `common_*` fields (the part before the blank line).
-    pub common: Vec<Field>,
+    pub(crate) common: Vec<Field>,
     /// The event's own fields.
-    pub fields: Vec<Field>,
+    pub(crate) fields: Vec<Field>,
     /// The text after `print fmt: `, unparsed.
-    pub print_fmt: String,
+    pub(crate) print_fmt: String,
 }
 
 /// Where a field is in a record and how it reads: what every reader of a
@@ -133,13 +133,13 @@ impl Field {
 
     /// `FieldLoc::bytes` of this field.
     #[inline]
-    pub fn bytes<'a>(&self, rec: &'a [u8], e: Endian) -> Option<&'a [u8]> {
+    pub(crate) fn bytes<'a>(&self, rec: &'a [u8], e: Endian) -> Option<&'a [u8]> {
         self.loc().bytes(rec, e)
     }
 
     /// `FieldLoc::int` of this field.
     #[inline]
-    pub fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
+    pub(crate) fn int(&self, rec: &[u8], e: Endian) -> Option<i64> {
         self.loc().int(rec, e)
     }
 
@@ -181,7 +181,7 @@ pub enum Value<'a> {
     Ints(Ints<'a>),
     /// Any other array (fixed or `__data_loc`): bytes (`u8 x[N]`, whose
     /// elements are single bytes that are not `char`), or elements of a
-    /// size no integer has (the field's [`FieldKind`] gives it).
+    /// size no integer has (the field's `FieldKind` gives it).
     Bytes(&'a [u8]),
 }
 
@@ -200,7 +200,7 @@ pub struct Ints<'a> {
 impl<'a> Ints<'a> {
     /// The array in `bytes`, of elements of `size` bytes (2, 4 or 8; `None`
     /// for another size), signed or not, in byte order `endian`.
-    pub fn new(bytes: &'a [u8], size: u32, signed: bool, endian: Endian) -> Option<Self> {
+    pub(crate) fn new(bytes: &'a [u8], size: u32, signed: bool, endian: Endian) -> Option<Self> {
         matches!(size, 2 | 4 | 8).then_some(Ints { bytes, size, signed, endian })
     }
 
@@ -634,7 +634,7 @@ pub(crate) fn parse_field_line(line: &str, long_size: u32) -> Result<Option<Fiel
 
 impl Field {
     /// Whether this is a `common_*` field.
-    pub fn is_common(&self) -> bool {
+    pub(crate) fn is_common(&self) -> bool {
         self.name.starts_with("common_")
     }
 
@@ -647,7 +647,7 @@ impl Field {
 impl EventFormat {
     /// Parse an `events/SYS/EVENT/format` text. `system` is the directory
     /// name (the file does not contain it); `long_size` is the kernel's
-    /// `long` size in bytes ([`HeaderPage::long_size`]), used for array
+    /// `long` size in bytes (`HeaderPage::long_size`), used for array
     /// element sizes.
     pub fn parse(text: &str, system: &str, long_size: u32) -> Result<EventFormat, FormatError> {
         let mut name: Option<&str> = None;
@@ -725,7 +725,8 @@ impl EventFormat {
     }
 
     /// The smallest record that holds every fixed field.
-    pub fn min_record_size(&self) -> u32 {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn min_record_size(&self) -> u32 {
         self.all_fields().map(Field::end).max().unwrap_or(0)
     }
 }
@@ -733,7 +734,7 @@ impl EventFormat {
 /// `events/header_page`: where the page header's fields live. Offsets and
 /// sizes in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeaderPage {
+pub(crate) struct HeaderPage {
     pub(crate) timestamp_offset: u32,
     pub(crate) timestamp_size: u32,
     pub(crate) commit_offset: u32,
@@ -742,10 +743,10 @@ pub struct HeaderPage {
     /// `int overwrite` (a view of the commit word's flag bits), if listed.
     pub(crate) overwrite: Option<(u32, u32)>,
     /// Where the records start on a page (after the header).
-    pub data_offset: u32,
+    pub(crate) data_offset: u32,
     /// Bytes of records a page can hold: the sub-buffer size less the
     /// header.
-    pub data_size: u32,
+    pub(crate) data_size: u32,
 }
 
 impl HeaderPage {
@@ -766,7 +767,7 @@ impl HeaderPage {
     }
 
     /// Parse the text of `events/header_page`.
-    pub fn parse(text: &str) -> Result<HeaderPage, FormatError> {
+    pub(crate) fn parse(text: &str) -> Result<HeaderPage, FormatError> {
         let (mut ts, mut commit, mut ow, mut data) = (None, None, None, None);
         let mut last = 0;
         for (no, line) in lines(text) {
@@ -818,12 +819,12 @@ impl HeaderPage {
     }
 
     /// The sub-buffer ("page") size: data offset + data size.
-    pub fn subbuf_size(&self) -> u32 {
+    pub(crate) fn subbuf_size(&self) -> u32 {
         self.data_offset.saturating_add(self.data_size)
     }
 
     /// The kernel's `long` size, which is the commit word's size.
-    pub fn long_size(&self) -> u32 {
+    pub(crate) fn long_size(&self) -> u32 {
         self.commit_size
     }
 }
@@ -832,7 +833,8 @@ impl HeaderPage {
 /// prints the same values; they are kept to detect the pre-2.6.31 format
 /// (which the page decoder does not support).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeaderEvent {
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) struct HeaderEvent {
     pub(crate) type_len_bits: u32,
     pub(crate) time_delta_bits: u32,
     pub(crate) array_bits: u32,
@@ -842,9 +844,10 @@ pub struct HeaderEvent {
     pub(crate) time_stamp_type: Option<u32>,
     pub(crate) data_max_type_len: u32,
     /// The header describes the old (2.6.30) `type`/`len` layout.
-    pub old_format: bool,
+    pub(crate) old_format: bool,
 }
 
+#[cfg(any(test, feature = "fuzzing"))]
 impl Default for HeaderEvent {
     fn default() -> Self {
         HeaderEvent {
@@ -860,10 +863,11 @@ impl Default for HeaderEvent {
     }
 }
 
+#[cfg(any(test, feature = "fuzzing"))]
 impl HeaderEvent {
     /// Parse the text of `events/header_event`. Unknown lines are ignored
     /// and missing values take the (universal) defaults; this never fails.
-    pub fn parse(text: &str) -> HeaderEvent {
+    pub(crate) fn parse(text: &str) -> HeaderEvent {
         let mut h = HeaderEvent { time_stamp_type: None, ..HeaderEvent::default() };
         let num = |s: &str| parse_u32(s.trim().trim_end_matches("bits").trim());
         for (_, line) in lines(text) {
@@ -915,13 +919,13 @@ const GONE: u64 = u64::MAX;
 
 impl EventTable {
     /// An empty table; [`EventTable::insert`] adds the formats.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Add an event; an event with the same ID (or the same system:name)
     /// is replaced and returned.
-    pub fn insert(&mut self, ev: EventFormat) -> Option<EventFormat> {
+    pub(crate) fn insert(&mut self, ev: EventFormat) -> Option<EventFormat> {
         if self.common_type.is_none() {
             if let Some(f) = ev.common.iter().find(|f| f.name == "common_type") {
                 self.common_type = Some((f.offset, f.size));
@@ -985,12 +989,12 @@ impl EventTable {
     /// The event with this ID.
     #[cfg_attr(feature = "host", inline(always))]
     #[cfg_attr(not(feature = "host"), inline)]
-    pub fn get(&self, id: u32) -> Option<&EventFormat> {
+    pub(crate) fn get(&self, id: u32) -> Option<&EventFormat> {
         self.events.get(self.index_of(id)?)
     }
 
     /// The event `sys:name` (also `sys/name`).
-    pub fn by_name(&self, full: &str) -> Option<&EventFormat> {
+    pub(crate) fn by_name(&self, full: &str) -> Option<&EventFormat> {
         if let Some(i) = self.name_index(full) {
             return self.events.get(i);
         }
@@ -1006,7 +1010,7 @@ impl EventTable {
     /// The `common_type` of a record payload.
     #[cfg_attr(feature = "host", inline(always))]
     #[cfg_attr(not(feature = "host"), inline)]
-    pub fn record_id(&self, payload: &[u8], e: Endian) -> Option<u32> {
+    pub(crate) fn record_id(&self, payload: &[u8], e: Endian) -> Option<u32> {
         let (off, size) = self.common_type.unwrap_or((0, 2));
         e.uint(payload, off as usize, size as usize).and_then(|v| u32::try_from(v).ok())
     }
@@ -1014,13 +1018,13 @@ impl EventTable {
     /// The event a record payload belongs to (by its `common_type`).
     #[cfg_attr(feature = "host", inline(always))]
     #[cfg_attr(not(feature = "host"), inline)]
-    pub fn event_of(&self, payload: &[u8], e: Endian) -> Option<&EventFormat> {
+    pub(crate) fn event_of(&self, payload: &[u8], e: Endian) -> Option<&EventFormat> {
         self.get(self.record_id(payload, e)?)
     }
 
     /// Every event, in the order first inserted (a replaced one keeps its
     /// place).
-    pub fn iter(&self) -> impl Iterator<Item = &EventFormat> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &EventFormat> {
         self.events.iter()
     }
 }

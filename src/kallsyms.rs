@@ -12,11 +12,11 @@
 //! - without it `_stext` up to `_etext` and `_sinittext` up to `_einittext`
 //!   (only text is listed then, with the `__start_*`/`__stop_*` bounds);
 //! - the end symbol itself not (5.16 on), but before 5.16 it was (`<=`,
-//!   [`Kallsyms::set_kernel`]);
+//!   `Kallsyms::set_kernel`);
 //! - and `in_gate_area_no_mm()`: x86_64's vsyscall page and arm's vectors
 //!   page (CONFIG_KUSER_HELPERS) count as kernel text, where no symbol is:
 //!   the kernel names an address there after its last symbol, with the size
-//!   up to `_end` (or `_etext`) from it, wrapped ([`Kallsyms::set_gate_area`]).
+//!   up to `_end` (or `_etext`) from it, wrapped (`Kallsyms::set_gate_area`).
 //!
 //! Modules and BPF programs (printed without a module name) resolve as
 //! listed, but a module's mapping symbols (which /proc/kallsyms lists) never
@@ -202,7 +202,7 @@ impl Kallsyms {
     /// `__init_begin`..`__init_end` counts on every version: 5.17 added it
     /// for parisc, whose init lies below `_stext`; on the others it lies
     /// inside `_stext`..`_end` anyway.
-    pub fn set_kernel(&mut self, version: Option<(u32, u32)>) {
+    pub(crate) fn set_kernel(&mut self, version: Option<(u32, u32)>) {
         self.past = u64::from(version.is_some_and(|v| v < crate::kernel::KSYM_END_EXCLUDED_SINCE));
         let b = self.bounds;
         let pairs = match b[END] {
@@ -222,18 +222,14 @@ impl Kallsyms {
     /// The page `in_gate_area_no_mm()` of the traced kernel answers for
     /// (x86_64's `[vsyscall]` unless vsyscall=none, arm's `[vectors]` with
     /// CONFIG_KUSER_HELPERS): it is kernel text to the kernel's lookups.
-    pub fn set_gate_area(&mut self, start: u64, end: u64) {
+    pub(crate) fn set_gate_area(&mut self, start: u64, end: u64) {
         self.gate = Some((start, end));
     }
 
     /// How many symbols it holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.syms.len()
-    }
-
-    /// It holds no symbol.
-    pub fn is_empty(&self) -> bool {
-        self.syms.is_empty()
     }
 
     /// Every symbol, address and name, by address (aliases side by side).
@@ -276,7 +272,7 @@ impl Kallsyms {
     }
 
     /// Address → symbol, offset and size, like `%pS` prints it.
-    pub fn lookup(&self, addr: u64) -> Option<Sym<'_>> {
+    pub(crate) fn lookup(&self, addr: u64) -> Option<Sym<'_>> {
         if self.gate.is_some_and(|(s, x)| addr >= s && addr < x) {
             // get_symbol_pos(): the last core symbol, all of them below
             // the page.
@@ -315,7 +311,7 @@ impl Kallsyms {
     }
 
     /// Exact name → address (first match).
-    pub fn address_of(&self, name: &str) -> Option<u64> {
+    pub(crate) fn address_of(&self, name: &str) -> Option<u64> {
         self.syms.iter().find(|e| self.name(e) == name).map(|e| e.addr)
     }
 }
@@ -367,7 +363,7 @@ const NAMED: [&str; 13] = [
 /// and one bit for each (8 bytes and a bit per symbol: 0.98 MB for the
 /// 121 910 addresses of a Debian x86_64 kernel, whose text is 5.4 MB).
 #[derive(Debug, Default)]
-pub struct UsedSymbols {
+pub(crate) struct UsedSymbols {
     addrs: Vec<u64>,
     /// One bit per `addrs` entry: its lines are wanted.
     used: Vec<u64>,
@@ -384,13 +380,13 @@ pub struct UsedSymbols {
 
 impl UsedSymbols {
     /// Nothing known yet.
-    pub fn new() -> UsedSymbols {
+    pub(crate) fn new() -> UsedSymbols {
         UsedSymbols::default()
     }
 
     /// The next piece of the table's text (the pieces concatenate; a line
     /// may go on in the next one). After the last, [`UsedSymbols::table_done`].
-    pub fn table_piece(&mut self, piece: &[u8]) {
+    pub(crate) fn table_piece(&mut self, piece: &[u8]) {
         let mut part = core::mem::take(&mut self.part);
         each_line(&mut part, piece, &mut |line| self.add_line(line));
         self.part = part;
@@ -408,7 +404,7 @@ impl UsedSymbols {
     }
 
     /// The whole table was given: sort it.
-    pub fn table_done(&mut self) {
+    pub(crate) fn table_done(&mut self) {
         let part = core::mem::take(&mut self.part);
         if !part.is_empty() {
             self.add_line(&part);
@@ -456,7 +452,7 @@ impl UsedSymbols {
     /// and their fields are aligned: the function tracers' ip and
     /// parent_ip, the stack entries, `%pS` fields, a marker's ip, bprint's
     /// arguments. A value that is not an address only adds a symbol.
-    pub fn scan(&mut self, data: &[u8], abi: crate::abi::Abi) {
+    pub(crate) fn scan(&mut self, data: &[u8], abi: crate::abi::Abi) {
         let Some(&low) = self.addrs.first() else { return };
         let n = abi.long_size as usize;
         let mut at = 0;
@@ -470,14 +466,14 @@ impl UsedSymbols {
 
     /// The next piece of the same table again: the lines wanted, each with
     /// its newline, onto `out`. After the last, [`UsedSymbols::filter_done`].
-    pub fn filter_piece(&mut self, piece: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn filter_piece(&mut self, piece: &[u8], out: &mut Vec<u8>) {
         let mut part = core::mem::take(&mut self.part);
         each_line(&mut part, piece, &mut |line| self.keep_line(line, out));
         self.part = part;
     }
 
     /// The table's last line, if it had no newline.
-    pub fn filter_done(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn filter_done(&mut self, out: &mut Vec<u8>) {
         let part = core::mem::take(&mut self.part);
         if !part.is_empty() {
             self.keep_line(&part, out);

@@ -23,9 +23,9 @@ extern crate self as trbox;
 
 pub mod abi;
 pub(crate) mod boot;
-pub mod btf;
+pub(crate) mod btf;
 pub mod ctl;
-pub mod elf;
+pub(crate) mod elf;
 pub mod format;
 #[cfg(feature = "host")]
 pub(crate) mod ftrace_dump;

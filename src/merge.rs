@@ -10,7 +10,7 @@
 //! after its next one; `Merger::next_ready` ignores pending CPUs instead
 //! (for follow mode after a poll timeout).
 //!
-//! For owned items from plain iterators, [`merge`] gives an `Iterator` of
+//! For owned items from plain iterators, `merge` gives an `Iterator` of
 //! `(cpu, item)`.
 //!
 //! Selection is a linear scan for up to `SCAN_MAX` CPUs (fastest for the
@@ -341,7 +341,8 @@ where
 }
 
 /// Merge per-CPU iterators (the n-th is CPU n) by timestamp.
-pub fn merge<I>(per_cpu: impl IntoIterator<Item = I>) -> MergeIter<I>
+#[cfg(test)]
+pub(crate) fn merge<I>(per_cpu: impl IntoIterator<Item = I>) -> MergeIter<I>
 where
     I: Iterator,
     I::Item: Timestamped,
@@ -351,7 +352,7 @@ where
     MergeIter { streams, m }
 }
 
-/// [`merge`] with the selection mode forced (for benchmarks).
+/// `merge` with the selection mode forced (for benchmarks).
 pub fn merge_with_mode<I>(per_cpu: impl IntoIterator<Item = I>, heap: bool) -> MergeIter<I>
 where
     I: Iterator,

@@ -35,6 +35,7 @@ pub(crate) const RB_MISSED_STORED: u32 = 1 << 30;
 
 const TYPE_PADDING: u32 = 29;
 const TYPE_TIME_EXTEND: u32 = 30;
+#[cfg(test)]
 const TYPE_TIME_STAMP: u32 = 31;
 const TS_SHIFT: u32 = 27;
 /// Absolute time stamps lack these bits (5.19+): take them from the running time.
@@ -524,7 +525,8 @@ impl<'a> Iterator for Items<'a> {
 impl core::iter::FusedIterator for Items<'_> {}
 
 /// Parse and walk one page in one call.
-pub fn decode<'a>(bytes: &'a [u8], layout: &PageLayout, endian: Endian) -> Result<Items<'a>, PageError> {
+#[cfg(test)]
+pub(crate) fn decode<'a>(bytes: &'a [u8], layout: &PageLayout, endian: Endian) -> Result<Items<'a>, PageError> {
     Ok(Page::parse(bytes, layout, endian)?.items())
 }
 
@@ -563,13 +565,14 @@ pub(crate) fn guess_endian(layout: &PageLayout, page: &[u8]) -> Option<Endian> {
 
 /// Page-building helpers for tests and fuzzing: encode events the way the
 /// kernel does.
-pub mod build {
+#[cfg(test)]
+pub(crate) mod build {
     use super::*;
     use alloc::vec::Vec;
 
     /// One event to encode.
     #[derive(Debug, Clone)]
-    pub enum Ev<'p> {
+    pub(crate) enum Ev<'p> {
         /// A data event with this delta and payload (length rounded up to 4;
         /// `type_len` form for ≤ 112 bytes unless `force_long`).
         Data {
@@ -596,7 +599,7 @@ pub mod build {
 
     /// A sub-buffer under construction.
     #[derive(Debug, Clone)]
-    pub struct PageBuilder {
+    pub(crate) struct PageBuilder {
         pub(crate) layout: PageLayout,
         pub(crate) endian: Endian,
         pub(crate) timestamp: u64,
@@ -606,7 +609,7 @@ pub mod build {
     impl PageBuilder {
         /// An empty page with this header `layout`, byte order and page
         /// time stamp.
-        pub fn new(layout: PageLayout, endian: Endian, timestamp: u64) -> Self {
+        pub(crate) fn new(layout: PageLayout, endian: Endian, timestamp: u64) -> Self {
             PageBuilder { layout, endian, timestamp, data: Vec::new() }
         }
 
@@ -628,7 +631,7 @@ pub mod build {
         }
 
         /// Appends `ev`'s header and body as ring_buffer.c writes them.
-        pub fn push(&mut self, ev: Ev<'_>) -> &mut Self {
+        pub(crate) fn push(&mut self, ev: Ev<'_>) -> &mut Self {
             match ev {
                 Ev::Data { delta, payload, force_long } => {
                     let padded = payload.len().div_ceil(4) * 4;
@@ -667,7 +670,7 @@ pub mod build {
         }
 
         /// Bytes of events so far.
-        pub fn data_len(&self) -> usize {
+        pub(crate) fn data_len(&self) -> usize {
             self.data.len()
         }
 
@@ -675,7 +678,7 @@ pub mod build {
         /// bits of the commit word (sign-extended for 8-byte words, as the
         /// kernel's `local_add` of an `int` does); `stored` is written after
         /// the data when given. `len` overrides the commit length.
-        pub fn finish(&self, missed: Missed, len: Option<u32>) -> Vec<u8> {
+        pub(crate) fn finish(&self, missed: Missed, len: Option<u32>) -> Vec<u8> {
             let l = self.layout;
             let mut page = alloc::vec![0u8; l.subbuf_size()];
             let dlen = self.data.len().min(l.data_size);

@@ -10,7 +10,7 @@ use crate::printfmt::StringLookup;
 
 /// Address → string table.
 #[derive(Debug, Default, Clone)]
-pub struct PrintkFormats {
+pub(crate) struct PrintkFormats {
     blob: String,
     /// (address, offset, length), sorted by address.
     entries: Vec<(u64, u32, u32)>,

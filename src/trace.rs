@@ -38,19 +38,19 @@ pub struct Trace<S = Kallsyms> {
     /// Where a page's header, data and records are (from `header`).
     pub layout: PageLayout,
     /// The byte order of the pages and records.
-    pub endian: Endian,
+    pub(crate) endian: Endian,
     /// The event formats, by id and by name.
-    pub events: EventTable,
+    pub(crate) events: EventTable,
     /// The comms of pids (`saved_cmdlines`).
     pub(crate) cmdlines: Cmdlines,
     /// The strings `%s` arguments of bprint events point to (`printk_formats`).
-    pub printk: PrintkFormats,
+    pub(crate) printk: PrintkFormats,
     /// The kernel's symbols (`kallsyms`).
-    pub symbols: S,
+    pub(crate) symbols: S,
     /// The trace clock's name (`local`, `mono`, `counter`…).
     pub(crate) clock: String,
     /// The traced kernel's version, and the text rules that go with it.
-    pub kernel: KernelProfile,
+    pub(crate) kernel: KernelProfile,
     /// CPUs of the traced machine.
     pub(crate) cpus: u32,
     /// What was read past in the inputs: formats that did not parse
@@ -81,7 +81,7 @@ impl<S> Trace<S> {
 
     /// The session a trace.dat describes, with symbols from `symbols` (the
     /// file's are the text `td.kallsyms`); its problems are the file's, and
-    /// the formats that did not parse ([`ProblemKind::BadFormat`]: `format
+    /// the formats that did not parse (`ProblemKind::BadFormat`: `format
     /// I of SYS: why`). The clock is the file's (`trace_clock` option),
     /// `local` when it has none; `name` names the file in
     /// `KernelProfile::source`.
@@ -118,6 +118,7 @@ impl<S> Trace<S> {
     }
 
     /// The same session with its symbols turned into others (parsed now…).
+    #[cfg(test)]
     pub(crate) fn map_symbols<T>(self, f: impl FnOnce(S) -> T) -> Trace<T> {
         let Trace { header, layout, endian, events, cmdlines, printk, symbols, clock, kernel, cpus, problems } = self;
         Trace { header, layout, endian, events, cmdlines, printk, symbols: f(symbols), clock, kernel, cpus, problems }

@@ -13,7 +13,7 @@ use super::{Btf, TypeInfo};
 /// What the print-fmt compiler needs to know about the traced kernel beyond
 /// its format files. Every method answers `None` for "unknown": the caller
 /// then falls back to `name=value` rendering.
-pub trait KernelConsts {
+pub(crate) trait KernelConsts {
     /// Value of an enumerator (`I_DIRTY_SYNC`). Unsigned 64-bit values above
     /// `i64::MAX` come back as their bit pattern (`as u64` restores them).
     fn enum_value(&self, name: &str) -> Option<i64>;
@@ -22,14 +22,6 @@ pub trait KernelConsts {
     /// The current value of the kernel variable NAME (`vmemmap_base`),
     /// `sizeof(long)` bytes wide. Only a live system can answer this.
     fn variable(&self, name: &str) -> Option<u64>;
-    /// `sizeof(union NAME)`.
-    fn sizeof_union(&self, _name: &str) -> Option<u32> {
-        None
-    }
-    /// `sizeof(enum NAME)` (the enum's storage size).
-    fn sizeof_enum(&self, _name: &str) -> Option<u32> {
-        None
-    }
     /// A typedef name as it appears in casts (`gfp_t`, `loff_t`), resolved
     /// through const/volatile/typedef chains.
     fn typedef(&self, _name: &str) -> Option<TypeInfo> {
@@ -39,7 +31,7 @@ pub trait KernelConsts {
 
 /// A source of kernel variable values (the live system: `sys::kvars::LiveVars`,
 /// std only).
-pub trait VarReader {
+pub(crate) trait VarReader {
     /// The value of the kernel variable `name` (a `u64` or pointer), or
     /// `None` when it cannot be read (no such symbol, no `/proc/kcore`).
     fn read_var(&self, name: &str) -> Option<u64>;
@@ -48,13 +40,13 @@ pub trait VarReader {
 /// [`KernelConsts`] from BTF, values of variables known in advance, and an
 /// optional reader of live variables.
 #[derive(Default)]
-pub struct BtfInfo {
+pub(crate) struct BtfInfo {
     pub(crate) btf: Option<Btf>,
     /// Variables with known values (checked before the reader).
     pub(crate) known: Vec<(String, u64)>,
     /// Asked for variables not in `known`: the live kernel's memory, when
     /// trbox runs on the traced machine; `None` for a recorded file.
-    pub reader: Option<Box<dyn VarReader + Send + Sync>>,
+    pub(crate) reader: Option<Box<dyn VarReader + Send + Sync>>,
 }
 
 impl fmt::Debug for BtfInfo {
@@ -95,12 +87,6 @@ impl KernelConsts for Btf {
     fn variable(&self, _name: &str) -> Option<u64> {
         None
     }
-    fn sizeof_union(&self, name: &str) -> Option<u32> {
-        self.union_size(name)
-    }
-    fn sizeof_enum(&self, name: &str) -> Option<u32> {
-        self.enum_size(name)
-    }
     fn typedef(&self, name: &str) -> Option<TypeInfo> {
         Btf::typedef(self, name)
     }
@@ -119,12 +105,6 @@ impl KernelConsts for BtfInfo {
         }
         self.reader.as_ref()?.read_var(name)
     }
-    fn sizeof_union(&self, name: &str) -> Option<u32> {
-        self.btf.as_ref()?.union_size(name)
-    }
-    fn sizeof_enum(&self, name: &str) -> Option<u32> {
-        self.btf.as_ref()?.enum_size(name)
-    }
     fn typedef(&self, name: &str) -> Option<TypeInfo> {
         self.btf.as_ref()?.typedef(name)
     }
@@ -134,7 +114,8 @@ impl KernelConsts for BtfInfo {
 /// (`mm_page_alloc: page=ffffea0004a1b2c0 pfn=0x1286cb …`, `0x` optional;
 /// needs `options/hash-ptr` 0): `page = vmemmap_base + pfn *
 /// sizeof(struct page)`. Every line with both values must agree, else `None`.
-pub fn vmemmap_base_from_trace(text: &str, struct_page_size: u32) -> Option<u64> {
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn vmemmap_base_from_trace(text: &str, struct_page_size: u32) -> Option<u64> {
     fn hex(s: &str) -> Option<(u64, &str)> {
         let s = s.strip_prefix("0x").unwrap_or(s);
         let n = s.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(s.len());

@@ -47,7 +47,7 @@ pub(crate) struct Param {
 /// `FUNC_PROTO`), what funcgraph-args needs to print a function's
 /// arguments as the kernel does (`print_function_args()`).
 #[derive(Debug, Default, Clone)]
-pub struct FuncArgs {
+pub(crate) struct FuncArgs {
     funcs: alloc::collections::BTreeMap<String, Vec<Param>>,
 }
 

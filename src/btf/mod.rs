@@ -27,12 +27,14 @@ mod blob;
 mod consts;
 mod func_args;
 
-pub use consts::{vmemmap_base_from_trace, BtfInfo, KernelConsts, VarReader};
+pub(crate) use consts::{BtfInfo, KernelConsts, VarReader};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use consts::vmemmap_base_from_trace;
 pub(crate) use func_args::{ArgType, FuncArgs};
 
 /// Why a blob was rejected. Offsets are byte offsets into the blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BtfError {
+pub(crate) enum BtfError {
     /// Shorter than the fixed header.
     Truncated,
     /// The first two bytes are not 0xeB9F in either byte order.
@@ -85,11 +87,11 @@ impl std::error::Error for BtfError {}
 
 /// Size and sign of a scalar-ish type (what a cast to a typedef name means).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TypeInfo {
+pub(crate) struct TypeInfo {
     /// `sizeof` in bytes.
-    pub size: u32,
+    pub(crate) size: u32,
     /// Signed integer or enum with signed values (floats count as signed).
-    pub signed: bool,
+    pub(crate) signed: bool,
     /// Resolves to a pointer.
     pub(crate) pointer: bool,
     /// Resolves to a struct, union or array (not usable as an integer).
@@ -147,7 +149,7 @@ impl Table {
 /// blobs. Lookups are binary searches; the first blob (vmlinux) wins over
 /// modules added later.
 #[derive(Debug, Default, Clone)]
-pub struct Btf {
+pub(crate) struct Btf {
     tables: Vec<Table>,
     big_endian: bool,
     /// `sizeof(long)` from the blob's `long int` type, if it has one.
@@ -164,7 +166,7 @@ struct Pending<'a> {
 
 impl Btf {
     /// Parse a complete (base) BTF blob such as /sys/kernel/btf/vmlinux.
-    pub fn parse(raw: &[u8]) -> Result<Btf, BtfError> {
+    pub(crate) fn parse(raw: &[u8]) -> Result<Btf, BtfError> {
         Self::parse_filtered(raw, &|_| true)
     }
 
@@ -305,17 +307,20 @@ impl Btf {
     }
 
     /// Number of indexed names (enumerators, structs, unions, enums, typedefs).
-    pub fn len(&self) -> usize {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn len(&self) -> usize {
         self.tables.iter().map(|t| t.entries.len()).sum()
     }
 
+    /// Heap bytes held by the index.
     /// No name indexed (a blob of anonymous types only).
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Heap bytes held by the index.
-    pub fn heap_bytes(&self) -> usize {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.tables.iter().map(|t| t.blob.capacity() + t.entries.capacity() * core::mem::size_of::<Entry>()).sum()
     }
 
@@ -326,7 +331,8 @@ impl Btf {
     }
 
     /// `sizeof(long)` of the kernel the blob describes (from `long int`).
-    pub fn long_size(&self) -> Option<u8> {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn long_size(&self) -> Option<u8> {
         self.long_size
     }
 
@@ -342,16 +348,18 @@ impl Btf {
     }
 
     /// `sizeof(struct NAME)`.
-    pub fn struct_size(&self, name: &str) -> Option<u32> {
+    pub(crate) fn struct_size(&self, name: &str) -> Option<u32> {
         self.find(Kind::Struct, name).map(|e| e.value as u32)
     }
 
     /// `sizeof(union NAME)`.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn union_size(&self, name: &str) -> Option<u32> {
         self.find(Kind::Union, name).map(|e| e.value as u32)
     }
 
     /// `sizeof(enum NAME)`.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn enum_size(&self, name: &str) -> Option<u32> {
         self.find(Kind::Enum, name).map(|e| e.value as u32)
     }
@@ -443,7 +451,7 @@ mod tests {
         assert_eq!(k.variable("jiffies"), None);
         let mut info = BtfInfo::from_btf(btf.clone());
         assert_eq!(KernelConsts::enum_value(&info, "I_DIRTY_SYNC"), Some(16));
-        assert_eq!(info.sizeof_union("u"), Some(8));
+        assert_eq!(info.sizeof_struct("page"), Some(64));
         info.set_variable("vmemmap_base", 0xffffea0000000000);
         info.set_variable("vmemmap_base", 0xffffea8000000000);
         assert_eq!(info.variable("vmemmap_base"), Some(0xffffea8000000000));

@@ -39,7 +39,7 @@ use crate::kernel::{syscall_size_arg, syscall_style_of, SyscallStyle, O_ACCMODE,
 
 /// Why a print fmt could not be compiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Error {
+pub(crate) enum Error {
     /// A construct the compiler does not handle (short reason).
     Unsupported(&'static str),
 }
@@ -58,7 +58,7 @@ impl fmt::Display for Error {
 /// sizes for pointer arithmetic (`(struct page *)vmemmap_base + pfn`) and
 /// typedef names in casts. Consulted only at compile time; every method may
 /// answer `None` (the method names follow `btf::KernelConsts`).
-pub trait KernelInfo {
+pub(crate) trait KernelInfo {
     /// Value of an enumerator.
     fn enum_value(&self, _name: &str) -> Option<i64> {
         None
@@ -95,12 +95,12 @@ impl KernelInfo for NoKernelInfo {}
 /// [`KernelInfo`] from any [`crate::btf::KernelConsts`] (BTF, live kernel
 /// variables) plus the kernel version:
 /// `Program::compile_with(ev, long, &FromConsts { consts: &info, version })`.
-pub struct FromConsts<'a, T: crate::btf::KernelConsts + ?Sized> {
+pub(crate) struct FromConsts<'a, T: crate::btf::KernelConsts + ?Sized> {
     /// Where enum and `#define` values come from.
-    pub consts: &'a T,
+    pub(crate) consts: &'a T,
     /// The traced kernel's (major, minor), for what its format files
     /// leave out (see `crate::kernel`); `None` when unknown.
-    pub version: Option<(u32, u32)>,
+    pub(crate) version: Option<(u32, u32)>,
 }
 
 impl<T: crate::btf::KernelConsts + ?Sized> KernelInfo for FromConsts<'_, T> {
@@ -136,6 +136,8 @@ struct FieldInfo {
 #[derive(Debug, Clone)]
 enum Body {
     Prog(Prog),
+    // Why, and the text the reason names: read by the tests.
+    #[cfg_attr(not(test), allow(dead_code))]
     Fallback(Error, String),
     /// `ftrace/bprint`: ip, fmt pointer, binary args from `buf`.
     Bprint {
@@ -229,14 +231,14 @@ fn scalar(f: Option<&Field>) -> Option<Loc> {
 impl Program {
     /// Compile `ev.print_fmt` for a kernel whose `long` is `long_size`
     /// bytes (4 or 8; byte order comes with each [`Ctx`] at render time).
-    /// Never fails: see [`Program::fallback_reason`].
+    /// Never fails: see `Program::fallback_reason`.
     pub fn compile(ev: &EventFormat, long_size: u32) -> Program {
         Self::compile_with(ev, long_size, &NoKernelInfo)
     }
 
     /// [`compile`](Self::compile) with kernel facts for identifiers and
     /// struct sizes the format file leaves symbolic.
-    pub fn compile_with(ev: &EventFormat, long_size: u32, info: &dyn KernelInfo) -> Program {
+    pub(crate) fn compile_with(ev: &EventFormat, long_size: u32, info: &dyn KernelInfo) -> Program {
         let long_size = if long_size == 4 { 4 } else { 8 };
         let mut names = String::new();
         let mut fields = Vec::new();
@@ -364,7 +366,8 @@ impl Program {
 
     /// `Some(reason)` when the print fmt could not be compiled and
     /// [`render`](Self::render) prints `name=value` fields instead.
-    pub fn fallback_reason(&self) -> Option<Error> {
+    #[cfg(test)]
+    pub(crate) fn fallback_reason(&self) -> Option<Error> {
         match &self.body {
             Body::Fallback(e, _) => Some(*e),
             _ => None,
@@ -374,7 +377,8 @@ impl Program {
     /// Parts of a compiled program that could not be compiled (arguments
     /// that print a marker, `__print_symbolic` entries with unknown enum
     /// names); empty when the rendering is complete.
-    pub fn unknown_parts(&self) -> &[&'static str] {
+    #[cfg(test)]
+    pub(crate) fn unknown_parts(&self) -> &[&'static str] {
         match &self.body {
             Body::Prog(p) | Body::Probe { prog: p, .. } => &p.unknown,
             _ => &[],
@@ -382,7 +386,8 @@ impl Program {
     }
 
     /// For a fallback: a few tokens around where compilation stopped.
-    pub fn fallback_context(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn fallback_context(&self) -> Option<&str> {
         match &self.body {
             Body::Fallback(_, at) => Some(at),
             _ => None,
@@ -392,7 +397,8 @@ impl Program {
     /// The print fmt could not be compiled: records print their fields
     /// as `name=value` instead, as the kernel does for an event it cannot
     /// parse.
-    pub fn is_fallback(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_fallback(&self) -> bool {
         self.fallback_reason().is_some()
     }
 
@@ -419,7 +425,7 @@ impl Program {
     /// Whether the kernel prints `event_name: ` before this body. False for
     /// the syscall tracer's events, whose body starts with the syscall
     /// name (`sys_openat(dfd: 0xffffff9c, …)`, `sys_read -> 0x340`).
-    pub fn name_prefix(&self) -> bool {
+    pub(crate) fn name_prefix(&self) -> bool {
         !matches!(self.body, Body::SysEnter { .. } | Body::SysExit { .. } | Body::RawData { .. })
     }
 

@@ -134,7 +134,7 @@ pub(crate) const LIB_DIRS: &str =
 
 /// `SYMBOL[+OFF]` (or a file offset) in the ELF file at `path` → where a
 /// uprobe goes.
-pub fn resolve(path: &Path, spec: &str) -> Result<Location, Error> {
+pub(crate) fn resolve(path: &Path, spec: &str) -> Result<Location, Error> {
     let f = FileBytes::open(path).map_err(|e| Error::io(path, e))?;
     let elf = Elf::parse(f.bytes()).map_err(|err| Error::Elf { path: path.into(), err })?;
     elf.resolve(spec).map_err(|err| Error::Elf { path: path.into(), err })

@@ -99,6 +99,7 @@ impl LazyKallsyms {
     }
 
     /// The table (empty when there are no symbols), read now if it was not.
+    #[cfg(test)]
     pub(crate) fn into_table(self) -> crate::kallsyms::Kallsyms {
         self.get();
         self.table.into_inner().flatten().unwrap_or_default()

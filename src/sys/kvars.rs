@@ -52,19 +52,19 @@ impl Core {
 /// Values of kernel variables on the running system. Opens /proc/kallsyms
 /// and /proc/kcore on first use; if that fails it stays failed.
 #[derive(Default)]
-pub struct LiveVars {
+pub(crate) struct LiveVars {
     syms: OnceLock<Option<Kallsyms>>,
     core: OnceLock<Option<Core>>,
 }
 
 impl LiveVars {
     /// Nothing read yet: the symbols and /proc/kcore on first use.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The value (`sizeof(long)` bytes) of the kernel variable `name`.
-    pub fn read(&self, name: &str) -> Option<u64> {
+    pub(crate) fn read(&self, name: &str) -> Option<u64> {
         let syms = self
             .syms
             .get_or_init(|| std::fs::read_to_string("/proc/kallsyms").ok().map(|t| Kallsyms::parse(&t)))
@@ -124,7 +124,7 @@ pub(crate) fn load_btf_dir(dir: &Path) -> Option<Btf> {
 /// a copy from another machine: `top/btf/vmlinux` (a copy of that machine's
 /// /sys/kernel/btf/vmlinux; module blobs beside it) and no variables — never
 /// anything of this machine's. `None` when there is nothing to offer.
-pub fn load_for_tree(top: &Path, live: bool) -> Option<BtfInfo> {
+pub(crate) fn load_for_tree(top: &Path, live: bool) -> Option<BtfInfo> {
     if live {
         let mut k = BtfInfo { btf: load_btf_dir(Path::new("/sys/kernel/btf")), ..Default::default() };
         k.reader = Some(Box::new(LiveVars::new()));

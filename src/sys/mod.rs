@@ -2,10 +2,10 @@
 //! what bytes mean lives in the core modules; this only moves them.
 
 pub(crate) mod child;
-pub mod elf;
+pub(crate) mod elf;
 mod error;
 pub(crate) mod kallsyms;
-pub mod kvars;
+pub(crate) mod kvars;
 pub(crate) mod lock;
 pub(crate) mod net;
 pub(crate) mod pages;
@@ -16,19 +16,22 @@ pub(crate) mod record;
 pub(crate) mod reset;
 pub(crate) mod sched;
 pub(crate) mod signals;
-pub mod state;
+pub(crate) mod state;
 pub(crate) mod status;
 pub mod stop;
 pub(crate) mod thread;
 pub mod trace;
-pub mod trace_pipe;
+// The text of a build without the decoder (`minimal`); the host build
+// keeps it for its test.
+#[cfg_attr(feature = "decode", allow(dead_code))]
+pub(crate) mod trace_pipe;
 mod tracedat;
 mod tracefs;
 pub(crate) mod watch;
 
 pub use error::{describe, Error};
 pub(crate) use kallsyms::read_live_ahead;
-pub use tracefs::{event_dir, instance_name_problem, read_text, Found, Held, Tracefs};
+pub(crate) use tracefs::{event_dir, instance_name_problem, read_text, Found, Held, Tracefs};
 
 /// `bytes` in an anonymous file (memfd_create; a deleted temporary file
 /// where that is missing), to read like any trace.dat through pread.

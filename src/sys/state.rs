@@ -32,7 +32,7 @@ struct Step {
 }
 
 /// The changes one run made.
-pub struct State<'t> {
+pub(crate) struct State<'t> {
     t: &'t Tracefs,
     undo: Vec<Step>,
     /// `-k/--keep`: leave the changes in place.
@@ -46,7 +46,7 @@ impl<'t> State<'t> {
     }
 
     /// Nothing changed yet in `t`.
-    pub fn new(t: &'t Tracefs) -> Self {
+    pub(crate) fn new(t: &'t Tracefs) -> Self {
         State { t, undo: Vec::new(), keep: false }
     }
 
@@ -71,7 +71,7 @@ impl<'t> State<'t> {
     /// Set a single-value control file (`current_tracer`, `tracing_on`,
     /// `trace_clock`, `options/X`, `events/S/E/enable`, `buffer_size_kb`…).
     /// Returns whether anything was written.
-    pub fn set(&mut self, rel: &str, value: &str) -> Result<bool, Error> {
+    pub(crate) fn set(&mut self, rel: &str, value: &str) -> Result<bool, Error> {
         let cur = self.t.read(rel)?;
         let old = ctl::writable_value(&cur).to_string();
         if old == value.trim() {
@@ -85,7 +85,7 @@ impl<'t> State<'t> {
     /// Replace a list file (`set_event_pid`, `set_ftrace_filter`,
     /// `set_graph_function`…) with `items`; the old list comes back on
     /// restore.
-    pub fn set_list(&mut self, rel: &str, items: &[String]) -> Result<bool, Error> {
+    pub(crate) fn set_list(&mut self, rel: &str, items: &[String]) -> Result<bool, Error> {
         let cur = self.t.read(rel)?;
         let old: Vec<&str> = ctl::entries(&cur).filter(|l| *l != "no pid").collect();
         if old.iter().copied().eq(items.iter().map(String::as_str)) {
@@ -99,7 +99,7 @@ impl<'t> State<'t> {
 
     /// Set an event's (or system's) filter; `filter` of `None` clears it.
     /// A rejected filter reports the kernel's error_log text.
-    pub fn set_filter(&mut self, event_dir: &str, filter: Option<&str>) -> Result<bool, Error> {
+    pub(crate) fn set_filter(&mut self, event_dir: &str, filter: Option<&str>) -> Result<bool, Error> {
         let rel = format!("{event_dir}/filter");
         let cur = self.t.read(&rel)?;
         let old = ctl::filter(&cur).map(String::from);
@@ -121,7 +121,7 @@ impl<'t> State<'t> {
     /// removed again on restore. An identical trigger already present is left
     /// alone. A command the kernel lacks (the event's `trigger` file lists
     /// the ones it has) gives [`Error::NoTrigger`].
-    pub fn add_trigger(&mut self, event_dir: &str, trigger: &str) -> Result<bool, Error> {
+    pub(crate) fn add_trigger(&mut self, event_dir: &str, trigger: &str) -> Result<bool, Error> {
         let rel = format!("{event_dir}/trigger");
         let cur = self.t.read(&rel)?;
         if ctl::triggers(&cur).any(|t| trigger_matches(t, trigger)) {
@@ -159,7 +159,7 @@ impl<'t> State<'t> {
     /// Select a tracer in `current_tracer`. A tracer the kernel lacks gives
     /// [`Error::NoTracer`] with the ones it has; EPERM (function tracers
     /// where dynamic ftrace is refused) gives [`Error::FtraceRefused`].
-    pub fn set_tracer(&mut self, name: &str) -> Result<bool, Error> {
+    pub(crate) fn set_tracer(&mut self, name: &str) -> Result<bool, Error> {
         self.t.require_tracer(name)?;
         self.set("current_tracer", name).map_err(ftrace_refused)
     }
@@ -167,7 +167,7 @@ impl<'t> State<'t> {
     /// Turn a word of `osnoise/options` on or off (`NAME` / `NO_NAME`, as
     /// the kernel lists them: trace_osnoise.c, osnoise_options_show). None
     /// when the kernel has no such option (before 6.3, no file at all).
-    pub fn set_osnoise_option(&mut self, name: &str, on: bool) -> Result<Option<bool>, Error> {
+    pub(crate) fn set_osnoise_option(&mut self, name: &str, on: bool) -> Result<Option<bool>, Error> {
         let rel = "osnoise/options";
         let cur = self.t.read(rel).unwrap_or_default();
         let no = format!("NO_{name}");
@@ -233,7 +233,7 @@ impl<'t> State<'t> {
     }
 
     /// Turn `options/NAME` on or off.
-    pub fn set_option(&mut self, name: &str, on: bool) -> Result<bool, Error> {
+    pub(crate) fn set_option(&mut self, name: &str, on: bool) -> Result<bool, Error> {
         self.set(&format!("options/{name}"), if on { "1" } else { "0" })
     }
 
@@ -242,7 +242,7 @@ impl<'t> State<'t> {
     /// with `globs`. A glob matching no function is rejected by the kernel
     /// after the ones before it were taken, so the old list is put back at
     /// once; EPERM gives [`Error::FtraceRefused`].
-    pub fn set_functions(&mut self, rel: &str, globs: &[String]) -> Result<bool, Error> {
+    pub(crate) fn set_functions(&mut self, rel: &str, globs: &[String]) -> Result<bool, Error> {
         let cur = self.t.read(rel).map_err(ftrace_refused)?;
         let old: Vec<&str> = ctl::entries(&cur).collect();
         if old.iter().copied().eq(globs.iter().map(String::as_str)) {
@@ -365,7 +365,7 @@ impl Tracefs {
 
     /// Write a control file in one write() (the kernel parses each write on
     /// its own), truncating it first.
-    pub fn write(&self, rel: &str, value: &str) -> Result<(), Error> {
+    pub(crate) fn write(&self, rel: &str, value: &str) -> Result<(), Error> {
         self.write_with(rel, value, false)
     }
 

@@ -30,7 +30,8 @@ pub fn open(path: &Path) -> Result<Opened, Error> {
 }
 
 /// Like [`open`], with the symbols read and parsed now.
-pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
+#[cfg(test)]
+pub(crate) fn open_parsed(path: &Path) -> Result<Trace, Error> {
     Ok(open(path)?.map_symbols(LazyKallsyms::into_table))
 }
 
@@ -38,7 +39,7 @@ pub fn open_parsed(path: &Path) -> Result<Trace, Error> {
 /// come from a big-endian board, and whose kernel is the one in its
 /// `uname` or `version` file, never this machine's). The clock is that of
 /// `t`'s instance; the rest is the top level's.
-pub fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
+pub(crate) fn open_tree(t: &Tracefs) -> Result<Opened, Error> {
     let (header, endian) = tree_header(t)?;
     open_tree_with(t, header, endian, None)
 }

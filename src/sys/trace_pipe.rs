@@ -19,7 +19,7 @@ use std::time::Duration;
 const TICK: Duration = Duration::from_millis(100);
 
 /// A buffer's `trace_pipe`, open for reading.
-pub struct TracePipe {
+pub(crate) struct TracePipe {
     f: std::fs::File,
     path: std::path::PathBuf,
 }
@@ -27,7 +27,7 @@ pub struct TracePipe {
 impl TracePipe {
     /// Open the buffer's `trace_pipe` (before the traced command runs, as
     /// the decoder's readers are).
-    pub fn open(t: &Tracefs) -> Result<Self, Error> {
+    pub(crate) fn open(t: &Tracefs) -> Result<Self, Error> {
         let path = t.path("trace_pipe");
         // Non-blocking: an empty buffer is EAGAIN, not a read that waits
         // for the next event after the window closed (tracing_wait_pipe()).
@@ -43,7 +43,7 @@ impl TracePipe {
     /// Ctrl-C, SIGTERM, -t), then what is left (the caller has closed the
     /// window by then); stop early when `out`'s reader went away. Whether
     /// any text came.
-    pub fn follow(self, out: &mut Out, stop: &Stop<'_>) -> Result<bool, Error> {
+    pub(crate) fn follow(self, out: &mut Out, stop: &Stop<'_>) -> Result<bool, Error> {
         let TracePipe { mut f, path } = self;
         let mut buf = vec![0u8; 64 * 1024];
         let mut stopping = false;

@@ -14,7 +14,7 @@ const DEBUGFS_DEFAULT: &str = "/sys/kernel/debug";
 
 /// How the root was found; reported by `tr-on` and used to undo a mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// Given with `-T` / TRBOX_TRACEFS.
     Given,
     /// A mounted tracefs (from mountinfo).
@@ -27,7 +27,7 @@ pub enum Found {
 
 /// An open tracing root: the top level, or an instance below it.
 #[derive(Debug)]
-pub struct Tracefs {
+pub(crate) struct Tracefs {
     /// The top-level tracing directory.
     top: PathBuf,
     /// The directory applets work in: `top`, or `top/instances/NAME`.
@@ -55,7 +55,7 @@ fn has_events(dir: &Path) -> io::Result<bool> {
 impl Tracefs {
     /// A tracing root at `dir` (for `-T`): it must exist and hold `events/`.
     /// A debugfs root holding `tracing/` is accepted too.
-    pub fn at(dir: impl Into<PathBuf>) -> Result<Self, Error> {
+    pub(crate) fn at(dir: impl Into<PathBuf>) -> Result<Self, Error> {
         let mut dir: PathBuf = dir.into();
         // A symlink given is resolved once here: the run lock opens the
         // directory without following one.
@@ -153,7 +153,7 @@ impl Tracefs {
     }
 
     /// `-T` when given, else discovery.
-    pub fn open(given: Option<&str>) -> Result<Self, Error> {
+    pub(crate) fn open(given: Option<&str>) -> Result<Self, Error> {
         match given {
             Some(d) => Self::at(d),
             None => Self::discover(),
@@ -190,7 +190,7 @@ impl Tracefs {
 
     /// Switch to `instances/NAME`, creating it if missing; an instance this
     /// run created is removed again when the Tracefs is dropped.
-    pub fn enter_or_create_instance(&mut self, name: &str) -> Result<(), Error> {
+    pub(crate) fn enter_or_create_instance(&mut self, name: &str) -> Result<(), Error> {
         if name.is_empty() {
             return Ok(());
         }
@@ -380,7 +380,7 @@ impl Tracefs {
 
 /// `Tracefs::held`: the events a buffer holds, and those read out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Held {
+pub(crate) struct Held {
     /// Events in the buffer now.
     pub(crate) entries: u64,
     /// Events consuming reads took out of it.
@@ -388,7 +388,7 @@ pub struct Held {
 }
 
 /// `sys:event` → `events/sys/event`.
-pub fn event_dir(e: &str) -> String {
+pub(crate) fn event_dir(e: &str) -> String {
     format!("events/{}", e.replacen(':', "/", 1))
 }
 
@@ -397,7 +397,7 @@ pub fn event_dir(e: &str) -> String {
 /// level seen as an instance, a `/` a path below or beside it; a leading `-`
 /// is an option given where the name was expected, a leading `.` a hidden
 /// name, and control characters break every listing they are printed in.
-pub fn instance_name_problem(name: &str) -> Option<&'static str> {
+pub(crate) fn instance_name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         Some("it is empty")
     } else if name.contains('/') {
@@ -421,7 +421,7 @@ pub fn instance_name_problem(name: &str) -> Option<&'static str> {
 /// files in one read: a status reads every event's enable, filter and
 /// trigger, and a 64 KiB heap buffer for each was an mmap and a munmap
 /// apiece with musl's malloc (seconds under qemu's TCG).
-pub fn read_text(p: &Path) -> io::Result<String> {
+pub(crate) fn read_text(p: &Path) -> io::Result<String> {
     use std::io::Read;
     let mut f = std::fs::File::open(p)?;
     let mut page = [0u8; 4096];

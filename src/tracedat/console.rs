@@ -65,7 +65,7 @@ fn deflate(data: &[u8]) -> Vec<u8> {
 pub(crate) const MAX_STREAM: usize = 1 << 30;
 
 /// CRC-32 (IEEE 802.3, reflected), bit by bit: console speeds need no table.
-pub fn crc32(data: &[u8]) -> u32 {
+pub(crate) fn crc32(data: &[u8]) -> u32 {
     let mut c = !0u32;
     for &b in data {
         c ^= u32::from(b);
@@ -128,25 +128,25 @@ fn unbase64(s: &[u8]) -> Option<Vec<u8>> {
 
 /// Turns stream bytes (given whole frames at a time) into console lines.
 #[derive(Debug, Default)]
-pub struct Encoder {
+pub(crate) struct Encoder {
     seq: u32,
     pending: Vec<u8>,
 }
 
 impl Encoder {
     /// An encoder at line 1 with nothing pending.
-    pub fn new() -> Encoder {
+    pub(crate) fn new() -> Encoder {
         Encoder::default()
     }
 
     /// The begin marker line.
-    pub fn begin(&self) -> String {
+    pub(crate) fn begin(&self) -> String {
         String::from(BEGIN) + "\n"
     }
 
     /// Take whole frames; returns the lines of a block once enough is
     /// gathered (else an empty string).
-    pub fn push(&mut self, frames: &[u8]) -> String {
+    pub(crate) fn push(&mut self, frames: &[u8]) -> String {
         self.pending.extend_from_slice(frames);
         if self.pending.len() >= BLOCK_BYTES {
             self.flush()
@@ -190,7 +190,7 @@ impl Encoder {
     }
 
     /// What is left, and the end marker with the number of lines.
-    pub fn end(&mut self) -> String {
+    pub(crate) fn end(&mut self) -> String {
         let mut s = self.flush();
         s.push_str(&format!("{END} {}\n", self.seq));
         s

@@ -4,11 +4,11 @@
 //!   formats, kallsyms, printk formats, saved cmdlines, options, instances)
 //!   through a [`Source`] — anything that can fill a buffer from a file
 //!   offset (a byte slice, or a file with `pread` in the std layer). The page
-//!   data is not loaded: every [`Instance`] lists per-CPU `(offset, size)`
+//!   data is not loaded: every `Instance` lists per-CPU `(offset, size)`
 //!   ranges, and [`DatPages`] hands out one sub-buffer at a time (for
 //!   compressed v7 data, one decompressed chunk of a few pages is held), so
 //!   memory stays flat however large the file is.
-//! * `write`: [`V6Writer`] produces the bytes of a version 6 header in
+//! * `write`: `V6Writer` produces the bytes of a version 6 header in
 //!   order; the caller appends the page-aligned per-CPU data and patches the
 //!   flyrecord table (and, if reserved, the options) at the positions the
 //!   writer returned.
@@ -20,20 +20,24 @@ use alloc::string::String;
 use core::fmt;
 
 mod compress;
-pub mod console;
+pub(crate) mod console;
 pub(crate) mod deflate;
-pub mod msg;
+pub(crate) mod msg;
 pub(crate) mod read;
-pub mod stream;
+pub(crate) mod stream;
 pub(crate) mod write;
 
 #[cfg(test)]
 pub(crate) use compress::{decompress, Compression};
-pub use read::{selected_clock, ChunkHeader, CpuData, DatPages, EventSystem, Instance, Options, TraceDat, Tsc2Nsec};
-pub use write::{
-    cpustat_text, data_layout, encode_flyrecord_header, encode_flyrecord_table, encode_options, encode_u32, encode_u64,
-    fit_cmdlines, FlyrecordSlot, OptionsSlot, V6Writer, WriteError, WriteOptions, CMDLINES_PAD,
+pub use read::{DatPages, TraceDat};
+pub(crate) use read::{selected_clock, Instance};
+pub(crate) use write::{
+    cpustat_text, encode_flyrecord_table, encode_options, encode_u32, fit_cmdlines, FlyrecordSlot, OptionsSlot,
+    V6Writer, WriteError, WriteOptions, CMDLINES_PAD,
 };
+// What the tests name of the writer.
+#[cfg(test)]
+pub(crate) use write::{data_layout, encode_flyrecord_header, encode_u64};
 
 pub(crate) use crate::abi::Endian;
 

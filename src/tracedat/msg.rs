@@ -38,27 +38,27 @@
 use alloc::vec::Vec;
 
 /// The listener's first words to a sender.
-pub const GREETING: &[u8; 8] = b"tracecmd";
+pub(crate) const GREETING: &[u8; 8] = b"tracecmd";
 /// The sender asks for protocol 3 (a CPU count of -1, then `V3`).
-pub const V3_CPU: &[u8; 5] = b"-1V3\0";
+pub(crate) const V3_CPU: &[u8; 5] = b"-1V3\0";
 /// The listener agrees to protocol 3.
 pub(crate) const V3_REPLY: &[u8; 3] = b"V3\0";
 /// `sizeof(V3_MAGIC)` of `"766679\0"`: the explicit NUL and C's.
-pub const V3_MAGIC: &[u8; 8] = b"766679\0\0";
+pub(crate) const V3_MAGIC: &[u8; 8] = b"766679\0\0";
 /// The listener accepts the magic.
 pub(crate) const OK: &[u8; 2] = b"OK";
 
 // Message commands, `enum tracecmd_msg_cmd` in trace-msg.c.
 /// The recording is over.
-pub const CLOSE: u32 = 0;
+pub(crate) const CLOSE: u32 = 0;
 /// The sender's set-up: CPUs, page size, options.
 pub(crate) const TINIT: u32 = 1;
 /// The listener's reply: one port per CPU.
 pub(crate) const RINIT: u32 = 2;
 /// A piece of the trace.dat header.
-pub const SEND_DATA: u32 = 3;
+pub(crate) const SEND_DATA: u32 = 3;
 /// The header is complete.
-pub const FIN_DATA: u32 = 4;
+pub(crate) const FIN_DATA: u32 = 4;
 
 /// Bytes of saved_cmdlines room a `-N` sender may spend on keeping
 /// trace-cmd's listener waiting for the rest of the header: a newline a
@@ -73,17 +73,17 @@ pub(crate) const CMDLINES: u32 = 0x7472_0001;
 pub(crate) const TRBOX_LISTENER: &[u8] = b"trbox";
 
 /// Bytes of a message header: size, cmd, cmd_size, each a big-endian u32.
-pub const HEADER_LEN: usize = 12;
+pub(crate) const HEADER_LEN: usize = 12;
 /// The largest message trace-cmd accepts, header included.
 pub(crate) const MAX_LEN: usize = 8192;
 /// Header bytes one SEND_DATA carries.
-pub const MAX_DATA: usize = MAX_LEN - HEADER_LEN;
+pub(crate) const MAX_DATA: usize = MAX_LEN - HEADER_LEN;
 const TINIT_LEN: usize = 12;
 const RINIT_LEN: usize = 4;
 
 /// A message's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// The whole message, header included.
     pub(crate) size: u32,
     /// The command ([`TINIT`], [`SEND_DATA`], …).
@@ -94,21 +94,21 @@ pub struct Header {
 
 impl Header {
     /// Reads the three big-endian words; [`Header::body_len`] checks them.
-    pub fn parse(b: &[u8; HEADER_LEN]) -> Header {
+    pub(crate) fn parse(b: &[u8; HEADER_LEN]) -> Header {
         let be = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         Header { size: be(0), cmd: be(4), cmd_size: be(8) }
     }
 
     /// Bytes after the header (fixed part and data), None when the sizes
     /// do not add up or exceed what trace-cmd allows.
-    pub fn body_len(&self) -> Option<usize> {
+    pub(crate) fn body_len(&self) -> Option<usize> {
         let n = (self.size as usize).checked_sub(HEADER_LEN)?;
         (self.size as usize <= MAX_LEN && self.cmd_size as usize <= n).then_some(n)
     }
 }
 
 /// A message: `cmd`, its fixed part, its data.
-pub fn message(cmd: u32, fixed: &[u32], data: &[u8]) -> Vec<u8> {
+pub(crate) fn message(cmd: u32, fixed: &[u32], data: &[u8]) -> Vec<u8> {
     let cmd_size = 4 * fixed.len();
     let size = HEADER_LEN + cmd_size + data.len();
     let mut v = Vec::with_capacity(size);
@@ -121,7 +121,7 @@ pub fn message(cmd: u32, fixed: &[u32], data: &[u8]) -> Vec<u8> {
 
 /// TINIT: the CPU count and page size, with the option "tcp" (the pages go
 /// over TCP; without it trace-cmd listens on UDP).
-pub fn tinit(cpus: u32, page_size: u32) -> Vec<u8> {
+pub(crate) fn tinit(cpus: u32, page_size: u32) -> Vec<u8> {
     message(TINIT, &[cpus, page_size, 1], b"tcp\0")
 }
 
@@ -168,7 +168,7 @@ fn split<'a>(h: &Header, body: &'a [u8], words: usize) -> Option<(Vec<u32>, &'a 
 }
 
 /// The ports of a RINIT body (None: malformed).
-pub fn parse_rinit(h: &Header, body: &[u8]) -> Option<Vec<u16>> {
+pub(crate) fn parse_rinit(h: &Header, body: &[u8]) -> Option<Vec<u16>> {
     if h.cmd != RINIT || (h.cmd_size as usize) < RINIT_LEN {
         return None;
     }

@@ -244,11 +244,11 @@ impl<S: Source + ?Sized> MetaInput for Stream<'_, S> {
 
 /// One event system's format files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EventSystem {
+pub(crate) struct EventSystem {
     /// The system's name (`sched`, `irq`).
-    pub name: String,
+    pub(crate) name: String,
     /// Each event's `format` file text, in file order.
-    pub formats: Vec<Vec<u8>>,
+    pub(crate) formats: Vec<Vec<u8>>,
 }
 
 /// Per-CPU page data of one instance: `size` bytes at file `offset`
@@ -268,7 +268,7 @@ pub struct CpuData {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Instance {
     /// The instance's name, `""` for the top buffer.
-    pub name: String,
+    pub(crate) name: String,
     /// Trace clock of this buffer (`local`, `global`, `x86-tsc`…), if known.
     pub(crate) clock: Option<String>,
     /// Sub-buffer size of the pages (v7 BUFFER option; else the file's page size).
@@ -291,7 +291,7 @@ impl Instance {
 
 /// TSC2NSEC option: `ns = ((tsc * mult) >> shift) + offset`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tsc2Nsec {
+pub(crate) struct Tsc2Nsec {
     pub(crate) mult: u32,
     pub(crate) shift: u32,
     pub(crate) offset: u64,
@@ -303,18 +303,18 @@ pub struct Options {
     /// Selected trace clock of the top buffer (`local`…): from the
     /// TRACECLOCK option's `[name]`, the v6 clock after the flyrecord
     /// table, or the v7 top BUFFER option.
-    pub clock: Option<String>,
+    pub(crate) clock: Option<String>,
     /// The TRACECLOCK option as stored (the whole `trace_clock` file text).
     pub(crate) trace_clock_text: Option<String>,
     pub(crate) cpucount: Option<u32>,
     /// UNAME: `uname -a` of the recording machine.
-    pub uname: Option<String>,
+    pub(crate) uname: Option<String>,
     /// DATE: offset of timestamps to wall-clock time (hex/decimal µs text).
     pub(crate) date: Option<String>,
     /// OFFSET: fixed offset added to timestamps (text).
     pub(crate) offset: Option<String>,
     /// VERSION: version of the recording tool.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// CPUSTAT texts in file order (trace-cmd writes one per CPU, and a
     /// `Buffer: NAME` separator before each instance's).
     pub cpustat: Vec<String>,
@@ -351,7 +351,7 @@ struct Sections {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TraceDat {
     /// File version (6 or 7).
-    pub version: u32,
+    pub(crate) version: u32,
     /// Byte order of the recording machine (and of every number in the
     /// file and its pages).
     pub endian: Endian,
@@ -363,19 +363,19 @@ pub struct TraceDat {
     /// v7 compression algorithm (and its version string); `None` for v6.
     pub(crate) compression: Option<(Compression, String)>,
     /// `events/header_page` text: the sub-buffer header's layout.
-    pub header_page: Vec<u8>,
+    pub(crate) header_page: Vec<u8>,
     /// `events/header_event` text: the record header's layout.
-    pub header_event: Vec<u8>,
+    pub(crate) header_event: Vec<u8>,
     /// `events/ftrace/*/format` texts.
-    pub ftrace_formats: Vec<Vec<u8>>,
+    pub(crate) ftrace_formats: Vec<Vec<u8>>,
     /// Every other event system's formats.
-    pub systems: Vec<EventSystem>,
+    pub(crate) systems: Vec<EventSystem>,
     /// `/proc/kallsyms` text, empty when not recorded.
-    pub kallsyms: Vec<u8>,
+    pub(crate) kallsyms: Vec<u8>,
     /// `printk_formats` text: the strings behind `%s` of kernel pointers.
-    pub printk_formats: Vec<u8>,
+    pub(crate) printk_formats: Vec<u8>,
     /// `saved_cmdlines` text: pid to task name.
-    pub saved_cmdlines: Vec<u8>,
+    pub(crate) saved_cmdlines: Vec<u8>,
     /// BTF_FILE section (23, trace-cmd 3.4, v7 only): the recording
     /// machine's /sys/kernel/btf/vmlinux; empty when the file has none.
     pub(crate) btf: Vec<u8>,
@@ -383,7 +383,7 @@ pub struct TraceDat {
     /// machine's /proc/modules (written with LAST_BOOT_INFO).
     pub(crate) modules: Vec<u8>,
     /// CPU count from the header (v6) or the CPUCOUNT option (v7).
-    pub cpus: u32,
+    pub(crate) cpus: u32,
     /// The options the file carries.
     pub options: Options,
     /// The top buffer first (when the file has one), then the instances.
@@ -480,7 +480,7 @@ fn opt_text(b: &[u8]) -> String {
 
 /// The selected clock in a `trace_clock` text (`local [global] …` →
 /// `global`); a text without brackets is taken as the clock name itself.
-pub fn selected_clock(text: &str) -> Option<String> {
+pub(crate) fn selected_clock(text: &str) -> Option<String> {
     for w in text.split_ascii_whitespace() {
         if let Some(inner) = w.strip_prefix('[') {
             let name = inner.split(']').next().unwrap_or("");
@@ -639,7 +639,7 @@ impl TraceDat {
     }
 
     /// The top instance (named `""`), if the file has one.
-    pub fn top(&self) -> Option<&Instance> {
+    pub(crate) fn top(&self) -> Option<&Instance> {
         self.instances.iter().find(|i| i.name.is_empty())
     }
 
@@ -1014,7 +1014,7 @@ fn options_v7<I: MetaInput>(r: &mut I, td: &mut TraceDat, st: &mut OptState) -> 
 /// The header of one compressed chunk: `csize` bytes follow, which inflate
 /// to `usize` bytes (whole pages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkHeader {
+pub(crate) struct ChunkHeader {
     pub(crate) csize: u32,
     pub(crate) usize: u32,
 }

@@ -60,7 +60,7 @@ pub(crate) mod kind {
 }
 
 /// The stream's first bytes: magic and version.
-pub fn preamble() -> [u8; 14] {
+pub(crate) fn preamble() -> [u8; 14] {
     let mut p = [0u8; 14];
     p[..13].copy_from_slice(MAGIC);
     p[13] = VERSION;
@@ -80,7 +80,7 @@ pub(crate) fn frame_header(kind: u8, len: u32) -> [u8; FRAME_HEADER] {
 
 /// A whole frame: header and payload (payloads over 4 GiB cannot be
 /// framed; the recorder never makes one).
-pub fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(FRAME_HEADER + payload.len());
     v.extend_from_slice(&frame_header(kind, payload.len() as u32));
     v.extend_from_slice(payload);
@@ -88,7 +88,7 @@ pub fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 /// A `name NUL bytes` frame (meta or format).
-pub fn named_frame(kind: u8, name: &str, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn named_frame(kind: u8, name: &str, bytes: &[u8]) -> Vec<u8> {
     let mut p = Vec::with_capacity(name.len() + 1 + bytes.len());
     p.extend_from_slice(name.as_bytes());
     p.push(0);
@@ -97,7 +97,7 @@ pub fn named_frame(kind: u8, name: &str, bytes: &[u8]) -> Vec<u8> {
 }
 
 /// The start frame.
-pub fn start_frame(endian: Endian, long_size: u8, page_size: u32, cpus: &[u32]) -> Vec<u8> {
+pub(crate) fn start_frame(endian: Endian, long_size: u8, page_size: u32, cpus: &[u32]) -> Vec<u8> {
     let mut p = vec![
         match endian {
             Endian::Little => 0,
@@ -114,7 +114,7 @@ pub fn start_frame(endian: Endian, long_size: u8, page_size: u32, cpus: &[u32]) 
 }
 
 /// The header of a data frame for one page of `cpu` (the page follows).
-pub fn data_header(cpu: u32, page_len: usize) -> [u8; FRAME_HEADER + 4] {
+pub(crate) fn data_header(cpu: u32, page_len: usize) -> [u8; FRAME_HEADER + 4] {
     let mut h = [0u8; FRAME_HEADER + 4];
     h[..FRAME_HEADER].copy_from_slice(&frame_header(kind::DATA, (page_len + 4) as u32));
     h[FRAME_HEADER..].copy_from_slice(&cpu.to_le_bytes());

@@ -30,7 +30,7 @@ use crate::abi::Abi;
 
 /// Why a write step was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     /// Steps called out of file order (named: the step attempted).
     Order(&'static str),
     /// A blob does not fit its size field (kallsyms/printk are u32-sized).
@@ -72,37 +72,37 @@ impl std::error::Error for WriteError {}
 /// The options to store (all optional). trace-cmd writes TRACECLOCK, UNAME,
 /// VERSION, one CPUSTAT per CPU, and a BUFFER option per extra instance.
 #[derive(Debug, Clone, Default)]
-pub struct WriteOptions<'a> {
+pub(crate) struct WriteOptions<'a> {
     /// The `trace_clock` file text (`local [global] …`) or just the clock
     /// name. Stored as TRACECLOCK; the selected name is also written after
     /// the flyrecord table (`[global]`), where trace-cmd reads it.
-    pub trace_clock: Option<&'a str>,
+    pub(crate) trace_clock: Option<&'a str>,
     /// `uname -srm`-like text ("Linux HOST RELEASE MACHINE" in trace-cmd).
-    pub uname: Option<&'a str>,
+    pub(crate) uname: Option<&'a str>,
     /// Version of the writing tool.
-    pub version: Option<&'a str>,
+    pub(crate) version: Option<&'a str>,
     /// DATE: offset of timestamps to wall-clock time (trace-cmd: "0x…" µs).
-    pub date: Option<&'a str>,
+    pub(crate) date: Option<&'a str>,
     /// CPUCOUNT option. In v6, readers (trace-cmd and this crate) take the
     /// flyrecord table length from it: leave it `None`, or equal to
     /// [`V6Writer::cpus`].
-    pub cpucount: Option<u32>,
+    pub(crate) cpucount: Option<u32>,
     /// TRACEID: the recording's id (trace-cmd writes a random one).
-    pub trace_id: Option<u64>,
+    pub(crate) trace_id: Option<u64>,
     /// CPUSTAT texts, one per CPU: `"CPU: N\n"` + `per_cpu/cpuN/stats`
     /// (see [`cpustat_text`]).
-    pub cpustat: &'a [String],
+    pub(crate) cpustat: &'a [String],
     /// Extra instances (v6 BUFFER options); their flyrecord offsets are
     /// patched later at [`OptionsSlot::buffer_offsets`].
-    pub instances: &'a [&'a str],
+    pub(crate) instances: &'a [&'a str],
     /// LAST_BOOT_INFO (24): `INSTANCE:` and the text of its
     /// `last_boot_info`, as trace-cmd 3.4 writes it (trace-record.c).
-    pub last_boot: Option<&'a str>,
+    pub(crate) last_boot: Option<&'a str>,
 }
 
 /// saved_cmdlines text for a slot of `room` bytes reserved in a header:
 /// the whole lines that fit, padded with empty lines ([`CMDLINES_PAD`]).
-pub fn fit_cmdlines(text: &[u8], room: usize) -> Vec<u8> {
+pub(crate) fn fit_cmdlines(text: &[u8], room: usize) -> Vec<u8> {
     let cut = if text.len() > room {
         text[..room].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
     } else {
@@ -117,34 +117,34 @@ pub fn fit_cmdlines(text: &[u8], room: usize) -> Vec<u8> {
 /// reader skips (trace-cmd splits the text at each newline, as trbox
 /// does); NULs, which trace-cmd stops at, make LISA's parser refuse the
 /// whole file ("Could not parse header").
-pub const CMDLINES_PAD: u8 = b'\n';
+pub(crate) const CMDLINES_PAD: u8 = b'\n';
 
 /// The CPUSTAT text trace-cmd stores for one CPU.
-pub fn cpustat_text(cpu: u32, stats: &str) -> String {
+pub(crate) fn cpustat_text(cpu: u32, stats: &str) -> String {
     format!("CPU: {cpu}\n{stats}")
 }
 
 /// Where the options block is, to rewrite it later.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OptionsSlot {
+pub(crate) struct OptionsSlot {
     /// File offset of the block (its `"options  \0"` tag).
-    pub pos: u64,
+    pub(crate) pos: u64,
     /// Its length; [`encode_options`] with `fixed_len = Some(len)` produces
     /// a replacement of the same length.
-    pub len: usize,
+    pub(crate) len: usize,
     /// File offsets of each extra instance's u64 flyrecord offset.
-    pub buffer_offsets: Vec<u64>,
+    pub(crate) buffer_offsets: Vec<u64>,
 }
 
 /// Where the flyrecord table is and where the page data starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlyrecordSlot {
+pub(crate) struct FlyrecordSlot {
     /// File offset of the per-CPU `{u64 offset, u64 size}` table.
-    pub table_pos: u64,
+    pub(crate) table_pos: u64,
     pub(crate) cpus: u32,
     /// First page-aligned offset after the header (the header bytes are
     /// padded with zeros up to here).
-    pub data_start: u64,
+    pub(crate) data_start: u64,
 }
 
 fn put16(out: &mut Vec<u8>, e: Endian, v: u16) {
@@ -167,7 +167,7 @@ fn put64(out: &mut Vec<u8>, e: Endian, v: u64) {
 }
 
 /// A u64 in the file's byte order (for patching).
-pub fn encode_u64(e: Endian, v: u64) -> [u8; 8] {
+pub(crate) fn encode_u64(e: Endian, v: u64) -> [u8; 8] {
     match e {
         Endian::Little => v.to_le_bytes(),
         Endian::Big => v.to_be_bytes(),
@@ -175,7 +175,7 @@ pub fn encode_u64(e: Endian, v: u64) -> [u8; 8] {
 }
 
 /// A u32 in the file's byte order (for patching).
-pub fn encode_u32(e: Endian, v: u32) -> [u8; 4] {
+pub(crate) fn encode_u32(e: Endian, v: u32) -> [u8; 4] {
     match e {
         Endian::Little => v.to_le_bytes(),
         Endian::Big => v.to_be_bytes(),
@@ -183,7 +183,7 @@ pub fn encode_u32(e: Endian, v: u32) -> [u8; 4] {
 }
 
 /// The flyrecord table for `(offset, size)` per CPU.
-pub fn encode_flyrecord_table(e: Endian, cpus: &[(u64, u64)]) -> Vec<u8> {
+pub(crate) fn encode_flyrecord_table(e: Endian, cpus: &[(u64, u64)]) -> Vec<u8> {
     let mut v = Vec::with_capacity(cpus.len() * 16);
     for &(off, size) in cpus {
         put64(&mut v, e, off);
@@ -194,7 +194,7 @@ pub fn encode_flyrecord_table(e: Endian, cpus: &[(u64, u64)]) -> Vec<u8> {
 
 /// Offsets for per-CPU data of the given sizes laid out one after the
 /// other from `start`, each starting page-aligned: `(offset, size)` per CPU.
-pub fn data_layout(start: u64, page_size: u32, sizes: &[u64]) -> Vec<(u64, u64)> {
+pub(crate) fn data_layout(start: u64, page_size: u32, sizes: &[u64]) -> Vec<(u64, u64)> {
     let mut pos = start;
     sizes
         .iter()
@@ -236,7 +236,7 @@ fn put_str_opt(out: &mut Vec<u8>, e: Endian, id: u16, s: &str, pad: usize) {
 /// text of the last CPUSTAT option, or of a VERSION option); an error if
 /// it does not fit. Also returns the offsets, relative to the block, of
 /// each BUFFER option's u64 flyrecord offset.
-pub fn encode_options(
+pub(crate) fn encode_options(
     e: Endian,
     o: &WriteOptions<'_>,
     fixed_len: Option<usize>,
@@ -319,7 +319,7 @@ enum Stage {
 /// documentation). Bytes accumulate in an internal buffer: write out
 /// [`V6Writer::take`] as often as convenient.
 #[derive(Debug)]
-pub struct V6Writer {
+pub(crate) struct V6Writer {
     e: Endian,
     page_size: u32,
     out: Vec<u8>,
@@ -339,7 +339,7 @@ pub struct V6Writer {
 impl V6Writer {
     /// Start a file: `abi` is the recording user space's byte order and
     /// long (4 or 8), `page_size` the sub-buffer size the data will be cut in.
-    pub fn new(abi: Abi, page_size: u32) -> V6Writer {
+    pub(crate) fn new(abi: Abi, page_size: u32) -> V6Writer {
         let e = abi.endian;
         let mut out = Vec::with_capacity(4096);
         out.extend_from_slice(&MAGIC);
@@ -364,12 +364,12 @@ impl V6Writer {
     }
 
     /// File offset of the next byte this writer produces.
-    pub fn pos(&self) -> u64 {
+    pub(crate) fn pos(&self) -> u64 {
         self.flushed + self.out.len() as u64
     }
 
     /// The bytes produced since the last call.
-    pub fn take(&mut self) -> Vec<u8> {
+    pub(crate) fn take(&mut self) -> Vec<u8> {
         self.flushed += self.out.len() as u64;
         core::mem::take(&mut self.out)
     }
@@ -392,7 +392,7 @@ impl V6Writer {
     }
 
     /// `events/header_page` and `events/header_event`.
-    pub fn header_files(&mut self, header_page: &[u8], header_event: &[u8]) -> Result<(), WriteError> {
+    pub(crate) fn header_files(&mut self, header_page: &[u8], header_event: &[u8]) -> Result<(), WriteError> {
         self.step(Stage::Start, Stage::Headers, "header files")?;
         let e = self.e;
         self.out.extend_from_slice(b"header_page\0");
@@ -405,7 +405,7 @@ impl V6Writer {
     }
 
     /// The `events/ftrace/*/format` texts.
-    pub fn ftrace_formats<T: AsRef<[u8]>>(&mut self, formats: &[T]) -> Result<(), WriteError> {
+    pub(crate) fn ftrace_formats<T: AsRef<[u8]>>(&mut self, formats: &[T]) -> Result<(), WriteError> {
         self.step(Stage::Headers, Stage::Ftrace, "ftrace formats")?;
         let e = self.e;
         put32(&mut self.out, e, formats.len() as u32);
@@ -418,7 +418,8 @@ impl V6Writer {
     }
 
     /// Event systems other than `ftrace`: (name, format texts).
-    pub fn event_systems<N: AsRef<str>, T: AsRef<[u8]>>(&mut self, systems: &[(N, Vec<T>)]) -> Result<(), WriteError> {
+    #[cfg(test)]
+    pub(crate) fn event_systems<N: AsRef<str>, T: AsRef<[u8]>>(&mut self, systems: &[(N, Vec<T>)]) -> Result<(), WriteError> {
         self.step(Stage::Ftrace, Stage::Events, "event systems")?;
         let e = self.e;
         put32(&mut self.out, e, systems.len() as u32);
@@ -469,7 +470,7 @@ impl V6Writer {
     }
 
     /// `/proc/kallsyms` text (may be empty).
-    pub fn kallsyms(&mut self, text: &[u8]) -> Result<(), WriteError> {
+    pub(crate) fn kallsyms(&mut self, text: &[u8]) -> Result<(), WriteError> {
         self.kallsyms_header(text.len() as u64)?;
         self.raw(text);
         Ok(())
@@ -511,7 +512,7 @@ impl V6Writer {
     }
 
     /// The `printk_formats` text.
-    pub fn printk_formats(&mut self, text: &[u8]) -> Result<(), WriteError> {
+    pub(crate) fn printk_formats(&mut self, text: &[u8]) -> Result<(), WriteError> {
         self.step(Stage::Kallsyms, Stage::Printk, "printk formats")?;
         let n = u32::try_from(text.len()).map_err(|_| WriteError::TooLarge("printk formats"))?;
         put32(&mut self.out, self.e, n);
@@ -520,7 +521,7 @@ impl V6Writer {
     }
 
     /// The `saved_cmdlines` text.
-    pub fn saved_cmdlines(&mut self, text: &[u8]) -> Result<(), WriteError> {
+    pub(crate) fn saved_cmdlines(&mut self, text: &[u8]) -> Result<(), WriteError> {
         self.step(Stage::Printk, Stage::Cmdlines, "saved cmdlines")?;
         put64(&mut self.out, self.e, text.len() as u64);
         self.out.extend_from_slice(text);
@@ -528,7 +529,7 @@ impl V6Writer {
     }
 
     /// Number of CPUs in the flyrecord table.
-    pub fn cpus(&mut self, n: u32) -> Result<(), WriteError> {
+    pub(crate) fn cpus(&mut self, n: u32) -> Result<(), WriteError> {
         self.step(Stage::Cmdlines, Stage::Cpus, "cpu count")?;
         self.cpus = n;
         put32(&mut self.out, self.e, n);
@@ -537,7 +538,7 @@ impl V6Writer {
 
     /// The options block, optionally padded to `reserve` bytes so that it
     /// can be rewritten later (see [`encode_options`]).
-    pub fn options(&mut self, o: &WriteOptions<'_>, reserve: Option<usize>) -> Result<OptionsSlot, WriteError> {
+    pub(crate) fn options(&mut self, o: &WriteOptions<'_>, reserve: Option<usize>) -> Result<OptionsSlot, WriteError> {
         self.step(Stage::Cpus, Stage::Options, "options")?;
         let (block, bufs) = encode_options(self.e, o, reserve)?;
         let pos = self.pos();
@@ -549,7 +550,7 @@ impl V6Writer {
 
     /// `"flyrecord\0"`, a zeroed table for [`V6Writer::cpus`] CPUs, the
     /// clock, and zeros up to the next page boundary.
-    pub fn flyrecord(&mut self) -> Result<FlyrecordSlot, WriteError> {
+    pub(crate) fn flyrecord(&mut self) -> Result<FlyrecordSlot, WriteError> {
         self.step(Stage::Options, Stage::Flyrecord, "flyrecord")?;
         let (bytes, table_rel) = encode_flyrecord_header(self.e, self.cpus, self.clock.as_deref());
         let table_pos = self.pos() + table_rel as u64;
@@ -566,7 +567,7 @@ impl V6Writer {
 /// buffer's data. Returns the bytes and the table's offset in them. Used
 /// for extra instances, written after the top buffer's data at the offset
 /// patched into their BUFFER option.
-pub fn encode_flyrecord_header(e: Endian, cpus: u32, clock: Option<&str>) -> (Vec<u8>, usize) {
+pub(crate) fn encode_flyrecord_header(e: Endian, cpus: u32, clock: Option<&str>) -> (Vec<u8>, usize) {
     let mut v = Vec::new();
     v.extend_from_slice(b"flyrecord\0");
     let table = v.len();

@@ -13,7 +13,7 @@
 //!
 //! Nothing here has a side effect on the process: the caller says what
 //! ends a read that follows ([`Stop`]: its signal handlers' flag, if it
-//! has any), where the text goes ([`Out`]), and prints the note of an
+//! has any), where the text goes (`Out`), and prints the note of an
 //! empty read (`Printed::empty`, `Meta::empty`) where it likes.
 //!
 //! ```no_run
@@ -46,7 +46,7 @@ mod text;
 
 pub(crate) use input::Input;
 pub(crate) use opts::{Filter, Prepared, RawOpts, Reading};
-pub use out::{escape_controls, for_terminal, Out};
+pub(crate) use out::{for_terminal, Out};
 #[cfg(feature = "host")]
 pub(crate) use perfetto::perfetto;
 pub use reader::{Entries, Entry, Event, GraphText, ReadOptions, Reader, Session, Text};

@@ -19,7 +19,7 @@ use crate::sys::error::Error;
 use std::io::{self, Write};
 
 /// Standard output, buffered (or a block of text in memory).
-pub struct Out {
+pub(crate) struct Out {
     buf: Vec<u8>,
     err: Option<io::Error>,
     /// A block of text in memory (a worker's batch, see parallel.rs): it only
@@ -58,7 +58,7 @@ impl Out {
     }
 
     /// Text kept in memory, to be written later with `Out::put_block`.
-    pub fn memory() -> Self {
+    pub(crate) fn memory() -> Self {
         Out { buf: Vec::new(), err: None, mem: true, wrote: false, tty: false, held: Vec::new() }
     }
 
@@ -78,7 +78,8 @@ impl Out {
     }
 
     /// What is buffered (a block in memory: all of it).
-    pub fn bytes(&self) -> &[u8] {
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.buf
     }
 
@@ -170,7 +171,7 @@ impl Out {
 /// name to quote back). Returns how many bytes at the end begin a
 /// character the text is cut in the middle of: not written, for the next
 /// call.
-pub fn escape_controls(text: &[u8], out: &mut Vec<u8>) -> usize {
+pub(crate) fn escape_controls(text: &[u8], out: &mut Vec<u8>) -> usize {
     let mut chunks = text.utf8_chunks().peekable();
     while let Some(c) = chunks.next() {
         for ch in c.valid().chars() {
@@ -222,7 +223,7 @@ fn escape_bytes(b: &[u8], out: &mut Vec<u8>) {
 
 /// A text as a terminal should show it ([`escape_controls`]): for writers
 /// that draw the terminal themselves (`Out::stdout_raw`).
-pub fn for_terminal(text: &str) -> String {
+pub(crate) fn for_terminal(text: &str) -> String {
     let mut out = Vec::with_capacity(text.len());
     escape_controls(text.as_bytes(), &mut out);
     String::from_utf8(out).unwrap_or_default()
