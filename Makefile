@@ -179,9 +179,13 @@ test-chain-build-steps:
 # each collector's CPU time and peak RSS;
 # BENCH_BOARD= (empty) leaves it out. Last (cross/qemu/bench-decode.sh):
 # `tr-cat FILE` against Debian's `trace-cmd report` on the boards' own CPUs;
-# BENCH_DECODE_BOARDS= (empty) leaves it out.
+# BENCH_DECODE_BOARDS= (empty) leaves it out. Then (cross/qemu/bench-flags.sh)
+# what each codegen flag of cross/rustflags.sh costs in decode and record
+# speed on the board's CPU, A/B in one boot (a build without each flag:
+# about 2 minutes each); BENCH_FLAGS_BOARD= (empty) leaves it out.
 BENCH_BOARD ?= aarch64:6.1-rt aarch64:7.2-rt
 BENCH_DECODE_BOARDS ?= aarch64 armv7
+BENCH_FLAGS_BOARD ?= aarch64
 bench:
 	$(CARGO) build --release
 	$(CARGO) bench --bench bench --target-dir target/bench
@@ -192,6 +196,10 @@ endif
 ifneq ($(BENCH_DECODE_BOARDS),)
 	$(MAKE) --no-print-directory cross CROSS_TARGETS="$(foreach b,$(BENCH_DECODE_BOARDS),$(QEMU_TRIPLE_$(firstword $(subst :, ,$(b)))))"
 	BENCH_DECODE_BOARDS="$(BENCH_DECODE_BOARDS)" bash cross/qemu/bench-decode.sh
+endif
+ifneq ($(BENCH_FLAGS_BOARD),)
+	$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE_$(BENCH_FLAGS_BOARD))
+	BENCH_FLAGS_BOARD=$(BENCH_FLAGS_BOARD) bash cross/qemu/bench-flags.sh
 endif
 
 clean:

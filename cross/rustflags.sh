@@ -2,7 +2,9 @@
 # The codegen flags of the board binaries, for one target: the one list
 # that both routes use (cross/build.sh; cross/cross.mk's CROSS=1).
 #
-#   cross/rustflags.sh TRIPLE        prints the RUSTFLAGS words
+#   cross/rustflags.sh TRIPLE          prints the RUSTFLAGS words
+#   cross/rustflags.sh --names TRIPLE  prints the flags' names, one a line
+#                                      (cross/qemu/bench-flags.sh)
 #
 # Each flag has a name (the first column below); TRBOX_DROP_FLAGS="NAME..."
 # leaves those out: how each was measured, one build with and one without
@@ -45,7 +47,12 @@
 # (saves and restores of callee-saved registers as calls to shared helpers:
 # -17.6 KB, but 1.13x the decode time).
 set -euo pipefail
-t=${1:?usage: cross/rustflags.sh TRIPLE}
+names=0
+if [ "${1:-}" = --names ]; then
+    names=1
+    shift
+fi
+t=${1:?usage: cross/rustflags.sh [--names] TRIPLE}
 
 flags=(
     "nounwind -C force-unwind-tables=no"
@@ -71,6 +78,10 @@ aarch64-*)
 armv7-*) flags+=("thumb -C target-feature=+thumb-mode") ;;
 esac
 
+if [ "$names" = 1 ]; then
+    for f in "${flags[@]}"; do echo "${f%% *}"; done
+    exit 0
+fi
 drop=" ${TRBOX_DROP_FLAGS:-} "
 out=()
 for f in "${flags[@]}"; do

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the board's initramfs (cpio newc, gzip) for ARCH:
 #   /init, /bin/busybox, /bin/trbox, /etc/trbox/{session,tour,run-session,record-fixtures}
-#   (and /bin/trbox-b with TRBOX_BIN_B=path: guest/ab-lat's second binary)
+#   (and /bin/trbox-b with TRBOX_BIN_B=path: guest/ab-lat's second binary;
+#   /bin/trbox-NAME for each NAME=PATH of TRBOX_BINS_EXTRA: guest/ab-flags's
+#   builds without one codegen flag each)
 # into cross/out/ARCH/initramfs.gz (the tree is kept in cross/out/ARCH/root).
 # BREAK=bin|cmd|hang|stuck|boot builds a deliberately broken board for the
 # harness's self-check (see README.md).
@@ -26,6 +28,10 @@ install -m 0755 "$QEMU_DIR/guest/vs-trace-cmd" "$root/etc/trbox/vs-trace-cmd"
 install -m 0755 "$QEMU_DIR/guest/send-file" "$root/etc/trbox/send-file"
 install -m 0755 "$QEMU_DIR/guest/ab-lat" "$root/etc/trbox/ab-lat"
 [ -z "${TRBOX_BIN_B:-}" ] || install -m 0755 "$TRBOX_BIN_B" "$root/bin/trbox-b"
+for nb in ${TRBOX_BINS_EXTRA:-}; do
+	install -m 0755 "${nb#*=}" "$root/bin/trbox-${nb%%=*}"
+done
+install -m 0755 "$QEMU_DIR/guest/ab-flags" "$root/etc/trbox/ab-flags"
 # Debian programs for this board (cross/qemu/debs), with their libraries.
 "$QEMU_DIR/debbin.sh" "$root"
 # The whole session (SESSION_FULL) or the short one: comments, and the
