@@ -49,7 +49,7 @@ ARCH=$board KERNEL= SESSION=$session QEMU_OUT=$out TRBOX_BIN="$base" TRBOX_BINS_
 	"$QEMU_DIR/board.sh" test >"$out/board.log" 2>&1 || rc=$?
 log=$out/$name/console.log
 sizes=$(for x in "all=$base" "${extra[@]}"; do echo "${x%%=*} $(stat -c %s "${x#*=}")"; done)
-python3 - "$log" "$board" <<<"$sizes" '
+python3 -c '
 import sys, statistics
 log, board = sys.argv[1], sys.argv[2]
 size = dict((n, int(s)) for n, s in (l.split() for l in sys.stdin if l.strip()))
@@ -66,7 +66,7 @@ if not runs:
 rounds = sorted({r for r, _, _ in runs}, key=int)
 print(f"\ncodegen flags on {board} (qemu TCG), {len(rounds)} rounds; time with the flag / without,")
 print("median [range] of the rounds (decode: tr-cat -j 1 CPU; record: tr-cat -o CPU per MB)")
-print(f"{'flag':<10} {'bytes saved':>11}  {'decode':>22}  {'record':>22}")
+print("flag".ljust(10), "bytes saved".rjust(11), "", "decode".rjust(22), "", "record".rjust(22))
 for n in [n for n in size if n != "all"]:
     cols = []
     for task in ("decode", "record"):
@@ -79,5 +79,5 @@ for n in [n for n in size if n != "all"]:
         cols.append(f"{statistics.median(rs):.3f} [{min(rs):.3f}, {max(rs):.3f}]" if rs else "-")
     saved = size[n] - size["all"] if not n.startswith("+") else size["all"] - size[n]
     print(f"{n:<10} {saved:>11}  {cols[0]:>22}  {cols[1]:>22}")
-' || rc=1
+' "$log" "$board" <<<"$sizes" || rc=1
 exit "$rc"
