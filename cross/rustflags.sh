@@ -8,8 +8,9 @@
 #
 # Each flag has a name (the first column below); TRBOX_DROP_FLAGS="NAME..."
 # leaves those out: how each was measured, one build with and one without
-# (docs/size.md, "What the codegen flags cost"). Flags only go in here when
-# they cost at most 2% of decode speed on aarch64.
+# (docs/size.md, "What the codegen flags cost"; make bench measures them on
+# the aarch64 board: cross/qemu/bench-flags.sh). Flags only go in here when
+# they cost at most 2% of decode or record speed on aarch64.
 #
 #   nounwind   -C force-unwind-tables=no: no .eh_frame (nothing unwinds
 #              with panic=abort).
@@ -45,7 +46,7 @@
 #
 # Left out (measured): -C llvm-args=-homogeneous-prolog-epilog on aarch64
 # (saves and restores of callee-saved registers as calls to shared helpers:
-# -17.6 KB, but 1.13x the decode time).
+# -19.6 KB, but 1.12x the decode time on the board).
 set -euo pipefail
 names=0
 if [ "${1:-}" = --names ]; then

@@ -75,8 +75,8 @@ mod applets;
 // trbox binary as a user runs it (the boards run those two:
 // cross/qemu/session-live).
 #[cfg(all(test, feature = "host"))]
-#[path = "../tests/common/mod.rs"]
-mod test_common;
+#[path = "../tests/applets/main.rs"]
+mod applets_tests;
 #[cfg(all(test, feature = "host"))]
 #[path = "../tests/core/main.rs"]
 mod core_tests;
@@ -84,8 +84,8 @@ mod core_tests;
 #[path = "../tests/live/main.rs"]
 mod live_tests;
 #[cfg(all(test, feature = "host"))]
-#[path = "../tests/applets/main.rs"]
-mod applets_tests;
+#[path = "../tests/common/mod.rs"]
+mod test_common;
 /// The `trbox` binary's entry point (applets/main.rs): not part of the
 /// library's API.
 #[cfg(feature = "std")]

@@ -10,7 +10,8 @@
 # target directory of its own (target/flags/NAME), beside make cross's
 # build with every flag. The board boots with all of them
 # (TRBOX_BINS_EXTRA) and runs guest/ab-flags: ROUNDS rounds
-# (BENCH_FLAGS_ROUNDS=8) of `tr-cat -j 1 FILE` and of a 2 s `tr-cat -o`
+# (BENCH_FLAGS_ROUNDS=8) of `tr-cat -j 1 FILE` and of a `tr-cat -o -t 4`
+# while the same `dd bs=1` runs,
 # with each build, in an order that rotates from round to round, so that
 # the pairs share the host's load. This prints, per flag, the bytes it
 # saves and the median over the rounds of (time with the flag / time

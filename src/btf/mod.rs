@@ -27,9 +27,9 @@ mod blob;
 mod consts;
 mod func_args;
 
-pub(crate) use consts::{BtfInfo, KernelConsts, VarReader};
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use consts::vmemmap_base_from_trace;
+pub(crate) use consts::{BtfInfo, KernelConsts, VarReader};
 pub(crate) use func_args::{ArgType, FuncArgs};
 
 /// Why a blob was rejected. Offsets are byte offsets into the blob.

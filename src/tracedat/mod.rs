@@ -29,8 +29,8 @@ pub(crate) mod write;
 
 #[cfg(test)]
 pub(crate) use compress::{decompress, Compression};
-pub use read::{DatPages, TraceDat};
 pub(crate) use read::{selected_clock, Instance};
+pub use read::{DatPages, TraceDat};
 pub(crate) use write::{
     cpustat_text, encode_flyrecord_table, encode_options, encode_u32, fit_cmdlines, FlyrecordSlot, OptionsSlot,
     V6Writer, WriteError, WriteOptions, CMDLINES_PAD,

@@ -419,7 +419,10 @@ impl V6Writer {
 
     /// Event systems other than `ftrace`: (name, format texts).
     #[cfg(test)]
-    pub(crate) fn event_systems<N: AsRef<str>, T: AsRef<[u8]>>(&mut self, systems: &[(N, Vec<T>)]) -> Result<(), WriteError> {
+    pub(crate) fn event_systems<N: AsRef<str>, T: AsRef<[u8]>>(
+        &mut self,
+        systems: &[(N, Vec<T>)],
+    ) -> Result<(), WriteError> {
         self.step(Stage::Ftrace, Stage::Events, "event systems")?;
         let e = self.e;
         put32(&mut self.out, e, systems.len() as u32);

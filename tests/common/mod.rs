@@ -256,7 +256,10 @@ pub fn trbox() -> PathBuf {
     let bin = exe.parent().and_then(Path::parent).map(|d| d.join("trbox"));
     match bin {
         Some(b) if b.is_file() => b,
-        _ => panic!("no trbox binary beside {}: build it in the same profile first (cargo build), or set TRBOX_TEST_BIN", exe.display()),
+        _ => panic!(
+            "no trbox binary beside {}: build it in the same profile first (cargo build), or set TRBOX_TEST_BIN",
+            exe.display()
+        ),
     }
 }
 
