@@ -278,6 +278,18 @@ fn decode_bench(trbox: &Path, out: &Path, events: u64, bytes: u64) {
         c
     });
     println!("json:        tr-cat --json {js:.3} s (-j 1: {j1:.3} s)");
+    // The counts of --stats, by the same time slices.
+    let (ss, _) = best_of(3, || {
+        let mut c = Command::new(trbox);
+        c.args(["tr-cat", "--stats", file]);
+        c
+    });
+    let (s1, _) = best_of(3, || {
+        let mut c = Command::new(trbox);
+        c.args(["tr-cat", "-j", "1", "--stats", file]);
+        c
+    });
+    println!("stats:       tr-cat --stats {ss:.3} s (-j 1: {s1:.3} s)");
     // Perfetto: time, peak RSS and size beside the text decode.
     let pf = out.with_extension("pftrace");
     let (ps, prss) = best_of(3, || {

@@ -89,6 +89,27 @@ impl TraceSummary {
         self.span(ts);
     }
 
+    /// Count what `part` counted too (another part of the same trace,
+    /// such as a time slice): the counts add up, the span widens.
+    pub(crate) fn merge(&mut self, part: TraceSummary) {
+        let pairs = [
+            (&mut self.cpus, &part.cpus),
+            (&mut self.lost, &part.lost),
+            (&mut self.unknown, &part.unknown),
+            (&mut self.by_event, &part.by_event),
+            (&mut self.by_pid, &part.by_pid),
+        ];
+        for (mine, theirs) in pairs {
+            for (k, n) in theirs.iter() {
+                mine.add(*k, *n);
+            }
+        }
+        if let Some((first, last)) = part.span {
+            self.span(first);
+            self.span(last);
+        }
+    }
+
     fn span(&mut self, ts: u64) {
         self.span = Some(self.span.map_or((ts, ts), |(a, b)| (a.min(ts), b.max(ts))));
     }

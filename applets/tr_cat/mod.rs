@@ -423,16 +423,11 @@ fn parquet(a: &Args, o: &str, cmd: &[String], conversion: &read::parquet::Option
     host::parquet(&a.files, o, conversion)
 }
 
-/// `--stats`: count everything kept, print the table at the end.
+/// `--stats`: count everything kept (on every CPU, by time slices, where
+/// the input allows), print the table at the end.
 #[cfg(feature = "decode")]
 fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
-    let mut st = trbox::summary::TraceSummary::default();
-    let meta = read::collect(input, o, &crate::applets::command::stop(&|| false)?, &mut |_, e| match e {
-        read::Entry::Event(ev) => st.record(ev.buffer(), ev.cpu(), ev.ts(), ev.format().id, ev.pid()),
-        read::Entry::Lost { buffer, cpu, ts, count } => st.lost(buffer, cpu, ts, count),
-        // collect() hands over nothing else.
-        read::Entry::Damaged { .. } | read::Entry::Unknown { .. } => {}
-    })?;
+    let (st, meta) = read::summarize(input, o, &crate::applets::command::stop(&|| false)?)?;
     crate::applets::command::note_empty(meta.empty.clone());
     let t = &meta.trace;
     let names = trbox::summary::Summarized {

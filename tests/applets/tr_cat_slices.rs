@@ -4,6 +4,8 @@
 //! slices: TRBOX_SLICE_RECORDS=1 cuts at nearly every page, so every
 //! boundary of every fixture is a case (records of one time on two CPUs, a
 //! page across a boundary, a loss, a stack record after its event).
+//! `--stats` counts by the same slices, each worker its own, the counts
+//! summed: the same table at every -j.
 
 use super::common;
 use common::*;
@@ -83,6 +85,51 @@ fn every_fixture_reads_the_same_by_slices() {
     }
     // Compressed files and graph layouts are read the old way; most are not.
     assert!(sliced > 60, "only {sliced} runs were read by slices");
+}
+
+/// `--stats` by slices: the same table (and the same problem lines) as
+/// one thread's, on every trace.dat, a copy's stack records with a filter
+/// they follow, and a file of losses with filters.
+#[test]
+fn stats_count_the_same_by_slices() {
+    let mut sliced = 0;
+    let mut files: Vec<String> = std::fs::read_dir("tests/data/tracedat")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().to_string_lossy().into_owned())
+        .filter(|p| p.ends_with(".dat"))
+        .collect();
+    files.sort();
+    for f in &files {
+        if same_as_one_thread(&["--stats", f]) > 1 {
+            sliced += 1;
+        }
+    }
+    for tree in fixture_trees() {
+        let t = tree.to_str().unwrap();
+        let extras: &[&[&str]] = match tree.file_name().unwrap().to_str().unwrap() {
+            "stack" | "function_stack" => &[&["-P", "1"], &["-e", "ftrace:kernel_stack"]],
+            "events" => &[&[], &["-e", "sched:*"], &["--all"]],
+            _ => &[],
+        };
+        for extra in extras {
+            if same_as_one_thread(&[&["--stats", "--raw", "-T", t], *extra].concat()) > 1 {
+                sliced += 1;
+            }
+        }
+    }
+    assert!(sliced > 20, "only {sliced} runs were counted by slices");
+    let fx = Path::new("tests/fixtures/x86_64/events");
+    let out = std::env::temp_dir().join(format!("trbox-slices-stats-{}.dat", std::process::id()));
+    let parts = [dat::Part { dir: fx, min_events: 50_000, lost_every: Some(5) }];
+    dat::build(fx, &parts, &out);
+    let file = out.to_str().unwrap();
+    let (one, _) = tr_cat(&["--stats", file], "1", None);
+    assert!(stdout(&one).contains("lost"), "{}", stdout(&one));
+    for args in [&[][..], &["-e", "timer:*"][..], &["--pid", "0"][..]] {
+        assert!(same_as_one_thread(&[&["--stats"], args, &[file]].concat()) > 4, "{args:?}: not counted by slices");
+    }
+    let _ = std::fs::remove_file(&out);
 }
 
 /// Two CPUs with the very same records: every time is on both CPUs, so

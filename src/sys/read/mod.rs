@@ -52,12 +52,15 @@ pub(crate) use perfetto::perfetto;
 pub use reader::{Entries, Entry, Event, GraphText, ReadOptions, Reader, Session, Text};
 #[cfg(feature = "host")]
 pub(crate) use stream_in::load_stream_with;
+#[cfg(feature = "slices")]
+use text::Kept;
 pub(crate) use text::{Emitter, Plain, StackVerdicts};
 
 use crate::graph::GraphRenderer;
 use crate::merge::{self, Merger};
 use crate::printfmt::SymbolLookup;
 use crate::render::{Cmdlines, CommonFields, Renderer};
+use crate::summary::TraceSummary;
 use crate::sys::error::Error;
 use crate::sys::pages::{wait_for_data, CpuItem, CpuPages};
 use crate::sys::stop::Stop;
@@ -157,6 +160,7 @@ pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Ou
             graph_may.then_some(slices::GraphIds { events, ids: &graph_ids }),
             threads,
             &plain,
+            &drop,
             &|| stop.asked(),
             out,
         );
@@ -217,6 +221,43 @@ pub(crate) struct Meta {
 }
 
 impl Meta {
+    /// The session of `input`, and what reading its records takes: the
+    /// streams, the live tree (comms while following), the note of an
+    /// empty read.
+    fn of(input: Input<'_>) -> (Meta, Vec<CpuPages>, Option<&Tracefs>, Option<String>) {
+        let Input {
+            trace,
+            streams,
+            tree,
+            buffers,
+            empty_note,
+            #[cfg(feature = "host")]
+            uname,
+            #[cfg(feature = "host")]
+            saved_cmdlines,
+            ..
+        } = input;
+        let meta = Meta {
+            common: CommonFields::of_table(&trace.events),
+            trace,
+            buffers,
+            empty: None,
+            #[cfg(feature = "host")]
+            uname,
+            #[cfg(feature = "host")]
+            saved_cmdlines,
+        };
+        (meta, streams, tree, empty_note)
+    }
+
+    /// After the read: the note of an empty one, and what the readers read
+    /// past among the session's problems.
+    fn finish(mut self, streams: &[CpuPages], empty_note: Option<String>, unknown: &UnknownEvents) -> Meta {
+        self.empty = if_empty(streams, empty_note);
+        add_run_problems(streams, unknown, &self.buffers, &mut self.trace.problems);
+        self
+    }
+
     /// A dense index for per-CPU state of (buffer, CPU): two buffers have
     /// the same CPUs, and their records interleave in the merge.
     pub(crate) fn slot(&self, buffer: u32, cpu: u32) -> u32 {
@@ -235,28 +276,7 @@ pub(crate) fn collect(
     stop: &Stop<'_>,
     f: &mut dyn FnMut(&Meta, Entry<'_>),
 ) -> Result<Meta, Error> {
-    let Input {
-        trace,
-        mut streams,
-        tree,
-        buffers,
-        empty_note,
-        #[cfg(feature = "host")]
-        uname,
-        #[cfg(feature = "host")]
-        saved_cmdlines,
-        ..
-    } = input;
-    let meta = Meta {
-        common: CommonFields::of_table(&trace.events),
-        trace,
-        buffers,
-        empty: None,
-        #[cfg(feature = "host")]
-        uname,
-        #[cfg(feature = "host")]
-        saved_cmdlines,
-    };
+    let (meta, mut streams, tree, empty_note) = Meta::of(input);
     let prepared = o.filter.prepare(&meta.trace.events);
     let mut c = Collector { meta, f, o, prepared, stacks: Default::default(), unknown: UnknownEvents::default() };
     // The collector writes nothing: this only stands where a printer's
@@ -264,10 +284,96 @@ pub(crate) fn collect(
     let mut out = Out::memory();
     let mut merger = Merger::new(streams.len());
     drive(&mut streams, &mut merger, tree, o, stop, &mut out, &mut c)?;
-    let Collector { mut meta, unknown, .. } = c;
-    meta.empty = if_empty(&streams, empty_note);
-    add_run_problems(&streams, &unknown, &meta.buffers, &mut meta.trace.problems);
-    Ok(meta)
+    let Collector { meta, unknown, .. } = c;
+    Ok(meta.finish(&streams, empty_note, &unknown))
+}
+
+/// `--stats`: every record and loss kept, counted, with the session that
+/// names them. A plain file is counted by time slices on every CPU (the
+/// counts are sums, whatever the order); anything else as [`collect`]
+/// reads it. The same counts at every `-j`.
+pub(crate) fn summarize(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Result<(TraceSummary, Meta), Error> {
+    #[cfg(feature = "slices")]
+    let mut input = input;
+    #[cfg(feature = "slices")]
+    if let Some((st, unknown)) = count_sliced(&mut input, o, stop) {
+        let (meta, streams, _, empty_note) = Meta::of(input);
+        return Ok((st, meta.finish(&streams, empty_note, &unknown)));
+    }
+    let mut st = TraceSummary::default();
+    let meta = collect(input, o, stop, &mut |_, e| match e {
+        Entry::Event(ev) => st.record(ev.buffer(), ev.cpu(), ev.ts(), ev.format().id, ev.pid()),
+        Entry::Lost { buffer, cpu, ts, count } => st.lost(buffer, cpu, ts, count),
+        // collect() hands over nothing else.
+        Entry::Damaged { .. } | Entry::Unknown { .. } => {}
+    })?;
+    Ok((st, meta))
+}
+
+/// [`summarize`]'s counts by time slices, each worker counting its own,
+/// and the records of unknown events met; `None` (the input untouched)
+/// when it is not a plain file, or there is one CPU to count on.
+#[cfg(feature = "slices")]
+fn count_sliced(input: &mut Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Option<(TraceSummary, UnknownEvents)> {
+    let threads = o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS));
+    if threads < 2 || input.streams.iter().any(|s| s.follow) {
+        return None;
+    }
+    let t = &input.trace;
+    let (endian, layout) = (t.endian, t.layout);
+    let prepared = o.filter.prepare(&t.events);
+    let unknown = UnknownEvents::default();
+    let total = std::sync::Mutex::new(TraceSummary::default());
+    let counter = || Counter {
+        p: Plain {
+            r: Renderer::new(&t.events, t.cmdlines.clone(), t.abi(), t.in_ns()),
+            events: &t.events,
+            endian,
+            o,
+            buffers: &input.buffers,
+            labels: &input.labels,
+            prepared: &prepared,
+            stacks: Default::default(),
+            unknown: &unknown,
+        },
+        summary: TraceSummary::default(),
+    };
+    let add = |c: Counter<'_>| total.lock().unwrap_or_else(std::sync::PoisonError::into_inner).merge(c.summary);
+    // Counts write nothing: this only stands where the text would go.
+    let mut out = Out::memory();
+    let sliced =
+        slices::run(&mut input.streams, layout, endian, None, threads, &counter, &add, &|| stop.asked(), &mut out);
+    let summary = total.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    sliced.then_some((summary, unknown))
+}
+
+/// A time slice's counts for [`summarize`]: the text's verdicts
+/// ([`Plain::kept`]: filters, stack records), counted instead of printed.
+#[cfg(feature = "slices")]
+struct Counter<'a> {
+    p: Plain<'a>,
+    summary: TraceSummary,
+}
+
+#[cfg(feature = "slices")]
+impl slices::SliceSink for Counter<'_> {
+    fn read_past(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+        let _ = self.p.kept(buffer, cpu, ts, payload);
+    }
+
+    fn record(&mut self, _: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+        match self.p.kept(buffer, cpu, ts, payload) {
+            Kept::Event(ev) => self.summary.record(buffer, cpu, ts, ev.id, self.p.r.pid(payload)),
+            Kept::Unknown => self.p.unknown.count(self.p.events.record_id(payload, self.p.endian)),
+            Kept::Dropped => {}
+        }
+    }
+
+    fn lost(&mut self, _: &mut Out, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
+        if !self.p.o.since.is_some_and(|t0| ts < t0) {
+            self.summary.lost(buffer, cpu, ts, count);
+        }
+    }
 }
 
 /// poll() readiness on trace_pipe_raw follows `buffer_percent`: a trickle

@@ -20,6 +20,10 @@
 //! records before `lo` without printing them: a stack record takes the
 //! verdict of the event before it, which may be in the page before.
 //! A loss is the time of the page it precedes, so it falls in one slice.
+//!
+//! What a worker makes of its slices is its [`SliceSink`]'s: the text
+//! ([`Plain`]), written in slice order, or counts (`--stats`), summed at
+//! the end, where the order does not matter.
 
 use super::out::Out;
 use super::text::Plain;
@@ -50,6 +54,31 @@ const HOLD: usize = 2 << 20;
 /// The text of finished slices waiting for their turn, at most: past it
 /// no worker starts a slice.
 const HELD: usize = 4 << 20;
+
+/// What a worker does with the items of its slices, in merged order.
+pub(super) trait SliceSink {
+    /// A record before the slice, read for its verdict only: a stack
+    /// record at the slice's start inherits it.
+    fn read_past(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]);
+    /// A record of the slice; what it prints goes to `text`.
+    fn record(&mut self, text: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]);
+    /// A loss of `count` events (`None`: unknown) before the page at `ts`.
+    fn lost(&mut self, text: &mut Out, buffer: u32, cpu: u32, ts: u64, count: Option<u64>);
+}
+
+impl SliceSink for Plain<'_> {
+    fn read_past(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+        let _ = self.kept(buffer, cpu, ts, payload);
+    }
+
+    fn record(&mut self, text: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+        Plain::record(self, text, buffer, cpu, ts, payload)
+    }
+
+    fn lost(&mut self, text: &mut Out, buffer: u32, cpu: u32, ts: u64, count: Option<u64>) {
+        Plain::lost(self, text, buffer, cpu, ts, count)
+    }
+}
 
 /// One page of a CPU that has items (records, a loss).
 #[derive(Clone, Copy)]
@@ -99,14 +128,17 @@ impl GraphIds<'_> {
 /// nothing is read or written.
 ///
 /// [`PageSource::file_range`]: crate::sys::pages::PageSource::file_range
+/// Each worker makes its sink with `make`, and hands it to `done` when it
+/// has no slice left.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn run<'a>(
+pub(super) fn run<S: SliceSink>(
     streams: &mut [CpuPages],
     layout: PageLayout,
     endian: Endian,
     graph: Option<GraphIds>,
     threads: usize,
-    make: &(dyn Fn() -> Plain<'a> + Sync),
+    make: &(dyn Fn() -> S + Sync),
+    done: &(dyn Fn(S) + Sync),
     stop: &dyn Fn() -> bool,
     out: &mut Out,
 ) -> bool {
@@ -126,7 +158,7 @@ pub(super) fn run<'a>(
         s.read_elsewhere(c);
     }
     let slices = Slices { scanned: &scanned, bounds: &bounds, layout, endian };
-    slices.render(threads, make, stop, out);
+    slices.render(threads, make, done, stop, out);
     true
 }
 
@@ -372,10 +404,11 @@ impl<'o> Shared<'o> {
 impl Slices<'_> {
     /// `stop`: asked on this thread (the caller's stop need not be
     /// shared with others), it ends every worker.
-    fn render<'a>(
+    fn render<S: SliceSink>(
         &self,
         threads: usize,
-        make: &(dyn Fn() -> Plain<'a> + Sync),
+        make: &(dyn Fn() -> S + Sync),
+        done: &(dyn Fn(S) + Sync),
         stop: &dyn Fn() -> bool,
         out: &mut Out,
     ) {
@@ -394,6 +427,7 @@ impl Slices<'_> {
                 }
                 sh.finish(k, text);
             }
+            done(p);
         };
         let jobs: Vec<thread::Job<'_>> =
             (1..threads).map(|_| Box::new(move || work(&|| false)) as thread::Job<'_>).collect();
@@ -403,10 +437,10 @@ impl Slices<'_> {
     /// Render slice `k` into `text`, writing parts of it when its turn
     /// has come. `false`: the reader went away or `stop` said so. `spare`: the buffers of
     /// the readers of slices before (allocated once per worker).
-    fn slice(
+    fn slice<S: SliceSink>(
         &self,
         k: usize,
-        p: &mut Plain<'_>,
+        p: &mut S,
         sh: &Shared<'_>,
         text: &mut Out,
         spare: &mut Vec<[Vec<u8>; 3]>,
@@ -438,7 +472,7 @@ impl Slices<'_> {
                     break;
                 }
                 if let Some(CpuItem::Record(r)) = s.take() {
-                    let _ = p.kept(sc.buffer, sc.cpu, r.ts, r.payload);
+                    p.read_past(sc.buffer, sc.cpu, r.ts, r.payload);
                 }
             }
             s.end_at(hi);
