@@ -98,7 +98,8 @@ several with -o OUT.parquet (host build), each into OUT.parquet/source=NAME/"
     #[argh(switch)]
     all: bool,
     #[cfg(feature = "decode")]
-    /// with --raw or FILE: render on N threads (default: one per CPU)
+    /// with --raw or FILE: read (render, count) on N threads (default: one
+    /// per CPU)
     #[argh(option, short = 'j', arg_name = "N")]
     jobs: Option<usize>,
     /// with -o -: as text lines for a serial console

@@ -51,9 +51,8 @@ fn same_as_one_thread(args: &[&str]) -> usize {
     most
 }
 
-#[test]
-fn every_fixture_reads_the_same_by_slices() {
-    let mut sliced = 0;
+/// Every trace.dat of tests/data/tracedat, sorted.
+fn tracedat_files() -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir("tests/data/tracedat")
         .unwrap()
         .flatten()
@@ -61,7 +60,13 @@ fn every_fixture_reads_the_same_by_slices() {
         .filter(|p| p.ends_with(".dat"))
         .collect();
     files.sort();
-    for f in &files {
+    files
+}
+
+#[test]
+fn every_fixture_reads_the_same_by_slices() {
+    let mut sliced = 0;
+    for f in &tracedat_files() {
         if same_as_one_thread(&[f]) > 1 {
             sliced += 1;
         }
@@ -93,14 +98,7 @@ fn every_fixture_reads_the_same_by_slices() {
 #[test]
 fn stats_count_the_same_by_slices() {
     let mut sliced = 0;
-    let mut files: Vec<String> = std::fs::read_dir("tests/data/tracedat")
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().to_string_lossy().into_owned())
-        .filter(|p| p.ends_with(".dat"))
-        .collect();
-    files.sort();
-    for f in &files {
+    for f in &tracedat_files() {
         if same_as_one_thread(&["--stats", f]) > 1 {
             sliced += 1;
         }
