@@ -1,6 +1,6 @@
 # The live test suites on the board's own kernel (issue 39): the boards in
 # QEMU_LIVE_BOARDS (common.sh; default the three x86_64 kernels, 7.2, 6.12
-# and 6.1; names as in test.sh; 'none' for none) carry the integration tests that
+# and 6.1; names as in test.sh; 'none' for none) carry the tests that
 # read and change the live tracefs -- tests/live whole, the live parts of
 # tests/applets (session-live), in the crate's test binary -- built as static musl
 # executables, and run each test as a line of their session, under
