@@ -55,7 +55,7 @@ fn applet_pages_quote_their_help() {
     assert!(
         stale.is_empty(),
         "the help block of {} differs from the binary's --help; regenerate with `make docs` \
-         (TRBOX_BLESS=1 cargo test --release --test applets docs::)",
+         (TRBOX_BLESS=1 cargo test --release --lib applets_tests::docs::)",
         stale.join(", ")
     );
 }

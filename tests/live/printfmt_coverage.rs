@@ -1,7 +1,7 @@
 //! Compile every event's print fmt of this machine's tracefs (read-only)
 //! and report how many compile fully and why the rest fall back; every
-//! format file must parse. `cargo test --release --test live
-//! printfmt_coverage -- --nocapture` prints the table.
+//! format file must parse. `cargo test --release --lib
+//! live_tests::printfmt_coverage -- --nocapture` prints the table.
 
 use super::common;
 use std::collections::BTreeMap;
