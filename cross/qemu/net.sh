@@ -166,9 +166,19 @@ net_start() {
 
 net_stop() {
 	[ "$NET" = 1 ] && [ -s "$NET_DIR/pids" ] || return 0
-	local p
-	# trace-cmd listen writes its file 2 s after its sender's end.
-	sleep 2
+	local p i f whole
+	# trace-cmd listen writes its file 2 s after its sender's end, later
+	# on a loaded host (ci28 read one cut short at 2 s): wait until each
+	# file it wrote reads whole, 20 s at most; no file: 2 s, as before.
+	for i in $(seq 1 40); do
+		sleep 0.5
+		whole=1
+		for f in "$NET_DIR"/tc/*.dat; do
+			[ -e "$f" ] || { [ "$i" -ge 4 ] || whole=0; continue; }
+			"$NET_HOST_BIN" tr-cat "$f" >/dev/null 2>&1 || whole=0
+		done
+		[ "$whole" = 0 ] || break
+	done
 	while read -r p; do kill -INT "$p" 2>/dev/null; done <"$NET_DIR/pids"
 	# Ended by now, or killed.
 	sleep 0.5
