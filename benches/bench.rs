@@ -203,6 +203,20 @@ fn raw_decode(path: &Path) {
     );
 }
 
+/// `tr-cat ARGS FILE` on every CPU, then with `-j 1`: the best of 3
+/// wall times of each.
+fn every_cpu_and_one(trbox: &Path, args: &[&str], file: &str) -> (f64, f64) {
+    let time = |jobs: &[&str]| {
+        best_of(3, || {
+            let mut c = Command::new(trbox);
+            c.arg("tr-cat").args(jobs).args(args).arg(file);
+            c
+        })
+        .0
+    };
+    (time(&[]), time(&["-j", "1"]))
+}
+
 /// The text decode of `out` (`events` events, `bytes` of pages) by the
 /// shipped binary against trace-cmd report, its filtered and JSON forms,
 /// and its conversion to Perfetto (time, peak RSS, size).
@@ -246,16 +260,7 @@ fn decode_bench(trbox: &Path, out: &Path, events: u64, bytes: u64) {
     }
     jobs_table(trbox, file, ncpu);
     // A filter by event: the sched system's lines only (9% of the file).
-    let (fs_, _) = best_of(3, || {
-        let mut c = Command::new(trbox);
-        c.args(["tr-cat", "-e", "sched:*", file]);
-        c
-    });
-    let (f1, _) = best_of(3, || {
-        let mut c = Command::new(trbox);
-        c.args(["tr-cat", "-j", "1", "-e", "sched:*", file]);
-        c
-    });
+    let (fs_, f1) = every_cpu_and_one(trbox, &["-e", "sched:*"], file);
     print!("filtered:    tr-cat -e 'sched:*' {fs_:.3} s (-j 1: {f1:.3} s)");
     if have_tc {
         let (fc, _) = best_of(3, || {
@@ -267,28 +272,10 @@ fn decode_bench(trbox: &Path, out: &Path, events: u64, bytes: u64) {
     }
     println!();
     // JSON lines (trace-cmd has no such output: its text is the reference).
-    let (js, _) = best_of(3, || {
-        let mut c = Command::new(trbox);
-        c.args(["tr-cat", "--json", file]);
-        c
-    });
-    let (j1, _) = best_of(3, || {
-        let mut c = Command::new(trbox);
-        c.args(["tr-cat", "-j", "1", "--json", file]);
-        c
-    });
+    let (js, j1) = every_cpu_and_one(trbox, &["--json"], file);
     println!("json:        tr-cat --json {js:.3} s (-j 1: {j1:.3} s)");
     // The counts of --stats, by the same time slices.
-    let (ss, _) = best_of(3, || {
-        let mut c = Command::new(trbox);
-        c.args(["tr-cat", "--stats", file]);
-        c
-    });
-    let (s1, _) = best_of(3, || {
-        let mut c = Command::new(trbox);
-        c.args(["tr-cat", "-j", "1", "--stats", file]);
-        c
-    });
+    let (ss, s1) = every_cpu_and_one(trbox, &["--stats"], file);
     println!("stats:       tr-cat --stats {ss:.3} s (-j 1: {s1:.3} s)");
     // Perfetto: time, peak RSS and size beside the text decode.
     let pf = out.with_extension("pftrace");
