@@ -10,7 +10,7 @@ use std::time::Duration;
 use trbox::names::{closest, glob_match};
 use trbox::sys::child::Paused;
 #[cfg(feature = "decode")]
-use trbox::sys::read::{Input, RawOpts, Reading};
+use trbox::sys::read::{RawOpts, Reader, Reading};
 use trbox::sys::state::State;
 use trbox::sys::stop::Stop;
 use trbox::sys::{describe, signals, Held, Tracefs};
@@ -358,7 +358,7 @@ pub(crate) fn stream_text(
 /// aggregate them (`stop` says when to stop following); whether it showed
 /// anything.
 #[cfg(feature = "decode")]
-pub(crate) type Show<'a> = dyn Fn(Input<'_>, &RawOpts, &Stop<'_>) -> Result<bool, Error> + 'a;
+pub(crate) type Show<'a> = dyn Fn(Reader, &RawOpts, &Stop<'_>) -> Result<bool, Error> + 'a;
 
 /// What ends an applet's read: `done()` (asked first), or Ctrl-C, SIGTERM,
 /// SIGHUP, -t's timer. The handlers are installed here when they are not
@@ -372,16 +372,16 @@ pub(crate) fn stop(done: &dyn Fn() -> bool) -> Result<Stop<'_>, Error> {
 /// `stop`, the note of a read that met nothing on stderr; whether anything
 /// was shown.
 #[cfg(feature = "decode")]
-pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Result<bool, Error> {
+pub(crate) fn print(reader: Reader, o: &RawOpts, stop: &Stop<'_>) -> Result<bool, Error> {
     let mut out = trbox::sys::read::Out::stdout();
-    let printed = trbox::sys::read::print(input, o, stop, &mut out)?;
+    let printed = trbox::sys::read::print(reader, o, stop, &mut out)?;
     note_empty(printed.empty);
     out.finish()?;
     Ok(printed.shown)
 }
 
 /// Never silently nothing: the note of a read that met nothing at all
-/// (what the library returns, `Printed::empty`, `Meta::empty`), on stderr.
+/// (what the library returns, `Printed::empty`, `Session::empty`), on stderr.
 #[cfg(feature = "decode")]
 pub(crate) fn note_empty(note: Option<String>) {
     if let Some(n) = note {
@@ -422,8 +422,8 @@ pub(crate) fn stream(
         // milliseconds, less than opening the tree takes. The rest (the
         // comms, saved_cmdlines) is read after the release (it returns once
         // the command runs), so that they name it.
-        let input = Input::tree_then(t, &opts, &|| child.release());
-        input.and_then(|i| show(i, &opts, stop))
+        let reader = Reader::of_tree_then(t, &opts, &|| child.release());
+        reader.and_then(|i| show(i, &opts, stop))
     })
 }
 

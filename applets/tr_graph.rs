@@ -11,7 +11,7 @@ use trbox::graph::stats::{GraphStats, TopBy};
 use trbox::graph::write_header;
 use trbox::printfmt::SymbolLookup;
 use trbox::sys::read::Out;
-use trbox::sys::read::{self, Entry, Input, RawOpts};
+use trbox::sys::read::{self, Entry, RawOpts, Reader};
 use trbox::sys::stop::Stop;
 use trbox::sys::{signals, Tracefs};
 
@@ -104,8 +104,8 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     if let Some(f) = &a.input {
         // A recorded file needs no tracefs (and no root).
         let o = opts(false, None);
-        let input = Input::trace_dat("tr-graph", std::path::Path::new(f), common.instance.as_deref(), &o)?;
-        return output(input, &a, &o, &|| false).map(drop);
+        let reader = Reader::dat("tr-graph", std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        return output(reader, &a, &o, &|| false).map(drop);
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() || a.read {
@@ -129,7 +129,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
             return Err(e);
         }
         let o = opts(false, None);
-        let shown = output(Input::tree(&t, &o)?.graph_layout(), &a, &o, &|| false)?;
+        let shown = output(Reader::of_tree(&t, &o)?.graph_layout(), &a, &o, &|| false)?;
         if !shown {
             cli::note(&none_recorded(&a, "in the buffer"));
         }
@@ -165,7 +165,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
         trbox::sys::read_live_ahead();
         st.set_tracer("function_graph")?;
         let child = command::whom(&mut st, cmd, a.pid.as_slice(), Follow { events: false, functions: true })?;
-        let show = |i: Input<'_>, o: &RawOpts, stop: &Stop<'_>| output(i.graph_layout(), &a, o, &|| stop.asked());
+        let show = |i: Reader, o: &RawOpts, stop: &Stop<'_>| output(i.graph_layout(), &a, o, &|| stop.asked());
         let r = command::stream(
             t,
             &mut st,
@@ -209,19 +209,19 @@ fn none_recorded(a: &Args, when: &str) -> Error {
 
 /// The graph as it streams, or the aggregation at the end; whether it
 /// showed anything.
-fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
+fn output(reader: Reader, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> Result<bool, Error> {
     if !a.folded && a.top.is_none() && a.svg().is_none() {
-        if let Some(g) = input.graph_opts() {
+        if let Some(g) = reader.graph_opts() {
             let mut h = String::from("# tracer: function_graph\n#\n");
             let _ = write_header(&mut h, &g);
             let mut out = Out::stdout();
             let _ = out.write_all(h.as_bytes());
             out.finish()?;
         }
-        return command::print(input, o, &command::stop(done)?);
+        return command::print(reader, o, &command::stop(done)?);
     }
     let mut stats: Option<GraphStats> = None;
-    let meta = read::collect(input, o, &command::stop(done)?, &mut |m, it| {
+    let session = read::collect(reader, o, &command::stop(done)?, &mut |m, it| {
         if let Entry::Event(ev) = it {
             stats
                 .get_or_insert_with(|| GraphStats::new(&m.trace.events, m.trace.abi(), false))
@@ -231,7 +231,7 @@ fn output(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool) -> R
     let Some(s) = stats.filter(|s| s.calls() > 0) else {
         return Err(none_recorded(a, ""));
     };
-    let syms = Some(&meta.trace.symbols as &dyn SymbolLookup);
+    let syms = Some(&session.trace.symbols as &dyn SymbolLookup);
     #[cfg(feature = "host")]
     if let Some(path) = a.svg() {
         write_svg(path, &s.folded(syms), a)?;

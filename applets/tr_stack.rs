@@ -14,7 +14,7 @@ use trbox::printfmt::SymbolLookup;
 use trbox::stacks::{write_folded, write_table, StackCounts};
 use trbox::sys::lock::Lock;
 use trbox::sys::read::Out;
-use trbox::sys::read::{self, Entry, Input, RawOpts};
+use trbox::sys::read::{self, Entry, RawOpts, Reader};
 use trbox::sys::state::{ftrace_refused, State};
 use trbox::sys::{event_dir, signals, Tracefs};
 
@@ -81,8 +81,8 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
         |follow: bool, since| RawOpts { follow, limit, since, kernel: common.kernel.clone(), ..Default::default() };
     if let Some(f) = &a.input {
         let o = opts(false, None);
-        let input = Input::trace_dat("tr-stack", std::path::Path::new(f), common.instance.as_deref(), &o)?;
-        return count_stacks(input, &a, &o, &|| false, true);
+        let reader = Reader::dat("tr-stack", std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        return count_stacks(reader, &a, &o, &|| false, true);
     }
     let mut t = Tracefs::open(common.tracefs.as_deref())?;
     if !t.is_live() {
@@ -94,7 +94,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
             return print_table(&t);
         }
         let o = opts(false, None);
-        return count_stacks(Input::tree(&t, &o)?, &a, &o, &|| false, true);
+        return count_stacks(Reader::of_tree(&t, &o)?, &a, &o, &|| false, true);
     }
     if a.event.is_empty() && a.func.is_none() {
         if !cmd.is_empty() {
@@ -165,9 +165,9 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
 
 /// Collect kernel_stack records and print them counted (table or folded);
 /// `recorded`: from a file or a copy, not this run's trace.
-fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool, recorded: bool) -> Result<(), Error> {
+fn count_stacks(reader: Reader, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool, recorded: bool) -> Result<(), Error> {
     let mut counts: Option<StackCounts> = None;
-    let meta = read::collect(input, o, &command::stop(done)?, &mut |m, it| {
+    let session = read::collect(reader, o, &command::stop(done)?, &mut |m, it| {
         let c = counts.get_or_insert_with(|| StackCounts::new(&m.trace.events, m.trace.abi()));
         match it {
             Entry::Event(ev) => c.record(&m.trace.events, m.slot(ev.buffer(), ev.cpu()), ev.payload()),
@@ -178,7 +178,7 @@ fn count_stacks(input: Input<'_>, a: &Args, o: &RawOpts, done: &dyn Fn() -> bool
     })?;
     let mut rows = counts
         .as_ref()
-        .map(|c| c.rows(&meta.trace.events, Some(&meta.trace.symbols as &dyn SymbolLookup)))
+        .map(|c| c.rows(&session.trace.events, Some(&session.trace.symbols as &dyn SymbolLookup)))
         .unwrap_or_default();
     // On recorded data -e picks the stacks of those events (or functions).
     let wanted: Vec<&str> =

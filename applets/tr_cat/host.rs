@@ -38,7 +38,7 @@ pub(crate) fn convert(input: &str, output: &str) -> Result<(), Error> {
 
 /// `tr-cat FILE -o OUT.pftrace`: Perfetto's protobuf trace format (the
 /// library's Perfetto sink), written to `output`.
-pub(crate) fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) -> Result<(), Error> {
+pub(crate) fn perfetto(reader: read::Reader, o: &read::RawOpts, output: &str) -> Result<(), Error> {
     let path = Path::new(output);
     let f = trbox::sys::record::create_output(path)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
@@ -54,7 +54,7 @@ pub(crate) fn perfetto(input: read::Input<'_>, o: &read::RawOpts, output: &str) 
         false
     };
     let converted =
-        crate::applets::command::stop(&done).and_then(|stop| Ok(read::perfetto(input, o, &stop, &mut w, path)?));
+        crate::applets::command::stop(&done).and_then(|stop| Ok(read::perfetto(reader, o, &stop, &mut w, path)?));
     progress.clear();
     match converted {
         Ok(n) => {

@@ -249,12 +249,12 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
         // A recorded file needs no tracefs (and no root).
         let mut o = opts(false);
         o.only = a.cpus.clone().map(|c| c.0);
-        let input = read::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
-        known_events(&input, &o, &format!("{f} has"))?;
+        let reader = read::Reader::dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &o)?;
+        known_events(&reader, &o, &format!("{f} has"))?;
         if a.stats {
-            return stats(input, &o, a.all);
+            return stats(reader, &o, a.all);
         }
-        if !crate::applets::command::print(input, &o, &crate::applets::command::stop(&|| false)?)? && filtered(a) {
+        if !crate::applets::command::print(reader, &o, &crate::applets::command::stop(&|| false)?)? && filtered(a) {
             // (No record at all, or none on the CPUs of --cpus, has its own note.)
             crate::applets::cli::note(
                 &Error::runtime(format!("no event in {f} passes the filters"))
@@ -276,12 +276,12 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
         let mut o = opts(a.follow);
         o.only = cpus;
         let held = t.held();
-        let input = read::Input::tree(&t, &o)?;
-        known_events(&input, &o, "this tracefs has")?;
+        let reader = read::Reader::of_tree(&t, &o)?;
+        known_events(&reader, &o, "this tracefs has")?;
         if a.stats {
-            stats(input, &o, a.all)
+            stats(reader, &o, a.all)
         } else {
-            if !crate::applets::command::print(input, &o, &crate::applets::command::stop(&|| false)?)? {
+            if !crate::applets::command::print(reader, &o, &crate::applets::command::stop(&|| false)?)? {
                 let again = "tr-event, tr-on or tr-cat -o record; tr-on shows what is enabled";
                 let e = if filtered(a) || o.only.is_some() {
                     Error::runtime("no event in the buffer passes the filters").hint(again)
@@ -305,12 +305,12 @@ fn decode(common: &cli::Common, a: &Args) -> Result<(), Error> {
 /// closest names, as tr-event offers them: an error when no -e does, else
 /// a note.
 #[cfg(feature = "decode")]
-fn known_events(input: &read::Input<'_>, o: &RawOpts, what: &str) -> Result<(), Error> {
-    let bad = o.filter.unmatched(input.events());
+fn known_events(reader: &read::Reader, o: &RawOpts, what: &str) -> Result<(), Error> {
+    let bad = o.filter.unmatched(reader.session().events());
     if bad.is_empty() {
         return Ok(());
     }
-    let names: Vec<String> = input.events().iter().map(|e| format!("{}:{}", e.system, e.name)).collect();
+    let names: Vec<String> = reader.session().events().iter().map(|e| format!("{}:{}", e.system, e.name)).collect();
     let err = |spec: &str| {
         let msg = format!("-e {spec}: {what} no such event");
         crate::applets::command::no_event(msg, spec, &names, "tr-cat --stats counts the events of a recording")
@@ -385,8 +385,8 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
     if let (Some(o), Some(f)) = (&a.output, a.file()) {
         if o.ends_with(".pftrace") {
             let ro = perfetto_opts(common, a)?;
-            let input = read::Input::trace_dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
-            return host::perfetto(input, &ro, o).map(Some);
+            let reader = read::Reader::dat("tr-cat", std::path::Path::new(f), common.instance.as_deref(), &ro)?;
+            return host::perfetto(reader, &ro, o).map(Some);
         }
         if a.raw || a.follow || a.json || !cmd.is_empty() || !a.event.is_empty() {
             return Err(Error::usage(
@@ -402,8 +402,8 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
             t.enter_instance(i)?;
         }
         let ro = perfetto_opts(common, a)?;
-        let input = read::Input::tree(&t, &ro)?;
-        return host::perfetto(input, &ro, o).map(Some);
+        let reader = read::Reader::of_tree(&t, &ro)?;
+        return host::perfetto(reader, &ro, o).map(Some);
     }
     Ok(None)
 }
@@ -427,14 +427,14 @@ fn parquet(a: &Args, o: &str, cmd: &[String], conversion: &read::parquet::Option
 /// `--stats`: count everything kept (on every CPU, by time slices, where
 /// the input allows), print the table at the end.
 #[cfg(feature = "decode")]
-fn stats(input: read::Input<'_>, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
-    let (st, meta) = read::summarize(input, o, &crate::applets::command::stop(&|| false)?)?;
-    crate::applets::command::note_empty(meta.empty.clone());
-    let t = &meta.trace;
+fn stats(reader: read::Reader, o: &RawOpts, all_tasks: bool) -> Result<(), Error> {
+    let (st, session) = read::summarize(reader, o, &crate::applets::command::stop(&|| false)?)?;
+    crate::applets::command::note_empty(session.empty.clone());
+    let t = &session.trace;
     let names = trbox::summary::Summarized {
         events: &t.events,
         cmdlines: &t.cmdlines,
-        buffers: &meta.buffers,
+        buffers: &session.buffers,
         in_ns: t.in_ns(),
         problems: &t.problems,
     };

@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 use trbox::lat::{self, Lat, Mode, Table, Unit};
-use trbox::sys::read::{self, Entry, Filter, Input, Out, RawOpts, Reading};
+use trbox::sys::read::{self, Entry, Filter, Out, RawOpts, Reader, Reading};
 use trbox::sys::Tracefs;
 
 /// `-r`, or a copy of a tracefs tree: what its buffer holds, measured,
@@ -36,7 +36,7 @@ pub(super) fn read_buffer(mut t: Tracefs, common: &Common, a: &Args, c: &Checked
         kernel: common.kernel.clone(),
         ..Default::default()
     };
-    let shown = measure(Input::tree(&t, &o)?, a, mode, &o, &|| false, &Cell::new(false), &[])?;
+    let shown = measure(Reader::of_tree(&t, &o)?, a, mode, &o, &|| false, &Cell::new(false), &[])?;
     if !shown {
         let e = none_measured(a, mode, "in the buffer");
         let again = format!("'tr-lat {} -t S' measures as it records", a.mode());
@@ -68,7 +68,7 @@ const TAIL: usize = 24;
 /// Feed the records into the accumulators, print as the options say;
 /// whether anything was measured (or a stop reported).
 pub(super) fn measure(
-    input: Input<'_>,
+    reader: Reader,
     a: &Args,
     mode: Mode,
     o: &RawOpts,
@@ -102,7 +102,7 @@ pub(super) fn measure(
     // them to a woken task is that task's end of latency.
     let own = o.filter.not_self.then(trbox::sys::thread::own_tids);
     let o = &RawOpts { filter: Filter { not_self: false, ..o.filter.clone() }, ..o.clone() };
-    let meta = read::collect(input, o, &command::stop(done)?, &mut |m, e| {
+    let session = read::collect(reader, o, &command::stop(done)?, &mut |m, e| {
         // A record (CPU, time, bytes), or a loss (None).
         let it = match e {
             Entry::Event(ev) => Some((ev.cpu(), ev.ts(), ev.payload())),
@@ -183,10 +183,10 @@ pub(super) fn measure(
     let mut out = if refreshed.is_some() { Out::stdout_raw() } else { Out::stdout() };
     let mut text = match a.aa_only {
         Some(_) => String::new(),
-        None => render(a, &l, &meta.trace.cmdlines, refreshed.is_some()),
+        None => render(a, &l, &session.trace.cmdlines, refreshed.is_some()),
     };
     if a.json {
-        let _ = lat::write_problems_json(&mut text, &meta.trace.problems);
+        let _ = lat::write_problems_json(&mut text, &session.trace.problems);
     }
     let _ = out.write_all(text.as_bytes());
     out.finish()?;
@@ -204,7 +204,7 @@ pub(super) fn measure(
             }
         }
     }
-    if !meta.trace.in_ns() {
+    if !session.trace.in_ns() {
         cli::note(
             &Error::runtime("the trace clock does not count nanoseconds: the values are in its own ticks")
                 .hint("set trace_clock to local, global or mono"),
@@ -223,7 +223,7 @@ pub(super) fn measure(
     }
     log::info!("{} begins or ends without their pair (the window cut them, or a loss): not counted", l.unpaired);
     if stopped.get() {
-        stop_report(&meta, &tail, a, unit, aa.as_ref())?;
+        stop_report(&session, &tail, a, unit, aa.as_ref())?;
     }
     Ok(true)
 }
@@ -258,7 +258,7 @@ fn render(a: &Args, l: &Lat, cmdlines: &trbox::render::Cmdlines, tty: bool) -> S
 /// which a kernel without trace_printk users, like Debian's, never
 /// allocates), how long, and its records up to the stop, stacks included.
 fn stop_report(
-    meta: &read::Meta,
+    session: &read::Session,
     tail: &[Tail],
     a: &Args,
     unit: Unit,
@@ -282,25 +282,25 @@ fn stop_report(
     // The analysis (rtla's), then only the stack among the records.
     let mut text = String::from("\n");
     let ns = |us: Option<u64>| us.unwrap_or(0).saturating_mul(1000);
-    let tasks = a.dump_tasks.then_some(&meta.trace.symbols as &dyn trbox::printfmt::SymbolLookup);
-    let c = &meta.trace.cmdlines;
+    let tasks = a.dump_tasks.then_some(&session.trace.symbols as &dyn trbox::printfmt::SymbolLookup);
+    let c = &session.trace.cmdlines;
     let analysed =
         aa.is_some_and(|aa| aa.write(&mut text, ns(a.irq_us), ns(a.total_us), unit, a.json, tasks, c).unwrap_or(false));
-    let stack = meta.trace.events.by_name("ftrace:kernel_stack").map(|e| e.id);
+    let stack = session.trace.events.by_name("ftrace:kernel_stack").map(|e| e.id);
     if analysed {
         let _ = out.write_all(if a.json { &text[1..] } else { &text }.as_bytes());
     } else {
         let _ = write!(out, "\n# CPU {cpu}: its last records, up to the stop\n");
     }
     let mut r = trbox::render::Renderer::new(
-        &meta.trace.events,
-        meta.trace.cmdlines.clone(),
-        meta.trace.abi(),
-        meta.trace.in_ns(),
+        &session.trace.events,
+        session.trace.cmdlines.clone(),
+        session.trace.abi(),
+        session.trace.in_ns(),
     )
-    .with_symbols(&meta.trace.symbols);
+    .with_symbols(&session.trace.symbols);
     for (ts, p) in q {
-        let id = p.get(..2).map(|b| u32::from(meta.trace.endian.uint(b, 0, 2).unwrap_or(0) as u16));
+        let id = p.get(..2).map(|b| u32::from(session.trace.endian.uint(b, 0, 2).unwrap_or(0) as u16));
         if !analysed || !a.json && id.is_some() && id == stack {
             let _ = r.record(&mut out, cpu as u32, *ts, p);
         }

@@ -24,7 +24,7 @@ use args::{stop_armed, Checked};
 use std::cell::Cell;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
-use trbox::sys::read::{Input, Out, RawOpts};
+use trbox::sys::read::{Out, RawOpts, Reader};
 use trbox::sys::state::State;
 use trbox::sys::stop::Stop;
 use trbox::sys::{signals, Tracefs};
@@ -97,7 +97,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
         // The tasks whose wakeups count: the command (its children follow
         // through sched_process_fork), or -P.
         let only: Vec<u32> = child.pid().into_iter().chain(a.pid.iter().copied()).collect();
-        let show = |i: Input<'_>, o: &RawOpts, stop: &Stop<'_>| {
+        let show = |i: Reader, o: &RawOpts, stop: &Stop<'_>| {
             // A stop threshold: the kernel switches tracing off itself.
             // Looked at every 50 ms (this is called for each record: a read
             // of tracing_on each time cost more CPU than the decoding).

@@ -216,6 +216,16 @@ impl Tracefs {
         Self::new(self.top.clone(), found)
     }
 
+    /// The same directory (top level or instance) as a Tracefs of its own,
+    /// for a reader that follows it: dropping it neither unmounts nor
+    /// removes anything.
+    pub(crate) fn view(&self) -> Tracefs {
+        let mut t = self.top_level();
+        t.dir.clone_from(&self.dir);
+        t.instance.clone_from(&self.instance);
+        t
+    }
+
     /// The top-level tracing directory.
     pub(crate) fn top(&self) -> &Path {
         &self.top

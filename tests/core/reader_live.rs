@@ -1,14 +1,15 @@
 //! The library's pull reader of the live tracefs (`Reader::live`), in an
 //! instance of the test's own: it reads what the buffer holds (the
 //! kernel's own `trace` text of it, record for record), consumes it, ends
-//! at the end of what was there even while tracing goes on, and leaves
-//! every tracefs setting as it was.
+//! at the end of what was there even while tracing goes on, or follows
+//! it until a stop, and leaves every tracefs setting as it was.
 
 use super::common::{self, TracefsLock};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trbox::format::Value;
 use trbox::sys::read::{Entry, ReadOptions, Reader};
+use trbox::sys::stop::Stop;
 use trbox::sys::Error;
 
 /// An instance of the test's own, removed when dropped (also when an
@@ -109,6 +110,60 @@ fn reader_live_instance_is_the_kernels_and_drains() {
     let o = ReadOptions { buffer: Some(format!("{name}-absent")), ..Default::default() };
     assert!(matches!(Reader::live(&o), Err(Error::NoInstance { .. })), "an absent instance");
 
+    drop(guard);
+    common::assert_same_state(&before, &common::snapshot(&root));
+}
+
+/// A reader that follows an instance (`ReadOptions::follow`) gets the
+/// execs done after it was opened, each one once, and ends at its stop
+/// (asked between records and after each wait); tracefs is as it was.
+#[test]
+fn reader_live_follow_reads_what_comes_until_the_stop() {
+    let Some(root) = common::live_tracefs() else { return };
+    let _lock = TracefsLock::take();
+    let exec = root.join("events/sched/sched_process_exec/enable");
+    if !exec.exists() {
+        return common::skip_absent("no sched:sched_process_exec event here");
+    }
+    let before = common::snapshot(&root);
+    let name = format!("trbox-test-follow-{}", std::process::id());
+    let inst = root.join("instances").join(&name);
+    std::fs::create_dir(&inst).unwrap_or_else(|e| panic!("mkdir {}: {e}", inst.display()));
+    let guard = Instance(inst.clone());
+    std::fs::write(inst.join("events/sched/sched_process_exec/enable"), "1").expect("enable sched_process_exec");
+    let o = ReadOptions { buffer: Some(name.clone()), follow: true, ..Default::default() };
+    let mut r = Reader::live(&o).unwrap_or_else(|e| panic!("Reader::live: {e}"));
+    // The execs come once the reader waits: in a thread of their own.
+    // (Other tests' execs may come too: the instance sees every task.)
+    let ours = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let theirs = std::sync::Arc::clone(&ours);
+    let execs = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        for p in execs(3) {
+            theirs.lock().expect("pids").push(p);
+        }
+    });
+    let seen = std::cell::RefCell::new(Vec::new());
+    let start = std::time::Instant::now();
+    // Stop once the three came (or, failing, after a long while).
+    let came = || {
+        let ours = ours.lock().expect("pids");
+        ours.len() == 3 && ours.iter().all(|p| seen.borrow().contains(p))
+    };
+    let done = || came() || start.elapsed() > std::time::Duration::from_secs(60);
+    let stop = Stop::when(&done);
+    while let Some(e) = r.next_entry_until(&stop) {
+        match e {
+            Entry::Event(ev) => seen.borrow_mut().push(ev.pid()),
+            other => panic!("{other:?}"),
+        }
+    }
+    execs.join().expect("the execs' thread");
+    let (ours, seen) = (ours.lock().expect("pids").clone(), seen.into_inner());
+    for p in &ours {
+        assert_eq!(seen.iter().filter(|s| *s == p).count(), 1, "the exec of {p}, once: {seen:?}");
+    }
+    drop(r);
     drop(guard);
     common::assert_same_state(&before, &common::snapshot(&root));
 }

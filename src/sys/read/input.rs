@@ -1,9 +1,10 @@
-//! Where the read engine's records come from ([`Input`]): the per-CPU raw
-//! pages of a tracefs tree (the live one or a copy), or the buffers of a
-//! trace.dat (a trbox stream or a console log rebuilt as one), with the
-//! session that decodes them.
+//! Where a [`Reader`]'s records come from, as the applets open them: the
+//! per-CPU raw pages of a tracefs tree (the live one or a copy), or the
+//! buffers of a trace.dat (a trbox stream or a console log rebuilt as
+//! one), with the session that decodes them.
 
 use super::opts::RawOpts;
+use super::reader::{Reader, Session};
 use crate::abi::Endian;
 use crate::graph::GraphOpts;
 use crate::page::PageLayout;
@@ -11,56 +12,23 @@ use crate::sys::error::{describe, Error};
 use crate::sys::pages::{CpuPages, FilePages};
 use crate::sys::raw::RawPages;
 use crate::sys::trace::header_page;
-use crate::sys::trace::{dat_file, dat_session, open_tree_texts, read_dat_from, KernelFacts, Opened};
+use crate::sys::trace::{dat_file, dat_session, open_tree_texts, read_dat_from, KernelFacts};
 use crate::sys::Tracefs;
 use crate::tracedat::Instance;
 use std::path::Path;
 
-/// What the decode loop works on: the trace session and one page stream
-/// per CPU, from a tracefs tree (live or a copy) or from a trace.dat.
-pub(crate) struct Input<'t> {
-    pub(super) trace: Opened,
-    /// BTF and kernel variables, for the print fmts that need them.
-    pub(super) kernel: KernelFacts,
-    pub(super) streams: Vec<CpuPages>,
-    /// The live tree, to refresh comms while following.
-    pub(super) tree: Option<&'t Tracefs>,
-    /// Render the function_graph layout (the tracer was function_graph).
-    pub(super) graph: Option<GraphOpts>,
-    /// The `irq-info` option (a tree's `trace_options`; on elsewhere).
-    pub(super) irq_info: bool,
-    /// Only switch to the graph layout once a funcgraph record shows up.
-    pub(super) graph_auto: bool,
-    /// Names of the buffers the streams come from (`CpuPages::buffer`
-    /// indexes them), when there are several; else empty.
-    pub(super) buffers: Vec<String>,
-    /// What each of those buffers puts before its lines (the way `trace-cmd
-    /// report` does); empty with one buffer.
-    pub(super) labels: Vec<String>,
-    /// What to say on stderr when the streams hold nothing at all.
-    pub(super) empty_note: Option<String>,
-    /// A trace.dat's TRACEID option: the id trace-cmd gave the recording.
-    pub(super) trace_id: Option<u64>,
-    /// For writers of other formats: `uname` (sysname nodename release
-    /// version machine) and the saved_cmdlines text.
-    #[cfg(feature = "host")]
-    pub(super) uname: Option<String>,
-    #[cfg(feature = "host")]
-    pub(super) saved_cmdlines: String,
-}
-
-impl<'t> Input<'t> {
+impl Reader {
     /// The per-CPU raw pages of a tracefs tree.
-    pub(crate) fn tree(t: &'t Tracefs, o: &RawOpts) -> Result<Self, Error> {
-        Self::tree_then(t, o, &|| Ok(()))
+    pub(crate) fn of_tree(t: &Tracefs, o: &RawOpts) -> Result<Self, Error> {
+        Self::of_tree_then(t, o, &|| Ok(()))
     }
 
-    /// [`tree`](Self::tree), calling `reading` once the raw pages are being
+    /// [`of_tree`](Self::of_tree), calling `reading` once the raw pages are being
     /// read and before the rest (formats, comms) is: a command released
     /// there fills no buffer unread, and its comm is already saved when the
     /// comms are read.
-    pub(crate) fn tree_then<E: From<Error>>(
-        t: &'t Tracefs,
+    pub(crate) fn of_tree_then<E: From<Error>>(
+        t: &Tracefs,
         o: &RawOpts,
         reading: &dyn Fn() -> Result<(), E>,
     ) -> Result<Self, E> {
@@ -81,8 +49,8 @@ impl<'t> Input<'t> {
         }
     }
 
-    /// [`tree_then`](Self::tree_then); `None` when `reading` said no.
-    fn open_tree(t: &'t Tracefs, o: &RawOpts, reading: &mut dyn FnMut() -> bool) -> Result<Option<Self>, Error> {
+    /// [`of_tree_then`](Self::of_tree_then); `None` when `reading` said no.
+    fn open_tree(t: &Tracefs, o: &RawOpts, reading: &mut dyn FnMut() -> bool) -> Result<Option<Self>, Error> {
         let header = header_page(t)?;
         let layout = PageLayout::from(&header);
         let cpus = t.cpus()?;
@@ -149,7 +117,7 @@ impl<'t> Input<'t> {
         let options = t.read_opt("trace_options").ok().flatten().unwrap_or_default();
         let graph = (tracer.trim() == "function_graph").then(|| GraphOpts::from_trace_options(&options));
         let irq_info = !options.split_ascii_whitespace().any(|o| o == "noirq-info");
-        Ok(Some(Input {
+        let session = Session {
             kernel: KernelFacts::new(trace.kernel.version, Some(t.top().to_path_buf()), t.is_live()),
             trace,
             graph,
@@ -159,19 +127,23 @@ impl<'t> Input<'t> {
             saved_cmdlines: texts.saved_cmdlines,
             #[cfg(feature = "host")]
             uname: texts.uname,
-            streams,
-            tree: t.is_live().then_some(t),
             buffers: Vec::new(),
             labels: Vec::new(),
             empty_note: None,
+            empty: None,
             trace_id: None,
-        }))
+        };
+        let mut r = Reader::of(session, streams);
+        // The live tree, to follow it: a view that changes nothing when
+        // the read ends (the tree is the caller's).
+        r.records.tree = t.is_live().then(|| t.view());
+        Ok(Some(r))
     }
 
     /// A trace.dat file: the buffer `instance` (`""` = the top one), or by
     /// default every buffer that holds data, merged by time. `applet` names
     /// who says so on stderr when they hold no event.
-    pub(crate) fn trace_dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
+    pub(crate) fn dat(applet: &str, path: &Path, instance: Option<&str>, o: &RawOpts) -> Result<Self, Error> {
         let io = |e: std::io::Error| Error::TraceDat { path: path.into(), what: describe(&e) };
         // A stream is rebuilt as a trace.dat in an anonymous file, read
         // like any other (one reader in the binary, not one per source).
@@ -250,7 +222,7 @@ impl<'t> Input<'t> {
         } else {
             (Vec::new(), Vec::new())
         };
-        Ok(Input {
+        let session = Session {
             kernel: KernelFacts::new(trace.kernel.version, None, false).with_btf(std::mem::take(&mut td.btf)),
             trace,
             // trace.dat keeps no tracer name: graph records mean a graph trace.
@@ -261,13 +233,13 @@ impl<'t> Input<'t> {
             saved_cmdlines: String::from_utf8_lossy(&td.saved_cmdlines).into_owned(),
             #[cfg(feature = "host")]
             uname: td.options.uname.clone(),
-            streams,
-            tree: None,
             buffers,
             labels,
             empty_note,
+            empty: None,
             trace_id: td.options.trace_id,
-        })
+        };
+        Ok(Reader::of(session, streams))
     }
 }
 
@@ -288,24 +260,20 @@ fn buffer_name(name: &str) -> &str {
     }
 }
 
-impl Input<'_> {
+impl Reader {
     /// Render the function_graph layout whatever the tree's tracer says
     /// (tr-graph on a copy), once funcgraph records show up.
     pub(crate) fn graph_layout(mut self) -> Self {
-        if self.graph.is_none() {
-            self.graph = Some(GraphOpts::default());
-            self.graph_auto = true;
+        let s = &mut self.session;
+        if s.graph.is_none() {
+            s.graph = Some(GraphOpts::default());
+            s.graph_auto = true;
         }
         self
     }
 
-    /// The events this input has formats for.
-    pub(crate) fn events(&self) -> &crate::format::EventTable {
-        &self.trace.events
-    }
-
     /// The graph options in use, if the graph layout is.
     pub(crate) fn graph_opts(&self) -> Option<GraphOpts> {
-        self.graph
+        self.session.graph
     }
 }

@@ -1,20 +1,19 @@
-//! The read engine: records from a tracefs tree (live or a copy) or a
-//! trace.dat (`Input`), merged across CPUs (and buffers) in time order,
-//! and handed to a sink (the crate's `Sink` trait), the way ripgrep's searcher drives its
-//! printers. The sinks: the text and JSON printer (`print()`), and any
+//! Reading a trace: [`Reader`], the library's way in, opens it (a trace.dat,
+//! a stream, a tracefs tree, live or a copy) and pulls its records merged
+//! across CPUs (and buffers) in time order, through one merge loop
+//! (records.rs). The applets open their input as a `Reader` too, and hand
+//! it to a sink: the text and JSON printer (`print()`: on every CPU, by
+//! time slices or rendering threads, where the input allows), or a
 //! closure that takes the kept records one by one (`collect`, each an
-//! [`Entry`] as the pull reader gives them): the
-//! counts of `tr-cat --stats` (`TraceSummary`), the Perfetto writer
-//! (`perfetto`, host builds), the Parquet writer (`parquet`, host
-//! builds, on a [`Reader`]),
-//! tr-lat's, tr-graph's and tr-stack's collectors, a host tool's own.
-//! The engine and its sinks are the crate's own (the applets'); a host
-//! tool pulls records through [`Reader`], the library's way in (no sink).
+//! [`Entry`] as the pull reader gives them): the counts of `tr-cat
+//! --stats` (`summarize`, by time slices where it can), the Perfetto
+//! writer (`perfetto`, host builds), the Parquet writer (`parquet`, host
+//! builds), tr-lat's, tr-graph's and tr-stack's collectors.
 //!
 //! Nothing here has a side effect on the process: the caller says what
 //! ends a read that follows ([`Stop`]: its signal handlers' flag, if it
 //! has any), where the text goes (`Out`), and prints the note of an
-//! empty read (`Printed::empty`, `Meta::empty`) where it likes.
+//! empty read (`Printed::empty`, `Session::empty`) where it likes.
 //!
 //! ```no_run
 //! use trbox::sys::read::{Entry, ReadOptions, Reader};
@@ -39,13 +38,13 @@ pub(crate) mod parquet;
 mod perfetto;
 mod problems;
 mod reader;
+mod records;
 #[cfg(feature = "slices")]
 mod slices;
 mod stream_in;
 mod text;
 
-pub(crate) use input::Input;
-pub(crate) use opts::{Filter, Prepared, RawOpts, Reading};
+pub(crate) use opts::{Filter, RawOpts, Reading};
 pub(crate) use out::{for_terminal, Out};
 #[cfg(feature = "host")]
 pub(crate) use perfetto::perfetto;
@@ -57,18 +56,16 @@ use text::Kept;
 pub(crate) use text::{Emitter, Plain, StackVerdicts};
 
 use crate::graph::GraphRenderer;
-use crate::merge::{self, Merger};
 use crate::printfmt::SymbolLookup;
-use crate::render::{Cmdlines, CommonFields, Renderer};
+use crate::render::Renderer;
 use crate::summary::TraceSummary;
 use crate::sys::error::Error;
-use crate::sys::pages::{wait_for_data, CpuItem, CpuPages};
+use crate::sys::pages::CpuPages;
 use crate::sys::stop::Stop;
 use crate::sys::trace::Opened;
-use crate::sys::Tracefs;
 use problems::{add_run_problems, UnknownEvents};
+use records::{Records, Step};
 use std::io::Write as _;
-use std::time::{Duration, Instant};
 
 /// What a [`print()`] did, besides its text.
 #[derive(Debug)]
@@ -81,14 +78,14 @@ pub(crate) struct Printed {
     pub(crate) empty: Option<String>,
 }
 
-/// Decode the records and write them (text, or JSON with `o.json`) to
-/// `out`, until the streams are empty (drain) or, when following, until
-/// the time limit or `stop` says so. The caller flushes `out`
-/// ([`Out::finish`]).
-pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Printed, Error> {
-    let Input { trace, kernel, mut streams, tree, graph, irq_info, graph_auto, buffers, labels, empty_note, .. } =
-        input;
-    let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = &trace;
+/// Decode the records of `r` and write them (text, or JSON with
+/// `o.json`) to `out`, until the streams are empty (drain) or, when
+/// following, until the time limit or `stop` says so. The caller flushes
+/// `out` ([`Out::finish`]).
+pub(crate) fn print(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Printed, Error> {
+    let Reader { session, mut records } = r;
+    let Session { trace, kernel, graph, irq_info, graph_auto, buffers, labels, empty_note, .. } = &session;
+    let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = trace;
     let (endian, ncpus, abi, in_ns) = (*endian, *ncpus, trace.abi(), trace.in_ns());
     let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
         .iter()
@@ -99,7 +96,7 @@ pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Ou
     let graph = graph.map(|opts| {
         GraphRenderer::new(events, &graph_cmdlines, abi, Some(syms as &dyn SymbolLookup))
             .with_strings(printk)
-            .with_kernel(&kernel)
+            .with_kernel(kernel)
             .with_opts(opts)
             .with_cpu_count(ncpus)
     });
@@ -110,13 +107,13 @@ pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Ou
         r: Renderer::new(events, cmdlines.clone(), abi, in_ns)
             .with_strings(printk)
             .with_symbols(syms)
-            .with_kernel(&kernel)
-            .with_irq_info(irq_info),
+            .with_kernel(kernel)
+            .with_irq_info(*irq_info),
         events,
         endian,
         o,
-        buffers: &buffers,
-        labels: &labels,
+        buffers,
+        labels,
         prepared: &prepared,
         stacks: Default::default(),
         unknown: &unknown,
@@ -134,11 +131,10 @@ pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Ou
         text: Out::memory(),
         cpus: ncpus.max(1),
     };
-    let mut merger = Merger::new(streams.len());
     // A buffer read to its end (a file, a copy, a drain) renders on every
     // CPU; a followed one prints each line as it comes. The graph layout
     // folds records in order, so it stays on this thread.
-    let draining = !streams.iter().any(|s| s.follow);
+    let draining = !records.streams.iter().any(|s| s.follow);
     let threads =
         if draining { o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
     // A plain file: every CPU reads a time slice of it; else (a live
@@ -154,7 +150,7 @@ pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Ou
     let sliced = threads > 1
         && !graph_now
         && slices::run(
-            &mut streams,
+            &mut records.streams,
             trace.layout,
             endian,
             graph_may.then_some(slices::GraphIds { events, ids: &graph_ids }),
@@ -168,16 +164,31 @@ pub(crate) fn print(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>, out: &mut Ou
         let is_graph = |p: &[u8]| events.record_id(p, endian).is_some_and(|id| graph_ids.contains(&id));
         let watch = graph_may.then_some(&is_graph as &dyn Fn(&[u8]) -> bool);
         let id_of = |p: &[u8]| events.record_id(p, endian);
-        parallel::run(&mut streams, &mut merger, watch, &id_of, threads, &plain, out);
+        let Records { streams, merger, .. } = &mut records;
+        parallel::run(streams, merger, watch, &id_of, threads, &plain, out);
     }
-    drive(&mut streams, &mut merger, tree, o, stop, out, &mut em)?;
-    let empty = if_empty(&streams, empty_note);
+    // What is left (all of it, on one thread; after a parallel run, from
+    // the first graph record on) in merged order.
+    records.pace(o.limit, o.reading.pace);
+    loop {
+        match records.step(stop, Some(out)) {
+            Step::Take(i) => {
+                if let Some(s) = records.streams.get_mut(i) {
+                    em.emit(s, out)
+                }
+            }
+            Step::Comms(c) => em.p.r.set_cmdlines(c),
+            Step::End => break,
+        }
+    }
+    records.end()?;
+    let empty = if_empty(&records.streams, empty_note.clone());
     let shown = out.wrote();
     if o.json {
         // What the readers read past, counted as `--stats` shows it: one
         // last line, only when there was something.
         let mut problems = trace.problems.clone();
-        add_run_problems(&streams, &unknown, &buffers, &mut problems);
+        add_run_problems(&records.streams, &unknown, buffers, &mut problems);
         let mut line = String::new();
         let _ = crate::json::problems_line(&mut line, &problems);
         let _ = out.write_all(line.as_bytes());
@@ -197,64 +208,12 @@ fn if_empty(streams: &[CpuPages], note: Option<String>) -> Option<String> {
 /// Most threads that render a drained buffer unless -j says.
 const MAX_THREADS: usize = 8;
 
-/// What a collector gets besides the records, and back at the end to print
-/// names: the session itself and the buffers' names.
-pub(crate) struct Meta {
-    /// The session: event formats, comms, symbols, byte order, clock.
-    pub(crate) trace: Opened,
-    /// The names of the buffers the items come from, when several.
-    pub(crate) buffers: Vec<String>,
-    /// The read met nothing at all: the note that says so, for the caller
-    /// to print ([`Printed::empty`]).
-    pub(crate) empty: Option<String>,
-    /// Where the common fields are (the same in every format of a kernel):
-    /// located once, not for each record.
-    common: Option<CommonFields>,
-    /// The traced system's `uname` text (a copy's file, a trace.dat's
-    /// UNAME option), for writers of other formats (host builds).
-    #[cfg(feature = "host")]
-    pub(crate) uname: Option<String>,
-    /// The `saved_cmdlines` text as read, for writers of other formats
-    /// (host builds).
-    #[cfg(feature = "host")]
-    pub(crate) saved_cmdlines: String,
-}
-
-impl Meta {
-    /// The session of `input`, and what reading its records takes: the
-    /// streams, the live tree (comms while following), the note of an
-    /// empty read.
-    fn of(input: Input<'_>) -> (Meta, Vec<CpuPages>, Option<&Tracefs>, Option<String>) {
-        let Input {
-            trace,
-            streams,
-            tree,
-            buffers,
-            empty_note,
-            #[cfg(feature = "host")]
-            uname,
-            #[cfg(feature = "host")]
-            saved_cmdlines,
-            ..
-        } = input;
-        let meta = Meta {
-            common: CommonFields::of_table(&trace.events),
-            trace,
-            buffers,
-            empty: None,
-            #[cfg(feature = "host")]
-            uname,
-            #[cfg(feature = "host")]
-            saved_cmdlines,
-        };
-        (meta, streams, tree, empty_note)
-    }
-
-    /// After the read: the note of an empty one, and what the readers read
-    /// past among the session's problems.
-    fn finish(mut self, streams: &[CpuPages], empty_note: Option<String>, unknown: &UnknownEvents) -> Meta {
-        self.empty = if_empty(streams, empty_note);
-        add_run_problems(streams, unknown, &self.buffers, &mut self.trace.problems);
+impl Session {
+    /// After an applet's read of `records`: the note of an empty one, and
+    /// what the readers read past among the session's problems.
+    fn finish(mut self, records: &Records) -> Session {
+        self.empty = if_empty(&records.streams, self.empty_note.take());
+        add_run_problems(&records.streams, &records.unknown, &self.buffers, &mut self.trace.problems);
         self
     }
 
@@ -265,64 +224,86 @@ impl Meta {
     }
 }
 
-/// Like [`print()`], but hand every kept record to `f` instead of printing it
-/// (aggregations print at the end): each an [`Entry::Event`], or an
-/// [`Entry::Lost`] (a damaged page is counted in the problems, a record no
-/// format describes too). `buffer` indexes [`Meta::buffers`]. Returns the
-/// metadata for the names.
+/// Like [`print()`], but hand every kept record of `r` to `f` instead of
+/// printing it (aggregations print at the end): each an
+/// [`Entry::Event`], or an [`Entry::Lost`] (a damaged page is counted in
+/// the problems, a record no format describes too). `buffer` indexes
+/// [`Session::buffers`]. Returns the session, for the names.
 pub(crate) fn collect(
-    input: Input<'_>,
+    r: Reader,
     o: &RawOpts,
     stop: &Stop<'_>,
-    f: &mut dyn FnMut(&Meta, Entry<'_>),
-) -> Result<Meta, Error> {
-    let (meta, mut streams, tree, empty_note) = Meta::of(input);
-    let prepared = o.filter.prepare(&meta.trace.events);
-    let mut c = Collector { meta, f, o, prepared, stacks: Default::default(), unknown: UnknownEvents::default() };
-    // The collector writes nothing: this only stands where a printer's
-    // output would.
-    let mut out = Out::memory();
-    let mut merger = Merger::new(streams.len());
-    drive(&mut streams, &mut merger, tree, o, stop, &mut out, &mut c)?;
-    let Collector { meta, unknown, .. } = c;
-    Ok(meta.finish(&streams, empty_note, &unknown))
+    f: &mut dyn FnMut(&Session, Entry<'_>),
+) -> Result<Session, Error> {
+    let Reader { mut session, mut records } = r;
+    let prepared = o.filter.prepare(&session.trace.events);
+    let mut stacks = StackVerdicts::default();
+    let before = |ts: u64| o.since.is_some_and(|t0| ts < t0);
+    records.pace(o.limit, o.reading.pace);
+    loop {
+        match records.step(stop, None) {
+            Step::Take(i) => match records.entry(i, &session) {
+                Some(Entry::Event(ev)) => {
+                    let t = &session.trace;
+                    let (format, payload) = (ev.format(), ev.payload());
+                    let keep =
+                        !before(ev.ts()) && o.filter.keep(&prepared, format, payload, t.endian, ev.pid(), &t.cmdlines);
+                    if stacks.keep(ev.buffer(), ev.cpu(), format, keep) {
+                        f(&session, Entry::Event(ev));
+                    }
+                }
+                Some(e @ Entry::Lost { ts, .. }) if !before(ts) => f(&session, e),
+                // A damaged page is told and counted by the stream, a
+                // record no format describes by the records.
+                _ => {}
+            },
+            Step::Comms(c) => session.trace.cmdlines = c,
+            Step::End => break,
+        }
+    }
+    if let Some(c) = records.end()? {
+        session.trace.cmdlines = c;
+    }
+    Ok(session.finish(&records))
 }
 
 /// `--stats`: every record and loss kept, counted, with the session that
 /// names them. A plain file is counted by time slices on every CPU (the
 /// counts are sums, whatever the order); anything else as [`collect`]
 /// reads it. The same counts at every `-j`.
-pub(crate) fn summarize(input: Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Result<(TraceSummary, Meta), Error> {
+pub(crate) fn summarize(r: Reader, o: &RawOpts, stop: &Stop<'_>) -> Result<(TraceSummary, Session), Error> {
     #[cfg(feature = "slices")]
-    let mut input = input;
+    let mut r = r;
     #[cfg(feature = "slices")]
-    if let Some((st, unknown)) = count_sliced(&mut input, o, stop) {
-        let (meta, streams, _, empty_note) = Meta::of(input);
-        return Ok((st, meta.finish(&streams, empty_note, &unknown)));
+    if let Some(st) = count_sliced(&mut r, o, stop) {
+        let Reader { session, records } = r;
+        return Ok((st, session.finish(&records)));
     }
     let mut st = TraceSummary::default();
-    let meta = collect(input, o, stop, &mut |_, e| match e {
+    let session = collect(r, o, stop, &mut |_, e| match e {
         Entry::Event(ev) => st.record(ev.buffer(), ev.cpu(), ev.ts(), ev.format().id, ev.pid()),
         Entry::Lost { buffer, cpu, ts, count } => st.lost(buffer, cpu, ts, count),
         // collect() hands over nothing else.
         Entry::Damaged { .. } | Entry::Unknown { .. } => {}
     })?;
-    Ok((st, meta))
+    Ok((st, session))
 }
 
-/// [`summarize`]'s counts by time slices, each worker counting its own,
-/// and the records of unknown events met; `None` (the input untouched)
-/// when it is not a plain file, or there is one CPU to count on.
+/// [`summarize`]'s counts by time slices, each worker counting its own
+/// (the records of unknown events met among the reader's); `None` (the
+/// reader untouched) when it is not a plain file, or there is one CPU to
+/// count on.
 #[cfg(feature = "slices")]
-fn count_sliced(input: &mut Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Option<(TraceSummary, UnknownEvents)> {
+fn count_sliced(r: &mut Reader, o: &RawOpts, stop: &Stop<'_>) -> Option<TraceSummary> {
     let threads = o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS));
-    if threads < 2 || input.streams.iter().any(|s| s.follow) {
+    let Reader { session, records } = r;
+    if threads < 2 || records.streams.iter().any(|s| s.follow) {
         return None;
     }
-    let t = &input.trace;
+    let t = &session.trace;
     let (endian, layout) = (t.endian, t.layout);
     let prepared = o.filter.prepare(&t.events);
-    let unknown = UnknownEvents::default();
+    let unknown = &records.unknown;
     let total = std::sync::Mutex::new(TraceSummary::default());
     let counter = || Counter {
         p: Plain {
@@ -330,11 +311,11 @@ fn count_sliced(input: &mut Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Option<(
             events: &t.events,
             endian,
             o,
-            buffers: &input.buffers,
-            labels: &input.labels,
+            buffers: &session.buffers,
+            labels: &session.labels,
             prepared: &prepared,
             stacks: Default::default(),
-            unknown: &unknown,
+            unknown,
         },
         summary: TraceSummary::default(),
     };
@@ -342,9 +323,9 @@ fn count_sliced(input: &mut Input<'_>, o: &RawOpts, stop: &Stop<'_>) -> Option<(
     // Counts write nothing: this only stands where the text would go.
     let mut out = Out::memory();
     let sliced =
-        slices::run(&mut input.streams, layout, endian, None, threads, &counter, &add, &|| stop.asked(), &mut out);
+        slices::run(&mut records.streams, layout, endian, None, threads, &counter, &add, &|| stop.asked(), &mut out);
     let summary = total.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    sliced.then_some((summary, unknown))
+    sliced.then_some(summary)
 }
 
 /// A time slice's counts for [`summarize`]: the text's verdicts
@@ -373,153 +354,5 @@ impl slices::SliceSink for Counter<'_> {
         if !self.p.o.since.is_some_and(|t0| ts < t0) {
             self.summary.lost(buffer, cpu, ts, count);
         }
-    }
-}
-
-/// poll() readiness on trace_pipe_raw follows `buffer_percent`: a trickle
-/// below it is still looked for this often.
-const WAIT_TICK: Duration = Duration::from_millis(250);
-
-/// What the read loop feeds, one item at a time in merged order: the text
-/// and JSON printer ([`Emitter`]), and the collector behind [`collect`].
-pub(crate) trait Sink {
-    /// Take the next item of `s` (the stream whose item comes next in
-    /// time), and write what it makes, if anything, to `out`. A sink may
-    /// peek at the stream's next record (the graph layout folds an entry
-    /// and its exit into one line).
-    fn emit(&mut self, s: &mut CpuPages, out: &mut Out);
-    /// New tasks appeared while following: their comms.
-    fn cmdlines(&mut self, c: Cmdlines);
-}
-
-/// The merge loop: drain (or follow until a stop), in timestamp order.
-fn drive(
-    streams: &mut [CpuPages],
-    merger: &mut Merger,
-    tree: Option<&Tracefs>,
-    o: &RawOpts,
-    stop: &Stop<'_>,
-    out: &mut Out,
-    c: &mut dyn Sink,
-) -> Result<(), Error> {
-    let start = Instant::now();
-    // The trace clock at the stop: the last drain ends there. Tracing is
-    // still on then, and reading the buffer can itself make events (a
-    // syscall event of read(), a sched_switch): without a bound, draining
-    // an event its own reads cause never ends.
-    let mut until = None;
-    let stopping = || stop.asked() || o.limit.is_some_and(|l| start.elapsed() >= l);
-    // Following live, the comms are read again now and then: a busy buffer
-    // may never leave the loop idle (where they are read too), and tasks
-    // born in the window (a command's exec) are named after the first look.
-    // The session was opened with them just now: the first look waits.
-    let (mut turns, mut comms_at) = (0u32, Instant::now());
-    let comms = |c: &mut dyn Sink| {
-        if let Some(Ok(Some(text))) = tree.map(|t| t.read_top_opt("saved_cmdlines")) {
-            c.cmdlines(Cmdlines::parse(&text));
-        }
-    };
-    loop {
-        turns = turns.wrapping_add(1);
-        if turns % 1024 == 1 && comms_at.elapsed() >= Duration::from_millis(100) {
-            comms(c);
-            comms_at = Instant::now();
-        }
-        let stopped = stopping();
-        if out.broken() {
-            break;
-        }
-        if stopped && streams.iter().any(|s| s.follow) {
-            // Ctrl-C / time limit / the command ended: print what is
-            // buffered, then end.
-            streams.iter_mut().for_each(|s| s.follow = false);
-            until = tree.and_then(Tracefs::now);
-        }
-        match merger.next(streams) {
-            merge::Pick::Cpu(i) => {
-                let s = &mut streams[i];
-                if until.is_some_and(|u| s.peek_ts().ok().flatten().is_some_and(|ts| ts > u)) {
-                    // Merged order: everything left is newer still.
-                    break;
-                }
-                c.emit(s, out)
-            }
-            merge::Pick::End => break,
-            merge::Pick::Pending(_) => {
-                let _ = out.flush();
-                let left = o.limit.map_or(Duration::from_secs(3600), |l| l.saturating_sub(start.elapsed()));
-                wait_for_data(streams, stop.wake(), left.min(o.reading.pace.unwrap_or(WAIT_TICK)));
-                // New tasks appeared meanwhile: their comms too.
-                comms(c);
-                // An idle CPU must not hold the others back for ever. What
-                // is ready can grow as fast as it is read (events of our own
-                // reads): a stop must still get through.
-                while !stopping() && !out.broken() {
-                    let merge::Pick::Cpu(i) = merger.next_ready(streams) else { break };
-                    c.emit(&mut streams[i], out);
-                }
-            }
-        }
-    }
-    // Tasks born late in the window (a command's exec just before it
-    // ended) are named too.
-    comms(c);
-    for s in streams.iter() {
-        let c = &s.counts;
-        log::debug!(
-            "cpu{}: {} pages, {} records, {} damaged, {} with bad times, {} cut off, {} lost (+{} pages with an \
-             unknown loss)",
-            s.cpu,
-            c.pages,
-            c.records,
-            c.damaged,
-            c.bad_time,
-            c.truncated,
-            c.lost,
-            c.lost_unknown
-        );
-    }
-    if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
-        return Err(e);
-    }
-    Ok(())
-}
-
-struct Collector<'f> {
-    meta: Meta,
-    f: &'f mut dyn FnMut(&Meta, Entry<'_>),
-    o: &'f RawOpts,
-    prepared: Prepared,
-    stacks: StackVerdicts,
-    unknown: UnknownEvents,
-}
-
-impl Sink for Collector<'_> {
-    fn emit(&mut self, s: &mut CpuPages, _: &mut Out) {
-        let (buffer, cpu, m, o) = (s.buffer, s.cpu, &self.meta, self.o);
-        match s.take() {
-            Some(CpuItem::Record(rec)) => {
-                let t = &m.trace;
-                let Some(format) = t.events.event_of(rec.payload, t.endian) else {
-                    return self.unknown.count(t.events.record_id(rec.payload, t.endian));
-                };
-                let ev = Event::of(buffer, cpu, rec, format, t, m.common);
-                let keep = !o.since.is_some_and(|t0| rec.ts < t0)
-                    && o.filter.keep(&self.prepared, format, rec.payload, t.endian, ev.pid(), &t.cmdlines);
-                if !self.stacks.keep(buffer, cpu, format, keep) {
-                    return;
-                }
-                (self.f)(m, Entry::Event(ev));
-            }
-            Some(CpuItem::Lost { ts, count }) if !o.since.is_some_and(|t0| ts < t0) => {
-                (self.f)(m, Entry::Lost { buffer, cpu, ts, count })
-            }
-            // A damaged page is told and counted by the stream.
-            _ => {}
-        }
-    }
-
-    fn cmdlines(&mut self, c: Cmdlines) {
-        self.meta.trace.cmdlines = c;
     }
 }

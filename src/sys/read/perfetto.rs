@@ -5,7 +5,7 @@
 //! system's from uname, and the functions' names from the session's
 //! symbols.
 
-use super::{collect, Entry, Input, RawOpts};
+use super::{collect, Entry, RawOpts, Reader};
 use crate::sys::error::Error;
 use crate::sys::stop::Stop;
 use std::io::Write;
@@ -22,16 +22,16 @@ pub(crate) struct Written {
     /// Bytes written.
     pub(crate) bytes: u64,
     /// The input held nothing at all: the note that says so
-    /// ([`Meta::empty`](super::Meta::empty)).
+    /// ([`Session::empty`](super::Session::empty)).
     pub(crate) empty: Option<String>,
 }
 
-/// Writes a Perfetto trace of what `input` holds to `w` (the file
+/// Writes a Perfetto trace of what `r` holds to `w` (the file
 /// `path`, named in errors). `stop` is asked before each record is read,
 /// as by [`collect`] (a caller counts the records so, for a progress
 /// line).
 pub(crate) fn perfetto(
-    input: Input<'_>,
+    r: Reader,
     o: &RawOpts,
     stop: &Stop<'_>,
     w: &mut dyn Write,
@@ -48,7 +48,7 @@ pub(crate) fn perfetto(
         }
         bytes += b.len() as u64;
     };
-    let meta = collect(input, o, stop, &mut |m, it| match it {
+    let session = collect(r, o, stop, &mut |m, it| match it {
         Entry::Event(ev) => {
             if m.buffers.len() > 1 {
                 tr.several_buffers();
@@ -68,13 +68,13 @@ pub(crate) fn perfetto(
         // collect() hands over nothing else.
         Entry::Damaged { .. } | Entry::Unknown { .. } => {}
     })?;
-    let threads: Vec<(i32, &str)> = meta
+    let threads: Vec<(i32, &str)> = session
         .saved_cmdlines
         .lines()
         .filter_map(|l| l.trim().split_once(' ').and_then(|(p, c)| Some((p.parse().ok()?, c.trim()))))
         .collect();
     let (events, compact) = (tr.events, tr.compact);
-    let rest = tr.finish(&threads, meta.uname.as_deref());
+    let rest = tr.finish(&threads, session.uname.as_deref());
     put(&rest, &mut failed);
     if failed.is_none() {
         if let Err(e) = w.flush() {
@@ -83,6 +83,6 @@ pub(crate) fn perfetto(
     }
     match failed {
         Some(e) => Err(Error::io(path, e)),
-        None => Ok(Written { events, compact, bytes, empty: meta.empty }),
+        None => Ok(Written { events, compact, bytes, empty: session.empty }),
     }
 }

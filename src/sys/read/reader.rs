@@ -3,28 +3,28 @@
 //! the live tracefs's buffer holds now (consumed), with the trace's
 //! metadata and its records merged by time, one [`Entry`] per
 //! call, and the kernel's text of a record ([`Text`]) or of a whole read
-//! in the function_graph layout ([`GraphText`]). It is the engine
-//! [`Input`] and [`crate::merge`] make for the
-//! applets, without their sinks: it installs no signal handler and writes
+//! in the function_graph layout ([`GraphText`]). The applets read through
+//! it too, with their sinks (the text printer, the collectors) on its
+//! records; on its own it installs no signal handler and writes
 //! nothing to stdout or stderr. What it reads past (losses, damaged or cut
 //! pages, records no format describes) comes as entries and as
 //! [`Reader::problems`]; the `log` crate's records say more, if the host
 //! program installed a logger.
 
-use super::input::Input;
 use super::opts::RawOpts;
-use super::problems::{add_run_problems, UnknownEvents};
+use super::problems::add_run_problems;
+use super::records::{Records, Step};
 use super::text::graph_record;
 use crate::format::{EventFormat, EventTable, Field, FieldKind, Value};
 use crate::graph::{GraphOpts, GraphRenderer, IrqText};
 use crate::kernel::KernelProfile;
-use crate::merge::{self, Merger};
 use crate::page::{PageError, Record};
 use crate::printfmt::{Sym, SymbolLookup};
 use crate::problems::Problems;
 use crate::render::{write_lost, CommonFields, Renderer};
 use crate::sys::error::Error;
 use crate::sys::pages::{self, CpuPages};
+use crate::sys::stop::Stop;
 use crate::sys::trace::{KernelFacts, Opened};
 use crate::sys::Tracefs;
 use std::path::Path;
@@ -48,6 +48,12 @@ pub struct ReadOptions {
     /// whatever the trace's uname, UNAME option or formats say. `None`: the
     /// kernel the trace names (or its formats suggest).
     pub kernel: Option<String>,
+    /// Of the live tracefs ([`Reader::live`]): follow the buffer, as
+    /// `trace_pipe` does. Once what it holds is read, the reader waits
+    /// for new records until the stop given to
+    /// [`Reader::next_entry_until`] (with [`Reader::next_entry`]: for
+    /// ever). Other sources ignore it: they end where their data does.
+    pub follow: bool,
 }
 
 impl ReadOptions {
@@ -79,37 +85,47 @@ impl ReadOptions {
 /// # Ok::<(), trbox::sys::Error>(())
 /// ```
 pub struct Reader {
-    session: Session,
-    records: Records,
+    pub(super) session: Session,
+    pub(super) records: Records,
 }
 
 /// What a trace holds besides its records: formats, comms, symbols, clock,
 /// kernel, CPUs, buffers.
 pub struct Session {
-    trace: Opened,
+    /// Formats, comms, symbols, byte order, clock, kernel, CPUs.
+    pub(crate) trace: Opened,
     /// BTF and kernel variables, for the print fmts that need them.
-    kernel: KernelFacts,
-    /// The `irq-info` option: the latency columns of the text.
-    irq_info: bool,
-    buffers: Vec<String>,
-    trace_id: Option<u64>,
+    pub(super) kernel: KernelFacts,
+    /// The `irq-info` option (a tree's `trace_options`; on elsewhere): the
+    /// latency columns of the text.
+    pub(super) irq_info: bool,
+    /// Names of the buffers the streams come from (`CpuPages::buffer`
+    /// indexes them), when there are several; else empty.
+    pub(crate) buffers: Vec<String>,
+    /// What each of those buffers puts before its lines (the way
+    /// `trace-cmd report` does); empty with one buffer.
+    pub(super) labels: Vec<String>,
+    /// A trace.dat's TRACEID option: the id trace-cmd gave the recording.
+    pub(super) trace_id: Option<u64>,
     /// The function_graph layout's options (a tree's `trace_options`),
     /// when the trace says it is a graph trace.
-    graph: Option<GraphOpts>,
+    pub(super) graph: Option<GraphOpts>,
     /// The graph layout begins at the first funcgraph record (a trace.dat
     /// keeps no tracer name), not at the first record.
-    graph_auto: bool,
-}
-
-/// The records' side of a [`Reader`]: the page streams and their merge.
-struct Records {
-    streams: Vec<CpuPages>,
-    merger: Merger,
-    /// Where the common fields are (alike in every format of a kernel).
-    common: Option<CommonFields>,
-    unknown: UnknownEvents,
-    /// The trace clock when a live read began: the end of what it reads.
-    until: Option<u64>,
+    pub(super) graph_auto: bool,
+    /// What an applet says on stderr when the streams hold nothing at all
+    /// (`tr-cat: FILE: no events in the top buffer`).
+    pub(super) empty_note: Option<String>,
+    /// After an applet's read: that note, when the read met nothing at
+    /// all (no record, no loss, no damaged page), for the caller to
+    /// print. Never silently nothing.
+    pub(crate) empty: Option<String>,
+    /// For writers of other formats (host builds): `uname` (sysname
+    /// nodename release version machine) and the saved_cmdlines text.
+    #[cfg(feature = "host")]
+    pub(crate) uname: Option<String>,
+    #[cfg(feature = "host")]
+    pub(crate) saved_cmdlines: String,
 }
 
 impl Reader {
@@ -119,8 +135,7 @@ impl Reader {
     pub fn trace_dat(path: &Path, o: &ReadOptions) -> Result<Reader, Error> {
         // (The applet name only makes the note of an empty read, which
         // this reader leaves to its caller.)
-        let input = Input::trace_dat("", path, o.buffer.as_deref(), &o.raw())?;
-        Ok(Reader::of(input))
+        Reader::dat("", path, o.buffer.as_deref(), &o.raw())
     }
 
     /// A stream `tr-cat -o -` wrote (or its console log), at `path` (`-`:
@@ -146,10 +161,11 @@ impl Reader {
             return Err(Error::TraceDat { path: dir.into(), what });
         }
         enter(&mut t, o)?;
-        Ok(Reader::of(Input::tree(&t, &o.raw())?))
+        Reader::of_tree(&t, &o.raw())
     }
 
-    /// What the live tracefs's buffer holds now: the top one, or the
+    /// What the live tracefs's buffer holds now (and, with
+    /// [`ReadOptions::follow`], what it gets later): the top one, or the
     /// instance [`ReadOptions::buffer`] names. The tracefs is the mounted
     /// one, found as the applets find it (`/proc/self/mountinfo`); none
     /// mounted is [`Error::NotMounted`] (this reader mounts none).
@@ -158,36 +174,59 @@ impl Reader {
     /// like `tr-cat --raw`): they are gone from the buffer and its `trace`
     /// file after. That is its only effect: it changes no tracefs setting
     /// (tracing goes on as it was) and installs no signal handler.
-    /// [`Reader::next_entry`] returns `None` once what the buffer held at
-    /// this call is read: records written later (some by the reads
-    /// themselves, a syscall event of `read()`) end the read rather than
-    /// prolong it; those on a page already read out are consumed unseen.
+    /// Without `follow`, [`Reader::next_entry`] returns `None` once what
+    /// the buffer held at this call is read: records written later (some
+    /// by the reads themselves, a syscall event of `read()`) end the read
+    /// rather than prolong it; those on a page already read out are
+    /// consumed unseen. With `follow`, each CPU's buffer is read ahead by
+    /// a thread of its own (so that a slow caller does not make the kernel
+    /// overwrite), the comms of new tasks are read again now and then, and
+    /// the read ends at [`Reader::next_entry_until`]'s stop: what the
+    /// buffer holds up to the trace clock of the stop is read first.
     pub fn live(o: &ReadOptions) -> Result<Reader, Error> {
         let mut t = Tracefs::find()?;
         enter(&mut t, o)?;
-        let until = t.now();
-        let mut r = Reader::of(Input::tree(&t, &o.raw())?);
+        let until = (!o.follow).then(|| t.now()).flatten();
+        let mut r = Reader::of_tree(&t, &RawOpts { follow: o.follow, ..o.raw() })?;
         r.records.until = until;
+        if !o.follow {
+            // What was saved of the comms at the start names the tasks.
+            r.records.tree = None;
+        }
         Ok(r)
     }
 
-    fn of(input: Input<'_>) -> Reader {
-        let Input { trace, kernel, streams, buffers, irq_info, trace_id, graph, graph_auto, .. } = input;
-        let records = Records {
-            common: CommonFields::of_table(&trace.events),
-            merger: Merger::new(streams.len()),
-            streams,
-            unknown: UnknownEvents::default(),
-            until: None,
-        };
-        Reader { session: Session { trace, kernel, irq_info, buffers, trace_id, graph, graph_auto }, records }
+    pub(super) fn of(session: Session, streams: Vec<CpuPages>) -> Reader {
+        let records = Records::new(streams, CommonFields::of_table(&session.trace.events));
+        Reader { session, records }
     }
 
     /// The next record or problem, in time order across CPUs and buffers;
     /// `None` at the end. What it returns borrows the page it is in: take
-    /// what you need of it before the next call.
+    /// what you need of it before the next call. (A reader that follows
+    /// the live buffer has no end: see [`Reader::next_entry_until`].)
     pub fn next_entry(&mut self) -> Option<Entry<'_>> {
-        self.records.next_entry(&self.session)
+        let i = self.records.pick()?;
+        self.records.entry(i, &self.session)
+    }
+
+    /// [`Reader::next_entry`], for a reader that follows the live buffer
+    /// ([`ReadOptions::follow`]): once the buffer is empty for now, it
+    /// waits for records (or for `stop`: [`Stop::wake`]'s descriptor ends
+    /// a wait at once; else it is asked at least every 250 ms). Once
+    /// `stop` says so, it returns what the buffer holds up to the trace
+    /// clock of that moment, then `None`. The comms of tasks born
+    /// meanwhile are read again now and then ([`Session::comm`],
+    /// [`Event::comm`]). Of a reader that does not follow, the same as
+    /// `next_entry` (asking `stop` too).
+    pub fn next_entry_until(&mut self, stop: &Stop<'_>) -> Option<Entry<'_>> {
+        loop {
+            match self.records.step(stop, None) {
+                Step::Take(i) => return self.records.entry(i, &self.session),
+                Step::Comms(c) => self.session.trace.cmdlines = c,
+                Step::End => return None,
+            }
+        }
     }
 
     /// The trace's metadata.
@@ -246,30 +285,14 @@ impl Reader {
 }
 
 impl Records {
-    /// The stream whose item comes next in time; `None` at the end (of a
-    /// live read: at the first item newer than its start).
-    fn pick(&mut self) -> Option<usize> {
-        // Nothing follows: a file or a copy is read to its end, a live
-        // buffer until it is empty for now, and no stream is ever pending.
-        let merge::Pick::Cpu(i) = self.merger.next(&mut self.streams) else { return None };
-        if let Some(u) = self.until {
-            // Merged order: everything left is newer still.
-            let s = self.streams.get_mut(i)?;
-            if s.peek_ts().ok().flatten().is_some_and(|ts| ts > u) {
-                return None;
-            }
-        }
-        Some(i)
-    }
-
-    fn next_entry<'a>(&'a mut self, session: &'a Session) -> Option<Entry<'a>> {
-        let i = self.pick()?;
+    /// The item [`Step::Take`] named, as an entry.
+    pub(super) fn entry<'a>(&'a mut self, i: usize, session: &'a Session) -> Option<Entry<'a>> {
         let s = self.streams.get_mut(i)?;
         let (buffer, cpu) = (s.buffer, s.cpu);
         // The merge points at a stream whose head it peeked: there is one.
         Some(match s.take()? {
             pages::CpuItem::Record(rec) => {
-                let (t, payload) = (&session.trace, rec.payload);
+                let (t, payload) = (session.trace(), rec.payload);
                 match t.events.event_of(payload, t.endian) {
                     Some(format) => Entry::Event(Event::of(buffer, cpu, rec, format, t, self.common)),
                     None => {
@@ -373,7 +396,8 @@ pub struct Entries<'r> {
 impl Entries<'_> {
     /// [`Reader::next_entry`].
     pub fn next_entry(&mut self) -> Option<Entry<'_>> {
-        self.records.next_entry(self.session)
+        let i = self.records.pick()?;
+        self.records.entry(i, self.session)
     }
 }
 

@@ -7,11 +7,10 @@
 use super::opts::{Prepared, RawOpts};
 use super::out::Out;
 use super::problems::UnknownEvents;
-use super::Sink;
 use crate::abi::Endian;
 use crate::format::{EventFormat, EventTable};
 use crate::graph::{GraphRenderer, IrqText, Outcome};
-use crate::render::{write_lost, Cmdlines, Renderer};
+use crate::render::{write_lost, Renderer};
 use crate::sys::kallsyms::LazyKallsyms;
 use crate::sys::pages::{CpuItem, CpuPages};
 use std::io::Write as _;
@@ -27,7 +26,7 @@ pub(crate) struct Plain<'a> {
     pub(crate) endian: Endian,
     /// What to keep and how to print.
     pub(crate) o: &'a RawOpts,
-    /// Buffer names, when there are several ([`Input`](super::Input)).
+    /// Buffer names, when there are several ([`Session::buffers`](super::Session::buffers)).
     pub(crate) buffers: &'a [String],
     /// What goes before a line of each of those buffers.
     pub(crate) labels: &'a [String],
@@ -241,15 +240,5 @@ pub(crate) fn graph_record<W: std::fmt::Write>(
             let _ = plain.record(w, cpu, ts, payload);
         }
         _ => {}
-    }
-}
-
-impl Sink for Emitter<'_> {
-    fn emit(&mut self, s: &mut CpuPages, out: &mut Out) {
-        Emitter::emit(self, s, out)
-    }
-
-    fn cmdlines(&mut self, c: Cmdlines) {
-        self.p.r.set_cmdlines(c);
     }
 }
