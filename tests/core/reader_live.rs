@@ -22,6 +22,44 @@ impl Drop for Instance {
     }
 }
 
+/// An instance of a test's own that records `sched_process_exec`, with
+/// the tracefs lock held and tracefs's state before it.
+struct ExecInstance {
+    root: PathBuf,
+    name: String,
+    dir: PathBuf,
+    before: Vec<(String, String)>,
+    guard: Instance,
+    _lock: TracefsLock,
+}
+
+impl ExecInstance {
+    /// `trbox-test-TAG<pid>`; `None` (skipped) without the live tracefs
+    /// or the event.
+    fn make(tag: &str) -> Option<ExecInstance> {
+        let root = common::live_tracefs()?;
+        let lock = TracefsLock::take();
+        if !root.join("events/sched/sched_process_exec/enable").exists() {
+            common::skip_absent("no sched:sched_process_exec event here");
+            return None;
+        }
+        let before = common::snapshot(&root);
+        let name = format!("trbox-test-{tag}{}", std::process::id());
+        let dir = root.join("instances").join(&name);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        let guard = Instance(dir.clone());
+        std::fs::write(dir.join("events/sched/sched_process_exec/enable"), "1").expect("enable sched_process_exec");
+        Some(ExecInstance { root, name, dir, before, guard, _lock: lock })
+    }
+
+    /// The instance removed: tracefs is as it was.
+    fn end(self) {
+        let ExecInstance { root, before, guard, _lock, .. } = self;
+        drop(guard);
+        common::assert_same_state(&before, &common::snapshot(&root));
+    }
+}
+
 /// Run `true` (an exec) `n` times; their pids.
 fn execs(n: usize) -> Vec<i32> {
     (0..n)
@@ -69,18 +107,8 @@ fn kernel_lines(inst: &Path) -> String {
 /// and holds the exec done before it; tracefs is as it was.
 #[test]
 fn reader_live_instance_is_the_kernels_and_drains() {
-    let Some(root) = common::live_tracefs() else { return };
-    let _lock = TracefsLock::take();
-    let exec = root.join("events/sched/sched_process_exec/enable");
-    if !exec.exists() {
-        return common::skip_absent("no sched:sched_process_exec event here");
-    }
-    let before = common::snapshot(&root);
-    let name = format!("trbox-test-{}", std::process::id());
-    let inst = root.join("instances").join(&name);
-    std::fs::create_dir(&inst).unwrap_or_else(|e| panic!("mkdir {}: {e}", inst.display()));
-    let guard = Instance(inst.clone());
-    std::fs::write(inst.join("events/sched/sched_process_exec/enable"), "1").expect("enable sched_process_exec");
+    let Some(x) = ExecInstance::make("") else { return };
+    let (name, inst) = (x.name.clone(), x.dir.clone());
     let ours = execs(3);
     // Tracing off in the instance: the buffer holds what the `trace` text
     // shows, and no other task's exec comes in between.
@@ -110,8 +138,7 @@ fn reader_live_instance_is_the_kernels_and_drains() {
     let o = ReadOptions { buffer: Some(format!("{name}-absent")), ..Default::default() };
     assert!(matches!(Reader::live(&o), Err(Error::NoInstance { .. })), "an absent instance");
 
-    drop(guard);
-    common::assert_same_state(&before, &common::snapshot(&root));
+    x.end();
 }
 
 /// A reader that follows an instance (`ReadOptions::follow`) gets the
@@ -119,18 +146,8 @@ fn reader_live_instance_is_the_kernels_and_drains() {
 /// (asked between records and after each wait); tracefs is as it was.
 #[test]
 fn reader_live_follow_reads_what_comes_until_the_stop() {
-    let Some(root) = common::live_tracefs() else { return };
-    let _lock = TracefsLock::take();
-    let exec = root.join("events/sched/sched_process_exec/enable");
-    if !exec.exists() {
-        return common::skip_absent("no sched:sched_process_exec event here");
-    }
-    let before = common::snapshot(&root);
-    let name = format!("trbox-test-follow-{}", std::process::id());
-    let inst = root.join("instances").join(&name);
-    std::fs::create_dir(&inst).unwrap_or_else(|e| panic!("mkdir {}: {e}", inst.display()));
-    let guard = Instance(inst.clone());
-    std::fs::write(inst.join("events/sched/sched_process_exec/enable"), "1").expect("enable sched_process_exec");
+    let Some(x) = ExecInstance::make("follow-") else { return };
+    let name = x.name.clone();
     let o = ReadOptions { buffer: Some(name.clone()), follow: true, ..Default::default() };
     let mut r = Reader::live(&o).unwrap_or_else(|e| panic!("Reader::live: {e}"));
     // The execs come once the reader waits: in a thread of their own.
@@ -164,6 +181,5 @@ fn reader_live_follow_reads_what_comes_until_the_stop() {
         assert_eq!(seen.iter().filter(|s| *s == p).count(), 1, "the exec of {p}, once: {seen:?}");
     }
     drop(r);
-    drop(guard);
-    common::assert_same_state(&before, &common::snapshot(&root));
+    x.end();
 }
