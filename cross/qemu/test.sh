@@ -105,6 +105,13 @@ for pid in "${!running[@]}"; do
 done
 
 echo
+# The failed checks again, each with the first lines of what it printed:
+# a CI log is often read from its end only.
+for i in "${!boards[@]}"; do
+	log=$root/cross/out/${names[$i]}/test.log
+	[ -n "${names[$i]}" ] && [ -f "$log" ] || continue
+	grep -A 6 '\] FAIL ' "$log" | cut -c1-300 | head -n 30
+done
 printf '%s\n' "${times[@]}"
 echo "qemu-test: ${#boards[@]} boards in $((SECONDS - start))s (${jobs} at a time)${broken:+, failing: ${broken[*]}}"
 if [ "$skipped" = 0 ]; then
