@@ -150,12 +150,12 @@ fn reader_live_follow_reads_what_comes_until_the_stop() {
     let name = x.name.clone();
     let o = ReadOptions { buffer: Some(name.clone()), follow: true, ..Default::default() };
     let mut r = Reader::live(&o).unwrap_or_else(|e| panic!("Reader::live: {e}"));
-    // The execs come once the reader waits: in a thread of their own.
+    // The execs come while the reader reads (it waits for them, the
+    // buffer being empty at first): in a thread of their own.
     // (Other tests' execs may come too: the instance sees every task.)
     let ours = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let theirs = std::sync::Arc::clone(&ours);
     let execs = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(300));
         for p in execs(3) {
             theirs.lock().expect("pids").push(p);
         }
