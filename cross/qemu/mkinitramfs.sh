@@ -59,6 +59,9 @@ install -m 0755 "$QEMU_DIR/guest/lastboot-copy" "$QEMU_DIR/guest/lastboot-send" 
 # The network boards' modules, net-up and session-net lines (net.sh).
 . "$QEMU_DIR/net.sh"
 net_initramfs "$root"
+# The disk boards' modules, disk-up and session-disk lines (disk.sh).
+. "$QEMU_DIR/disk.sh"
+disk_initramfs "$root"
 # The live boards' test binaries, data and live-test lines (live.sh).
 . "$QEMU_DIR/live.sh"
 live_initramfs "$root"
