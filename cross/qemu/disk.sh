@@ -9,12 +9,14 @@
 # run.sh, each calling one function of this file:
 #   disk_initramfs ROOT  the modules of the disk and its filesystems,
 #                        /etc/trbox/disk-up and the lines of session-disk
+#                        (the default session only)
 #   disk_start           the images, in cross/out/BOARD/disk (sparse)
 #   disk_qemu_args       qemu's options for them
 # The other boards are untouched (DISK=0: every function does nothing).
 
 # A run with a session of its own (SESSION: bench.sh, boot-test.sh...) has
-# no disk unless QEMU_DISK_BOARDS names its board.
+# no disk unless QEMU_DISK_BOARDS names its board, and then not the lines
+# of session-disk: its session runs guest/disk-up (bench-record.sh).
 DISK=0
 disk_default=aarch64
 [ -z "${SESSION:-}" ] || disk_default=none
@@ -44,7 +46,8 @@ disk_initramfs() {
 	kmods disk disk "drivers fs lib crypto" $DISK_MODS
 	kmods_install disk "$root"
 	install -m 0755 "$QEMU_DIR/guest/disk-up" "$root/etc/trbox/disk-up"
-	grep -v '^\(#\|$\)' "$QEMU_DIR/session-disk" >>"$root/etc/trbox/session"
+	# A session of its own (bench-record.sh) runs disk-up itself.
+	[ -n "${SESSION:-}" ] || grep -v '^\(#\|$\)' "$QEMU_DIR/session-disk" >>"$root/etc/trbox/session"
 }
 
 # mkfs.PROGRAM of Debian PACKAGE for the host: mkfs.ext4 is the host's own
@@ -79,7 +82,10 @@ disk_start() {
 		img=$DISK_DIR/$fs.img
 		truncate -s "${DISK_MIB}M" "$img"
 		case "$fs" in
-		ext4) mkfs.ext4 -q -F -L ext4 "$img" ;;
+		# Inode tables and journal written now, not by the guest's
+		# ext4lazyinit thread after the mount, whose writes would weigh
+		# on the first recordings (bench-record.sh: a third more CPU).
+		ext4) mkfs.ext4 -q -F -L ext4 -E lazy_itable_init=0,lazy_journal_init=0 "$img" ;;
 		vfat) "$fat" -n VFAT "$img" >/dev/null ;;
 		f2fs) "$f2fs" -q -f -l f2fs "$img" ;;
 		esac || die "disk: mkfs for $fs failed"
