@@ -182,10 +182,14 @@ test-chain-build-steps:
 # BENCH_DECODE_BOARDS= (empty) leaves it out. Then (cross/qemu/bench-flags.sh)
 # what each codegen flag of cross/rustflags.sh costs in decode and record
 # speed on the board's CPU, A/B in one boot (a build without each flag:
-# about 2 minutes each); BENCH_FLAGS_BOARD= (empty) leaves it out.
+# about 2 minutes each); BENCH_FLAGS_BOARD= (empty) leaves it out. Then
+# (cross/qemu/bench-record.sh) `tr-cat -o` against `trace-cmd record` on
+# the disk board's ext4, f2fs and vfat and on /tmp, recorder CPU per MB
+# (3 rounds, about 7 minutes); BENCH_RECORD_BOARD= (empty) leaves it out.
 BENCH_BOARD ?= aarch64:6.1-rt aarch64:7.2-rt
 BENCH_DECODE_BOARDS ?= aarch64 armv7
 BENCH_FLAGS_BOARD ?= aarch64
+BENCH_RECORD_BOARD ?= aarch64
 bench:
 	$(CARGO) build --release
 	$(CARGO) bench --bench bench --target-dir target/bench
@@ -200,6 +204,10 @@ endif
 ifneq ($(BENCH_FLAGS_BOARD),)
 	$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE_$(BENCH_FLAGS_BOARD))
 	BENCH_FLAGS_BOARD=$(BENCH_FLAGS_BOARD) bash cross/qemu/bench-flags.sh
+endif
+ifneq ($(BENCH_RECORD_BOARD),)
+	$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE_$(firstword $(subst :, ,$(BENCH_RECORD_BOARD))))
+	BENCH_RECORD_BOARD=$(BENCH_RECORD_BOARD) bash cross/qemu/bench-record.sh
 endif
 
 clean:

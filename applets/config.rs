@@ -31,6 +31,8 @@ pub(crate) const FEATURES: &[&str] = &[
     "tr-lat",
     #[cfg(feature = "net")]
     "net",
+    #[cfg(feature = "regions")]
+    "regions",
     #[cfg(feature = "console")]
     "console",
     #[cfg(feature = "boot")]

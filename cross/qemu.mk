@@ -130,7 +130,7 @@ ifneq ($(CROSS_CONFIGS_BUILT),1)
 	@$(MAKE) --no-print-directory cross CONFIG=minimal CROSS_TARGETS=$(QEMU_TRIPLE_$(firstword $(subst :, ,$(QEMU_MINIMAL_BOARD))))
 	@$(MAKE) --no-print-directory cross CROSS_TARGETS=$(QEMU_TRIPLE_$(firstword $(subst :, ,$(QEMU_MINIMAL_BOARD))))
 endif
-	ARCH=$(QEMU_MINIMAL_BOARD) KERNEL= QEMU_OUT=$(CURDIR)/cross/out/minimal QEMU_FULL_BOARDS=none QEMU_NET_BOARDS=none \
+	ARCH=$(QEMU_MINIMAL_BOARD) KERNEL= QEMU_OUT=$(CURDIR)/cross/out/minimal QEMU_FULL_BOARDS=none QEMU_NET_BOARDS=none QEMU_DISK_BOARDS=none \
 	  TRBOX_BIN=$(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/configs/minimal/$(QEMU_TRIPLE_$(firstword $(subst :, ,$(QEMU_MINIMAL_BOARD))))/trbox \
 	  $(QEMU_SH)/board.sh test
 

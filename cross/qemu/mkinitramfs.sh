@@ -25,6 +25,7 @@ install -m 0644 "$QEMU_DIR/tour" "$root/etc/trbox/tour"
 install -m 0755 "$QEMU_DIR/guest/record-fixtures" "$root/etc/trbox/record-fixtures"
 install -m 0755 "$QEMU_DIR/guest/vs-rtla" "$root/etc/trbox/vs-rtla"
 install -m 0755 "$QEMU_DIR/guest/vs-trace-cmd" "$root/etc/trbox/vs-trace-cmd"
+install -m 0755 "$QEMU_DIR/guest/vs-record" "$root/etc/trbox/vs-record"
 install -m 0755 "$QEMU_DIR/guest/send-file" "$root/etc/trbox/send-file"
 install -m 0755 "$QEMU_DIR/guest/ab-lat" "$root/etc/trbox/ab-lat"
 [ -z "${TRBOX_BIN_B:-}" ] || install -m 0755 "$TRBOX_BIN_B" "$root/bin/trbox-b"
@@ -59,6 +60,9 @@ install -m 0755 "$QEMU_DIR/guest/lastboot-copy" "$QEMU_DIR/guest/lastboot-send" 
 # The network boards' modules, net-up and session-net lines (net.sh).
 . "$QEMU_DIR/net.sh"
 net_initramfs "$root"
+# The disk boards' modules, disk-up and session-disk lines (disk.sh).
+. "$QEMU_DIR/disk.sh"
+disk_initramfs "$root"
 # The live boards' test binaries, data and live-test lines (live.sh).
 . "$QEMU_DIR/live.sh"
 live_initramfs "$root"

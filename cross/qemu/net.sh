@@ -29,82 +29,15 @@ esac
 # The host's trbox (listener, reader): common.sh's.
 NET_HOST_BIN=$TRBOX_HOST_BIN
 
-# The modules of NET_MODS and what they depend on (the .modinfo depends=
-# of each), from the kernel's own package, once, into $CACHE/net:
-# NAME.ko (uncompressed) and `order` (dependencies first).
-net_modules() {
-	[ -s "$CACHE/net/order" ] && return 0
-	local kver pkg dl apt_opts=() a
-	kver=$(cut -d' ' -f1 "$CACHE/kver")
-	pkg=linux-image-$kver
-	# sid: the modules are in linux-modules-KVER.
-	local mods
-	[ "$SUITE" != sid ] || pkg=linux-modules-$kver
-	# Another suite's packages through the sources list fetch.sh made.
-	if [ "$SUITE" != bookworm ]; then
-		a=$CACHE_BASE/apt/$SUITE-$DEB_ARCH
-		apt_opts=(-o "Dir::Etc::sourcelist=$a/sources.list" -o Dir::Etc::sourceparts=-
-			-o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache")
-		[ "$SUITE" != sid ] || apt_opts+=(-o Acquire::Check-Valid-Until=false)
-	fi
-	dl=$(mktemp -d "$CACHE/.net.XXXXXX")
-	say "network: fetching $NET_MODS from $pkg (once)"
-	if ! (cd "$dl" && apt-get download -q "${apt_opts[@]}" "$pkg:$DEB_ARCH" 2>&1 |
-		grep -v '^W: Download is performed unsandboxed' >&2; exit "${PIPESTATUS[0]}"); then
-		rm -rf "$dl"
-		die "network: apt-get download $pkg:$DEB_ARCH failed (the board's modules come from it)"
-	fi
-	mkdir -p "$dl/x"
-	# Under lib/modules (bullseye, bookworm) or usr/lib/modules (trixie, sid).
-	mods=$(dpkg-deb -c "$dl"/*.deb | awk -v k="/modules/$kver/kernel/" '
-		!m && (i = index($NF, k)) { m = substr($NF, 1, i + length(k) - 2) } END { print m }')
-	[ -n "$mods" ] || { rm -rf "$dl"; die "network: no modules of $kver in $pkg"; }
-	dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl/x" --wildcards "$mods/drivers/*" "$mods/net/*"
-	# What is built in (read below), where the package has the list.
-	dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl/x" "${mods%/kernel}/modules.builtin" 2>/dev/null || :
-	local want=($NET_MODS) done=" " order=() m f deps
-	# Built into this kernel? Its modules.builtin says; a sid package
-	# without the list: the old rule, sid builds what it lacks in.
-	builtin() {
-		local list=$dl/x/${mods%/kernel}/modules.builtin
-		if [ -f "$list" ]; then grep -q "/$1\.ko\$" "$list"; else [ "$SUITE" = sid ]; fi
-	}
-	# Depth first: a module goes in after what it depends on.
-	visit() {
-		local m=$1 f d
-		case "$done" in *" $m "*) return 0 ;; esac
-		done+="$m "
-		f=$(find "$dl/x" -name "$m.ko*" | head -n1)
-		# Built in (modules.builtin: virtio and virtio_ring on 7.2,
-		# virtio_pci from 6.12): nothing to load.
-		[ -n "$f" ] || ! builtin "$m" || { say "network: $m is built into $kver"; return 0; }
-		[ -n "$f" ] || die "network: no module $m in $pkg"
-		case "$f" in
-		*.ko.xz) xz -dc "$f" >"$dl/$m.ko" ;;
-		*.ko.zst) zstd -qdc "$f" >"$dl/$m.ko" ;;
-		*.ko.gz) gzip -dc "$f" >"$dl/$m.ko" ;;
-		*) cp "$f" "$dl/$m.ko" ;;
-		esac
-		deps=$(grep -a -o 'depends=[a-z0-9_,-]*' "$dl/$m.ko" | head -n1)
-		deps=${deps#depends=}
-		for d in ${deps//,/ }; do visit "${d//-/_}"; done
-		order+=("$m")
-	}
-	for m in "${want[@]}"; do visit "$m"; done
-	rm -rf "$CACHE/net"
-	mkdir -p "$CACHE/net"
-	for m in "${order[@]}"; do mv "$dl/$m.ko" "$CACHE/net/"; done
-	printf '%s\n' "${order[@]}" >"$CACHE/net/order"
-	rm -rf "$dl"
-	say "network: modules $(echo "${order[@]}") cached in ${CACHE#"$REPO"/}/net"
-}
+# The NIC's modules (kmods.sh), once, into $CACHE/net.
+. "$QEMU_DIR/kmods.sh"
+net_modules() { kmods net network "drivers net" $NET_MODS; }
 
 net_initramfs() {
 	[ "$NET" = 1 ] || return 0
 	local root=$1
 	net_modules
-	mkdir -p "$root/lib/modules/net"
-	cp "$CACHE/net/"*.ko "$CACHE/net/order" "$root/lib/modules/net/"
+	kmods_install net "$root"
 	install -m 0755 "$QEMU_DIR/guest/net-up" "$root/etc/trbox/net-up"
 	grep -v '^\(#\|$\)' "$QEMU_DIR/session-net" >>"$root/etc/trbox/session"
 }

@@ -27,9 +27,16 @@ tour) tour_net_start && trap net_stop EXIT ;;
 *) NET=0 ;;
 esac
 mapfile -t nic < <(net_qemu_args)
+# The disk boards' images, fresh for each run (disk.sh).
+. "$QEMU_DIR/disk.sh"
+case "$mode" in
+test | demo | shell) disk_start ;;
+*) DISK=0 ;;
+esac
+mapfile -t disk < <(disk_qemu_args)
 qemu=("$QEMU_BIN" "${QEMU_MACHINE[@]}" -m "$QEMU_MEM" -smp "$QEMU_SMP"
 	-kernel "$CACHE/vmlinuz" -initrd "$OUT/initramfs.gz"
-	-append "$(kernel_append "$mode")$NET_APPEND" "${nic[@]}")
+	-append "$(kernel_append "$mode")$NET_APPEND" "${nic[@]}" "${disk[@]}")
 # The files a session sends to the host (guest/send-file): a virtio console
 # port named trbox.files, whose bytes qemu writes to OUT/port.bin. The
 # serial console carries about 15 KB/s under TCG; this, megabytes a second.

@@ -22,26 +22,26 @@
 //! extents (copying a region up needs free space, which a recording stopped
 //! by a full disk does not leave).
 //!
-//! Host builds only (`host`; +1,680 bytes of the aarch64 board build when
-//! measured): on a board `Regions` has no values and the recorder keeps
-//! the pool.
+//! The `regions` feature (in `full` and the host build; +1,680 bytes of
+//! the aarch64 board build when first measured): without it `Regions` has
+//! no values and the recorder keeps the pool.
 
 use super::pool::CpuData;
 use crate::abi::Endian;
 use std::fs::File;
 use std::io;
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 use std::os::unix::fs::FileExt;
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 use std::os::unix::io::AsRawFd;
 
 /// A region's first room, and its largest step of growth, in bytes.
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 const FIRST: u64 = 64 << 10;
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 const MAX_STEP: u64 = 8 << 20;
 
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 pub(crate) struct Regions {
     page_size: u64,
     /// Where each CPU index's region starts (page-aligned, in CPU order).
@@ -58,7 +58,7 @@ pub(crate) struct Regions {
 }
 
 /// `fallocate(mode)` on `[off, off + len)`.
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 fn falloc(file: &File, mode: i32, off: u64, len: u64) -> io::Result<()> {
     // SAFETY: a valid fd; the kernel checks the range.
     match unsafe { libc::fallocate(file.as_raw_fd(), mode, off as _, len as _) } {
@@ -67,7 +67,7 @@ fn falloc(file: &File, mode: i32, off: u64, len: u64) -> io::Result<()> {
     }
 }
 
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 impl Regions {
     /// Regions for `cpus` CPU indexes after `base` in `file` (its length is
     /// `base`), if its filesystem inserts and collapses a page-sized range
@@ -216,7 +216,7 @@ impl Regions {
     }
 }
 
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 /// `len` bytes of `file` at `off`, one page at a time to `f`, mapped in
 /// windows of 1 MiB (or a page): the pages are in the page cache already,
 /// but a mapped page counts in the recorder's RSS while it is mapped.
@@ -246,7 +246,7 @@ fn each_page(file: &File, mut off: u64, mut len: u64, ps: usize, f: &mut dyn FnM
     Ok(())
 }
 
-#[cfg(feature = "host")]
+#[cfg(feature = "regions")]
 /// Copy `len` bytes from `src` down to `dst` (< `src`) in the same file, in
 /// the kernel, in steps no longer than the distance (copy_file_range
 /// refuses overlapping ranges): where a collapse failed after all.
@@ -265,12 +265,12 @@ fn move_down(file: &File, mut src: u64, mut dst: u64, mut len: u64) -> io::Resul
     Ok(())
 }
 
-/// A board build: no regions (the type has no values, so the recorder's
-/// region branches compile to nothing).
-#[cfg(not(feature = "host"))]
+/// A build without `regions` (minimal): the type has no values, so the
+/// recorder's region branches compile to nothing.
+#[cfg(not(feature = "regions"))]
 pub(crate) enum Regions {}
 
-#[cfg(not(feature = "host"))]
+#[cfg(not(feature = "regions"))]
 impl Regions {
     pub(crate) fn new(_: &File, _: u64, _: usize, _: usize, _: (u64, Endian)) -> Option<Regions> {
         None
@@ -302,7 +302,7 @@ impl Regions {
     }
 }
 
-#[cfg(all(test, feature = "host"))]
+#[cfg(all(test, feature = "regions"))]
 mod tests {
     use super::*;
     use std::os::unix::fs::FileExt;
