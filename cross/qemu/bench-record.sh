@@ -10,7 +10,8 @@
 # writes it) per filesystem: issue 42 §2's goal is at most 0.6. Under TCG
 # the absolute times say little, compare the tools. make bench runs it
 # (BENCH_RECORD_BOARD= leaves it out). Its own output directory
-# (cross/out/bench-record/BOARD). Exit 1 when the board run fails.
+# (cross/out/bench-record/BOARD). TRBOX_BIN_B=PATH: a second build's
+# tr-cat too (tr-cat-b), for an A/B. Exit 1 when the board run fails.
 set -euo pipefail
 QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
 count=${BENCH_RECORD_COUNT:-100000}
@@ -53,14 +54,14 @@ END {
 	printf "recording raw_syscalls of dd bs=1 count=%d on %s (qemu TCG, 2 vCPUs), medians of %d rounds; dd alone: CPU %d ms\n", count, board, rounds, median("dd")
 	printf "%-6s %-13s %7s %8s %8s %14s %14s\n", "fs", "tool", "MB", "events", "CPU ms", "recorder ms/MB", "vs trace-cmd-v6"
 	split("ext4 f2fs vfat tmp", fs, " ")
-	split("tr-cat trace-cmd trace-cmd-v6", t, " ")
+	nt = split(seen["tr-cat-b", "tmp"] ? "tr-cat tr-cat-b trace-cmd trace-cmd-v6" : "tr-cat trace-cmd trace-cmd-v6", t, " ")
 	for (i = 1; i <= 4; i++) {
 		base = median("trace-cmd-v6" SUBSEP fs[i] SUBSEP "rec")
-		for (j = 1; j <= 3; j++) {
+		for (j = 1; j <= nt; j++) {
 			k = t[j] SUBSEP fs[i]
 			rec = median(k SUBSEP "rec")
 			printf "%-6s %-13s %7.1f %8d %8d %14.0f %14s\n", fs[i], t[j], median(k SUBSEP "mb"), median(k SUBSEP "events"),
-				median(k SUBSEP "cpu"), rec, (t[j] == "tr-cat" && base > 0) ? sprintf("%.2f", rec / base) : ""
+				median(k SUBSEP "cpu"), rec, (t[j] ~ /^tr-cat/ && base > 0) ? sprintf("%.2f", rec / base) : ""
 		}
 	}
 	print "(recorder ms/MB: CPU of the run less dd alone, per MB of file; trace-cmd: its default file, version 7 with zstd, MB of the compressed file; trace-cmd-v6: --file-version 6, uncompressed, as tr-cat writes)"
