@@ -149,7 +149,7 @@ fn install_links_every_applet_and_leaves_existing_ones() {
     // them all).
     let v = stdout(&o);
     assert!(v.starts_with(&format!("trbox {} (configuration ", env!("CARGO_PKG_VERSION"))), "{v}");
-    assert!(v.ends_with(" tr-lat net console boot rtla probe zstd zlib host)\n"), "{v}");
+    assert!(v.ends_with(" tr-lat net regions console boot rtla probe zstd zlib host)\n"), "{v}");
     // Hard links (same filesystem as the binary: use the target dir).
     let h = TempDir::new("hard");
     let hd = trbox().parent().unwrap().join(format!("hardlinks-{}", std::process::id()));
