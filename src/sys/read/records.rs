@@ -1,10 +1,9 @@
 //! A read's records ([`Records`]): the per-CPU page streams and the one
 //! merge loop over them ([`Records::step`]), in time order across CPUs and
 //! buffers. A [`Reader`](super::Reader) pulls its entries through it (as
-//! `Entry`s: reader.rs), and
-//! so do the applets' sinks (the text printer, the collectors): a read
-//! that follows the live buffer waits for data, names new tasks and ends
-//! at the stop here too.
+//! `Entry`s: reader.rs), and so do the applets' sinks (the text printer,
+//! the collectors): a read that follows the live buffer waits for data,
+//! names new tasks and ends at the stop here too.
 
 use super::out::Out;
 use super::problems::UnknownEvents;
@@ -44,7 +43,7 @@ pub(crate) struct Records {
 struct Pace {
     /// When the read began, for its time limit.
     start: Instant,
-    /// The read's time limit (`-T`).
+    /// The read's time limit (`-t`).
     limit: Option<Duration>,
     /// Longest wait for data (`Reading::pace`; else [`WAIT_TICK`]).
     tick: Duration,
