@@ -4,6 +4,7 @@
 //! one), with the session that decodes them.
 
 use super::opts::RawOpts;
+use super::problems::UnknownEvents;
 use super::reader::{Reader, Session};
 use crate::abi::Endian;
 use crate::graph::GraphOpts;
@@ -131,6 +132,7 @@ impl Reader {
             labels: Vec::new(),
             empty_note: None,
             empty: None,
+            unknown: UnknownEvents::default(),
             trace_id: None,
         };
         let mut r = Reader::of(session, streams);
@@ -237,6 +239,7 @@ impl Reader {
             labels,
             empty_note,
             empty: None,
+            unknown: UnknownEvents::default(),
             trace_id: td.options.trace_id,
         };
         Ok(Reader::of(session, streams))

@@ -63,7 +63,7 @@ use crate::sys::error::Error;
 use crate::sys::pages::CpuPages;
 use crate::sys::stop::Stop;
 use crate::sys::trace::Opened;
-use problems::{add_run_problems, UnknownEvents};
+use problems::add_run_problems;
 use records::{Records, Step};
 use std::io::Write as _;
 
@@ -84,7 +84,7 @@ pub(crate) struct Printed {
 /// `out` ([`Out::finish`]).
 pub(crate) fn print(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Printed, Error> {
     let Reader { session, mut records } = r;
-    let Session { trace, kernel, graph, irq_info, graph_auto, buffers, labels, empty_note, .. } = &session;
+    let Session { trace, kernel, graph, irq_info, graph_auto, buffers, labels, unknown, .. } = &session;
     let Opened { events, cmdlines, symbols: syms, printk, endian, cpus: ncpus, .. } = trace;
     let (endian, ncpus, abi, in_ns) = (*endian, *ncpus, trace.abi(), trace.in_ns());
     let graph_ids: Vec<u32> = ["ftrace:funcgraph_entry", "ftrace:funcgraph_exit"]
@@ -102,7 +102,6 @@ pub(crate) fn print(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
     });
     // Worked out once for every rendering thread.
     let prepared = o.filter.prepare(events);
-    let unknown = UnknownEvents::default();
     let plain = || Plain {
         r: Renderer::new(events, cmdlines.clone(), abi, in_ns)
             .with_strings(printk)
@@ -116,7 +115,7 @@ pub(crate) fn print(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
         labels,
         prepared: &prepared,
         stacks: Default::default(),
-        unknown: &unknown,
+        unknown,
     };
     let mut em = Emitter {
         p: plain(),
@@ -182,18 +181,17 @@ pub(crate) fn print(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
         }
     }
     records.end()?;
-    let empty = if_empty(&records.streams, empty_note.clone());
+    drop(em);
+    let session = session.finish(&records);
     let shown = out.wrote();
     if o.json {
         // What the readers read past, counted as `--stats` shows it: one
         // last line, only when there was something.
-        let mut problems = trace.problems.clone();
-        add_run_problems(&records.streams, &unknown, buffers, &mut problems);
         let mut line = String::new();
-        let _ = crate::json::problems_line(&mut line, &problems);
+        let _ = crate::json::problems_line(&mut line, &session.trace.problems);
         let _ = out.write_all(line.as_bytes());
     }
-    Ok(Printed { shown, empty })
+    Ok(Printed { shown, empty: session.empty })
 }
 
 /// Never silently nothing: the note, when the streams held no item at all.
@@ -213,7 +211,7 @@ impl Session {
     /// what the readers read past among the session's problems.
     fn finish(mut self, records: &Records) -> Session {
         self.empty = if_empty(&records.streams, self.empty_note.take());
-        add_run_problems(&records.streams, &records.unknown, &self.buffers, &mut self.trace.problems);
+        add_run_problems(&records.streams, &self.unknown, &self.buffers, &mut self.trace.problems);
         self
     }
 
@@ -261,7 +259,9 @@ pub(crate) fn collect(
             Step::End => break,
         }
     }
-    if let Some(c) = records.end()? {
+    records.end()?;
+    // Tasks born late in the window are named too.
+    if let Some(c) = records.comms() {
         session.trace.cmdlines = c;
     }
     Ok(session.finish(&records))
@@ -303,7 +303,7 @@ fn count_sliced(r: &mut Reader, o: &RawOpts, stop: &Stop<'_>) -> Option<TraceSum
     let t = &session.trace;
     let (endian, layout) = (t.endian, t.layout);
     let prepared = o.filter.prepare(&t.events);
-    let unknown = &records.unknown;
+    let unknown = &session.unknown;
     let total = std::sync::Mutex::new(TraceSummary::default());
     let counter = || Counter {
         p: Plain {

@@ -12,7 +12,7 @@
 //! program installed a logger.
 
 use super::opts::RawOpts;
-use super::problems::add_run_problems;
+use super::problems::{add_run_problems, UnknownEvents};
 use super::records::{Records, Step};
 use super::text::graph_record;
 use crate::format::{EventFormat, EventTable, Field, FieldKind, Value};
@@ -126,6 +126,8 @@ pub struct Session {
     pub(crate) uname: Option<String>,
     #[cfg(feature = "host")]
     pub(crate) saved_cmdlines: String,
+    /// Records of event ids no format describes, counted as they are met.
+    pub(super) unknown: UnknownEvents,
 }
 
 impl Reader {
@@ -273,7 +275,7 @@ impl Reader {
     pub fn problems(&self) -> Problems {
         let (s, r) = (&self.session, &self.records);
         let mut p = s.trace.problems.clone();
-        add_run_problems(&r.streams, &r.unknown, &s.buffers, &mut p);
+        add_run_problems(&r.streams, &s.unknown, &s.buffers, &mut p);
         p
     }
 
@@ -297,7 +299,7 @@ impl Records {
                     Some(format) => Entry::Event(Event::of(buffer, cpu, rec, format, t, self.common)),
                     None => {
                         let id = t.events.record_id(payload, t.endian);
-                        self.unknown.count(id);
+                        session.unknown.count(id);
                         Entry::Unknown { buffer, cpu, ts: rec.ts, id }
                     }
                 }
@@ -350,7 +352,7 @@ impl GraphText<'_> {
     /// `false` at the end of the read.
     pub fn next_text(&mut self, out: &mut String) -> bool {
         let Some(i) = self.records.pick() else { return false };
-        let Records { streams, unknown, .. } = &mut *self.records;
+        let streams = &mut self.records.streams;
         let Some(s) = streams.get_mut(i) else { return false };
         let (buffer, cpu) = (s.buffer, s.cpu);
         let t = &self.session.trace;
@@ -364,7 +366,7 @@ impl GraphText<'_> {
         };
         let (ts, r) = (rec.ts, &mut self.text.r);
         let Some(format) = t.events.event_of(rec.payload, t.endian) else {
-            unknown.count(t.events.record_id(rec.payload, t.endian));
+            self.session.unknown.count(t.events.record_id(rec.payload, t.endian));
             let _ = r.record(out, cpu, ts, rec.payload);
             return true;
         };

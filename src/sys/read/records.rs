@@ -6,7 +6,6 @@
 //! names new tasks and ends at the stop here too.
 
 use super::out::Out;
-use super::problems::UnknownEvents;
 use crate::merge::{Merger, Pick};
 use crate::render::{Cmdlines, CommonFields};
 use crate::sys::error::Error;
@@ -26,7 +25,6 @@ pub(crate) struct Records {
     pub(super) merger: Merger,
     /// Where the common fields are (alike in every format of a kernel).
     pub(super) common: Option<CommonFields>,
-    pub(super) unknown: UnknownEvents,
     /// The trace clock at which the read ends: a live read's start (a
     /// [`Reader`](super::Reader) of the live buffer), or a followed read's
     /// stop. Tracing is still on then, and reading the buffer can itself
@@ -72,7 +70,6 @@ impl Records {
             merger: Merger::new(streams.len()),
             streams,
             common,
-            unknown: UnknownEvents::default(),
             until: None,
             tree: None,
             pace: Pace { start: now, limit: None, tick: WAIT_TICK, turns: 0, comms_at: now, ready: false },
@@ -91,8 +88,10 @@ impl Records {
         stop.asked() || self.pace.limit.is_some_and(|l| self.pace.start.elapsed() >= l)
     }
 
-    /// The live tree's comms, when it is followed.
-    fn comms(&self) -> Option<Cmdlines> {
+    /// The live tree's comms, when it is followed: at the end of a read,
+    /// the names of tasks born late in the window (a command's exec just
+    /// before it ended), for a sink that names them after the read.
+    pub(super) fn comms(&self) -> Option<Cmdlines> {
         match self.tree.as_ref().map(|t| t.read_top_opt("saved_cmdlines")) {
             Some(Ok(Some(text))) => Some(Cmdlines::parse(&text)),
             _ => None,
@@ -165,10 +164,8 @@ impl Records {
         }
     }
 
-    /// The end of the merge loop: the comms of tasks born late in the
-    /// window (a command's exec just before it ended), and the first read
-    /// error of a stream.
-    pub(super) fn end(&mut self) -> Result<Option<Cmdlines>, Error> {
+    /// The end of the merge loop: the first read error of a stream.
+    pub(super) fn end(&mut self) -> Result<(), Error> {
         for s in self.streams.iter() {
             let c = &s.counts;
             log::debug!(
@@ -184,10 +181,10 @@ impl Records {
                 c.lost_unknown
             );
         }
-        if let Some(e) = self.streams.iter_mut().find_map(|s| s.error.take()) {
-            return Err(e);
+        match self.streams.iter_mut().find_map(|s| s.error.take()) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(self.comms())
     }
 
     /// The stream whose item comes next in a read that does not follow
