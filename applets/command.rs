@@ -174,7 +174,9 @@ pub(crate) fn ftrace_write(r: Result<bool, trbox::sys::Error>) -> Result<bool, E
 /// set_event_notrace_pid (5.8+; older kernels trace us). For this run
 /// only: a `-k` run puts them back too (a dead pid is no setting to keep).
 pub(crate) fn not_mine(st: &mut State, follow: Follow) -> Result<(), Error> {
-    let me = [std::process::id().to_string()];
+    // The run's guard too (forked before: not added as a fork).
+    let mut me = vec![std::process::id().to_string()];
+    me.extend(st.guard_pid().map(|p| p.to_string()));
     st.for_run(|st| {
         for (on, file, fork) in [
             (follow.functions, "set_ftrace_notrace_pid", "options/function-fork"),
@@ -295,7 +297,7 @@ impl<'t> Window<'t> {
         let t = st.tracefs();
         let p = t.path(rel);
         let shut = std::fs::OpenOptions::new().write(true).open(&p).map_err(|e| trbox::sys::Error::io(&p, e))?;
-        let w = Window { t, rel, shut, keep: st.keep };
+        let w = Window { t, rel, shut, keep: st.keeps() };
         signals::shut_on_stop(std::os::unix::io::AsRawFd::as_raw_fd(&w.shut));
         st.set(rel, "1")?;
         if limit.is_some() {

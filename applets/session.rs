@@ -4,6 +4,7 @@
 
 use crate::applets::cli::{Common, Error};
 use std::os::fd::RawFd;
+use trbox::sys::guard::Event;
 use trbox::sys::lock::Lock;
 use trbox::sys::state::State;
 use trbox::sys::{signals, Tracefs};
@@ -48,10 +49,21 @@ impl Live {
     /// The run's undo log, with tracing idle until the run's window opens:
     /// only the traced window records, not trbox's own work before the
     /// tracer, its filters and the pid filter are in place. With `keep`
-    /// (-k) the settings stay afterwards.
-    pub(crate) fn state(&self, keep: bool) -> Result<State<'_>, Error> {
+    /// (-k) the settings stay afterwards. Guarded: a run killed outright
+    /// puts tracefs back all the same, and `first`, a State the run made
+    /// before this one (global settings: probes, osnoise), after it, as
+    /// the drops do.
+    pub(crate) fn state(&self, keep: bool, mut first: Option<&mut State<'_>>) -> Result<State<'_>, Error> {
         let mut st = State::new(&self.t);
-        st.keep = keep;
+        st.set_keep(keep);
+        let notes = st.guard(&mut |e, _| match (e, first.as_deref_mut()) {
+            (Event::Note(n), Some(f)) => f.absorb(n),
+            (Event::PutBack, Some(f)) => drop(f.put_back()),
+            _ => {}
+        });
+        if let Some(f) = first {
+            f.join(notes, b'G');
+        }
         st.set(self.t.tracing_on_file(), "0")?;
         Ok(st)
     }

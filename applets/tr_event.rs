@@ -137,7 +137,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     // restored after the one that enables them, so they are disabled
     // before they are removed.
     let mut made = State::new(&top);
-    made.keep = a.keep;
+    made.set_keep(a.keep);
     // A filter names the fields of the events it was written for; a probe
     // has other fields (its own arguments), so it gets -f/-R only when it
     // is all there is.
@@ -149,7 +149,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
         events.push(format!("{}:{}", p.group, p.event));
     }
     let status = {
-        let mut st = live.state(a.keep)?;
+        let mut st = live.state(a.keep, Some(&mut made))?;
         // The pid filter first: events enabled before it would also record
         // this process setting up (its opens, for a kprobe).
         let child = command::whom(&mut st, cmd, &a.pid, Follow { events: true, functions: false })?;

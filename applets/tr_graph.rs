@@ -140,7 +140,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     let live = Live::enter(t, common, a.keep)?;
     let t = &live.t;
     let status = {
-        let mut st = live.state(a.keep)?;
+        let mut st = live.state(a.keep, None)?;
         if !a.funcs.is_empty() {
             st.set_functions("set_graph_function", &a.funcs)?;
         }

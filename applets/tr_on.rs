@@ -166,13 +166,13 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
         let mut st = State::new(&live.t);
         apply(&mut st, &a, dump)?;
         st.set(live.t.tracing_on_file(), if a.off { "0" } else { "1" })?;
-        st.keep = true;
+        st.set_keep(true);
         drop(st);
         live.t.keep_instance = true;
         return Ok(());
     }
     let t = &live.t;
-    let mut st = live.state(false)?;
+    let mut st = live.state(false, None)?;
     // The decoder's symbols before a function tracer hooks every kernel
     // function (the kernel's own text, without decode, needs none).
     if cfg!(feature = "decode") && matches!(a.tracer.as_deref(), Some("function" | "function_graph")) {
@@ -188,7 +188,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
         // -P was applied with the other settings; a run without it or a
         // command keeps trbox's own work out.
         let child = command::whom(&mut st, cmd, &[], if a.pid.is_empty() { follow } else { Follow::default() })?;
-        st.keep = a.keep;
+        st.set_keep(a.keep);
         let tracer = tracer.trim().to_string();
         // nop with no event on records nothing by design: say what would.
         let idle = tracer == "nop" && t.read_opt("events/enable")?.is_some_and(|e| e.trim() == "0");

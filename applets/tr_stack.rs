@@ -110,7 +110,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
     let live = Live::enter(t, common, a.keep)?;
     let t = &live.t;
     let status = {
-        let mut st = live.state(a.keep)?;
+        let mut st = live.state(a.keep, None)?;
         let trigger = match &a.filter {
             Some(f) => format!("stacktrace if {f}"),
             None => "stacktrace".to_string(),
@@ -220,7 +220,8 @@ fn stack_tracer(t: &Tracefs, a: &Args, wait: bool, limit: Option<Duration>) -> R
     }
     let _lock = Lock::take(t.top(), wait)?;
     let mut st = State::new(t);
-    st.keep = a.keep;
+    st.set_keep(a.keep);
+    st.guard(&mut |_, _| {});
     if let Some(g) = &a.limit {
         st.set_functions("stack_trace_filter", std::slice::from_ref(g))?;
     }

@@ -9,6 +9,7 @@ use crate::applets::progress::Progress;
 use crate::applets::session::Live;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use trbox::sys::guard::Event;
 use trbox::sys::record::{Options, Recorder, Summary};
 use trbox::sys::state::State;
 use trbox::sys::{describe, signals, Tracefs};
@@ -86,6 +87,25 @@ pub(crate) fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         rec.start(t);
         st.set(t.tracing_on_file(), "1")?;
         child.release()?;
+        // From here a SIGKILL would leave tracing on and the pool's file
+        // without its table: the guard turns tracing off, finishes the
+        // file, then puts tracefs back.
+        let notes = st.guard(&mut |e, st| match e {
+            Event::Note(n) => rec.absorb(n),
+            Event::Orphaned => {
+                let _ = st.set(t.tracing_on_file(), "0");
+                match rec.orphaned(t) {
+                    Some(Ok(s)) => {
+                        eprintln!("tr-cat: the recording was killed: its guard finished the file");
+                        print_summary(path, &s);
+                    }
+                    Some(Err(e)) => crate::applets::cli::note(&e.into()),
+                    None => {}
+                }
+            }
+            Event::PutBack => {}
+        });
+        rec.guarded(notes);
         let start = Instant::now();
         // Extract: no wait, only the drain below.
         let limit = if extract { Some(Duration::ZERO) } else { r.time.map(|s| s.0) };
@@ -118,7 +138,9 @@ pub(crate) fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         }
         let write_error = rec.write_error.take();
         let summary = rec.finish(t)?;
-        (summary, child.finish(), write_error)
+        let status = child.finish();
+        drop(st);
+        (summary, status, write_error)
     };
     // The reader of a stream on standard output closed it (`| head`): the
     // end it asked for, as for every other output.

@@ -29,7 +29,7 @@ pub(super) fn max_latency(common: &Common, a: &Args) -> Result<(), Error> {
     t.require_tracer(name).map_err(|e| Error::from(e).hint(instead(name)))?;
     let live = Live::enter(t, common, a.keep)?;
     let (t, wake) = (&live.t, live.wake);
-    let mut st = live.state(a.keep)?;
+    let mut st = live.state(a.keep, None)?;
     if let Some(us) = a.irq_us {
         st.set("tracing_thresh", &us.to_string())?;
     }

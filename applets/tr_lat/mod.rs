@@ -70,8 +70,8 @@ pub(crate) fn main(args: &[String]) -> Result<(), Error> {
         // osnoise/ is global (the top level), the tracer and events are the
         // buffer's: two undo logs, the buffer's restored first.
         let mut global = State::new(&top);
-        global.keep = a.keep;
-        let mut st = live.state(a.keep)?;
+        global.set_keep(a.keep);
+        let mut st = live.state(a.keep, Some(&mut global))?;
         let user = setup::user_threads(&top, &a, mode)?;
         if tracer {
             setup::tracer(&mut global, &top, &a, mode, user)?;

@@ -29,7 +29,7 @@ fn cstr(s: &str) -> io::Result<CString> {
     CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in argument"))
 }
 
-fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
+pub(crate) fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: valid array of two ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

@@ -4,6 +4,7 @@
 pub(crate) mod child;
 pub(crate) mod elf;
 mod error;
+pub(crate) mod guard;
 pub(crate) mod kallsyms;
 pub(crate) mod kvars;
 pub(crate) mod lock;

@@ -37,7 +37,7 @@ fn no_pids(text: &str) -> bool {
 /// failures.
 pub(crate) fn reset(t: &Tracefs) -> Vec<Error> {
     let mut st = State::new(t);
-    st.keep = true;
+    st.set_keep(true);
     let mut failed = Vec::new();
     let mut note = |r: Result<bool, Error>| {
         if let Err(e) = r {

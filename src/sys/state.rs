@@ -6,6 +6,7 @@
 //! lists that leave trbox itself out) is put back even then.
 
 use super::error::Error;
+use super::guard::{Event, Guard, Notes};
 use super::tracefs::Tracefs;
 use crate::{ctl, probe};
 use std::io::Write;
@@ -36,8 +37,22 @@ pub(crate) struct State<'t> {
     t: &'t Tracefs,
     undo: Vec<Step>,
     /// `-k/--keep`: leave the changes in place.
-    pub(crate) keep: bool,
+    keep: bool,
+    /// The run's guard ([`State::guard`]), dropped after the state is put
+    /// back, and the way to tell it of each change.
+    guard: Option<Guard>,
+    notes: Option<Notes>,
+    /// The first byte of this State's notes (two States, one guard).
+    tag: u8,
+    /// Inside [`State::for_run`].
+    run_only: bool,
 }
+
+/// A guard's note from a State (its tag, by default), `[tag, what, flag,
+/// …]`: a change (`what`: W, A, F, E: its undo step, `flag`: run-only;
+/// then the two texts, NUL between), `K` (flag: keep) or `U` (all undone).
+const NOTE: u8 = b'S';
+const NOTE_UNDONE: u8 = b'U';
 
 impl<'t> State<'t> {
     /// The tracefs (or instance) this state changes.
@@ -47,11 +62,111 @@ impl<'t> State<'t> {
 
     /// Nothing changed yet in `t`.
     pub(crate) fn new(t: &'t Tracefs) -> Self {
-        State { t, undo: Vec::new(), keep: false }
+        State { t, undo: Vec::new(), keep: false, guard: None, notes: None, tag: NOTE, run_only: false }
     }
 
     fn push(&mut self, undo: Undo) {
-        self.undo.push(Step { undo, run_only: false });
+        let (kind, a, b) = match &undo {
+            Undo::Write { rel, value } => (b'W', rel.as_bytes(), value),
+            Undo::Append { rel, line } => (b'A', rel.as_bytes(), line),
+            Undo::File { path, value } => (b'F', path.as_os_str().as_encoded_bytes(), value),
+            Undo::Ensure { rel, value } => (b'E', rel.as_bytes(), value),
+        };
+        self.note(kind, self.run_only as u8, a, b.as_bytes());
+        self.undo.push(Step { undo, run_only: self.run_only });
+    }
+
+    /// `-k/--keep`: leave the changes in place at the end (those of
+    /// [`State::for_run`] aside).
+    pub(crate) fn set_keep(&mut self, keep: bool) {
+        self.keep = keep;
+        self.note(b'K', keep as u8, &[], &[]);
+    }
+
+    pub(crate) fn keeps(&self) -> bool {
+        self.keep
+    }
+
+    /// To the guard, if any: `[tag, what, flag, a…, 0, b…]`.
+    fn note(&self, what: u8, flag: u8, a: &[u8], b: &[u8]) {
+        if let Some(n) = &self.notes {
+            n.send(&[&[self.tag, what, flag], a, &[0], b]);
+        }
+    }
+
+    /// From now on a guard process watches this run: killed outright
+    /// (SIGKILL, a crash: no destructor runs), the guard puts tracefs back
+    /// as the drop would have ([`super::guard`]). `also` sees the guard's
+    /// events too, with the guard's copy of this state: the notes, the
+    /// death before this state is put back ([`Event::Orphaned`]: `tr-cat
+    /// -o` finishes its file) and after ([`Event::PutBack`]: a State
+    /// made before this one, [`State::join`]ed, is put back). Returns
+    /// another sender of notes to the guard, for `also`'s side of the run.
+    pub(crate) fn guard(&mut self, also: &mut dyn FnMut(Event<'_>, &mut Self)) -> Option<Notes> {
+        let g = Guard::watch(&mut |e| match e {
+            Event::Note(n) => {
+                self.absorb(n);
+                also(Event::Note(n), self);
+            }
+            Event::Orphaned | Event::PutBack => {
+                also(Event::Orphaned, self);
+                // What fails is logged ("could not restore").
+                let _ = self.put_back();
+                also(Event::PutBack, self);
+                if !self.keep {
+                    self.t.remove_own_instance();
+                }
+                log::warn!("the run was killed: its guard put tracefs back");
+            }
+        })?;
+        self.notes = g.notes();
+        let more = g.notes();
+        self.guard = Some(g);
+        more
+    }
+
+    /// Tell another State's guard of this State's changes from now on
+    /// (`tag`: other than the guarded State's); that State's `also` calls
+    /// [`State::absorb`] and [`State::put_back`] in the guard.
+    pub(crate) fn join(&mut self, notes: Option<Notes>, tag: u8) {
+        self.notes = notes;
+        self.tag = tag;
+    }
+
+    /// The guard's pid, which the run's own pids are with (`not_mine`).
+    pub(crate) fn guard_pid(&self) -> Option<u32> {
+        self.guard.as_ref().map(Guard::pid)
+    }
+
+    /// In the guard's copy: a note the run's State sent (others are not
+    /// this State's).
+    pub(crate) fn absorb(&mut self, note: &[u8]) {
+        let [tag, what, run_only, rest @ ..] = note else { return };
+        if *tag != self.tag {
+            return;
+        }
+        let cut = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap_or_default();
+        let (a, b) = (text(rest.get(..cut).unwrap_or_default()), text(rest.get(cut + 1..).unwrap_or_default()));
+        let undo = match *what {
+            NOTE_UNDONE => return self.undo.clear(),
+            b'K' => return self.keep = *run_only == 1,
+            b'W' => Undo::Write { rel: a, value: b },
+            b'A' => Undo::Append { rel: a, line: b },
+            b'F' => Undo::File { path: a.into(), value: b },
+            _ => Undo::Ensure { rel: a, value: b },
+        };
+        self.undo.push(Step { undo, run_only: *run_only == 1 });
+    }
+
+    /// What the end of the run does: everything back, or under `keep`
+    /// what was for the run only.
+    pub(crate) fn put_back(&mut self) -> Result<(), Error> {
+        if self.keep {
+            self.undo_steps(|s| s.run_only)
+        } else {
+            self.restore()
+        }
     }
 
     /// Make the changes of `f` for this run only: they are put back at its
@@ -60,11 +175,9 @@ impl<'t> State<'t> {
     /// `set_event_pid`, the list reads empty but still filters, so every
     /// later event of the buffer would be dropped (issue 26).
     pub(crate) fn for_run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
-        let from = self.undo.len();
+        let was = std::mem::replace(&mut self.run_only, true);
         let r = f(self);
-        for step in self.undo.iter_mut().skip(from) {
-            step.run_only = true;
-        }
+        self.run_only = was;
         r
     }
 
@@ -286,6 +399,7 @@ impl<'t> State<'t> {
 
     /// Undo the steps `which` selects, newest first; forget the others.
     fn undo_steps(&mut self, which: impl Fn(&Step) -> bool) -> Result<(), Error> {
+        self.note(NOTE_UNDONE, 0, &[], &[]);
         let mut first = None;
         while let Some(step) = self.undo.pop() {
             if !which(&step) {
@@ -347,7 +461,8 @@ fn split_filter(t: &str) -> (&str, &str) {
 
 impl Drop for State<'_> {
     fn drop(&mut self) {
-        let _ = if self.keep { self.undo_steps(|s| s.run_only) } else { self.restore() };
+        let _ = self.put_back();
+        // Then the guard is told all is done (dropped with the fields).
     }
 }
 

@@ -219,8 +219,28 @@ pub(crate) fn dat_session(td: &mut TraceDat, path: &Path, kernel: Option<&str>) 
 
 /// The trace.dat file at `path`, opened for reading (once for its sections,
 /// once more for each CPU's pages).
+/// A trace.dat that `tr-cat -o` is still recording into its pool (no table
+/// until the end), or that a killed recording's guard is finishing, is
+/// locked (flock): the read waits for the lock, saying so.
 pub(crate) fn dat_file(path: &Path) -> Result<std::fs::File, Error> {
-    std::fs::File::open(path).map_err(|e| Error::TraceDat { path: path.into(), what: describe(&e) })
+    let f = std::fs::File::open(path).map_err(|e| Error::TraceDat { path: path.into(), what: describe(&e) })?;
+    use std::os::unix::io::AsRawFd;
+    let fd = f.as_raw_fd();
+    // SAFETY: a valid fd.
+    if unsafe { libc::flock(fd, libc::LOCK_SH | libc::LOCK_NB) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    {
+        log::warn!("{}: a recording is writing it; waiting for its end (Ctrl-C to leave)", path.display());
+        // SAFETY: a valid fd.
+        if unsafe { libc::flock(fd, libc::LOCK_SH) } != 0 {
+            return Err(Error::TraceDat { path: path.into(), what: describe(&std::io::Error::last_os_error()) });
+        }
+    }
+    // Not held while reading: a new recording over the file must not think
+    // a reader is its writer.
+    // SAFETY: a valid fd.
+    unsafe { libc::flock(fd, libc::LOCK_UN) };
+    Ok(f)
 }
 
 /// Every `events/SYS/EVENT/format` below the top level. Formats that do not

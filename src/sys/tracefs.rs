@@ -461,15 +461,21 @@ fn list(dir: &Path) -> Result<Vec<String>, Error> {
     Ok(v)
 }
 
-impl Drop for Tracefs {
-    fn drop(&mut self) {
-        if let Some(d) = self.created_instance.take() {
-            if !self.keep_instance {
-                if let Err(e) = std::fs::remove_dir(&d) {
-                    log::warn!("could not remove {}: {e}", d.display());
-                }
+impl Tracefs {
+    /// Remove the instance this run created (unless kept): at the drop,
+    /// or by a killed run's guard ([`super::state::State::guard`]).
+    pub(crate) fn remove_own_instance(&self) {
+        if let Some(d) = self.created_instance.as_ref().filter(|_| !self.keep_instance) {
+            if let Err(e) = std::fs::remove_dir(d) {
+                log::warn!("could not remove {}: {e}", d.display());
             }
         }
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        self.remove_own_instance();
         if let Found::MountedByUs(target) = &self.found {
             if !self.keep_mount {
                 if let Err(e) = unmount(target) {

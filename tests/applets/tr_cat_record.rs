@@ -486,35 +486,43 @@ fn progress_shows_on_a_tty_and_nowhere_else() {
     assert_same_state(&before, &snapshot(&root));
 }
 
-/// Put back what a run killed by SIGKILL left changed (it cannot restore
-/// anything itself): each file that now reads otherwise than in `before`,
-/// `tracing_on` last.
-fn put_back(root: &Path, before: &[(String, String)]) {
-    let now = snapshot(root);
-    let mut diff: Vec<&(String, String)> = before.iter().filter(|b| !now.contains(b)).collect();
-    diff.sort_by_key(|(rel, _)| rel == "tracing_on");
-    for (rel, v) in diff {
-        let _ = std::fs::write(root.join(rel), trbox::ctl::writable_value(v));
-    }
-}
-
 /// A recorder killed by SIGKILL mid-run (no signal handler, no end of
 /// file) leaves a trace.dat of the pages it had written: its length is
 /// about the disk space the data takes (the regions' unwritten room is not
 /// left as terabytes of holes, which `ls -l` shows and `scp` copies), and
 /// `tr-cat FILE` and `trace-cmd report` read its pages, the same records.
+/// Its guard puts tracefs back.
 #[test]
 fn sigkill_mid_recording_leaves_a_readable_file_of_its_size() {
-    let Some((_l, root, before)) = live() else { return };
     let dir = TempDir::new("rec-kill");
-    let f = dir.path().join("t.dat");
     if !moves_extents(dir.path()) {
         // tmpfs (a qemu board's initramfs), FAT, btrfs: the recorder keeps
-        // the slot pool there, whose flyrecord table is written at the end.
+        // the slot pool there (the next test).
         return skip_absent(
             "the temporary directory's filesystem cannot insert and collapse ranges: no per-CPU regions",
         );
     }
+    killed_recording(dir.path(), false);
+}
+
+/// The same in the slot pool (tmpfs: /dev/shm), whose flyrecord table is
+/// only written at the end: the run's guard takes what is left in the
+/// buffer, puts the pages in order and writes the table, as the run's own
+/// end would have; a reader meanwhile waits for it.
+#[test]
+fn sigkill_mid_recording_in_the_pool_is_finished_by_its_guard() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() || moves_extents(shm) {
+        return skip_absent("no /dev/shm without per-CPU regions (tmpfs) for the slot pool");
+    }
+    let dir = TempDir(shm.join(format!("trbox-rec-kill-{}", std::process::id())));
+    std::fs::create_dir_all(dir.path()).unwrap();
+    killed_recording(dir.path(), true);
+}
+
+fn killed_recording(dir: &Path, pool: bool) {
+    let Some((_l, root, before)) = live() else { return };
+    let f = dir.join("t.dat");
     // The ring buffer's page: buffer_subbuf_size_kb (6.8+), else the
     // machine's page.
     // SAFETY: sysconf has no preconditions.
@@ -554,11 +562,12 @@ fn sigkill_mid_recording_leaves_a_readable_file_of_its_size() {
     c.signal(libc::SIGKILL);
     let o = c.output();
     assert_eq!(o.status.signal(), Some(libc::SIGKILL), "{}", stderr(&o));
-    // The events it enabled stay on: put them back before anything else
-    // can fail.
+    // The output's end is the guard's too (it shares stderr): it is done.
     drop(loads);
     drop(g);
-    put_back(&root, &before);
+    let err = stderr(&o);
+    assert!(err.contains("its guard put tracefs back"), "{err}");
+    assert_same_state(&before, &snapshot(&root));
     let m = std::fs::metadata(&f).unwrap();
     let cpus = cpu_numbers(&root).len() as u64;
     // Room left unwritten at the kill: at most each CPU's last step of
@@ -572,9 +581,41 @@ fn sigkill_mid_recording_leaves_a_readable_file_of_its_size() {
     let events = trbox_count(&f);
     let pages = (m.blocks() * 512).saturating_sub(header) / ps;
     assert!(events >= pages / 2 && pages >= 32, "{events} events read back from {pages} pages written");
+    if pool {
+        // The guard's summary is the file's.
+        assert!(err.contains("its guard finished the file"), "{err}");
+        assert_eq!(summary(&err).0, events, "{err}");
+    }
     if let Some(n) = trace_cmd_count(&f) {
         assert_eq!(n, events, "trace-cmd report vs tr-cat FILE");
     }
     cmdlines_are_lines(&f);
+}
+
+/// A pool file has no table until the recording ends: `tr-cat FILE`
+/// meanwhile waits for it (the recorder's lock on the file), saying so,
+/// and then reads it whole.
+#[test]
+fn reading_a_pool_recording_waits_for_its_end() {
+    use std::process::Stdio;
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() || moves_extents(shm) {
+        return skip_absent("no /dev/shm without per-CPU regions (tmpfs) for the slot pool");
+    }
+    let Some((_l, root, before)) = live() else { return };
+    let dir = TempDir(shm.join(format!("trbox-rec-wait-{}", std::process::id())));
+    std::fs::create_dir_all(dir.path()).unwrap();
+    let f = dir.path().join("t.dat");
+    let rec = ["tr-cat", "-o", f.to_str().unwrap(), "-e", "sched:sched_switch", "-t", "2"];
+    let (c, g) = start_in_window(&root, cmd(&trbox(), &rec).stdout(Stdio::null()).stderr(Stdio::piped()));
+    let o = run(&["tr-cat", f.to_str().unwrap()]);
+    let r = c.output();
+    drop(g);
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a recording is writing it; waiting for its end"), "{}", stderr(&o));
+    let (events, _) = summary(&stderr(&r));
+    assert!(events > 0, "{}", stderr(&r));
+    assert_eq!(stdout(&o).lines().filter(|l| !l.contains("[LOST ")).count() as u64, events);
     assert_same_state(&before, &snapshot(&root));
 }

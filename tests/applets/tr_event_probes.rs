@@ -279,3 +279,40 @@ fn uprobe_on_a_library_by_its_bare_name() {
     no_probes_left(&root);
     assert_same_state(&before, &snapshot(&root));
 }
+
+/// A run killed outright (SIGKILL: no handler, no destructor runs) leaves
+/// nothing behind either: its guard disables the events, takes back the
+/// filter, the trigger and the pid filter, and then removes the probe (an
+/// enabled probe cannot be removed).
+#[test]
+fn sigkill_mid_run_leaves_tracefs_as_found() {
+    use std::process::Stdio;
+    let Some((_l, root, before)) = live() else { return };
+    let d = TempDir::new("uprobe-kill");
+    let Some(p) = progs(&d) else { return };
+    let b = s(&p.pie);
+    let probe = format!("{b}:{FUNC}");
+    let args = [
+        "tr-event",
+        "--uprobe",
+        &probe,
+        "sched:sched_switch",
+        "-f",
+        "prev_pid != 0",
+        "-R",
+        "stacktrace",
+        "--",
+        "sh",
+        "-c",
+        // Not holding stderr: its end is the guard's (below).
+        "exec sleep 10 >/dev/null 2>&1",
+    ];
+    let (mut c, g) = start_in_window(&root, cmd(&trbox(), &args).stdout(Stdio::null()).stderr(Stdio::piped()));
+    c.signal(libc::SIGKILL);
+    // stderr's end is the guard's too: it is done then.
+    let o = c.output();
+    drop(g);
+    assert!(stderr(&o).contains("its guard put tracefs back"), "{}", stderr(&o));
+    no_probes_left(&root);
+    assert_same_state(&before, &snapshot(&root));
+}

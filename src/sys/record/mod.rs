@@ -19,6 +19,7 @@ mod pool;
 mod regions;
 
 use super::error::Error;
+use super::guard::Notes;
 use super::tracefs::Tracefs;
 use crate::ctl::CpuStats;
 use crate::page::{Missed, Page, PageLayout};
@@ -145,7 +146,19 @@ pub(crate) struct Recorder {
     pub(crate) unsaved: u64,
     stats0: Vec<CpuStats>,
     started: Instant,
+    /// The run's guard ([`Recorder::guarded`]), and the pool's commits
+    /// since the last wake-up, sent to it at the next.
+    notes: Option<Notes>,
+    commits: Vec<u8>,
+    /// In the guard's copy: the run began finishing the file itself.
+    finishing: bool,
 }
+
+/// A guard's note: pages committed to pool slots, `(CPU index, slot)` as
+/// two u32 each.
+const NOTE_COMMITS: u8 = b'P';
+/// A guard's note: the run finishes the file itself from here on.
+const NOTE_FINISHING: u8 = b'F';
 
 /// One CPU's line of the summary.
 #[derive(Debug, Clone)]
@@ -349,6 +362,9 @@ impl Recorder {
                 unsaved: 0,
                 stats0,
                 started: Instant::now(),
+                notes: None,
+                commits: Vec::new(),
+                finishing: false,
             });
         }
         let mut file = create_output(path)?;
@@ -376,6 +392,13 @@ impl Recorder {
             None => Regions::new(&file, slots.fly.data_start, ps, cpus.len(), (slots.fly.table_pos, slots.endian)),
             Some(_) => None,
         };
+        if regions.is_none() {
+            // The pool's file has no table until its end: a reader waits
+            // for that (the lock goes with the last holder, the run's
+            // guard too: `super::trace::dat_file`).
+            // SAFETY: a valid fd.
+            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        }
         let (pipe, mover) = if o.no_splice {
             (None, Mover::Read("splice turned off".into()))
         } else {
@@ -402,6 +425,9 @@ impl Recorder {
             unsaved: 0,
             stats0,
             started: Instant::now(),
+            notes: None,
+            commits: Vec::new(),
+            finishing: false,
         })
     }
 
@@ -503,6 +529,55 @@ impl Recorder {
         if let Some(Err(e)) = self.regions.as_ref().map(|r| r.publish(&self.file, None)) {
             self.write_failed(e);
         }
+        if let Some(n) = self.notes.as_ref().filter(|_| self.commits.len() > 1) {
+            n.send(&[&self.commits]);
+            self.commits.truncate(1);
+        }
+    }
+
+    /// From now on the run's guard ([`super::guard`]) is told where each
+    /// pool page went, so that, the run killed, it can put the file in
+    /// order ([`Recorder::orphaned`]). Regions need no notes (the file
+    /// names its pages all along); nor does a stream.
+    pub(crate) fn guarded(&mut self, notes: Option<Notes>) {
+        if self.pooled() {
+            self.notes = notes;
+            self.commits = vec![NOTE_COMMITS];
+        }
+    }
+
+    /// In the guard's copy: a note the run sent.
+    pub(crate) fn absorb(&mut self, note: &[u8]) {
+        match note.split_first() {
+            Some((&NOTE_COMMITS, pairs)) => {
+                for p in pairs.chunks_exact(8) {
+                    let (c, s) = p.split_at(4);
+                    let word = |b: &[u8]| u32::from_ne_bytes(b.try_into().unwrap_or_default());
+                    self.pool.adopt(word(c) as usize, word(s));
+                }
+            }
+            Some((&NOTE_FINISHING, _)) => self.finishing = true,
+            _ => {}
+        }
+    }
+
+    /// In the guard's copy, the run dead: take what is left in the buffer
+    /// and finish the file as the run would have (tracing is off). None
+    /// when the file is not the guard's to finish: regions (readable as
+    /// they are), a stream, or the run had begun finishing it.
+    pub(crate) fn orphaned(&mut self, t: &Tracefs) -> Option<Result<Summary, Error>> {
+        let r = (self.pooled() && !self.finishing).then(|| {
+            self.drain();
+            self.end(t)
+        });
+        // An instance the run made can go once nothing has it open.
+        self.cpus.clear();
+        r
+    }
+
+    /// A trace.dat written through the pool.
+    fn pooled(&self) -> bool {
+        self.slots.is_some() && self.regions.is_none()
     }
 
     /// Move up to a buffer's worth of pages of CPU index `i`; `all`: until
@@ -705,7 +780,13 @@ impl Recorder {
     fn placed(&mut self, i: usize, slot: Option<u32>, n: usize) {
         match (slot, &mut self.regions) {
             (Some(s), _) if n == 0 => self.pool.release(s),
-            (Some(s), _) => self.pool.commit(i, s),
+            (Some(s), _) => {
+                self.pool.commit(i, s);
+                if self.notes.is_some() {
+                    self.commits.extend_from_slice(&(i as u32).to_ne_bytes());
+                    self.commits.extend_from_slice(&s.to_ne_bytes());
+                }
+            }
             (None, Some(r)) => r.wrote(i, n as u64),
             (None, None) => {}
         }
@@ -733,6 +814,13 @@ impl Recorder {
     /// Put the file in order and complete its header (a stream: send its
     /// end); count what is in it.
     pub(crate) fn finish(mut self, t: &Tracefs) -> Result<Summary, Error> {
+        if let Some(n) = self.notes.take() {
+            n.send(&[&[NOTE_FINISHING]]);
+        }
+        self.end(t)
+    }
+
+    fn end(&mut self, t: &Tracefs) -> Result<Summary, Error> {
         self.close_pipe();
         let elapsed = self.started.elapsed();
         let ps = self.layout.subbuf_size();

@@ -103,6 +103,21 @@ impl Pool {
         }
     }
 
+    /// A guard's copy: the run committed `slot` to CPU index `cpu` (its
+    /// [`Pool::take`] may have evicted the page there: the oldest of the
+    /// CPU it belonged to).
+    pub(crate) fn adopt(&mut self, cpu: usize, slot: u32) {
+        if slot >= self.used {
+            self.used = slot.saturating_add(1);
+        } else if let Some(c) = self.queues.iter().position(|q| q.front() == Some(&slot)) {
+            self.queues[c].pop_front();
+            self.evicted[c] += 1;
+            self.front_ts[c] = None;
+        }
+        self.free.retain(|&s| s != slot);
+        self.commit(cpu, slot);
+    }
+
     /// `slot` was not written after all.
     pub(crate) fn release(&mut self, slot: u32) {
         self.free.push(slot);
