@@ -126,10 +126,14 @@ impl Notes {
 
 /// The guard's standard input and output are /dev/null (a pipeline's
 /// reader sees its end when the run ends); stderr stays, for what it
-/// says. The terminal's signals to the group are the run's.
+/// says. The terminal's signals to the group are the run's. Its name is
+/// its own (`ps`: trbox-guard), so that `killall -9 tr-cat` kills the run
+/// and not its guard.
 fn quiet() {
-    // SAFETY: plain syscalls on fds 0 and 1 and signal dispositions.
+    // SAFETY: plain syscalls on fds 0 and 1, signal dispositions and the
+    // thread's name (a NUL-terminated string).
     unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"trbox-guard".as_ptr());
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
         if null >= 0 {
             libc::dup2(null, 0);
