@@ -7,11 +7,12 @@
 //! Pages move with splice(2) — trace_pipe_raw → a pipe → the file, no copy
 //! through user space — where the kernel allows it, else with read(2) and
 //! pwrite(2). splice only hands out full pages, so the final drain always
-//! reads. Where the filesystem can insert and collapse a range (ext4, xfs,
-//! f2fs) each CPU writes into a region of its own, already in the order
-//! version 6 wants, and the file stays a readable trace.dat of about the
-//! data's size even if the recorder is killed (`regions`); elsewhere the
-//! pages go to slots in arrival order, put in order at the end (`pool`).
+//! reads. Where the filesystem can insert and collapse a range cheaply
+//! (ext4, xfs) each CPU writes into a region of its own, already in the
+//! order version 6 wants, and the file stays a readable trace.dat of about
+//! the data's size even if the recorder is killed (`regions`); elsewhere
+//! the pages go to slots in arrival order, put in order at the end
+//! (`pool`), also by the run's guard if the recorder is killed.
 //! Memory stays at two pages plus a few bytes per page recorded.
 
 mod meta;

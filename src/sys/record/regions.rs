@@ -20,7 +20,9 @@
 //! Elsewhere the recorder keeps `pool::Pool`: FAT and exFAT (an SD card's
 //! usual filesystems) fill a hole with zeros, tmpfs and btrfs move no
 //! extents (copying a region up needs free space, which a recording stopped
-//! by a full disk does not leave).
+//! by a full disk does not leave), and f2fs moves them at a cost (below,
+//! `Regions::new`). A pool file killed mid-run is finished by the run's
+//! guard (`super::super::guard`).
 //!
 //! The `regions` feature (in `full` and the host build; +1,680 bytes of
 //! the aarch64 board build when first measured): without it `Regions` has
@@ -34,6 +36,10 @@ use std::io;
 use std::os::unix::fs::FileExt;
 #[cfg(feature = "regions")]
 use std::os::unix::io::AsRawFd;
+
+/// f2fs's statfs `f_type` (include/uapi/linux/magic.h).
+#[cfg(feature = "regions")]
+const F2FS_SUPER_MAGIC: u32 = 0xF2F5_2010;
 
 /// A region's first room, and its largest step of growth, in bytes.
 #[cfg(feature = "regions")]
@@ -75,6 +81,16 @@ impl Regions {
     /// flyrecord table is and the file's byte order.
     pub(crate) fn new(file: &File, base: u64, page_size: usize, cpus: usize, table: (u64, Endian)) -> Option<Regions> {
         let ps = page_size as u64;
+        // f2fs inserts and collapses, but moves block addresses one by one
+        // (`f2fs_insert_range`, `__exchange_data_block`): on the aarch64
+        // board its regions cost 1.1× trace-cmd's CPU per MB against the
+        // pool's 0.7× (docs/performance.md). The pool is kill-safe too
+        // (the run's guard finishes its file).
+        // SAFETY: a valid fd and a statfs to fill.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } == 0 && st.f_type as u32 == F2FS_SUPER_MAGIC {
+            return None;
+        }
         file.set_len(base + 2 * ps).ok()?;
         let moves = falloc(file, libc::FALLOC_FL_COLLAPSE_RANGE, base, ps)
             .and_then(|_| falloc(file, libc::FALLOC_FL_INSERT_RANGE, base, ps))
