@@ -83,8 +83,16 @@ impl Paused {
         let mut sh_argv: Vec<*const libc::c_char> = vec![sh.as_ptr(), file.as_ptr()];
         sh_argv.extend(argv.iter().skip(1));
         let (st_rd, st_wr) = pipe()?;
-        // SAFETY: the child only calls async-signal-safe functions (close,
-        // signal reset, getpid, kill, execv, write, _exit) before exec.
+        // Descriptors can be below this (the limit; 64 Ki at most).
+        // SAFETY: a valid rlimit to fill.
+        let top = unsafe {
+            let mut l: libc::rlimit = std::mem::zeroed();
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+            l.rlim_cur.min(1 << 16) as i32
+        };
+        // SAFETY: the child only calls async-signal-safe functions (fcntl,
+        // close, signal reset, getpid, kill, execv, write, _exit) before
+        // exec.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             let e = io::Error::last_os_error();
@@ -99,6 +107,15 @@ impl Paused {
             // SAFETY: child side, see above.
             unsafe {
                 libc::close(st_rd);
+                // What closes at the exec closes now: held, the command
+                // must not keep the run's lock or its guard's pipe (whose
+                // end tells the guard the run died) when the run is killed
+                // before releasing it.
+                for fd in 3..top {
+                    if fd != st_wr && libc::fcntl(fd, libc::F_GETFD) & libc::FD_CLOEXEC != 0 {
+                        libc::close(fd);
+                    }
+                }
                 // Our signal handlers are not for the command.
                 for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
                     libc::signal(sig, libc::SIG_DFL);

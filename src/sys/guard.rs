@@ -140,7 +140,7 @@ fn quiet() {
             libc::dup2(null, 1);
             libc::close(null);
         }
-        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP, libc::SIGALRM, libc::SIGTSTP] {
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
             libc::signal(sig, libc::SIG_IGN);
         }
     }
