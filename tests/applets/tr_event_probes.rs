@@ -308,6 +308,17 @@ fn sigkill_mid_run_leaves_tracefs_as_found() {
         "exec sleep 10 >/dev/null 2>&1",
     ];
     let (mut c, g) = start_in_window(&root, cmd(&trbox(), &args).stdout(Stdio::null()).stderr(Stdio::piped()));
+    // Once the command runs (the window opens before it is released: a
+    // command still held would keep the run's stderr open, and the output
+    // below would wait for it).
+    let t = std::time::Instant::now();
+    let runs = || {
+        let pids = std::fs::read_to_string(root.join("set_event_pid")).unwrap_or_default();
+        pids.lines().any(|p| std::fs::read_to_string(format!("/proc/{}/comm", p.trim())).is_ok_and(|c| c == "sleep\n"))
+    };
+    while !runs() && t.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     c.signal(libc::SIGKILL);
     // stderr's end is the guard's too: it is done then.
     let o = c.output();
