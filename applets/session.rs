@@ -56,6 +56,10 @@ impl Live {
     pub(crate) fn state(&self, keep: bool, mut first: Option<&mut State<'_>>) -> Result<State<'_>, Error> {
         let mut st = State::new(&self.t);
         st.set_keep(keep);
+        // Its notes' tag before the fork: the guard's copy reads them.
+        if let Some(f) = first.as_deref_mut() {
+            f.join(None, b'G');
+        }
         let notes = st.guard(&mut |e, _| match (e, first.as_deref_mut()) {
             (Event::Note(n), Some(f)) => f.absorb(n),
             (Event::PutBack, Some(f)) => drop(f.put_back()),
