@@ -138,9 +138,7 @@ pub(crate) fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
         }
         let write_error = rec.write_error.take();
         let summary = rec.finish(t)?;
-        let status = child.finish();
-        drop(st);
-        (summary, status, write_error)
+        (summary, child.finish(), write_error)
     };
     // The reader of a stream on standard output closed it (`| head`): the
     // end it asked for, as for every other output.

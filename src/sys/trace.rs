@@ -219,6 +219,7 @@ pub(crate) fn dat_session(td: &mut TraceDat, path: &Path, kernel: Option<&str>) 
 
 /// The trace.dat file at `path`, opened for reading (once for its sections,
 /// once more for each CPU's pages).
+///
 /// A trace.dat that `tr-cat -o` is still recording into its pool (no table
 /// until the end), or that a killed recording's guard is finishing, is
 /// locked (flock): the read waits for the lock, saying so.
