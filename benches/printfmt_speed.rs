@@ -15,8 +15,9 @@ fn load(name: &str) -> EventFormat {
 }
 
 fn main() {
-    let ks =
-        Kallsyms::parse("ffffffff81000000 T _stext\nffffffff81100000 T process_timeout\nffffffff82000000 T _etext\n");
+    let ks = Kallsyms::parse(
+        "ffffffff81000000 T _stext\nffffffff81100000 T process_timeout\nffffffff82000000 T _etext\n".as_bytes(),
+    );
     let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: None };
     for name in
         ["sched_sched_switch", "timer_timer_start", "kmem_kmalloc", "irq_softirq_entry", "sock_inet_sock_set_state"]

@@ -87,7 +87,8 @@ const INIT_END: usize = 6;
 /// a line it skips (malformed, absolute, an all-zero address of
 /// kptr_restrict, a module's mapping symbol, which find_kallsyms_symbol()
 /// passes over: `$x`, `$d`, `.L…`, `L0…`).
-fn symbol_line(line: &[u8]) -> Option<(u64, &str, Option<&[u8]>)> {
+fn symbol_line(text: &str) -> Option<(u64, &str, Option<&[u8]>)> {
+    let line = text.as_bytes();
     // ADDR
     let mut i = 0;
     let mut addr = 0u64;
@@ -106,7 +107,7 @@ fn symbol_line(line: &[u8]) -> Option<(u64, &str, Option<&[u8]>)> {
     // NAME
     let rest = line.get(i + 3..)?;
     let n = rest.iter().position(|c| c.is_ascii_whitespace()).unwrap_or(rest.len());
-    let name = &rest[..n];
+    let name = text.get(i + 3..i + 3 + n)?.as_bytes();
     if name.is_empty() || name.len() >= KSYM_NAME_LEN {
         return None;
     }
@@ -116,14 +117,43 @@ fn symbol_line(line: &[u8]) -> Option<(u64, &str, Option<&[u8]>)> {
     if module.is_some() && (name[0] == b'$' || name.starts_with(b".L") || name.starts_with(b"L0")) {
         return None;
     }
-    Some((addr, core::str::from_utf8(name).ok()?, module))
+    Some((addr, text.get(i + 3..i + 3 + n)?, module))
+}
+
+/// A run of whole lines of a table, read but not yet sorted
+/// ([`Kallsyms::part`]). A big table is read in parts on several CPUs,
+/// joined in order ([`Part::join`]) to what one reading of the whole text
+/// gives.
+pub(crate) struct Part {
+    k: Kallsyms,
+    /// The trampolines [`Part::finish`] chooses among: the last listed of
+    /// each name.
+    kretprobe: Option<u64>,
+    rethook: Option<u64>,
+    old_kretprobe: bool,
 }
 
 impl Kallsyms {
     /// Parse kallsyms text (`ADDR TYPE NAME [MODULE]` per line). Malformed
     /// lines, absolute symbols and all-zero addresses (kptr_restrict) are
     /// skipped.
-    pub fn parse(text: &str) -> Kallsyms {
+    pub fn parse(text: &[u8]) -> Kallsyms {
+        Kallsyms::part(text).finish()
+    }
+
+    /// Read `b`, whole lines, as a part of a table.
+    pub(crate) fn part(b: &[u8]) -> Part {
+        // A board's table is 100,000 lines and more, and a trace that prints
+        // a symbol waits for all of them: one check of the whole text (not
+        // a lossy copy, nor a check per name), then a line at a time.
+        let lossy;
+        let text = match core::str::from_utf8(b) {
+            Ok(text) => text,
+            Err(_) => {
+                lossy = String::from_utf8_lossy(b);
+                &lossy
+            }
+        };
         let mut k = Kallsyms {
             blob: String::with_capacity(text.len() / 2),
             syms: Vec::with_capacity(text.len() / 40),
@@ -131,12 +161,7 @@ impl Kallsyms {
         };
         let (mut kretprobe, mut rethook, mut old_kretprobe) = (None, None, false);
         let mut last_mod: &[u8] = &[];
-        let b = text.as_bytes();
-        let mut pos = 0;
-        while pos < b.len() {
-            let eol = b[pos..].iter().position(|&c| c == b'\n').map_or(b.len(), |n| pos + n);
-            let line = &b[pos..eol];
-            pos = eol + 1;
+        for line in text.split('\n') {
             let Some((addr, name, module)) = symbol_line(line) else { continue };
             let mi = match module {
                 None => 0,
@@ -157,8 +182,10 @@ impl Kallsyms {
             };
             // Unnamed: nothing ever prints it.
             let name = if mi == OPAQUE { "" } else { name };
-            if mi == 0 && name.as_bytes()[0] == b'_' {
-                match BOUNDS.iter().position(|b| *b == name) {
+            if mi == 0 && name.starts_with('_') {
+                // The length first: on x86_64 6.x, half the names are the
+                // `__pfx_` padding symbols.
+                match BOUNDS.iter().position(|b| b.len() == name.len() && *b == name) {
                     Some(i) => k.bounds[i] = Some(addr),
                     None if name == "__kretprobe_trampoline" => kretprobe = Some(addr),
                     None => {}
@@ -176,6 +203,15 @@ impl Kallsyms {
             k.syms.push(Entry { addr, name_off: k.blob.len() as u32, name_len: name.len() as u16, module: mi });
             k.blob.push_str(name);
         }
+        Part { k, kretprobe, rethook, old_kretprobe }
+    }
+}
+
+impl Part {
+    /// The table: sorted, its ranges known.
+    #[inline]
+    pub(crate) fn finish(self) -> Kallsyms {
+        let Part { mut k, kretprobe, rethook, old_kretprobe } = self;
         if !k.syms.windows(2).all(|w| w[0].addr <= w[1].addr) {
             // Aliases keep file order, so the first listed wins: names are
             // in the blob in file order (an unstable sort with that tie-break
@@ -195,6 +231,35 @@ impl Kallsyms {
         k
     }
 
+    /// This part with the lines of `next` after its own.
+    #[cfg(feature = "slices")]
+    pub(crate) fn join(mut self, next: Part) -> Part {
+        let k = &mut self.k;
+        let Ok(at) = u32::try_from(k.blob.len()) else { return self };
+        if u32::try_from(k.blob.len() + next.k.blob.len()).is_err()
+            || k.modules.len() + next.k.modules.len() >= BPF as usize
+        {
+            return self;
+        }
+        let mods = k.modules.len() as u16;
+        k.blob.push_str(&next.k.blob);
+        k.modules.extend(next.k.modules.iter().map(|&(o, l)| (o + at, l)));
+        k.syms.extend(next.k.syms.iter().map(|e| Entry {
+            name_off: e.name_off + at,
+            module: if e.module == 0 || e.module >= BPF { e.module } else { e.module + mods },
+            ..*e
+        }));
+        for (b, n) in k.bounds.iter_mut().zip(next.k.bounds) {
+            *b = n.or(*b);
+        }
+        self.kretprobe = next.kretprobe.or(self.kretprobe);
+        self.rethook = next.rethook.or(self.rethook);
+        self.old_kretprobe |= next.old_kretprobe;
+        self
+    }
+}
+
+impl Kallsyms {
     /// Resolve core-kernel addresses as `is_ksym_addr()` of kernel `version`
     /// does (`None`: the newest kernel's): each range up to its end symbol,
     /// which before 5.16 was in too (5.15 include/linux/kallsyms.h: `<=`;
@@ -393,7 +458,9 @@ impl UsedSymbols {
     }
 
     fn add_line(&mut self, line: &[u8]) {
-        let Some((addr, name, module)) = symbol_line(line) else { return };
+        let Some((addr, name, module)) = core::str::from_utf8(line).ok().and_then(symbol_line) else {
+            return;
+        };
         self.addrs.push(addr);
         if module.is_none() {
             if NAMED.contains(&name) {
@@ -483,7 +550,7 @@ impl UsedSymbols {
     fn keep_line(&self, line: &[u8], out: &mut Vec<u8>) {
         // A line the table did not have before the run (a module loaded
         // since) names no address of it.
-        let Some((addr, ..)) = symbol_line(line) else { return };
+        let Some((addr, ..)) = core::str::from_utf8(line).ok().and_then(symbol_line) else { return };
         if self.addrs.binary_search(&addr).is_ok_and(|i| self.is_set(i)) {
             out.extend_from_slice(line);
             out.push(b'\n');
@@ -523,19 +590,58 @@ mod tests {
         ffffffffc0210000 t ext4_fn\t[ext4]\n\
         ffffffffc0230000 t bpf_prog_6deef7357e7b4530_sd_fw\t[bpf]\n";
 
+    /// A table read in parts cut after any lines, joined, is the table
+    /// read whole: the same symbols, lookups, ranges and trampoline.
+    #[cfg(feature = "slices")]
+    #[test]
+    fn parts_joined_are_the_whole() {
+        let text = "ffffffff81000000 T _stext\n\
+            ffffffff81000000 T _text\n\
+            ffffffff81000010 t first_alias\n\
+            ffffffff81000010 T second_alias\n\
+            ffffffff81050000 T __kretprobe_trampoline\n\
+            ffffffff81050040 T arch_rethook_trampoline\n\
+            ffffffff81e01d32 T _etext\n\
+            ffffffff84097b70 b pd\n\
+            ffffffff84430000 B _end\n\
+            ffffffffc0205000 t ftrace_trampoline\t[__builtin__ftrace]\n\
+            ffffffffc0210000 t ext4_fn\t[ext4]\n\
+            ffffffffc0210100 t ext4_gn\t[ext4]\n\
+            ffffffffc0200000 t m_fn\t[m]\n\
+            ffffffffc0200000 t $x\t[m]\n\
+            garbage line\n\
+            ffffffffc0230000 t bpf_prog_6deef7357e7b4530_sd_fw\t[bpf]\n\
+            ffffffff81000020 T late\n\
+            ffffffff81050000 T __kretprobe_trampoline";
+        let view = |k: &Kallsyms| {
+            let at = |a: u64| [k.lookup(a.wrapping_sub(1)), k.lookup(a), k.lookup(a + 1)];
+            let syms: Vec<_> = k.symbols().map(|(a, n)| (a, n.to_string(), at(a))).collect();
+            format!("{syms:?} {:?} {:?}", k.core, k.kretprobe)
+        };
+        let whole = view(&Kallsyms::parse(text.as_bytes()));
+        let cuts: Vec<usize> = text.match_indices('\n').map(|(i, _)| i + 1).collect();
+        for (n, &i) in cuts.iter().enumerate() {
+            for &j in &cuts[n..] {
+                let part = |a: usize, b: usize| Kallsyms::part(&text.as_bytes()[a..b]);
+                let joined = part(0, i).join(part(i, j)).join(part(j, text.len())).finish();
+                assert_eq!(view(&joined), whole, "cut after bytes {i} and {j}");
+            }
+        }
+    }
+
     #[test]
     fn a_name_longer_than_a_kernels_is_no_symbol() {
         let long = "n".repeat(KSYM_NAME_LEN);
-        let k = Kallsyms::parse(&format!(
-            "ffffffff81000000 T a\nffffffff81000100 T {long}\nffffffff81000200 T {}\n",
-            &long[1..]
-        ));
+        let k = Kallsyms::parse(
+            &format!("ffffffff81000000 T a\nffffffff81000100 T {long}\nffffffff81000200 T {}\n", &long[1..])
+                .into_bytes(),
+        );
         assert_eq!(k.syms.len(), 2, "the 511-byte name is one, the 512-byte one is not");
     }
 
     #[test]
     fn pseudo_module_pages_resolve_to_nothing() {
-        let k = Kallsyms::parse(TABLE);
+        let k = Kallsyms::parse(TABLE.as_bytes());
         assert!(k.lookup(0xffffffffc0201083).is_none());
         assert!(k.lookup(0xffffffffc0205fff).is_none());
         // Past _end: not the last data symbol either.
@@ -555,7 +661,7 @@ mod tests {
     /// name), and none.
     #[test]
     fn kretprobe_trampoline_of_each_kernel() {
-        let t = |text: &str| Kallsyms::parse(text).kretprobe_trampoline();
+        let t = |text: &str| Kallsyms::parse(text.as_bytes()).kretprobe_trampoline();
         let arm64 = "ffff800008010000 T _stext\nffff8000080381c4 T __kretprobe_trampoline\nffff8000080381f0 T kprobe_breakpoint_handler\n";
         assert_eq!(t(arm64), Some(KretprobeTrampoline::At(0xffff8000080381c4)));
         let x86 = "ffffffff81076840 T arch_rethook_trampoline\nffffffff81076860 t arch_rethook_fixup_return\n";
@@ -581,7 +687,7 @@ mod tests {
             (hit, o)
         };
         let k = Kallsyms::parse(
-            "ffff8000080381c4 T __kretprobe_trampoline\nffff8000080381f0 T kprobe_breakpoint_handler\n",
+            b"ffff8000080381c4 T __kretprobe_trampoline\nffff8000080381f0 T kprobe_breakpoint_handler\n",
         );
         assert_eq!(s(&k, 0xffff8000080381c4, false), (true, "[unknown/kretprobe'd]".into()));
         assert_eq!(s(&k, 0xffff8000080381c4, true), (true, "[unknown/kretprobe'd]".into()));
@@ -594,7 +700,7 @@ mod tests {
         write_ip_sym(&mut o, 0, Some(&k as &dyn SymbolLookup)).unwrap();
         write_ip_sym(&mut o, 0x1000, None).unwrap();
         assert_eq!(o, "[unknown/kretprobe'd]00x00001000");
-        let old = Kallsyms::parse("ffffffff81050000 T kretprobe_trampoline\nffffffff81050040 T schedule\n");
+        let old = Kallsyms::parse("ffffffff81050000 T kretprobe_trampoline\nffffffff81050040 T schedule\n".as_bytes());
         assert_eq!(s(&old, 0xffffffff81050008, false), (true, "[unknown/kretprobe'd]".into()));
         assert_eq!(s(&old, 0xffffffff81050008, true), (true, "kretprobe_trampoline+0x8/0x40".into()));
     }
@@ -603,7 +709,7 @@ mod tests {
     fn unbounded_tail_of_a_table_without_section_markers() {
         // A cut-down table (no _stext/_end): the last symbol keeps a hit, but
         // a module's stops 1 MiB past its last symbol.
-        let k = Kallsyms::parse("ffffffffc0001000 t m_fn\t[m]\n");
+        let k = Kallsyms::parse("ffffffffc0001000 t m_fn\t[m]\n".as_bytes());
         assert!(k.lookup(0xffffffffc0001000 + 0x10_0000).is_none());
         assert_eq!(k.lookup(0xffffffffc0001004).map(|s| s.name), Some("m_fn"));
     }
@@ -676,7 +782,7 @@ mod tests {
         for piece in [1, 7, 64, USED_TABLE.len()] {
             assert_eq!(used(USED_TABLE, &data, abi, piece), want, "pieces of {piece} bytes");
         }
-        let (full, part) = (Kallsyms::parse(USED_TABLE), Kallsyms::parse(want));
+        let (full, part) = (Kallsyms::parse(USED_TABLE.as_bytes()), Kallsyms::parse(want.as_bytes()));
         for a in addrs {
             assert_eq!(full.lookup(a), part.lookup(a), "{a:#x}");
         }
@@ -699,7 +805,7 @@ mod tests {
         data.extend_from_slice(&0xc0100044u32.to_le_bytes());
         let got = used(table, &data, Abi::new(Endian::Big, 4), 9);
         assert_eq!(got, "c0008000 T _stext\nc0100040 T g\nc0100080 T h\nc0800000 T _etext\n");
-        let k = Kallsyms::parse(&got);
+        let k = Kallsyms::parse(got.as_bytes());
         let s = k.lookup(0xc0100044).unwrap();
         assert_eq!((s.name, s.offset, s.size), ("g", 4, 0x40));
     }

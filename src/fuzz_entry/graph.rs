@@ -35,7 +35,9 @@ fn trace(kind: u8, e: Endian) -> Trace {
     let mut trace = Trace::new(
         HeaderPage::new(long, 4096),
         e,
-        Kallsyms::parse("0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n"),
+        Kallsyms::parse(
+            "0000000000000100 t gic_handle_irq\n0000000000000200 T foo\n0000000000000300 T bar [mod]\n".as_bytes(),
+        ),
     );
     trace.cmdlines = Cmdlines::parse("1 sh\n2 a-very-long-name\n");
     let mut add = |text: String| trace.add_format("ftrace", &text).expect("format");

@@ -51,7 +51,7 @@ pub fn printfmt(data: &[u8]) {
         None => (rest, &[][..]),
     };
     let text = String::from_utf8_lossy(text).into_owned();
-    let ks = Kallsyms::parse(KALLSYMS);
+    let ks = Kallsyms::parse(KALLSYMS.as_bytes());
     let pk = PrintkFormats::parse(PRINTK);
     let ctx = Ctx { abi: crate::abi::Abi::new(endian, long), syms: Some(&ks), strings: Some(&pk) };
     let mut out = String::new();
@@ -74,7 +74,7 @@ pub fn printfmt(data: &[u8]) {
             // bstr_printf with the text as format and the record as args,
             // and the table parsers on the text.
             let _ = vsprintf::bstr_printf(&mut out, text.as_bytes(), rec, &ctx);
-            let k = Kallsyms::parse(&text);
+            let k = Kallsyms::parse(text.as_bytes());
             for c in rec.chunks(8) {
                 let mut a = [0u8; 8];
                 a[..c.len()].copy_from_slice(c);

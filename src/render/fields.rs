@@ -210,7 +210,7 @@ mod tests {
 
     fn text(style: FieldsStyle) -> String {
         let ev = EventFormat::parse(FORMAT, "s", 8).unwrap();
-        let k = Kallsyms::parse(KALLSYMS);
+        let k = Kallsyms::parse(KALLSYMS.as_bytes());
         let lb = LastBoot::parse("ffff800080000000\t[kernel]\n", "").unwrap();
         let mut s = String::new();
         let view = LastBootView { moved: &lb, syms: &k, text: k.address_of("_text"), stext: k.address_of("_stext") };

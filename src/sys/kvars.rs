@@ -65,10 +65,8 @@ impl LiveVars {
 
     /// The value (`sizeof(long)` bytes) of the kernel variable `name`.
     pub(crate) fn read(&self, name: &str) -> Option<u64> {
-        let syms = self
-            .syms
-            .get_or_init(|| std::fs::read_to_string("/proc/kallsyms").ok().map(|t| Kallsyms::parse(&t)))
-            .as_ref()?;
+        let syms =
+            self.syms.get_or_init(|| std::fs::read("/proc/kallsyms").ok().map(|t| Kallsyms::parse(&t))).as_ref()?;
         let from_core = || {
             let addr = syms.address_of(name)?;
             let core = self.core.get_or_init(|| Core::open(Path::new("/proc/kcore"))).as_ref()?;

@@ -68,6 +68,32 @@ pub(crate) fn scope<'a, R>(jobs: Vec<Job<'a>>, main: impl FnOnce(usize) -> R) ->
     // before anything the jobs borrow goes away.
 }
 
+/// `f` of each of `items`, in their order, on up to `threads` threads (this
+/// one among them): each thread takes the next item not yet taken.
+#[cfg(feature = "slices")]
+pub(crate) fn map<T: Send, R: Send>(items: Vec<T>, threads: usize, f: &(dyn Fn(T) -> R + Sync)) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    // Each slot: the item, then what `f` made of it.
+    let slots: Vec<Mutex<(Option<T>, Option<R>)>> = items.into_iter().map(|t| Mutex::new((Some(t), None))).collect();
+    let lock = |i: usize| slots.get(i).map(|s| s.lock().unwrap_or_else(PoisonError::into_inner));
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = lock(i).map(|mut s| s.0.take()) else { return };
+        if let Some(item) = item {
+            let r = f(item);
+            if let Some(mut s) = lock(i) {
+                s.1 = Some(r);
+            }
+        }
+    };
+    let jobs: Vec<Job<'_>> = (1..threads.min(slots.len())).map(|_| Box::new(work) as Job<'_>).collect();
+    scope(jobs, |_| work());
+    // Every item was taken: what a thread did not, this one did.
+    slots.into_iter().filter_map(|s| s.into_inner().unwrap_or_else(PoisonError::into_inner).1).collect()
+}
+
 /// A thread that outlives the call that starts it (a live buffer's reader):
 /// joined when dropped, so its owner decides how long it runs.
 pub(crate) struct Worker(libc::pthread_t);

@@ -545,7 +545,7 @@ fn last_boot_info_moves_addresses_to_this_boot() {
     let path = "tests/data/tracedat/v7-3.4-record.dat";
     let bytes = std::fs::read(path).unwrap();
     let td = trbox::tracedat::TraceDat::read(&mut std::fs::File::open(path).unwrap()).unwrap();
-    let syms = trbox::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(&td.kallsyms));
+    let syms = trbox::kallsyms::Kallsyms::parse(&td.kallsyms);
     let (tick, wake) = (syms.address_of("tick_nohz_handler").unwrap(), syms.address_of("hrtimer_wakeup").unwrap());
     let info = format!("t34:text delta:\t{}\ndata delta:\t0\n", wake.wrapping_sub(tick) as i64);
     let modules = b"ext4 1101824 2 - Live 0xffffffffc0200000\n";

@@ -209,7 +209,7 @@ pub fn trbox_answer(k: &trbox::kallsyms::Kallsyms, a: u64) -> Option<Answer> {
 /// last byte; the number of addresses checked.
 pub fn check(text: &str, version: (u32, u32), gate: Option<(u64, u64)>, what: &str) -> usize {
     let rules = Rules::new(text, version, gate);
-    let mut k = trbox::kallsyms::Kallsyms::parse(text);
+    let mut k = trbox::kallsyms::Kallsyms::parse(text.as_bytes());
     k.set_kernel(Some(version));
     if let Some((s, e)) = gate {
         k.set_gate_area(s, e);

@@ -59,7 +59,7 @@ fn used_symbols_name_every_word_of_the_fixtures_as_the_whole_table() {
         for l in cut.lines() {
             assert!(lines.any(|w| w == l), "{name}: {l:?} not in the table's order");
         }
-        let (whole, part) = (Kallsyms::parse(&text), Kallsyms::parse(&cut));
+        let (whole, part) = (Kallsyms::parse(text.as_bytes()), Kallsyms::parse(cut.as_bytes()));
         for n in ["_text", "_stext", "_end", "_etext", "__irqentry_text_start", "__irqentry_text_end"] {
             assert_eq!(whole.address_of(n), part.address_of(n), "{name}: {n}");
         }

@@ -22,7 +22,8 @@ fn lookup_rules() {
          ffffffffc0001000 t m1_fn\t[m1]\n\
          ffffffffc0001100 t m1_fn2\t[m1]\n\
          ffffffffc0002000 t m2_fn\t[m2]\n\
-         garbage line\n",
+         garbage line\n"
+            .as_bytes(),
     );
     let s = k.lookup(0xffffffff81000015).unwrap();
     assert_eq!((s.name, s.offset, s.size, s.module), ("first_alias", 5, 0x30, None));
@@ -67,7 +68,7 @@ fn end_symbols_and_init_range_by_kernel_version() {
         ffffffff83000180 T _einittext\n\
         ffffffff83100000 R __start_runtime_ptr_x\n";
     let at = |text: &str, v: Option<(u32, u32)>, a: u64| {
-        let mut k = trbox::kallsyms::Kallsyms::parse(text);
+        let mut k = trbox::kallsyms::Kallsyms::parse(text.as_bytes());
         k.set_kernel(v);
         ksym::trbox_answer(&k, a)
     };
@@ -120,7 +121,7 @@ fn the_gate_page_is_named_after_the_last_symbol() {
         ffffffffc0001000 t mod_fn\t[m]\n\
         ffffffffc0002000 t ftrace_trampoline\t[__builtin__ftrace]\n";
     let gate = Some((0xffffffffff600000, 0xffffffffff601000));
-    let mut k = trbox::kallsyms::Kallsyms::parse(x86);
+    let mut k = trbox::kallsyms::Kallsyms::parse(x86.as_bytes());
     assert_eq!(ksym::trbox_answer(&k, 0xffffffffff600400), None, "no gate page known");
     k.set_gate_area(0xffffffffff600000, 0xffffffffff601000);
     let s = ksym::trbox_answer(&k, 0xffffffffff600400).unwrap();
@@ -141,7 +142,7 @@ fn the_gate_page_is_named_after_the_last_symbol() {
         c1280000 T _einittext\n\
         c1400000 B _end\n\
         c1500000 b last_obj\n";
-    let mut k = trbox::kallsyms::Kallsyms::parse(arm);
+    let mut k = trbox::kallsyms::Kallsyms::parse(arm.as_bytes());
     k.set_gate_area(0xffff0000, 0xffff1000);
     let s = ksym::trbox_answer(&k, 0xffff0fa0).unwrap();
     assert_eq!((s.0.as_str(), s.1, s.2), ("last_obj", 0xffff0fa0 - 0xc1500000, Some(0xfff00000)));
@@ -158,7 +159,7 @@ fn module_mapping_symbols_name_nothing() {
         ffff80007a000000 t m_first\t[m]\n\
         ffff80007a000040 t $d\t[m]\n\
         ffff80007a000048 t m_second\t[m]\n";
-    let k = trbox::kallsyms::Kallsyms::parse(t);
+    let k = trbox::kallsyms::Kallsyms::parse(t.as_bytes());
     let s = k.lookup(0xffff80007a000044).unwrap();
     assert_eq!((s.name, s.offset, s.size, s.module), ("m_first", 0x44, 0x48, Some("m")));
     ksym::check(t, (6, 18), None, "mapping symbols");

@@ -85,7 +85,7 @@ const PRINTK: &str = "0xffffffff82800000 : \"Start scheduler-tick\"\n\
 0xffffffff82800200 : \"say \\\"hi\\\"\\tnow\\n\"\n";
 
 fn render(ev: &EventFormat, rec: &[u8]) -> String {
-    let ks = Kallsyms::parse(KALLSYMS);
+    let ks = Kallsyms::parse(KALLSYMS.as_bytes());
     let pk = PrintkFormats::parse(PRINTK);
     let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: Some(&pk) };
     let p = Program::compile(ev, 8);
@@ -190,7 +190,7 @@ fn syscalls() {
     let ev = load("syscalls_sys_enter_openat");
     assert!(!Program::compile(&ev, 8).name_prefix());
     let r = Rec::new(&ev).int("dfd", 0xffffff9c).int("filename", 0x7ffc12345678).int("flags", 0x80000).int("mode", 0).b;
-    let ks = Kallsyms::parse(KALLSYMS);
+    let ks = Kallsyms::parse(KALLSYMS.as_bytes());
     let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: None };
     let with = |v| {
         let mut s = String::new();
@@ -420,7 +420,7 @@ fn fallback_and_truncated_records() {
 
 #[test]
 fn bprint_bputs_print() {
-    let ks = Kallsyms::parse(KALLSYMS);
+    let ks = Kallsyms::parse(KALLSYMS.as_bytes());
     let pk = PrintkFormats::parse(PRINTK);
     let ctx = Ctx { abi: trbox::abi::Abi::new(Endian::Little, 8), syms: Some(&ks), strings: Some(&pk) };
     // "%d %s %llx %c [%5.2s] [%-4d] %pS %lu\n"

@@ -51,7 +51,7 @@ fn every_listed_address_resolves_as_the_kernel_resolves_it() {
     let Some(text) = kallsyms() else { return };
     let (v, g) = (version(), gate());
     let t = Instant::now();
-    let k = trbox::kallsyms::Kallsyms::parse(&text);
+    let k = trbox::kallsyms::Kallsyms::parse(text.as_bytes());
     let dt = t.elapsed();
     println!(
         "kallsyms: {:.1} MB, {} symbols, built in {:.1} ms ({:.0} MB/s)",

@@ -172,23 +172,8 @@ fn walk_all(
     graph: Option<GraphIds>,
     threads: usize,
 ) -> Option<Vec<(Counts, Scanned)>> {
-    // Each slot: the range to walk, then what the walk found.
-    type Found = (Option<FileRange>, Option<(Counts, Scanned)>);
-    fn lock(s: &Mutex<Found>) -> MutexGuard<'_, Found> {
-        s.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-    let slots: Vec<Mutex<Found>> = ranges.into_iter().map(|r| Mutex::new((Some(r), None))).collect();
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let (Some(slot), Some(&id)) = (slots.get(i), ids.get(i)) else { return };
-        let Some(range) = lock(slot).0.take() else { continue };
-        let found = walk(range, id, layout, endian, graph);
-        lock(slot).1 = found;
-    };
-    let jobs: Vec<thread::Job<'_>> = (1..threads.min(slots.len())).map(|_| Box::new(work) as thread::Job<'_>).collect();
-    thread::scope(jobs, |_| work());
-    slots.into_iter().map(|s| s.into_inner().unwrap_or_else(PoisonError::into_inner).1).collect()
+    let jobs: Vec<(FileRange, (u32, u32))> = ranges.into_iter().zip(ids.iter().copied()).collect();
+    thread::map(jobs, threads, &|(range, id)| walk(range, id, layout, endian, graph)).into_iter().collect()
 }
 
 /// Pages read at a time by the walk.
