@@ -14,10 +14,13 @@ pub(crate) const MAX_CMDLINES: usize = 32_768;
 pub(crate) const MAX_COMM: usize = 15;
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
+/// The comms are in one string: every rendering thread holds a copy, and a
+/// table has up to [`MAX_CMDLINES`] of them.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Cmdlines {
-    /// Sorted by pid.
-    map: Vec<(i32, String)>,
+    /// Sorted by pid: each pid, and where its comm is in `comms`.
+    map: Vec<(i32, u32, u8)>,
+    comms: String,
     /// Lines past [`MAX_CMDLINES`] left out, comms cut to [`MAX_COMM`].
     left_out: usize,
     cut: usize,
@@ -30,7 +33,9 @@ impl Cmdlines {
     /// says what was left out).
     pub(crate) fn parse(text: &str) -> Self {
         let mut c = Cmdlines::default();
-        let mut lines = text.lines();
+        // A recording's table is padded with empty lines to the room it
+        // kept (110,000 of them after 14,000 lines in one): not a line each.
+        let mut lines = text.trim_end_matches(char::from(crate::tracedat::CMDLINES_PAD)).lines();
         for l in lines.by_ref() {
             let Some((pid, comm)) = l.split_once(' ') else { continue };
             let Ok(pid) = pid.trim().parse() else { continue };
@@ -39,7 +44,8 @@ impl Cmdlines {
                 end -= 1;
             }
             c.cut += usize::from(end < comm.len());
-            c.map.push((pid, String::from(comm.get(..end).unwrap_or(""))));
+            c.map.push((pid, c.comms.len() as u32, end as u8));
+            c.comms.push_str(comm.get(..end).unwrap_or(""));
             if c.map.len() == MAX_CMDLINES {
                 break;
             }
@@ -66,7 +72,7 @@ impl Cmdlines {
 
     /// Every pid and comm the table holds, by pid.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (i32, &str)> {
-        self.map.iter().map(|(p, c)| (*p, c.as_str()))
+        self.map.iter().map(|&(p, at, len)| (p, self.comm_at(at, len)))
     }
 
     /// The comm the kernel would print for `pid`: `<idle>` for 0, `<...>`
@@ -79,9 +85,13 @@ impl Cmdlines {
             return "<XXX>";
         }
         match self.map.binary_search_by_key(&pid, |e| e.0) {
-            Ok(i) => self.map.get(i).map_or("<...>", |e| e.1.as_str()),
+            Ok(i) => self.map.get(i).map_or("<...>", |&(_, at, len)| self.comm_at(at, len)),
             Err(_) => "<...>",
         }
+    }
+
+    fn comm_at(&self, at: u32, len: u8) -> &str {
+        self.comms.get(at as usize..at as usize + len as usize).unwrap_or("")
     }
 }
 
