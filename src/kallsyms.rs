@@ -183,9 +183,7 @@ impl Kallsyms {
             // Unnamed: nothing ever prints it.
             let name = if mi == OPAQUE { "" } else { name };
             if mi == 0 && name.starts_with('_') {
-                // The length first: on x86_64 6.x, half the names are the
-                // `__pfx_` padding symbols.
-                match BOUNDS.iter().position(|b| b.len() == name.len() && *b == name) {
+                match BOUNDS.iter().position(|b| *b == name) {
                     Some(i) => k.bounds[i] = Some(addr),
                     None if name == "__kretprobe_trampoline" => kretprobe = Some(addr),
                     None => {}

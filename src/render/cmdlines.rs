@@ -12,14 +12,18 @@ pub(crate) const MAX_CMDLINES: usize = 32_768;
 /// Longest comm a kernel saves: TASK_COMM_LEN (16) less its NUL (each
 /// entry of the table is TASK_COMM_LEN bytes).
 pub(crate) const MAX_COMM: usize = 15;
+// A comm's length fits in the 4 bits `Cmdlines::map` gives it.
+const _: () = assert!(MAX_COMM < 16);
 
 /// `saved_cmdlines`: pid → comm, as the kernel's `trace_find_cmdline` sees it.
 /// The comms are in one string: every rendering thread holds a copy, and a
 /// table has up to [`MAX_CMDLINES`] of them.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Cmdlines {
-    /// Sorted by pid: each pid, and where its comm is in `comms`.
-    map: Vec<(i32, u32, u8)>,
+    /// Sorted by pid: each pid, and where its comm is in `comms`: its
+    /// offset shifted left by 4, or'd with its length (at most
+    /// [`MAX_COMM`], 15).
+    map: Vec<(i32, u32)>,
     comms: String,
     /// Lines past [`MAX_CMDLINES`] left out, comms cut to [`MAX_COMM`].
     left_out: usize,
@@ -44,7 +48,7 @@ impl Cmdlines {
                 end -= 1;
             }
             c.cut += usize::from(end < comm.len());
-            c.map.push((pid, c.comms.len() as u32, end as u8));
+            c.map.push((pid, (c.comms.len() as u32) << 4 | end as u32));
             c.comms.push_str(comm.get(..end).unwrap_or(""));
             if c.map.len() == MAX_CMDLINES {
                 break;
@@ -72,7 +76,7 @@ impl Cmdlines {
 
     /// Every pid and comm the table holds, by pid.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (i32, &str)> {
-        self.map.iter().map(|&(p, at, len)| (p, self.comm_at(at, len)))
+        self.map.iter().map(|&(p, at)| (p, self.comm_at(at)))
     }
 
     /// The comm the kernel would print for `pid`: `<idle>` for 0, `<...>`
@@ -85,13 +89,14 @@ impl Cmdlines {
             return "<XXX>";
         }
         match self.map.binary_search_by_key(&pid, |e| e.0) {
-            Ok(i) => self.map.get(i).map_or("<...>", |&(_, at, len)| self.comm_at(at, len)),
+            Ok(i) => self.map.get(i).map_or("<...>", |&(_, at)| self.comm_at(at)),
             Err(_) => "<...>",
         }
     }
 
-    fn comm_at(&self, at: u32, len: u8) -> &str {
-        self.comms.get(at as usize..at as usize + len as usize).unwrap_or("")
+    fn comm_at(&self, at: u32) -> &str {
+        let (at, len) = ((at >> 4) as usize, (at & 15) as usize);
+        self.comms.get(at..at + len).unwrap_or("")
     }
 }
 
