@@ -593,24 +593,21 @@ mod tests {
     #[cfg(feature = "slices")]
     #[test]
     fn parts_joined_are_the_whole() {
-        let text = "ffffffff81000000 T _stext\n\
-            ffffffff81000000 T _text\n\
-            ffffffff81000010 t first_alias\n\
-            ffffffff81000010 T second_alias\n\
-            ffffffff81050000 T __kretprobe_trampoline\n\
-            ffffffff81050040 T arch_rethook_trampoline\n\
-            ffffffff81e01d32 T _etext\n\
-            ffffffff84097b70 b pd\n\
-            ffffffff84430000 B _end\n\
-            ffffffffc0205000 t ftrace_trampoline\t[__builtin__ftrace]\n\
-            ffffffffc0210000 t ext4_fn\t[ext4]\n\
-            ffffffffc0210100 t ext4_gn\t[ext4]\n\
-            ffffffffc0200000 t m_fn\t[m]\n\
-            ffffffffc0200000 t $x\t[m]\n\
-            garbage line\n\
-            ffffffffc0230000 t bpf_prog_6deef7357e7b4530_sd_fw\t[bpf]\n\
-            ffffffff81000020 T late\n\
-            ffffffff81050000 T __kretprobe_trampoline";
+        // TABLE, then aliases, trampolines, a module's lines out of order
+        // and its mapping symbol, a bad line, a last line without its end.
+        let text = format!(
+            "{TABLE}ffffffff81000000 T _text\n\
+             ffffffff81000010 t first_alias\n\
+             ffffffff81000010 T second_alias\n\
+             ffffffff81050000 T __kretprobe_trampoline\n\
+             ffffffff81050040 T arch_rethook_trampoline\n\
+             ffffffffc0210100 t ext4_gn\t[ext4]\n\
+             ffffffffc0200000 t m_fn\t[m]\n\
+             ffffffffc0200000 t $x\t[m]\n\
+             garbage line\n\
+             ffffffff81000020 T late\n\
+             ffffffff81050000 T __kretprobe_trampoline"
+        );
         let view = |k: &Kallsyms| {
             let at = |a: u64| [k.lookup(a.wrapping_sub(1)), k.lookup(a), k.lookup(a + 1)];
             let syms: Vec<_> = k.symbols().map(|(a, n)| (a, n.to_string(), at(a))).collect();
