@@ -90,9 +90,11 @@ impl Paused {
             libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
             l.rlim_cur.min(1 << 16) as i32
         };
+        // SAFETY: getpid(2).
+        let run = unsafe { libc::getpid() };
         // SAFETY: the child only calls async-signal-safe functions (fcntl,
-        // close, signal reset, getpid, kill, execv, write, _exit) before
-        // exec.
+        // close, signal reset, prctl, getpid, getppid, kill, execv, write,
+        // _exit) before exec.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             let e = io::Error::last_os_error();
@@ -119,6 +121,16 @@ impl Paused {
                 // Our signal handlers are not for the command.
                 for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
                     libc::signal(sig, libc::SIG_DFL);
+                }
+                // It dies with the run, as the run's end ends it (SIGTERM):
+                // killed outright before the release, the run would leave
+                // it stopped for good where no job control puts it in a
+                // group of its own (a script, a test harness). Kept across
+                // the exec: no system call of trbox's may come between the
+                // release and the exec (the command's trace starts there).
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != run {
+                    libc::_exit(127);
                 }
                 libc::kill(libc::getpid(), libc::SIGSTOP);
                 libc::execv(file.as_ptr(), argv.as_ptr());

@@ -76,6 +76,22 @@ impl<'t> State<'t> {
         self.undo.push(Step { undo, run_only: self.run_only });
     }
 
+    /// The write of the change last [`State::push`]ed failed. Each undo
+    /// step is taken before its write, so that a guard hears of it first
+    /// (killed between the two, the run would leave a change its guard
+    /// never heard of); a write that failed takes its step back, and a
+    /// value written over is put back at once: the kernel may have taken
+    /// part of the write (the globs or pids of a list before the one it
+    /// rejected), or shows a rejected filter, with its parse error, until
+    /// the next write. (The guard keeps the step: killed before its end,
+    /// the run's guard writes the old value again, or fails to remove what
+    /// was not added, and says so.)
+    fn not_made(&mut self) {
+        if let Some(Step { undo: Undo::Write { rel, value }, .. }) = self.undo.pop() {
+            let _ = self.t.write(&rel, &value);
+        }
+    }
+
     /// `-k/--keep`: leave the changes in place at the end (those of
     /// [`State::for_run`] aside).
     pub(crate) fn set_keep(&mut self, keep: bool) {
@@ -190,8 +206,8 @@ impl<'t> State<'t> {
         if old == value.trim() {
             return Ok(false);
         }
-        self.t.write(rel, value)?;
         self.push(Undo::Write { rel: rel.into(), value: old });
+        self.t.write(rel, value).inspect_err(|_| self.not_made())?;
         Ok(true)
     }
 
@@ -205,8 +221,8 @@ impl<'t> State<'t> {
             return Ok(false);
         }
         let old = old.join("\n");
-        self.t.write(rel, &items.join("\n"))?;
         self.push(Undo::Write { rel: rel.into(), value: old });
+        self.t.write(rel, &items.join("\n")).inspect_err(|_| self.not_made())?;
         Ok(true)
     }
 
@@ -220,13 +236,8 @@ impl<'t> State<'t> {
             return Ok(false);
         }
         let old = old.unwrap_or_else(|| "0".into());
-        if let Err(e) = self.t.write_checked(&rel, filter.unwrap_or("0")) {
-            // The kernel keeps showing a rejected filter (with its parse
-            // error) in the file until the next write: put the old one back.
-            let _ = self.t.write(&rel, &old);
-            return Err(e);
-        }
-        self.push(Undo::Write { rel, value: old });
+        self.push(Undo::Write { rel: rel.clone(), value: old });
+        self.t.write_checked(&rel, filter.unwrap_or("0")).inspect_err(|_| self.not_made())?;
         Ok(true)
     }
 
@@ -255,8 +266,8 @@ impl<'t> State<'t> {
                 self.push(Undo::Ensure { rel: en, value: ctl::writable_value(&v).into() });
             }
         }
-        self.t.append_checked(&rel, trigger)?;
-        self.push(Undo::Append { rel, line: format!("!{trigger}") });
+        self.push(Undo::Append { rel: rel.clone(), line: format!("!{trigger}") });
+        self.t.append_checked(&rel, trigger).inspect_err(|_| self.not_made())?;
         Ok(true)
     }
 
@@ -264,9 +275,8 @@ impl<'t> State<'t> {
     /// removed on restore. `file` is `dynamic_events`, `kprobe_events` or
     /// `uprobe_events`; `name` is `GROUP/EVENT` as the kernel lists it.
     pub(crate) fn add_dynamic_event(&mut self, file: &str, def: &str, name: &str) -> Result<(), Error> {
-        self.t.append_checked(file, def)?;
         self.push(Undo::Append { rel: file.into(), line: format!("-:{name}") });
-        Ok(())
+        self.t.append_checked(file, def).inspect_err(|_| self.not_made())
     }
 
     /// Select a tracer in `current_tracer`. A tracer the kernel lacks gives
@@ -292,8 +302,8 @@ impl<'t> State<'t> {
         if !words.any(|w| w == old) {
             return Ok(None);
         }
-        self.t.write(rel, want)?;
         self.push(Undo::Write { rel: rel.into(), value: old.into() });
+        self.t.write(rel, want).inspect_err(|_| self.not_made())?;
         Ok(Some(true))
     }
 
@@ -306,8 +316,8 @@ impl<'t> State<'t> {
         if old == value {
             return Ok(false);
         }
-        std::fs::write(path, value).map_err(io)?;
         self.push(Undo::File { path: path.into(), value: old });
+        std::fs::write(path, value).map_err(io).inspect_err(|_| self.not_made())?;
         Ok(true)
     }
 
@@ -337,8 +347,8 @@ impl<'t> State<'t> {
         if size.is_some() {
             self.push(Undo::Write { rel: SIZE.into(), value: old });
         }
-        self.t.write(rel, &sub.to_string())?;
         self.push(Undo::Write { rel: rel.into(), value: old_sub });
+        self.t.write(rel, &sub.to_string()).inspect_err(|_| self.not_made())?;
         if let Some(kb) = kb.or(size) {
             self.t.write(SIZE, &kb.to_string())?;
         }
@@ -362,17 +372,16 @@ impl<'t> State<'t> {
             return Ok(false);
         }
         let old = old.join("\n");
-        if let Err(e) = self.t.write_checked(rel, &globs.join("\n")) {
-            let _ = self.t.write(rel, &old);
-            return Err(match ftrace_refused(e) {
+        self.push(Undo::Write { rel: rel.into(), value: old });
+        self.t.write_checked(rel, &globs.join("\n")).inspect_err(|_| self.not_made()).map_err(
+            |e| match ftrace_refused(e) {
                 Error::Rejected { path, value, err, kernel: None } if err.raw_os_error() == Some(libc::EINVAL) => {
                     let kernel = Some("no function in available_filter_functions matches it".into());
                     Error::Rejected { path, value, err, kernel }
                 }
                 e => e,
-            });
-        }
-        self.push(Undo::Write { rel: rel.into(), value: old });
+            },
+        )?;
         Ok(true)
     }
 

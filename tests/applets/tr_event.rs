@@ -576,3 +576,68 @@ fn boot_prints_the_event_command_line() {
         assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// A run killed outright while its `-- CMD` is still held before its exec
+/// (here while it enables the events) takes the command with it: left
+/// stopped, the command would hold the run's stderr open and stay for good
+/// in a process group that no job control ends (the test's own, as a
+/// script's). The kernel kills it (PR_SET_PDEATHSIG), and the guard puts
+/// back what the run had set, the command's pid filter too (noted before
+/// it is written: the kill comes right after it).
+#[test]
+fn a_held_command_dies_with_its_killed_run() {
+    let Some((_l, root, before)) = live() else { return };
+    let events = if root.join("events/syscalls").is_dir() { "syscalls:*" } else { "sched:*" };
+    let mut run =
+        spawn(cmd(&trbox(), &["tr-event", events, "--", "true"]).stdout(Stdio::null()).stderr(Stdio::piped()));
+    let me = run.id();
+    // A child of the run that is stopped: the command, held (the guard
+    // sleeps in a read).
+    let stopped = |pid: &str| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with(['T', 't']))
+    };
+    // (Where the kernel has no `children` file, /proc searched by ppid.)
+    let children = || {
+        std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_else(|_| {
+            let ppid = |p: &str| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .ok()?
+                    .rsplit_once(") ")?
+                    .1
+                    .split(' ')
+                    .nth(1)?
+                    .parse::<u32>()
+                    .ok()
+            };
+            let procs = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+            procs
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|p| ppid(p) == Some(me))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    };
+    let t = std::time::Instant::now();
+    let held = loop {
+        if let Some(p) = children().split_whitespace().find(|p| stopped(p)) {
+            break p.to_string();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30) && matches!(run.try_wait(), Ok(None)),
+            "no held command seen (/proc/PID/task/PID/children: {})",
+            children()
+        );
+    };
+    run.signal(libc::SIGKILL);
+    // stderr ends when the guard and the command are gone; bounded, so
+    // that a command left stopped fails the test rather than hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(run.output()));
+    let o = rx.recv_timeout(Duration::from_secs(60)).expect("the run's stderr stayed open: its command is held still");
+    assert!(stderr(&o).contains("its guard put tracefs back"), "{}", stderr(&o));
+    let gone = std::fs::read_to_string(format!("/proc/{held}/stat"))
+        .map_or(true, |s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with(['Z', 'X'])));
+    assert!(gone, "the held command {held} is still there");
+    assert_same_state(&before, &snapshot(&root));
+}
