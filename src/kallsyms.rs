@@ -107,7 +107,8 @@ fn symbol_line(text: &str) -> Option<(u64, &str, Option<&[u8]>)> {
     // NAME
     let rest = line.get(i + 3..)?;
     let n = rest.iter().position(|c| c.is_ascii_whitespace()).unwrap_or(rest.len());
-    let name = text.get(i + 3..i + 3 + n)?.as_bytes();
+    let name_str = text.get(i + 3..i + 3 + n)?;
+    let name = name_str.as_bytes();
     if name.is_empty() || name.len() >= KSYM_NAME_LEN {
         return None;
     }
@@ -117,7 +118,7 @@ fn symbol_line(text: &str) -> Option<(u64, &str, Option<&[u8]>)> {
     if module.is_some() && (name[0] == b'$' || name.starts_with(b".L") || name.starts_with(b"L0")) {
         return None;
     }
-    Some((addr, text.get(i + 3..i + 3 + n)?, module))
+    Some((addr, name_str, module))
 }
 
 /// A run of whole lines of a table, read but not yet sorted
@@ -229,7 +230,8 @@ impl Part {
         k
     }
 
-    /// This part with the lines of `next` after its own.
+    /// This part with the lines of `next` after its own (not past 4 GiB of
+    /// names or [`BPF`] modules, where one reading stops too).
     #[cfg(feature = "slices")]
     pub(crate) fn join(mut self, next: Part) -> Part {
         let k = &mut self.k;
