@@ -591,25 +591,18 @@ fn a_held_command_dies_with_its_killed_run() {
     let mut run =
         spawn(cmd(&trbox(), &["tr-event", events, "--", "true"]).stdout(Stdio::null()).stderr(Stdio::piped()));
     let me = run.id();
+    // /proc/PID/stat past the comm: `STATE PPID …`.
+    let stat = |pid: &str| {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        Some(s.rsplit_once(") ")?.1.to_string())
+    };
     // A child of the run that is stopped: the command, held (the guard
     // sleeps in a read).
-    let stopped = |pid: &str| {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        stat.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with(['T', 't']))
-    };
+    let stopped = |pid: &str| stat(pid).is_some_and(|s| s.starts_with(['T', 't']));
     // (Where the kernel has no `children` file, /proc searched by ppid.)
     let children = || {
         std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_else(|_| {
-            let ppid = |p: &str| {
-                std::fs::read_to_string(format!("/proc/{p}/stat"))
-                    .ok()?
-                    .rsplit_once(") ")?
-                    .1
-                    .split(' ')
-                    .nth(1)?
-                    .parse::<u32>()
-                    .ok()
-            };
+            let ppid = |p: &str| stat(p)?.split(' ').nth(1)?.parse::<u32>().ok();
             let procs = std::fs::read_dir("/proc").into_iter().flatten().flatten();
             procs
                 .filter_map(|e| e.file_name().into_string().ok())
@@ -636,8 +629,7 @@ fn a_held_command_dies_with_its_killed_run() {
     std::thread::spawn(move || tx.send(run.output()));
     let o = rx.recv_timeout(Duration::from_secs(60)).expect("the run's stderr stayed open: its command is held still");
     assert!(stderr(&o).contains("its guard put tracefs back"), "{}", stderr(&o));
-    let gone = std::fs::read_to_string(format!("/proc/{held}/stat"))
-        .map_or(true, |s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with(['Z', 'X'])));
+    let gone = stat(&held).is_none_or(|s| s.starts_with(['Z', 'X']));
     assert!(gone, "the held command {held} is still there");
     assert_same_state(&before, &snapshot(&root));
 }
