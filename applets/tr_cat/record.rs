@@ -73,6 +73,12 @@ pub(crate) fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
             &Options { max_kb: r.max_kb, no_splice, systems, stream, console: r.console, net },
         )?;
         let mut st = State::new(t);
+        let on = t.tracing_on_file();
+        // Tracing idle while the run sets up; and its first change, so the
+        // last put back (newest first): switched on before the run's events
+        // are off again and its pid filter is gone, it would record what
+        // they let through. The window closes with plain writes.
+        st.set(on, "0")?;
         for e in &events {
             st.set(&format!("{}/enable", trbox::sys::event_dir(e)), "1")?;
         }
@@ -85,15 +91,15 @@ pub(crate) fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
             t.write("trace", "")?;
         }
         rec.start(t);
-        st.set(t.tracing_on_file(), "1")?;
+        st.set(on, "1")?;
         child.release()?;
         // From here a SIGKILL would leave tracing on and the pool's file
         // without its table: the guard turns tracing off, finishes the
         // file, then puts tracefs back.
-        let notes = st.guard(&mut |e, st| match e {
+        let notes = st.guard(&mut |e, _| match e {
             Event::Note(n) => rec.absorb(n),
             Event::Orphaned => {
-                let _ = st.set(t.tracing_on_file(), "0");
+                let _ = t.write(on, "0");
                 match rec.orphaned(t) {
                     Some(Ok(s)) => {
                         eprintln!("tr-cat: the recording was killed: its guard finished the file");
@@ -132,7 +138,7 @@ pub(crate) fn run(common: &Common, r: Request<'_>) -> Result<(), Error> {
             }
         }
         drop(progress);
-        st.set(t.tracing_on_file(), "0")?;
+        t.write(on, "0")?;
         if rec.write_error.is_none() {
             rec.drain();
         }
@@ -212,10 +218,8 @@ fn print_summary(path: &Path, s: &Summary) {
         );
     }
     let evicted = s.cpus.iter().any(|c| c.evicted > 0);
-    o += &format!(
-        "{:>5} {:>10} {:>8} {:>12} {:>11} {:>11}",
-        "cpu", "events", "pages", "bytes", "lost:pages", "lost:stats"
-    );
+    // The columns of the lines below.
+    o += "  cpu     events    pages        bytes  lost:pages  lost:stats";
     o += if evicted { "  dropped:-m\n" } else { "\n" };
     for c in &s.cpus {
         let d = &c.data;

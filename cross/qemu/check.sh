@@ -125,6 +125,14 @@ shape_of() {
 line_marked() {
 	awk -v note="## $1" '/^(#|$)/ { next } { n++ } index($0, note) { print n; exit }' "$session"
 }
+# recorded NAME: what the board's tr-cat said of /tmp/NAME.dat when it
+# recorded it (its summary line and, on a failure, its error), for a
+# failure's message: the transcript's tail may not reach that command.
+recorded() {
+	local n
+	n=$(awk -v f="-o /tmp/$1.dat " '/^(#|$)/ { next } { n++ } index($0, f) { print n; exit }' "$session")
+	[ -n "$n" ] && output_of "$n" | grep -m2 -E "/tmp/$1\.dat: |^tr-cat: " | tr '\n' ' ' | sed 's/ $//'
+}
 # interop_file DIR NAME: DIR/NAME.dat and the board's DIR/NAME.txt.
 interop_file() {
 	local d=$1 f=$2 n host what
@@ -140,7 +148,7 @@ interop_file() {
 			ok "$what: trace-cmd report of the board's tr-cat -o file: the same $n events as tr-cat"
 		else
 			bad "$what: trace-cmd report and the board's tr-cat differ ($n vs $(wc -l <"$d/$f.tc") events)"
-			diff "$d/$f.board" "$d/$f.tc" | head -n 10 | indent
+			{ echo "the board recorded it: $(recorded "$f")"; diff "$d/$f.board" "$d/$f.tc" | head -n 10; } | indent
 		fi
 		# The file's page size is the board's sub-buffer: its page (16 KiB
 		# on the 16k board), 32 KiB for sb.dat (buffer_subbuf_size_kb 32).

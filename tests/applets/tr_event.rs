@@ -629,7 +629,12 @@ fn a_held_command_dies_with_its_killed_run() {
     std::thread::spawn(move || tx.send(run.output()));
     let o = rx.recv_timeout(Duration::from_secs(60)).expect("the run's stderr stayed open: its command is held still");
     assert!(stderr(&o).contains("its guard put tracefs back"), "{}", stderr(&o));
-    let gone = stat(&held).is_none_or(|s| s.starts_with(['Z', 'X']));
-    assert!(gone, "the held command {held} is still there");
+    // Its stderr closes in its exit, a moment before it is a zombie.
+    let gone = || stat(&held).is_none_or(|s| s.starts_with(['Z', 'X']));
+    let t = std::time::Instant::now();
+    while !gone() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(gone(), "the held command {held} is still there: {:?}", stat(&held));
     assert_same_state(&before, &snapshot(&root));
 }
