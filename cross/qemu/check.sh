@@ -121,16 +121,18 @@ done <"$session"
 shape_of() {
 	events_of "$1" | awk '{ if (!($3 in id)) id[$3] = "p" (++n); print $4, id[$3] }'
 }
-# line_marked NOTE: the number of the session's command marked '## NOTE'.
-line_marked() {
-	awk -v note="## $1" '/^(#|$)/ { next } { n++ } index($0, note) { print n; exit }' "$session"
+# line_with TEXT: the number of the session's first command holding TEXT.
+line_with() {
+	awk -v s="$1" '/^(#|$)/ { next } { n++ } index($0, s) { print n; exit }' "$session"
 }
+# line_marked NOTE: the number of the session's command marked '## NOTE'.
+line_marked() { line_with "## $1"; }
 # recorded NAME: what the board's tr-cat said of /tmp/NAME.dat when it
 # recorded it (its summary line and, on a failure, its error), for a
 # failure's message: the transcript's tail may not reach that command.
 recorded() {
 	local n
-	n=$(awk -v f="-o /tmp/$1.dat " '/^(#|$)/ { next } { n++ } index($0, f) { print n; exit }' "$session")
+	n=$(line_with "-o /tmp/$1.dat ")
 	[ -n "$n" ] && output_of "$n" | grep -m2 -E "/tmp/$1\.dat: |^tr-cat: " | tr '\n' ' ' | sed 's/ $//'
 }
 # interop_file DIR NAME: DIR/NAME.dat and the board's DIR/NAME.txt.

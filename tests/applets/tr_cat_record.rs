@@ -628,16 +628,15 @@ fn reading_a_pool_recording_waits_for_its_end() {
 fn nothing_is_recorded_while_the_run_puts_tracefs_back() {
     let Some(root) = live_tracefs() else { return };
     let _l = TracefsLock::take();
-    let on = root.join("tracing_on");
-    let was = std::fs::read_to_string(&on).unwrap();
-    std::fs::write(&on, "1").unwrap();
+    // Put back as found when the test ends, also on a failed assertion.
+    let mut g = Guard::new(&root);
+    assert!(g.set("tracing_on", "1"));
     let before = snapshot(&root);
     let dir = TempDir::new("rec-last");
     let f = dir.path().join("t.dat");
     let o = record(&args(f.to_str().unwrap(), &["-e", "sched:sched_switch"], &["sh", "-c", "sleep 0.2"]));
     let left = std::fs::read_to_string(root.join("trace")).unwrap();
     let after = snapshot(&root);
-    std::fs::write(&on, was.trim()).unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let left: Vec<&str> = left.lines().filter(|l| !l.starts_with('#')).collect();
     assert!(left.is_empty(), "recorded after the run:\n{}", left.join("\n"));
