@@ -277,20 +277,26 @@ fn decode_bench(trbox: &Path, out: &Path, events: u64, bytes: u64) {
     // The counts of --stats, by the same time slices.
     let (ss, s1) = every_cpu_and_one(trbox, &["--stats"], file);
     println!("stats:       tr-cat --stats {ss:.3} s (-j 1: {s1:.3} s)");
-    // Perfetto: time, peak RSS and size beside the text decode.
+    // Perfetto: time, peak RSS and size beside the text decode, on every
+    // CPU (time slices) and with -j 1.
     let pf = out.with_extension("pftrace");
-    let (ps, prss) = best_of(3, || {
-        let _ = fs::remove_file(&pf);
-        let mut c = Command::new(trbox);
-        c.args(["tr-cat", file, "-o", pf.to_str().unwrap()]);
-        c
-    });
+    let convert = |jobs: &'static [&'static str]| {
+        best_of(3, || {
+            let _ = fs::remove_file(&pf);
+            let mut c = Command::new(trbox);
+            c.arg("tr-cat").args(jobs).args([file, "-o", pf.to_str().unwrap()]);
+            c
+        })
+    };
+    let (p1, _) = convert(&["-j", "1"]);
+    let (ps, prss) = convert(&[]);
     let psize = fs::metadata(&pf).map_or(0, |m| m.len());
     let dsize = fs::metadata(out).map_or(0, |m| m.len());
     println!(
-        "perfetto:    tr-cat FILE -o X.pftrace {ps:.3} s ({:.2}x the text decode; goal <= 2x), peak RSS {prss} KiB \
-         (goal <= 65536), {psize} bytes ({:.2}x the trace.dat's {dsize}; goal <= 1x)",
+        "perfetto:    tr-cat FILE -o X.pftrace {ps:.3} s ({:.2}x the text decode; goal <= 2x; -j 1: {p1:.3} s, {:.2}x), \
+         peak RSS {prss} KiB (goal <= 65536), {psize} bytes ({:.2}x the trace.dat's {dsize}; goal <= 1x)",
         ps / ts,
+        p1 / t1,
         psize as f64 / dsize.max(1) as f64
     );
     let _ = fs::remove_file(&pf);

@@ -23,8 +23,9 @@
 //!   field of the format has a field of the message, of the same kind);
 //! - every other event is described once per bundle by a
 //!   `GenericEventDescriptor` (a `DescriptorProto`: its name and its
-//!   fields' names and types) and written as FtraceEvent field 65536 + n
-//!   with its values alone (the `denser_generic_event_encoding` of
+//!   fields' names and types) and written as FtraceEvent field 65536 +
+//!   its event id (the same in every bundle of the trace, as
+//!   trace_processor wants, whoever wrote the bundle) with its values alone (the `denser_generic_event_encoding` of
 //!   Perfetto v50+), not as `GenericFtraceEvent` with every name in every
 //!   event;
 //! - kernel addresses that name functions (funcgraph) are interned
@@ -307,8 +308,8 @@ enum Compact {
 /// How one event format becomes an `FtraceEvent` payload.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
-    /// The FtraceEvent field: a typed message's, or 65536 + n for the
-    /// n-th described event.
+    /// The FtraceEvent field: a typed message's, or 65536 + the event id
+    /// for a described event.
     field: u32,
     /// (format field, proto field, how).
     copies: Vec<(Field, u32, How)>,
@@ -353,8 +354,8 @@ const LABEL_OPTIONAL: u64 = 1;
 const LABEL_REPEATED: u64 = 3;
 
 impl Plan {
-    /// The plan of format `f`; `n` numbers the described events.
-    fn of(f: &EventFormat, n: u32) -> Plan {
+    /// The plan of format `f`.
+    fn of(f: &EventFormat) -> Plan {
         if let Some(p) = Self::typed(f) {
             return p;
         }
@@ -371,7 +372,9 @@ impl Plan {
         // GenericEventDescriptor { field_id 1, event_descriptor 2
         // (DescriptorProto { name 1, field 2 (FieldDescriptorProto {
         // name 1, number 3, label 4, type 5 }) }), group_name 3 }.
-        let field = ev::FIRST_DESCRIBED + n;
+        // Event ids are 16 bits (`common_type`): the field stays a valid
+        // field number.
+        let field = ev::FIRST_DESCRIBED + (f.id & 0xffff);
         let mut d = Vec::new();
         put_bytes(&mut d, 1, f.name.as_bytes());
         let mut copies = Vec::new();
@@ -602,8 +605,11 @@ impl Lane {
 
 /// Builds a Perfetto trace as it goes: events into per-CPU bundles, each
 /// written out as a packet when it fills; [`TraceBuilder::take`] hands
-/// over what is written; [`TraceBuilder::finish`] the rest, with the
-/// thread names and the system info.
+/// over what is written; [`TraceBuilder::close`] the rest of the events,
+/// and [`tail`] the thread names and the system info. Its first packet
+/// clears the sequence's state (interned names), so the packets of two
+/// builders may follow each other (a read by time slices: one builder a
+/// slice).
 pub(crate) struct TraceBuilder {
     out: Vec<u8>,
     lanes: Vec<Lane>,
@@ -612,7 +618,6 @@ pub(crate) struct TraceBuilder {
     /// Plan index by event id.
     plan_of: BTreeMap<u32, usize>,
     plans: Vec<Plan>,
-    described: u32,
     payload: Vec<u8>,
     one: Vec<u8>,
     syms: Symbols,
@@ -636,19 +641,12 @@ impl Default for TraceBuilder {
 
 impl TraceBuilder {
     pub(crate) fn new() -> TraceBuilder {
-        let mut out = Vec::new();
-        // The first packet starts the sequence's incremental state.
-        let mut p = Vec::new();
-        put_int(&mut p, packet::SEQUENCE_FLAGS, packet::SEQ_INCREMENTAL_STATE_CLEARED);
-        put_int(&mut p, packet::TRUSTED_PACKET_SEQUENCE_ID, SEQ);
-        put_bytes(&mut out, 1, &p);
         TraceBuilder {
-            out,
+            out: cleared(),
             lanes: Vec::new(),
             lane_of: BTreeMap::new(),
             plan_of: BTreeMap::new(),
             plans: Vec::new(),
-            described: 0,
             payload: Vec::new(),
             one: Vec::new(),
             syms: Symbols::default(),
@@ -710,11 +708,7 @@ impl TraceBuilder {
         let p = match self.plan_of.get(&f.id) {
             Some(p) => *p,
             None => {
-                let plan = Plan::of(f, self.described);
-                if plan.descriptor.is_some() {
-                    self.described += 1;
-                }
-                self.plans.push(plan);
+                self.plans.push(Plan::of(f));
                 self.plan_of.insert(f.id, self.plans.len() - 1);
                 self.plans.len() - 1
             }
@@ -840,46 +834,77 @@ impl TraceBuilder {
         put_bytes(&mut self.out, 1, &pk);
     }
 
-    /// The rest of the trace's bytes: the bundles not written yet, the
-    /// thread names (`(tid, comm)`) and the kernel (`uname`: "sysname
-    /// nodename release version… machine").
-    pub(crate) fn finish(mut self, threads: &[(i32, &str)], uname: Option<&str>) -> Vec<u8> {
+    /// The rest of the trace's events: the bundles not written yet.
+    pub(crate) fn close(mut self) -> Vec<u8> {
+        self.flush_all();
+        self.out
+    }
+
+    /// The rest of the events so far, and a new start: what the builder
+    /// writes next begins with a cleared state (no interned name, no task
+    /// known on any CPU), so it may follow another builder's packets.
+    pub(crate) fn restart(&mut self) -> Vec<u8> {
+        self.flush_all();
+        self.lanes.clear();
+        self.lane_of.clear();
+        self.syms = Symbols::default();
+        core::mem::replace(&mut self.out, cleared())
+    }
+
+    fn flush_all(&mut self) {
         for l in 0..self.lanes.len() {
             self.flush(l);
         }
-        if !threads.is_empty() {
-            let mut tree = Vec::new();
-            for (tid, name) in threads {
-                let mut t = Vec::new();
-                put_int(&mut t, 1, *tid as u32 as u64);
-                put_str(&mut t, 2, name.as_bytes());
-                put_bytes(&mut tree, 2, &t);
-            }
-            let mut packet = Vec::new();
-            put_bytes(&mut packet, packet::PROCESS_TREE, &tree);
-            put_int(&mut packet, packet::TRUSTED_PACKET_SEQUENCE_ID, SEQ);
-            put_bytes(&mut self.out, 1, &packet);
-        }
-        if let Some(u) = uname {
-            let w: Vec<&str> = u.split_whitespace().collect();
-            if w.len() >= 3 {
-                let mut uts = Vec::new();
-                put_str(&mut uts, 1, w[0].as_bytes());
-                if w.len() >= 5 {
-                    put_str(&mut uts, 2, w[3..w.len() - 1].join(" ").as_bytes());
-                    put_str(&mut uts, 4, w[w.len() - 1].as_bytes());
-                }
-                put_str(&mut uts, 3, w[2].as_bytes());
-                let mut si = Vec::new();
-                put_bytes(&mut si, 1, &uts);
-                let mut packet = Vec::new();
-                put_bytes(&mut packet, packet::SYSTEM_INFO, &si);
-                put_int(&mut packet, packet::TRUSTED_PACKET_SEQUENCE_ID, SEQ);
-                put_bytes(&mut self.out, 1, &packet);
-            }
-        }
-        self.out
     }
+}
+
+/// The packet that starts the sequence's incremental state (the interned
+/// names) afresh.
+fn cleared() -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut p = Vec::new();
+    put_int(&mut p, packet::SEQUENCE_FLAGS, packet::SEQ_INCREMENTAL_STATE_CLEARED);
+    put_int(&mut p, packet::TRUSTED_PACKET_SEQUENCE_ID, SEQ);
+    put_bytes(&mut out, 1, &p);
+    out
+}
+
+/// The packets that end a trace: the thread names (`(tid, comm)`) and the
+/// kernel (`uname`: "sysname nodename release version… machine").
+pub(crate) fn tail(threads: &[(i32, &str)], uname: Option<&str>) -> Vec<u8> {
+    let mut out = Vec::new();
+    if !threads.is_empty() {
+        let mut tree = Vec::new();
+        for (tid, name) in threads {
+            let mut t = Vec::new();
+            put_int(&mut t, 1, *tid as u32 as u64);
+            put_str(&mut t, 2, name.as_bytes());
+            put_bytes(&mut tree, 2, &t);
+        }
+        let mut packet = Vec::new();
+        put_bytes(&mut packet, packet::PROCESS_TREE, &tree);
+        put_int(&mut packet, packet::TRUSTED_PACKET_SEQUENCE_ID, SEQ);
+        put_bytes(&mut out, 1, &packet);
+    }
+    if let Some(u) = uname {
+        let w: Vec<&str> = u.split_whitespace().collect();
+        if w.len() >= 3 {
+            let mut uts = Vec::new();
+            put_str(&mut uts, 1, w[0].as_bytes());
+            if w.len() >= 5 {
+                put_str(&mut uts, 2, w[3..w.len() - 1].join(" ").as_bytes());
+                put_str(&mut uts, 4, w[w.len() - 1].as_bytes());
+            }
+            put_str(&mut uts, 3, w[2].as_bytes());
+            let mut si = Vec::new();
+            put_bytes(&mut si, 1, &uts);
+            let mut packet = Vec::new();
+            put_bytes(&mut packet, packet::SYSTEM_INFO, &si);
+            put_int(&mut packet, packet::TRUSTED_PACKET_SEQUENCE_ID, SEQ);
+            put_bytes(&mut out, 1, &packet);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -898,7 +923,7 @@ mod tests {
 
     /// An event of more fields than a descriptor may number is a
     /// GenericFtraceEvent (FtraceEvent field 327) with its fields' names;
-    /// a smaller one is described (field 65536 + n).
+    /// a smaller one is described (field 65536 + its id).
     #[test]
     fn wide_events_are_generic() {
         let field = |i: u32| Field {
@@ -917,13 +942,13 @@ mod tests {
             fields: (0..n).map(field).collect(),
             print_fmt: String::new(),
         };
-        let wide = Plan::of(&ev(40), 0);
+        let wide = Plan::of(&ev(40));
         assert_eq!((wide.field, wide.generic.as_deref()), (ev::GENERIC, Some("e40")));
         let rec = [0u8; 8 + 4 * 40];
         let mut out = Vec::new();
         encode_payload(&wide, &rec, Endian::Little, &mut out, &mut Symbols::default(), &|_| None);
         assert!(out.windows(3).any(|w| w == [0x12, 0x06, 0x0a]), "a Field message with a name");
-        let narrow = Plan::of(&ev(31), 0);
-        assert_eq!((narrow.field, narrow.generic.is_none()), (ev::FIRST_DESCRIBED, true));
+        let narrow = Plan::of(&ev(31));
+        assert_eq!((narrow.field, narrow.generic.is_none()), (ev::FIRST_DESCRIBED + 131, true));
     }
 }

@@ -41,33 +41,32 @@ pub(crate) fn convert(input: &str, output: &str) -> Result<(), Error> {
 pub(crate) fn perfetto(reader: read::Reader, o: &read::RawOpts, output: &str) -> Result<(), Error> {
     let path = Path::new(output);
     let f = trbox::sys::record::create_output(path)?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-    // A big file takes a while: on a terminal, the records read so far
-    // (done() is asked once before each).
+    let size = f.try_clone().map_err(|e| Error::runtime(format!("{output}: {}", trbox::sys::describe(&e))))?;
+    let written = || size.metadata().map_or(0, |m| m.len());
+    // A big file takes a while: on a terminal, what is written so far.
     let progress = crate::applets::progress::Progress::new(None, true, true);
-    let records = std::cell::Cell::new(0u64);
     let done = || {
-        records.set(records.get() + 1);
         if progress.due() {
-            progress.show(format_args!("{} records read", records.get() - 1));
+            progress.show(format_args!("{} MiB written", written() >> 20));
         }
         false
     };
-    let converted =
-        crate::applets::command::stop(&done).and_then(|stop| Ok(read::perfetto(reader, o, &stop, &mut w, path)?));
+    let converted = crate::applets::command::stop(&done)
+        .and_then(|stop| Ok(read::perfetto(reader, o, &stop, read::Out::file(f), path)?));
     progress.clear();
     match converted {
         Ok(n) => {
             crate::applets::command::note_empty(n.empty);
             eprintln!(
                 "tr-cat: {output}: {} events ({} sched_switch/sched_waking in compact form), {} bytes (Perfetto trace)",
-                n.events, n.compact, n.bytes
+                n.events,
+                n.compact,
+                written()
             );
             Ok(())
         }
         Err(e) => {
             // Nothing half-written is left behind.
-            drop(w);
             let _ = std::fs::remove_file(path);
             Err(e)
         }

@@ -98,8 +98,8 @@ several with -o OUT.parquet (host build), each into OUT.parquet/source=NAME/"
     #[argh(switch)]
     all: bool,
     #[cfg(feature = "decode")]
-    /// with --raw or FILE: read (render, count) on N threads (default: one
-    /// per CPU)
+    /// with --raw or FILE: read (render, count, write Perfetto) on N
+    /// threads (default: one per CPU)
     #[argh(option, short = 'j', arg_name = "N")]
     jobs: Option<usize>,
     /// with -o -: as text lines for a serial console
@@ -338,7 +338,7 @@ fn perfetto_opts(common: &cli::Common, a: &Args) -> Result<RawOpts, Error> {
         json: false,
         limit: None,
         since: None,
-        threads: None,
+        threads: a.jobs.map(|n| n.max(1)),
         reading: Default::default(),
         kernel: common.kernel.clone(),
     })

@@ -23,7 +23,9 @@ prev_pid) is the one the previous sched_switch on that CPU switched in.
 
 Events of FtraceEvent field >= 65536 are read with the DescriptorProto of
 their bundle's generic_event_descriptors (Perfetto's
-denser_generic_event_encoding).
+denser_generic_event_encoding), which must be the same for a field id in
+every bundle. Interned kernel symbols are forgotten at a packet that
+clears the sequence's incremental state, as trace_processor forgets them.
 
 Exit 1 with a message on stderr when the file does not parse or holds a
 field the schema does not know (an unknown field anywhere, a described
@@ -104,6 +106,10 @@ def main():
     per_cpu = {}
     compact = [0, 0]
     for bi, p in enumerate(t.packet):
+        # SEQ_INCREMENTAL_STATE_CLEARED: the names interned before are gone
+        # (each time slice of a conversion starts so).
+        if p.sequence_flags & 1:
+            syms = {}
         for k in p.interned_data.kernel_symbols:
             syms[k.iid] = k.str.decode()
         if p.HasField("ftrace_events"):
@@ -111,7 +117,10 @@ def main():
             items = per_cpu.setdefault(b.cpu, [])
             for g in b.generic_event_descriptors:
                 d = descriptor_pb2.DescriptorProto.FromString(g.event_descriptor)
-                described.setdefault(g.field_id, d)
+                # One field id, one event, in every bundle of the trace
+                # (trace_processor keeps the first descriptor it sees).
+                if described.setdefault(g.field_id, d) != d:
+                    sys.exit(f"packet {bi}: field {g.field_id} describes {d.name}, and {described[g.field_id].name} before")
             if b.lost_events:
                 items.append((-1, bi, -1, 0, ("lost",)))
             if b.HasField("compact_sched"):

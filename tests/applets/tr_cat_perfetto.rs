@@ -3,7 +3,8 @@
 //! Perfetto's own schema (the `perfetto` wheel, through
 //! tests/applets/perfetto_check.py) with no unknown field, and holds the events
 //! `tr-cat FILE --json` shows: the same (timestamp, CPU, pid, event) for
-//! every event and the same sched_switch fields.
+//! every event and the same sched_switch fields, converted on one thread
+//! and by time slices.
 
 use super::common;
 use common::*;
@@ -108,48 +109,64 @@ fn perfetto_view(pf: &Path) -> (Vec<String>, Vec<String>) {
     (ev, rest)
 }
 
-fn convert(args: &[&str], out: &Path) {
-    let mut a = vec!["tr-cat"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["-o", out.to_str().unwrap()]);
-    let o = run(&a);
+/// Convert with `-j JOBS`, slices of about `slice` records (`None`: as the
+/// reader chooses); how many time slices it read by (0: none).
+fn convert(args: &[&str], jobs: &str, slice: Option<&str>, out: &Path) -> usize {
+    let mut c = cmd(&trbox(), &[&["tr-cat", "-j", jobs], args, &["-o", out.to_str().unwrap()]].concat());
+    c.env("RUST_LOG", "trbox::sys::read::slices=debug");
+    if let Some(n) = slice {
+        c.env("TRBOX_SLICE_RECORDS", n);
+    }
+    let o = c.output().expect("run trbox");
     let err = stderr(&o);
-    assert!(o.status.success() && !err.contains("panicked"), "{args:?}: {err}");
+    assert!(o.status.success() && !err.contains("panicked"), "{args:?} -j {jobs}: {err}");
+    err.lines().find_map(|l| l.strip_prefix("DEBUG: time slices: ")?.split(' ').next()?.parse().ok()).unwrap_or(0)
 }
 
 /// Convert, parse with the schema, compare with `tr-cat --json`; the
-/// funcgraph names must be the ones tr-cat's text shows. Returns the
-/// events, and those of them in compact_sched form.
-fn check(args: &[&str], out: &Path) -> (usize, usize) {
-    convert(args, out);
-    let (got, rest) = perfetto_view(out);
+/// funcgraph names must be the ones tr-cat's text shows. Twice: with one
+/// thread, and by time slices cut at nearly every page (three workers,
+/// each slice its own packets and interned names; a slice's first switch
+/// on a CPU is written whole). Returns the events, those of them in
+/// compact_sched form (one thread), and how many slices the sliced
+/// conversion had.
+fn check(args: &[&str], out: &Path) -> (usize, usize, usize) {
     let (want, graph, names) = trbox_view(args);
-    assert_eq!(got.len(), want.len(), "{args:?}: events");
-    assert!(got == want, "{args:?}: first difference: {:?}", got.iter().zip(&want).find(|(a, b)| a != b));
-    let mut g: Vec<String> = rest
-        .iter()
-        .filter(|l| l.starts_with("G "))
-        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
-        .collect();
-    g.sort();
-    assert_eq!(g, graph, "{args:?}: funcgraph timestamps and depths");
-    if !graph.is_empty() {
-        let mut a = vec!["tr-cat"];
-        a.extend_from_slice(args);
-        let text = stdout(&run(&a));
-        for l in rest.iter().filter(|l| l.starts_with("G ")) {
-            let name = l.split(' ').nth(3).unwrap();
-            assert!(text.contains(name), "{args:?}: {name} is not in tr-cat's graph");
+    let (mut compact, mut slices) = (0, 0);
+    for (jobs, slice) in [("1", None), ("3", Some("1"))] {
+        let n = convert(args, jobs, slice, out);
+        let (got, rest) = perfetto_view(out);
+        assert_eq!(got.len(), want.len(), "{args:?} -j {jobs}: events");
+        assert!(got == want, "{args:?} -j {jobs}: first difference: {:?}", got.iter().zip(&want).find(|(a, b)| a != b));
+        let mut g: Vec<String> = rest
+            .iter()
+            .filter(|l| l.starts_with("G "))
+            .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+            .collect();
+        g.sort();
+        assert_eq!(g, graph, "{args:?} -j {jobs}: funcgraph timestamps and depths");
+        if !graph.is_empty() {
+            let mut a = vec!["tr-cat"];
+            a.extend_from_slice(args);
+            let text = stdout(&run(&a));
+            for l in rest.iter().filter(|l| l.starts_with("G ")) {
+                let name = l.split(' ').nth(3).unwrap();
+                assert!(text.contains(name), "{args:?} -j {jobs}: {name} is not in tr-cat's graph");
+            }
+        }
+        // A trace without saved cmdlines (the kernel printed `<...>` too) has
+        // no names to give; every name the text shows must be in the tree.
+        for n in &names {
+            assert!(rest.contains(n), "{args:?} -j {jobs}: {n} is not in the process tree");
+        }
+        let k = rest.iter().find_map(|l| l.strip_prefix("K ")).expect("the K line");
+        if jobs == "1" {
+            compact = k.split(' ').map(|n| n.parse::<usize>().unwrap()).sum();
+        } else {
+            slices = n;
         }
     }
-    // A trace without saved cmdlines (the kernel printed `<...>` too) has
-    // no names to give; every name the text shows must be in the tree.
-    for n in &names {
-        assert!(rest.contains(n), "{args:?}: {n} is not in the process tree");
-    }
-    let k = rest.iter().find_map(|l| l.strip_prefix("K ")).expect("the K line");
-    let compact = k.split(' ').map(|n| n.parse::<usize>().unwrap()).sum();
-    (want.len(), compact)
+    (want.len(), compact, slices)
 }
 
 #[test]
@@ -165,13 +182,15 @@ fn every_trace_dat_converts_and_parses_with_the_official_schema() {
         .filter(|p| p.extension().is_some_and(|x| x == "dat"))
         .collect();
     files.sort();
-    let mut checked = 0;
-    let mut compact = 0;
+    let (mut checked, mut compact, mut sliced) = (0, 0, 0);
     for f in &files {
-        compact += check(&[f.to_str().unwrap()], &dir.path().join("f.pftrace")).1;
+        let (_, c, slices) = check(&[f.to_str().unwrap()], &dir.path().join("f.pftrace"));
+        compact += c;
+        sliced += usize::from(slices > 1);
         checked += 1;
     }
     assert!(checked >= 5, "only {checked} files converted");
+    assert!(sliced >= 5, "only {sliced} files converted by several time slices");
     // The sched_switch/sched_waking columns are used, and read back as
     // the text's events (checked above).
     assert!(compact > 1000, "only {compact} events in compact_sched form");
@@ -184,15 +203,14 @@ fn every_board_fixture_converts_and_parses_with_the_official_schema() {
     }
     let dir = TempDir::new("perfetto-fx");
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-    let mut trees = 0;
-    let mut graphs = 0;
-    let mut compact = 0;
+    let (mut trees, mut graphs, mut compact, mut sliced) = (0, 0, 0, 0);
     for board in std::fs::read_dir(root).unwrap().flatten().filter(|e| e.path().is_dir()) {
         let before = trees;
         for t in std::fs::read_dir(board.path()).unwrap().flatten().filter(|e| e.path().join("per_cpu").is_dir()) {
             let p = t.path();
-            let (n, c) = check(&["--raw", "-T", p.to_str().unwrap()], &dir.path().join("t.pftrace"));
+            let (n, c, slices) = check(&["--raw", "-T", p.to_str().unwrap()], &dir.path().join("t.pftrace"));
             compact += c;
+            sliced += usize::from(slices > 1);
             trees += 1;
             if p.ends_with("function_graph") && n > 0 {
                 graphs += 1;
@@ -202,6 +220,7 @@ fn every_board_fixture_converts_and_parses_with_the_official_schema() {
         assert!(trees > before, "{}: no fixture tree converted", board.path().display());
     }
     assert!(trees >= 10 && graphs >= 2, "{trees} trees, {graphs} function_graph trees");
+    assert!(sliced >= 10, "only {sliced} trees converted by several time slices");
     assert!(compact > 0, "no event in compact_sched form");
 }
 
@@ -286,8 +305,8 @@ fn text_output_suits_perfettos_text_importer() {
     assert!(checked >= 10 && all_read >= 10, "{checked} fixture trees, {all_read} with every event read");
 }
 
-/// Converting on a terminal (issue 29): a line on stderr with the records
-/// read so far, drawn in place and cleared before the result's line; none
+/// Converting on a terminal (issue 29): a line on stderr with the MiB
+/// written so far, drawn in place and cleared before the result's line; none
 /// when stderr is a pipe.
 #[test]
 fn conversion_progress_on_a_tty_only() {
@@ -300,7 +319,7 @@ fn conversion_progress_on_a_tty_only() {
     let (lines, after) = progress_lines(&text).unwrap_or_else(|| panic!("no progress line: {text:?}"));
     for l in &lines {
         let w: Vec<&str> = l.split_whitespace().collect();
-        assert_eq!((w.len(), w[0], w[2], w[3], w[5], w[6]), (8, "tr-cat:", "records", "read,", "s", "so"), "{l}");
+        assert_eq!((w.len(), w[0], w[2], w[3], w[5], w[6]), (8, "tr-cat:", "MiB", "written,", "s", "so"), "{l}");
     }
     assert!(after.starts_with("tr-cat: ") && after.contains("(Perfetto trace)"), "{after:?}");
     let o = run(&args[..]);

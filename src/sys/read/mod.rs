@@ -248,7 +248,7 @@ pub(crate) fn collect(
                     let (format, payload) = (ev.format(), ev.payload());
                     let keep =
                         !before(ev.ts()) && o.filter.keep(&prepared, format, payload, t.endian, ev.pid(), &t.cmdlines);
-                    if stacks.keep(ev.buffer(), ev.cpu(), format, keep) {
+                    if stacks.keep(ev.buffer(), ev.cpu(), format, keep, o.since.is_some()) {
                         f(&session, Entry::Event(ev));
                     }
                 }
@@ -297,37 +297,54 @@ pub(crate) fn summarize(r: Reader, o: &RawOpts, stop: &Stop<'_>) -> Result<(Trac
 /// count on.
 #[cfg(feature = "slices")]
 fn count_sliced(r: &mut Reader, o: &RawOpts, stop: &Stop<'_>) -> Option<TraceSummary> {
-    let threads = o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS));
+    let threads = slice_threads(o, r)?;
     let Reader { session, records } = r;
-    if threads < 2 || records.streams.iter().any(|s| s.follow) {
-        return None;
-    }
     let t = &session.trace;
-    let (endian, layout) = (t.endian, t.layout);
     let prepared = o.filter.prepare(&t.events);
-    let unknown = &session.unknown;
     let total = std::sync::Mutex::new(TraceSummary::default());
-    let counter = || Counter {
-        p: Plain {
-            r: Renderer::new(&t.events, t.cmdlines.clone(), t.abi(), t.in_ns()),
-            events: &t.events,
-            endian,
-            o,
-            buffers: &session.buffers,
-            labels: &session.labels,
-            prepared: &prepared,
-            stacks: Default::default(),
-            unknown,
-        },
-        summary: TraceSummary::default(),
-    };
+    let counter = || Counter { p: verdicts(session, o, &prepared), summary: TraceSummary::default() };
     let add = |c: Counter<'_>| total.lock().unwrap_or_else(std::sync::PoisonError::into_inner).merge(c.summary);
     // Counts write nothing: this only stands where the text would go.
     let mut out = Out::memory();
-    let sliced =
-        slices::run(&mut records.streams, layout, endian, None, threads, &counter, &add, &|| stop.asked(), &mut out);
+    let sliced = slices::run(
+        &mut records.streams,
+        t.layout,
+        t.endian,
+        None,
+        threads,
+        &counter,
+        &add,
+        &|| stop.asked(),
+        &mut out,
+    );
     let summary = total.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     sliced.then_some(summary)
+}
+
+/// How many workers a read of `r` by time slices would have: `None` when
+/// one (`-j 1`, one CPU), or when it follows a live buffer.
+#[cfg(feature = "slices")]
+fn slice_threads(o: &RawOpts, r: &Reader) -> Option<usize> {
+    let threads = o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS));
+    (threads >= 2 && !r.records.streams.iter().any(|s| s.follow)).then_some(threads)
+}
+
+/// The text's verdicts on each record of a slice ([`Plain::kept`]:
+/// filters, stack records), for a sink that writes no text.
+#[cfg(feature = "slices")]
+fn verdicts<'a>(session: &'a Session, o: &'a RawOpts, prepared: &'a opts::Prepared) -> Plain<'a> {
+    let t = &session.trace;
+    Plain {
+        r: Renderer::new(&t.events, t.cmdlines.clone(), t.abi(), t.in_ns()),
+        events: &t.events,
+        endian: t.endian,
+        o,
+        buffers: &session.buffers,
+        labels: &session.labels,
+        prepared,
+        stacks: Default::default(),
+        unknown: &session.unknown,
+    }
 }
 
 /// A time slice's counts for [`summarize`]: the text's verdicts

@@ -32,6 +32,10 @@ pub(crate) struct Out {
     /// write waits for the rest.
     tty: bool,
     held: Vec<u8>,
+    /// Where it goes: fd 1, or the file it owns ([`Out::file`]).
+    fd: i32,
+    #[cfg(feature = "host")]
+    _file: Option<std::fs::File>,
 }
 
 const CAP: usize = 64 * 1024;
@@ -54,12 +58,43 @@ impl Out {
     /// own escape sequences): nothing is escaped; what it shows of the
     /// trace goes through [`for_terminal`] first.
     pub(crate) fn stdout_raw() -> Self {
-        Out { buf: Vec::with_capacity(CAP), err: None, mem: false, wrote: false, tty: false, held: Vec::new() }
+        Out {
+            buf: Vec::with_capacity(CAP),
+            err: None,
+            mem: false,
+            wrote: false,
+            tty: false,
+            held: Vec::new(),
+            fd: 1,
+            #[cfg(feature = "host")]
+            _file: None,
+        }
+    }
+
+    /// A conversion's output file, written as standard output is (nothing
+    /// escaped): a read by time slices writes its slices in order here.
+    #[cfg(feature = "host")]
+    pub(crate) fn file(f: std::fs::File) -> Self {
+        use std::os::unix::io::AsRawFd;
+        let mut o = Out::stdout_raw();
+        o.fd = f.as_raw_fd();
+        o._file = Some(f);
+        o
     }
 
     /// Text kept in memory, to be written later with `Out::put_block`.
     pub(crate) fn memory() -> Self {
-        Out { buf: Vec::new(), err: None, mem: true, wrote: false, tty: false, held: Vec::new() }
+        Out {
+            buf: Vec::new(),
+            err: None,
+            mem: true,
+            wrote: false,
+            tty: false,
+            held: Vec::new(),
+            fd: 1,
+            #[cfg(feature = "host")]
+            _file: None,
+        }
     }
 
     /// Nothing is buffered (for a block in memory: nothing was written).
@@ -100,14 +135,14 @@ impl Out {
     /// Write `b` to fd 1, escaped on a terminal.
     fn write_out(&mut self, b: &[u8]) {
         if !self.tty {
-            return write_fd(&mut self.err, b);
+            return write_fd(self.fd, &mut self.err, b);
         }
         let mut text = std::mem::take(&mut self.held);
         text.extend_from_slice(b);
         let mut shown = Vec::with_capacity(text.len() + 64);
         let rest = escape_controls(&text, &mut shown);
         self.held = text.split_off(text.len() - rest);
-        write_fd(&mut self.err, &shown);
+        write_fd(self.fd, &mut self.err, &shown);
     }
 
     /// Write out what is buffered once it is big enough: call between
@@ -153,7 +188,7 @@ impl Out {
         if !held.is_empty() {
             let mut shown = Vec::new();
             escape_bytes(&held, &mut shown);
-            write_fd(&mut self.err, &shown);
+            write_fd(self.fd, &mut self.err, &shown);
         }
         match self.err.take() {
             None => Ok(()),
@@ -230,12 +265,12 @@ pub(crate) fn for_terminal(text: &str) -> String {
 }
 
 /// Write all of `b` to fd 1 unless an error was seen; record the first.
-fn write_fd(err: &mut Option<io::Error>, b: &[u8]) {
+fn write_fd(fd: i32, err: &mut Option<io::Error>, b: &[u8]) {
     let mut off = 0;
     while off < b.len() && err.is_none() {
         let rest = b.get(off..).unwrap_or(&[]);
-        // SAFETY: writing an initialised buffer to fd 1.
-        let n = unsafe { libc::write(1, rest.as_ptr().cast(), rest.len()) };
+        // SAFETY: writing an initialised buffer to fd 1 or the Out's own file.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
         if n >= 0 {
             off += n as usize;
             continue;

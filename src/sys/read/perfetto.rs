@@ -3,9 +3,14 @@
 //! packets fill (the memory held is one bundle per CPU and a buffer of
 //! written packets), with the threads' names from saved_cmdlines, the
 //! system's from uname, and the functions' names from the session's
-//! symbols.
+//! symbols. A plain file is converted by time slices on every CPU, as its
+//! text is read (slices.rs): each slice its own packets, begun with a
+//! cleared sequence state (its interned names, its first switch on each
+//! CPU written whole), written in slice order.
 
-use super::{collect, Entry, RawOpts, Reader};
+use super::{collect, Entry, Out, RawOpts, Reader};
+use crate::perfetto::TraceBuilder;
+use crate::printfmt::SymbolLookup;
 use crate::sys::error::Error;
 use crate::sys::stop::Stop;
 use std::io::Write;
@@ -19,70 +24,158 @@ pub(crate) struct Written {
     pub(crate) events: u64,
     /// sched_switch and sched_waking events among them in compact form.
     pub(crate) compact: u64,
-    /// Bytes written.
-    pub(crate) bytes: u64,
     /// The input held nothing at all: the note that says so
     /// ([`Session::empty`](super::Session::empty)).
     pub(crate) empty: Option<String>,
 }
 
-/// Writes a Perfetto trace of what `r` holds to `w` (the file
-/// `path`, named in errors). `stop` is asked before each record is read,
-/// as by [`collect`] (a caller counts the records so, for a progress
-/// line).
+/// The name alone of the function at `a`, as the function_graph tracer
+/// prints it (%ps).
+fn name(symbols: &dyn SymbolLookup, a: u64) -> Option<String> {
+    symbols.lookup(a).map(|s| s.name.to_string())
+}
+
+/// A builder for records of `buffers` buffers: with several, every event
+/// is written whole ([`TraceBuilder::several_buffers`]).
+fn builder(buffers: usize) -> TraceBuilder {
+    let mut tr = TraceBuilder::new();
+    if buffers > 1 {
+        tr.several_buffers();
+    }
+    tr
+}
+
+/// Writes a Perfetto trace of what `r` holds to `out`, the file `path`
+/// (named in errors). `stop` is asked before each record is read, as by
+/// [`collect`], or between slices.
 pub(crate) fn perfetto(
     r: Reader,
     o: &RawOpts,
     stop: &Stop<'_>,
-    w: &mut dyn Write,
+    mut out: Out,
     path: &std::path::Path,
 ) -> Result<Written, Error> {
-    let mut tr = crate::perfetto::TraceBuilder::new();
-    let mut bytes = 0u64;
-    let mut failed: Option<std::io::Error> = None;
-    let mut put = |b: &[u8], failed: &mut Option<std::io::Error>| {
-        if failed.is_none() {
-            if let Err(e) = w.write_all(b) {
-                *failed = Some(e);
-            }
-        }
-        bytes += b.len() as u64;
-    };
+    let w = convert(r, o, stop, &mut out)?;
+    out.finish().map_err(|e| match e {
+        Error::Output(e) => Error::io(path, e),
+        e => e,
+    })?;
+    Ok(w)
+}
+
+fn convert(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Written, Error> {
+    #[cfg(feature = "slices")]
+    let mut r = r;
+    #[cfg(feature = "slices")]
+    if let Some((events, compact)) = sliced(&mut r, o, stop, out) {
+        let Reader { session, records } = r;
+        let session = session.finish(&records);
+        tail(&session, out);
+        return Ok(Written { events, compact, empty: session.empty });
+    }
+    let mut tr = builder(r.session.buffers.len());
     let session = collect(r, o, stop, &mut |m, it| match it {
         Entry::Event(ev) => {
-            if m.buffers.len() > 1 {
-                tr.several_buffers();
-            }
-            let symbol = |a: u64| {
-                use crate::printfmt::SymbolLookup;
-                // The name alone, as the function_graph tracer prints it (%ps).
-                m.trace.symbols.lookup(a).map(|s| s.name.to_string())
-            };
             let (buffer, cpu, ts, payload) = (ev.buffer(), ev.cpu(), ev.ts(), ev.payload());
+            let symbol = |a| name(&m.trace.symbols, a);
             tr.event(ev.format(), buffer, cpu, ts, ev.pid(), payload, m.trace.endian, &symbol);
             if tr.pending() >= WRITE_BYTES {
-                put(&tr.take(), &mut failed);
+                let _ = out.write_all(&tr.take());
             }
         }
         Entry::Lost { buffer, cpu, .. } => tr.lost(buffer, cpu),
         // collect() hands over nothing else.
         Entry::Damaged { .. } | Entry::Unknown { .. } => {}
     })?;
+    let (events, compact) = (tr.events, tr.compact);
+    let _ = out.write_all(&tr.close());
+    tail(&session, out);
+    Ok(Written { events, compact, empty: session.empty })
+}
+
+/// The packets after the events: the threads' names (saved_cmdlines) and
+/// the system's (uname).
+fn tail(session: &super::Session, out: &mut Out) {
     let threads: Vec<(i32, &str)> = session
         .saved_cmdlines
         .lines()
         .filter_map(|l| l.trim().split_once(' ').and_then(|(p, c)| Some((p.parse().ok()?, c.trim()))))
         .collect();
-    let (events, compact) = (tr.events, tr.compact);
-    let rest = tr.finish(&threads, session.uname.as_deref());
-    put(&rest, &mut failed);
-    if failed.is_none() {
-        if let Err(e) = w.flush() {
-            failed = Some(e);
+    let _ = out.write_all(&crate::perfetto::tail(&threads, session.uname.as_deref()));
+}
+
+/// [`perfetto`]'s events by time slices: the events and those in compact
+/// form; `None` (the reader untouched) when it is not a plain file, or
+/// there is one CPU to convert on.
+#[cfg(feature = "slices")]
+fn sliced(r: &mut Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Option<(u64, u64)> {
+    let threads = super::slice_threads(o, r)?;
+    // funcgraph's function names are looked up on every worker.
+    crate::sys::kallsyms::read_on(threads);
+    let Reader { session, records } = r;
+    let t = &session.trace;
+    let prepared = o.filter.prepare(&t.events);
+    let total = std::sync::Mutex::new((0u64, 0u64));
+    let make = || Slice {
+        p: super::verdicts(session, o, &prepared),
+        symbols: &t.symbols,
+        tr: builder(session.buffers.len()),
+        used: false,
+    };
+    let add = |s: Slice<'_>| {
+        let mut g = total.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *g = (g.0 + s.tr.events, g.1 + s.tr.compact);
+    };
+    // The function_graph layout is the text's: each funcgraph record is
+    // an event of its own here.
+    let sliced =
+        super::slices::run(&mut records.streams, t.layout, t.endian, None, threads, &make, &add, &|| stop.asked(), out);
+    sliced.then(|| total.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
+/// A worker's conversion of its slices: the kept records (the text's
+/// verdicts) into its builder, which starts afresh at each slice, and its
+/// packets into the slice's output.
+#[cfg(feature = "slices")]
+struct Slice<'a> {
+    p: super::Plain<'a>,
+    symbols: &'a crate::sys::kallsyms::LazyKallsyms,
+    tr: TraceBuilder,
+    /// The slice had anything to write.
+    used: bool,
+}
+
+#[cfg(feature = "slices")]
+impl super::slices::SliceSink for Slice<'_> {
+    fn read_past(&mut self, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+        let _ = self.p.kept(buffer, cpu, ts, payload);
+    }
+
+    fn record(&mut self, out: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]) {
+        match self.p.kept(buffer, cpu, ts, payload) {
+            super::Kept::Event(f) => {
+                let (pid, symbols) = (self.p.r.pid(payload), self.symbols);
+                self.tr.event(f, buffer, cpu, ts, pid, payload, self.p.endian, &|a| name(symbols, a));
+                self.used = true;
+                if self.tr.pending() >= WRITE_BYTES {
+                    let _ = out.write_all(&self.tr.take());
+                }
+            }
+            super::Kept::Unknown => self.p.unknown.count(self.p.events.record_id(payload, self.p.endian)),
+            super::Kept::Dropped => {}
         }
     }
-    match failed {
-        Some(e) => Err(Error::io(path, e)),
-        None => Ok(Written { events, compact, bytes, empty: session.empty }),
+
+    fn lost(&mut self, _: &mut Out, buffer: u32, cpu: u32, ts: u64, _: Option<u64>) {
+        if !self.p.o.since.is_some_and(|t0| ts < t0) {
+            self.tr.lost(buffer, cpu);
+            self.used = true;
+        }
+    }
+
+    fn end(&mut self, out: &mut Out) {
+        if std::mem::take(&mut self.used) {
+            let _ = out.write_all(&self.tr.restart());
+        }
     }
 }

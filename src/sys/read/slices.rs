@@ -22,8 +22,9 @@
 //! A loss is the time of the page it precedes, so it falls in one slice.
 //!
 //! What a worker makes of its slices is its [`SliceSink`]'s: the text
-//! ([`Plain`]), written in slice order, or counts (`--stats`), summed at
-//! the end, where the order does not matter.
+//! ([`Plain`]) or Perfetto's packets (each slice a sequence of its own
+//! state), written in slice order, or counts (`--stats`), summed at the
+//! end, where the order does not matter.
 
 use super::out::Out;
 use super::text::Plain;
@@ -64,6 +65,9 @@ pub(super) trait SliceSink {
     fn record(&mut self, text: &mut Out, buffer: u32, cpu: u32, ts: u64, payload: &[u8]);
     /// A loss of `count` events (`None`: unknown) before the page at `ts`.
     fn lost(&mut self, text: &mut Out, buffer: u32, cpu: u32, ts: u64, count: Option<u64>);
+    /// The slice's last item was handed over: what the sink holds of it
+    /// goes to `text` (a Perfetto bundle per CPU).
+    fn end(&mut self, _text: &mut Out) {}
 }
 
 impl SliceSink for Plain<'_> {
@@ -481,6 +485,7 @@ impl Slices<'_> {
                 look_at = text.len() + FLUSH;
             }
         }
+        p.end(text);
         spare.extend(streams.into_iter().map(CpuPages::into_buffers));
         true
     }

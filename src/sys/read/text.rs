@@ -42,19 +42,29 @@ pub(crate) struct Plain<'a> {
 /// option's) belongs to the record just before it on its CPU, and shares
 /// its verdict: the stack of a dropped event is dropped too (the kernel
 /// writes it in the event's context, so `--pid` and `--comm` agree
-/// anyway; a switch of trbox's own is dropped by what it names).
+/// anyway; a switch of trbox's own is dropped by what it names). In a
+/// live window a stack record before any other on its CPU is of an event
+/// the window did not see (read out of the buffer as the window opened,
+/// the stack written a moment later): dropped too.
 #[derive(Default)]
 pub(crate) struct StackVerdicts {
     /// The (buffer, CPU)s whose last record was dropped.
     after_dropped: Vec<(u32, u32)>,
+    /// In a window: the (buffer, CPU)s that had a record.
+    seen: Vec<(u32, u32)>,
 }
 
 impl StackVerdicts {
     /// Whether the record `ev` of (buffer, CPU) is kept, given the
-    /// filters' verdict `keep` on it.
-    pub(crate) fn keep(&mut self, buffer: u32, cpu: u32, ev: &EventFormat, keep: bool) -> bool {
+    /// filters' verdict `keep` on it; `window`: the read is a live
+    /// window's.
+    pub(crate) fn keep(&mut self, buffer: u32, cpu: u32, ev: &EventFormat, keep: bool, window: bool) -> bool {
         let at = self.after_dropped.iter().position(|&k| k == (buffer, cpu));
-        let follows_dropped = at.map(|i| self.after_dropped.swap_remove(i)).is_some();
+        let mut follows_dropped = at.map(|i| self.after_dropped.swap_remove(i)).is_some();
+        if window && !self.seen.contains(&(buffer, cpu)) {
+            self.seen.push((buffer, cpu));
+            follows_dropped = true;
+        }
         let stack = || ev.system == "ftrace" && matches!(ev.name.as_str(), "kernel_stack" | "user_stack");
         let keep = keep && !(follows_dropped && stack());
         if !keep {
@@ -87,7 +97,7 @@ impl<'a> Plain<'a> {
         };
         let pid = self.r.pid(payload);
         let keep = !before && self.o.filter.keep(self.prepared, ev, payload, self.endian, pid, self.r.cmdlines());
-        if !self.stacks.keep(buffer, cpu, ev, keep) {
+        if !self.stacks.keep(buffer, cpu, ev, keep, self.o.since.is_some()) {
             return Kept::Dropped;
         }
         Kept::Event(ev)
@@ -240,5 +250,39 @@ pub(crate) fn graph_record<W: std::fmt::Write>(
             let _ = plain.record(w, cpu, ts, payload);
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stack record takes the verdict of the record before it on its
+    /// CPU; in a live window, one before any record on its CPU is of an
+    /// event the window did not see. A file shows it (as `trace-cmd
+    /// report` does: the page of its event was overwritten).
+    #[test]
+    fn a_stack_takes_the_verdict_of_the_record_before_it() {
+        let ev = |system: &str, name: &str| EventFormat {
+            id: 1,
+            system: system.into(),
+            name: name.into(),
+            common: Vec::new(),
+            fields: Vec::new(),
+            print_fmt: String::new(),
+        };
+        let (sw, stack) = (ev("sched", "sched_switch"), ev("ftrace", "kernel_stack"));
+        let mut file = StackVerdicts::default();
+        assert!(file.keep(0, 0, &stack, true, false), "a file's first record on cpu0");
+        assert!(!file.keep(0, 0, &sw, false, false));
+        assert!(!file.keep(0, 0, &stack, true, false), "the stack of a dropped event");
+        assert!(file.keep(0, 0, &sw, true, false));
+        assert!(file.keep(0, 0, &stack, true, false));
+        let mut window = StackVerdicts::default();
+        assert!(!window.keep(0, 1, &stack, true, true), "a window's first record on cpu1");
+        assert!(window.keep(0, 1, &sw, true, true));
+        assert!(window.keep(0, 1, &stack, true, true));
+        assert!(!window.keep(1, 1, &stack, true, true), "the first on another buffer's cpu1");
+        assert!(window.keep(0, 0, &sw, true, true), "an event first on cpu0");
     }
 }
