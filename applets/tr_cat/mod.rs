@@ -98,8 +98,8 @@ several with -o OUT.parquet (host build), each into OUT.parquet/source=NAME/"
     #[argh(switch)]
     all: bool,
     #[cfg(feature = "decode")]
-    /// with --raw or FILE: read (render, count, write Perfetto) on N
-    /// threads (default: one per CPU)
+    /// with --raw or FILE: read (render, count, convert) on N threads
+    /// (default: one per CPU)
     #[argh(option, short = 'j', arg_name = "N")]
     jobs: Option<usize>,
     /// with -o -: as text lines for a serial console
@@ -358,6 +358,7 @@ fn host_side(common: &cli::Common, a: &mut Args, cmd: &[String]) -> Result<Optio
     let conversion = read::parquet::Options {
         codec: a.compression.unwrap_or_default(),
         read: read::ReadOptions { kernel: common.kernel.clone(), ..Default::default() },
+        threads: a.jobs.map(|n| n.max(1)),
     };
     if let Some(addr) = &a.listen {
         let addr = listen::parse_addr(addr)?;

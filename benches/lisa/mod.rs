@@ -117,16 +117,22 @@ pub fn lisa_bench(trbox: &Path, file: &Path, events: u64) {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     let ours = dir.join("trbox.parquet");
-    let ours_run = least_cpu(
-        &|| {
-            let mut c = Command::new(trbox);
-            c.args(["tr-cat", file.to_str().unwrap(), "-o", ours.to_str().unwrap()]);
-            c
-        },
-        &|| {
-            let _ = fs::remove_dir_all(&ours);
-        },
-    );
+    // Row groups are written on every CPU; -j 1 writes them on the
+    // reading thread (the same files).
+    let convert = |jobs: &'static [&'static str]| {
+        least_cpu(
+            &|| {
+                let mut c = Command::new(trbox);
+                c.arg("tr-cat").args(jobs).args([file.to_str().unwrap(), "-o", ours.to_str().unwrap()]);
+                c
+            },
+            &|| {
+                let _ = fs::remove_dir_all(&ours);
+            },
+        )
+    };
+    let one_run = convert(&["-j", "1"]);
+    let ours_run = convert(&[]);
     let our_bytes = parquet_bytes(&ours);
     let (our_rows, _) = meta_rows(&ours);
     let total: u64 = our_rows.values().sum();
@@ -136,6 +142,8 @@ pub fn lisa_bench(trbox: &Path, file: &Path, events: u64) {
         println!("  {name:<36} {:>8.3} {:>8.3} {:>12} {:>12}", u.1, u.0, u.2, bytes);
     };
     line("tr-cat FILE -o X.parquet", ours_run, our_bytes);
+    line("tr-cat -j 1 FILE -o X.parquet", one_run, our_bytes);
+    println!("  wall on every CPU / -j 1: {:.2}", ours_run.0 / one_run.0.max(1e-9));
     match report_counts(file) {
         Some(want) => {
             let bad = differ(&our_rows, &want);

@@ -17,6 +17,8 @@
                                    outside a time range), and they bound the
                                    file's times: "ts-stats N" (N files), or a
                                    line per file that fails.
+  parquet_check.py groups OUT      "FILE N": the row groups of each of OUT's
+                                   files.
   parquet_check.py schema OUT      the columns of every file meta.json lists, as
                                    DuckDB types them: "EVENT COLUMN TYPE" lines;
                                    "EVENT ! ERROR" for an event whose meta.json
@@ -103,6 +105,12 @@ def codecs(out):
         print(c)
 
 
+def groups(out):
+    q = f"SELECT file_name, count(DISTINCT row_group_id) FROM parquet_metadata('{out}/*.parquet') GROUP BY 1 ORDER BY 1"
+    for f, n in sql(q):
+        print(f"{os.path.basename(f)} {n}")
+
+
 def ts_stats(out):
     q = (
         f"SELECT file_name, min(stats_min_value::UBIGINT), max(stats_max_value::UBIGINT), "
@@ -138,6 +146,8 @@ if __name__ == "__main__":
         one(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "fleet":
         fleet(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "groups":
+        groups(sys.argv[2])
     elif sys.argv[1] == "ts-stats":
         ts_stats(sys.argv[2])
     elif sys.argv[1] == "schema":

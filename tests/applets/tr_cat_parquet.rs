@@ -7,7 +7,7 @@
 //! one table per event with a `source` column; the same with
 //! `--compression zstd`; a fleet of the three boards' recordings read by
 //! Spark (tests/applets/spark_check.py), per source and event the rows
-//! `trace-cmd report` prints.
+//! `trace-cmd report` prints; the same files at every `-j`.
 
 use super::common;
 use common::*;
@@ -139,6 +139,44 @@ fn every_event(extra: &[&str]) {
     // Something of each kind was compared: sched_switch's comms, the
     // kprobe's path, the syscalls' numbers, the graph's functions.
     assert!(compared.0 > 100 && compared.1 > 10, "compared {compared:?}");
+}
+
+/// The row groups are written on every CPU (`-j`), each event's in the
+/// order they were cut: the files are byte for byte the same at every
+/// `-j`. A recording of 400,000 records, so that the busiest events have
+/// several row groups and the others are cut when all they hold together
+/// passes the budget.
+#[test]
+fn the_files_are_the_same_at_every_j() {
+    let Some(()) = duckdb() else { return };
+    let tmp = TempDir::new("parquet-j");
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/x86_64-6.12/events");
+    let f = tmp.path().join("big.dat");
+    dat::build(&fx, &[dat::Part { dir: &fx, min_events: 400_000, lost_every: None }], &f);
+    let convert = |jobs: &str| {
+        let out = tmp.path().join(format!("j{jobs}.parquet"));
+        let o = run(&["tr-cat", "-j", jobs, f.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "-j {jobs}: {}", stderr(&o));
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&out)
+            .unwrap()
+            .flatten()
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        (out, files)
+    };
+    let (out, one) = convert("1");
+    let groups = check(&[Path::new("groups"), &out]);
+    let most = groups.lines().filter_map(|l| l.split(' ').nth(1)?.parse::<u32>().ok()).max().unwrap_or(0);
+    assert!(one.len() > 3 && most >= 3, "{} files, row groups: {groups}", one.len());
+    for jobs in ["2", "3", "8"] {
+        let (_, many) = convert(jobs);
+        let names = |v: &[(String, Vec<u8>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&many), names(&one), "-j {jobs}: the files");
+        for (a, b) in many.iter().zip(&one) {
+            assert!(a.1 == b.1, "-j {jobs}: {} differs from -j 1's", a.0);
+        }
+    }
 }
 
 #[test]

@@ -18,10 +18,10 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::format::SortingColumn;
 use parquet::schema::types::{ColumnPath, Type, TypePtr};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// Rows of one event held before they are written as a row group.
 const GROUP_ROWS: usize = 64 * 1024;
@@ -103,6 +103,8 @@ pub(crate) struct Options {
     /// How each recording is read: `kernel` sets the text rules of the
     /// print events' `text` column, as for any read.
     pub(crate) read: ReadOptions,
+    /// Threads that write the row groups (`-j`; `None`: one per CPU).
+    pub(crate) threads: Option<usize>,
 }
 
 /// Converts each of `sources` into the directory `out`, which must not
@@ -132,9 +134,50 @@ pub(crate) fn into_dir(sources: &[Source<'_>], out: &Path, o: &Options) -> Resul
     Ok(w)
 }
 
-/// One recording into `dir`.
+/// One recording into `dir`. This thread reads the records and holds
+/// them per event; the row groups, where the time goes (each column read
+/// out of the records, encoded, compressed), are written on every CPU,
+/// each event's in the order they were cut: the files are the same
+/// whatever the threads.
 fn convert(path: &Path, dir: &Path, o: &Options) -> Result<Written, Error> {
     let mut r = Reader::trace_dat(path, &o.read)?;
+    let threads = o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(super::MAX_THREADS)).max(1);
+    let groups = Groups { q: Mutex::default(), cv: Condvar::new() };
+    let workers: Vec<crate::sys::thread::Job<'_>> = if threads > 1 {
+        (0..threads).map(|_| Box::new(|| groups.work()) as crate::sys::thread::Job<'_>).collect()
+    } else {
+        Vec::new()
+    };
+    let read = crate::sys::thread::scope(workers, |started| {
+        let read = read_into(&mut r, dir, o, &groups, started > 0);
+        groups.close();
+        read
+    });
+    let (tables, range, lost) = read?;
+    groups.failed()?;
+    let mut w = Written::default();
+    let mut done = Vec::with_capacity(tables.len());
+    for t in tables {
+        w.rows += t.total;
+        w.files += 1;
+        done.push((t.id, t.file.clone(), t.total));
+        t.close()?;
+    }
+    let meta = meta_json(r.session(), &done, range, &lost, &r.problems());
+    let p = dir.join("meta.json");
+    let mut f = crate::sys::record::create_output(&p)?;
+    f.write_all(meta.as_bytes()).map_err(|e| Error::io(&p, e))?;
+    Ok(w)
+}
+
+/// What [`read_into`] read: the tables, the range of times, the events
+/// lost per CPU.
+type Read = (Vec<Table>, Option<(u64, u64)>, Vec<u64>);
+
+/// Read every record of `r` into its event's table, handing each row
+/// group to `groups` as it fills (`pool`: to its threads; else written
+/// here).
+fn read_into(r: &mut Reader, dir: &Path, o: &Options, groups: &Groups, pool: bool) -> Result<Read, Error> {
     let (session, mut entries) = r.split();
     let mut text = session.text();
     let mut tables: Vec<Table> = Vec::new();
@@ -143,6 +186,11 @@ fn convert(path: &Path, dir: &Path, o: &Options) -> Result<Written, Error> {
     let mut held = 0usize;
     let mut lost = vec![0u64; session.cpus() as usize];
     let mut range: Option<(u64, u64)> = None;
+    let hand = |g: Option<Group>| match g {
+        Some(g) if pool => groups.add(g),
+        Some(g) => g.write(),
+        None => Ok(()),
+    };
     while let Some(e) = entries.next_entry() {
         match e {
             Entry::Event(ev) => {
@@ -162,12 +210,12 @@ fn convert(path: &Path, dir: &Path, o: &Options) -> Result<Written, Error> {
                 held += t.held - before;
                 if t.rows.len() == GROUP_ROWS {
                     held -= t.held;
-                    t.flush()?;
+                    hand(t.cut())?;
                 }
                 if held > HELD_BYTES {
                     if let Some(t) = tables.iter_mut().max_by_key(|t| t.held) {
                         held -= t.held;
-                        t.flush()?;
+                        hand(t.cut())?;
                     }
                 }
                 range = Some(range.map_or((ev.ts(), ev.ts()), |(a, _)| (a, ev.ts())));
@@ -180,19 +228,90 @@ fn convert(path: &Path, dir: &Path, o: &Options) -> Result<Written, Error> {
             Entry::Damaged { .. } | Entry::Unknown { .. } => {}
         }
     }
-    let mut w = Written::default();
-    let mut done = Vec::with_capacity(tables.len());
-    for t in tables {
-        w.rows += t.total;
-        w.files += 1;
-        done.push((t.id, t.file.clone(), t.total));
-        t.close()?;
+    for t in &mut tables {
+        hand(t.cut())?;
     }
-    let meta = meta_json(r.session(), &done, range, &lost, &r.problems());
-    let p = dir.join("meta.json");
-    let mut f = crate::sys::record::create_output(&p)?;
-    f.write_all(meta.as_bytes()).map_err(|e| Error::io(&p, e))?;
-    Ok(w)
+    Ok((tables, range, lost))
+}
+
+/// Row groups cut and not written yet, for the threads that write them.
+struct Groups {
+    q: Mutex<Queue>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    groups: VecDeque<Group>,
+    /// No group comes any more.
+    closed: bool,
+    /// The first write that failed.
+    failed: Option<Error>,
+    /// Bytes of the groups queued.
+    bytes: usize,
+}
+
+/// Bytes of row groups queued at most (and one group, however large):
+/// what bounds the memory the reading thread can get ahead by, besides
+/// the rows it holds ([`HELD_BYTES`]) and the groups being written.
+const QUEUED_BYTES: usize = 2 << 20;
+
+impl Groups {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.q.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'g>(&self, g: MutexGuard<'g, Queue>) -> MutexGuard<'g, Queue> {
+        self.cv.wait(g).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queue `g` for a writing thread (waiting while many are queued);
+    /// the error of a write that failed, if one did.
+    fn add(&self, g: Group) -> Result<(), Error> {
+        let mut q = self.lock();
+        while !q.groups.is_empty() && q.bytes + g.bytes() > QUEUED_BYTES && q.failed.is_none() {
+            q = self.wait(q);
+        }
+        if let Some(e) = q.failed.take() {
+            return Err(e);
+        }
+        q.bytes += g.bytes();
+        q.groups.push_back(g);
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Everything is queued: the threads end once it is written.
+    fn close(&self) {
+        self.lock().closed = true;
+        self.cv.notify_all();
+    }
+
+    /// A writing thread: groups in the order they were queued (so that an
+    /// event's are taken in order, and the one a group waits for is being
+    /// written), until the queue is closed and empty.
+    fn work(&self) {
+        loop {
+            let mut q = self.lock();
+            while q.groups.is_empty() && !q.closed {
+                q = self.wait(q);
+            }
+            let Some(g) = q.groups.pop_front() else { return };
+            q.bytes -= g.bytes();
+            self.cv.notify_all();
+            drop(q);
+            if let Err(e) = g.write() {
+                let mut q = self.lock();
+                q.failed.get_or_insert(e);
+                self.cv.notify_all();
+            }
+        }
+    }
+
+    /// The first write that failed.
+    fn failed(&self) -> Result<(), Error> {
+        self.lock().failed.take().map_or(Ok(()), Err)
+    }
 }
 
 /// How a column's values are stored: the Parquet type a field of the
@@ -519,8 +638,13 @@ impl Column {
         // Given back, not kept: a column is filled only while its group
         // is written, and every column of every table keeping the most it
         // ever held would add up past the memory budget.
-        *self = Column::new(self.from, self.kind, self.def.is_none());
+        *self = self.empty();
         Ok(())
+    }
+
+    /// A column like this one, with no value.
+    fn empty(&self) -> Column {
+        Column::new(self.from, self.kind, self.def.is_none())
     }
 
     fn clear(&mut self) {
@@ -544,15 +668,41 @@ struct Row {
     len: u32,
 }
 
-/// One event's file: its writer, and the records held for its next row
-/// group. The records are kept as their bytes, and each column is read out
-/// of them in one pass when the group is written: a loop per column is what
-/// keeps the size-optimised build fast (a value at a time through every
-/// column was most of the conversion's time).
+/// One event's file, on the reading thread's side: the records held for
+/// its next row group. The records are kept as their bytes, and each
+/// column is read out of them in one pass when the group is written
+/// ([`Sink::write`]): a loop per column is what keeps the size-optimised
+/// build fast (a value at a time through every column was most of the
+/// conversion's time).
 struct Table {
     id: u32,
     /// The file's name in its directory (`sched_switch.parquet`).
     file: String,
+    /// Its writer, shared with the threads that write its row groups.
+    sink: Arc<Shared>,
+    endian: crate::abi::Endian,
+    /// The column of a print event's text, rendered as each record comes:
+    /// the values of the rows held.
+    text: Option<Column>,
+    rows: Vec<Row>,
+    recs: Vec<u8>,
+    /// Bytes held (records, rows and texts).
+    held: usize,
+    /// Rows written and held.
+    total: u64,
+    /// Row groups cut.
+    groups: u64,
+}
+
+/// An event's file on the writing side: one row group's write at a time,
+/// in the order they were cut.
+struct Shared {
+    sink: Mutex<Sink>,
+    /// The group written last changed (`Sink::next`).
+    cv: Condvar,
+}
+
+struct Sink {
     path: PathBuf,
     writer: SerializedFileWriter<BufWriter<std::fs::File>>,
     cols: Vec<Column>,
@@ -560,14 +710,19 @@ struct Table {
     /// indexes them.
     fields: Vec<Field>,
     endian: crate::abi::Endian,
-    /// The column of a print event's text, rendered as each record comes.
     text_col: Option<usize>,
+    /// The number of the row group to write next.
+    next: u64,
+}
+
+/// One row group of a table, cut: its rows, to be written as its table's
+/// group number `seq`.
+struct Group {
+    sink: Arc<Shared>,
+    seq: u64,
     rows: Vec<Row>,
     recs: Vec<u8>,
-    /// Bytes held (records, rows and texts).
-    held: usize,
-    /// Rows written and held.
-    total: u64,
+    text: Option<Column>,
 }
 
 impl Table {
@@ -594,19 +749,27 @@ impl Table {
         let props = Arc::new(properties(codec, &columns(f)));
         let writer = SerializedFileWriter::new(BufWriter::with_capacity(64 << 10, out), schema, props)
             .map_err(|e| parquet_error(&path, e))?;
+        let text_col = cols.iter().position(|c| matches!(c.from, Src::Text));
+        let sink = Sink {
+            path,
+            writer,
+            fields: f.common.iter().chain(&f.fields).cloned().collect(),
+            endian,
+            text_col,
+            next: 0,
+            cols,
+        };
         Ok(Table {
             id: f.id,
             file,
-            path,
-            writer,
-            text_col: cols.iter().position(|c| matches!(c.from, Src::Text)),
-            cols,
-            fields: f.common.iter().chain(&f.fields).cloned().collect(),
+            text: text_col.and_then(|i| sink.cols.get(i)).map(Column::empty),
+            sink: Arc::new(Shared { sink: Mutex::new(sink), cv: Condvar::new() }),
             endian,
             rows: Vec::new(),
             recs: Vec::new(),
             held: 0,
             total: 0,
+            groups: 0,
         })
     }
 
@@ -616,7 +779,7 @@ impl Table {
         // A record is at most a page long.
         self.rows.push(Row { ts: ev.ts(), cpu: ev.cpu(), len: payload.len() as u32 });
         self.held += payload.len() + core::mem::size_of::<Row>();
-        if let Some(c) = self.text_col.and_then(|i| self.cols.get_mut(i)) {
+        if let Some(c) = &mut self.text {
             let mut s = String::new();
             text.body(ev, &mut s);
             self.held += c.push(Some(Value::Str(s.as_bytes())), self.endian);
@@ -624,13 +787,71 @@ impl Table {
         self.total += 1;
     }
 
-    /// Writes the rows held as a row group.
-    fn flush(&mut self) -> Result<(), Error> {
-        let n = self.rows.len();
-        if n == 0 {
-            return Ok(());
+    /// The rows held, as a row group to write; `None` when there are none.
+    fn cut(&mut self) -> Option<Group> {
+        if self.rows.is_empty() {
+            return None;
         }
-        let held = Held { rows: &self.rows, recs: &self.recs, fields: &self.fields, endian: self.endian };
+        let seq = self.groups;
+        self.groups += 1;
+        self.held = 0;
+        // Given back, not kept: the group holds them until it is written.
+        Some(Group {
+            sink: Arc::clone(&self.sink),
+            seq,
+            rows: std::mem::take(&mut self.rows),
+            recs: std::mem::take(&mut self.recs),
+            text: self.text.as_mut().map(|c| {
+                let e = c.empty();
+                std::mem::replace(c, e)
+            }),
+        })
+    }
+
+    /// Every group written (its threads joined): the file's end.
+    fn close(self) -> Result<(), Error> {
+        // Every group holds the sink until it is written, and all are.
+        let Ok(shared) = Arc::try_unwrap(self.sink) else { return Ok(()) };
+        let sink = shared.sink.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let path = sink.path;
+        let mut w = sink.writer.into_inner().map_err(|e| parquet_error(&path, e))?;
+        w.flush().map_err(|e| Error::io(&path, e))
+    }
+}
+
+impl Group {
+    /// The memory it holds, about.
+    fn bytes(&self) -> usize {
+        self.recs.len()
+            + self.rows.len() * core::mem::size_of::<Row>()
+            + self.text.as_ref().map_or(0, |t| t.arena.len())
+    }
+
+    /// Written as its table's next row group, once the groups cut before
+    /// it are.
+    fn write(self) -> Result<(), Error> {
+        let Group { sink, seq, rows, recs, text } = self;
+        let mut g = sink.sink.lock().unwrap_or_else(PoisonError::into_inner);
+        while g.next != seq {
+            g = sink.cv.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+        let res = g.write(&rows, &recs, text);
+        g.next += 1;
+        drop(g);
+        sink.cv.notify_all();
+        res
+    }
+}
+
+impl Sink {
+    /// `rows` (their records' bytes one after the other in `recs`; the
+    /// text column's values in `text`) as a row group.
+    fn write(&mut self, rows: &[Row], recs: &[u8], text: Option<Column>) -> Result<(), Error> {
+        let n = rows.len();
+        if let (Some(c), Some(t)) = (self.text_col.and_then(|i| self.cols.get_mut(i)), text) {
+            *c = t;
+        }
+        let held = Held { rows, recs, fields: &self.fields, endian: self.endian };
         // The definition levels of a column with no null.
         let ones = vec![1i16; n];
         let (writer, cols) = (&mut self.writer, &mut self.cols);
@@ -645,19 +866,7 @@ impl Table {
             }
             rg.close().map(|_| ())
         })();
-        res.map_err(|e| parquet_error(&self.path, e))?;
-        // Given back, not kept (as the columns').
-        self.rows = Vec::new();
-        self.recs = Vec::new();
-        self.held = 0;
-        Ok(())
-    }
-
-    fn close(mut self) -> Result<(), Error> {
-        self.flush()?;
-        let path = self.path.clone();
-        let mut w = self.writer.into_inner().map_err(|e| parquet_error(&path, e))?;
-        w.flush().map_err(|e| Error::io(&path, e))
+        res.map_err(|e| parquet_error(&self.path, e))
     }
 }
 

@@ -48,10 +48,9 @@ pub(crate) struct Plain<'a> {
 /// the stack written a moment later): dropped too.
 #[derive(Default)]
 pub(crate) struct StackVerdicts {
-    /// The (buffer, CPU)s whose last record was dropped.
-    after_dropped: Vec<(u32, u32)>,
-    /// In a window: the (buffer, CPU)s that had a record.
-    seen: Vec<(u32, u32)>,
+    /// The (buffer, CPU)s whose last record was not as one before any
+    /// record is taken: dropped in a file, kept in a window.
+    marked: Vec<(u32, u32)>,
 }
 
 impl StackVerdicts {
@@ -59,16 +58,12 @@ impl StackVerdicts {
     /// filters' verdict `keep` on it; `window`: the read is a live
     /// window's.
     pub(crate) fn keep(&mut self, buffer: u32, cpu: u32, ev: &EventFormat, keep: bool, window: bool) -> bool {
-        let at = self.after_dropped.iter().position(|&k| k == (buffer, cpu));
-        let mut follows_dropped = at.map(|i| self.after_dropped.swap_remove(i)).is_some();
-        if window && !self.seen.contains(&(buffer, cpu)) {
-            self.seen.push((buffer, cpu));
-            follows_dropped = true;
-        }
+        let at = self.marked.iter().position(|&k| k == (buffer, cpu));
+        let follows_dropped = at.map(|i| self.marked.swap_remove(i)).is_some() != window;
         let stack = || ev.system == "ftrace" && matches!(ev.name.as_str(), "kernel_stack" | "user_stack");
         let keep = keep && !(follows_dropped && stack());
-        if !keep {
-            self.after_dropped.push((buffer, cpu));
+        if keep == window {
+            self.marked.push((buffer, cpu));
         }
         keep
     }
