@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 const GROUP_ROWS: usize = 64 * 1024;
 /// Bytes of rows held, all events together, before the largest event's
 /// are written out (what bounds the memory with many events).
-const HELD_BYTES: usize = 12 << 20;
+const HELD_BYTES: usize = 8 << 20;
 
 /// The events whose text is their point: `trace_printk()` and
 /// `trace_marker` writes, whose format fields hold a format and its
