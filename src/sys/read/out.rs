@@ -58,10 +58,14 @@ impl Out {
     /// own escape sequences): nothing is escaped; what it shows of the
     /// trace goes through [`for_terminal`] first.
     pub(crate) fn stdout_raw() -> Self {
+        Out::new(Vec::with_capacity(CAP), false)
+    }
+
+    fn new(buf: Vec<u8>, mem: bool) -> Self {
         Out {
-            buf: Vec::with_capacity(CAP),
+            buf,
             err: None,
-            mem: false,
+            mem,
             wrote: false,
             tty: false,
             held: Vec::new(),
@@ -84,17 +88,7 @@ impl Out {
 
     /// Text kept in memory, to be written later with `Out::put_block`.
     pub(crate) fn memory() -> Self {
-        Out {
-            buf: Vec::new(),
-            err: None,
-            mem: true,
-            wrote: false,
-            tty: false,
-            held: Vec::new(),
-            fd: 1,
-            #[cfg(feature = "host")]
-            _file: None,
-        }
+        Out::new(Vec::new(), true)
     }
 
     /// Nothing is buffered (for a block in memory: nothing was written).
