@@ -49,6 +49,9 @@ pub struct LazyKallsyms {
     /// before the lookup, with the current `_text` and `_stext` (found
     /// once).
     last_boot: Option<(crate::lastboot::LastBoot, std::sync::OnceLock<TextStext>)>,
+    /// The CPUs the table is read on ([`LazyKallsyms::read_on`]).
+    #[cfg(feature = "slices")]
+    cpus: std::sync::atomic::AtomicUsize,
 }
 
 impl LazyKallsyms {
@@ -74,7 +77,25 @@ impl LazyKallsyms {
             version: None,
             gate: None,
             last_boot: None,
+            #[cfg(feature = "slices")]
+            cpus: std::sync::atomic::AtomicUsize::new(1),
         }
+    }
+
+    /// Read the table, when a record first needs it, on up to `n` CPUs: a
+    /// reader working on `n` waits for it otherwise (each worker that
+    /// prints a symbol), 6 ms of a 5 MB table on one CPU of this machine.
+    #[cfg(feature = "slices")]
+    pub(crate) fn read_on(&self, n: usize) {
+        self.cpus.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The CPUs the table is read on.
+    fn cpus(&self) -> usize {
+        #[cfg(feature = "slices")]
+        return self.cpus.load(std::sync::atomic::Ordering::Relaxed);
+        #[cfg(not(feature = "slices"))]
+        1
     }
 
     /// Look addresses up as kernel `version` does (the session's, once
@@ -109,8 +130,8 @@ impl LazyKallsyms {
         self.table
             .get_or_init(|| {
                 let mut k = match (&self.path, &self.text) {
-                    (Some(p), _) => parse(read_symbols(p)?.as_bytes()),
-                    (None, Some(t)) => parse(t),
+                    (Some(p), _) => parse(read_symbols(p)?.as_bytes(), self.cpus()),
+                    (None, Some(t)) => parse(t, self.cpus()),
                     (None, None) => return None,
                 };
                 k.set_kernel(self.version);
@@ -142,24 +163,12 @@ impl crate::printfmt::SymbolLookup for LazyKallsyms {
     }
 }
 
-/// The CPUs a table is read on ([`read_on`]).
+/// The table of `text`, read in parts on up to `cpus` CPUs when it is big
+/// enough (a part per MB at most).
 #[cfg(feature = "slices")]
-static CPUS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-
-/// Read a table, when a record first needs it, on up to `n` CPUs: a reader
-/// working on `n` waits for it otherwise (each worker that prints a
-/// symbol), 6 ms of a 5 MB table on one CPU of this machine.
-#[cfg(feature = "slices")]
-pub(crate) fn read_on(n: usize) {
-    CPUS.store(n, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The table of `text`, read in parts on up to [`read_on`]'s CPUs when it
-/// is big enough (a part per MB at most).
-#[cfg(feature = "slices")]
-fn parse(text: &[u8]) -> crate::kallsyms::Kallsyms {
+fn parse(text: &[u8], cpus: usize) -> crate::kallsyms::Kallsyms {
     use crate::kallsyms::{Kallsyms, Part};
-    let n = CPUS.load(std::sync::atomic::Ordering::Relaxed).min(text.len() >> 20).max(1);
+    let n = cpus.min(text.len() >> 20).max(1);
     // Parts of whole lines: each cut just after a newline.
     let mut cuts = vec![0];
     for i in 1..n {
@@ -174,7 +183,7 @@ fn parse(text: &[u8]) -> crate::kallsyms::Kallsyms {
 }
 
 #[cfg(not(feature = "slices"))]
-fn parse(text: &[u8]) -> crate::kallsyms::Kallsyms {
+fn parse(text: &[u8], _: usize) -> crate::kallsyms::Kallsyms {
     crate::kallsyms::Kallsyms::parse(text)
 }
 

@@ -137,7 +137,7 @@ pub(crate) fn print(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
     let threads =
         if draining { o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
     #[cfg(feature = "slices")]
-    crate::sys::kallsyms::read_on(threads);
+    syms.read_on(threads);
     // A plain file: every CPU reads a time slice of it; else (a live
     // buffer, compressed data, a stream, a graph layout, a build without
     // `slices`) one thread merges and the others render.

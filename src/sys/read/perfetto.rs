@@ -110,10 +110,10 @@ fn tail(session: &super::Session, out: &mut Out) {
 #[cfg(feature = "slices")]
 fn sliced(r: &mut Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Option<(u64, u64)> {
     let threads = super::slice_threads(o, r)?;
-    // funcgraph's function names are looked up on every worker.
-    crate::sys::kallsyms::read_on(threads);
     let Reader { session, records } = r;
     let t = &session.trace;
+    // funcgraph's function names are looked up on every worker.
+    t.symbols.read_on(threads);
     let prepared = o.filter.prepare(&t.events);
     let total = std::sync::Mutex::new((0u64, 0u64));
     let make = || Slice {
