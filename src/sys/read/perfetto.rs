@@ -63,6 +63,8 @@ pub(crate) fn perfetto(
     Ok(w)
 }
 
+/// [`perfetto`]'s packets into `out`: by time slices where the input
+/// allows, else through [`collect`] on this thread.
 fn convert(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> Result<Written, Error> {
     #[cfg(feature = "slices")]
     let mut r = r;
