@@ -134,8 +134,7 @@ pub(crate) fn print(r: Reader, o: &RawOpts, stop: &Stop<'_>, out: &mut Out) -> R
     // CPU; a followed one prints each line as it comes. The graph layout
     // folds records in order, so it stays on this thread.
     let draining = !records.streams.iter().any(|s| s.follow);
-    let threads =
-        if draining { o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS)) } else { 1 };
+    let threads = if draining { threads(o.threads) } else { 1 };
     #[cfg(feature = "slices")]
     syms.read_on(threads);
     // A plain file: every CPU reads a time slice of it; else (a live
@@ -207,6 +206,12 @@ fn if_empty(streams: &[CpuPages], note: Option<String>) -> Option<String> {
 
 /// Most threads that render a drained buffer unless -j says.
 const MAX_THREADS: usize = 8;
+
+/// The threads a read works on: `-j`'s (`asked`), else one per CPU, up to
+/// [`MAX_THREADS`].
+fn threads(asked: Option<usize>) -> usize {
+    asked.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS))
+}
 
 impl Session {
     /// After an applet's read of `records`: the note of an empty one, and
@@ -325,7 +330,7 @@ fn count_sliced(r: &mut Reader, o: &RawOpts, stop: &Stop<'_>) -> Option<TraceSum
 /// one (`-j 1`, one CPU), or when it follows a live buffer.
 #[cfg(feature = "slices")]
 fn slice_threads(o: &RawOpts, r: &Reader) -> Option<usize> {
-    let threads = o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(MAX_THREADS));
+    let threads = threads(o.threads);
     (threads >= 2 && !r.records.streams.iter().any(|s| s.follow)).then_some(threads)
 }
 

@@ -141,7 +141,7 @@ pub(crate) fn into_dir(sources: &[Source<'_>], out: &Path, o: &Options) -> Resul
 /// whatever the threads.
 fn convert(path: &Path, dir: &Path, o: &Options) -> Result<Written, Error> {
     let mut r = Reader::trace_dat(path, &o.read)?;
-    let threads = o.threads.unwrap_or_else(|| crate::sys::thread::cpus_available().min(super::MAX_THREADS)).max(1);
+    let threads = super::threads(o.threads);
     let groups = Groups { q: Mutex::default(), cv: Condvar::new() };
     let workers: Vec<crate::sys::thread::Job<'_>> = if threads > 1 {
         (0..threads).map(|_| Box::new(|| groups.work()) as crate::sys::thread::Job<'_>).collect()
@@ -811,7 +811,10 @@ impl Table {
     /// Every group written (its threads joined): the file's end.
     fn close(self) -> Result<(), Error> {
         // Every group holds the sink until it is written, and all are.
-        let Ok(shared) = Arc::try_unwrap(self.sink) else { return Ok(()) };
+        let Ok(shared) = Arc::try_unwrap(self.sink) else {
+            let busy = std::io::Error::other("its row groups are still being written");
+            return Err(Error::io(&self.file, busy));
+        };
         let sink = shared.sink.into_inner().unwrap_or_else(PoisonError::into_inner);
         let path = sink.path;
         let mut w = sink.writer.into_inner().map_err(|e| parquet_error(&path, e))?;
