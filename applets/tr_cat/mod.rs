@@ -98,8 +98,7 @@ several with -o OUT.parquet (host build), each into OUT.parquet/source=NAME/"
     #[argh(switch)]
     all: bool,
     #[cfg(feature = "decode")]
-    /// with --raw or FILE: read (render, count, convert) on N threads
-    /// (default: one per CPU)
+    /// with --raw or FILE: decode on N threads (default: one per CPU)
     #[argh(option, short = 'j', arg_name = "N")]
     jobs: Option<usize>,
     /// with -o -: as text lines for a serial console
