@@ -185,7 +185,7 @@ test-chain-build-steps:
 # about 2 minutes each); BENCH_FLAGS_BOARD= (empty) leaves it out. Then
 # (cross/qemu/bench-record.sh) `tr-cat -o` against `trace-cmd record` on
 # the disk board's ext4, f2fs and vfat and on /tmp, recorder CPU per MB
-# (3 rounds, about 7 minutes); BENCH_RECORD_BOARD= (empty) leaves it out.
+# (3 rounds, about 8 minutes); BENCH_RECORD_BOARD= (empty) leaves it out.
 BENCH_BOARD ?= aarch64:6.1-rt aarch64:7.2-rt
 BENCH_DECODE_BOARDS ?= aarch64 armv7
 BENCH_FLAGS_BOARD ?= aarch64
