@@ -275,6 +275,14 @@ impl<'t> State<'t> {
     /// removed on restore. `file` is `dynamic_events`, `kprobe_events` or
     /// `uprobe_events`; `name` is `GROUP/EVENT` as the kernel lists it.
     pub(crate) fn add_dynamic_event(&mut self, file: &str, def: &str, name: &str) -> Result<(), Error> {
+        // An event of that name already there (another tool's probe): 5.7+
+        // adds ours to it (trace_kprobe.c, trace_uprobe.c: append_trace_*),
+        // and removing ours at the end would remove theirs with it. Older
+        // kernels refuse it with EEXIST: so does this.
+        if self.t.exists(&format!("events/{name}")) {
+            let err = std::io::Error::from_raw_os_error(libc::EEXIST);
+            return Err(Error::Rejected { path: self.t.path(file), value: def.into(), err, kernel: None });
+        }
         self.push(Undo::Append { rel: file.into(), line: format!("-:{name}") });
         self.t.append_checked(file, def).inspect_err(|_| self.not_made())
     }

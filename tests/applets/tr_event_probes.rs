@@ -91,6 +91,39 @@ fn uprobe_by_offset_with_its_own_name_and_in_an_instance() {
     assert_same_state(&before, &snapshot(&root));
 }
 
+/// A probe name that is already there (another tool's probe) is refused
+/// before anything is written: 5.7+ would add ours to theirs, and
+/// removing ours at the end would remove theirs with it.
+#[test]
+fn a_probe_name_already_there_is_refused_and_theirs_kept() {
+    let Some((_l, root, before)) = live() else { return };
+    let d = TempDir::new("uprobe-dup");
+    let Some(p) = progs(&d) else { return };
+    let b = s(&p.pie);
+    let off =
+        cprog::objdump_offset(&p.pie, FUNC).unwrap_or_else(|| trbox::sys::elf::resolve(&p.pie, FUNC).unwrap().offset);
+    let add = |line: &str| {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(root.join("uprobe_events"))
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()))
+    };
+    // Theirs elsewhere in the file (an exact same probe the kernel refuses
+    // by itself), never enabled.
+    add(&format!("p:mygrp/hit {b}:0x0")).unwrap();
+    let o = ev(&["--uprobe", &format!("p:mygrp/hit {b}:{off:#x}"), "--", b, "5"]);
+    let kept = root.join("events/mygrp/hit").exists();
+    let probes = std::fs::read_to_string(root.join("uprobe_events")).unwrap_or_default();
+    let _ = add("-:mygrp/hit");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("already there"), "{}", stderr(&o));
+    assert!(kept, "their probe went with the run");
+    assert_eq!(probes.lines().filter(|l| l.contains("mygrp/hit")).count(), 1, "{probes}");
+    no_probes_left(&root);
+    assert_same_state(&before, &snapshot(&root));
+}
+
 #[test]
 fn kprobe_absent_or_rejected() {
     let Some((_l, root, before)) = live() else { return };

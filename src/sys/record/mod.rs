@@ -293,7 +293,9 @@ impl Recorder {
             cpus.push(Cpu { cpu, file, error: None });
         }
         let stats0 = Vec::new();
-        if o.stream || o.net.is_some() {
+        // A stream (a file of its own for its header) or a trace.dat: what
+        // the recorder writes to and with.
+        let (file, slots, sent, sink, pool, regions, pipe, mover) = if o.stream || o.net.is_some() {
             let numbers: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
             // One header for both: built in an anonymous file, then sent.
             let mut f = super::anonymous_file(&[]).map_err(|e| Error::io(path, e))?;
@@ -345,77 +347,61 @@ impl Recorder {
                 sink.send(&frame(kind::HEADER, &h)).and_then(|_| sink.flush()).map_err(|e| Error::io(path, e))?;
                 sink.header_wire = sink.wire;
             }
-            return Ok(Recorder {
-                path: path.into(),
-                file,
-                layout,
-                slots: None,
-                endian: crate::abi::Endian::NATIVE,
-                sent: vec![CpuData::default(); cpus.len()],
-                sink: Some(sink),
-                pool: Pool::new(0, ps, cpus.len(), None),
-                regions: None,
-                cpus,
-                pipe: None,
-                mover: Mover::Read("a stream".into()),
-                buf: vec![0; ps],
-                write_error: None,
-                unsaved: 0,
-                stats0,
-                started: Instant::now(),
-                notes: None,
-                commits: Vec::new(),
-                finishing: false,
-            });
-        }
-        let mut file = create_output(path)?;
-        let slots = match meta::write_header(
-            t,
-            &mut file,
-            path,
-            ps as u32,
-            crate::abi::Abi::new(crate::abi::Endian::NATIVE, hp.long_size()),
-            cpus.len() as u32,
-            &o.systems,
-            true,
-            0,
-        ) {
-            Ok(s) => s,
-            Err(e) => {
-                // Not even the header fits: no half file left behind.
-                let _ = std::fs::remove_file(path);
-                return Err(e);
-            }
-        };
-        let max_slots = o.max_kb.map(|kb| (kb.saturating_mul(1024) / ps as u64).clamp(1, u64::from(u32::MAX)) as u32);
-        let pool = Pool::new(slots.fly.data_start, ps, cpus.len(), max_slots);
-        let regions = match max_slots {
-            None => Regions::new(&file, slots.fly.data_start, ps, cpus.len(), (slots.fly.table_pos, slots.endian)),
-            Some(_) => None,
-        };
-        if regions.is_none() {
-            // The pool's file has no table until its end: a reader waits
-            // for that (the lock goes with the last holder, the run's
-            // guard too: `super::trace::dat_file`).
-            // SAFETY: a valid fd.
-            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        }
-        let (pipe, mover) = if o.no_splice {
-            (None, Mover::Read("splice turned off".into()))
+            let sent = vec![CpuData::default(); cpus.len()];
+            let pool = Pool::new(0, ps, cpus.len(), None);
+            (file, None, sent, Some(sink), pool, None, None, Mover::Read("a stream".into()))
         } else {
-            match make_pipe(ps) {
-                Ok(p) => (Some(p), Mover::Splice),
-                Err(e) => (None, Mover::Read(format!("no pipe: {e}"))),
+            let mut file = create_output(path)?;
+            let slots = match meta::write_header(
+                t,
+                &mut file,
+                path,
+                ps as u32,
+                crate::abi::Abi::new(crate::abi::Endian::NATIVE, hp.long_size()),
+                cpus.len() as u32,
+                &o.systems,
+                true,
+                0,
+            ) {
+                Ok(s) => s,
+                Err(e) => {
+                    // Not even the header fits: no half file left behind.
+                    let _ = std::fs::remove_file(path);
+                    return Err(e);
+                }
+            };
+            let max_slots =
+                o.max_kb.map(|kb| (kb.saturating_mul(1024) / ps as u64).clamp(1, u64::from(u32::MAX)) as u32);
+            let pool = Pool::new(slots.fly.data_start, ps, cpus.len(), max_slots);
+            let regions = match max_slots {
+                None => Regions::new(&file, slots.fly.data_start, ps, cpus.len(), (slots.fly.table_pos, slots.endian)),
+                Some(_) => None,
+            };
+            if regions.is_none() {
+                // The pool's file has no table until its end: a reader waits
+                // for that (the lock goes with the last holder, the run's
+                // guard too: `super::trace::dat_file`).
+                // SAFETY: a valid fd.
+                unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
             }
+            let (pipe, mover) = if o.no_splice {
+                (None, Mover::Read("splice turned off".into()))
+            } else {
+                match make_pipe(ps) {
+                    Ok(p) => (Some(p), Mover::Splice),
+                    Err(e) => (None, Mover::Read(format!("no pipe: {e}"))),
+                }
+            };
+            (file, Some(slots), Vec::new(), None, pool, regions, pipe, mover)
         };
         Ok(Recorder {
             path: path.into(),
             file,
             layout,
-            endian: slots.endian,
-            slots: Some(slots),
-            sent: Vec::new(),
-            sink: None,
+            endian: slots.as_ref().map_or(crate::abi::Endian::NATIVE, |s| s.endian),
+            slots,
+            sent,
+            sink,
             pool,
             regions,
             cpus,
