@@ -132,6 +132,7 @@ impl<'t> State<'t> {
                 if !self.keep {
                     self.t.remove_own_instance();
                 }
+                self.t.unmount_own();
                 log::warn!("the run was killed: its guard put tracefs back");
             }
         })?;

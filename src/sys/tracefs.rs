@@ -482,11 +482,11 @@ impl Tracefs {
             }
         }
     }
-}
 
-impl Drop for Tracefs {
-    fn drop(&mut self) {
-        self.remove_own_instance();
+    /// Undo the mount this run made (not under `keep_mount`): at the end
+    /// of the run, or in its guard when the run was killed (the guard
+    /// leaves with `_exit`: no second time).
+    pub(crate) fn unmount_own(&self) {
         if let Found::MountedByUs(target) = &self.found {
             if !self.keep_mount {
                 if let Err(e) = unmount(target) {
@@ -494,6 +494,13 @@ impl Drop for Tracefs {
                 }
             }
         }
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        self.remove_own_instance();
+        self.unmount_own();
     }
 }
 
