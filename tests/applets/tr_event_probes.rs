@@ -30,6 +30,12 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The probed function's file offset in the PIE build (objdump's, else
+/// trbox's own ELF reader).
+fn func_offset(p: &Progs) -> u64 {
+    cprog::objdump_offset(&p.pie, FUNC).unwrap_or_else(|| trbox::sys::elf::resolve(&p.pie, FUNC).unwrap().offset)
+}
+
 /// Nothing of ours left: no trbox probes in the probe lists.
 fn no_probes_left(root: &Path) {
     for f in ["dynamic_events", "uprobe_events", "kprobe_events"] {
@@ -81,8 +87,7 @@ fn uprobe_by_offset_with_its_own_name_and_in_an_instance() {
     let d = TempDir::new("uprobe-off");
     let Some(p) = progs(&d) else { return };
     let b = s(&p.pie);
-    let off =
-        cprog::objdump_offset(&p.pie, FUNC).unwrap_or_else(|| trbox::sys::elf::resolve(&p.pie, FUNC).unwrap().offset);
+    let off = func_offset(&p);
     let o = ev(&["--uprobe", &format!("p:mygrp/hit {b}:{off:#x} x=%di:u32"), "-B", "trbox_probe_test", "--", b, "5"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}\n{out}", stderr(&o));
@@ -100,8 +105,7 @@ fn a_probe_name_already_there_is_refused_and_theirs_kept() {
     let d = TempDir::new("uprobe-dup");
     let Some(p) = progs(&d) else { return };
     let b = s(&p.pie);
-    let off =
-        cprog::objdump_offset(&p.pie, FUNC).unwrap_or_else(|| trbox::sys::elf::resolve(&p.pie, FUNC).unwrap().offset);
+    let off = func_offset(&p);
     let add = |line: &str| {
         use std::io::Write;
         std::fs::OpenOptions::new()
