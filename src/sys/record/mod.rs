@@ -128,7 +128,6 @@ pub(crate) struct Recorder {
     layout: PageLayout,
     /// The trace.dat's end-of-run slots; None for a stream.
     slots: Option<meta::Slots>,
-    endian: crate::abi::Endian,
     /// A stream: what each CPU index sent, and the bytes written.
     sent: Vec<CpuData>,
     sink: Option<StreamSink>,
@@ -154,6 +153,10 @@ pub(crate) struct Recorder {
     /// In the guard's copy: the run began finishing the file itself.
     finishing: bool,
 }
+
+/// The byte order of the pages a run takes: the kernel's, this machine's;
+/// the header and the stream's start frame say so.
+const PAGES: crate::abi::Endian = crate::abi::Endian::NATIVE;
 
 /// A guard's note: pages committed to pool slots, `(CPU index, slot)` as
 /// two u32 each.
@@ -300,7 +303,7 @@ impl Recorder {
             // One header for both: built in an anonymous file, then sent.
             let mut f = super::anonymous_file(&[]).map_err(|e| Error::io(path, e))?;
             let n = numbers.len() as u32;
-            let abi = crate::abi::Abi::new(crate::abi::Endian::NATIVE, hp.long_size());
+            let abi = crate::abi::Abi::new(PAGES, hp.long_size());
             let (h, slot) = meta::net_header(t, &mut f, path, ps as u32, abi, n, &o.systems, o.net.is_some())?;
             let net = match &o.net {
                 Some(addr) => Some(super::net::connect(addr, n, ps as u32, &h, slot, t.top().join("saved_cmdlines"))?),
@@ -320,7 +323,7 @@ impl Recorder {
             if sink.net.is_none() {
                 use crate::tracedat::stream::{frame, kind, preamble, start_frame};
                 let mut head = preamble().to_vec();
-                head.extend(start_frame(crate::abi::Endian::NATIVE, abi.long_size as u8, ps as u32, &numbers));
+                head.extend(start_frame(PAGES, abi.long_size as u8, ps as u32, &numbers));
                 sink.wire = 0;
                 let console = sink.console.as_ref().map(|e| e.begin());
                 let sent = match console {
@@ -357,7 +360,7 @@ impl Recorder {
                 &mut file,
                 path,
                 ps as u32,
-                crate::abi::Abi::new(crate::abi::Endian::NATIVE, hp.long_size()),
+                crate::abi::Abi::new(PAGES, hp.long_size()),
                 cpus.len() as u32,
                 &o.systems,
                 true,
@@ -398,7 +401,6 @@ impl Recorder {
             path: path.into(),
             file,
             layout,
-            endian: slots.as_ref().map_or(crate::abi::Endian::NATIVE, |s| s.endian),
             slots,
             sent,
             sink,
@@ -698,7 +700,7 @@ impl Recorder {
         }
         self.buf[n.min(ps)..].fill(0);
         // More than half full: the writer had left it (or nearly).
-        let parsed = Page::parse(&self.buf, &self.layout, self.endian);
+        let parsed = Page::parse(&self.buf, &self.layout, PAGES);
         let full = parsed.as_ref().is_ok_and(|p| p.len as usize * 2 > ps);
         if let Some(sink) = &mut self.sink {
             count_page(&mut self.sent[i], parsed);
@@ -747,9 +749,9 @@ impl Recorder {
     /// offset, how many fit there in a row (its region takes them all, the
     /// pool one a slot) and the pool's slot; then call [`Recorder::placed`].
     fn place(&mut self, i: usize, want: usize) -> (u64, usize, Option<u32>) {
-        let (layout, endian) = (self.layout, self.endian);
+        let layout = self.layout;
         match &mut self.regions {
-            Some(r) => match r.next(&self.file, i, &mut |b, d| count_page(d, Page::parse(b, &layout, endian))) {
+            Some(r) => match r.next(&self.file, i, &mut |b, d| count_page(d, Page::parse(b, &layout, PAGES))) {
                 Ok((at, room)) => (at, want.min(room.try_into().unwrap_or(usize::MAX)), None),
                 Err(e) => {
                     self.write_failed(e);
@@ -818,10 +820,10 @@ impl Recorder {
             .collect();
         let (data, evicted, file_size) = match self.slots.take() {
             Some(slots) => {
-                let (layout, endian) = (self.layout, self.endian);
+                let layout = self.layout;
                 let evicted = self.pool.evicted.clone();
                 let pool = std::mem::replace(&mut self.pool, Pool::new(0, ps, 0, None));
-                let count = |bytes: &[u8], d: &mut CpuData| count_page(d, Page::parse(bytes, &layout, endian));
+                let count = |bytes: &[u8], d: &mut CpuData| count_page(d, Page::parse(bytes, &layout, PAGES));
                 let (data, end) = match self.regions.take() {
                     Some(r) => r.finish(&self.file, count),
                     None => pool.finish(&self.file, |_, bytes, d| count(bytes, d)),
