@@ -176,7 +176,8 @@ test-chain-build-steps:
 # the bench times against trace-cmd.
 # Then the board part (cross/qemu/bench.sh): rtla against tr-lat on the
 # PREEMPT_RT arm64 boards (6.1-rt with rtla 6.1, 7.2-rt with rtla 7.2),
-# each collector's CPU time and peak RSS;
+# each collector's CPU time and peak RSS, then 12 alternated rounds at
+# 1 ms (about 6 minutes a board);
 # BENCH_BOARD= (empty) leaves it out. Last (cross/qemu/bench-decode.sh):
 # `tr-cat FILE` against Debian's `trace-cmd report` on the boards' own CPUs;
 # BENCH_DECODE_BOARDS= (empty) leaves it out. Then (cross/qemu/bench-flags.sh)

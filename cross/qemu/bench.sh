@@ -8,10 +8,11 @@
 # timerlat top` and `tr-lat timerlat`, each under busybox time -v; prints
 # each collector's CPU time (user+sys) and peak RSS, and tr-lat's share of
 # rtla's. Then, in the same boot, guest/ab-lat SECONDS PERIOD_US ROUNDS
-# (BENCH_ROUNDS=5): the two alternated, so that each pair shares the
+# (BENCH_ROUNDS=12): the two alternated, so that each pair shares the
 # host's load (one sequential run of each moves by 10% with it under TCG):
-# the medians of their sample counts, and the rounds where tr-lat read
-# every timer IRQ the kernel took (by sequence number). Its own output
+# the medians of their sample counts, the rounds where tr-lat counted at
+# least rtla's, the rounds where tr-lat read every timer IRQ the kernel
+# took (by sequence number), and each collector's own CPU. Its own output
 # directory (cross/out/bench/BOARD, BOARD.log), so the test board's
 # transcript is left alone. Exit 1 when the board run fails.
 set -euo pipefail
@@ -19,7 +20,7 @@ QEMU_DIR=$(cd "$(dirname "$0")" && pwd)
 boards=${BENCH_BOARD:-aarch64:6.1-rt aarch64:7.2-rt}
 secs=${BENCH_SECONDS:-10}
 period=${BENCH_PERIOD_US:-1000}
-rounds=${BENCH_ROUNDS:-5}
+rounds=${BENCH_ROUNDS:-12}
 out=$(cd "$QEMU_DIR/../.." && pwd)/cross/out/bench
 mkdir -p "$out"
 rc=0
@@ -55,14 +56,16 @@ for board in $boards; do
 	}
 	$1 == "@@AB" && ($2 == "rtla" || $2 == "tr-lat") {
 		for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-		if ($2 == "rtla") r[++nr] = v["samples"]
-		else { t[++nt] = v["samples"]; if (v["samples"] == v["taken"]) all++ }
+		if ($2 == "rtla") { r[++nr] = v["samples"]; ro[nr] = v["own_s"] }
+		else { t[++nt] = v["samples"]; to[nt] = v["own_s"]; if (v["samples"] == v["taken"]) all++ }
 	}
 	END {
 		if (!nr || !nt) { print "bench: no alternated rounds from the board (ab-lat)"; exit 1 }
+		# Round k of each tool: a pair that shared the load of the host.
+		for (k = 1; k <= nt && k <= nr; k++) if (t[k] >= r[k]) won++
 		mr = median(r, nr); mt = median(t, nt)
-		printf "alternated, %d rounds of %d s at %d us: median samples rtla %d, tr-lat %d (%.3fx); tr-lat read every timer IRQ the kernel took in %d of %d rounds; tr-lat >= rtla: %s\n",
-			nt, secs, period, mr, mt, (mr ? mt / mr : 0), all, nt, (mt >= mr ? "yes" : "no")
+		printf "alternated, %d rounds of %d s at %d us: median samples rtla %d, tr-lat %d (%.3fx); tr-lat >= rtla in %d of %d rounds; tr-lat read every timer IRQ the kernel took in %d of %d rounds; collector CPU (median) rtla %.2f s, tr-lat %.2f s; tr-lat >= rtla: %s\n",
+			nt, secs, period, mr, mt, (mr ? mt / mr : 0), won, nt, all, nt, median(ro, nr), median(to, nt), (mt >= mr ? "yes" : "no")
 	}' "$log" || rc=1
 done
 exit "$rc"
